@@ -1,0 +1,34 @@
+# make demo   installs what is missing, builds, runs the main job
+# make test   installs what is missing, builds, runs every test
+PYTHON ?= python3
+NP ?= 2
+export OMPI_ALLOW_RUN_AS_ROOT ?= 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM ?= 1
+export OMPI_MCA_rmaps_base_oversubscribe ?= 1
+
+SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
+STAMP := build/.installed
+
+.PHONY: deps build demo test bench clean
+
+deps:
+	PYTHON=$(PYTHON) scripts/install-deps
+
+$(STAMP): $(SOURCES)
+	PYTHON=$(PYTHON) scripts/install-deps
+	$(PYTHON) -m pip install --no-build-isolation --no-deps -q .
+	@mkdir -p build && touch $(STAMP)
+
+build: $(STAMP)
+
+demo: build
+	$(PYTHON) -m commsolve demo -np $(NP)
+
+test: build
+	$(PYTHON) -m pytest -q tests
+
+bench: build
+	$(PYTHON) bench/spmv_local.py
+
+clean:
+	rm -rf build

@@ -1,0 +1,22 @@
+"""commsolve: communication-optimized distributed sparse linear algebra on MPI.
+
+What must move (a pattern) is kept apart from how it moves (a strategy, built into a
+plan); every plan can be run on MPI, counted into CommStats, and built for all ranks in
+one process (the virtual world) to study scale.
+"""
+
+from . import gallery, io, partition, stats, virtual
+from ._collective import CollectiveError
+from ._core import CommPlan, Distribution, HaloPattern, PlanStep
+from .io import mminfo, mmread, mmwrite
+from .parcsr import ParCSR
+from .stats import CommStats
+from .topology import Topology, make_topology
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR",
+    "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
+    "partition", "stats", "virtual",
+]

@@ -1,0 +1,168 @@
+"""The ``commsolve`` command line.
+
+Every command that runs under MPI takes ``-np N``: without mpiexec around it, the command
+relaunches itself as ``mpiexec -n N python -m mpi4py -m commsolve ...``; started by
+mpiexec, it checks that the world has N ranks. Errors found on all ranks print once and
+exit with status 1; an error on one rank aborts the whole job (no hang).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from .launch import mpi_env, mpiexec_command, under_mpiexec
+
+PARTITIONS = ("contiguous", "strided", "metis")
+
+
+def _relaunch_or_check(nprocs):
+    """Returns normally when this process should do the work (as an MPI rank)."""
+    if nprocs is None:
+        return
+    if nprocs < 1:
+        raise click.BadParameter(f"must be at least 1, got {nprocs}", param_hint="-np")
+    if under_mpiexec():
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.size != nprocs:
+            _fail(f"-np {nprocs} given, but mpiexec started {MPI.COMM_WORLD.size} ranks", collective=True)
+        return
+    argv = _strip_np(sys.argv[1:])
+    cmd = mpiexec_command(nprocs, ["-m", "commsolve", *argv])
+    os.execvpe(cmd[0], cmd, mpi_env(nprocs))
+
+
+def _strip_np(argv):
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("-np", "--np"):
+            skip = True
+        elif a.startswith(("-np=", "--np=")):
+            continue
+        else:
+            out.append(a)
+    return out
+
+
+def _fail(message, collective):
+    """Report an error and end the job: once (rank 0) and cleanly when every rank has it,
+    otherwise from this rank with MPI_Abort so the others do not wait forever."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    if collective or comm.size == 1:
+        if comm.rank == 0:
+            click.echo(f"commsolve: error: {message}", err=True)
+        sys.exit(1)
+    click.echo(f"commsolve: error on rank {comm.rank}: {message}", err=True)
+    sys.stderr.flush()
+    comm.Abort(1)
+
+
+def _guarded(fn, *args, **kwargs):
+    from ._collective import CollectiveError
+
+    try:
+        return fn(*args, **kwargs)
+    except CollectiveError as e:
+        _fail(str(e), collective=True)
+    except (ValueError, OSError, RuntimeError) as e:
+        _fail(str(e), collective=False)
+
+
+def _progress(enabled):
+    from mpi4py import MPI
+
+    if not enabled or MPI.COMM_WORLD.rank != 0:
+        return None
+    from tqdm import tqdm
+
+    return lambda it: tqdm(it, desc="SpMV", unit="run", leave=False, file=sys.stderr, disable=None)
+
+
+def format_spmv(r):
+    from .stats import format_summary
+
+    err = r["rel_error_vs_scipy"]
+    lines = [
+        f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros",
+        f"layout      {r['nranks']} ranks on {r['nodes']} node(s), partition {r['partition']}, "
+        f"strategy {r['strategy']}",
+        f"setup       {r['setup_s']:.3f} s",
+        f"SpMV        {r['spmv_median_s'] * 1e3:.3f} ms median of {r['repeat']} "
+        f"(min {r['spmv_min_s'] * 1e3:.3f} ms)",
+        f"rate        {r['gflops']:.2f} GFLOP/s, effective bandwidth {r['bandwidth_gbs']:.2f} GB/s",
+        "check       " + ("skipped (problem too large)" if err is None else f"relative error vs scipy {err:.2e}"),
+        f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
+        format_summary(r["comm"]),
+    ]
+    return "\n".join(lines)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="commsolve")
+def main():
+    """commsolve: communication-optimized distributed sparse linear algebra on MPI."""
+
+
+def _common_spmv_options(f):
+    f = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")(f)
+    f = click.option("--repeat", default=50, show_default=True, type=click.IntRange(0), help="Timed SpMVs.")(f)
+    f = click.option("--strategy", default="standard", show_default=True, help="Halo-exchange strategy.")(f)
+    f = click.option("--partition", type=click.Choice(PARTITIONS), default="contiguous", show_default=True)(f)
+    f = click.option("--ppn", type=click.IntRange(1), default=None,
+                     help="Virtual ranks per node (default: the real node layout).")(f)
+    f = click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")(f)
+    return f
+
+
+@main.command()
+@click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d:512, random:rows=10000,nnz_per_row=7.")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
+@_common_spmv_options
+@click.option("--no-check", is_flag=True, help="Skip the comparison with scipy.")
+def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_check):
+    """Distributed sparse matrix-vector product: time, rate and communication statistics."""
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    _relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from .spmv_run import run_spmv
+
+    result = _guarded(run_spmv, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn,
+                      strategy=strategy, repeat=repeat, check=not no_check, progress=_progress(not as_json))
+    if result is not None:
+        click.echo(json.dumps(result, indent=2) if as_json else format_spmv(result))
+        if result["rel_error_vs_scipy"] is not None and result["rel_error_vs_scipy"] > 1e-12:
+            _fail(f"result differs from scipy (relative error {result['rel_error_vs_scipy']:.2e})", True)
+        if not result["stats_recorded_equal_planned"]:
+            _fail("recorded communication statistics differ from the plan's", True)
+
+
+@main.command()
+@click.option("-np", "--np", "nprocs", type=int, default=2, show_default=True, help="Number of MPI ranks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def demo(nprocs, as_json):
+    """The main job: distributed SpMV on built-in problems, checked against scipy, with the
+    communication each partition causes, then the same plans built for 256 virtual ranks."""
+    _relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from .demo import run_demo
+
+    out = _guarded(run_demo, MPI.COMM_WORLD, echo=None if as_json else click.echo)
+    if as_json and out is not None:
+        click.echo(json.dumps(out, indent=2))
+    if out is not None and not out["ok"]:
+        _fail("demo checks failed (see above)", True)
+
+
+if __name__ == "__main__":
+    main()

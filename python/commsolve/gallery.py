@@ -1,0 +1,329 @@
+"""Matrix generators that stand for the papers' test matrices.
+
+Every generator can build the whole matrix or only a chosen set of rows (``rows=``), with
+global column indices, so that under MPI each rank generates just its own rows and the
+result does not depend on the number of ranks.
+
+Families
+--------
+``poisson2d:N``       2D 5-point Laplacian on an N x N grid
+``poisson2d9:N``      2D 9-point Laplacian (``s2D9pt2048`` is ``poisson2d9:2048``)
+``poisson3d:N``       3D 7-point Laplacian on an N x N x N grid
+``poisson3d27:N``     3D 27-point Laplacian
+``aniso2d:N,eps=E,theta=T``  rotated anisotropic diffusion, 9-point, theta in degrees
+``random:rows=R,nnz_per_row=K,seed=S``  random, exactly K nonzeros per row, diagonally
+                      dominant; ``rows_per_rank=`` scales the size with the rank count
+
+Examples
+--------
+>>> from commsolve import gallery
+>>> A = gallery.poisson2d(4)
+>>> A.shape, A.nnz
+((16, 16), 64)
+>>> B = gallery.from_spec("aniso2d:8,eps=0.01,theta=30")
+>>> B.shape
+(64, 64)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "GallerySpec",
+    "parse_spec",
+    "from_spec",
+    "poisson2d",
+    "poisson2d9",
+    "poisson3d",
+    "poisson3d27",
+    "aniso2d",
+    "random_fixed_nnz",
+    "stencil_matrix",
+]
+
+_CHUNK_ROWS = 1 << 18  # bounds the temporary (rows x stencil) arrays
+_RANDOM_BLOCK = 1024  # random rows are drawn in blocks seeded by (seed, block)
+
+
+def _rows_array(n, rows):
+    if rows is None:
+        return np.arange(n, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 1:
+        raise ValueError("rows must be a 1-D array of global row indices")
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"rows must lie in [0, {n})")
+    return rows
+
+
+def stencil_matrix(shape, offsets, weights, rows=None):
+    """Matrix of a constant-coefficient stencil on a structured grid (Dirichlet boundary).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Grid points per dimension; the linear index is x-fastest.
+    offsets : array_like, shape (k, d)
+        Stencil offsets; neighbours outside the grid are dropped.
+    weights : array_like, shape (k,)
+    rows : array_like of int, optional
+        Global rows to build (default: all). The result has ``len(rows)`` rows and
+        ``prod(shape)`` columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Columns sorted within each row.
+    """
+    shape = tuple(int(s) for s in shape)
+    if any(s < 1 for s in shape):
+        raise ValueError(f"grid dimensions must be positive, got {shape}")
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(len(weights), len(shape))
+    weights = np.asarray(weights, dtype=np.float64)
+    strides = np.cumprod((1,) + shape[:-1])
+    order = np.argsort(offsets @ strides)  # ascending column within every row
+    offsets, weights = offsets[order], weights[order]
+    n = int(np.prod(shape))
+    rows = _rows_array(n, rows)
+    indptr = [np.zeros(1, dtype=np.int64)]
+    indices, data = [], []
+    for start in range(0, rows.size, _CHUNK_ROWS):
+        r = rows[start : start + _CHUNK_ROWS]
+        coords = [(r // strides[d]) % shape[d] for d in range(len(shape))]
+        valid = np.ones((r.size, len(weights)), dtype=bool)
+        cols = np.zeros((r.size, len(weights)), dtype=np.int64)
+        for d in range(len(shape)):
+            c = coords[d][:, None] + offsets[None, :, d]
+            valid &= (c >= 0) & (c < shape[d])
+            cols += c * strides[d]
+        counts = valid.sum(axis=1)
+        indptr.append(indptr[-1][-1] + np.cumsum(counts))
+        indices.append(cols[valid])
+        data.append(np.broadcast_to(weights, valid.shape)[valid])
+    indptr = np.concatenate(indptr)
+    idx_dtype = np.int32 if max(n, indptr[-1]) < 2**31 else np.int64
+    return sp.csr_matrix(
+        (
+            np.concatenate(data) if data else np.zeros(0),
+            (np.concatenate(indices) if indices else np.zeros(0)).astype(idx_dtype),
+            indptr.astype(idx_dtype),
+        ),
+        shape=(rows.size, n),
+    )
+
+
+def _laplacian(dim, points, n, rows):
+    """Box stencil (3^dim points) or star stencil (2*dim+1 points) Laplacian."""
+    if points == 2 * dim + 1:
+        offs = [np.zeros(dim, dtype=int)]
+        for d in range(dim):
+            for s in (-1, 1):
+                e = np.zeros(dim, dtype=int)
+                e[d] = s
+                offs.append(e)
+    else:
+        offs = [np.array(o) for o in np.ndindex(*([3] * dim))]
+        offs = [o - 1 for o in offs]
+    offs = np.array(offs)
+    w = np.where(np.all(offs == 0, axis=1), len(offs) - 1.0, -1.0)
+    return stencil_matrix((n,) * dim, offs, w, rows)
+
+
+def poisson2d(n, rows=None):
+    """2D 5-point Laplacian on an ``n x n`` grid."""
+    return _laplacian(2, 5, n, rows)
+
+
+def poisson2d9(n, rows=None):
+    """2D 9-point Laplacian on an ``n x n`` grid (8 on the diagonal, -1 off it)."""
+    return _laplacian(2, 9, n, rows)
+
+
+def poisson3d(n, rows=None):
+    """3D 7-point Laplacian on an ``n x n x n`` grid."""
+    return _laplacian(3, 7, n, rows)
+
+
+def poisson3d27(n, rows=None):
+    """3D 27-point Laplacian on an ``n x n x n`` grid."""
+    return _laplacian(3, 27, n, rows)
+
+
+def aniso2d(n, eps=0.001, theta=45.0, rows=None):
+    """Rotated anisotropic diffusion ``-div(Q diag(1, eps) Q^T grad u)`` on an ``n x n`` grid.
+
+    Central differences: ``a u_xx + 2 c u_xy + b u_yy`` with ``a = cos^2 + eps sin^2``,
+    ``b = sin^2 + eps cos^2``, ``c = (1 - eps) cos sin``; theta in degrees.
+    """
+    t = math.radians(theta)
+    cs, sn = math.cos(t), math.sin(t)
+    a = cs * cs + eps * sn * sn
+    b = sn * sn + eps * cs * cs
+    c = (1.0 - eps) * cs * sn
+    offs = [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1), (1, 1), (-1, -1), (-1, 1), (1, -1)]
+    w = [2 * (a + b), -a, -a, -b, -b, -c / 2, -c / 2, c / 2, c / 2]
+    keep = [i for i, v in enumerate(w) if v != 0.0]  # theta = 0 gives a 5-point stencil
+    return stencil_matrix((n, n), [offs[i] for i in keep], [w[i] for i in keep], rows)
+
+
+def _random_block(n, k, seed, block):
+    """Rows [block*B, ...) of the random matrix: k-1 distinct off-diagonal columns each."""
+    lo = block * _RANDOM_BLOCK
+    hi = min(n, lo + _RANDOM_BLOCK)
+    m = hi - lo
+    rng = np.random.default_rng([seed, block])
+    r = np.arange(lo, hi, dtype=np.int64)
+    if k == 1:
+        cols = np.zeros((m, 0), dtype=np.int64)
+    elif n - 1 <= 4 * (k - 1):
+        cols = np.argsort(rng.random((m, n - 1)), axis=1)[:, : k - 1].astype(np.int64)
+    else:
+        cols = rng.integers(0, n - 1, size=(m, k - 1))
+        while True:  # redraw repeated columns until every row's columns are distinct
+            cols.sort(axis=1)
+            dup = np.zeros_like(cols, dtype=bool)
+            dup[:, 1:] = cols[:, 1:] == cols[:, :-1]
+            if not dup.any():
+                break
+            cols[dup] = rng.integers(0, n - 1, size=int(dup.sum()))
+    cols = cols + (cols >= r[:, None])  # skip the diagonal
+    vals = -rng.random((m, k - 1)) - 0.01
+    diag = -vals.sum(axis=1) + 1.0  # strictly diagonally dominant
+    allc = np.concatenate([r[:, None], cols], axis=1)
+    allv = np.concatenate([diag[:, None], vals], axis=1)
+    order = np.argsort(allc, axis=1)
+    return np.take_along_axis(allc, order, 1), np.take_along_axis(allv, order, 1)
+
+
+def random_fixed_nnz(n, nnz_per_row, seed=0, rows=None):
+    """Random ``n x n`` matrix with exactly ``nnz_per_row`` nonzeros in every row.
+
+    Off-diagonal columns are uniform without repetition; values make the matrix strictly
+    diagonally dominant. Row ``i`` depends only on ``(seed, i)``, not on which rows are asked.
+    """
+    n, k = int(n), int(nnz_per_row)
+    if k < 1:
+        raise ValueError(f"nnz_per_row must be at least 1, got {k}")
+    if k > n:
+        raise ValueError(f"nnz_per_row {k} exceeds the number of columns {n}")
+    rows = _rows_array(n, rows)
+    blocks = np.unique(rows // _RANDOM_BLOCK)
+    cols = np.empty((rows.size, k), dtype=np.int64)
+    vals = np.empty((rows.size, k))
+    block_of = rows // _RANDOM_BLOCK
+    for b in blocks:
+        bc, bv = _random_block(n, k, seed, int(b))
+        sel = np.nonzero(block_of == b)[0]
+        cols[sel] = bc[rows[sel] - b * _RANDOM_BLOCK]
+        vals[sel] = bv[rows[sel] - b * _RANDOM_BLOCK]
+    idx_dtype = np.int32 if max(n, rows.size * k) < 2**31 else np.int64
+    indptr = (np.arange(rows.size + 1, dtype=np.int64) * k).astype(idx_dtype)
+    return sp.csr_matrix((vals.ravel(), cols.ravel().astype(idx_dtype), indptr), shape=(rows.size, n))
+
+
+@dataclass
+class GallerySpec:
+    """A parsed generator spec such as ``poisson2d:512`` or ``random:rows=1000,nnz_per_row=7``."""
+
+    family: str
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+    text: str = ""
+
+    def global_rows(self, nprocs=None):
+        """Number of rows of the matrix (``rows_per_rank`` needs ``nprocs``)."""
+        return _FAMILIES[self.family][1](self, nprocs)
+
+    def build(self, rows=None, nprocs=None):
+        """The matrix, or only ``rows`` of it, as scipy CSR with global column indices."""
+        return _FAMILIES[self.family][0](self, rows, nprocs)
+
+
+def _grid_n(spec):
+    if len(spec.args) != 1 and "n" not in spec.kwargs:
+        raise ValueError(f"'{spec.text}': give the grid size, e.g. {spec.family}:64")
+    n = int(spec.kwargs.get("n", spec.args[0] if spec.args else 0))
+    if n < 1:
+        raise ValueError(f"'{spec.text}': grid size must be positive")
+    return n
+
+
+def _random_rows(spec, nprocs):
+    kw = spec.kwargs
+    if "rows_per_rank" in kw:
+        if nprocs is None:
+            raise ValueError(f"'{spec.text}': rows_per_rank needs the number of ranks")
+        return int(kw["rows_per_rank"]) * int(nprocs)
+    if "rows" in kw or spec.args:
+        return int(kw.get("rows", spec.args[0] if spec.args else 0))
+    raise ValueError(f"'{spec.text}': give rows=N or rows_per_rank=N")
+
+
+def _random_build(spec, rows, nprocs):
+    kw = spec.kwargs
+    k = int(kw.get("nnz_per_row", spec.args[1] if len(spec.args) > 1 else 0))
+    if k < 1:
+        raise ValueError(f"'{spec.text}': give nnz_per_row=K (K >= 1)")
+    return random_fixed_nnz(_random_rows(spec, nprocs), k, int(kw.get("seed", 0)), rows)
+
+
+def _stencil_family(fn, dim):
+    return (lambda s, rows, nprocs: fn(_grid_n(s), rows=rows), lambda s, nprocs: _grid_n(s) ** dim)
+
+
+_FAMILIES = {
+    "poisson2d": _stencil_family(poisson2d, 2),
+    "poisson2d9": _stencil_family(poisson2d9, 2),
+    "poisson3d": _stencil_family(poisson3d, 3),
+    "poisson3d27": _stencil_family(poisson3d27, 3),
+    "aniso2d": (
+        lambda s, rows, nprocs: aniso2d(
+            _grid_n(s), float(s.kwargs.get("eps", 0.001)), float(s.kwargs.get("theta", 45.0)), rows
+        ),
+        lambda s, nprocs: _grid_n(s) ** 2,
+    ),
+    "random": (_random_build, _random_rows),
+}
+
+_KNOWN_KEYS = {
+    "aniso2d": {"n", "eps", "theta"},
+    "random": {"rows", "rows_per_rank", "nnz_per_row", "seed"},
+}
+
+
+def parse_spec(text):
+    """Parse ``family:arg,...,key=value`` into a :class:`GallerySpec`."""
+    text = text.strip()
+    m = re.fullmatch(r"s2D9pt(\d+)", text)
+    if m:
+        return GallerySpec("poisson2d9", [m.group(1)], {}, text)
+    family, _, rest = text.partition(":")
+    family = family.strip().lower()
+    if family not in _FAMILIES:
+        raise ValueError(f"unknown generator '{family}' in '{text}' (known: {', '.join(sorted(_FAMILIES))})")
+    args, kwargs = [], {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        if "=" in part:
+            k, v = (s.strip() for s in part.split("=", 1))
+            if k not in _KNOWN_KEYS.get(family, {"n"}):
+                raise ValueError(f"'{text}': unknown parameter '{k}' for {family}")
+            kwargs[k] = v
+        else:
+            args.append(part)
+    spec = GallerySpec(family, args, kwargs, text)
+    try:
+        spec.global_rows(nprocs=1)
+    except (TypeError, ValueError) as e:
+        raise ValueError(str(e) if "'" in str(e) else f"'{text}': {e}") from None
+    return spec
+
+
+def from_spec(text, rows=None, nprocs=None):
+    """Build a matrix from a spec string; see the module docstring for the families."""
+    return parse_spec(text).build(rows=rows, nprocs=nprocs)

@@ -1,0 +1,298 @@
+"""ParCSR: a row-distributed sparse matrix over an mpi4py communicator.
+
+Example (run with ``mpiexec -n 4 python -m mpi4py example.py``)::
+
+    from mpi4py import MPI
+    import numpy as np
+    import commsolve as cs
+
+    comm = MPI.COMM_WORLD
+    A = cs.ParCSR.from_spec("poisson2d:512", comm, partition="contiguous", topology=2)
+    x = np.ones(A.local_cols)
+    y = A.matvec(x)                  # this rank's rows of A @ x
+    print(A.planned_stats())         # messages and bytes of one halo exchange
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._collective import agree, run_agreed
+from .gallery import GallerySpec, parse_spec
+from .io import read_rows_parallel
+from .partition import METHODS, Distribution, owners, partition
+from .stats import CommStats
+from .topology import Topology, make_topology
+
+__all__ = ["ParCSR", "resolve_topology"]
+
+
+def resolve_topology(topology, comm):
+    """``None``: the real node layout of ``comm``; an int: that many virtual ranks per node
+    (SMP layout); a Topology: checked against the communicator's size. Collective."""
+    if topology is None:
+        return make_topology(comm)
+    if isinstance(topology, Topology):
+        if topology.size != comm.size:
+            raise ValueError(f"topology has {topology.size} ranks, the communicator {comm.size}")
+        return topology
+    return make_topology(comm, ppn=int(topology))
+
+
+def _distribution(how, n, comm, global_matrix=None, seed=0):
+    """The row Distribution for ``how`` (a method name or a Distribution). Collective.
+
+    METIS runs on rank 0 only (it needs the whole graph; ``global_matrix()`` builds it
+    there) and its owners are broadcast."""
+    if isinstance(how, Distribution):
+        if how.global_size != n or how.nranks != comm.size:
+            raise ValueError(
+                f"distribution covers {how.global_size} rows on {how.nranks} ranks; "
+                f"need {n} rows on {comm.size}"
+            )
+        return how
+    if how not in METHODS:
+        raise ValueError(f"unknown partition method '{how}' (known: {', '.join(METHODS)})")
+    if comm.size > n:
+        raise ValueError(f"cannot partition {n} rows over {comm.size} ranks (more ranks than rows)")
+    if how != "metis":
+        return partition(n, comm.size, how)
+    own = run_agreed(comm, lambda: owners(global_matrix(), comm.size, "metis", seed) if comm.rank == 0 else None)
+    return Distribution.from_owners(comm.bcast(own, root=0), comm.size)
+
+
+class ParCSR:
+    """Row-distributed sparse matrix: on-process block, off-process block split on-node /
+    off-node, and a halo-exchange plan run by persistent MPI requests.
+
+    Build it with :meth:`from_global`, :meth:`from_local_rows`, :meth:`from_spec` or
+    :meth:`from_file`; all are collective on ``comm``.
+    """
+
+    def __init__(self, core, comm, topology, row_dist, col_dist):
+        self._core = core
+        self.comm = comm
+        self.topology = topology
+        self.row_dist = row_dist
+        self.col_dist = col_dist
+        self.shape = (row_dist.global_size, col_dist.global_size)
+
+    # ---- construction ---------------------------------------------------------------
+    @classmethod
+    def from_local_rows(cls, local, comm, *, row_dist=None, col_dist=None, topology=None, strategy="standard"):
+        """Collective. ``local``: this rank's rows (scipy sparse, global column indices,
+        shape ``(local rows, global columns)``), in ``row_dist``'s local order.
+
+        ``row_dist`` defaults to contiguous blocks of the ranks' row counts in rank order;
+        ``col_dist`` defaults to ``row_dist`` (a square matrix). Copies the arrays.
+        """
+        local = sp.csr_matrix(local)
+        if row_dist is None:
+            counts = comm.allgather(local.shape[0])
+            row_dist = Distribution.from_offsets(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+        ncols = comm.allreduce(local.shape[1], op=_max_op())
+        err = None
+        if row_dist.nranks != comm.size:
+            err = f"row distribution is for {row_dist.nranks} ranks, communicator has {comm.size}"
+        elif local.shape[0] != row_dist.local_size(comm.rank):
+            err = f"{local.shape[0]} local rows given, the distribution assigns {row_dist.local_size(comm.rank)}"
+        elif col_dist is None and ncols != row_dist.global_size:
+            err = (
+                f"matrix is {row_dist.global_size} x {ncols}, not square: pass col_dist "
+                "for a rectangular matrix"
+            )
+        elif local.nnz and (local.indices.min() < 0 or local.indices.max() >= ncols):
+            err = "column index out of range"
+        agree(comm, err)
+        col_dist = row_dist if col_dist is None else col_dist
+        agree(comm, None if col_dist.global_size == ncols else
+              f"column distribution covers {col_dist.global_size} columns, the matrix has {ncols}")
+        topo = run_agreed(comm, resolve_topology, topology, comm)
+        agree(comm, None if strategy == "standard" else f"unknown communication strategy '{strategy}' (known: standard)")
+        core = _core.ParCsr(
+            local.indptr.astype(np.int64), local.indices.astype(np.int64),
+            np.ascontiguousarray(local.data, dtype=np.float64),
+            row_dist, col_dist, topo, comm.py2f(), strategy,
+        )
+        return cls(core, comm, topo, row_dist, col_dist)
+
+    @classmethod
+    def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+        """Collective. Every rank passes the same square global matrix ``A`` and keeps its
+        rows. ``partition``: ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution."""
+        A = sp.csr_matrix(A)
+        agree(comm, None if A.shape[0] == A.shape[1] else f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
+        dist = run_agreed(comm, _distribution, partition, A.shape[0], comm, lambda: A, seed)
+        local = A[dist.owned(comm.rank)]
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+
+    @classmethod
+    def from_spec(cls, spec, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+        """Collective. A gallery matrix (``"poisson2d:512"``...), each rank generating only
+        its own rows (METIS needs the whole graph on rank 0)."""
+        spec = run_agreed(comm, lambda: spec if isinstance(spec, GallerySpec) else parse_spec(spec))
+        n = spec.global_rows(comm.size)
+        dist = run_agreed(comm, _distribution, partition, n, comm, lambda: spec.build(nprocs=comm.size), seed)
+        local = spec.build(rows=dist.owned(comm.rank), nprocs=comm.size)
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+
+    @classmethod
+    def from_file(cls, path, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+        """Collective. A square Matrix Market matrix read in parallel: every rank parses a
+        byte range of the file and entries travel to their row's owner. For METIS, the
+        structure is first gathered on rank 0 to partition it, then the file is read again."""
+        path = os.fspath(path)
+        if partition == "metis":
+            h, r, c, _ = read_rows_parallel(path, comm, lambda h: Distribution.contiguous(h.nrows, comm.size).owners_of)
+            pieces = comm.gather((r, c), root=0)
+
+            def graph():
+                rr = np.concatenate([p[0] for p in pieces])
+                cc = np.concatenate([p[1] for p in pieces])
+                return sp.csr_matrix((np.ones(rr.size), (rr, cc)), shape=(h.nrows, h.ncols))
+
+            agree(comm, None if h.nrows == h.ncols else f"{path}: matrix must be square, got {h.nrows} x {h.ncols}")
+            partition = run_agreed(comm, _distribution, "metis", h.nrows, comm, graph, seed)
+        state = {}
+
+        def owners_fn(h):
+            if h.nrows != h.ncols:
+                raise ValueError(f"{path}: matrix must be square, got {h.nrows} x {h.ncols}")
+            state["dist"] = _distribution(partition, h.nrows, comm)
+            return state["dist"].owners_of
+
+        h, rows, cols, vals = run_agreed(comm, read_rows_parallel, path, comm, owners_fn)
+        dist = state["dist"]
+        local_row = _local_positions(dist, comm.rank, rows)
+        local = sp.csr_matrix((vals, (local_row, cols)), shape=(dist.local_size(comm.rank), h.ncols))
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+
+    # ---- products -------------------------------------------------------------------
+    def matvec(self, x, out=None):
+        """Collective. This rank's rows of ``A @ x``; ``x`` holds this rank's owned entries
+        (``local_cols`` values). The halo exchange overlaps the on-process product."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        y = np.empty(self.local_rows) if out is None else out
+        self._core.matvec(x, y)
+        return y
+
+    def rmatvec(self, x, out=None):
+        """Collective. This rank's entries of ``A.T @ x`` (``x``: ``local_rows`` values); the
+        off-process contributions travel back along the plan in reverse."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        y = np.empty(self.local_cols) if out is None else out
+        self._core.rmatvec(x, y)
+        return y
+
+    def __matmul__(self, x):
+        return self.matvec(x)
+
+    # ---- vectors --------------------------------------------------------------------
+    def owned_rows(self):
+        """Global indices of this rank's rows, in local order."""
+        return self.row_dist.owned(self.comm.rank)
+
+    def owned_cols(self):
+        """Global indices of the vector entries this rank owns (the columns it multiplies)."""
+        return self.col_dist.owned(self.comm.rank)
+
+    def distribute(self, v_global, space="cols"):
+        """This rank's part of a global vector (``space``: ``"cols"`` for x, ``"rows"`` for y). Local."""
+        v_global = np.asarray(v_global)
+        dist = self.col_dist if space == "cols" else self.row_dist
+        if v_global.shape[0] != dist.global_size:
+            raise ValueError(f"vector has length {v_global.shape[0]}, expected {dist.global_size}")
+        return np.ascontiguousarray(v_global[dist.owned(self.comm.rank)])
+
+    def gather(self, v_local, root=0, space="rows"):
+        """Collective. The global vector on ``root`` (None elsewhere) from every rank's part."""
+        dist = self.row_dist if space == "rows" else self.col_dist
+        parts = self.comm.gather(np.asarray(v_local), root=root)
+        if self.comm.rank != root:
+            return None
+        out = np.empty(dist.global_size, dtype=np.result_type(*parts))
+        for r, p in enumerate(parts):
+            out[dist.owned(r)] = p
+        return out
+
+    # ---- structure and statistics ---------------------------------------------------
+    @property
+    def local_rows(self):
+        return self._core.local_rows
+
+    @property
+    def local_cols(self):
+        return self._core.local_cols
+
+    @property
+    def local_nnz(self):
+        return self._core.local_nnz
+
+    @property
+    def spmv_bytes(self):
+        """Bytes this rank's local SpMV moves (matrix blocks, x, halo, y)."""
+        return self._core.spmv_bytes
+
+    def global_nnz(self):
+        """Collective. Nonzeros of the whole matrix."""
+        return self.comm.allreduce(self.local_nnz)
+
+    @property
+    def col_map(self):
+        """Global column of every halo entry (grouped by owner)."""
+        return self._core.col_map
+
+    @property
+    def plan(self):
+        """This rank's CommPlan (plain data)."""
+        return self._core.plan
+
+    @property
+    def pattern(self):
+        """This rank's HaloPattern (what must move, strategy-free)."""
+        return self._core.pattern
+
+    def block(self, which):
+        """A local block as scipy CSR: ``"diag"`` (local columns), ``"offd_on_node"`` or
+        ``"offd_off_node"`` (halo columns, see :attr:`col_map`)."""
+        indptr, indices, data, nr, nc = self._core.block(which)
+        return sp.csr_matrix((data, indices, indptr), shape=(nr, nc))
+
+    def planned_stats(self):
+        """Local. CommStats of one halo exchange, from the plan."""
+        return CommStats(self._core.planned_stats_array())
+
+    def recorded_stats(self, reverse=False):
+        """Local. CommStats recorded by the executor over all runs since the last reset."""
+        return CommStats(self._core.recorded_stats_array(reverse))
+
+    @property
+    def runs(self):
+        """(forward, reverse) exchanges run since the last reset."""
+        return self._core.forward_runs, self._core.reverse_runs
+
+    def reset_recorded(self):
+        self._core.reset_recorded()
+
+    def __repr__(self):
+        return (
+            f"ParCSR(shape={self.shape}, rank {self.comm.rank}/{self.comm.size}, "
+            f"local rows {self.local_rows}, local nnz {self.local_nnz}, halo {self.plan.n_halo})"
+        )
+
+
+def _local_positions(dist, rank, rows):
+    if dist.is_contiguous:
+        return rows - dist.offsets[rank]
+    owned = dist.owned(rank)
+    return np.searchsorted(owned, rows)
+
+
+def _max_op():
+    from mpi4py import MPI
+
+    return MPI.MAX

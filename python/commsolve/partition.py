@@ -1,0 +1,62 @@
+"""Row partitions: which rank owns each row (and the matching vector entry).
+
+``contiguous`` (balanced blocks, the default), ``strided`` (row r on rank r mod P) and
+``metis`` (k-way graph partition of A + A^T with METIS).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._core import Distribution
+
+__all__ = ["Distribution", "METHODS", "partition", "owners"]
+
+METHODS = ("contiguous", "strided", "metis")
+
+
+def _check(n, nranks):
+    if nranks < 1:
+        raise ValueError(f"number of ranks must be at least 1, got {nranks}")
+    if nranks > n:
+        raise ValueError(f"cannot partition {n} rows over {nranks} ranks (more ranks than rows)")
+
+
+def owners(A, nranks, method="contiguous", seed=0):
+    """Owner rank of every row of the square matrix ``A`` (int32 array of length n)."""
+    n = A.shape[0]
+    _check(n, nranks)
+    if method == "contiguous":
+        d = Distribution.contiguous(n, nranks)
+        return np.repeat(np.arange(nranks, dtype=np.int32), np.diff(d.offsets))
+    if method == "strided":
+        return (np.arange(n) % nranks).astype(np.int32)
+    if method == "metis":
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"metis partitioning needs a square matrix, got {A.shape[0]} x {A.shape[1]}")
+        G = sp.csr_matrix(A, copy=True)
+        G.data = np.ones_like(G.data)
+        G = (G + G.T).tocsr()
+        G.setdiag(0)
+        G.eliminate_zeros()
+        G.sort_indices()
+        return _core.metis_kway(G.indptr.astype(np.int32), G.indices.astype(np.int32), int(nranks), int(seed))
+    raise ValueError(f"unknown partition method '{method}' (known: {', '.join(METHODS)})")
+
+
+def partition(A, nranks, method="contiguous", seed=0):
+    """The :class:`Distribution` of ``A``'s rows over ``nranks`` ranks by ``method``.
+
+    ``contiguous`` needs only ``A.shape[0]`` (``A`` may be an integer row count).
+    """
+    if method == "contiguous":
+        n = A if isinstance(A, (int, np.integer)) else A.shape[0]
+        _check(n, nranks)
+        return Distribution.contiguous(int(n), int(nranks))
+    if method == "strided":
+        n = A if isinstance(A, (int, np.integer)) else A.shape[0]
+        _check(n, nranks)
+        return Distribution.from_owners((np.arange(n) % nranks).astype(np.int32), int(nranks))
+    return Distribution.from_owners(owners(A, nranks, method, seed), int(nranks))

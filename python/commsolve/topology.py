@@ -1,0 +1,46 @@
+"""Topology: rank -> node maps, real or virtual (DESIGN.md rule 3)."""
+
+from __future__ import annotations
+
+from ._core import Topology
+
+__all__ = ["Topology", "make_topology"]
+
+
+def make_topology(comm=None, ppn=None, layout="smp", nodes=None, size=None):
+    """Build a Topology.
+
+    Parameters
+    ----------
+    comm : mpi4py communicator, optional
+        With neither ``ppn`` nor ``nodes``: the real node layout of ``comm``
+        (MPI_Comm_split_type SHARED; collective).
+    ppn : int, optional
+        Virtual processes per node (must divide the world size), laid out by ``layout``
+        (``"smp"`` blocks or ``"round-robin"``).
+    nodes : sequence of int, optional
+        Explicit node id of every rank.
+    size : int, optional
+        World size when there is no communicator (virtual world).
+
+    Examples
+    --------
+    >>> make_topology(size=8, ppn=4).num_nodes
+    2
+    """
+    if comm is not None:
+        if size is not None and size != comm.size:
+            raise ValueError(f"size {size} differs from the communicator's size {comm.size}")
+        size = comm.size
+    if nodes is not None:
+        nodes = [int(v) for v in nodes]
+        if size is not None and len(nodes) != size:
+            raise ValueError(f"rank -> node list has {len(nodes)} entries for {size} ranks")
+        return Topology.from_node_list(nodes)
+    if ppn is not None:
+        if size is None:
+            raise ValueError("a virtual ppn needs the world size (size=) or a communicator")
+        return Topology.regular(int(size), int(ppn), layout)
+    if comm is None:
+        raise ValueError("give a communicator, a ppn with size, or a node list")
+    return Topology._from_comm(comm.py2f())

@@ -1,0 +1,38 @@
+"""The virtual world (DESIGN.md rule 2): every rank's pattern, plan and statistics built in
+one process, without MPI, from the global matrix and a topology."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from .stats import CommStats
+
+__all__ = ["halo_patterns", "plans", "plan_stats"]
+
+
+def halo_patterns(A, row_dist, col_dist=None, progress=None):
+    """Halo pattern of every rank of ``A`` distributed by ``row_dist`` (columns by
+    ``col_dist``, default the same). ``progress(k)`` is called after each rank."""
+    A = sp.csr_matrix(A)
+    col_dist = row_dist if col_dist is None else col_dist
+    if A.shape[1] != col_dist.global_size:
+        raise ValueError(f"matrix has {A.shape[1]} columns, column distribution covers {col_dist.global_size}")
+    idx = np.int32 if A.indptr.dtype == np.int32 and A.indices.dtype == np.int32 else np.int64
+    return _core.virtual_halo_patterns(
+        np.ascontiguousarray(A.indptr, dtype=idx), np.ascontiguousarray(A.indices, dtype=idx),
+        row_dist, col_dist, progress,
+    )
+
+
+def plans(A, row_dist, col_dist=None, strategy="standard", progress=None):
+    """The CommPlan of every rank (list indexed by rank)."""
+    return [_core.build_plan(p, strategy) for p in halo_patterns(A, row_dist, col_dist, progress)]
+
+
+def plan_stats(plan_list, topology):
+    """Planned CommStats of every rank's plan."""
+    if topology.size != len(plan_list):
+        raise ValueError(f"topology has {topology.size} ranks, there are {len(plan_list)} plans")
+    return [CommStats(p.stats_array(topology)) for p in plan_list]

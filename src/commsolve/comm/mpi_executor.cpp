@@ -1,0 +1,233 @@
+#include "comm/mpi_executor.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+constexpr int forward_tag = 100;  // + step
+constexpr int reverse_tag = 300;  // + step
+constexpr std::size_t max_steps = 200;
+
+bool mpi_alive() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return !finalized;
+}
+
+}  // namespace
+
+OwnedComm::OwnedComm(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+OwnedComm::~OwnedComm() {
+  if (comm_ != MPI_COMM_NULL && mpi_alive()) MPI_Comm_free(&comm_);
+}
+
+int OwnedComm::rank() const {
+  int r = 0;
+  check_mpi(MPI_Comm_rank(comm_, &r), "MPI_Comm_rank");
+  return r;
+}
+
+int OwnedComm::size() const {
+  int s = 0;
+  check_mpi(MPI_Comm_size(comm_, &s), "MPI_Comm_size");
+  return s;
+}
+
+RequestSet::~RequestSet() {
+  if (!mpi_alive()) return;
+  if (active_) {
+    std::fprintf(stderr, "commsolve: destroying requests still in flight; waiting for them\n");
+    MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+  }
+  for (auto& r : reqs_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+}
+
+void RequestSet::start() {
+  if (reqs_.empty()) return;
+  check_mpi(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()), "MPI_Startall");
+  active_ = true;
+}
+
+void RequestSet::wait(std::vector<MPI_Status>& statuses) {
+  if (reqs_.empty()) return;
+  statuses.resize(reqs_.size());
+  int rc = MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), statuses.data());
+  active_ = false;
+  check_mpi(rc, "MPI_Waitall");
+}
+
+HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm)
+    : plan_(std::move(plan)), topo_(topo), comm_(comm) {
+  require(comm_.size() == plan_.nranks, "executor: plan is for " + std::to_string(plan_.nranks) +
+                                            " ranks, communicator has " + std::to_string(comm_.size()));
+  require(comm_.rank() == plan_.rank, "executor: plan of rank " + std::to_string(plan_.rank) +
+                                          " used on rank " + std::to_string(comm_.rank()));
+  require(topo_.size() == plan_.nranks, "executor: topology size differs from the plan's");
+  require(plan_.steps.size() <= max_steps, "executor: too many plan steps");
+  plan_.validate();
+  tail_.assign(plan_.n_halo + plan_.n_work, 0.0);
+  for (const PlanStep& st : plan_.steps) {
+    sendbuf_.emplace_back(st.send_idx.size());
+    owned_only_.push_back(std::all_of(st.send_idx.begin(), st.send_idx.end(),
+                                      [&](std::int32_t i) { return i < plan_.n_owned; }));
+  }
+  forward_stats_.steps.resize(plan_.steps.size());
+  reverse_stats_.steps.resize(plan_.steps.size());
+  setup_forward();
+}
+
+void HaloExecutor::setup_forward() {
+  MPI_Comm c = comm_.get();
+  for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
+    const PlanStep& st = plan_.steps[s];
+    StepRequests sr;
+    for (std::size_t i = 0; i < st.recv_peers.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Recv_init(region(st.recv_offset[i]), static_cast<int>(st.recv_count[i]), MPI_DOUBLE,
+                              st.recv_peers[i], forward_tag + static_cast<int>(s), c, &r),
+                "MPI_Recv_init");
+      sr.reqs.add(r);
+    }
+    sr.nrecv = st.recv_peers.size();
+    for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Send_init(sendbuf_[s].data() + st.send_ptr[i], static_cast<int>(st.send_count(i)),
+                              MPI_DOUBLE, st.send_peers[i], forward_tag + static_cast<int>(s), c, &r),
+                "MPI_Send_init");
+      sr.reqs.add(r);
+    }
+    forward_.push_back(std::move(sr));
+  }
+}
+
+// Reverse requests are made on first use: most matrices are never applied transposed.
+void HaloExecutor::setup_reverse() {
+  MPI_Comm c = comm_.get();
+  for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
+    const PlanStep& st = plan_.steps[s];
+    recvbuf_.emplace_back(st.send_idx.size());
+    StepRequests sr;
+    for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Recv_init(recvbuf_[s].data() + st.send_ptr[i], static_cast<int>(st.send_count(i)),
+                              MPI_DOUBLE, st.send_peers[i], reverse_tag + static_cast<int>(s), c, &r),
+                "MPI_Recv_init");
+      sr.reqs.add(r);
+    }
+    sr.nrecv = st.send_peers.size();
+    for (std::size_t i = 0; i < st.recv_peers.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Send_init(region(st.recv_offset[i]), static_cast<int>(st.recv_count[i]), MPI_DOUBLE,
+                              st.recv_peers[i], reverse_tag + static_cast<int>(s), c, &r),
+                "MPI_Send_init");
+      sr.reqs.add(r);
+    }
+    reverse_.push_back(std::move(sr));
+  }
+  reverse_ready_ = true;
+}
+
+void HaloExecutor::pack(std::size_t s, const double* owned) {
+  const std::vector<std::int32_t>& idx = plan_.steps[s].send_idx;
+  double* __restrict out = sendbuf_[s].data();
+  const std::size_t n = idx.size();
+  if (owned_only_[s]) {
+    for (std::size_t k = 0; k < n; ++k) out[k] = owned[idx[k]];
+  } else {
+    const std::int64_t n_owned = plan_.n_owned;
+    const double* rest = tail_.data() - n_owned;
+    for (std::size_t k = 0; k < n; ++k) out[k] = idx[k] < n_owned ? owned[idx[k]] : rest[idx[k]];
+  }
+}
+
+void HaloExecutor::start_forward(std::size_t s) {
+  const PlanStep& st = plan_.steps[s];
+  pack(s, owned_);
+  forward_[s].reqs.start();
+  for (std::size_t i = 0; i < st.send_peers.size(); ++i)
+    forward_stats_.steps[s].add_send(locality(topo_, plan_.rank, st.send_peers[i]),
+                                     st.send_count(i) * static_cast<std::int64_t>(sizeof(double)));
+}
+
+void HaloExecutor::finish_forward(std::size_t s) {
+  forward_[s].reqs.wait(statuses_);
+  for (std::size_t i = 0; i < forward_[s].nrecv; ++i) {
+    int bytes = 0;
+    check_mpi(MPI_Get_count(&statuses_[i], MPI_BYTE, &bytes), "MPI_Get_count");
+    forward_stats_.steps[s].add_recv(locality(topo_, plan_.rank, statuses_[i].MPI_SOURCE), bytes);
+  }
+}
+
+void HaloExecutor::begin(const double* owned) {
+  owned_ = owned;
+  if (!plan_.steps.empty()) start_forward(0);
+}
+
+const double* HaloExecutor::end() {
+  for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
+    if (s > 0) start_forward(s);
+    finish_forward(s);
+  }
+  owned_ = nullptr;
+  ++forward_runs_;
+  return tail_.data();
+}
+
+void HaloExecutor::start_reverse(std::size_t s) {
+  const PlanStep& st = plan_.steps[s];
+  reverse_[s].reqs.start();
+  for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
+    reverse_stats_.steps[s].add_send(locality(topo_, plan_.rank, st.recv_peers[i]),
+                                     st.recv_count[i] * static_cast<std::int64_t>(sizeof(double)));
+}
+
+void HaloExecutor::finish_reverse(std::size_t s, double* owned) {
+  const PlanStep& st = plan_.steps[s];
+  reverse_[s].reqs.wait(statuses_);
+  for (std::size_t i = 0; i < reverse_[s].nrecv; ++i) {
+    int bytes = 0;
+    check_mpi(MPI_Get_count(&statuses_[i], MPI_BYTE, &bytes), "MPI_Get_count");
+    reverse_stats_.steps[s].add_recv(locality(topo_, plan_.rank, statuses_[i].MPI_SOURCE), bytes);
+  }
+  // Scatter-add the received contributions to where the forward step packed them from.
+  const double* in = recvbuf_[s].data();
+  const std::int64_t n_owned = plan_.n_owned;
+  double* rest = tail_.data() - n_owned;
+  for (std::size_t k = 0; k < st.send_idx.size(); ++k) {
+    std::int32_t i = st.send_idx[k];
+    (i < n_owned ? owned[i] : rest[i]) += in[k];
+  }
+}
+
+void HaloExecutor::reverse_begin() {
+  if (!reverse_ready_) setup_reverse();
+  std::fill(tail_.begin() + plan_.n_halo, tail_.end(), 0.0);  // work area accumulates
+  if (!plan_.steps.empty()) start_reverse(plan_.steps.size() - 1);
+}
+
+void HaloExecutor::reverse_end(double* owned) {
+  for (std::size_t s = plan_.steps.size(); s-- > 0;) {
+    if (s + 1 < plan_.steps.size()) start_reverse(s);
+    finish_reverse(s, owned);
+  }
+  ++reverse_runs_;
+}
+
+void HaloExecutor::reset_recorded() {
+  forward_stats_ = CommStats{std::vector<StepStats>(plan_.steps.size())};
+  reverse_stats_ = CommStats{std::vector<StepStats>(plan_.steps.size())};
+  forward_runs_ = reverse_runs_ = 0;
+}
+
+}  // namespace commsolve

@@ -1,0 +1,25 @@
+// Error types and the MPI return-code check used throughout the core.
+#pragma once
+
+#include <mpi.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace commsolve {
+
+// An MPI call returned an error code (communicators used by commsolve are set to
+// MPI_ERRORS_RETURN so that failures surface as exceptions instead of silent aborts).
+struct mpi_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws mpi_error naming the failed call and MPI's own error string.
+void check_mpi(int code, const char* call);
+
+// Throws std::invalid_argument with `what` when `ok` is false.
+inline void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+}  // namespace commsolve

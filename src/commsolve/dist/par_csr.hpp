@@ -1,0 +1,66 @@
+// ParCsr: a row-distributed sparse matrix (hypre's ParCSR / PETSc's MPIAIJ layout).
+//
+// Each rank holds its rows split into the on-process block (columns it owns, local column
+// indices) and the off-process block (columns owned elsewhere, indices into the halo whose
+// global ids are col_map). The off-process block is further split by the Topology into
+// the part whose columns live on this rank's node and the part that crosses the network.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/comm_plan.hpp"
+#include "comm/halo_pattern.hpp"
+#include "comm/mpi_executor.hpp"
+#include "sparse/distribution.hpp"
+#include "sparse/kernels.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve {
+
+class ParCsr {
+ public:
+  // Collective on comm. `rows` are this rank's rows in row_dist's local order, with global
+  // column indices (borrowed for the call). The halo pattern is set up with one
+  // all-to-all; no rank ever holds the global matrix.
+  ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribution row_dist,
+         Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy);
+
+  // y = A x. Collective. x: local_cols() entries (owned part of the column distribution),
+  // y: local_rows() entries. Overlaps the on-process product with the halo exchange
+  // (thesis Algorithm 5.1).
+  void matvec(const double* x, double* y);
+  // y = A^T x. Collective. x: local_rows() entries, y: local_cols() entries. The
+  // off-process contributions travel back along the plan in reverse.
+  void rmatvec(const double* x, double* y);
+
+  int rank() const { return pattern_.rank; }
+  std::int64_t local_rows() const { return diag_.nrows; }
+  std::int64_t local_cols() const { return pattern_.n_owned; }
+  std::int64_t local_nnz() const { return diag_.nnz() + offd_on_.nnz() + offd_off_.nnz(); }
+  const Distribution& row_dist() const { return row_dist_; }
+  const Distribution& col_dist() const { return col_dist_; }
+  const Topology& topology() const { return topo_; }
+  const LocalCsr& diag() const { return diag_; }
+  const LocalCsr& offd_on_node() const { return offd_on_; }
+  const LocalCsr& offd_off_node() const { return offd_off_; }
+  const std::vector<std::int64_t>& col_map() const { return pattern_.halo_globals; }
+  const HaloPattern& pattern() const { return pattern_; }
+  const CommPlan& plan() const { return executor_->plan(); }
+  HaloExecutor& executor() { return *executor_; }
+  // Bytes the local SpMV moves (three blocks, x, halo and y).
+  double spmv_bytes() const;
+
+ private:
+  Distribution row_dist_, col_dist_;
+  Topology topo_;
+  HaloPattern pattern_;
+  LocalCsr diag_, offd_on_, offd_off_;
+  std::unique_ptr<HaloExecutor> executor_;
+};
+
+}  // namespace commsolve

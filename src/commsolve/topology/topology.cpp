@@ -1,0 +1,73 @@
+#include "topology/topology.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+Topology Topology::from_node_list(const std::vector<int>& node_of_rank) {
+  require(!node_of_rank.empty(), "topology: the rank -> node list is empty");
+  Topology t;
+  std::unordered_map<int, int> renumber;
+  t.node_.resize(node_of_rank.size());
+  t.local_.resize(node_of_rank.size());
+  for (std::size_t r = 0; r < node_of_rank.size(); ++r) {
+    int given = node_of_rank[r];
+    require(given >= 0, "topology: node id of rank " + std::to_string(r) + " is negative (" +
+                            std::to_string(given) + ")");
+    auto [it, fresh] = renumber.try_emplace(given, static_cast<int>(t.node_ranks_.size()));
+    if (fresh) t.node_ranks_.emplace_back();
+    int node = it->second;
+    t.node_[r] = node;
+    t.local_[r] = static_cast<int>(t.node_ranks_[node].size());
+    t.node_ranks_[node].push_back(static_cast<int>(r));
+  }
+  return t;
+}
+
+Topology Topology::regular(int nranks, int ppn, const std::string& layout) {
+  require(nranks >= 1, "topology: world size must be at least 1, got " + std::to_string(nranks));
+  require(ppn >= 1, "topology: ppn must be at least 1, got " + std::to_string(ppn));
+  require(ppn <= nranks, "topology: ppn " + std::to_string(ppn) + " is larger than the world size " +
+                             std::to_string(nranks));
+  require(nranks % ppn == 0, "topology: ppn " + std::to_string(ppn) +
+                                 " does not divide the world size " + std::to_string(nranks) +
+                                 " (a regular layout needs equal nodes; pass an explicit node list instead)");
+  int nodes = nranks / ppn;
+  std::vector<int> node_of(nranks);
+  if (layout == "smp") {
+    for (int r = 0; r < nranks; ++r) node_of[r] = r / ppn;
+  } else if (layout == "round-robin") {
+    for (int r = 0; r < nranks; ++r) node_of[r] = r % nodes;
+  } else {
+    throw std::invalid_argument("topology: unknown layout '" + layout +
+                                "' (expected 'smp' or 'round-robin')");
+  }
+  return from_node_list(node_of);
+}
+
+Topology Topology::from_comm(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  MPI_Comm shared;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
+  // A node is named by the lowest rank on it, so every rank agrees without more exchange.
+  int leader = rank;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared), "MPI_Allreduce");
+  check_mpi(MPI_Comm_free(&shared), "MPI_Comm_free");
+  std::vector<int> leaders(size);
+  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  return from_node_list(leaders);
+}
+
+int Topology::max_ppn() const {
+  std::size_t m = 0;
+  for (const auto& ranks : node_ranks_) m = std::max(m, ranks.size());
+  return static_cast<int>(m);
+}
+
+}  // namespace commsolve

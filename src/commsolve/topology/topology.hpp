@@ -1,0 +1,44 @@
+// Topology: which node every rank lives on (DESIGN.md rule 3).
+//
+// Built from a communicator (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), from a virtual
+// processes-per-node setting, or from an explicit rank -> node list; the last two need no
+// MPI, so plans for 100,000 virtual ranks can be built in one process.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace commsolve {
+
+class Topology {
+ public:
+  // One node per rank list entry. Node ids may be any non-negative integers; they are
+  // renumbered 0..num_nodes-1 in order of first appearance. Local.
+  static Topology from_node_list(const std::vector<int>& node_of_rank);
+
+  // `nranks` ranks, `ppn` per node. layout "smp": ranks [k*ppn, (k+1)*ppn) on node k;
+  // "round-robin": rank r on node r mod (nranks/ppn). ppn must divide nranks. Local.
+  static Topology regular(int nranks, int ppn, const std::string& layout = "smp");
+
+  // The real node layout of `comm`, from shared-memory sub-communicators.
+  // Collective on comm.
+  static Topology from_comm(MPI_Comm comm);
+
+  int size() const { return static_cast<int>(node_.size()); }
+  int num_nodes() const { return static_cast<int>(node_ranks_.size()); }
+  int node_of(int rank) const { return node_[rank]; }
+  int local_rank(int rank) const { return local_[rank]; }
+  bool same_node(int a, int b) const { return node_[a] == node_[b]; }
+  const std::vector<int>& ranks_on_node(int node) const { return node_ranks_[node]; }
+  const std::vector<int>& node_of_rank() const { return node_; }
+  int max_ppn() const;
+
+ private:
+  std::vector<int> node_;                     // rank -> node
+  std::vector<int> local_;                    // rank -> index among its node's ranks
+  std::vector<std::vector<int>> node_ranks_;  // node -> ranks, ascending
+};
+
+}  // namespace commsolve
