@@ -56,11 +56,17 @@ def _fail(message, collective):
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    rank = comm.rank
     if collective or comm.size == 1:
-        if comm.rank == 0:
+        if rank == 0:
             click.echo(f"commsolve: error: {message}", err=True)
-        sys.exit(1)
-    click.echo(f"commsolve: error on rank {comm.rank}: {message}", err=True)
+        # Every rank knows: finish MPI cleanly (python -m mpi4py would turn a non-zero
+        # SystemExit into MPI_Abort); rank 0 carries the failing status.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        MPI.Finalize()
+        os._exit(1 if rank == 0 else 0)
+    click.echo(f"commsolve: error on rank {rank}: {message}", err=True)
     sys.stderr.flush()
     comm.Abort(1)
 
@@ -151,7 +157,7 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def demo(nprocs, as_json):
     """The main job: distributed SpMV on built-in problems, checked against scipy, with the
-    communication each partition causes, then the same plans built for 256 virtual ranks."""
+    communication each partition causes, then plans built for 1,024 virtual ranks."""
     _relaunch_or_check(nprocs)
     from mpi4py import MPI
 

@@ -16,7 +16,7 @@ CASES = (
     ("aniso2d:400,eps=0.001,theta=30", "strided"),
     ("random:rows=40000,nnz_per_row=12", "contiguous"),
 )
-VIRTUAL = ("poisson3d:48", 256, 16)  # matrix, virtual ranks, ranks per node
+VIRTUAL = ("poisson3d:64", 1024, 16)  # matrix, virtual ranks, ranks per node
 
 
 def run_demo(comm, echo=None):

@@ -1,0 +1,68 @@
+"""MPI script: bad input under MPI must raise the same clear error on every rank.
+
+Usage: mpiexec -n K python -m mpi4py tests/mpi/errors.py K TMPDIR CASE
+Rank 0 prints {"rank", "error"} of every rank after they caught the error (null for a
+rank where nothing was raised). Case "wrong-length" is not caught: rank 1 fails
+alone and python -m mpi4py must abort the job.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+from mpi4py import MPI
+
+import commsolve as cs
+
+comm = MPI.COMM_WORLD
+expected, tmpdir, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+
+
+def bad_file(lines_ok, bad_line):
+    """A file whose entries are fine except one late line (parsed by the last rank)."""
+    path = os.path.join(tmpdir, "bad.mtx")
+    if comm.rank == 0:
+        with open(path, "w") as f:
+            f.write("%%MatrixMarket matrix coordinate real general\n")
+            f.write(f"{lines_ok + 1} {lines_ok + 1} {lines_ok + 1}\n")
+            for i in range(lines_ok):
+                f.write(f"{i + 1} {i + 1} 2.0\n")
+            f.write(bad_line)
+    comm.Barrier()
+    return path
+
+
+def run():
+    if case == "bad-line":
+        cs.ParCSR.from_file(bad_file(200, "201 201 oops\n"), comm)
+    elif case == "truncated":
+        cs.ParCSR.from_file(bad_file(200, ""), comm)
+    elif case == "ppn":
+        cs.ParCSR.from_spec("poisson2d:8", comm, topology=2)
+    elif case == "nonsquare":
+        cs.ParCSR.from_global(sp.random(10, 12, density=0.3, random_state=0), comm)
+    elif case == "more-ranks-than-rows":
+        cs.ParCSR.from_spec("poisson2d:1", comm, partition="strided")
+    elif case == "strategy":
+        cs.ParCSR.from_spec("poisson2d:8", comm, strategy="carrier-pigeon")
+    elif case == "wrong-length":
+        A = cs.ParCSR.from_spec("poisson2d:8", comm)
+        n = A.local_cols + (1 if comm.rank == 1 else 0)
+        A.matvec(np.ones(n))
+        return
+    else:
+        raise SystemExit(f"unknown case {case}")
+
+
+try:
+    run()
+    err = None
+except cs.CollectiveError as e:
+    err = str(e)
+everyone = comm.gather({"rank": comm.rank, "error": err}, root=0)
+if comm.rank == 0:
+    for record in everyone:
+        print(json.dumps(record), flush=True)

@@ -1,0 +1,66 @@
+"""The command line: -np relaunch, running under mpiexec directly, JSON output, clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from commsolve import gallery, mmwrite
+from commsolve.launch import mpi_env, mpiexec_command
+
+
+def cli(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
+                          timeout=timeout, env=mpi_env(4))
+
+
+def test_spmv_relaunches_with_np_and_reports_json():
+    p = cli("spmv", "--gen", "poisson2d:40", "-np", "2", "--ppn", "1", "--repeat", "5", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert (r["nranks"], r["nodes"], r["rows"], r["nnz"]) == (2, 2, 1600, gallery.poisson2d(40).nnz)
+    assert r["rel_error_vs_scipy"] <= 1e-12
+    assert r["stats_recorded_equal_planned"]
+    assert r["comm"]["max"]["msgs_sent_inter"] == 1 and r["comm"]["max"]["bytes_sent_inter"] == 40 * 8
+    assert r["spmv_median_s"] > 0 and r["gflops"] > 0
+
+
+def test_spmv_under_mpiexec_directly(tmp_path):
+    path = tmp_path / "m.mtx"
+    mmwrite(path, gallery.aniso2d(30, eps=0.1, theta=20))
+    cmd = mpiexec_command(3, ["-m", "commsolve", "spmv", "--matrix", str(path), "--partition", "metis",
+                              "--repeat", "3", "-np", "3"])
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=mpi_env(3))
+    assert p.returncode == 0, p.stderr
+    assert "relative error vs scipy" in p.stdout and "recorded == planned: yes" in p.stdout
+    assert p.stdout.count("matrix ") == 1  # printed once, by rank 0
+
+
+def test_bad_matrix_file_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 two 1\n")
+    p = cli("spmv", "--matrix", str(path), "-np", "2")
+    assert p.returncode == 1
+    assert f"{path}:4: expected an integer column index" in p.stderr
+    assert p.stderr.count("error") == 1  # reported once, not once per rank
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gen", "poisson2d:8", "-np", "3", "--ppn", "2"], "ppn 2 does not divide the world size 3"),
+    (["--gen", "nosuch:8"], "unknown generator 'nosuch'"),
+    (["--gen", "poisson2d:8", "--matrix", "x.mtx"], "exactly one of --gen SPEC or --matrix FILE"),
+    (["--matrix", "/nonexistent/a.mtx", "-np", "2"], "cannot open file"),
+])
+def test_clear_errors(args, message):
+    p = cli("spmv", *args)
+    assert p.returncode != 0
+    assert message in p.stderr, p.stderr
+
+
+def test_demo_checks_pass():
+    p = cli("demo", "-np", "2", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["ok"] and len(out["runs"]) == 4
+    assert out["virtual"]["stats"]["nranks"] == 1024

@@ -1,0 +1,26 @@
+"""Bad input under MPI: every rank raises the same clear error, or the job aborts; never a hang."""
+
+import pytest
+from conftest import json_lines, mpirun
+
+
+@pytest.mark.parametrize("nprocs,case,expected", [
+    (2, "bad-line", "bad.mtx:203: expected a real value"),
+    (3, "bad-line", "bad.mtx:203: expected a real value"),
+    (2, "truncated", "header declares 201 entries but the file holds 200 (truncated?)"),
+    (3, "ppn", "ppn 2 does not divide the world size 3"),
+    (2, "nonsquare", "matrix must be square, got 10 x 12"),
+    (2, "more-ranks-than-rows", "cannot partition 1 rows over 2 ranks (more ranks than rows)"),
+    (2, "strategy", "unknown communication strategy 'carrier-pigeon'"),
+])
+def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):
+    out = json_lines(mpirun(nprocs, "errors.py", nprocs, tmp_path, case, timeout=120).stdout)
+    assert sorted(r["rank"] for r in out) == list(range(nprocs))
+    for r in out:
+        assert r["error"] is not None and expected in r["error"], r
+
+
+def test_failure_on_one_rank_aborts_the_job(tmp_path):
+    proc = mpirun(2, "errors.py", 2, tmp_path, "wrong-length", timeout=120, check=False)
+    assert proc.returncode != 0
+    assert "x has length 33, expected 32" in proc.stderr
