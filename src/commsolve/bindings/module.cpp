@@ -158,7 +158,9 @@ NB_MODULE(_core, m) {
   }, "indptr"_a, "indices"_a, "data"_a, "x"_a, "y"_a.noconvert(),
         "y = A x for a CSR matrix with int32 indices (no checks on column range: trusted input).");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
-        nb::call_guard<nb::gil_scoped_release>());
+        nb::call_guard<nb::gil_scoped_release>(), "Triad bandwidth of every repetition, bytes/s.");
+  m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,
+        nb::call_guard<nb::gil_scoped_release>(), "Read-only streaming bandwidth of every repetition, bytes/s.");
 
   // ---- Matrix Market --------------------------------------------------------------
   nb::class_<MMHeader>(m, "MMHeader")

@@ -39,8 +39,14 @@ void spmv_add(CsrView A, const double* x, double* y);
 // y += A^T x   (y has A.ncols entries)
 void spmv_transpose_add(CsrView A, const double* x, double* y);
 
-// STREAM triad a = b + s*c over n doubles, repeated `reps` times; returns the best
-// bandwidth in bytes/s counting 24 bytes per element (the physical limit SpMV is held to).
-double stream_triad_bandwidth(std::int64_t n, int reps);
+// STREAM triad a = b + s*c over n doubles, repeated `reps` times; returns the bandwidth of
+// every repetition in bytes/s, counting 24 bytes per element as STREAM does (the physical
+// limit SpMV is held to; write-allocate traffic on `a` is not counted).
+std::vector<double> stream_triad_bandwidth(std::int64_t n, int reps);
+
+// Read-only streaming: the sum of n doubles, repeated `reps` times; bandwidth of every
+// repetition in bytes/s (8 per element). SpMV reads ~12 bytes per nonzero and writes
+// little, so this is the tighter limit for it on cores whose write streams run faster.
+std::vector<double> stream_read_bandwidth(std::int64_t n, int reps);
 
 }  // namespace commsolve

@@ -1,0 +1,124 @@
+"""Local CSR SpMV against the physical limit (STREAM triad) and against scipy.
+
+For each gallery problem: commsolve's kernel (y reused), scipy ``A @ x`` (allocates y), and
+scipy's raw csr_matvec with a reused y, timed interleaved in the same process; the STREAM
+triad is measured in the same run before and after. Effective bandwidth uses the byte
+model 12*nnz + 4*(rows+1) + 8*cols + 8*rows. Reports medians.
+
+    python bench/spmv_local.py [--quick] [--out bench/results/spmv_local.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+import scipy
+from scipy.sparse import _sparsetools
+
+import commsolve
+from commsolve import _core, gallery
+
+PROBLEMS = ["poisson2d:2000", "poisson3d:160", "poisson3d27:100", "aniso2d:2000,eps=0.001,theta=30",
+            "random:rows=2000000,nnz_per_row=10"]
+QUICK = ["poisson2d:1000", "poisson3d27:50"]
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem, 1), "os": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
+            "commsolve": commsolve.__version__}
+
+
+def triad(reps=10):
+    return list(_core.stream_triad_bandwidth(40_000_000, reps))
+
+
+def read_stream(reps=10):
+    return list(_core.stream_read_bandwidth(40_000_000, reps))
+
+
+def bench_problem(spec, reps):
+    A = gallery.from_spec(spec)
+    n, m = A.shape
+    x = np.random.default_rng(0).standard_normal(m)
+    y = np.empty(n)
+    y_raw = np.empty(n)
+    nbytes = 12.0 * A.nnz + 4.0 * (n + 1) + 8.0 * m + 8.0 * n
+    runs = {
+        "commsolve": lambda: _core.spmv(A.indptr, A.indices, A.data, x, y),
+        "scipy_matmul": lambda: A @ x,
+        "scipy_raw": lambda: (y_raw.fill(0.0), _sparsetools.csr_matvec(n, m, A.indptr, A.indices, A.data, x, y_raw)),
+    }
+    times = {k: [] for k in runs}
+    for fn in runs.values():
+        fn()  # warm-up
+    for _ in range(reps):
+        for k, fn in runs.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    ref = A @ x
+    err = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "matrix": spec, "rows": n, "nnz": int(A.nnz), "bytes": nbytes, "rel_error": err,
+        "median_s": med,
+        "bandwidth_gbs": {k: nbytes / t / 1e9 for k, t in med.items()},
+        "speedup_vs_scipy_matmul": med["scipy_matmul"] / med["commsolve"],
+        "speedup_vs_scipy_raw": med["scipy_raw"] / med["commsolve"],
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small problems, few repeats")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "spmv_local.json"))
+    args = ap.parse_args()
+    reps = args.reps or (10 if args.quick else 30)
+    before, read_before = triad(), read_stream()
+    results = []
+    for spec in QUICK if args.quick else PROBLEMS:
+        r = bench_problem(spec, reps)
+        results.append(r)
+        print(f"{spec:<36} {r['bandwidth_gbs']['commsolve']:6.2f} GB/s  "
+              f"x{r['speedup_vs_scipy_matmul']:.2f} vs A@x  x{r['speedup_vs_scipy_raw']:.2f} vs raw", file=sys.stderr)
+    after, read_after = triad(), read_stream()
+    triad_gbs = statistics.median(before + after) / 1e9
+    read_gbs = statistics.median(read_before + read_after) / 1e9
+    for r in results:
+        r["fraction_of_triad"] = r["bandwidth_gbs"]["commsolve"] / triad_gbs
+        r["fraction_of_read_stream"] = r["bandwidth_gbs"]["commsolve"] / read_gbs
+    out = {"benchmark": "spmv_local", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
+           "repeats": reps, "triad_gbs_median": triad_gbs, "triad_gbs_best": max(before + after) / 1e9,
+           "triad_gbs_before_after": [statistics.median(before) / 1e9, statistics.median(after) / 1e9],
+           "read_stream_gbs_median": read_gbs,
+           "read_stream_gbs_before_after": [statistics.median(read_before) / 1e9, statistics.median(read_after) / 1e9],
+           "results": results}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=2)
+    print(f"triad (median) {triad_gbs:.2f} GB/s, read-only stream (median) {read_gbs:.2f} GB/s")
+    print(f"{'matrix':<36}{'GB/s':>7}{'of triad':>10}{'of read':>9}{'vs A@x':>8}{'vs raw':>8}")
+    for r in results:
+        print(f"{r['matrix']:<36}{r['bandwidth_gbs']['commsolve']:>7.2f}{r['fraction_of_triad']:>10.2f}"
+              f"{r['fraction_of_read_stream']:>9.2f}{r['speedup_vs_scipy_matmul']:>8.2f}{r['speedup_vs_scipy_raw']:>8.2f}")
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
