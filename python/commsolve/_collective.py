@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def mpi():
+    """mpi4py.MPI, imported on first use: importing commsolve does not initialize MPI, so
+    the virtual world and the CLI's relaunching parent run without it."""
+    from mpi4py import MPI
+
+    return MPI
+
+
 class CollectiveError(ValueError):
     """An error found on some rank, raised on every rank of the communicator."""
 

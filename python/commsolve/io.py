@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._collective import agree
+from ._collective import agree, mpi
 
 __all__ = ["mmread", "mmwrite", "mminfo", "read_rows_parallel"]
 
@@ -121,16 +121,12 @@ def read_rows_parallel(path, comm, owner_of_rows):
     counts = np.bincount(dest, minlength=comm.size).astype(np.int64)
     recv_counts = np.empty_like(counts)
     comm.Alltoall(counts, recv_counts)
+    MPI = mpi()
     out = []
-    for arr, mpitype in ((rows, "INT64_T"), (cols, "INT64_T"), (vals, "DOUBLE")):
-        from mpi4py import MPI
-
+    for arr, mpitype in ((rows, MPI.INT64_T), (cols, MPI.INT64_T), (vals, MPI.DOUBLE)):
         send = np.ascontiguousarray(arr[order])
         recv = np.empty(int(recv_counts.sum()), dtype=send.dtype)
-        comm.Alltoallv(
-            [send, (counts, _displ(counts)), getattr(MPI, mpitype)],
-            [recv, (recv_counts, _displ(recv_counts)), getattr(MPI, mpitype)],
-        )
+        comm.Alltoallv([send, (counts, _displ(counts)), mpitype], [recv, (recv_counts, _displ(recv_counts)), mpitype])
         out.append(recv)
     return (h, *out)
 

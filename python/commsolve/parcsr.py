@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._collective import agree, run_agreed
+from ._collective import agree, mpi, run_agreed
 from .gallery import GallerySpec, parse_spec
 from .io import read_rows_parallel
 from .partition import METHODS, Distribution, owners, partition
@@ -94,7 +94,7 @@ class ParCSR:
         if row_dist is None:
             counts = comm.allgather(local.shape[0])
             row_dist = Distribution.from_offsets(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
-        ncols = comm.allreduce(local.shape[1], op=_max_op())
+        ncols = comm.allreduce(local.shape[1], op=mpi().MAX)
         err = None
         if row_dist.nranks != comm.size:
             err = f"row distribution is for {row_dist.nranks} ranks, communicator has {comm.size}"
@@ -290,9 +290,3 @@ def _local_positions(dist, rank, rows):
         return rows - dist.offsets[rank]
     owned = dist.owned(rank)
     return np.searchsorted(owned, rows)
-
-
-def _max_op():
-    from mpi4py import MPI
-
-    return MPI.MAX

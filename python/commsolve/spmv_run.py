@@ -8,17 +8,18 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._collective import mpi
 from .gallery import parse_spec
 from .io import mmread
 from .parcsr import ParCSR
 from .stats import CommStats, summarize
 
-__all__ = ["run_spmv", "test_vector", "CHECK_LIMIT"]
+__all__ = ["run_spmv", "input_vector", "CHECK_LIMIT"]
 
 CHECK_LIMIT = 4_000_000  # rows up to which rank 0 rebuilds A and checks against scipy
 
 
-def test_vector(g):
+def input_vector(g):
     """Entries of the input vector at global indices ``g`` (reproducible on any rank)."""
     g = np.asarray(g, dtype=np.float64)
     return np.sin(0.37 * g) + 0.5
@@ -35,14 +36,15 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
     """
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
+    MPI = mpi()
     t0 = time.perf_counter()
     if gen is not None:
         A = ParCSR.from_spec(gen, comm, partition=partition, topology=ppn, strategy=strategy)
     else:
         A = ParCSR.from_file(matrix, comm, partition=partition, topology=ppn, strategy=strategy)
-    setup = comm.allreduce(time.perf_counter() - t0, op=_op("MAX"))
+    setup = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
 
-    x = test_vector(A.owned_cols())
+    x = input_vector(A.owned_cols())
     y = np.empty(A.local_rows)
     A.matvec(x, y)  # warm-up: first touch of buffers and MPI connections
     A.reset_recorded()
@@ -54,11 +56,11 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
         A.matvec(x, y)
         times.append(time.perf_counter() - t)
     times = np.array(times)
-    comm.Allreduce(_op("IN_PLACE"), times, op=_op("MAX"))
+    comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
 
     planned = A.planned_stats()
     recorded = A.recorded_stats()
-    stats_match = comm.allreduce(int(recorded == planned.scaled(repeat)), op=_op("MIN")) == 1
+    stats_match = comm.allreduce(int(recorded == planned.scaled(repeat)), op=MPI.MIN) == 1
     all_planned = comm.gather(planned.array, root=0)
     nnz = A.global_nnz()
     spmv_bytes = comm.allreduce(A.spmv_bytes)
@@ -68,14 +70,12 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
     y_global = A.gather(y) if check and A.shape[0] <= CHECK_LIMIT else None
     if comm.rank == 0 and y_global is not None:
         G = parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
-        ref = sp.csr_matrix(G) @ test_vector(np.arange(A.shape[1]))
+        ref = sp.csr_matrix(G) @ input_vector(np.arange(A.shape[1]))
         error = float(np.linalg.norm(y_global - ref) / max(np.linalg.norm(ref), 1e-300))
     if comm.rank != 0:
         return None
 
     t_med = float(np.median(times)) if repeat else float("nan")
-    from mpi4py import MPI
-
     return {
         "matrix": gen if gen is not None else str(matrix),
         "rows": int(A.shape[0]),
@@ -100,9 +100,3 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
             "mpi": MPI.Get_library_version().splitlines()[0].strip(),
         },
     }
-
-
-def _op(name):
-    from mpi4py import MPI
-
-    return getattr(MPI, name)

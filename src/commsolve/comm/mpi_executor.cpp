@@ -14,6 +14,17 @@ constexpr int forward_tag = 100;  // + step
 constexpr int reverse_tag = 300;  // + step
 constexpr std::size_t max_steps = 200;
 
+// Adds a persistent send or receive of `count` doubles at `buf` to `set`.
+void add_persistent(RequestSet& set, bool send, double* buf, std::int64_t count, int peer, int tag,
+                    MPI_Comm comm) {
+  MPI_Request r;
+  if (send)
+    check_mpi(MPI_Send_init(buf, static_cast<int>(count), MPI_DOUBLE, peer, tag, comm, &r), "MPI_Send_init");
+  else
+    check_mpi(MPI_Recv_init(buf, static_cast<int>(count), MPI_DOUBLE, peer, tag, comm, &r), "MPI_Recv_init");
+  set.add(r);
+}
+
 bool mpi_alive() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -91,22 +102,13 @@ void HaloExecutor::setup_forward() {
   MPI_Comm c = comm_.get();
   for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
     const PlanStep& st = plan_.steps[s];
+    const int tag = forward_tag + static_cast<int>(s);
     StepRequests sr;
-    for (std::size_t i = 0; i < st.recv_peers.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Recv_init(region(st.recv_offset[i]), static_cast<int>(st.recv_count[i]), MPI_DOUBLE,
-                              st.recv_peers[i], forward_tag + static_cast<int>(s), c, &r),
-                "MPI_Recv_init");
-      sr.reqs.add(r);
-    }
+    for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
+      add_persistent(sr.reqs, false, region(st.recv_offset[i]), st.recv_count[i], st.recv_peers[i], tag, c);
     sr.nrecv = st.recv_peers.size();
-    for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Send_init(sendbuf_[s].data() + st.send_ptr[i], static_cast<int>(st.send_count(i)),
-                              MPI_DOUBLE, st.send_peers[i], forward_tag + static_cast<int>(s), c, &r),
-                "MPI_Send_init");
-      sr.reqs.add(r);
-    }
+    for (std::size_t i = 0; i < st.send_peers.size(); ++i)
+      add_persistent(sr.reqs, true, sendbuf_[s].data() + st.send_ptr[i], st.send_count(i), st.send_peers[i], tag, c);
     forward_.push_back(std::move(sr));
   }
 }
@@ -117,22 +119,13 @@ void HaloExecutor::setup_reverse() {
   for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
     const PlanStep& st = plan_.steps[s];
     recvbuf_.emplace_back(st.send_idx.size());
+    const int tag = reverse_tag + static_cast<int>(s);
     StepRequests sr;
-    for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Recv_init(recvbuf_[s].data() + st.send_ptr[i], static_cast<int>(st.send_count(i)),
-                              MPI_DOUBLE, st.send_peers[i], reverse_tag + static_cast<int>(s), c, &r),
-                "MPI_Recv_init");
-      sr.reqs.add(r);
-    }
+    for (std::size_t i = 0; i < st.send_peers.size(); ++i)
+      add_persistent(sr.reqs, false, recvbuf_[s].data() + st.send_ptr[i], st.send_count(i), st.send_peers[i], tag, c);
     sr.nrecv = st.send_peers.size();
-    for (std::size_t i = 0; i < st.recv_peers.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Send_init(region(st.recv_offset[i]), static_cast<int>(st.recv_count[i]), MPI_DOUBLE,
-                              st.recv_peers[i], reverse_tag + static_cast<int>(s), c, &r),
-                "MPI_Send_init");
-      sr.reqs.add(r);
-    }
+    for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
+      add_persistent(sr.reqs, true, region(st.recv_offset[i]), st.recv_count[i], st.recv_peers[i], tag, c);
     reverse_.push_back(std::move(sr));
   }
   reverse_ready_ = true;
