@@ -112,7 +112,9 @@ class ParCSR:
         agree(comm, None if col_dist.global_size == ncols else
               f"column distribution covers {col_dist.global_size} columns, the matrix has {ncols}")
         topo = run_agreed(comm, resolve_topology, topology, comm)
-        agree(comm, None if strategy == "standard" else f"unknown communication strategy '{strategy}' (known: standard)")
+        names = _core.strategy_names()
+        agree(comm, None if strategy in names else
+              f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
         core = _core.ParCsr(
             local.indptr.astype(np.int64), local.indices.astype(np.int64),
             np.ascontiguousarray(local.data, dtype=np.float64),

@@ -26,9 +26,17 @@ def halo_patterns(A, row_dist, col_dist=None, progress=None):
     )
 
 
-def plans(A, row_dist, col_dist=None, strategy="standard", progress=None):
-    """The CommPlan of every rank (list indexed by rank)."""
-    return [_core.build_plan(p, strategy) for p in halo_patterns(A, row_dist, col_dist, progress)]
+def plans(A, row_dist, col_dist=None, strategy="standard", topology=None, progress=None):
+    """The CommPlan of every rank (list indexed by rank) for ``strategy`` (``standard``,
+    ``node-aware``, ``node-aware-2step`` or ``auto``). ``topology`` (default: one rank per
+    node) places the ranks on nodes; node-aware strategies depend on it."""
+    col_dist = row_dist if col_dist is None else col_dist
+    if topology is None:
+        topology = _core.Topology.regular(row_dist.nranks, 1)
+    if topology.size != row_dist.nranks:
+        raise ValueError(f"topology has {topology.size} ranks, the distribution {row_dist.nranks}")
+    patterns = halo_patterns(A, row_dist, col_dist, progress)
+    return _core.build_plans_virtual(patterns, topology, col_dist, strategy)
 
 
 def plan_stats(plan_list, topology):

@@ -13,6 +13,7 @@
 #include "comm/comm_plan.hpp"
 #include "comm/comm_stats.hpp"
 #include "comm/halo_pattern.hpp"
+#include "comm/plan_builder.hpp"
 #include "core/error.hpp"
 #include "dist/par_csr.hpp"
 #include "sparse/distribution.hpp"
@@ -232,11 +233,15 @@ NB_MODULE(_core, m) {
       .def_ro("n_halo", &CommPlan::n_halo)
       .def_ro("n_work", &CommPlan::n_work)
       .def_ro("steps", &CommPlan::steps)
+      .def_prop_ro("copy_src", [](const CommPlan& p) { return copy_numpy(p.copy_src); })
+      .def_prop_ro("copy_dst", [](const CommPlan& p) { return copy_numpy(p.copy_dst); })
       .def("validate", &CommPlan::validate)
       .def("stats_array", [](const CommPlan& p, const Topology& t) { return stats_array(plan_stats(p, t)); },
            "topology"_a, "Planned statistics, shape (steps, 8).");
 
-  m.def("build_plan", &build_plan, "pattern"_a, "strategy"_a = "standard");
+  m.def("strategy_names", &strategy_names);
+  m.def("build_plans_virtual", &build_plans_virtual, "patterns"_a, "topology"_a, "col_dist"_a, "strategy"_a,
+        nb::call_guard<nb::gil_scoped_release>(), "Every rank's plan of the named strategy (virtual world).");
   m.def("virtual_halo_patterns", &virtual_patterns<std::int32_t>, "indptr"_a, "indices"_a, "row_dist"_a,
         "col_dist"_a, "progress"_a.none() = nb::none());
   m.def("virtual_halo_patterns", &virtual_patterns<std::int64_t>, "indptr"_a, "indices"_a, "row_dist"_a,

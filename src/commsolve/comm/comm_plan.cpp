@@ -44,6 +44,14 @@ void CommPlan::validate() const {
     for (std::size_t i = 1; i < regions.size(); ++i)
       check(regions[i].first >= regions[i - 1].second, *this, s, "receive regions overlap");
   }
+  const std::size_t last = steps.size();
+  check(copy_src.size() == copy_dst.size(), *this, last, "copy lists differ in length");
+  for (std::size_t i = 0; i < copy_src.size(); ++i) {
+    bool src_ok = copy_src[i] >= 0 && copy_src[i] < space &&
+                  (copy_src[i] < n_owned || copy_src[i] >= n_owned + n_halo);
+    check(src_ok, *this, last, "copy source inside the halo or outside the space");
+    check(copy_dst[i] >= n_owned && copy_dst[i] < n_owned + n_halo, *this, last, "copy target outside the halo");
+  }
 }
 
 CommPlan standard_plan(const HaloPattern& pattern) {
@@ -64,11 +72,6 @@ CommPlan standard_plan(const HaloPattern& pattern) {
   }
   plan.steps.push_back(std::move(st));
   return plan;
-}
-
-CommPlan build_plan(const HaloPattern& pattern, const std::string& strategy) {
-  if (strategy == "standard") return standard_plan(pattern);
-  throw std::invalid_argument("unknown communication strategy '" + strategy + "' (known: standard)");
 }
 
 }  // namespace commsolve

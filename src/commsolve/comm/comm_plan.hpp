@@ -4,7 +4,8 @@
 // steps; in each step a rank packs values from anywhere in that space and sends them, and
 // receives contiguous regions of the halo or the work area. The standard strategy is a
 // single step that receives straight into the halo; node-aware strategies (several steps
-// through the work area) fit the same form, and so does running any plan in reverse
+// through the work area) fit the same form: after the last step, local copies move values
+// that arrived in the work area to their halo entries. Any plan also runs in reverse
 // (scatter-add from the halo back to the owners).
 #pragma once
 
@@ -33,18 +34,17 @@ struct CommPlan {
   std::string strategy;
   std::int64_t n_owned = 0, n_halo = 0, n_work = 0;
   std::vector<PlanStep> steps;
+  std::vector<std::int32_t> copy_src, copy_dst;  // after the last step: space[dst] = space[src]
 
   std::int64_t space_size() const { return n_owned + n_halo + n_work; }
   // Throws std::logic_error on any broken invariant: peers out of range or repeated within a
-  // step, indices outside the space, receive regions overlapping or touching owned entries.
+  // step, indices outside the space, receive regions overlapping or touching owned entries,
+  // copies that do not go from outside the halo into it.
   void validate() const;
 };
 
 // The standard strategy (thesis Algorithm 5.1): one step, one message per neighbour pair,
 // received straight into the halo.
 CommPlan standard_plan(const HaloPattern& pattern);
-
-// Builds the plan of the named strategy. Known names: "standard".
-CommPlan build_plan(const HaloPattern& pattern, const std::string& strategy);
 
 }  // namespace commsolve

@@ -172,6 +172,13 @@ const double* HaloExecutor::end() {
     if (s > 0) start_forward(s);
     finish_forward(s);
   }
+  // Values that arrived in the work area (or are owned) move to their halo entries.
+  const std::int64_t n_owned = plan_.n_owned;
+  double* rest = tail_.data() - n_owned;
+  for (std::size_t i = 0; i < plan_.copy_src.size(); ++i) {
+    std::int32_t src = plan_.copy_src[i];
+    rest[plan_.copy_dst[i]] = src < n_owned ? owned_[src] : rest[src];
+  }
   owned_ = nullptr;
   ++forward_runs_;
   return tail_.data();
@@ -206,10 +213,20 @@ void HaloExecutor::finish_reverse(std::size_t s, double* owned) {
 void HaloExecutor::reverse_begin() {
   if (!reverse_ready_) setup_reverse();
   std::fill(tail_.begin() + plan_.n_halo, tail_.end(), 0.0);  // work area accumulates
+  // Reverse of the final copies: contributions to copied halo entries go back to the work
+  // area (owned sources are handled in reverse_end, where the owned array is known).
+  const std::int64_t n_owned = plan_.n_owned;
+  double* rest = tail_.data() - n_owned;
+  for (std::size_t i = 0; i < plan_.copy_src.size(); ++i)
+    if (plan_.copy_src[i] >= n_owned) rest[plan_.copy_src[i]] += rest[plan_.copy_dst[i]];
   if (!plan_.steps.empty()) start_reverse(plan_.steps.size() - 1);
 }
 
 void HaloExecutor::reverse_end(double* owned) {
+  const std::int64_t n_owned = plan_.n_owned;
+  const double* rest = tail_.data() - n_owned;
+  for (std::size_t i = 0; i < plan_.copy_src.size(); ++i)
+    if (plan_.copy_src[i] < n_owned) owned[plan_.copy_src[i]] += rest[plan_.copy_dst[i]];
   for (std::size_t s = plan_.steps.size(); s-- > 0;) {
     if (s + 1 < plan_.steps.size()) start_reverse(s);
     finish_reverse(s, owned);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/plan_builder.hpp"
 #include "core/error.hpp"
 
 namespace commsolve {
@@ -64,7 +65,7 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
       block->indptr.push_back(static_cast<std::int32_t>(block->indices.size()));
   }
   require(rows.indptr[rows.nrows] < (std::int64_t(1) << 31), "ParCsr: more than 2^31 local nonzeros");
-  executor_ = std::make_unique<HaloExecutor>(build_plan(pattern_, strategy), topo_, comm);
+  executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }
 
 void ParCsr::matvec(const double* x, double* y) {
