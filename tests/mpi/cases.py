@@ -26,10 +26,16 @@ def case_id(gen, part, source, strategy):
     return f"{gen}|{part}|{source}|{strategy}"
 
 
+# Matrices where some or all ranks have nothing to send (built by the MPI script itself):
+# the identity (nobody communicates) and an arrow (everyone needs the first rows only).
+CUSTOM = ("custom-identity:96", "custom-arrow:96")
+
+
 def suite(name):
     if name == "construction":
         return [(g, p, s, "standard") for g in GENERATORS for p in PARTITIONS for s in SOURCES]
-    return [(g, p, "spec", st) for g in STRATEGY_GENERATORS for p in PARTITIONS for st in STRATEGIES]
+    return ([(g, p, "spec", st) for g in STRATEGY_GENERATORS for p in PARTITIONS for st in STRATEGIES]
+            + [(g, "contiguous", "global", st) for g in CUSTOM for st in STRATEGIES])
 
 
 def construction_ppn(nranks):

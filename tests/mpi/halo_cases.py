@@ -10,6 +10,7 @@ import os
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -39,12 +40,24 @@ def plan_arrays(plan):
     return out
 
 
+def reference(gen):
+    """The global matrix of a case: a gallery spec, or one of cases.CUSTOM."""
+    if not gen.startswith("custom-"):
+        return cs.gallery.from_spec(gen)
+    kind, n = gen[len("custom-"):].split(":")
+    n = int(n)
+    A = sp.identity(n, format="lil")
+    if kind == "arrow":
+        A[:, :2] = 1.0
+    return sp.csr_matrix(A)
+
+
 def same(xs, ys):
     return len(xs) == len(ys) and all(np.array_equal(x, y) for x, y in zip(xs, ys))
 
 
 for gen, part, source, strategy in cases.suite(suite_name):
-    G = cs.gallery.from_spec(gen)  # the serial reference (every rank builds it: small)
+    G = reference(gen)  # the serial reference (every rank builds it: small)
     if source == "spec":
         A = cs.ParCSR.from_spec(gen, comm, partition=part, topology=ppn, strategy=strategy)
     elif source == "global":
@@ -74,7 +87,7 @@ for gen, part, source, strategy in cases.suite(suite_name):
     stats_ok = comm.allreduce(int(fwd_ok and rev_ok), op=MPI.MIN) == 1
     runs = list(A.runs)
     # The same product with the standard strategy, for the 1e-13 agreement between strategies.
-    S = cs.ParCSR.from_spec(gen, comm, partition=part, topology=ppn) if strategy != "standard" else A
+    S = cs.ParCSR.from_global(G, comm, partition=part, topology=ppn) if strategy != "standard" else A
     ys = S.gather(S.matvec(S.distribute(xg)))
     if comm.rank == 0:
         vplans = cs.virtual.plans(G, A.row_dist, strategy=strategy, topology=A.topology)

@@ -15,15 +15,6 @@ void sort_unique(GlobalSet& s) {
 }
 
 // The halo entries `p` receives from `owner` (one contiguous, sorted segment), or none.
-GlobalSet halo_from(const HaloPattern& p, int owner) {
-  auto it = std::lower_bound(p.recv_peers.begin(), p.recv_peers.end(), owner);
-  if (it == p.recv_peers.end() || *it != owner) return {};
-  std::size_t i = static_cast<std::size_t>(it - p.recv_peers.begin());
-  return GlobalSet(p.halo_globals.begin() + p.recv_ptr[i], p.halo_globals.begin() + p.recv_ptr[i + 1]);
-}
-
-void append(GlobalSet& to, const GlobalSet& from) { to.insert(to.end(), from.begin(), from.end()); }
-
 // Writes one rank's plan: tracks where every value sits on this rank, receives straight into
 // the halo when a message is exactly a run of it, otherwise into the work area followed by
 // local copies, and checks at the end that every halo entry is filled exactly once.
@@ -203,122 +194,115 @@ PairAssignment assign_node_pairs(const NodeGraph& graph, const Topology& topo) {
   return a;
 }
 
-CommPlan node_aware_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols,
-                         const std::map<int, GlobalSet>& send_sets, const std::map<int, GlobalSet>& recv_sets,
-                         const PairAssignment& pairs) {
-  const int n = view.node;
-  const HaloPattern& me = view.of(rank);
-  const auto& local = topo.ranks_on_node(n);
-  PlanWriter w(rank, me, cols, 3, "node-aware");
+namespace {
 
-  // Step 1 (gather, Section 5.4.2 "local redistribution of initial data", merged with the
-  // fully local values): what t sends to u — values u needs from t itself, plus t's values
-  // for every node pair that u sends across the network.
-  auto gather = [&](int t, int u) {
-    GlobalSet c = halo_from(view.of(u), t);
-    for (const auto& [m, e] : send_sets)
-      if (pairs.at(n, m).first == u)
-        for (std::int64_t g : e)
-          if (cols.owner(g) == t) c.push_back(g);
-    sort_unique(c);
-    return c;
-  };
-  for (int u : local)
-    if (u != rank) w.send(0, u, gather(rank, u));
-  for (int t : local)
-    if (t != rank) w.recv(0, t, gather(t, rank));
+// Appends p's halo segment i (values from one owner) to `to`.
+void append_segment(GlobalSet& to, const HaloPattern& p, std::size_t i) {
+  to.insert(to.end(), p.halo_globals.begin() + p.recv_ptr[i], p.halo_globals.begin() + p.recv_ptr[i + 1]);
+}
 
-  // Step 2: one message per node pair, each value once.
-  for (const auto& [m, e] : send_sets)
-    if (pairs.at(n, m).first == rank) w.send(1, pairs.at(n, m).second, e);
-  for (const auto& [k, e] : recv_sets)
-    if (pairs.at(k, n).second == rank) w.recv(1, pairs.at(k, n).first, e);
-
-  // Step 3 (redistribution of received off-node data): what q forwards to s — the values s
-  // needs from every node whose message q received, in node then owner order.
-  auto forward = [&](int q, int s) {
-    GlobalSet c;
-    const HaloPattern& ps = view.of(s);
-    for (const auto& [k, e] : recv_sets) {
-      if (pairs.at(k, n).second != q) continue;
-      for (std::size_t i = 0; i < ps.recv_peers.size(); ++i)
-        if (topo.node_of(ps.recv_peers[i]) == k)
-          c.insert(c.end(), ps.halo_globals.begin() + ps.recv_ptr[i], ps.halo_globals.begin() + ps.recv_ptr[i + 1]);
-    }
-    return c;
-  };
-  for (int s : local) {
-    if (s == rank)
-      w.copy_needed(forward(rank, rank));
+// One rank's plan from its node's traffic tables: `inter_out` are its inter-node messages.
+CommPlan write_node_plan(int rank, const NodeView& view, const Distribution& cols, const char* name, int nsteps,
+                         int inter_step, const NodeTraffic& tr,
+                         const std::vector<std::pair<int, GlobalSet>>& inter_out) {
+  PlanWriter w(rank, view.of(rank), cols, nsteps, name);
+  const int last = nsteps - 1;
+  for (const auto& [key, g] : tr.gather)
+    if (key.first == rank) w.send(0, key.second, g);
+  for (const auto& [key, g] : tr.gather)
+    if (key.second == rank) w.recv(0, key.first, g);
+  for (const auto& [peer, g] : inter_out) w.send(inter_step, peer, g);
+  for (const auto& [key, g] : tr.inter_in)
+    if (key.second == rank) w.recv(inter_step, key.first, g);
+  for (const auto& [key, g] : tr.scatter) {
+    if (key.first != rank) continue;
+    if (key.second == rank)
+      w.copy_needed(g);
     else
-      w.send(2, s, forward(rank, s));
+      w.send(last, key.second, g);
   }
-  for (int q : local)
-    if (q != rank) w.recv(2, q, forward(q, rank));
+  for (const auto& [key, g] : tr.scatter)
+    if (key.second == rank && key.first != rank) w.recv(last, key.first, g);
   return w.finish();
 }
 
-CommPlan node_aware_2step_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols) {
-  const int n = view.node;
-  const HaloPattern& me = view.of(rank);
-  const auto& local = topo.ranks_on_node(n);
-  PlanWriter w(rank, me, cols, 2, "node-aware-2step");
-  auto partner = [&](int t, int m) {
-    const auto& on_m = topo.ranks_on_node(m);
-    return on_m[topo.local_rank(t) % on_m.size()];
-  };
+int partner(const Topology& topo, int t, int node) {
+  const auto& on = topo.ranks_on_node(node);
+  return on[topo.local_rank(t) % on.size()];
+}
 
-  // Step 1: on-node values go directly; off-node, each rank sends the distinct values node m
-  // needs from it to its partner on m.
-  for (int u : local)
-    if (u != rank) w.send(0, u, halo_from(view.of(u), rank));
+}  // namespace
+
+NodeTraffic three_step_traffic(const NodeView& view, const Topology& topo, const Distribution& cols,
+                               const std::map<int, GlobalSet>& send_sets, const std::map<int, GlobalSet>& recv_sets,
+                               const PairAssignment& pairs) {
+  const int n = view.node;
+  NodeTraffic tr;
+  for (const HaloPattern& p : view.ranks)
+    for (std::size_t i = 0; i < p.recv_peers.size(); ++i) {
+      int o = p.recv_peers[i];
+      int k = topo.node_of(o);
+      if (k == n)  // fully local values travel with the gather
+        append_segment(tr.gather[{o, p.rank}], p, i);
+      else  // the rank that received node k's message forwards them
+        append_segment(tr.scatter[{pairs.at(k, n).second, p.rank}], p, i);
+    }
+  for (const auto& [m, e] : send_sets) {
+    const int sender = pairs.at(n, m).first;
+    for (std::int64_t g : e) {
+      int t = cols.owner(g);
+      if (t != sender) tr.gather[{t, sender}].push_back(g);
+    }
+  }
+  for (auto& [key, g] : tr.gather) sort_unique(g);
+  for (const auto& [k, e] : recv_sets) tr.inter_in[{pairs.at(k, n).first, pairs.at(k, n).second}] = e;
+  return tr;
+}
+
+CommPlan node_aware_plan(int rank, const NodeView& view, const Distribution& cols, const NodeTraffic& traffic,
+                         const std::map<int, GlobalSet>& send_sets, const PairAssignment& pairs) {
+  std::vector<std::pair<int, GlobalSet>> out;
+  for (const auto& [m, e] : send_sets) {
+    auto [sender, receiver] = pairs.at(view.node, m);
+    if (sender == rank) out.emplace_back(receiver, e);
+  }
+  return write_node_plan(rank, view, cols, "node-aware", 3, 1, traffic, out);
+}
+
+NodeTraffic two_step_traffic(const NodeView& view, const Topology& topo) {
+  const int n = view.node;
+  NodeTraffic tr;
+  for (const HaloPattern& p : view.ranks)
+    for (std::size_t i = 0; i < p.recv_peers.size(); ++i) {
+      int o = p.recv_peers[i];
+      if (topo.node_of(o) == n) {
+        append_segment(tr.gather[{o, p.rank}], p, i);
+      } else {
+        int q = partner(topo, o, n);
+        append_segment(tr.inter_in[{o, q}], p, i);
+        append_segment(tr.scatter[{q, p.rank}], p, i);
+      }
+    }
+  for (auto& [key, g] : tr.inter_in) sort_unique(g);
+  return tr;
+}
+
+CommPlan node_aware_2step_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols,
+                               const NodeTraffic& traffic) {
+  const HaloPattern& me = view.of(rank);
   std::map<int, GlobalSet> to_node;
   for (std::size_t i = 0; i < me.send_peers.size(); ++i) {
     int m = topo.node_of(me.send_peers[i]);
-    if (m == n) continue;
+    if (m == view.node) continue;
     for (std::int64_t k = me.send_ptr[i]; k < me.send_ptr[i + 1]; ++k)
       to_node[m].push_back(cols.global_index(rank, me.send_idx[k]));
   }
+  std::vector<std::pair<int, GlobalSet>> out;
   for (auto& [m, e] : to_node) {
     sort_unique(e);
-    w.send(0, partner(rank, m), e);
+    out.emplace_back(partner(topo, rank, m), std::move(e));
   }
-  for (int t : local)
-    if (t != rank) w.recv(0, t, halo_from(me, t));
-  // Off-node owners this rank receives for: needed somewhere on the node, partnered with us.
-  std::vector<int> sources;
-  for (const HaloPattern& p : view.ranks)
-    for (int o : p.recv_peers)
-      if (topo.node_of(o) != n && partner(o, n) == rank) sources.push_back(o);
-  std::sort(sources.begin(), sources.end());
-  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
-  for (int t : sources) {
-    GlobalSet e;
-    for (const HaloPattern& p : view.ranks) append(e, halo_from(p, t));
-    sort_unique(e);
-    w.recv(0, t, e);
-  }
-
-  // Step 2: the partner forwards to each rank of its node what that rank needs, by source.
-  auto forward = [&](int q, int s) {
-    GlobalSet c;
-    const HaloPattern& ps = view.of(s);
-    for (std::size_t i = 0; i < ps.recv_peers.size(); ++i) {
-      int o = ps.recv_peers[i];
-      if (topo.node_of(o) != n && partner(o, n) == q)
-        c.insert(c.end(), ps.halo_globals.begin() + ps.recv_ptr[i], ps.halo_globals.begin() + ps.recv_ptr[i + 1]);
-    }
-    return c;
-  };
-  for (int s : local) {
-    if (s == rank)
-      w.copy_needed(forward(rank, rank));
-    else
-      w.send(1, s, forward(rank, s));
-  }
-  for (int q : local)
-    if (q != rank) w.recv(1, q, forward(q, rank));
-  return w.finish();
+  return write_node_plan(rank, view, cols, "node-aware-2step", 2, 0, traffic, out);
 }
 
 }  // namespace commsolve

@@ -51,15 +51,29 @@ struct PairAssignment {
 };
 PairAssignment assign_node_pairs(const NodeGraph& graph, const Topology& topo);
 
-// Three steps: gather inside the node to the pair's sender (merged with the values local
-// ranks need directly), one message per node pair, redistribution on the receiving node.
-CommPlan node_aware_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols,
-                         const std::map<int, GlobalSet>& send_sets, const std::map<int, GlobalSet>& recv_sets,
-                         const PairAssignment& pairs);
+// What moves inside one node and what arrives on it, keyed (sending rank, receiving rank).
+// Built once per node in time linear in the node's halo volume; every rank's plan reads its
+// own rows of it, so the sending and receiving sides agree by construction.
+struct NodeTraffic {
+  std::map<std::pair<int, int>, GlobalSet> gather;    // intra-node, first step
+  std::map<std::pair<int, int>, GlobalSet> inter_in;  // inter-node messages arriving on this node
+  std::map<std::pair<int, int>, GlobalSet> scatter;   // intra-node, last step (from == to: local copies)
+};
 
-// Two steps: each rank sends the distinct values a node needs to its partner there (the rank
-// with the same local index modulo that node's size), which redistributes; on-node values
-// travel directly in the first step.
-CommPlan node_aware_2step_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols);
+// Three steps (Section 5.4): gather to the pair's sender merged with the values local ranks
+// need directly (Tables 5.11 and 5.15 in one message), one message per node pair carrying
+// each value once, redistribution on the receiving node.
+NodeTraffic three_step_traffic(const NodeView& view, const Topology& topo, const Distribution& cols,
+                               const std::map<int, GlobalSet>& send_sets, const std::map<int, GlobalSet>& recv_sets,
+                               const PairAssignment& pairs);
+CommPlan node_aware_plan(int rank, const NodeView& view, const Distribution& cols, const NodeTraffic& traffic,
+                         const std::map<int, GlobalSet>& send_sets, const PairAssignment& pairs);
+
+// Two steps (Section 7.3): each rank sends the distinct values a node needs to its partner
+// there (the rank with the same local index modulo that node's size), which redistributes;
+// on-node values travel directly in the first step.
+NodeTraffic two_step_traffic(const NodeView& view, const Topology& topo);
+CommPlan node_aware_2step_plan(int rank, const NodeView& view, const Topology& topo, const Distribution& cols,
+                               const NodeTraffic& traffic);
 
 }  // namespace commsolve

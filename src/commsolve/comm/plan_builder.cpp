@@ -120,7 +120,8 @@ std::vector<CommPlan> build_plans_virtual(const std::vector<HaloPattern>& patter
   } else if (strategy == "node-aware-2step") {
     for (int n = 0; n < topo.num_nodes(); ++n) {
       NodeView view = virtual_node_view(patterns, topo, n);
-      for (int r : topo.ranks_on_node(n)) plans.push_back(node_aware_2step_plan(r, view, topo, cols));
+      NodeTraffic traffic = two_step_traffic(view, topo);
+      for (int r : topo.ranks_on_node(n)) plans.push_back(node_aware_2step_plan(r, view, topo, cols, traffic));
     }
     std::sort(plans.begin(), plans.end(), [](const CommPlan& a, const CommPlan& b) { return a.rank < b.rank; });
   } else if (strategy == "node-aware") {
@@ -134,9 +135,12 @@ std::vector<CommPlan> build_plans_virtual(const std::vector<HaloPattern>& patter
       append_node_edges(graph, n, send_sets.back());
     }
     PairAssignment pairs = assign_node_pairs(graph, topo);
-    for (int n = 0; n < topo.num_nodes(); ++n)
+    for (int n = 0; n < topo.num_nodes(); ++n) {
+      NodeTraffic traffic = three_step_traffic(views[n], topo, cols, send_sets[n], recv_sets[n], pairs);
       for (int r : topo.ranks_on_node(n))
-        plans.push_back(node_aware_plan(r, views[n], topo, cols, send_sets[n], recv_sets[n], pairs));
+        plans.push_back(node_aware_plan(r, views[n], cols, traffic, send_sets[n], pairs));
+      views[n] = NodeView{};  // done with this node
+    }
     std::sort(plans.begin(), plans.end(), [](const CommPlan& a, const CommPlan& b) { return a.rank < b.rank; });
   } else {  // auto
     std::vector<CommPlan> best;
@@ -174,7 +178,8 @@ CommPlan build_plan_mpi(const HaloPattern& mine, const Topology& topo, const Dis
     return best;
   }
   NodeView view = gather_node_view(mine, topo, comm);
-  if (strategy == "node-aware-2step") return node_aware_2step_plan(mine.rank, view, topo, cols);
+  if (strategy == "node-aware-2step")
+    return node_aware_2step_plan(mine.rank, view, topo, cols, two_step_traffic(view, topo));
   auto send_sets = node_send_sets(view, topo, cols);
   auto recv_sets = node_recv_sets(view, topo, cols);
   NodeGraph mine_edges;
@@ -189,7 +194,9 @@ CommPlan build_plan_mpi(const HaloPattern& mine, const Topology& topo, const Dis
     graph.dst.push_back(static_cast<int>(all[i + 1]));
     graph.volume.push_back(all[i + 2]);
   }
-  return node_aware_plan(mine.rank, view, topo, cols, send_sets, recv_sets, assign_node_pairs(graph, topo));
+  PairAssignment pairs = assign_node_pairs(graph, topo);
+  NodeTraffic traffic = three_step_traffic(view, topo, cols, send_sets, recv_sets, pairs);
+  return node_aware_plan(mine.rank, view, cols, traffic, send_sets, pairs);
 }
 
 }  // namespace commsolve
