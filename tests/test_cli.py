@@ -64,3 +64,13 @@ def test_demo_checks_pass():
     out = json.loads(p.stdout)
     assert out["ok"] and len(out["runs"]) == 4
     assert out["virtual"]["stats"]["nranks"] == 1024
+
+
+@pytest.mark.parametrize("strategy", ["node-aware", "node-aware-2step", "auto"])
+def test_spmv_with_node_aware_strategies(strategy):
+    p = cli("spmv", "--gen", "random:rows=2000,nnz_per_row=12", "-np", "4", "--ppn", "2", "--strategy", strategy,
+            "--repeat", "5", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["rel_error_vs_scipy"] <= 1e-12 and r["stats_recorded_equal_planned"]
+    assert r["comm"]["steps"] == {"node-aware": 3, "node-aware-2step": 2}.get(strategy, r["comm"]["steps"])

@@ -120,7 +120,8 @@ def main():
 def _common_spmv_options(f):
     f = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")(f)
     f = click.option("--repeat", default=50, show_default=True, type=click.IntRange(0), help="Timed SpMVs.")(f)
-    f = click.option("--strategy", default="standard", show_default=True, help="Halo-exchange strategy.")(f)
+    f = click.option("--strategy", type=click.Choice(["standard", "node-aware", "node-aware-2step", "auto"]),
+                     default="standard", show_default=True, help="Halo-exchange strategy.")(f)
     f = click.option("--partition", type=click.Choice(PARTITIONS), default="contiguous", show_default=True)(f)
     f = click.option("--ppn", type=click.IntRange(1), default=None,
                      help="Virtual ranks per node (default: the real node layout).")(f)
@@ -150,6 +151,57 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
             _fail(f"result differs from scipy (relative error {result['rel_error_vs_scipy']:.2e})", True)
         if not result["stats_recorded_equal_planned"]:
             _fail("recorded communication statistics differ from the plan's", True)
+
+
+@main.command()
+@click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. random:rows_per_rank=1000,nnz_per_row=100.")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
+@click.option("--procs", type=click.IntRange(1), required=True, help="Virtual ranks.")
+@click.option("--ppn", type=click.IntRange(1), required=True, help="Virtual ranks per node.")
+@click.option("--layout", type=click.Choice(["smp", "round-robin"]), default="smp", show_default=True)
+@click.option("--partition", type=click.Choice(PARTITIONS), default="contiguous", show_default=True)
+@click.option("--strategy", default="standard,node-aware,node-aware-2step", show_default=True,
+              help="Comma-separated strategies to compare.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the strategies' per-rank traffic.")
+@click.option("--heatmap", type=click.Path(dir_okay=False), help="PNG of the volume between nodes (or ranks).")
+@click.option("--heatmap-level", type=click.Choice(["node", "rank"]), default="node", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, heatmap_level, as_json):
+    """Every rank's halo plan at virtual scale, per strategy, built in one process (no MPI)."""
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    from tqdm import tqdm
+
+    from .analysis import analyze as run_analysis
+    from .analysis import format_analysis
+
+    bars = {}
+
+    def progress(stage, done, total):
+        if stage not in bars:
+            bars[stage] = tqdm(total=total, desc=stage, unit="rank" if stage == "patterns" else "strategy",
+                               leave=False, file=sys.stderr, disable=None)
+        bars[stage].update(done - bars[stage].n)
+
+    try:
+        result = run_analysis(procs, ppn, [s.strip() for s in strategy.split(",") if s.strip()], gen=gen,
+                              matrix=matrix, partition_method=partition, layout=layout,
+                              heatmap_level=heatmap_level if heatmap else None, progress=progress)
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        for b in bars.values():
+            b.close()
+    if plot:
+        from .plots import plot_strategies
+
+        plot_strategies(result, plot)
+    if heatmap:
+        from .plots import plot_volumes
+
+        plot_volumes(result, heatmap)
+    result.pop("volumes", None)
+    click.echo(json.dumps(result, indent=2) if as_json else format_analysis(result))
 
 
 @main.command()

@@ -214,7 +214,8 @@ def random_fixed_nnz(n, nnz_per_row, seed=0, rows=None):
         raise ValueError(f"nnz_per_row {k} exceeds the number of columns {n}")
     rows = _rows_array(n, rows)
     blocks = np.unique(rows // _RANDOM_BLOCK)
-    cols = np.empty((rows.size, k), dtype=np.int64)
+    idx_dtype = np.int32 if max(n, rows.size * k) < 2**31 else np.int64
+    cols = np.empty((rows.size, k), dtype=idx_dtype)
     vals = np.empty((rows.size, k))
     block_of = rows // _RANDOM_BLOCK
     for b in blocks:
@@ -222,9 +223,8 @@ def random_fixed_nnz(n, nnz_per_row, seed=0, rows=None):
         sel = np.nonzero(block_of == b)[0]
         cols[sel] = bc[rows[sel] - b * _RANDOM_BLOCK]
         vals[sel] = bv[rows[sel] - b * _RANDOM_BLOCK]
-    idx_dtype = np.int32 if max(n, rows.size * k) < 2**31 else np.int64
     indptr = (np.arange(rows.size + 1, dtype=np.int64) * k).astype(idx_dtype)
-    return sp.csr_matrix((vals.ravel(), cols.ravel().astype(idx_dtype), indptr), shape=(rows.size, n))
+    return sp.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(rows.size, n))
 
 
 @dataclass

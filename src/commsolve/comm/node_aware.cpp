@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
+
+#include "core/index_map.hpp"
 
 namespace commsolve {
 
@@ -21,16 +22,16 @@ void sort_unique(GlobalSet& s) {
 class PlanWriter {
  public:
   PlanWriter(int rank, const HaloPattern& me, const Distribution& cols, int nsteps, const char* strategy)
-      : rank_(rank), cols_(cols), placed_(me.halo_globals.size(), 0) {
+      : rank_(rank), cols_(cols), halo_pos_(me.halo_globals.size()), located_(me.halo_globals.size()),
+        placed_(me.halo_globals.size(), 0) {
     plan_.rank = rank;
     plan_.nranks = me.nranks;
     plan_.strategy = strategy;
     plan_.n_owned = me.n_owned;
     plan_.n_halo = me.n_halo();
     plan_.steps.resize(nsteps);
-    halo_pos_.reserve(me.halo_globals.size());
     for (std::size_t i = 0; i < me.halo_globals.size(); ++i)
-      halo_pos_.emplace(me.halo_globals[i], static_cast<std::int32_t>(i));
+      halo_pos_.set(me.halo_globals[i], static_cast<std::int32_t>(i));
   }
 
   void send(int step, int peer, const GlobalSet& globals) {
@@ -47,29 +48,29 @@ class PlanWriter {
     st.recv_peers.push_back(peer);
     st.recv_count.push_back(static_cast<std::int64_t>(globals.size()));
     if (contiguous_in_halo(globals)) {
-      std::int32_t first = halo_pos_.at(globals[0]);
+      std::int32_t first = halo_pos_.get(globals[0]);
       st.recv_offset.push_back(plan_.n_owned + first);
       for (std::size_t i = 0; i < globals.size(); ++i) {
         place(first + static_cast<std::int32_t>(i));
-        located_[globals[i]] = static_cast<std::int32_t>(plan_.n_owned + first + i);
+        located_.set(globals[i], static_cast<std::int32_t>(plan_.n_owned + first + i));
       }
       return;
     }
     const std::int64_t base = plan_.n_owned + plan_.n_halo + plan_.n_work;
     st.recv_offset.push_back(base);
     plan_.n_work += static_cast<std::int64_t>(globals.size());
-    for (std::size_t i = 0; i < globals.size(); ++i) located_[globals[i]] = static_cast<std::int32_t>(base + i);
+    for (std::size_t i = 0; i < globals.size(); ++i) located_.set(globals[i], static_cast<std::int32_t>(base + i));
     copy_needed(globals);
   }
 
   // Copies into the halo the entries of `globals` this rank needs and holds elsewhere.
   void copy_needed(const GlobalSet& globals) {
     for (std::int64_t g : globals) {
-      auto h = halo_pos_.find(g);
-      if (h == halo_pos_.end() || placed_[h->second]) continue;
-      place(h->second);
+      std::int32_t h = halo_pos_.get(g);
+      if (h < 0 || placed_[h]) continue;
+      place(h);
       plan_.copy_src.push_back(where(g));
-      plan_.copy_dst.push_back(static_cast<std::int32_t>(plan_.n_owned + h->second));
+      plan_.copy_dst.push_back(static_cast<std::int32_t>(plan_.n_owned + h));
     }
   }
 
@@ -85,22 +86,20 @@ class PlanWriter {
  private:
   std::int32_t where(std::int64_t g) const {
     if (cols_.owner(g) == rank_) return static_cast<std::int32_t>(cols_.local_index(g));
-    auto it = located_.find(g);
-    if (it == located_.end())
+    std::int32_t at = located_.get(g);
+    if (at < 0)
       throw std::logic_error(plan_.strategy + " plan of rank " + std::to_string(rank_) + ": value " +
                              std::to_string(g) + " is sent before it arrives");
-    return it->second;
+    return at;
   }
 
   bool contiguous_in_halo(const GlobalSet& globals) const {
-    auto first = halo_pos_.find(globals[0]);
-    if (first == halo_pos_.end()) return false;
-    for (std::size_t i = 1; i < globals.size(); ++i) {
-      auto h = halo_pos_.find(globals[i]);
-      if (h == halo_pos_.end() || h->second != first->second + static_cast<std::int32_t>(i)) return false;
-    }
+    const std::int32_t first = halo_pos_.get(globals[0]);
+    if (first < 0) return false;
+    for (std::size_t i = 1; i < globals.size(); ++i)
+      if (halo_pos_.get(globals[i]) != first + static_cast<std::int32_t>(i)) return false;
     for (std::size_t i = 0; i < globals.size(); ++i)
-      if (placed_[first->second + i]) return false;
+      if (placed_[first + i]) return false;
     return true;
   }
 
@@ -114,8 +113,8 @@ class PlanWriter {
   int rank_;
   const Distribution& cols_;
   CommPlan plan_;
-  std::unordered_map<std::int64_t, std::int32_t> halo_pos_;  // global -> halo position
-  std::unordered_map<std::int64_t, std::int32_t> located_;   // global -> space index, values held here
+  IndexMap halo_pos_;  // global -> halo position
+  IndexMap located_;   // global -> space index, values held here
   std::vector<char> placed_;
 };
 

@@ -125,21 +125,17 @@ std::vector<CommPlan> build_plans_virtual(const std::vector<HaloPattern>& patter
     }
     std::sort(plans.begin(), plans.end(), [](const CommPlan& a, const CommPlan& b) { return a.rank < b.rank; });
   } else if (strategy == "node-aware") {
-    std::vector<NodeView> views;
-    std::vector<std::map<int, GlobalSet>> send_sets, recv_sets;
+    // Two passes keep one node's view at a time: the node graph first (volumes only), then
+    // each node's plans.
     NodeGraph graph;
-    for (int n = 0; n < topo.num_nodes(); ++n) {
-      views.push_back(virtual_node_view(patterns, topo, n));
-      send_sets.push_back(node_send_sets(views.back(), topo, cols));
-      recv_sets.push_back(node_recv_sets(views.back(), topo, cols));
-      append_node_edges(graph, n, send_sets.back());
-    }
+    for (int n = 0; n < topo.num_nodes(); ++n)
+      append_node_edges(graph, n, node_send_sets(virtual_node_view(patterns, topo, n), topo, cols));
     PairAssignment pairs = assign_node_pairs(graph, topo);
     for (int n = 0; n < topo.num_nodes(); ++n) {
-      NodeTraffic traffic = three_step_traffic(views[n], topo, cols, send_sets[n], recv_sets[n], pairs);
-      for (int r : topo.ranks_on_node(n))
-        plans.push_back(node_aware_plan(r, views[n], cols, traffic, send_sets[n], pairs));
-      views[n] = NodeView{};  // done with this node
+      NodeView view = virtual_node_view(patterns, topo, n);
+      auto send_sets = node_send_sets(view, topo, cols);
+      NodeTraffic traffic = three_step_traffic(view, topo, cols, send_sets, node_recv_sets(view, topo, cols), pairs);
+      for (int r : topo.ranks_on_node(n)) plans.push_back(node_aware_plan(r, view, cols, traffic, send_sets, pairs));
     }
     std::sort(plans.begin(), plans.end(), [](const CommPlan& a, const CommPlan& b) { return a.rank < b.rank; });
   } else {  // auto

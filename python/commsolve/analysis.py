@@ -1,0 +1,97 @@
+"""Analysis at virtual scale: every rank's plan for each strategy, built in one process,
+summarized per strategy (DESIGN.md rule 2), with optional volume heat maps."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import _core, gallery, virtual
+from .io import mmread
+from .partition import partition
+from .stats import summarize
+from .topology import make_topology
+
+__all__ = ["analyze", "volume_matrix", "SUMMARY_FIELDS"]
+
+# Sent side, per rank (received totals are the same numbers seen from the other end).
+SUMMARY_FIELDS = ("msgs_sent_inter", "bytes_sent_inter", "msgs_sent_intra", "bytes_sent_intra")
+
+
+def volume_matrix(plans, topology, level="node"):
+    """Bytes sent from every node (or rank) to every other, summed over plan steps."""
+    size = topology.num_nodes if level == "node" else topology.size
+    where = topology.node_of_rank if level == "node" else np.arange(topology.size)
+    M = np.zeros((size, size))
+    for plan in plans:
+        src = where[plan.rank]
+        for st in plan.steps:
+            np.add.at(M, (src, where[st.send_peers]), 8.0 * np.diff(st.send_ptr))
+    return M
+
+
+def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method="contiguous",
+            layout="smp", seed=0, heatmap_level=None, progress=None):
+    """Plans of ``nprocs`` virtual ranks (``ppn`` per node) for each strategy.
+
+    Returns ``{"matrix", "rows", "nnz", "nprocs", "ppn", "nodes", "strategies": {name:
+    {"steps", "chosen", "build_s", "max", "mean"}}}``; with ``heatmap_level`` (``"node"``
+    or ``"rank"``) also ``"volumes": {name: matrix}``. ``progress(stage, done, total)`` is
+    called while patterns are built and after each strategy.
+    """
+    if (gen is None) == (matrix is None):
+        raise ValueError("give exactly one of a generator spec or a matrix file")
+    names = list(_core.strategy_names())
+    for s in strategies:
+        if s not in names:
+            raise ValueError(f"unknown communication strategy '{s}' (known: {', '.join(names)})")
+    topo = make_topology(size=nprocs, ppn=ppn, layout=layout)
+    t0 = time.perf_counter()
+    A = gallery.from_spec(gen, nprocs=nprocs) if gen is not None else mmread(matrix)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
+    dist = partition(A, nprocs, partition_method, seed)
+    rows, nnz = A.shape[0], A.nnz
+    tick = (lambda k: progress("patterns", k, nprocs)) if progress else None
+    patterns = virtual.halo_patterns(A, dist, progress=tick)
+    del A  # only the patterns are needed from here on
+    out = {"matrix": gen if gen is not None else str(matrix), "rows": rows, "nnz": int(nnz),
+           "nprocs": nprocs, "ppn": ppn, "nodes": topo.num_nodes, "layout": layout,
+           "partition": partition_method, "setup_s": time.perf_counter() - t0, "strategies": {}}
+    if heatmap_level:
+        out["volumes"] = {}
+    for i, s in enumerate(strategies):
+        t = time.perf_counter()
+        plans = _core.build_plans_virtual(patterns, topo, dist, s)
+        build = time.perf_counter() - t
+        summary = summarize(virtual.plan_stats(plans, topo))
+        out["strategies"][s] = {
+            "chosen": plans[0].strategy,
+            "steps": len(plans[0].steps),
+            "build_s": build,
+            "max": {f: summary["max"][f] for f in SUMMARY_FIELDS},
+            "mean": {f: summary["mean"][f] for f in SUMMARY_FIELDS},
+        }
+        if heatmap_level:
+            out["volumes"][s] = volume_matrix(plans, topo, heatmap_level)
+        del plans
+        if progress:
+            progress("strategies", i + 1, len(strategies))
+    return out
+
+
+def format_analysis(result):
+    """Text table of :func:`analyze`'s result."""
+    head = (f"{result['matrix']}: {result['rows']:,} rows, {result['nnz']:,} nonzeros on {result['nprocs']:,} "
+            f"virtual ranks, {result['ppn']} per node ({result['nodes']:,} nodes), {result['partition']} partition")
+    cols = ["strategy", "steps", "inter msgs max", "mean", "inter bytes max", "mean",
+            "intra msgs max", "intra bytes max"]
+    lines = [head, "".join(f"{c:>16}" for c in cols)]
+    for name, r in result["strategies"].items():
+        label = name if r["chosen"] == name else f"{name}->{r['chosen']}"
+        mx, mn = r["max"], r["mean"]
+        vals = [label, r["steps"], mx["msgs_sent_inter"], f"{mn['msgs_sent_inter']:.1f}", mx["bytes_sent_inter"],
+                f"{mn['bytes_sent_inter']:.0f}", mx["msgs_sent_intra"], mx["bytes_sent_intra"]]
+        lines.append("".join(f"{v:>16}" if not isinstance(v, int) else f"{v:>16,}" for v in vals))
+    return "\n".join(lines)

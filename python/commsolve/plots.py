@@ -1,0 +1,56 @@
+"""Figures: strategy comparison bars and communication-volume heat maps (PNG)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_strategies", "plot_volumes"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_strategies(result, path):
+    """Bars of the busiest and the mean rank's inter-node messages and bytes per strategy."""
+    plt = _pyplot()
+    names = list(result["strategies"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    x = np.arange(len(names))
+    for ax, field, label in zip(axes, ("msgs_sent_inter", "bytes_sent_inter"),
+                                ("inter-node messages per rank", "inter-node bytes per rank")):
+        mx = [result["strategies"][n]["max"][field] for n in names]
+        mn = [result["strategies"][n]["mean"][field] for n in names]
+        ax.bar(x - 0.2, mx, 0.4, label="max over ranks")
+        ax.bar(x + 0.2, mn, 0.4, label="mean over ranks")
+        ax.set_xticks(x, names, rotation=15)
+        ax.set_title(label)
+        ax.set_yscale("log")
+        ax.legend()
+    fig.suptitle(f"{result['matrix']} on {result['nprocs']:,} ranks, {result['ppn']} per node")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_volumes(result, path):
+    """One heat map per strategy of the bytes sent between nodes (or ranks)."""
+    plt = _pyplot()
+    vols = result["volumes"]
+    fig, axes = plt.subplots(1, len(vols), figsize=(4.5 * len(vols), 4), squeeze=False)
+    vmax = max(v.max() for v in vols.values()) or 1.0
+    for ax, (name, M) in zip(axes[0], vols.items()):
+        im = ax.imshow(np.where(M > 0, M, np.nan), cmap="viridis", vmin=0, vmax=vmax, interpolation="nearest")
+        ax.set_title(name)
+        ax.set_xlabel("destination")
+        ax.set_ylabel("source")
+    fig.colorbar(im, ax=axes[0].tolist(), label="bytes per exchange")
+    fig.suptitle("bytes sent between nodes (diagonal: within a node)" if M.shape[0] == result["nodes"]
+                 else "bytes sent between ranks")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
