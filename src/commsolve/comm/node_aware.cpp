@@ -140,7 +140,7 @@ std::map<int, GlobalSet> node_send_sets(const NodeView& view, const Topology& to
   return out;
 }
 
-std::map<int, GlobalSet> node_recv_sets(const NodeView& view, const Topology& topo, const Distribution&) {
+std::map<int, GlobalSet> node_recv_sets(const NodeView& view, const Topology& topo) {
   std::map<int, GlobalSet> out;
   for (const HaloPattern& p : view.ranks)
     for (std::size_t i = 0; i < p.recv_peers.size(); ++i) {

@@ -31,7 +31,7 @@ using GlobalSet = std::vector<std::int64_t>;  // sorted, distinct global indices
 std::map<int, GlobalSet> node_send_sets(const NodeView& view, const Topology& topo, const Distribution& cols);
 // E(k, n) for every other node k: the distinct values owned on k that ranks on this node n
 // need, computed from the receive side. Equal to node k's node_send_sets()[n].
-std::map<int, GlobalSet> node_recv_sets(const NodeView& view, const Topology& topo, const Distribution& cols);
+std::map<int, GlobalSet> node_recv_sets(const NodeView& view, const Topology& topo);
 
 // Inter-node messages of the three-step plan: (source node, destination node) -> volume.
 struct NodeGraph {

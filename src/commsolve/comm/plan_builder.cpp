@@ -134,7 +134,7 @@ std::vector<CommPlan> build_plans_virtual(const std::vector<HaloPattern>& patter
     for (int n = 0; n < topo.num_nodes(); ++n) {
       NodeView view = virtual_node_view(patterns, topo, n);
       auto send_sets = node_send_sets(view, topo, cols);
-      NodeTraffic traffic = three_step_traffic(view, topo, cols, send_sets, node_recv_sets(view, topo, cols), pairs);
+      NodeTraffic traffic = three_step_traffic(view, topo, cols, send_sets, node_recv_sets(view, topo), pairs);
       for (int r : topo.ranks_on_node(n)) plans.push_back(node_aware_plan(r, view, cols, traffic, send_sets, pairs));
     }
     std::sort(plans.begin(), plans.end(), [](const CommPlan& a, const CommPlan& b) { return a.rank < b.rank; });
@@ -177,7 +177,7 @@ CommPlan build_plan_mpi(const HaloPattern& mine, const Topology& topo, const Dis
   if (strategy == "node-aware-2step")
     return node_aware_2step_plan(mine.rank, view, topo, cols, two_step_traffic(view, topo));
   auto send_sets = node_send_sets(view, topo, cols);
-  auto recv_sets = node_recv_sets(view, topo, cols);
+  auto recv_sets = node_recv_sets(view, topo);
   NodeGraph mine_edges;
   if (topo.local_rank(mine.rank) == 0) append_node_edges(mine_edges, view.node, send_sets);
   std::vector<std::int64_t> buf;
