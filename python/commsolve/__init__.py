@@ -5,7 +5,7 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import gallery, io, partition, stats, virtual
+from . import gallery, io, model, partition, stats, virtual
 from ._collective import CollectiveError
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
@@ -16,7 +16,7 @@ from .topology import Topology, make_topology
 __version__ = "0.1.0"
 
 __all__ = [
-    "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR",
+    "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR", "model",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual",
 ]

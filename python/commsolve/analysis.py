@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _core, gallery, virtual
 from .io import mmread
+from .model import CostModel
 from .partition import partition
 from .stats import summarize
 from .topology import make_topology
@@ -31,14 +32,20 @@ def volume_matrix(plans, topology, level="node"):
     return M
 
 
+CONCRETE = ("standard", "node-aware-2step", "node-aware")
+
+
 def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method="contiguous",
-            layout="smp", seed=0, heatmap_level=None, progress=None):
+            layout="smp", seed=0, heatmap_level=None, profile=None, progress=None):
     """Plans of ``nprocs`` virtual ranks (``ppn`` per node) for each strategy.
 
     Returns ``{"matrix", "rows", "nnz", "nprocs", "ppn", "nodes", "strategies": {name:
     {"steps", "chosen", "build_s", "max", "mean"}}}``; with ``heatmap_level`` (``"node"``
-    or ``"rank"``) also ``"volumes": {name: matrix}``. ``progress(stage, done, total)`` is
-    called while patterns are built and after each strategy.
+    or ``"rank"``) also ``"volumes": {name: matrix}``. With ``profile`` (a MachineProfile,
+    bundled name or TOML path) each strategy also gets ``"model"``, its predicted exchange
+    time and breakdown, and ``auto`` picks the strategy with the lowest predicted time.
+    ``progress(stage, done, total)`` is called while patterns are built and after each
+    strategy.
     """
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec or a matrix file")
@@ -47,6 +54,7 @@ def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method=
         if s not in names:
             raise ValueError(f"unknown communication strategy '{s}' (known: {', '.join(names)})")
     topo = make_topology(size=nprocs, ppn=ppn, layout=layout)
+    cost = CostModel(profile) if profile is not None else None
     t0 = time.perf_counter()
     A = gallery.from_spec(gen, nprocs=nprocs) if gen is not None else mmread(matrix)
     if A.shape[0] != A.shape[1]:
@@ -63,7 +71,11 @@ def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method=
         out["volumes"] = {}
     for i, s in enumerate(strategies):
         t = time.perf_counter()
-        plans = _core.build_plans_virtual(patterns, topo, dist, s)
+        if s == "auto" and cost is not None:
+            plans = min((_core.build_plans_virtual(patterns, topo, dist, c) for c in CONCRETE),
+                        key=lambda cand: cost.price(cand, topo).time)
+        else:
+            plans = _core.build_plans_virtual(patterns, topo, dist, s)
         build = time.perf_counter() - t
         summary = summarize(virtual.plan_stats(plans, topo))
         out["strategies"][s] = {
@@ -73,6 +85,9 @@ def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method=
             "max": {f: summary["max"][f] for f in SUMMARY_FIELDS},
             "mean": {f: summary["mean"][f] for f in SUMMARY_FIELDS},
         }
+        if cost is not None:
+            out["strategies"][s]["model"] = cost.price(plans, topo).to_dict()
+            out["profile"] = cost.profile.name
         if heatmap_level:
             out["volumes"][s] = volume_matrix(plans, topo, heatmap_level)
         del plans
@@ -87,11 +102,17 @@ def format_analysis(result):
             f"virtual ranks, {result['ppn']} per node ({result['nodes']:,} nodes), {result['partition']} partition")
     cols = ["strategy", "steps", "inter msgs max", "mean", "inter bytes max", "mean",
             "intra msgs max", "intra bytes max"]
-    lines = [head, "".join(f"{c:>16}" for c in cols)]
+    modelled = any("model" in r for r in result["strategies"].values())
+    if modelled:
+        cols.append("model us")
+        head += f"; modelled with profile {result['profile']}"
+    lines = []
     for name, r in result["strategies"].items():
         label = name if r["chosen"] == name else f"{name}->{r['chosen']}"
         mx, mn = r["max"], r["mean"]
         vals = [label, r["steps"], mx["msgs_sent_inter"], f"{mn['msgs_sent_inter']:.1f}", mx["bytes_sent_inter"],
                 f"{mn['bytes_sent_inter']:.0f}", mx["msgs_sent_intra"], mx["bytes_sent_intra"]]
+        if modelled:
+            vals.append(f"{r['model']['time_s'] * 1e6:.1f}")
         lines.append("".join(f"{v:>16}" if not isinstance(v, int) else f"{v:>16,}" for v in vals))
-    return "\n".join(lines)
+    return "\n".join([head, "".join(f"{c:>16}" for c in cols)] + lines)

@@ -165,8 +165,10 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the strategies' per-rank traffic.")
 @click.option("--heatmap", type=click.Path(dir_okay=False), help="PNG of the volume between nodes (or ranks).")
 @click.option("--heatmap-level", type=click.Choice(["node", "rank"]), default="node", show_default=True)
+@click.option("--profile", help="Machine profile (bundled name such as bluewaters, or a TOML file): adds the "
+              "modelled exchange time and makes auto choose by it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, heatmap_level, as_json):
+def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, heatmap_level, profile, as_json):
     """Every rank's halo plan at virtual scale, per strategy, built in one process (no MPI)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
@@ -186,7 +188,8 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
     try:
         result = run_analysis(procs, ppn, [s.strip() for s in strategy.split(",") if s.strip()], gen=gen,
                               matrix=matrix, partition_method=partition, layout=layout,
-                              heatmap_level=heatmap_level if heatmap else None, progress=progress)
+                              heatmap_level=heatmap_level if heatmap else None, profile=profile,
+                              progress=progress)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     finally:

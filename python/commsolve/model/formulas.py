@@ -1,0 +1,61 @@
+"""The communication models, as plain functions of their parameters (numpy-friendly).
+
+Thesis (Bienz), chapters 2.3, 3 and 5.3; topology-aware collectives (Solomonik).
+Times in seconds, sizes in bytes, rates in bytes/s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["postal", "max_rate", "queue_search", "contention", "binomial_multicast",
+           "rectangular_multicast", "rectangular_reduction"]
+
+
+def postal(alpha, rate, nbytes):
+    """Postal model, eq. 2.1: ``alpha + s / R_b``."""
+    return alpha + np.asarray(nbytes, dtype=float) / rate
+
+
+def max_rate(alpha, rate, nbytes, ppn, injection=np.inf):
+    """Max-rate model, eq. 2.2: ``alpha + ppn s / min(R_N, ppn R_b)``; ``ppn`` is the number
+    of processes of the node communicating at once. With ``ppn R_b < R_N`` it is the postal
+    model."""
+    ppn = np.asarray(ppn, dtype=float)
+    return alpha + ppn * np.asarray(nbytes, dtype=float) / np.minimum(injection, ppn * rate)
+
+
+def queue_search(gamma, nmessages):
+    """Queue search penalty, eq. 3.1: ``gamma n^2`` for ``n`` messages received at once
+    (the upper bound: receives matched in the worst order)."""
+    n = np.asarray(nmessages, dtype=float)
+    return gamma * n * n
+
+
+def contention(delta, hops, bytes_per_process, ppn):
+    """Network contention penalty, eqs. 3.3 and 3.5: ``delta * 2 h^3 b ppn`` — ``h`` the
+    average hops a byte travels in a cube partition of the torus, ``b`` the average bytes a
+    process sends off-node."""
+    return delta * 2.0 * np.asarray(hops, dtype=float) ** 3 * bytes_per_process * ppn
+
+
+def binomial_multicast(nbytes, nprocs, bandwidth, overhead, latency):
+    """Binomial multicast: ``log2(P) (m/B_n + 2o + L)`` — the root sends log2(P) copies."""
+    return np.log2(nprocs) * (nbytes / bandwidth + 2 * overhead + latency)
+
+
+def rectangular_multicast(nbytes, nprocs, dims, bandwidth, overhead, latency):
+    """Rectangular (topology-aware) multicast on a d-dimensional torus:
+    ``m/B_n + 2(d+1) o + 3L + d P^(1/d) (2o + L)`` (bandwidth, start-up, path terms)."""
+    d = dims
+    return (nbytes / bandwidth + 2 * (d + 1) * overhead + 3 * latency
+            + d * nprocs ** (1.0 / d) * (2 * overhead + latency))
+
+
+def rectangular_reduction(nbytes, nprocs, dims, bandwidth, overhead, latency, flop_rate, memory_bandwidth):
+    """Rectangular reduction: the multicast tree inverted, each node combining 2m data —
+    ``max(m/(8 gamma), 3m/beta, m/B_n) + 2(d+1) o + 3L + d P^(1/d) (2o + L)`` with gamma the
+    flop rate and beta the memory bandwidth (8-byte words, 3 memory passes)."""
+    d = dims
+    stream = max(nbytes / (8 * flop_rate), 3 * nbytes / memory_bandwidth, nbytes / bandwidth)
+    return stream + 2 * (d + 1) * overhead + 3 * latency + d * nprocs ** (1.0 / d) * (2 * overhead + latency)

@@ -1,0 +1,150 @@
+"""Pricing plans: predicted time of a halo exchange per rank, with its breakdown.
+
+Every message a plan sends costs its sender the node-aware max-rate time of its locality and
+protocol (latency and bandwidth parts); every rank pays the queue-search penalty for the
+messages it receives in a step; inter-node steps pay the contention penalty. Plan steps run
+one after another (a step's messages may need the previous step's), so an exchange costs
+the sum over steps of the slowest rank's step time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .formulas import contention, queue_search
+from .profile import LEVELS, PROTOCOLS, load_profile
+
+__all__ = ["CostModel", "Prediction", "COMPONENTS"]
+
+COMPONENTS = ("latency", "bandwidth", "queue", "contention")
+
+
+@dataclass
+class Prediction:
+    time: float  # the exchange: sum over steps of the max over ranks
+    step_times: np.ndarray  # (steps,)
+    per_rank: np.ndarray  # (ranks,) each rank's own sum over steps
+    breakdown: dict  # component -> (ranks,) seconds summed over steps
+
+    def to_dict(self):
+        slowest = int(np.argmax(self.per_rank)) if self.per_rank.size else 0
+        return {"time_s": float(self.time), "step_times_s": [float(t) for t in self.step_times],
+                "max_rank_s": float(self.per_rank.max(initial=0.0)), "slowest_rank": slowest,
+                "breakdown_slowest_rank_s": {c: float(v[slowest]) if v.size else 0.0
+                                             for c, v in self.breakdown.items()}}
+
+
+def _cube_hops(src_node, dst_node, nnodes):
+    """Torus distance between nodes laid out in a c x c x c cube, c = ceil(N^(1/3))."""
+    c = max(1, int(np.ceil(round(nnodes ** (1.0 / 3.0), 9))))
+    a = np.stack([src_node % c, (src_node // c) % c, src_node // (c * c)])
+    b = np.stack([dst_node % c, (dst_node // c) % c, dst_node // (c * c)])
+    d = np.abs(a - b)
+    return np.minimum(d, c - d).sum(axis=0)
+
+
+class CostModel:
+    """Prices plans with a MachineProfile (a profile object, a bundled name or a TOML path)."""
+
+    def __init__(self, profile):
+        self.profile = load_profile(profile)
+        p = self.profile
+        self._alpha = np.array([[p.alpha.get((lv, pr), np.nan) for pr in PROTOCOLS] for lv in LEVELS])
+        self._rate = np.array([[p.rate.get((lv, pr), np.nan) for pr in PROTOCOLS] for lv in LEVELS])
+        self._inj = np.array([p.injection.get(pr, np.inf) for pr in PROTOCOLS])
+
+    def _level(self, topology, ranks, peers):
+        """0 intra-socket, 1 intra-node, 2 inter-node for each (rank, peer)."""
+        nodes = topology.node_of_rank
+        same_node = nodes[ranks] == nodes[peers]
+        level = np.where(same_node, 1, 2)
+        p = self.profile
+        if p.has_level("intra_socket") and p.sockets_per_node > 1:
+            local = np.array([topology.local_rank(r) for r in range(topology.size)])
+            per_socket = max(1, topology.max_ppn // p.sockets_per_node)
+            same_socket = same_node & (local[ranks] // per_socket == local[peers] // per_socket)
+            level = np.where(same_socket, 0, level)
+        return level
+
+    def price_messages(self, topology, nsteps, rank, step, peer, nbytes, nrecv):
+        """Prices explicit messages: arrays ``rank, step, peer, nbytes`` (one entry per message
+        sent) and ``nrecv`` (ranks x steps) messages received."""
+        P = topology.size
+        level = self._level(topology, rank, peer)
+        proto = self.profile.protocol(nbytes)
+        alpha = self._alpha[level, proto]
+        rate = self._rate[level, proto]
+        inter = level == 2
+        nodes = topology.node_of_rank
+        # Processes of a node sending off-node in the same step share its injection bandwidth.
+        active = np.zeros((topology.num_nodes, nsteps))
+        senders = np.unique(np.stack([rank[inter], step[inter]]), axis=1) if inter.any() else np.zeros((2, 0), int)
+        np.add.at(active, (nodes[senders[0]], senders[1]), 1)
+        ppn = np.where(inter, active[nodes[rank], step], 1.0)
+        inj = np.where(inter, self._inj[proto], np.inf)
+        bandwidth = ppn * nbytes / np.minimum(inj, ppn * rate)
+        t = {c: np.zeros((P, nsteps)) for c in COMPONENTS}
+        np.add.at(t["latency"], (rank, step), alpha)
+        np.add.at(t["bandwidth"], (rank, step), bandwidth)
+        t["queue"] = queue_search(self.profile.gamma, nrecv)
+        for s in range(nsteps):
+            sel = inter & (step == s)
+            if not sel.any() or self.profile.delta == 0:
+                continue
+            hops = _cube_hops(nodes[rank[sel]], nodes[peer[sel]], topology.num_nodes)
+            h = float(np.average(hops, weights=nbytes[sel])) if nbytes[sel].sum() > 0 else 0.0
+            b = nbytes[sel].sum() / P
+            busy = np.unique(rank[sel])
+            t["contention"][busy, s] = contention(self.profile.delta, h, b, topology.max_ppn)
+        total = sum(t.values())
+        step_times = total.max(axis=0) if P else np.zeros(nsteps)
+        return Prediction(time=float(step_times.sum()), step_times=step_times, per_rank=total.sum(axis=1),
+                          breakdown={c: v.sum(axis=1) for c, v in t.items()})
+
+    def price(self, plans, topology):
+        """Predicted cost of running every rank's plan once (``plans`` indexed by rank)."""
+        if len(plans) != topology.size:
+            raise ValueError(f"{len(plans)} plans for a topology of {topology.size} ranks")
+        nsteps = max((len(p.steps) for p in plans), default=0)
+        cols = {k: [] for k in ("rank", "step", "peer", "nbytes")}
+        nrecv = np.zeros((topology.size, nsteps))
+        for p in plans:
+            for s, st in enumerate(p.steps):
+                peers = st.send_peers
+                cols["rank"].append(np.full(peers.size, p.rank))
+                cols["step"].append(np.full(peers.size, s))
+                cols["peer"].append(peers)
+                cols["nbytes"].append(8.0 * np.diff(st.send_ptr))
+                nrecv[p.rank, s] = st.recv_peers.size
+        arr = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+        return self.price_messages(topology, nsteps, arr["rank"].astype(int), arr["step"].astype(int),
+                                   arr["peer"].astype(int), arr["nbytes"], nrecv)
+
+    def price_stats(self, stats, topology):
+        """Approximate cost from CommStats alone (no message list): each rank's messages of a
+        step and locality are taken to have that step's average size, and go to a peer
+        ``topology.size // 2`` ranks away for hop counts."""
+        P = topology.size
+        nsteps = max((s.nsteps for s in stats), default=0)
+        rank, step, peer, nbytes = [], [], [], []
+        nrecv = np.zeros((P, nsteps))
+        nodes = topology.node_of_rank
+        for r, s in enumerate(stats):
+            for k, row in enumerate(s.array):
+                nrecv[r, k] = row[4] + row[5]
+                for msgs, byts, inter in ((row[0], row[2], False), (row[1], row[3], True)):
+                    if msgs == 0:
+                        continue
+                    # a stand-in peer of the right locality
+                    if inter:
+                        q = next(q for q in ((r + P // 2) % P, *range(P)) if nodes[q] != nodes[r])
+                    else:
+                        q = next(q for q in topology.ranks_on_node(int(nodes[r])) if q != r)
+                    rank += [r] * int(msgs)
+                    step += [k] * int(msgs)
+                    peer += [q] * int(msgs)
+                    nbytes += [byts / msgs] * int(msgs)
+        return self.price_messages(topology, nsteps, np.array(rank, int), np.array(step, int),
+                                   np.array(peer, int), np.array(nbytes, float), nrecv)

@@ -1,0 +1,144 @@
+"""Machine profiles: the parameters of the communication models, stored as TOML.
+
+A profile gives, for each locality (``intra_socket``, ``intra_node``, ``inter_node``) and
+each protocol (``short``, ``eager``, ``rend``), a start-up cost ``alpha`` (s) and a rate
+``rate`` (bytes/s); inter-node protocols may add an ``injection`` rate R_N (bytes/s, the
+node's network injection limit of the max-rate model). Top-level keys: ``short_max`` and
+``eager_max`` (largest message in bytes sent with each protocol), ``gamma`` (s per queue
+search step), ``delta`` (s per byte of link contention), ``ppn`` (ranks per node the
+profile describes, for the socket split), optional ``sockets_per_node``.
+
+Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4). ``commsolve calibrate``
+writes profiles of the machine it runs on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "load_profile", "bundled_profiles"]
+
+LEVELS = ("intra_socket", "intra_node", "inter_node")
+PROTOCOLS = ("short", "eager", "rend")
+_BUNDLED = os.path.join(os.path.dirname(__file__), "profiles")
+
+
+class ProfileError(ValueError):
+    """A profile file is missing a field or holds a bad value (the message names both)."""
+
+
+@dataclass
+class MachineProfile:
+    name: str
+    alpha: dict  # (level, protocol) -> seconds
+    rate: dict  # (level, protocol) -> bytes/s
+    injection: dict = field(default_factory=dict)  # protocol -> bytes/s (inter-node), inf if absent
+    short_max: int = 512
+    eager_max: int = 8192
+    gamma: float = 0.0
+    delta: float = 0.0
+    ppn: int = 1
+    sockets_per_node: int = 1
+    description: str = ""
+
+    def protocol(self, nbytes):
+        """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
+        import numpy as np
+
+        nbytes = np.asarray(nbytes)
+        return np.where(nbytes <= self.short_max, 0, np.where(nbytes <= self.eager_max, 1, 2))
+
+    def has_level(self, level):
+        return all((level, p) in self.alpha for p in PROTOCOLS)
+
+    # ---- TOML ---------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d, source="<profile>"):
+        def need(table, key, where):
+            if key not in table:
+                raise ProfileError(f"{source}: missing field '{where}{key}'")
+            v = table[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) and v != math.inf:
+                raise ProfileError(f"{source}: field '{where}{key}' must be a number, got {v!r}")
+            return float(v)
+
+        def positive(v, name):
+            if v <= 0:
+                raise ProfileError(f"{source}: field '{name}' must be positive, got {v}")
+            return v
+
+        if not isinstance(d.get("name", ""), str):
+            raise ProfileError(f"{source}: field 'name' must be a string")
+        alpha, rate, injection = {}, {}, {}
+        for level in LEVELS:
+            if level not in d:
+                if level == "intra_socket":
+                    continue  # optional: without it, on-node messages use intra_node
+                raise ProfileError(f"{source}: missing table '[{level}]'")
+            for proto in PROTOCOLS:
+                t = d[level].get(proto)
+                if not isinstance(t, dict):
+                    raise ProfileError(f"{source}: missing field '{level}.{proto}' (a table with alpha and rate)")
+                a = need(t, "alpha", f"{level}.{proto}.")
+                if a < 0:
+                    raise ProfileError(f"{source}: field '{level}.{proto}.alpha' must be >= 0, got {a}")
+                alpha[level, proto] = a
+                rate[level, proto] = positive(need(t, "rate", f"{level}.{proto}."), f"{level}.{proto}.rate")
+                if level == "inter_node" and "injection" in t:
+                    injection[proto] = positive(need(t, "injection", f"{level}.{proto}."), f"{level}.{proto}.injection")
+        short_max = int(need(d, "short_max", ""))
+        eager_max = int(need(d, "eager_max", ""))
+        if not 0 <= short_max <= eager_max:
+            raise ProfileError(f"{source}: need 0 <= short_max <= eager_max, got {short_max} and {eager_max}")
+        gamma, delta = need(d, "gamma", ""), need(d, "delta", "")
+        if gamma < 0 or delta < 0:
+            raise ProfileError(f"{source}: gamma and delta must be >= 0")
+        return cls(name=d.get("name", os.path.splitext(os.path.basename(source))[0]), alpha=alpha, rate=rate,
+                   injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
+                   ppn=int(d.get("ppn", 1)), sockets_per_node=int(d.get("sockets_per_node", 1)),
+                   description=str(d.get("description", "")))
+
+    def to_toml(self):
+        lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
+                 f"eager_max = {self.eager_max}", f"gamma = {self.gamma!r}", f"delta = {self.delta!r}",
+                 f"ppn = {self.ppn}", f"sockets_per_node = {self.sockets_per_node}"]
+        for level in LEVELS:
+            if not self.has_level(level):
+                continue
+            lines += ["", f"[{level}]"]
+            for p in PROTOCOLS:
+                extra = ""
+                if level == "inter_node" and p in self.injection and math.isfinite(self.injection[p]):
+                    extra = f", injection = {self.injection[p]!r}"
+                lines.append(f"{p} = {{ alpha = {self.alpha[level, p]!r}, rate = {self.rate[level, p]!r}{extra} }}")
+        return "\n".join(lines) + "\n"
+
+    def save(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_toml())
+
+
+def bundled_profiles():
+    return sorted(os.path.splitext(f)[0] for f in os.listdir(_BUNDLED) if f.endswith(".toml"))
+
+
+def load_profile(name_or_path):
+    """A bundled profile by name (``"bluewaters"``) or a TOML file by path."""
+    if isinstance(name_or_path, MachineProfile):
+        return name_or_path
+    path = os.fspath(name_or_path)
+    if not os.path.exists(path):
+        bundled = os.path.join(_BUNDLED, f"{path}.toml")
+        if not os.path.exists(bundled):
+            raise ProfileError(f"no profile file '{path}' and no bundled profile of that name "
+                               f"(bundled: {', '.join(bundled_profiles())})")
+        path = bundled
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(f"{path}: not valid TOML: {e}") from None
+    return MachineProfile.from_dict(data, source=path)
