@@ -31,23 +31,9 @@ def _relaunch_or_check(nprocs):
         if MPI.COMM_WORLD.size != nprocs:
             _fail(f"-np {nprocs} given, but mpiexec started {MPI.COMM_WORLD.size} ranks", collective=True)
         return
-    argv = _strip_np(sys.argv[1:])
-    cmd = mpiexec_command(nprocs, ["-m", "commsolve", *argv])
+    # The same arguments, -np included: under mpiexec it is checked against the world size.
+    cmd = mpiexec_command(nprocs, ["-m", "commsolve", *sys.argv[1:]])
     os.execvpe(cmd[0], cmd, mpi_env(nprocs))
-
-
-def _strip_np(argv):
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in ("-np", "--np"):
-            skip = True
-        elif a.startswith(("-np=", "--np=")):
-            continue
-        else:
-            out.append(a)
-    return out
 
 
 def _fail(message, collective):
@@ -205,6 +191,75 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
         plot_volumes(result, heatmap)
     result.pop("volumes", None)
     click.echo(json.dumps(result, indent=2) if as_json else format_analysis(result))
+
+
+def format_calibration(prof, report, path):
+    lines = [f"profile '{prof.name}' written to {path}", f"{'fit':<28}{'alpha (us)':>12}{'rate (GB/s)':>13}"
+             f"{'points':>8}{'rel. error':>12}"]
+    for level in ("intra_node", "inter_node"):
+        for proto in ("short", "eager", "rend"):
+            f = report[level][proto]
+            note = f"  (from {f['borrowed_from']})" if "borrowed_from" in f else ""
+            lines.append(f"{level + '.' + proto:<28}{f['alpha'] * 1e6:>12.3f}{f['rate'] / 1e9:>13.3f}"
+                         f"{f['points']:>8}{f['rel_error']:>12.3f}{note}")
+    if "injection" in report:
+        lines.append(f"injection R_N ({report['injection']['ppn']} senders): {report['injection']['rate'] / 1e9:.3f} GB/s")
+    lines.append(f"protocol thresholds: short <= {prof.short_max} B, eager <= {prof.eager_max} B")
+    lines.append(f"queue search gamma: {report['gamma']:.3e} s per step")
+    lines.append(f"notes: {prof.description}")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.option("-np", "--np", "nprocs", type=int, default=2, show_default=True, help="Number of MPI ranks.")
+@click.option("--ppn", type=click.IntRange(1), default=None,
+              help="Virtual ranks per node (default: the real node layout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Profile TOML to write.")
+@click.option("--name", default=None, help="Profile name (default: the output file's stem).")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured versus modelled times.")
+@click.option("--short-max", type=click.IntRange(0), default=None,
+              help="Largest short-protocol message in bytes (default: found from the timings).")
+@click.option("--eager-max", type=click.IntRange(0), default=None,
+              help="Largest eager-protocol message in bytes (default: found from the timings).")
+@click.option("--quick", is_flag=True, help="Fewer sizes and samples (a few seconds).")
+@click.option("--json", "as_json", is_flag=True, help="Print measurements and fits as JSON.")
+def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_json):
+    """Measure this machine (ping-pong, injection, HighVolumePingPong) and fit a profile."""
+    if short_max is not None and eager_max is not None and short_max > eager_max:
+        raise click.BadParameter("--short-max must not exceed --eager-max")
+    _relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from .model.calibrate import fit_profile, measure, plot_calibration
+    from .parcsr import resolve_topology
+
+    comm = MPI.COMM_WORLD
+    topo = _guarded(resolve_topology, ppn, comm)
+    bar = None
+    if comm.rank == 0 and not as_json:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="calibrating", unit="test", leave=False, file=sys.stderr, disable=None)
+
+    def progress(done, total):
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    meas = _guarded(measure, comm, topo, quick=quick, progress=progress)
+    if bar is not None:
+        bar.close()
+    if comm.rank != 0:
+        return
+    stem = os.path.splitext(os.path.basename(output))[0]
+    prof, report = fit_profile(meas, name or stem, short_max, eager_max)
+    prof.save(output)
+    if plot:
+        plot_calibration(meas, prof, plot)
+    if as_json:
+        click.echo(json.dumps({"measurements": meas, "fits": report, "profile": output}, indent=2, default=float))
+    else:
+        click.echo(format_calibration(prof, report, output))
 
 
 @main.command()

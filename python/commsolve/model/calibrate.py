@@ -1,0 +1,301 @@
+"""Calibration: measure this machine under MPI and fit a MachineProfile.
+
+Measurements (collective, :func:`measure`): ping-pong across message sizes between an
+on-node and an off-node pair of ranks (nodes as the Topology says, so virtual nodes work);
+with several ranks per node and at least two nodes, an injection test with every rank of
+one node sending to a partner on another at once; the thesis' HighVolumePingPong
+(Algorithm 3.1) with matched and with reversed tags. Fits (pure functions, testable on
+synthetic data): alpha and R_b per protocol range by least squares on relative error,
+R_N from the injection test, gamma from the reversed-minus-matched times (eq. 3.1).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .profile import PROTOCOLS, MachineProfile
+
+__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_profile",
+           "plot_calibration"]
+
+SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB
+QUICK_SIZES = [1 << k for k in range(0, 21, 2)]
+HVPP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+HVPP_BYTES = 8
+
+
+# ---- fitting ------------------------------------------------------------------------
+def _weighted_line(x, y):
+    """alpha, beta minimizing sum(((alpha + beta x - y) / y)^2), alpha >= 0, beta > 0."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    w = 1.0 / y
+    A = np.stack([w, x * w], axis=1)
+    (alpha, beta), *_ = np.linalg.lstsq(A, np.ones_like(y), rcond=None)
+    if alpha < 0:  # latency cannot be negative: fit through the origin
+        alpha, beta = 0.0, float(np.sum(x * w * w * y) / np.sum((x * w) ** 2))
+    if beta <= 0:  # flat times (latency-bound range): keep the latency, rate effectively infinite
+        alpha, beta = float(np.average(y, weights=w * w)), 1e-15
+    return float(alpha), float(beta)
+
+
+def _rel_error(model, measured):
+    model, measured = np.asarray(model, float), np.asarray(measured, float)
+    return float(np.sqrt(np.mean(((model - measured) / measured) ** 2)))
+
+
+def fit_postal(sizes, times, short_max, eager_max):
+    """Per protocol: ``{"short": {"alpha", "rate", "rel_error", "points"}, ...}`` from one-way
+    times of messages of ``sizes`` bytes. A range with fewer than two sizes borrows the fit
+    of its neighbour."""
+    sizes, times = np.asarray(sizes, float), np.asarray(times, float)
+    ranges = {"short": sizes <= short_max, "eager": (sizes > short_max) & (sizes <= eager_max),
+              "rend": sizes > eager_max}
+    fits = {}
+    for proto, sel in ranges.items():
+        if sel.sum() >= 2:
+            a, b = _weighted_line(sizes[sel], times[sel])
+            fits[proto] = {"alpha": a, "rate": 1.0 / b, "points": int(sel.sum()),
+                           "rel_error": _rel_error(a + b * sizes[sel], times[sel])}
+    if not fits:
+        raise ValueError("calibration needs at least two message sizes in some protocol range")
+    for i, proto in enumerate(PROTOCOLS):
+        if proto not in fits:
+            near = min(fits, key=lambda p: abs(PROTOCOLS.index(p) - i))
+            fits[proto] = {**fits[near], "points": 0, "borrowed_from": near}
+    return fits
+
+
+def choose_thresholds(sizes, times):
+    """(short_max, eager_max): the split of the measured sizes into three ranges, each of at
+    least two sizes, whose postal fits have the smallest total squared relative error — the
+    protocol switches of the MPI in use, read off its own timings."""
+    sizes, times = np.asarray(sizes, float), np.asarray(times, float)
+    n = sizes.size
+    if n < 6:
+        raise ValueError("finding protocol thresholds needs at least 6 message sizes")
+
+    def cost(lo, hi):
+        a, b = _weighted_line(sizes[lo:hi], times[lo:hi])
+        return float(np.sum(((a + b * sizes[lo:hi] - times[lo:hi]) / times[lo:hi]) ** 2))
+
+    best = min(((cost(0, i) + cost(i, j) + cost(j, n), i, j) for i in range(2, n - 3) for j in range(i + 2, n - 1)))
+    _, i, j = best
+    return int(sizes[i - 1]), int(sizes[j - 1])
+
+
+def fit_injection(ppn, sizes, times, alpha, rate):
+    """R_N from the time ``times`` for ``ppn`` concurrent senders of ``sizes`` bytes each:
+    the slope of (T - alpha) against ppn*s is 1/min(R_N, ppn R_b); returns inf when the
+    node's injection does not limit below ppn R_b (within 5 %)."""
+    x = ppn * np.asarray(sizes, float)
+    y = np.asarray(times, float) - alpha
+    slope = float(np.sum(x * y) / np.sum(x * x))
+    effective = 1.0 / slope if slope > 0 else np.inf
+    return effective if effective < 0.95 * ppn * rate else np.inf
+
+
+def fit_gamma(counts, t_matched, t_reversed):
+    """gamma from HighVolumePingPong (eq. 3.1): the extra time of reversed-order matching,
+    t_reversed - t_matched = gamma n^2, fitted through the origin; never negative."""
+    n2 = np.asarray(counts, float) ** 2
+    extra = np.asarray(t_reversed, float) - np.asarray(t_matched, float)
+    return max(0.0, float(np.sum(extra * n2) / np.sum(n2 * n2)))
+
+
+def fit_profile(meas, name, short_max=None, eager_max=None):
+    """A MachineProfile and a report of every fit from :func:`measure`'s result. Protocol
+    thresholds not given are found from the timings (:func:`choose_thresholds`)."""
+    report, alpha, rate, injection = {}, {}, {}, {}
+    levels = {k: v for k, v in (("intra_node", meas.get("intra")), ("inter_node", meas.get("inter"))) if v}
+    if not levels:
+        raise ValueError("no ping-pong measurements to fit")
+    if short_max is None or eager_max is None:
+        pp = next(iter(levels.values()))
+        found = choose_thresholds(pp["sizes"], pp["times"])
+        short_max = found[0] if short_max is None else short_max
+        eager_max = max(found[1], short_max) if eager_max is None else eager_max
+    report["thresholds"] = {"short_max": short_max, "eager_max": eager_max}
+    for level, pp in levels.items():
+        report[level] = fit_postal(pp["sizes"], pp["times"], short_max, eager_max)
+    notes = []
+    for level, other in (("intra_node", "inter_node"), ("inter_node", "intra_node")):
+        if level not in report:
+            report[level] = report[other]
+            notes.append(f"{level} copied from {other} (no such pair in this layout)")
+    for level in ("intra_node", "inter_node"):
+        for proto in PROTOCOLS:
+            alpha[level, proto] = report[level][proto]["alpha"]
+            rate[level, proto] = report[level][proto]["rate"]
+    inj = meas.get("injection")
+    if inj:
+        r = fit_injection(inj["ppn"], inj["sizes"], inj["times"], alpha["inter_node", "rend"],
+                          rate["inter_node", "rend"])
+        report["injection"] = {"rate": r, "ppn": inj["ppn"]}
+        if np.isfinite(r):
+            injection["rend"] = r
+    else:
+        notes.append("no injection test (needs 2+ ranks per node and 2+ nodes): R_N unlimited")
+    hv = meas.get("hvpp")
+    gamma = fit_gamma(hv["counts"], hv["matched"], hv["reversed"]) if hv else 0.0
+    report["gamma"] = gamma
+    notes.append("delta (contention) not measurable on one machine: 0")
+    desc = f"calibrated {time.strftime('%Y-%m-%d')} on {meas.get('host', '?')}, {meas['nranks']} ranks, " \
+           f"{meas['ppn']} per node; " + "; ".join(notes)
+    prof = MachineProfile(name=name, alpha=alpha, rate=rate, injection=injection, short_max=short_max,
+                          eager_max=eager_max, gamma=gamma, delta=0.0, ppn=meas["ppn"], description=desc)
+    return prof, report
+
+
+# ---- measuring (collective) ------------------------------------------------------------
+def _pingpong(comm, me, partner, first, size, reps):
+    """One-way time of a ``size``-byte message between ranks ``first`` and ``partner``."""
+    buf = np.zeros(max(size, 1), dtype=np.uint8)
+    view = [buf[:size], size, _mpi().BYTE]
+    t = time.perf_counter()
+    for _ in range(reps):
+        if me == first:
+            comm.Send(view, dest=partner, tag=1)
+            comm.Recv(view, source=partner, tag=1)
+        else:
+            comm.Recv(view, source=partner, tag=1)
+            comm.Send(view, dest=partner, tag=1)
+    return (time.perf_counter() - t) / (2 * reps)
+
+
+def _mpi():
+    from .._collective import mpi
+
+    return mpi()
+
+
+def _series(comm, a, b, sizes, samples, tick):
+    """Median one-way times between ranks a and b for every size; other ranks idle."""
+    out = []
+    for s in sizes:
+        reps = 40 if s <= 65536 else 8
+        vals = []
+        for _ in range(samples):
+            comm.Barrier()
+            if comm.rank in (a, b):
+                vals.append(_pingpong(comm, comm.rank, b if comm.rank == a else a, a, s, reps))
+        med = float(np.median(vals)) if vals else 0.0
+        out.append(comm.bcast(med, root=a))
+        tick()
+    return out
+
+
+def _hvpp(comm, a, b, counts, reversed_tags, samples):
+    """Algorithm 3.1 between a and b: n messages one way, then n back; time per round."""
+    res = []
+    for n in counts:
+        bufs = [np.zeros(HVPP_BYTES // 8) for _ in range(n)]
+        send_tags = list(range(n))
+        recv_tags = send_tags[::-1] if reversed_tags else send_tags
+        vals = []
+        for _ in range(samples):
+            comm.Barrier()
+            if comm.rank not in (a, b):
+                continue
+            other = b if comm.rank == a else a
+            t = time.perf_counter()
+            for phase in (0, 1):
+                sending = (comm.rank == a) == (phase == 0)
+                if sending:
+                    reqs = [comm.Isend(bufs[i], dest=other, tag=send_tags[i]) for i in range(n)]
+                else:
+                    reqs = [comm.Irecv(bufs[i], source=other, tag=recv_tags[i]) for i in range(n)]
+                _mpi().Request.Waitall(reqs)
+            vals.append(time.perf_counter() - t)
+        res.append(comm.bcast(float(np.median(vals)) if vals else 0.0, root=a))
+    return res
+
+
+def measure(comm, topology, quick=False, progress=None):
+    """Collective. Runs every calibration measurement; returns the same dict on all ranks."""
+    import platform
+
+    nodes = topology.node_of_rank
+    intra = next(((0, r) for r in range(1, comm.size) if nodes[r] == nodes[0]), None)
+    inter = next(((0, r) for r in range(1, comm.size) if nodes[r] != nodes[0]), None)
+    sizes = QUICK_SIZES if quick else SIZES
+    samples = 3 if quick else 7
+    counts = HVPP_COUNTS[:8] if quick else HVPP_COUNTS
+    ppn = topology.max_ppn
+    inj_ok = inter is not None and ppn >= 2
+    inj_sizes = [1 << k for k in range(14, 23, 2)]
+    total = len(sizes) * ((intra is not None) + (inter is not None)) + 2 + (len(inj_sizes) if inj_ok else 0)
+    done = [0]
+
+    def tick():
+        done[0] += 1
+        if progress:
+            progress(done[0], total)
+
+    meas = {"nranks": comm.size, "ppn": ppn, "host": platform.node(), "sizes": sizes}
+    for key, pair in (("intra", intra), ("inter", inter)):
+        if pair is not None:
+            meas[key] = {"pair": pair, "sizes": sizes, "times": _series(comm, *pair, sizes, samples, tick)}
+    a, b = intra or inter
+    meas["hvpp"] = {"pair": [a, b], "counts": counts, "bytes": HVPP_BYTES,
+                    "matched": _hvpp(comm, a, b, counts, False, samples)}
+    tick()
+    meas["hvpp"]["reversed"] = _hvpp(comm, a, b, counts, True, samples)
+    tick()
+    if inj_ok:
+        src_node, dst_node = nodes[0], nodes[inter[1]]
+        senders = topology.ranks_on_node(int(src_node))
+        receivers = topology.ranks_on_node(int(dst_node))
+        k = min(len(senders), len(receivers))
+        times = []
+        for s in inj_sizes:
+            buf = np.zeros(s, dtype=np.uint8)
+            vals = []
+            for _ in range(samples):
+                comm.Barrier()
+                t = time.perf_counter()
+                if comm.rank in senders[:k]:
+                    comm.Send(buf, dest=receivers[senders.index(comm.rank)], tag=2)
+                elif comm.rank in receivers[:k]:
+                    comm.Recv(buf, source=senders[receivers.index(comm.rank)], tag=2)
+                vals.append(time.perf_counter() - t)
+            local = float(np.median(vals)) if comm.rank in receivers[:k] else 0.0
+            times.append(comm.allreduce(local, op=_mpi().MAX))
+            tick()
+        meas["injection"] = {"ppn": k, "sizes": inj_sizes, "times": times}
+    return meas
+
+
+def plot_calibration(meas, profile, path):
+    """Measured (dots) versus modelled (lines) times, and the HighVolumePingPong curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for key, level, color in (("intra", "intra_node", "C0"), ("inter", "inter_node", "C1")):
+        if key not in meas:
+            continue
+        s = np.asarray(meas[key]["sizes"], float)
+        proto = profile.protocol(s)
+        model = [profile.alpha[level, PROTOCOLS[p]] + x / profile.rate[level, PROTOCOLS[p]] for x, p in zip(s, proto)]
+        ax.loglog(s, meas[key]["times"], "o", color=color, label=f"{key}-node measured")
+        ax.loglog(s, model, "-", color=color, label=f"{key}-node model")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("one-way time (s)")
+    ax.set_title("ping-pong")
+    ax.legend(fontsize=8)
+    hv = meas["hvpp"]
+    bx.loglog(hv["counts"], hv["matched"], "o-", label="matched tags")
+    bx.loglog(hv["counts"], hv["reversed"], "s-", label="reversed tags")
+    n = np.asarray(hv["counts"], float)
+    bx.loglog(n, np.asarray(hv["matched"]) + profile.gamma * n * n, "--", label=f"matched + gamma n^2 (gamma={profile.gamma:.2e})")
+    bx.set_xlabel("messages")
+    bx.set_ylabel("time (s)")
+    bx.set_title("HighVolumePingPong")
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,78 @@
+"""Calibration: the fits recover known parameters from synthetic timings made by the model
+itself plus noise; the calibrate command writes a loadable profile and a picture."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from commsolve.launch import mpi_env
+from commsolve.model import load_profile
+from commsolve.model.calibrate import (SIZES, choose_thresholds, fit_gamma, fit_injection, fit_postal,
+                                       fit_profile)
+
+TRUE = {"short": (1.0e-6, 2.0e9), "eager": (3.0e-6, 5.0e9), "rend": (2.0e-5, 1.0e10)}
+SHORT_MAX, EAGER_MAX = 1024, 65536
+
+
+def synthetic(rng, noise=0.01):
+    s = np.array(SIZES, float)
+    proto = np.where(s <= SHORT_MAX, "short", np.where(s <= EAGER_MAX, "eager", "rend"))
+    t = np.array([TRUE[p][0] + x / TRUE[p][1] for x, p in zip(s, proto)])
+    return s, t * (1 + noise * rng.standard_normal(s.size))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_postal_fit_recovers_parameters(seed):
+    s, t = synthetic(np.random.default_rng(seed))
+    fits = fit_postal(s, t, SHORT_MAX, EAGER_MAX)
+    for proto in ("eager", "rend"):
+        assert fits[proto]["alpha"] == pytest.approx(TRUE[proto][0], rel=0.15)
+        assert fits[proto]["rate"] == pytest.approx(TRUE[proto][1], rel=0.1)
+        assert fits[proto]["rel_error"] < 0.03
+    assert fits["short"]["alpha"] == pytest.approx(TRUE["short"][0], rel=0.05)  # latency-bound range
+
+
+def test_thresholds_found_from_timings():
+    s, t = synthetic(np.random.default_rng(3), noise=0.002)
+    assert choose_thresholds(s, t) == (SHORT_MAX, EAGER_MAX)
+
+
+def test_injection_fit():
+    alpha, rb, rn, ppn = 2e-6, 4e9, 6e9, 4
+    sizes = np.array([1 << k for k in range(14, 23)], float)
+    t = alpha + ppn * sizes / min(rn, ppn * rb)
+    assert fit_injection(ppn, sizes, t * 1.001, alpha, rb) == pytest.approx(rn, rel=0.01)
+    unlimited = alpha + ppn * sizes / (ppn * rb)
+    assert fit_injection(ppn, sizes, unlimited, alpha, rb) == np.inf
+
+
+def test_gamma_fit():
+    rng = np.random.default_rng(4)
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], float)
+    matched = 1e-6 * n
+    reversed_ = matched + 8.4e-9 * n * n * (1 + 0.01 * rng.standard_normal(n.size))
+    assert fit_gamma(n, matched, reversed_) == pytest.approx(8.4e-9, rel=0.02)
+    assert fit_gamma(n, matched, matched * 0.99) == 0.0  # never negative
+
+
+def test_fit_profile_copies_missing_level_and_notes_it():
+    s, t = synthetic(np.random.default_rng(5))
+    meas = {"nranks": 2, "ppn": 1, "host": "h", "inter": {"sizes": list(s), "times": list(t)},
+            "hvpp": {"counts": [1, 2, 4], "matched": [1e-6, 2e-6, 4e-6], "reversed": [1e-6, 2e-6, 4e-6]}}
+    prof, report = fit_profile(meas, "syn", SHORT_MAX, EAGER_MAX)
+    assert prof.alpha["intra_node", "rend"] == prof.alpha["inter_node", "rend"]
+    assert "intra_node copied from inter_node" in prof.description
+    assert prof.rate["inter_node", "rend"] == pytest.approx(1e10, rel=0.1)
+
+
+def test_calibrate_command(tmp_path):
+    out, png = tmp_path / "here.toml", tmp_path / "fit.png"
+    p = subprocess.run([sys.executable, "-m", "commsolve", "calibrate", "-np", "2", "--ppn", "1", "-o", str(out),
+                        "--plot", str(png), "--quick"], capture_output=True, text=True, timeout=300, env=mpi_env(2))
+    assert p.returncode == 0, p.stderr
+    prof = load_profile(out)
+    assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
+    assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
+    assert png.read_bytes()[:4] == b"\x89PNG"
