@@ -190,6 +190,15 @@ class ParCSR:
         self._core.rmatvec(x, y)
         return y
 
+    def exchange(self, x, out=None):
+        """Collective. The halo (ghost) values for this rank's owned entries ``x``: the
+        values of ``x`` owned elsewhere that this rank's rows use, in :attr:`col_map` order.
+        Runs the plan once (it is counted in the recorded statistics)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        halo = np.empty(self.plan.n_halo) if out is None else out
+        self._core.exchange(x, halo)
+        return halo
+
     def __matmul__(self, x):
         return self.matvec(x)
 

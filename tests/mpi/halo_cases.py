@@ -72,8 +72,10 @@ for gen, part, source, strategy in cases.suite(suite_name):
     xg = np.cos(np.arange(G.shape[1]) * 0.7) + 0.1
     rng = np.random.default_rng(7)
     zg = rng.standard_normal(G.shape[0])
-    for _ in range(RUNS):
+    for _ in range(RUNS - 1):
         y = A.matvec(A.distribute(xg))
+    halo = A.exchange(A.distribute(xg))  # the third forward run: a bare ghost update
+    halo_ok = bool(np.array_equal(halo, xg[A.col_map]))
     for _ in range(RUNS):
         w = A.rmatvec(A.distribute(zg, space="rows"))
     yg, wg = A.gather(y), A.gather(w, space="cols")
@@ -84,7 +86,7 @@ for gen, part, source, strategy in cases.suite(suite_name):
     # Each rank's pattern, plan and planned statistics must equal the virtual world's.
     mine = (pattern_arrays(A.pattern), plan_arrays(A.plan), planned.array)
     everyone = comm.gather(mine, root=0)
-    stats_ok = comm.allreduce(int(fwd_ok and rev_ok), op=MPI.MIN) == 1
+    stats_ok = comm.allreduce(int(fwd_ok and rev_ok and halo_ok), op=MPI.MIN) == 1
     runs = list(A.runs)
     # The same product with the standard strategy, for the 1e-13 agreement between strategies.
     S = cs.ParCSR.from_global(G, comm, partition=part, topology=ppn) if strategy != "standard" else A

@@ -265,6 +265,14 @@ NB_MODULE(_core, m) {
         nb::gil_scoped_release nogil;
         A.matvec(x.data(), y.data());
       }, "x"_a, "y"_a.noconvert())
+      .def("exchange", [](ParCsr& A, In<double> x, Out<double> halo) {
+        require_len(x, A.local_cols(), "x");
+        require_len(halo, static_cast<std::int64_t>(A.col_map().size()), "halo");
+        nb::gil_scoped_release nogil;
+        A.executor().begin(x.data());
+        const double* h = A.executor().end();
+        std::copy(h, h + A.col_map().size(), halo.data());
+      }, "x"_a, "halo"_a.noconvert())
       .def("rmatvec", [](ParCsr& A, In<double> x, Out<double> y) {
         require_len(x, A.local_rows(), "x");
         require_len(y, A.local_cols(), "y");
