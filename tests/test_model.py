@@ -122,3 +122,21 @@ def test_analyze_with_profile_auto_picks_cheapest():
     times = {s: r["strategies"][s]["model"]["time_s"] for s in ("standard", "node-aware", "node-aware-2step")}
     assert r["strategies"]["auto"]["model"]["time_s"] == pytest.approx(min(times.values()))
     assert all(math.isfinite(t) and t > 0 for t in times.values())
+
+
+@pytest.mark.parametrize("spec", ["random:rows=8000,nnz_per_row=20", "poisson2d:100"])
+def test_mpi_auto_by_model_matches_virtual_choice(spec):
+    import json
+    import subprocess
+    import sys
+
+    from commsolve.analysis import analyze
+    from commsolve.launch import mpi_env
+
+    p = subprocess.run([sys.executable, "-m", "commsolve", "spmv", "--gen", spec, "-np", "4", "--ppn", "2",
+                        "--strategy", "auto", "--profile", "bluewaters", "--repeat", "3", "--json"],
+                       capture_output=True, text=True, timeout=300, env=mpi_env(4))
+    assert p.returncode == 0, p.stderr
+    chosen_mpi = json.loads(p.stdout)["strategy"].split("->")[-1]
+    chosen_virtual = analyze(4, 2, ["auto"], gen=spec, profile="bluewaters")["strategies"]["auto"]["chosen"]
+    assert chosen_mpi == chosen_virtual

@@ -120,7 +120,8 @@ def _common_spmv_options(f):
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
 @_common_spmv_options
 @click.option("--no-check", is_flag=True, help="Skip the comparison with scipy.")
-def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_check):
+@click.option("--profile", help="Machine profile for --strategy auto (bundled name or TOML file).")
+def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_check, profile):
     """Distributed sparse matrix-vector product: time, rate and communication statistics."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
@@ -130,7 +131,8 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
     from .spmv_run import run_spmv
 
     result = _guarded(run_spmv, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn,
-                      strategy=strategy, repeat=repeat, check=not no_check, progress=_progress(not as_json))
+                      strategy=strategy, repeat=repeat, check=not no_check, progress=_progress(not as_json),
+                      profile=profile)
     if result is not None:
         click.echo(json.dumps(result, indent=2) if as_json else format_spmv(result))
         if result["rel_error_vs_scipy"] is not None and result["rel_error_vs_scipy"] > 1e-12:

@@ -83,12 +83,16 @@ class ParCSR:
 
     # ---- construction ---------------------------------------------------------------
     @classmethod
-    def from_local_rows(cls, local, comm, *, row_dist=None, col_dist=None, topology=None, strategy="standard"):
+    def from_local_rows(cls, local, comm, *, row_dist=None, col_dist=None, topology=None, strategy="standard",
+                        profile=None):
         """Collective. ``local``: this rank's rows (scipy sparse, global column indices,
         shape ``(local rows, global columns)``), in ``row_dist``'s local order.
 
         ``row_dist`` defaults to contiguous blocks of the ranks' row counts in rank order;
         ``col_dist`` defaults to ``row_dist`` (a square matrix). Copies the arrays.
+        ``strategy="auto"`` with a machine ``profile`` (name, path or MachineProfile) keeps
+        the strategy whose plans the cost model prices cheapest; without one, the strategy
+        with the fewest inter-node messages on the busiest rank.
         """
         local = sp.csr_matrix(local)
         if row_dist is None:
@@ -115,6 +119,18 @@ class ParCSR:
         names = _core.strategy_names()
         agree(comm, None if strategy in names else
               f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
+        if strategy == "auto" and profile is not None:
+            from .model import CostModel
+
+            cost = run_agreed(comm, CostModel, profile)
+            best = None
+            for candidate in ("standard", "node-aware-2step", "node-aware"):
+                A = cls.from_local_rows(local, comm, row_dist=row_dist, col_dist=col_dist, topology=topo,
+                                        strategy=candidate)
+                t = cost.price_mpi(comm, A.plan, topo)
+                if best is None or t < best[0]:
+                    best = (t, A)
+            return best[1]
         core = _core.ParCsr(
             local.indptr.astype(np.int64), local.indices.astype(np.int64),
             np.ascontiguousarray(local.data, dtype=np.float64),
@@ -123,27 +139,30 @@ class ParCSR:
         return cls(core, comm, topo, row_dist, col_dist)
 
     @classmethod
-    def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+    def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
+                    profile=None):
         """Collective. Every rank passes the same square global matrix ``A`` and keeps its
         rows. ``partition``: ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution."""
         A = sp.csr_matrix(A)
         agree(comm, None if A.shape[0] == A.shape[1] else f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
         dist = run_agreed(comm, _distribution, partition, A.shape[0], comm, lambda: A, seed)
         local = A[dist.owned(comm.rank)]
-        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     @classmethod
-    def from_spec(cls, spec, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+    def from_spec(cls, spec, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
+                  profile=None):
         """Collective. A gallery matrix (``"poisson2d:512"``...), each rank generating only
         its own rows (METIS needs the whole graph on rank 0)."""
         spec = run_agreed(comm, lambda: spec if isinstance(spec, GallerySpec) else parse_spec(spec))
         n = spec.global_rows(comm.size)
         dist = run_agreed(comm, _distribution, partition, n, comm, lambda: spec.build(nprocs=comm.size), seed)
         local = spec.build(rows=dist.owned(comm.rank), nprocs=comm.size)
-        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     @classmethod
-    def from_file(cls, path, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0):
+    def from_file(cls, path, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
+                  profile=None):
         """Collective. A square Matrix Market matrix read in parallel: every rank parses a
         byte range of the file and entries travel to their row's owner. For METIS, the
         structure is first gathered on rank 0 to partition it, then the file is read again."""
@@ -171,7 +190,7 @@ class ParCSR:
         dist = state["dist"]
         local_row = _local_positions(dist, comm.rank, rows)
         local = sp.csr_matrix((vals, (local_row, cols)), shape=(dist.local_size(comm.rank), h.ncols))
-        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy)
+        return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     # ---- products -------------------------------------------------------------------
     def matvec(self, x, out=None):

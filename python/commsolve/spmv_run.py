@@ -26,7 +26,7 @@ def input_vector(g):
 
 
 def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, strategy="standard",
-             repeat=50, check=True, progress=None):
+             repeat=50, check=True, progress=None, profile=None):
     """Collective. Builds the matrix, runs ``repeat`` timed SpMVs, checks the result against
     scipy on rank 0 (problems up to CHECK_LIMIT rows) and the recorded CommStats against the
     plan's on every rank. Returns a result dict on rank 0, None elsewhere.
@@ -39,9 +39,9 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
     MPI = mpi()
     t0 = time.perf_counter()
     if gen is not None:
-        A = ParCSR.from_spec(gen, comm, partition=partition, topology=ppn, strategy=strategy)
+        A = ParCSR.from_spec(gen, comm, partition=partition, topology=ppn, strategy=strategy, profile=profile)
     else:
-        A = ParCSR.from_file(matrix, comm, partition=partition, topology=ppn, strategy=strategy)
+        A = ParCSR.from_file(matrix, comm, partition=partition, topology=ppn, strategy=strategy, profile=profile)
     setup = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
 
     x = input_vector(A.owned_cols())
@@ -84,7 +84,7 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
         "nodes": nodes,
         "ppn": ppn,
         "partition": partition if isinstance(partition, str) else "custom",
-        "strategy": strategy,
+        "strategy": strategy if A.plan.strategy == strategy else f"{strategy}->{A.plan.strategy}",
         "repeat": repeat,
         "setup_s": setup,
         "spmv_median_s": t_med,

@@ -45,6 +45,17 @@ def _cube_hops(src_node, dst_node, nnodes):
     return np.minimum(d, c - d).sum(axis=0)
 
 
+def _message_table(plan):
+    """One rank's messages as arrays: rank, step, peer, nbytes per message; nrecv per step."""
+    steps = plan.steps
+    counts = [st.send_peers.size for st in steps]
+    return {"rank": np.full(sum(counts), plan.rank),
+            "step": np.repeat(np.arange(len(steps)), counts),
+            "peer": np.concatenate([st.send_peers for st in steps]) if steps else np.zeros(0, int),
+            "nbytes": np.concatenate([8.0 * np.diff(st.send_ptr) for st in steps]) if steps else np.zeros(0),
+            "nrecv": np.array([st.recv_peers.size for st in steps], float)}
+
+
 class CostModel:
     """Prices plans with a MachineProfile (a profile object, a bundled name or a TOML path)."""
 
@@ -107,18 +118,21 @@ class CostModel:
         """Predicted cost of running every rank's plan once (``plans`` indexed by rank)."""
         if len(plans) != topology.size:
             raise ValueError(f"{len(plans)} plans for a topology of {topology.size} ranks")
-        nsteps = max((len(p.steps) for p in plans), default=0)
-        cols = {k: [] for k in ("rank", "step", "peer", "nbytes")}
+        return self._price_tables([_message_table(p) for p in plans], topology)
+
+    def price_mpi(self, comm, plan, topology):
+        """Collective. The exchange time of every rank running its ``plan`` once, on all ranks:
+        the message lists travel to rank 0, which prices them."""
+        tables = comm.gather(_message_table(plan), root=0)
+        t = self._price_tables(tables, topology).time if comm.rank == 0 else None
+        return comm.bcast(t, root=0)
+
+    def _price_tables(self, tables, topology):
+        nsteps = max((t["nrecv"].size for t in tables), default=0)
         nrecv = np.zeros((topology.size, nsteps))
-        for p in plans:
-            for s, st in enumerate(p.steps):
-                peers = st.send_peers
-                cols["rank"].append(np.full(peers.size, p.rank))
-                cols["step"].append(np.full(peers.size, s))
-                cols["peer"].append(peers)
-                cols["nbytes"].append(8.0 * np.diff(st.send_ptr))
-                nrecv[p.rank, s] = st.recv_peers.size
-        arr = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+        for t in tables:
+            nrecv[t["rank"], : t["nrecv"].size] = t["nrecv"]
+        arr = {k: np.concatenate([t[k] for t in tables]) for k in ("rank", "step", "peer", "nbytes")}
         return self.price_messages(topology, nsteps, arr["rank"].astype(int), arr["step"].astype(int),
                                    arr["peer"].astype(int), arr["nbytes"], nrecv)
 
