@@ -140,3 +140,12 @@ def test_mpi_auto_by_model_matches_virtual_choice(spec):
     chosen_mpi = json.loads(p.stdout)["strategy"].split("->")[-1]
     chosen_virtual = analyze(4, 2, ["auto"], gen=spec, profile="bluewaters")["strategies"]["auto"]["chosen"]
     assert chosen_mpi == chosen_virtual
+
+
+def test_bundled_profiles_load():
+    from commsolve.model import bundled_profiles
+    assert {"bluewaters", "bluewaters-spmv"} <= set(bundled_profiles())
+    spmv = load_profile("bluewaters-spmv")
+    assert spmv.alpha["inter_node", "rend"] == 2.0e-5 and spmv.injection["rend"] == 5.5e9  # Table 5.3
+    assert spmv.rate["intra_node", "eager"] == 7.4e8  # Table 5.4
+    assert not spmv.has_level("intra_socket")
