@@ -1,0 +1,120 @@
+"""Restricted collectives on asynchronous point-to-point (PSelInv paper, section III).
+
+A broadcast or a sum-reduction among any subset of ranks, many in flight at once, without
+sub-communicators or MPI collectives. What moves is a list of collectives
+(:class:`Collectives`); how it moves is a tree shape:
+
+``flat``            the root sends to / receives from every participant
+``binary``          the sorted participant list halved recursively, the first rank of each
+                    half an internal node
+``shifted-binary``  the receiver list circularly shifted at a position derived from
+                    (seed, collective id), so every rank builds the same tree alone
+``need-ordered``    receivers in the order given (who needs the data first), then binary
+``node-aware``      between one leader per node, then inside each node
+``auto``            flat up to ``flat_threshold`` participants, shifted-binary above
+
+Example (under ``mpiexec -n 4 python -m mpi4py``)::
+
+    C = trees.Collectives.from_list([(0, "broadcast", 2, [0, 1, 2, 3], 5)])
+    plan = trees.plan(C, comm.rank, topo, shape="binary")
+    data = [np.arange(5.0) if comm.rank == 2 else np.zeros(5)]
+    trees.run(comm, C, plan, data, topo)   # every participant now holds 0..4
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from .stats import CommStats
+
+__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "run", "random_collectives"]
+
+KINDS = {"broadcast": 0, "reduce": 1}
+SHAPES = tuple(_core.tree_shape_names())
+
+
+class Collectives:
+    """Restricted collectives: per collective an id, a kind (``"broadcast"`` or
+    ``"reduce"``), a root, its participants (root included; their order is the "need" order
+    for need-ordered trees) and the number of doubles carried."""
+
+    def __init__(self, ids, kinds, roots, participants, counts):
+        def kind_code(k):
+            code = KINDS.get(k, -1) if isinstance(k, str) else int(k)
+            if code not in (0, 1):
+                raise ValueError(f"collective kind must be 'broadcast' or 'reduce', got {k!r}")
+            return code
+
+        kinds = [kind_code(k) for k in kinds]
+        lens = [len(p) for p in participants]
+        self.core = _core.CollectiveSet(
+            np.asarray(ids, np.int64), np.asarray(kinds, np.int8), np.asarray(roots, np.int32),
+            np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+            np.concatenate([np.asarray(p, np.int32) for p in participants]) if participants else np.zeros(0, np.int32),
+            np.asarray(counts, np.int64))
+        self.ids, self.kinds, self.roots = list(ids), kinds, list(roots)
+        self.participants = [list(map(int, p)) for p in participants]
+        self.counts = [int(c) for c in counts]
+
+    @classmethod
+    def from_list(cls, records):
+        """From ``(id, kind, root, participants, count)`` tuples."""
+        cols = list(zip(*records)) if records else [[], [], [], [], []]
+        return cls(*cols)
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def _validated(collectives, topology, shape):
+    if shape not in SHAPES:
+        raise ValueError(f"unknown tree shape '{shape}' (known: {', '.join(SHAPES)})")
+    collectives.core.validate(topology.size)
+
+
+def plans(collectives, topology, shape="binary", seed=0, flat_threshold=8):
+    """Every rank's TreePlan (virtual world, no MPI)."""
+    _validated(collectives, topology, shape)
+    return _core.build_tree_plans_virtual(collectives.core, shape, seed, flat_threshold, topology)
+
+
+def plan(collectives, rank, topology, shape="binary", seed=0, flat_threshold=8):
+    """This rank's TreePlan, built alone (no communication)."""
+    _validated(collectives, topology, shape)
+    return _core.build_tree_plan(collectives.core, rank, shape, seed, flat_threshold, topology)
+
+
+def stats(plan_list, collectives, topology):
+    """Planned CommStats of every plan: step 0 broadcasts, step 1 reductions."""
+    return [CommStats(p.stats_array(collectives.core, topology)) for p in plan_list]
+
+
+def run(comm, collectives, tree_plan, data, topology, max_posted=64):
+    """Collective on ``comm``. Runs every collective of ``tree_plan`` once; ``data[i]`` (a
+    float64 array per entry of ``tree_plan.index``) is a broadcast root's input or a
+    receiver's output, a reduction participant's contribution and, at the root, the sum.
+    Updates ``data`` in place and returns the recorded CommStats."""
+    sizes = [collectives.counts[c] for c in tree_plan.index]
+    if len(data) != len(sizes) or any(np.shape(d) != (n,) for d, n in zip(data, sizes)):
+        raise ValueError(f"data must hold {len(sizes)} arrays of lengths {sizes} (the plan's collectives)")
+    flat = np.concatenate([np.asarray(d, np.float64) for d in data]) if data else np.zeros(0)
+    rec = _core.run_collectives(collectives.core, tree_plan, flat, topology, comm.py2f(), max_posted)
+    off = 0
+    for d, n in zip(data, sizes):
+        d[...] = flat[off: off + n]
+        off += n
+    return CommStats(rec)
+
+
+def random_collectives(nranks, n, seed=0, max_count=40):
+    """``n`` random overlapping collectives over ``nranks`` ranks (random kinds, roots,
+    subsets from 1 rank to all, payloads from 0 values), reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for c in range(n):
+        size = int(rng.integers(1, nranks + 1))
+        part = rng.permutation(nranks)[:size]
+        count = 0 if rng.random() < 0.1 else int(rng.integers(1, max_count + 1))
+        records.append((c, "broadcast" if rng.random() < 0.5 else "reduce", int(rng.choice(part)), part, count))
+    return Collectives.from_list(records)

@@ -1,0 +1,178 @@
+#include "trees/engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+constexpr int engine_tag = 7;
+
+double key_bits(std::int64_t key) {
+  double d;
+  std::memcpy(&d, &key, sizeof d);
+  return d;
+}
+
+std::int64_t bits_key(double d) {
+  std::int64_t k;
+  std::memcpy(&k, &d, sizeof k);
+  return k;
+}
+
+}  // namespace
+
+MessageEngine::MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted)
+    : comm_(comm), topo_(topo), rank_(comm_.rank()), max_values_(max_values) {
+  require(max_posted >= 1, "engine: at least one receive must be posted");
+  require(topo_.size() == comm_.size(), "engine: topology size differs from the communicator's");
+  rbuf_.assign(static_cast<std::size_t>(max_posted), std::vector<double>(static_cast<std::size_t>(max_values + 1)));
+  rreq_.assign(static_cast<std::size_t>(max_posted), MPI_REQUEST_NULL);
+  stats_.steps.resize(2);
+}
+
+MessageEngine::~MessageEngine() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& r : rreq_)
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  if (!sreq_.empty()) MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE);
+}
+
+void MessageEngine::post(std::size_t slot) {
+  check_mpi(MPI_Irecv(rbuf_[slot].data(), static_cast<int>(max_values_ + 1), MPI_DOUBLE, MPI_ANY_SOURCE, engine_tag,
+                      comm_.get(), &rreq_[slot]),
+            "MPI_Irecv");
+}
+
+void MessageEngine::send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind) {
+  require(n <= max_values_, "engine: message of " + std::to_string(n) + " values exceeds the limit " +
+                                std::to_string(max_values_));
+  std::vector<double> buf(static_cast<std::size_t>(n + 1));
+  buf[0] = key_bits(key);
+  std::copy(values, values + n, buf.begin() + 1);
+  sbuf_.push_back(std::move(buf));
+  sreq_.push_back(MPI_REQUEST_NULL);
+  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(n + 1), MPI_DOUBLE, dest, engine_tag, comm_.get(),
+                      &sreq_.back()),
+            "MPI_Isend");
+  stats_.steps[kind].add_send(locality(topo_, rank_, dest), 8 * (n + 1));
+  if (sreq_.size() >= 256) reap_sends(false);
+}
+
+// Frees the buffers of completed sends (all of them when `all`).
+void MessageEngine::reap_sends(bool all) {
+  if (all) {
+    check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    sreq_.clear();
+    sbuf_.clear();
+    return;
+  }
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < sreq_.size(); ++i) {
+    int done = 0;
+    check_mpi(MPI_Test(&sreq_[i], &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done) {
+      sreq_[keep] = sreq_[i];
+      sbuf_[keep].swap(sbuf_[i]);
+      ++keep;
+    }
+  }
+  sreq_.resize(keep);
+  sbuf_.resize(keep);
+}
+
+void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
+  std::int64_t posted = 0, arrived = 0;
+  for (std::size_t s = 0; s < rreq_.size() && posted < expected; ++s, ++posted) post(s);
+  while (arrived < expected) {
+    int slot = MPI_UNDEFINED;
+    MPI_Status st;
+    check_mpi(MPI_Waitany(static_cast<int>(rreq_.size()), rreq_.data(), &slot, &st), "MPI_Waitany");
+    if (slot == MPI_UNDEFINED) throw std::logic_error("engine: no receive posted while messages are expected");
+    int ndoubles = 0;
+    check_mpi(MPI_Get_count(&st, MPI_DOUBLE, &ndoubles), "MPI_Get_count");
+    ++arrived;
+    // Copy out before reposting: the handler may take time, the slot serves the next message.
+    std::vector<double> msg(rbuf_[slot].begin(), rbuf_[slot].begin() + ndoubles);
+    if (posted < expected) {
+      post(static_cast<std::size_t>(slot));
+      ++posted;
+    }
+    const std::int64_t key = bits_key(msg[0]);
+    const int kind = kind_of_ ? kind_of_(key) : 0;
+    stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
+    on_arrival(st.MPI_SOURCE, key, msg.data() + 1, ndoubles - 1);
+  }
+  reap_sends(true);
+}
+
+CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::vector<std::vector<double>>& data,
+                          const Topology& topo, MPI_Comm comm, int max_posted) {
+  require(data.size() == plan.index.size(), "collectives: " + std::to_string(data.size()) +
+                                                " data arrays for " + std::to_string(plan.index.size()) +
+                                                " collectives of this rank");
+  std::int64_t max_values = 0, expected = 0;
+  std::vector<std::int64_t> slot_of(set.size(), -1);
+  std::vector<int> waiting(plan.index.size(), 0);  // reductions: children still to arrive
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    slot_of[c] = static_cast<std::int64_t>(i);
+    require(static_cast<std::int64_t>(data[i].size()) == set.count[c],
+            "collectives: data for collective " + std::to_string(set.id[c]) + " has " +
+                std::to_string(data[i].size()) + " values, expected " + std::to_string(set.count[c]));
+    const TreeLinks& l = plan.links[i];
+    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
+      expected += l.parent >= 0 ? 1 : 0;
+    } else {
+      expected += static_cast<std::int64_t>(l.children.size());
+      waiting[i] = static_cast<int>(l.children.size());
+    }
+  }
+  for (std::int64_t n : set.count) max_values = std::max(max_values, n);
+  MessageEngine engine(comm, topo, max_values, max_posted);
+  engine.set_kind_of([&](std::int64_t c) { return static_cast<int>(set.kind[static_cast<std::size_t>(c)]); });
+
+  auto forward = [&](std::size_t i) {  // broadcast: pass data on to the children
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    for (int ch : plan.links[i].children)
+      engine.send(ch, static_cast<std::int64_t>(c), data[i].data(), set.count[c], 0);
+  };
+  auto finish_reduce = [&](std::size_t i) {  // reduction: all children in, pass the sum up
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    if (plan.links[i].parent >= 0)
+      engine.send(plan.links[i].parent, static_cast<std::int64_t>(c), data[i].data(), set.count[c], 1);
+  };
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
+      if (plan.links[i].parent < 0) forward(i);
+    } else if (waiting[i] == 0) {
+      finish_reduce(i);
+    }
+  }
+  engine.run(expected, [&](int, std::int64_t key, const double* values, std::int64_t n) {
+    const std::int64_t i = key >= 0 && key < static_cast<std::int64_t>(set.size()) ? slot_of[key] : -1;
+    if (i < 0) throw std::logic_error("collectives: message for a collective this rank is not in");
+    const std::size_t c = static_cast<std::size_t>(key);
+    if (n != set.count[c]) throw std::logic_error("collectives: message of the wrong length");
+    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
+      std::copy(values, values + n, data[i].begin());
+      forward(static_cast<std::size_t>(i));
+    } else {
+      for (std::int64_t k = 0; k < n; ++k) data[i][k] += values[k];
+      if (--waiting[i] == 0) finish_reduce(static_cast<std::size_t>(i));
+    }
+  });
+  return engine.recorded();
+}
+
+}  // namespace commsolve

@@ -1,0 +1,61 @@
+// A message-driven engine on non-blocking point-to-point MPI (no collectives, no
+// sub-communicators): a bounded number of any-source receives stays posted, every arrival
+// is handed to a callback, sends go out immediately. Restricted collectives run on it here;
+// the message-driven triangular solve will drive the same loop.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "comm/mpi_executor.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve {
+
+class MessageEngine {
+ public:
+  // Collective on comm (duplicates it). Messages hold a 64-bit key followed by at most
+  // `max_values` doubles; at most `max_posted` receives are posted at a time.
+  MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted = 64);
+  ~MessageEngine();
+  MessageEngine(const MessageEngine&) = delete;
+  MessageEngine& operator=(const MessageEngine&) = delete;
+
+  // Sends key + values to `dest` now (the data is copied). `kind` indexes the statistics.
+  void send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind);
+  // Receives `expected` messages, calling on_arrival(source, key, values, n) for each as it
+  // comes (the callback may send), then completes every send.
+  using Handler = std::function<void(int source, std::int64_t key, const double* values, std::int64_t n)>;
+  void run(std::int64_t expected, const Handler& on_arrival);
+  // What went through MPI, per kind, since construction; kind_of(key) classifies arrivals.
+  const CommStats& recorded() const { return stats_; }
+  void set_kind_of(std::function<int(std::int64_t)> f) { kind_of_ = std::move(f); }
+
+ private:
+  void post(std::size_t slot);
+  void reap_sends(bool all);
+
+  OwnedComm comm_;
+  Topology topo_;
+  int rank_ = 0;
+  std::int64_t max_values_;
+  std::vector<std::vector<double>> rbuf_;  // [key as double bits | values]
+  std::vector<MPI_Request> rreq_;
+  std::vector<std::vector<double>> sbuf_;
+  std::vector<MPI_Request> sreq_;
+  CommStats stats_;
+  std::function<int(std::int64_t)> kind_of_;
+};
+
+// Runs every collective of `plan` once (collective on comm: all ranks call it with their
+// own plan of the same set). data[i] belongs to plan.index[i]: a broadcast root's input or
+// a receiver's output (count values); a reduction participant's contribution, and at the
+// root the sum. Returns the recorded statistics (step 0 broadcasts, step 1 reductions).
+CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::vector<std::vector<double>>& data,
+                          const Topology& topo, MPI_Comm comm, int max_posted = 64);
+
+}  // namespace commsolve

@@ -1,0 +1,201 @@
+#include "trees/tree_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Binary halving over list positions [0, n), position 0 the root: the rest of a subtree's
+// range is cut in two, the first element of each half (the larger half first) is a child.
+TreeLinks binary_links(const std::vector<int>& order, std::size_t pos) {
+  std::size_t head = 0, hi = order.size();
+  TreeLinks l;
+  while (head != pos) {
+    std::size_t a = head + 1, mid = a + (hi - a + 1) / 2;
+    l.parent = order[head];
+    if (pos < mid) {
+      head = a;
+      hi = mid;
+    } else {
+      head = mid;
+    }
+  }
+  std::size_t a = head + 1;
+  if (a < hi) {
+    std::size_t mid = a + (hi - a + 1) / 2;
+    l.children.push_back(order[a]);
+    if (mid < hi) l.children.push_back(order[mid]);
+  }
+  return l;
+}
+
+std::size_t position(const std::vector<int>& order, int rank) {
+  return static_cast<std::size_t>(std::find(order.begin(), order.end(), rank) - order.begin());
+}
+
+// [root, receivers in the shape's order].
+std::vector<int> ordered(const CollectiveSet& set, std::size_t c, const std::string& shape, std::uint64_t seed) {
+  const int root = set.root[c];
+  std::vector<int> recv;
+  for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+    if (set.part[k] != root) recv.push_back(set.part[k]);
+  if (shape != "need-ordered") std::sort(recv.begin(), recv.end());
+  if (shape == "shifted-binary" && recv.size() > 1) {
+    // Section III: a circular shift at a position every rank derives from (seed, id).
+    std::uint64_t h = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(set.id[c])));
+    std::rotate(recv.begin(), recv.begin() + static_cast<std::ptrdiff_t>(h % recv.size()), recv.end());
+  }
+  recv.insert(recv.begin(), root);
+  return recv;
+}
+
+}  // namespace
+
+void CollectiveSet::validate(int nranks) const {
+  const std::size_t n = id.size();
+  require(kind.size() == n && root.size() == n && count.size() == n && part_ptr.size() == n + 1,
+          "collectives: id, kind, root, count and part_ptr sizes disagree");
+  require(part_ptr[0] == 0 && part_ptr[n] == static_cast<std::int64_t>(part.size()),
+          "collectives: part_ptr must start at 0 and end at len(part)");
+  std::vector<int> seen(nranks, -1);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::string which = "collective " + std::to_string(id[c]) + ": ";
+    require(kind[c] == 0 || kind[c] == 1, which + "kind must be broadcast (0) or reduce (1)");
+    require(count[c] >= 0, which + "negative count");
+    require(part_ptr[c + 1] >= part_ptr[c], which + "part_ptr decreases");
+    bool has_root = false;
+    for (std::int64_t k = part_ptr[c]; k < part_ptr[c + 1]; ++k) {
+      int r = part[k];
+      require(r >= 0 && r < nranks, which + "participant " + std::to_string(r) + " outside [0, " +
+                                        std::to_string(nranks) + ")");
+      require(seen[r] != static_cast<int>(c), which + "participant " + std::to_string(r) + " repeated");
+      seen[r] = static_cast<int>(c);
+      has_root |= r == root[c];
+    }
+    require(has_root, which + "root " + std::to_string(root[c]) + " is not a participant");
+  }
+}
+
+const std::vector<std::string>& tree_shape_names() {
+  static const std::vector<std::string> names = {"flat", "binary", "shifted-binary", "need-ordered", "node-aware",
+                                                 "auto"};
+  return names;
+}
+
+TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape, const Topology& topo) {
+  std::string name = shape.name;
+  const std::int64_t np = set.part_ptr[c + 1] - set.part_ptr[c];
+  if (name == "auto") name = np <= shape.flat_threshold ? "flat" : "shifted-binary";
+  const int root = set.root[c];
+  if (name == "flat") {
+    TreeLinks l;
+    if (rank == root) {
+      for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+        if (set.part[k] != root) l.children.push_back(set.part[k]);
+      std::sort(l.children.begin(), l.children.end());
+    } else {
+      l.parent = root;
+    }
+    return l;
+  }
+  if (name == "binary" || name == "shifted-binary" || name == "need-ordered") {
+    std::vector<int> order = ordered(set, c, name, shape.seed);
+    return binary_links(order, position(order, rank));
+  }
+  if (name == "node-aware") {
+    // Between one leader per node (the root on its own node, the lowest participant
+    // elsewhere), then inside every node from its leader; binary at both levels.
+    std::map<int, std::vector<int>> by_node;
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      by_node[topo.node_of(set.part[k])].push_back(set.part[k]);
+    std::vector<int> leaders{root};
+    int my_leader = -1;
+    std::vector<int> local;
+    for (auto& [node, ranks] : by_node) {
+      std::sort(ranks.begin(), ranks.end());
+      int leader = node == topo.node_of(root) ? root : ranks.front();
+      if (leader != root) leaders.push_back(leader);
+      if (node == topo.node_of(rank)) {
+        my_leader = leader;
+        local.push_back(leader);
+        for (int r : ranks)
+          if (r != leader) local.push_back(r);
+      }
+    }
+    std::sort(leaders.begin() + 1, leaders.end());
+    TreeLinks inner = binary_links(local, position(local, rank));
+    if (rank != my_leader) return inner;
+    TreeLinks outer = binary_links(leaders, position(leaders, rank));
+    outer.children.insert(outer.children.end(), inner.children.begin(), inner.children.end());
+    return outer;
+  }
+  throw std::invalid_argument("unknown tree shape '" + shape.name + "'");
+}
+
+TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo) {
+  TreePlan plan;
+  plan.rank = rank;
+  plan.nranks = topo.size();
+  for (std::size_t c = 0; c < set.size(); ++c)
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      if (set.part[k] == rank) {
+        plan.index.push_back(static_cast<std::int64_t>(c));
+        plan.links.push_back(tree_links(set, c, rank, shape, topo));
+        break;
+      }
+  return plan;
+}
+
+std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo) {
+  const auto& names = tree_shape_names();
+  require(std::find(names.begin(), names.end(), shape.name) != names.end(), "unknown tree shape '" + shape.name +
+                                                                               "' (known: flat, binary, shifted-binary, "
+                                                                               "need-ordered, node-aware, auto)");
+  set.validate(topo.size());
+  // One pass over the collectives, building every participant's links.
+  std::vector<TreePlan> plans(topo.size());
+  for (int r = 0; r < topo.size(); ++r) {
+    plans[r].rank = r;
+    plans[r].nranks = topo.size();
+  }
+  for (std::size_t c = 0; c < set.size(); ++c)
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k) {
+      int r = set.part[k];
+      plans[r].index.push_back(static_cast<std::int64_t>(c));
+      plans[r].links.push_back(tree_links(set, c, r, shape, topo));
+    }
+  return plans;
+}
+
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo) {
+  CommStats s;
+  s.steps.resize(2);
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    const std::int64_t bytes = 8 + 8 * set.count[c];
+    const TreeLinks& l = plan.links[i];
+    StepStats& st = s.steps[set.kind[c]];
+    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
+      for (int ch : l.children) st.add_send(locality(topo, plan.rank, ch), bytes);
+      if (l.parent >= 0) st.add_recv(locality(topo, plan.rank, l.parent), bytes);
+    } else {
+      for (int ch : l.children) st.add_recv(locality(topo, plan.rank, ch), bytes);
+      if (l.parent >= 0) st.add_send(locality(topo, plan.rank, l.parent), bytes);
+    }
+  }
+  return s;
+}
+
+}  // namespace commsolve

@@ -1,0 +1,68 @@
+// Restricted collectives (broadcast / reduce-sum among any subset of ranks, no
+// sub-communicators) and the trees that carry them (PSelInv paper, section III).
+//
+// A CollectiveSet lists the collectives as plain arrays. A tree shape turns each one into
+// parent/children links, computed by every rank on its own from (shape, seed, collective
+// id) with no communication; a TreePlan is one rank's links for every collective it is in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve {
+
+enum class CollectiveKind : std::int8_t { broadcast = 0, reduce = 1 };
+
+struct CollectiveSet {
+  std::vector<std::int64_t> id;
+  std::vector<std::int8_t> kind;       // CollectiveKind
+  std::vector<int> root;
+  std::vector<std::int64_t> part_ptr{0};  // participants of c: part[part_ptr[c], part_ptr[c+1])
+  std::vector<int> part;                  // in "need order" for need-ordered trees; root anywhere
+  std::vector<std::int64_t> count;        // doubles carried
+
+  std::size_t size() const { return id.size(); }
+  // Throws std::invalid_argument naming the collective for a root outside its participants,
+  // a repeated participant, a rank outside [0, nranks), a negative count, or bad array sizes.
+  void validate(int nranks) const;
+};
+
+struct TreeShape {
+  // flat | binary | shifted-binary | need-ordered | node-aware | auto
+  std::string name = "binary";
+  std::uint64_t seed = 0;
+  int flat_threshold = 8;  // auto: flat up to this many participants, shifted-binary above
+};
+
+const std::vector<std::string>& tree_shape_names();
+
+struct TreeLinks {
+  int parent = -1;  // -1 at the root
+  std::vector<int> children;
+};
+
+// Parent and children of `rank` (a participant) in collective c. O(p log p) to order the
+// participants, O(log p) for the links.
+TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape,
+                     const Topology& topo);
+
+// One rank's part: for each collective it takes part in (ascending index), its links.
+struct TreePlan {
+  int rank = 0;
+  int nranks = 0;
+  std::vector<std::int64_t> index;  // collective index in the set
+  std::vector<TreeLinks> links;
+};
+
+// Planned statistics: step 0 broadcasts, step 1 reductions; each message carries an 8-byte
+// header (the collective index) and the payload.
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo);
+
+TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo);
+std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
+
+}  // namespace commsolve
