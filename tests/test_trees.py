@@ -104,3 +104,12 @@ def test_unknown_shape_and_kind():
         trees.plans(C, make_topology(size=2, ppn=1), shape="star")
     with pytest.raises(ValueError, match="kind must be 'broadcast' or 'reduce', got 'gossip'"):
         trees.Collectives.from_list([(0, "gossip", 0, [0, 1], 1)])
+
+
+@pytest.mark.parametrize("shape", trees.SHAPES)
+def test_streaming_stats_equal_plan_stats(shape):
+    C = trees.random_collectives(24, 150, seed=7)
+    topo = make_topology(size=24, ppn=4)
+    a = trees.stats(trees.plans(C, topo, shape=shape, seed=1), C, topo)
+    b = trees.virtual_stats(C, topo, shape=shape, seed=1)
+    assert a == b

@@ -28,7 +28,7 @@ import numpy as np
 from . import _core
 from .stats import CommStats
 
-__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "run", "random_collectives"]
+__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives"]
 
 KINDS = {"broadcast": 0, "reduce": 1}
 SHAPES = tuple(_core.tree_shape_names())
@@ -83,6 +83,13 @@ def plan(collectives, rank, topology, shape="binary", seed=0, flat_threshold=8):
     """This rank's TreePlan, built alone (no communication)."""
     _validated(collectives, topology, shape)
     return _core.build_tree_plan(collectives.core, rank, shape, seed, flat_threshold, topology)
+
+
+def virtual_stats(collectives, topology, shape="binary", seed=0, flat_threshold=8):
+    """Every rank's planned CommStats, computed without keeping the plans (for large sets)."""
+    _validated(collectives, topology, shape)
+    arr = _core.tree_stats_virtual(collectives.core, shape, seed, flat_threshold, topology)
+    return [CommStats(a) for a in arr]
 
 
 def stats(plan_list, collectives, topology):

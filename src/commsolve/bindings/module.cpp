@@ -15,6 +15,7 @@
 #include "comm/halo_pattern.hpp"
 #include "comm/plan_builder.hpp"
 #include "core/error.hpp"
+#include "direct/symbolic.hpp"
 #include "dist/par_csr.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
@@ -249,6 +250,26 @@ NB_MODULE(_core, m) {
   m.def("virtual_halo_patterns", &virtual_patterns<std::int64_t>, "indptr"_a, "indices"_a, "row_dist"_a,
         "col_dist"_a, "progress"_a.none() = nb::none());
 
+  // ---- symbolic factorization -------------------------------------------------------
+  m.def("metis_nested_dissection", [](In<std::int32_t> xadj, In<std::int32_t> adjncy) {
+    std::vector<std::int32_t> perm;
+    {
+      nb::gil_scoped_release nogil;
+      perm = metis_nested_dissection(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data());
+    }
+    return to_numpy(std::move(perm));
+  }, "xadj"_a, "adjncy"_a);
+  m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size) {
+    SupernodalStructure f;
+    {
+      nb::gil_scoped_release nogil;
+      f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size);
+    }
+    std::int64_t nnz = f.nnz_L();
+    return nb::make_tuple(to_numpy(std::move(f.parent)), to_numpy(std::move(f.sn_start)),
+                          to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz);
+  }, "indptr"_a, "indices"_a, "max_size"_a);
+
   // ---- restricted collectives ------------------------------------------------------
   nb::class_<CollectiveSet>(m, "CollectiveSet", "Restricted collectives as arrays (see commsolve.trees).")
       .def("__init__", [](CollectiveSet* self, In<std::int64_t> id, In<std::int8_t> kind, In<std::int32_t> root,
@@ -277,6 +298,23 @@ NB_MODULE(_core, m) {
                                        int threshold, const Topology& t) {
     return build_tree_plans_virtual(s, TreeShape{shape, seed, threshold}, t);
   }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def("tree_stats_virtual", [](const CollectiveSet& s, const std::string& shape, std::uint64_t seed, int threshold,
+                                 const Topology& t) {
+    std::vector<CommStats> all;
+    {
+      nb::gil_scoped_release nogil;
+      all = tree_stats_virtual(s, TreeShape{shape, seed, threshold}, t);
+    }
+    auto* heap = new std::vector<std::int64_t>();
+    heap->reserve(all.size() * 16);
+    for (const CommStats& st : all)
+      for (const StepStats& x : st.steps)
+        for (const auto* a : {&x.msgs_sent, &x.bytes_sent, &x.msgs_recv, &x.bytes_recv})
+          heap->insert(heap->end(), a->begin(), a->end());
+    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<std::int64_t>*>(p); });
+    return nb::ndarray<nb::numpy, std::int64_t, nb::ndim<3>>(heap->data(), {all.size(), 2, 8}, owner);
+  }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a,
+        "Every rank's planned statistics, shape (ranks, 2, 8), without keeping plans.");
   m.def("build_tree_plan", [](const CollectiveSet& s, int rank, const std::string& shape, std::uint64_t seed,
                               int threshold, const Topology& t) {
     const auto& names = tree_shape_names();

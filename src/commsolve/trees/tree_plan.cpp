@@ -41,10 +41,6 @@ TreeLinks binary_links(const std::vector<int>& order, std::size_t pos) {
   return l;
 }
 
-std::size_t position(const std::vector<int>& order, int rank) {
-  return static_cast<std::size_t>(std::find(order.begin(), order.end(), rank) - order.begin());
-}
-
 // [root, receivers in the shape's order].
 std::vector<int> ordered(const CollectiveSet& set, std::size_t c, const std::string& shape, std::uint64_t seed) {
   const int root = set.root[c];
@@ -94,54 +90,119 @@ const std::vector<std::string>& tree_shape_names() {
   return names;
 }
 
-TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape, const Topology& topo) {
-  std::string name = shape.name;
-  const std::int64_t np = set.part_ptr[c + 1] - set.part_ptr[c];
-  if (name == "auto") name = np <= shape.flat_threshold ? "flat" : "shifted-binary";
-  const int root = set.root[c];
-  if (name == "flat") {
-    TreeLinks l;
-    if (rank == root) {
+namespace {
+
+// One collective's tree, built once; answers any participant's links.
+class CollectiveTree {
+ public:
+  CollectiveTree(const CollectiveSet& set, std::size_t c, const TreeShape& shape, const Topology& topo) {
+    name_ = shape.name;
+    const std::int64_t np = set.part_ptr[c + 1] - set.part_ptr[c];
+    if (name_ == "auto") name_ = np <= shape.flat_threshold ? "flat" : "shifted-binary";
+    root_ = set.root[c];
+    if (name_ == "flat") {
       for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
-        if (set.part[k] != root) l.children.push_back(set.part[k]);
-      std::sort(l.children.begin(), l.children.end());
-    } else {
-      l.parent = root;
-    }
-    return l;
-  }
-  if (name == "binary" || name == "shifted-binary" || name == "need-ordered") {
-    std::vector<int> order = ordered(set, c, name, shape.seed);
-    return binary_links(order, position(order, rank));
-  }
-  if (name == "node-aware") {
-    // Between one leader per node (the root on its own node, the lowest participant
-    // elsewhere), then inside every node from its leader; binary at both levels.
-    std::map<int, std::vector<int>> by_node;
-    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
-      by_node[topo.node_of(set.part[k])].push_back(set.part[k]);
-    std::vector<int> leaders{root};
-    int my_leader = -1;
-    std::vector<int> local;
-    for (auto& [node, ranks] : by_node) {
-      std::sort(ranks.begin(), ranks.end());
-      int leader = node == topo.node_of(root) ? root : ranks.front();
-      if (leader != root) leaders.push_back(leader);
-      if (node == topo.node_of(rank)) {
-        my_leader = leader;
-        local.push_back(leader);
+        if (set.part[k] != root_) flat_children_.push_back(set.part[k]);
+      std::sort(flat_children_.begin(), flat_children_.end());
+    } else if (name_ == "binary" || name_ == "shifted-binary" || name_ == "need-ordered") {
+      order_ = ordered(set, c, name_, shape.seed);
+      index(order_);
+    } else if (name_ == "node-aware") {
+      // Between one leader per node (the root on its own node, the lowest participant
+      // elsewhere), then inside every node from its leader; binary at both levels.
+      std::map<int, std::vector<int>> by_node;
+      for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+        by_node[topo.node_of(set.part[k])].push_back(set.part[k]);
+      order_.push_back(root_);
+      for (auto& [node, ranks] : by_node) {
+        std::sort(ranks.begin(), ranks.end());
+        int leader = node == topo.node_of(root_) ? root_ : ranks.front();
+        if (leader != root_) order_.push_back(leader);
+        std::vector<int> local{leader};
         for (int r : ranks)
           if (r != leader) local.push_back(r);
+        for (int r : local) node_list_of_.emplace_back(r, static_cast<int>(node_lists_.size()));
+        node_lists_.push_back(std::move(local));
       }
+      std::sort(order_.begin() + 1, order_.end());
+      std::sort(node_list_of_.begin(), node_list_of_.end());
+      index(order_);
+    } else {
+      throw std::invalid_argument("unknown tree shape '" + shape.name + "'");
     }
-    std::sort(leaders.begin() + 1, leaders.end());
-    TreeLinks inner = binary_links(local, position(local, rank));
-    if (rank != my_leader) return inner;
-    TreeLinks outer = binary_links(leaders, position(leaders, rank));
+  }
+
+  TreeLinks links(int rank) const {
+    if (name_ == "flat") {
+      TreeLinks l;
+      if (rank == root_)
+        l.children = flat_children_;
+      else
+        l.parent = root_;
+      return l;
+    }
+    if (name_ != "node-aware") return binary_links(order_, find(pos_, rank));
+    const std::vector<int>& local = node_lists_[find(node_list_of_, rank)];
+    std::size_t at = static_cast<std::size_t>(std::find(local.begin(), local.end(), rank) - local.begin());
+    TreeLinks inner = binary_links(local, at);
+    if (at != 0) return inner;  // not its node's leader
+    TreeLinks outer = binary_links(order_, find(pos_, rank));
     outer.children.insert(outer.children.end(), inner.children.begin(), inner.children.end());
     return outer;
   }
-  throw std::invalid_argument("unknown tree shape '" + shape.name + "'");
+
+ private:
+  void index(const std::vector<int>& order) {
+    for (std::size_t i = 0; i < order.size(); ++i) pos_.emplace_back(order[i], static_cast<int>(i));
+    std::sort(pos_.begin(), pos_.end());
+  }
+  static std::size_t find(const std::vector<std::pair<int, int>>& sorted, int rank) {
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), std::make_pair(rank, -1));
+    if (it == sorted.end() || it->first != rank) throw std::logic_error("tree: rank is not a participant");
+    return static_cast<std::size_t>(it->second);
+  }
+
+  std::string name_;
+  int root_ = 0;
+  std::vector<int> flat_children_, order_;
+  std::vector<std::pair<int, int>> pos_;  // (rank, position in order_), sorted
+  std::vector<std::vector<int>> node_lists_;
+  std::vector<std::pair<int, int>> node_list_of_;  // (rank, node list), sorted
+};
+
+void add_stats(CommStats& s, int rank, const TreeLinks& l, std::int8_t kind, std::int64_t count,
+               const Topology& topo) {
+  const std::int64_t bytes = 8 + 8 * count;
+  StepStats& st = s.steps[kind];
+  const bool bcast = kind == static_cast<std::int8_t>(CollectiveKind::broadcast);
+  for (int ch : l.children) bcast ? st.add_send(locality(topo, rank, ch), bytes) : st.add_recv(locality(topo, rank, ch), bytes);
+  if (l.parent >= 0)
+    bcast ? st.add_recv(locality(topo, rank, l.parent), bytes) : st.add_send(locality(topo, rank, l.parent), bytes);
+}
+
+void check_shape(const TreeShape& shape) {
+  const auto& names = tree_shape_names();
+  require(std::find(names.begin(), names.end(), shape.name) != names.end(),
+          "unknown tree shape '" + shape.name + "' (known: flat, binary, shifted-binary, need-ordered, node-aware, auto)");
+}
+
+}  // namespace
+
+TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape, const Topology& topo) {
+  return CollectiveTree(set, c, shape, topo).links(rank);
+}
+
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo) {
+  check_shape(shape);
+  set.validate(topo.size());
+  std::vector<CommStats> stats(topo.size());
+  for (auto& s : stats) s.steps.resize(2);
+  for (std::size_t c = 0; c < set.size(); ++c) {
+    CollectiveTree tree(set, c, shape, topo);
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      add_stats(stats[set.part[k]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c], topo);
+  }
+  return stats;
 }
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo) {
@@ -159,10 +220,7 @@ TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& sh
 }
 
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo) {
-  const auto& names = tree_shape_names();
-  require(std::find(names.begin(), names.end(), shape.name) != names.end(), "unknown tree shape '" + shape.name +
-                                                                               "' (known: flat, binary, shifted-binary, "
-                                                                               "need-ordered, node-aware, auto)");
+  check_shape(shape);
   set.validate(topo.size());
   // One pass over the collectives, building every participant's links.
   std::vector<TreePlan> plans(topo.size());
@@ -170,12 +228,14 @@ std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const T
     plans[r].rank = r;
     plans[r].nranks = topo.size();
   }
-  for (std::size_t c = 0; c < set.size(); ++c)
+  for (std::size_t c = 0; c < set.size(); ++c) {
+    CollectiveTree tree(set, c, shape, topo);
     for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k) {
       int r = set.part[k];
       plans[r].index.push_back(static_cast<std::int64_t>(c));
-      plans[r].links.push_back(tree_links(set, c, r, shape, topo));
+      plans[r].links.push_back(tree.links(r));
     }
+  }
   return plans;
 }
 
@@ -184,16 +244,7 @@ CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topol
   s.steps.resize(2);
   for (std::size_t i = 0; i < plan.index.size(); ++i) {
     const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    const std::int64_t bytes = 8 + 8 * set.count[c];
-    const TreeLinks& l = plan.links[i];
-    StepStats& st = s.steps[set.kind[c]];
-    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
-      for (int ch : l.children) st.add_send(locality(topo, plan.rank, ch), bytes);
-      if (l.parent >= 0) st.add_recv(locality(topo, plan.rank, l.parent), bytes);
-    } else {
-      for (int ch : l.children) st.add_recv(locality(topo, plan.rank, ch), bytes);
-      if (l.parent >= 0) st.add_send(locality(topo, plan.rank, l.parent), bytes);
-    }
+    add_stats(s, plan.rank, plan.links[i], set.kind[c], set.count[c], topo);
   }
   return s;
 }

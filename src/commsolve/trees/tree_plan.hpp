@@ -63,6 +63,8 @@ struct TreePlan {
 CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo);
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo);
+// Every rank's planned statistics without keeping the plans (for analysis at scale).
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
 
 }  // namespace commsolve

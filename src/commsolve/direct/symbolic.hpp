@@ -1,0 +1,29 @@
+// Symbolic Cholesky factorization of a symmetric pattern: elimination tree, the row
+// structure of L, fundamental supernodes (capped at a maximum size). The structure a
+// supernodal LU of a symmetric-pattern matrix has, as SuperLU_DIST and PSelInv store it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace commsolve {
+
+struct SupernodalStructure {
+  std::int64_t n = 0;
+  std::vector<int> parent;              // elimination tree (-1 at roots)
+  std::vector<std::int64_t> sn_start;   // supernode s holds columns [sn_start[s], sn_start[s+1])
+  std::vector<std::int64_t> rows_ptr;   // rows of L below supernode s's diagonal block:
+  std::vector<std::int32_t> rows;       //   rows[rows_ptr[s], rows_ptr[s+1]), ascending
+  std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
+};
+
+// `indptr`/`indices`: the full symmetric pattern (both triangles) of the already permuted
+// matrix; the diagonal may be absent. Supernodes hold at most `max_size` columns.
+SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
+                                      int max_size);
+
+// Nested-dissection ordering by METIS_NodeND of a symmetric adjacency graph (no self
+// loops): perm[k] is the original index of the k-th eliminated vertex.
+std::vector<std::int32_t> metis_nested_dissection(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy);
+
+}  // namespace commsolve
