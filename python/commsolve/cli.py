@@ -195,6 +195,74 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
     click.echo(json.dumps(result, indent=2) if as_json else format_analysis(result))
 
 
+@main.command(name="trees")
+@click.option("--gen", metavar="SPEC", help="Gallery matrix whose supernodal factor induces the collectives.")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file instead of --gen.")
+@click.option("--grid", default="46x46", show_default=True, help="Process grid PrxPc.")
+@click.option("--shape", default="flat,binary,shifted-binary,need-ordered,node-aware", show_default=True,
+              help="Comma-separated tree shapes to compare.")
+@click.option("--ppn", type=click.IntRange(1), default=16, show_default=True,
+              help="Ranks per node (consecutive ranks; the last node may be partly filled).")
+@click.option("--max-supernode", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
+@click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
+              help="auto: flat up to this many participants.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG heat maps of per-rank volume on the grid.")
+@click.option("--json", "as_json", is_flag=True)
+def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, plot, as_json):
+    """Selected-inversion collectives of a supernodal factor on a virtual grid, per tree shape
+    (the PSelInv paper's Tables I and II: broadcast volume sent, reduction volume received)."""
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    try:
+        Pr, Pc = (int(v) for v in grid.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
+    from tqdm import tqdm
+
+    from . import gallery, trees, workloads
+    from .io import mmread
+    from .topology import make_topology
+
+    shapes = [s.strip() for s in shape.split(",") if s.strip()]
+    try:
+        for s in shapes:
+            if s not in trees.SHAPES:
+                raise ValueError(f"unknown tree shape '{s}' (known: {', '.join(trees.SHAPES)})")
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        S = workloads.supernodal_structure(A, max_supernode)
+        C = workloads.selinv_collectives(S, (Pr, Pc))
+        P = Pr * Pc
+        topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+        results = {}
+        for s in tqdm(shapes, desc="tree shapes", leave=False, file=sys.stderr, disable=None):
+            results[s] = trees.volume_summary(trees.virtual_stats(C, topo, s, seed, flat_threshold))
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    if plot:
+        from .plots import plot_grid_volumes
+
+        plot_grid_volumes({s: r["broadcast_sent"]["per_rank_bytes"] for s, r in results.items()}, (Pr, Pc), plot,
+                          f"Col-Bcast volume sent per rank, {gen or matrix} on {Pr}x{Pc}")
+    for r in results.values():
+        for k in ("broadcast_sent", "reduce_received"):
+            r[k].pop("per_rank_bytes")
+    out = {"matrix": gen or str(matrix), "rows": int(A.shape[0]), "grid": [Pr, Pc], "ppn": ppn,
+           "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "collectives": len(C), "shapes": results}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{out['matrix']}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
+               f"{out['collectives']:,} collectives on a {Pr}x{Pc} grid, {ppn} ranks per node")
+    for part in ("broadcast_sent", "reduce_received"):
+        click.echo(f"\n{part.replace('_', ' ')} per rank (MB)")
+        click.echo(f"{'shape':<16}{'min':>9}{'max':>9}{'median':>9}{'std':>9}{'max msgs':>10}")
+        for s, r in results.items():
+            v = r[part]
+            click.echo(f"{s:<16}{v['min_bytes'] / 2**20:>9.2f}{v['max_bytes'] / 2**20:>9.2f}"
+                       f"{v['median_bytes'] / 2**20:>9.2f}{v['std_bytes'] / 2**20:>9.2f}{v['max_messages']:>10,}")
+
+
 def format_calibration(prof, report, path):
     lines = [f"profile '{prof.name}' written to {path}", f"{'fit':<28}{'alpha (us)':>12}{'rate (GB/s)':>13}"
              f"{'points':>8}{'rel. error':>12}"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_strategies", "plot_volumes"]
+__all__ = ["plot_strategies", "plot_volumes", "plot_grid_volumes"]
 
 
 def _pyplot():
@@ -53,4 +53,22 @@ def plot_volumes(result, path):
     fig.suptitle("bytes sent between nodes (diagonal: within a node)" if M.shape[0] == result["nodes"]
                  else "bytes sent between ranks")
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_grid_volumes(volumes, grid, path, title):
+    """Per-rank volumes laid out on the Pr x Pc process grid, one panel per tree shape
+    (the PSelInv paper's heat maps); ``volumes``: {shape: per-rank bytes}."""
+    plt = _pyplot()
+    Pr, Pc = grid
+    fig, axes = plt.subplots(1, len(volumes), figsize=(3.6 * len(volumes), 3.6), squeeze=False)
+    vmax = max(float(np.max(v)) for v in volumes.values()) / 2**20 or 1.0
+    for ax, (name, v) in zip(axes[0], volumes.items()):
+        im = ax.imshow(np.asarray(v, float).reshape(Pr, Pc) / 2**20, cmap="hot", vmin=0, vmax=vmax)
+        ax.set_title(name)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=axes[0].tolist(), label="MB per rank")
+    fig.suptitle(title)
+    fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -125,3 +125,17 @@ def random_collectives(nranks, n, seed=0, max_count=40):
         count = 0 if rng.random() < 0.1 else int(rng.integers(1, max_count + 1))
         records.append((c, "broadcast" if rng.random() < 0.5 else "reduce", int(rng.choice(part)), part, count))
     return Collectives.from_list(records)
+
+
+def volume_summary(per_rank_stats):
+    """The PSelInv paper's Table I and II: min, max, median and standard deviation over
+    ranks of the bytes each rank sends in broadcasts and receives in reductions, plus the
+    busiest rank's message counts."""
+    arr = np.array([s.array for s in per_rank_stats], dtype=float)  # (ranks, 2, 8)
+    out = {}
+    for name, vol, msgs in (("broadcast_sent", arr[:, 0, 2] + arr[:, 0, 3], arr[:, 0, 0] + arr[:, 0, 1]),
+                            ("reduce_received", arr[:, 1, 6] + arr[:, 1, 7], arr[:, 1, 4] + arr[:, 1, 5])):
+        out[name] = {"min_bytes": float(vol.min()), "max_bytes": float(vol.max()), "median_bytes": float(np.median(vol)),
+                     "std_bytes": float(vol.std()), "max_messages": int(msgs.max()), "per_rank_bytes": vol}
+    out["inter_node_bytes_max"] = float((arr[:, :, 3]).sum(axis=1).max())
+    return out
