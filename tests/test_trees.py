@@ -113,3 +113,14 @@ def test_streaming_stats_equal_plan_stats(shape):
     a = trees.stats(trees.plans(C, topo, shape=shape, seed=1), C, topo)
     b = trees.virtual_stats(C, topo, shape=shape, seed=1)
     assert a == b
+
+
+def test_model_prices_trees_and_chooses_the_auto_threshold():
+    C = trees.random_collectives(64, 120, seed=3, max_count=2000)
+    topo = make_topology(size=64, ppn=8)
+    best, times = trees.choose_threshold(C, topo, "bluewaters", candidates=(1, 8, 64))
+    assert best == min(times, key=times.get) and len(times) == 3
+    # threshold 64 makes every tree flat, 1 makes every tree shifted-binary
+    flat = trees.price(trees.plans(C, topo, "flat"), C, topo, "bluewaters").time
+    shifted = trees.price(trees.plans(C, topo, "shifted-binary"), C, topo, "bluewaters").time
+    assert times[64] == pytest.approx(flat) and times[1] == pytest.approx(shifted)

@@ -28,7 +28,8 @@ import numpy as np
 from . import _core
 from .stats import CommStats
 
-__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives"]
+__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives",
+           "volume_summary", "price", "choose_threshold"]
 
 KINDS = {"broadcast": 0, "reduce": 1}
 SHAPES = tuple(_core.tree_shape_names())
@@ -139,3 +140,33 @@ def volume_summary(per_rank_stats):
                      "std_bytes": float(vol.std()), "max_messages": int(msgs.max()), "per_rank_bytes": vol}
     out["inter_node_bytes_max"] = float((arr[:, :, 3]).sum(axis=1).max())
     return out
+
+
+def price(plan_list, collectives, topology, profile):
+    """Predicted time of running the collectives once with these plans, by the cost model
+    of ``profile`` (broadcasts and reductions priced as two steps of messages)."""
+    from .model import CostModel
+
+    rank, step, peer, nbytes = [], [], [], []
+    nrecv = np.zeros((topology.size, 2))
+    for p in plan_list:
+        parents = p.parents
+        for i, c in enumerate(p.index):
+            kind, size = collectives.kinds[c], 8.0 * (1 + collectives.counts[c])
+            children = p.children(i)
+            sends = children if kind == 0 else ([int(parents[i])] if parents[i] >= 0 else [])
+            nrecv[p.rank, kind] += (1 if parents[i] >= 0 else 0) if kind == 0 else len(children)
+            rank += [p.rank] * len(sends)
+            step += [kind] * len(sends)
+            peer += list(sends)
+            nbytes += [size] * len(sends)
+    return CostModel(profile).price_messages(topology, 2, np.array(rank, int), np.array(step, int),
+                                             np.array(peer, int), np.array(nbytes, float), nrecv)
+
+
+def choose_threshold(collectives, topology, profile, candidates=(1, 2, 4, 8, 16, 32, 64, 128), seed=0):
+    """The ``auto`` shape's flat threshold with the lowest predicted time under ``profile``;
+    returns ``(threshold, {threshold: predicted seconds})``."""
+    times = {t: price(plans(collectives, topology, "auto", seed, t), collectives, topology, profile).time
+             for t in candidates}
+    return min(times, key=times.get), times
