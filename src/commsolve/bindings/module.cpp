@@ -65,15 +65,26 @@ MPI_Comm comm_from_handle(std::int64_t fortran_handle) {
 }
 
 // Per step: [msgs_sent, bytes_sent, msgs_recv, bytes_recv] x [intra, inter], flattened to 8.
-nb::object stats_array(const CommStats& s) {
-  auto* heap = new std::vector<std::int64_t>();
+void append_stats(std::vector<std::int64_t>& out, const CommStats& s) {
   for (const StepStats& st : s.steps)
     for (const auto* a : {&st.msgs_sent, &st.bytes_sent, &st.msgs_recv, &st.bytes_recv})
-      heap->insert(heap->end(), a->begin(), a->end());
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<std::int64_t>*>(p); });
-  return nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<2>>(heap->data(), {s.steps.size(), 8}, owner),
-                 nb::rv_policy::move);
+      out.insert(out.end(), a->begin(), a->end());
 }
+
+// Statistics of several ranks as one array of shape (ranks, steps, 8) (or (steps, 8)).
+nb::object stats_array(const std::vector<CommStats>& all, bool squeeze) {
+  auto* heap = new std::vector<std::int64_t>();
+  for (const CommStats& s : all) append_stats(*heap, s);
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<std::int64_t>*>(p); });
+  const std::size_t steps = all.empty() ? 0 : all.front().steps.size();
+  if (squeeze)
+    return nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<2>>(heap->data(), {steps, 8}, owner),
+                    nb::rv_policy::move);
+  return nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<3>>(heap->data(), {all.size(), steps, 8}, owner),
+                  nb::rv_policy::move);
+}
+
+nb::object stats_array(const CommStats& s) { return stats_array(std::vector<CommStats>{s}, true); }
 
 template <class Index>
 GlobalRowsView<Index> rows_view(const In<Index>& indptr, const In<Index>& indices) {
@@ -305,14 +316,7 @@ NB_MODULE(_core, m) {
       nb::gil_scoped_release nogil;
       all = tree_stats_virtual(s, TreeShape{shape, seed, threshold}, t);
     }
-    auto* heap = new std::vector<std::int64_t>();
-    heap->reserve(all.size() * 16);
-    for (const CommStats& st : all)
-      for (const StepStats& x : st.steps)
-        for (const auto* a : {&x.msgs_sent, &x.bytes_sent, &x.msgs_recv, &x.bytes_recv})
-          heap->insert(heap->end(), a->begin(), a->end());
-    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<std::int64_t>*>(p); });
-    return nb::ndarray<nb::numpy, std::int64_t, nb::ndim<3>>(heap->data(), {all.size(), 2, 8}, owner);
+    return stats_array(all, false);
   }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a,
         "Every rank's planned statistics, shape (ranks, 2, 8), without keeping plans.");
   m.def("build_tree_plan", [](const CollectiveSet& s, int rank, const std::string& shape, std::uint64_t seed,
