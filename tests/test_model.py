@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 import commsolve as cs
-from commsolve.model import (CostModel, MachineProfile, ProfileError, binomial_multicast, contention,
+from commsolve.model import (CostModel, ProfileError, binomial_multicast, contention,
                              load_profile, max_rate, postal, queue_search, rectangular_multicast,
                              rectangular_reduction)
 
