@@ -234,19 +234,19 @@ void mm_write(const std::string& path, std::int64_t nrows, std::int64_t ncols,
   std::istringstream lines(comment);
   for (std::string l; std::getline(lines, l);) out += "%" + l + "\n";
   out += std::to_string(nrows) + " " + std::to_string(ncols) + " " + std::to_string(rows.size()) + "\n";
-  char tmp[96];
+  char tmp[96];  // two 64-bit integers, a shortest-form double, separators: under 70 bytes
+  char* const e = tmp + sizeof(tmp) - 1;  // one byte kept for each separator written below
+  auto put = [&](char* p, auto value, char after) {
+    auto r = std::to_chars(p, e, value);
+    if (r.ec != std::errc()) throw std::runtime_error(path + ": value does not fit the output line");
+    *r.ptr = after;
+    return r.ptr + 1;
+  };
   for (std::size_t k = 0; k < rows.size(); ++k) {
-    char* p = tmp;
-    char* e = tmp + sizeof(tmp);
-    p = std::to_chars(p, e, rows[k] + 1).ptr;
-    *p++ = ' ';
-    p = std::to_chars(p, e, cols[k] + 1).ptr;
-    if (!vals.empty()) {
-      *p++ = ' ';
-      p = field == "integer" ? std::to_chars(p, e, static_cast<long long>(vals[k])).ptr
-                             : std::to_chars(p, e, vals[k]).ptr;
-    }
-    *p++ = '\n';
+    char* p = put(tmp, rows[k] + 1, ' ');
+    p = put(p, cols[k] + 1, vals.empty() ? '\n' : ' ');
+    if (!vals.empty())
+      p = field == "integer" ? put(p, static_cast<long long>(vals[k]), '\n') : put(p, vals[k], '\n');
     out.append(tmp, p);
     if (out.size() > (1u << 22)) {
       if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size())
