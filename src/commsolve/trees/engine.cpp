@@ -101,16 +101,16 @@ void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
     int ndoubles = 0;
     check_mpi(MPI_Get_count(&st, MPI_DOUBLE, &ndoubles), "MPI_Get_count");
     ++arrived;
-    // Copy out before reposting: the handler may take time, the slot serves the next message.
-    std::vector<double> msg(rbuf_[slot].begin(), rbuf_[slot].begin() + ndoubles);
+    // The handler reads the message in place (it only sends); the slot is reposted after.
+    const double* msg = rbuf_[slot].data();
+    const std::int64_t key = bits_key(msg[0]);
+    const int kind = kind_of_ ? kind_of_(key) : 0;
+    stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
+    on_arrival(st.MPI_SOURCE, key, msg + 1, ndoubles - 1);
     if (posted < expected) {
       post(static_cast<std::size_t>(slot));
       ++posted;
     }
-    const std::int64_t key = bits_key(msg[0]);
-    const int kind = kind_of_ ? kind_of_(key) : 0;
-    stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
-    on_arrival(st.MPI_SOURCE, key, msg.data() + 1, ndoubles - 1);
   }
   reap_sends(true);
 }

@@ -28,7 +28,8 @@ class MessageEngine {
   // Sends key + values to `dest` now (the data is copied). `kind` indexes the statistics.
   void send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind);
   // Receives `expected` messages, calling on_arrival(source, key, values, n) for each as it
-  // comes (the callback may send), then completes every send.
+  // comes (the callback may send; `values` is valid only during the call), then completes
+  // every send.
   using Handler = std::function<void(int source, std::int64_t key, const double* values, std::int64_t n)>;
   void run(std::int64_t expected, const Handler& on_arrival);
   // What went through MPI, per kind, since construction; kind_of(key) classifies arrivals.
