@@ -17,7 +17,38 @@ import scipy.sparse as sp
 from . import _core
 from .trees import Collectives
 
-__all__ = ["SupernodalStructure", "supernodal_structure", "selinv_collectives"]
+__all__ = ["SeparatorTree", "SupernodalStructure", "supernodal_structure", "selinv_collectives"]
+
+
+@dataclass
+class SeparatorTree:
+    """Nested-dissection tree in postorder (root last): node k owns permuted columns
+    [col_start[k], col_end[k]) and supernodes [sn_first[k], sn_last[k]); internal nodes are
+    separators of their two children, leaves are subdomains."""
+
+    parent: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    level: np.ndarray
+    col_start: np.ndarray
+    col_end: np.ndarray
+    sn_first: np.ndarray
+    sn_last: np.ndarray
+
+    @property
+    def num_nodes(self):
+        return self.parent.size
+
+    @property
+    def root(self):
+        return self.num_nodes - 1
+
+    def subtree_columns(self, k):
+        """[first, end) of the permuted columns of node k's whole subtree (contiguous)."""
+        first = k
+        while self.left[first] >= 0:
+            first = self.left[first]
+        return int(self.col_start[first]), int(self.col_end[k])
 
 
 @dataclass
@@ -28,6 +59,7 @@ class SupernodalStructure:
     rows_ptr: np.ndarray  # rows of L below supernode s: rows[rows_ptr[s]:rows_ptr[s+1]]
     rows: np.ndarray
     nnz_L: int
+    tree: SeparatorTree | None = None
 
     @property
     def nsuper(self):
@@ -39,9 +71,11 @@ class SupernodalStructure:
         return np.unique(sn_of[self.rows[self.rows_ptr[s]:self.rows_ptr[s + 1]]], return_counts=True)
 
 
-def supernodal_structure(A, max_supernode=32, ordering="nd"):
-    """Symbolic factorization of the pattern of ``A + A^T`` under ``ordering`` (``"nd"``:
-    METIS nested dissection, ``"natural"``)."""
+def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4):
+    """Symbolic factorization of the pattern of ``A + A^T`` under ``ordering``: ``"nd"``
+    (METIS nested dissection), ``"tree"`` (recursive METIS vertex separators keeping the top
+    ``levels`` levels as an explicit binary :class:`SeparatorTree`, supernodes split at its
+    node boundaries) or ``"natural"``."""
     A = sp.csr_matrix(A)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
@@ -50,17 +84,27 @@ def supernodal_structure(A, max_supernode=32, ordering="nd"):
     G.setdiag(0)
     G.eliminate_zeros()
     G.sort_indices()
+    tree, breaks = None, np.zeros(0, np.int64)
     if ordering == "nd":
         perm = _core.metis_nested_dissection(G.indptr.astype(np.int32), G.indices.astype(np.int32))
+    elif ordering == "tree":
+        if levels < 0:
+            raise ValueError(f"levels must be >= 0, got {levels}")
+        t = _core.separator_tree(G.indptr.astype(np.int32), G.indices.astype(np.int32), int(levels))
+        perm = t["perm"]
+        breaks = np.unique(t["col_start"]).astype(np.int64)
     elif ordering == "natural":
         perm = np.arange(A.shape[0], dtype=np.int32)
     else:
-        raise ValueError(f"unknown ordering '{ordering}' (known: nd, natural)")
+        raise ValueError(f"unknown ordering '{ordering}' (known: nd, tree, natural)")
     P = G[perm][:, perm].tocsr()
     P.sort_indices()
     parent, sn_start, rows_ptr, rows, nnz = _core.symbolic_cholesky(
-        P.indptr.astype(np.int32), P.indices.astype(np.int32), int(max_supernode))
-    return SupernodalStructure(perm, parent, sn_start, rows_ptr, rows, int(nnz))
+        P.indptr.astype(np.int32), P.indices.astype(np.int32), int(max_supernode), breaks)
+    if ordering == "tree":
+        tree = SeparatorTree(t["parent"], t["left"], t["right"], t["level"], t["col_start"], t["col_end"],
+                             np.searchsorted(sn_start, t["col_start"]), np.searchsorted(sn_start, t["col_end"]))
+    return SupernodalStructure(perm, parent, sn_start, rows_ptr, rows, int(nnz), tree)
 
 
 def selinv_collectives(structure, grid):

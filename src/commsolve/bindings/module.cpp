@@ -15,6 +15,7 @@
 #include "comm/halo_pattern.hpp"
 #include "comm/plan_builder.hpp"
 #include "core/error.hpp"
+#include "direct/separator_tree.hpp"
 #include "direct/symbolic.hpp"
 #include "dist/par_csr.hpp"
 #include "sparse/distribution.hpp"
@@ -270,16 +271,35 @@ NB_MODULE(_core, m) {
     }
     return to_numpy(std::move(perm));
   }, "xadj"_a, "adjncy"_a);
-  m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size) {
-    SupernodalStructure f;
+  m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels, int min_split) {
+    SeparatorTree t;
     {
       nb::gil_scoped_release nogil;
-      f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size);
+      t = separator_tree(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data(), levels, min_split);
+    }
+    nb::dict d;
+    d["perm"] = to_numpy(std::move(t.perm));
+    d["parent"] = to_numpy(std::move(t.parent));
+    d["left"] = to_numpy(std::move(t.left));
+    d["right"] = to_numpy(std::move(t.right));
+    d["level"] = to_numpy(std::move(t.level));
+    d["col_start"] = to_numpy(std::move(t.col_start));
+    d["col_end"] = to_numpy(std::move(t.col_end));
+    return d;
+  }, "xadj"_a, "adjncy"_a, "levels"_a, "min_split"_a = 8);
+  m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size,
+                                In<std::int64_t> breaks) {
+    SupernodalStructure f;
+    std::vector<std::int64_t> br(breaks.data(), breaks.data() + breaks.shape(0));
+    {
+      nb::gil_scoped_release nogil;
+      f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size,
+                            br);
     }
     std::int64_t nnz = f.nnz_L();
     return nb::make_tuple(to_numpy(std::move(f.parent)), to_numpy(std::move(f.sn_start)),
                           to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz);
-  }, "indptr"_a, "indices"_a, "max_size"_a);
+  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a);
 
   // ---- restricted collectives ------------------------------------------------------
   nb::class_<CollectiveSet>(m, "CollectiveSet", "Restricted collectives as arrays (see commsolve.trees).")

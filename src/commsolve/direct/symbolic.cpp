@@ -20,7 +20,7 @@ std::int64_t SupernodalStructure::nnz_L() const {
 }
 
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
-                                      int max_size) {
+                                      int max_size, const std::vector<std::int64_t>& breaks) {
   require(max_size >= 1, "symbolic: max supernode size must be at least 1");
   SupernodalStructure f;
   f.n = n;
@@ -59,9 +59,12 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
   // Fundamental supernodes: j+1 continues j's supernode when it is j's parent, j is its only
   // child, and the structures nest (|struct(j)| = |struct(j+1)| + 1).
   f.sn_start.push_back(0);
+  auto next_break = breaks.begin();
   for (std::int64_t j = 1; j < n; ++j) {
     bool chain = f.parent[j - 1] == j && nchildren[j] == 1 && colstruct[j - 1].size() == colstruct[j].size() + 1;
-    if (!chain || j - f.sn_start.back() >= max_size) f.sn_start.push_back(j);
+    while (next_break != breaks.end() && *next_break < j) ++next_break;
+    bool forced = next_break != breaks.end() && *next_break == j;
+    if (!chain || forced || j - f.sn_start.back() >= max_size) f.sn_start.push_back(j);
   }
   f.sn_start.push_back(n);
   f.rows_ptr.push_back(0);
