@@ -16,6 +16,7 @@
 #include "comm/plan_builder.hpp"
 #include "core/error.hpp"
 #include "direct/separator_tree.hpp"
+#include "direct/supernodal_lu.hpp"
 #include "direct/symbolic.hpp"
 #include "dist/par_csr.hpp"
 #include "sparse/distribution.hpp"
@@ -288,18 +289,44 @@ NB_MODULE(_core, m) {
     return d;
   }, "xadj"_a, "adjncy"_a, "levels"_a, "min_split"_a = 8);
   m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size,
-                                In<std::int64_t> breaks) {
+                                In<std::int64_t> breaks, double relax) {
     SupernodalStructure f;
     std::vector<std::int64_t> br(breaks.data(), breaks.data() + breaks.shape(0));
     {
       nb::gil_scoped_release nogil;
       f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size,
-                            br);
+                            br, relax);
     }
     std::int64_t nnz = f.nnz_L();
     return nb::make_tuple(to_numpy(std::move(f.parent)), to_numpy(std::move(f.sn_start)),
                           to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz);
-  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a);
+  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a, "relax"_a = 0.0);
+
+  nb::class_<SupernodalLU>(m, "SupernodalLU", "Supernodal LU without pivoting (multifrontal, serial).")
+      .def("__init__", [](SupernodalLU* self, In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
+                          In<std::int32_t> rows, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                          In<std::int32_t> t_indptr, In<std::int32_t> t_indices, In<double> t_data, double zero_pivot,
+                          bool replace_tiny) {
+        SupernodalStructure sym;
+        sym.n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+        sym.sn_start.assign(sn_start.data(), sn_start.data() + sn_start.shape(0));
+        sym.rows_ptr.assign(rows_ptr.data(), rows_ptr.data() + rows_ptr.shape(0));
+        sym.rows.assign(rows.data(), rows.data() + rows.shape(0));
+        if (sym.sn_start.empty() || sym.sn_start.back() != sym.n || sym.rows_ptr.size() != sym.sn_start.size())
+          throw nb::value_error("supernodal LU: structure and matrix disagree");
+        nb::gil_scoped_release nogil;
+        new (self) SupernodalLU(sym, indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
+                                t_data.data(), LUOptions{zero_pivot, replace_tiny});
+      }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "indptr"_a, "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a,
+           "t_data"_a, "zero_pivot"_a, "replace_tiny"_a)
+      .def("solve", [](const SupernodalLU& lu, nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu> b) {
+        if (static_cast<std::int64_t>(b.shape(0)) != lu.structure().n) throw nb::value_error("b has the wrong length");
+        nb::gil_scoped_release nogil;
+        lu.solve(b.data(), static_cast<int>(b.shape(1)));
+      }, "b"_a.noconvert())
+      .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
+      .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
+      .def_prop_ro("flops", &SupernodalLU::flops);
 
   // ---- restricted collectives ------------------------------------------------------
   nb::class_<CollectiveSet>(m, "CollectiveSet", "Restricted collectives as arrays (see commsolve.trees).")

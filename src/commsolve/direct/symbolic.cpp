@@ -20,7 +20,7 @@ std::int64_t SupernodalStructure::nnz_L() const {
 }
 
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
-                                      int max_size, const std::vector<std::int64_t>& breaks) {
+                                      int max_size, const std::vector<std::int64_t>& breaks, double relax) {
   require(max_size >= 1, "symbolic: max supernode size must be at least 1");
   SupernodalStructure f;
   f.n = n;
@@ -67,10 +67,38 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
     if (!chain || forced || j - f.sn_start.back() >= max_size) f.sn_start.push_back(j);
   }
   f.sn_start.push_back(n);
+  // Relaxed amalgamation along chains of consecutive supernodes: s joins s+1 when s+1 is its
+  // parent (its first row below), no break separates them, and few zeros are added.
+  if (relax > 0.0) {
+    std::vector<std::int64_t> merged{0};
+    std::int64_t zeros = 0;  // explicit zeros already stored in the current group
+    for (std::size_t s = 0; s + 2 < f.sn_start.size(); ++s) {
+      const std::int64_t g0 = merged.back(), g1 = f.sn_start[s + 1], p1 = f.sn_start[s + 2];
+      const std::int64_t wg = g1 - g0, wp = p1 - g1;
+      // A group stores the rows of its last column (its columns' structures nest into it).
+      const std::int64_t rg = static_cast<std::int64_t>(colstruct[g1 - 1].size());
+      const std::int64_t rp = static_cast<std::int64_t>(colstruct[p1 - 1].size());
+      const bool is_parent = f.parent[g1 - 1] >= g1 && f.parent[g1 - 1] < p1;
+      const bool broken = std::binary_search(breaks.begin(), breaks.end(), g1);
+      const std::int64_t before = wg * wg + 2 * wg * rg + wp * wp + 2 * wp * rp;
+      const std::int64_t after = (wg + wp) * (wg + wp) + 2 * (wg + wp) * rp;
+      const std::int64_t new_zeros = zeros + (after - before);
+      const bool cheap = wg + wp <= 4 || static_cast<double>(new_zeros) <= relax * static_cast<double>(after);
+      if (is_parent && !broken && wg + wp <= max_size && cheap) {
+        zeros = new_zeros;  // s's group continues into s+1
+      } else {
+        merged.push_back(g1);
+        zeros = 0;
+      }
+    }
+    merged.push_back(n);
+    f.sn_start = std::move(merged);
+  }
   f.rows_ptr.push_back(0);
   for (std::size_t s = 0; s + 1 < f.sn_start.size(); ++s) {
     const std::int64_t last = f.sn_start[s + 1] - 1;
-    for (std::int32_t r : colstruct[f.sn_start[s]])
+    // The last column's structure holds the whole group's rows below (parents absorb children).
+    for (std::int32_t r : colstruct[last])
       if (r > last) f.rows.push_back(r);
     f.rows_ptr.push_back(static_cast<std::int64_t>(f.rows.size()));
   }

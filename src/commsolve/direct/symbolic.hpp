@@ -20,8 +20,11 @@ struct SupernodalStructure {
 // `indptr`/`indices`: the full symmetric pattern (both triangles) of the already permuted
 // matrix; the diagonal may be absent. Supernodes hold at most `max_size` columns, and a new
 // one starts at every column listed in `breaks` (ascending; e.g. separator-tree node starts).
+// Relaxed amalgamation: a supernode merges into its parent when that is the next supernode
+// and the merged one stores at most `relax` of explicit zeros (or has at most 4 columns).
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
-                                      int max_size, const std::vector<std::int64_t>& breaks = {});
+                                      int max_size, const std::vector<std::int64_t>& breaks = {},
+                                      double relax = 0.0);
 
 // Nested-dissection ordering by METIS_NodeND of a symmetric adjacency graph (no self
 // loops): perm[k] is the original index of the k-th eliminated vertex.

@@ -1,0 +1,164 @@
+#include "direct/supernodal_lu.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* indptr, const std::int32_t* indices,
+                           const double* data, const std::int32_t* t_indptr, const std::int32_t* t_indices,
+                           const double* t_data, const LUOptions& opts)
+    : sym_(sym) {
+  const std::int64_t n = sym_.n;
+  const std::size_t ns = sym_.sn_start.size() - 1;
+  double amax = 0.0;
+  for (std::int64_t k = 0; k < indptr[n]; ++k) amax = std::max(amax, std::abs(data[k]));
+  const double zero_tol = opts.zero_pivot * amax;
+  const double tiny = std::sqrt(std::numeric_limits<double>::epsilon()) * amax;
+
+  std::vector<std::int64_t> sn_of(n);
+  for (std::size_t s = 0; s < ns; ++s)
+    for (std::int64_t j = sym_.sn_start[s]; j < sym_.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
+  // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major.
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < ns; ++s) {
+    const std::int64_t w = width(s), r = below(s);
+    diag_off_.push_back(total);
+    l_off_.push_back(total + w * w);
+    u_off_.push_back(total + w * w + r * w);
+    total += w * w + 2 * r * w;
+  }
+  values_.assign(static_cast<std::size_t>(total), 0.0);
+
+  std::vector<std::unique_ptr<std::vector<double>>> update(ns);  // children's updates to a parent
+  std::vector<std::vector<std::size_t>> children(ns);
+  for (std::size_t s = 0; s < ns; ++s) {
+    if (below(s) == 0) continue;
+    children[sn_of[sym_.rows[sym_.rows_ptr[s]]]].push_back(s);  // first row below is in the parent
+  }
+  std::vector<std::int64_t> pos(n, -1);
+  std::vector<double> F;
+  for (std::size_t s = 0; s < ns; ++s) {
+    const std::int64_t f = sym_.sn_start[s], l = sym_.sn_start[s + 1], w = l - f, r = below(s), m = w + r;
+    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[s];
+    for (std::int64_t j = f; j < l; ++j) pos[j] = j - f;
+    for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = w + k;
+    F.assign(static_cast<std::size_t>(m * m), 0.0);
+    auto at = [&](std::int64_t i, std::int64_t j) -> double& {
+      if (pos[i] < 0 || pos[j] < 0)
+        throw std::logic_error("supernodal LU: entry (" + std::to_string(i) + ", " + std::to_string(j) +
+                               ") outside the symbolic structure (is the pattern symmetric?)");
+      return F[static_cast<std::size_t>(pos[j] * m + pos[i])];
+    };
+    for (std::int64_t j = f; j < l; ++j) {
+      for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p)  // row j: A(j, c), c >= f
+        if (indices[p] >= f) at(j, indices[p]) += data[p];
+      for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p)  // column j: A(i, j), i past the block
+        if (t_indices[p] >= l) at(t_indices[p], j) += t_data[p];
+    }
+    for (std::size_t c : children[s]) {  // extend-add
+      const std::int64_t rc = below(c);
+      const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
+      const std::vector<double>& U = *update[c];
+      for (std::int64_t b = 0; b < rc; ++b)
+        for (std::int64_t a = 0; a < rc; ++a) at(crow[a], crow[b]) += U[static_cast<std::size_t>(b * rc + a)];
+      update[c].reset();
+    }
+    // Diagonal block: unpivoted right-looking LU.
+    for (std::int64_t k = 0; k < w; ++k) {
+      double& piv = F[static_cast<std::size_t>(k * m + k)];
+      if (std::abs(piv) <= zero_tol || (opts.replace_tiny && std::abs(piv) < tiny)) {
+        if (!opts.replace_tiny)
+          throw std::runtime_error("zero pivot " + std::to_string(piv) + " at permuted column " +
+                                   std::to_string(f + k) + " (static pivoting; pass replace_tiny to perturb it)");
+        piv = piv < 0 ? -tiny : tiny;
+        ++replaced_;
+      }
+      const double inv = 1.0 / piv;
+      for (std::int64_t i = k + 1; i < w; ++i) F[static_cast<std::size_t>(k * m + i)] *= inv;
+      for (std::int64_t j = k + 1; j < w; ++j) {
+        const double ukj = F[static_cast<std::size_t>(j * m + k)];
+        if (ukj == 0.0) continue;
+        for (std::int64_t i = k + 1; i < w; ++i)
+          F[static_cast<std::size_t>(j * m + i)] -= F[static_cast<std::size_t>(k * m + i)] * ukj;
+      }
+    }
+    flops_ += 2.0 / 3.0 * w * w * w;
+    if (r > 0) {
+      double* F11 = F.data();
+      double* F21 = F.data() + w;
+      double* F12 = F.data() + w * m;
+      double* F22 = F.data() + w * m + w;
+      cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, static_cast<int>(r),
+                  static_cast<int>(w), 1.0, F11, static_cast<int>(m), F21, static_cast<int>(m));
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w),
+                  static_cast<int>(r), 1.0, F11, static_cast<int>(m), F12, static_cast<int>(m));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r), static_cast<int>(r),
+                  static_cast<int>(w), -1.0, F21, static_cast<int>(m), F12, static_cast<int>(m), 1.0, F22,
+                  static_cast<int>(m));
+      flops_ += 2.0 * r * w * w + 2.0 * r * r * w;
+      auto upd = std::make_unique<std::vector<double>>(static_cast<std::size_t>(r * r));
+      for (std::int64_t b = 0; b < r; ++b)
+        std::copy(F22 + b * m, F22 + b * m + r, upd->begin() + b * r);
+      update[s] = std::move(upd);
+    }
+    double* D = values_.data() + diag_off_[s];
+    double* L21 = values_.data() + l_off_[s];
+    double* U12 = values_.data() + u_off_[s];
+    for (std::int64_t j = 0; j < w; ++j) {
+      std::copy(F.begin() + j * m, F.begin() + j * m + w, D + j * w);
+      std::copy(F.begin() + j * m + w, F.begin() + j * m + m, L21 + j * r);
+    }
+    for (std::int64_t j = 0; j < r; ++j) std::copy(F.begin() + (w + j) * m, F.begin() + (w + j) * m + w, U12 + j * w);
+    for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
+    for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
+  }
+}
+
+std::int64_t SupernodalLU::nnz_LU() const {
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s + 1 < sym_.sn_start.size(); ++s) total += width(s) * width(s) + 2 * below(s) * width(s);
+  return total;
+}
+
+void SupernodalLU::solve(double* b, int nrhs) const {
+  const std::int64_t n = sym_.n;
+  const std::size_t ns = sym_.sn_start.size() - 1;
+  std::vector<double> tmp;
+  for (std::size_t s = 0; s < ns; ++s) {  // L y = b: diagonal block, then scatter L21 y_s below
+    const std::int64_t f = sym_.sn_start[s], w = width(s), r = below(s);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w), nrhs, 1.0,
+                values_.data() + diag_off_[s], static_cast<int>(w), b + f, static_cast<int>(n));
+    if (r == 0) continue;
+    tmp.assign(static_cast<std::size_t>(r * nrhs), 0.0);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r), nrhs, static_cast<int>(w), 1.0,
+                values_.data() + l_off_[s], static_cast<int>(r), b + f, static_cast<int>(n), 0.0, tmp.data(),
+                static_cast<int>(r));
+    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[s];
+    for (int c = 0; c < nrhs; ++c)
+      for (std::int64_t k = 0; k < r; ++k) b[c * n + rows[k]] -= tmp[c * r + k];
+  }
+  for (std::size_t s = ns; s-- > 0;) {  // U x = y: gather U12 x below, then the diagonal block
+    const std::int64_t f = sym_.sn_start[s], w = width(s), r = below(s);
+    if (r > 0) {
+      const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[s];
+      tmp.resize(static_cast<std::size_t>(r * nrhs));
+      for (int c = 0; c < nrhs; ++c)
+        for (std::int64_t k = 0; k < r; ++k) tmp[c * r + k] = b[c * n + rows[k]];
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(w), nrhs, static_cast<int>(r), -1.0,
+                  values_.data() + u_off_[s], static_cast<int>(w), tmp.data(), static_cast<int>(r), 1.0, b + f,
+                  static_cast<int>(n));
+    }
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, static_cast<int>(w), nrhs, 1.0,
+                values_.data() + diag_off_[s], static_cast<int>(w), b + f, static_cast<int>(n));
+  }
+}
+
+}  // namespace commsolve

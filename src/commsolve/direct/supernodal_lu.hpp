@@ -1,0 +1,51 @@
+// Supernodal LU without pivoting (static pivoting, as SuperLU_DIST) of a matrix with a
+// symmetric pattern, by the multifrontal method over the supernodes of a symbolic Cholesky:
+// each supernode's front gathers its entries of A and its children's update matrices, its
+// diagonal block is factored, the panels follow by two triangular solves, and one GEMM
+// leaves the update for its parent. Dense blocks per supernode, as the 2D and 3D triangular
+// solves read them: the diagonal block (L11 unit lower and U11 packed), L21 and U12.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "direct/symbolic.hpp"
+
+namespace commsolve {
+
+struct LUOptions {
+  // A pivot with |p| <= zero_pivot * max|A| is an error, unless replace_tiny is set, in
+  // which case pivots with |p| < sqrt(eps) * max|A| become sign(p) * sqrt(eps) * max|A|.
+  double zero_pivot = 1e-14;
+  bool replace_tiny = false;
+};
+
+class SupernodalLU {
+ public:
+  // `indptr`/`indices`/`data`: CSR of the permuted matrix (pattern symmetric: A and A^T
+  // share it); `t_*`: the CSR of its transpose (so columns are at hand).
+  SupernodalLU(const SupernodalStructure& sym, const std::int32_t* indptr, const std::int32_t* indices,
+               const double* data, const std::int32_t* t_indptr, const std::int32_t* t_indices, const double* t_data,
+               const LUOptions& opts);
+
+  // Solves L U x = b in place for `nrhs` right-hand sides stored column by column (n x nrhs).
+  void solve(double* b, int nrhs) const;
+
+  const SupernodalStructure& structure() const { return sym_; }
+  std::int64_t nnz_LU() const;  // stored entries of L and U (diagonal blocks counted once)
+  std::int64_t tiny_pivots_replaced() const { return replaced_; }
+  double flops() const { return flops_; }
+
+ private:
+  std::int64_t width(std::size_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
+  std::int64_t below(std::size_t s) const { return sym_.rows_ptr[s + 1] - sym_.rows_ptr[s]; }
+
+  SupernodalStructure sym_;
+  std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_
+  std::vector<double> values_;
+  std::int64_t replaced_ = 0;
+  double flops_ = 0.0;
+};
+
+}  // namespace commsolve
