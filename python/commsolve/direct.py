@@ -33,7 +33,8 @@ class SparseLU:
     """Factor ``A`` (square, pattern made symmetric) once; :meth:`solve` many times.
 
     Attributes: ``structure`` (supernodes and separator tree), ``nnz_LU``,
-    ``tiny_pivots_replaced``, ``factor_seconds``, ``flops``.
+    ``tiny_pivots_replaced``, ``flops``, and the time of each phase: ``ordering_seconds``
+    (nested dissection and symbolic factorization) and ``numeric_seconds``.
     """
 
     def __init__(self, A, max_supernode=64, ordering="tree", levels=4, relax=0.3, replace_tiny=False,
@@ -43,6 +44,8 @@ class SparseLU:
             raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
         t0 = time.perf_counter()
         self.structure = supernodal_structure(A, max_supernode, ordering, levels, relax)
+        self.ordering_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
         perm = self.structure.perm
         P = A[perm][:, perm].tocsr()
         P.sort_indices()
@@ -53,7 +56,7 @@ class SparseLU:
             self.structure.sn_start.astype(np.int64), self.structure.rows_ptr.astype(np.int64),
             self.structure.rows.astype(i32), P.indptr.astype(i32), P.indices.astype(i32), P.data,
             T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
-        self.factor_seconds = time.perf_counter() - t0
+        self.numeric_seconds = time.perf_counter() - t0
         self.shape = A.shape
 
     @property
