@@ -13,10 +13,11 @@ FAMILIES = ["poisson2d:30", "poisson2d9:25", "poisson3d:10", "poisson3d27:8", "a
 
 
 @pytest.mark.parametrize("spec", FAMILIES)
-@pytest.mark.parametrize("ordering,relax", [("tree", 0.0), ("tree", 0.3), ("nd", 0.3), ("natural", 0.0)])
-def test_solves_match_scipy(spec, ordering, relax):
+@pytest.mark.parametrize("ordering,relax,subtree", [("tree", 0.0, 0), ("tree", 0.3, 0), ("tree", 0.3, 16),
+                                                    ("nd", 0.3, 8), ("natural", 0.0, 0)])
+def test_solves_match_scipy(spec, ordering, relax, subtree):
     A = gallery.from_spec(spec)
-    lu = direct.SparseLU(A, max_supernode=16, ordering=ordering, levels=3, relax=relax)
+    lu = direct.SparseLU(A, max_supernode=16, ordering=ordering, levels=3, relax=relax, relax_subtree=subtree)
     rng = np.random.default_rng(1)
     B = rng.standard_normal((A.shape[0], 3))
     X = lu.solve(B)
@@ -29,8 +30,8 @@ def test_solves_match_scipy(spec, ordering, relax):
 
 def test_relaxation_keeps_structure_and_bounds_zeros():
     A = gallery.poisson3d(12)
-    tight = direct.SparseLU(A, max_supernode=32, relax=0.0)
-    loose = direct.SparseLU(A, max_supernode=32, relax=0.3)
+    tight = direct.SparseLU(A, max_supernode=32, relax=0.0, relax_subtree=0)
+    loose = direct.SparseLU(A, max_supernode=32, relax=0.3, relax_subtree=0)
     assert loose.structure.nsuper < tight.structure.nsuper
     assert tight.nnz_LU <= loose.nnz_LU <= 1.3 * tight.nnz_LU / (1 - 0.3)
     assert np.all(np.diff(loose.structure.sn_start) <= 32)
@@ -50,3 +51,13 @@ def test_bad_input():
     lu = direct.SparseLU(gallery.poisson2d(4))
     with pytest.raises(ValueError, match="b has 3 rows"):
         lu.solve(np.ones(3))
+
+
+def test_relaxed_subtrees_make_fewer_larger_supernodes():
+    A = gallery.poisson2d9(60)
+    plain = direct.SparseLU(A, max_supernode=64, relax=0.0, relax_subtree=0)
+    relaxed = direct.SparseLU(A, max_supernode=64, relax=0.0, relax_subtree=16)
+    assert relaxed.structure.nsuper < 0.7 * plain.structure.nsuper
+    assert sorted(relaxed.structure.perm) == list(range(A.shape[0]))
+    b = np.ones(A.shape[0])
+    assert np.linalg.norm(A @ relaxed.solve(b) - b) <= 1e-10 * np.linalg.norm(b)

@@ -37,13 +37,13 @@ class SparseLU:
     (nested dissection and symbolic factorization) and ``numeric_seconds``.
     """
 
-    def __init__(self, A, max_supernode=64, ordering="tree", levels=4, relax=0.3, replace_tiny=False,
-                 zero_pivot=1e-14):
+    def __init__(self, A, max_supernode=64, ordering="tree", levels=4, relax=0.3, relax_subtree=16,
+                 replace_tiny=False, zero_pivot=1e-14):
         A = sp.csr_matrix(A, dtype=np.float64)
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
         t0 = time.perf_counter()
-        self.structure = supernodal_structure(A, max_supernode, ordering, levels, relax)
+        self.structure = supernodal_structure(A, max_supernode, ordering, levels, relax, relax_subtree)
         self.ordering_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         perm = self.structure.perm

@@ -71,12 +71,14 @@ class SupernodalStructure:
         return np.unique(sn_of[self.rows[self.rows_ptr[s]:self.rows_ptr[s + 1]]], return_counts=True)
 
 
-def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0):
+def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0, relax_subtree=0):
     """Symbolic factorization of the pattern of ``A + A^T`` under ``ordering``: ``"nd"``
     (METIS nested dissection), ``"tree"`` (recursive METIS vertex separators keeping the top
     ``levels`` levels as an explicit binary :class:`SeparatorTree`, supernodes split at its
     node boundaries) or ``"natural"``. ``relax > 0`` amalgamates a supernode into its parent
-    while the merged supernode stores at most that fraction of explicit zeros."""
+    while the merged supernode stores at most that fraction of explicit zeros;
+    ``relax_subtree > 0`` renumbers in elimination-tree postorder and makes every subtree of
+    at most that many columns one supernode (SuperLU's relaxed supernodes)."""
     A = sp.csr_matrix(A)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
@@ -100,8 +102,10 @@ def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0
         raise ValueError(f"unknown ordering '{ordering}' (known: nd, tree, natural)")
     P = G[perm][:, perm].tocsr()
     P.sort_indices()
-    parent, sn_start, rows_ptr, rows, nnz = _core.symbolic_cholesky(
-        P.indptr.astype(np.int32), P.indices.astype(np.int32), int(max_supernode), breaks, float(relax))
+    parent, sn_start, rows_ptr, rows, nnz, post = _core.symbolic_cholesky(
+        P.indptr.astype(np.int32), P.indices.astype(np.int32), int(max_supernode), breaks, float(relax),
+        int(relax_subtree))
+    perm = np.asarray(perm)[post]
     if ordering == "tree":
         tree = SeparatorTree(t["parent"], t["left"], t["right"], t["level"], t["col_start"], t["col_end"],
                              np.searchsorted(sn_start, t["col_start"]), np.searchsorted(sn_start, t["col_end"]))

@@ -289,18 +289,19 @@ NB_MODULE(_core, m) {
     return d;
   }, "xadj"_a, "adjncy"_a, "levels"_a, "min_split"_a = 8);
   m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size,
-                                In<std::int64_t> breaks, double relax) {
+                                In<std::int64_t> breaks, double relax, int relax_subtree) {
     SupernodalStructure f;
     std::vector<std::int64_t> br(breaks.data(), breaks.data() + breaks.shape(0));
     {
       nb::gil_scoped_release nogil;
       f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size,
-                            br, relax);
+                            br, relax, relax_subtree);
     }
     std::int64_t nnz = f.nnz_L();
     return nb::make_tuple(to_numpy(std::move(f.parent)), to_numpy(std::move(f.sn_start)),
-                          to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz);
-  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a, "relax"_a = 0.0);
+                          to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz,
+                          to_numpy(std::move(f.post)));
+  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a, "relax"_a = 0.0, "relax_subtree"_a = 0);
 
   nb::class_<SupernodalLU>(m, "SupernodalLU", "Supernodal LU without pivoting (multifrontal, serial).")
       .def("__init__", [](SupernodalLU* self, In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,

@@ -19,15 +19,12 @@ std::int64_t SupernodalStructure::nnz_L() const {
   return total;
 }
 
-SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
-                                      int max_size, const std::vector<std::int64_t>& breaks, double relax) {
-  require(max_size >= 1, "symbolic: max supernode size must be at least 1");
-  SupernodalStructure f;
-  f.n = n;
-  f.parent.assign(n, -1);
-  // Elimination tree (Liu): for each column j, every k < j with A(k, j) != 0 climbs to its
-  // root, whose parent becomes j; `ancestor` compresses the paths.
-  std::vector<int> ancestor(n, -1);
+namespace {
+
+std::vector<int> elimination_tree(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices) {
+  // Liu's algorithm: for each column j, every k < j with A(k, j) != 0 climbs to its root,
+  // whose parent becomes j; `ancestor` compresses the paths.
+  std::vector<int> parent(n, -1), ancestor(n, -1);
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p) {
       std::int64_t k = indices[p];
@@ -35,10 +32,84 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
       while (k != -1 && k < j) {
         std::int64_t next = ancestor[k];
         ancestor[k] = static_cast<int>(j);
-        if (next == -1) f.parent[k] = static_cast<int>(j);
+        if (next == -1) parent[k] = static_cast<int>(j);
         k = next;
       }
     }
+  return parent;
+}
+
+// Postorder of the elimination forest inside each range between consecutive `breaks`
+// (a parent outside the range counts as none), children in ascending original order. A
+// topological order of the tree, so the fill is unchanged, and every range keeps its columns.
+std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::vector<std::int64_t>& breaks) {
+  const std::size_t n = parent.size();
+  std::vector<std::int64_t> range_end(n);
+  {
+    auto b = breaks.begin();
+    for (std::size_t j = 0; j < n; ++j) {
+      while (b != breaks.end() && *b <= static_cast<std::int64_t>(j)) ++b;
+      range_end[j] = b == breaks.end() ? static_cast<std::int64_t>(n) : *b;
+    }
+  }
+  auto local_parent = [&](std::size_t j) { return parent[j] >= 0 && parent[j] < range_end[j] ? parent[j] : -1; };
+  std::vector<int> head(n, -1), next(n, -1);
+  for (std::size_t j = n; j-- > 0;)  // build child lists in ascending order
+    if (local_parent(j) >= 0) {
+      next[j] = head[parent[j]];
+      head[parent[j]] = static_cast<int>(j);
+    }
+  std::vector<std::int32_t> post;
+  post.reserve(n);
+  std::vector<int> stack;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (local_parent(r) >= 0) continue;
+    stack.push_back(static_cast<int>(r));
+    while (!stack.empty()) {
+      int v = stack.back();
+      if (head[v] >= 0) {  // descend into the next unvisited child
+        int c = head[v];
+        head[v] = next[c];
+        stack.push_back(c);
+      } else {
+        post.push_back(v);
+        stack.pop_back();
+      }
+    }
+  }
+  return post;
+}
+
+}  // namespace
+
+SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr_in, const std::int32_t* indices_in,
+                                      int max_size, const std::vector<std::int64_t>& breaks, double relax,
+                                      int relax_subtree) {
+  require(max_size >= 1, "symbolic: max supernode size must be at least 1");
+  SupernodalStructure f;
+  f.n = n;
+  const std::int32_t* indptr = indptr_in;
+  const std::int32_t* indices = indices_in;
+  std::vector<std::int32_t> p_indptr, p_indices;
+  if (relax_subtree > 0) {  // renumber in postorder (the elimination tree is unchanged in shape)
+    f.post = postorder(elimination_tree(n, indptr_in, indices_in), breaks);
+    std::vector<std::int32_t> inv(n);
+    for (std::int64_t k = 0; k < n; ++k) inv[f.post[k]] = static_cast<std::int32_t>(k);
+    p_indptr.assign(1, 0);
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int32_t c = f.post[k];
+      const std::size_t start = p_indices.size();
+      for (std::int32_t p = indptr_in[c]; p < indptr_in[c + 1]; ++p) p_indices.push_back(inv[indices_in[p]]);
+      std::sort(p_indices.begin() + static_cast<std::ptrdiff_t>(start), p_indices.end());
+      p_indptr.push_back(static_cast<std::int32_t>(p_indices.size()));
+    }
+    indptr = p_indptr.data();
+    indices = p_indices.data();
+  } else {
+    f.post.resize(n);
+    for (std::int64_t k = 0; k < n; ++k) f.post[k] = static_cast<std::int32_t>(k);
+  }
+  f.parent = elimination_tree(n, indptr, indices);
   // Column structures below the diagonal: own entries plus children's minus the child itself.
   std::vector<std::vector<std::int32_t>> colstruct(n);
   std::vector<int> nchildren(n, 0);
@@ -67,6 +138,29 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
     if (!chain || forced || j - f.sn_start.back() >= max_size) f.sn_start.push_back(j);
   }
   f.sn_start.push_back(n);
+  if (relax_subtree > 0) {
+    // Every maximal subtree of at most relax_subtree columns (contiguous in postorder) that
+    // neither crosses a break nor exceeds max_size becomes one supernode.
+    std::vector<std::int64_t> size(n, 1);
+    for (std::int64_t j = 0; j < n; ++j)
+      if (f.parent[j] >= 0) size[f.parent[j]] += size[j];
+    std::vector<char> start(n + 1, 0);
+    for (std::int64_t s0 : f.sn_start) start[s0] = 1;
+    const std::int64_t cap = std::min<std::int64_t>(relax_subtree, max_size);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool root = size[j] <= cap && (f.parent[j] < 0 || size[f.parent[j]] > cap);
+      if (!root || size[j] < 2) continue;
+      const std::int64_t a = j - size[j] + 1;
+      auto br = std::upper_bound(breaks.begin(), breaks.end(), a);
+      if (br != breaks.end() && *br <= j) continue;  // would cross a tree-node boundary
+      start[a] = 1;
+      for (std::int64_t c = a + 1; c <= j; ++c) start[c] = 0;
+      start[j + 1] = 1;
+    }
+    f.sn_start.clear();
+    for (std::int64_t c = 0; c <= n; ++c)
+      if (start[c] || c == n) f.sn_start.push_back(c);
+  }
   // Relaxed amalgamation along chains of consecutive supernodes: s joins s+1 when s+1 is its
   // parent (its first row below), no break separates them, and few zeros are added.
   if (relax > 0.0) {

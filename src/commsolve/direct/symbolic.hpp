@@ -14,6 +14,7 @@ struct SupernodalStructure {
   std::vector<std::int64_t> sn_start;   // supernode s holds columns [sn_start[s], sn_start[s+1])
   std::vector<std::int64_t> rows_ptr;   // rows of L below supernode s's diagonal block:
   std::vector<std::int32_t> rows;       //   rows[rows_ptr[s], rows_ptr[s+1]), ascending
+  std::vector<std::int32_t> post;       // relabelling applied (new column k was column post[k])
   std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
 };
 
@@ -22,9 +23,13 @@ struct SupernodalStructure {
 // one starts at every column listed in `breaks` (ascending; e.g. separator-tree node starts).
 // Relaxed amalgamation: a supernode merges into its parent when that is the next supernode
 // and the merged one stores at most `relax` of explicit zeros (or has at most 4 columns).
+// With `relax_subtree` > 0 the columns are first renumbered in an elimination-tree postorder
+// inside each range between `breaks` (so every range keeps its columns and the fill is
+// unchanged), and every subtree of at most that many columns becomes one supernode
+// (SuperLU's relaxed supernodes); the renumbering is returned in `post`.
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
                                       int max_size, const std::vector<std::int64_t>& breaks = {},
-                                      double relax = 0.0);
+                                      double relax = 0.0, int relax_subtree = 0);
 
 // Nested-dissection ordering by METIS_NodeND of a symmetric adjacency graph (no self
 // loops): perm[k] is the original index of the k-th eliminated vertex.
