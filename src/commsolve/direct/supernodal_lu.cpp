@@ -43,7 +43,7 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     if (below(s) == 0) continue;
     children[sn_of[sym_.rows[sym_.rows_ptr[s]]]].push_back(s);  // first row below is in the parent
   }
-  std::vector<std::int64_t> pos(n, -1);
+  std::vector<std::int64_t> pos(n, -1), rel;
   std::vector<double> F;
   for (std::size_t s = 0; s < ns; ++s) {
     const std::int64_t f = sym_.sn_start[s], l = sym_.sn_start[s + 1], w = l - f, r = below(s), m = w + r;
@@ -63,12 +63,20 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
       for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p)  // column j: A(i, j), i past the block
         if (t_indices[p] >= l) at(t_indices[p], j) += t_data[p];
     }
-    for (std::size_t c : children[s]) {  // extend-add
+    for (std::size_t c : children[s]) {  // extend-add through the child's relative indices
       const std::int64_t rc = below(c);
       const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
-      const std::vector<double>& U = *update[c];
-      for (std::int64_t b = 0; b < rc; ++b)
-        for (std::int64_t a = 0; a < rc; ++a) at(crow[a], crow[b]) += U[static_cast<std::size_t>(b * rc + a)];
+      rel.resize(static_cast<std::size_t>(rc));
+      for (std::int64_t a = 0; a < rc; ++a) {
+        rel[a] = pos[crow[a]];
+        if (rel[a] < 0) throw std::logic_error("supernodal LU: a child's rows fall outside its parent's front");
+      }
+      const double* U = update[c]->data();
+      for (std::int64_t b = 0; b < rc; ++b) {
+        double* col = F.data() + rel[b] * m;
+        const double* ucol = U + b * rc;
+        for (std::int64_t a = 0; a < rc; ++a) col[rel[a]] += ucol[a];
+      }
       update[c].reset();
     }
     // Diagonal block: unpivoted right-looking LU.
