@@ -16,7 +16,8 @@ from .topology import Topology, make_topology
 __version__ = "0.1.0"
 
 __all__ = [
-    "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR", "model",
+    "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
+    "trees", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual",
 ]

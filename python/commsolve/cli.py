@@ -78,25 +78,6 @@ def _progress(enabled):
     return lambda it: tqdm(it, desc="SpMV", unit="run", leave=False, file=sys.stderr, disable=None)
 
 
-def format_spmv(r):
-    from .stats import format_summary
-
-    err = r["rel_error_vs_scipy"]
-    lines = [
-        f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros",
-        f"layout      {r['nranks']} ranks on {r['nodes']} node(s), partition {r['partition']}, "
-        f"strategy {r['strategy']}",
-        f"setup       {r['setup_s']:.3f} s",
-        f"SpMV        {r['spmv_median_s'] * 1e3:.3f} ms median of {r['repeat']} "
-        f"(min {r['spmv_min_s'] * 1e3:.3f} ms)",
-        f"rate        {r['gflops']:.2f} GFLOP/s, effective bandwidth {r['bandwidth_gbs']:.2f} GB/s",
-        "check       " + ("skipped (problem too large)" if err is None else f"relative error vs scipy {err:.2e}"),
-        f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
-        format_summary(r["comm"]),
-    ]
-    return "\n".join(lines)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="commsolve")
 def main():
@@ -134,6 +115,8 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
                       strategy=strategy, repeat=repeat, check=not no_check, progress=_progress(not as_json),
                       profile=profile)
     if result is not None:
+        from .spmv_run import format_spmv
+
         click.echo(json.dumps(result, indent=2) if as_json else format_spmv(result))
         if result["rel_error_vs_scipy"] is not None and result["rel_error_vs_scipy"] > 1e-12:
             _fail(f"result differs from scipy (relative error {result['rel_error_vs_scipy']:.2e})", True)

@@ -6,7 +6,7 @@ import time
 
 from . import gallery, virtual
 from .partition import partition
-from .spmv_run import run_spmv
+from .spmv_run import format_spmv, run_spmv
 from .stats import summarize
 from .topology import make_topology
 
@@ -29,8 +29,6 @@ def run_demo(comm, echo=None):
         r = run_spmv(comm, gen=gen, partition=part, ppn=1, repeat=30)
         if comm.rank == 0:
             results.append(r)
-            from .cli import format_spmv
-
             say(format_spmv(r))
             say("")
     if comm.rank != 0:

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from . import _core
 from ._core import Distribution
 
-__all__ = ["Distribution", "METHODS", "partition", "owners"]
+__all__ = ["Distribution", "METHODS", "partition", "owners", "adjacency_graph"]
 
 METHODS = ("contiguous", "strided", "metis")
 
@@ -24,9 +24,24 @@ def _check(n, nranks):
         raise ValueError(f"cannot partition {n} rows over {nranks} ranks (more ranks than rows)")
 
 
+def adjacency_graph(A):
+    """The symmetric adjacency graph of a square matrix: the pattern of ``A + A^T`` without
+    the diagonal, as CSR with sorted int32 indices (what METIS takes)."""
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
+    A = sp.csr_matrix(A)
+    G = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+    G = (G + G.T).tocsr()
+    G.setdiag(0)
+    G.eliminate_zeros()
+    G.sort_indices()
+    return sp.csr_matrix((G.data, G.indices.astype(np.int32), G.indptr.astype(np.int32)), shape=G.shape)
+
+
 def owners(A, nranks, method="contiguous", seed=0):
-    """Owner rank of every row of the square matrix ``A`` (int32 array of length n)."""
-    n = A.shape[0]
+    """Owner rank of every row of the square matrix ``A`` (int32 array of length n);
+    ``contiguous`` and ``strided`` need only the row count (``A`` may be an integer)."""
+    n = A if isinstance(A, (int, np.integer)) else A.shape[0]
     _check(n, nranks)
     if method == "contiguous":
         d = Distribution.contiguous(n, nranks)
@@ -36,13 +51,8 @@ def owners(A, nranks, method="contiguous", seed=0):
     if method == "metis":
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"metis partitioning needs a square matrix, got {A.shape[0]} x {A.shape[1]}")
-        G = sp.csr_matrix(A, copy=True)
-        G.data = np.ones_like(G.data)
-        G = (G + G.T).tocsr()
-        G.setdiag(0)
-        G.eliminate_zeros()
-        G.sort_indices()
-        return _core.metis_kway(G.indptr.astype(np.int32), G.indices.astype(np.int32), int(nranks), int(seed))
+        G = adjacency_graph(A)
+        return _core.metis_kway(G.indptr, G.indices, int(nranks), int(seed))
     raise ValueError(f"unknown partition method '{method}' (known: {', '.join(METHODS)})")
 
 
@@ -51,12 +61,8 @@ def partition(A, nranks, method="contiguous", seed=0):
 
     ``contiguous`` needs only ``A.shape[0]`` (``A`` may be an integer row count).
     """
-    if method == "contiguous":
+    if method == "contiguous":  # block offsets, no owner array
         n = A if isinstance(A, (int, np.integer)) else A.shape[0]
         _check(n, nranks)
         return Distribution.contiguous(int(n), int(nranks))
-    if method == "strided":
-        n = A if isinstance(A, (int, np.integer)) else A.shape[0]
-        _check(n, nranks)
-        return Distribution.from_owners((np.arange(n) % nranks).astype(np.int32), int(nranks))
     return Distribution.from_owners(owners(A, nranks, method, seed), int(nranks))

@@ -12,9 +12,9 @@ from ._collective import mpi
 from .gallery import parse_spec
 from .io import mmread
 from .parcsr import ParCSR
-from .stats import CommStats, summarize
+from .stats import CommStats, format_summary, summarize
 
-__all__ = ["run_spmv", "input_vector", "CHECK_LIMIT"]
+__all__ = ["run_spmv", "format_spmv", "input_vector", "CHECK_LIMIT"]
 
 CHECK_LIMIT = 4_000_000  # rows up to which rank 0 rebuilds A and checks against scipy
 
@@ -100,3 +100,21 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
             "mpi": MPI.Get_library_version().splitlines()[0].strip(),
         },
     }
+
+
+def format_spmv(r):
+    """The text report of :func:`run_spmv`'s result."""
+    err = r["rel_error_vs_scipy"]
+    lines = [
+        f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros",
+        f"layout      {r['nranks']} ranks on {r['nodes']} node(s), partition {r['partition']}, "
+        f"strategy {r['strategy']}",
+        f"setup       {r['setup_s']:.3f} s",
+        f"SpMV        {r['spmv_median_s'] * 1e3:.3f} ms median of {r['repeat']} "
+        f"(min {r['spmv_min_s'] * 1e3:.3f} ms)",
+        f"rate        {r['gflops']:.2f} GFLOP/s, effective bandwidth {r['bandwidth_gbs']:.2f} GB/s",
+        "check       " + ("skipped (problem too large)" if err is None else f"relative error vs scipy {err:.2e}"),
+        f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
+        format_summary(r["comm"]),
+    ]
+    return "\n".join(lines)

@@ -9,12 +9,13 @@ block (I, K) lives on rank (I mod Pr) * Pc + (K mod Pc).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core
+from .partition import adjacency_graph
 from .trees import Collectives
 
 __all__ = ["SeparatorTree", "SupernodalStructure", "supernodal_structure", "selinv_collectives"]
@@ -65,10 +66,14 @@ class SupernodalStructure:
     def nsuper(self):
         return self.sn_start.size - 1
 
+    @functools.cached_property
+    def sn_of(self):
+        """Supernode of every column."""
+        return np.repeat(np.arange(self.nsuper), np.diff(self.sn_start))
+
     def block_rows(self, s):
         """(supernodes I, rows in each) of the off-diagonal blocks L(I, s), ascending I."""
-        sn_of = np.repeat(np.arange(self.nsuper), np.diff(self.sn_start))
-        return np.unique(sn_of[self.rows[self.rows_ptr[s]:self.rows_ptr[s + 1]]], return_counts=True)
+        return np.unique(self.sn_of[self.rows[self.rows_ptr[s]:self.rows_ptr[s + 1]]], return_counts=True)
 
 
 def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0, relax_subtree=0):
@@ -79,21 +84,14 @@ def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0
     while the merged supernode stores at most that fraction of explicit zeros;
     ``relax_subtree > 0`` renumbers in elimination-tree postorder and makes every subtree of
     at most that many columns one supernode (SuperLU's relaxed supernodes)."""
-    A = sp.csr_matrix(A)
-    if A.shape[0] != A.shape[1]:
-        raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
-    G = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
-    G = (G + G.T).tocsr()
-    G.setdiag(0)
-    G.eliminate_zeros()
-    G.sort_indices()
+    G = adjacency_graph(A)
     tree, breaks = None, np.zeros(0, np.int64)
     if ordering == "nd":
-        perm = _core.metis_nested_dissection(G.indptr.astype(np.int32), G.indices.astype(np.int32))
+        perm = _core.metis_nested_dissection(G.indptr, G.indices)
     elif ordering == "tree":
         if levels < 0:
             raise ValueError(f"levels must be >= 0, got {levels}")
-        t = _core.separator_tree(G.indptr.astype(np.int32), G.indices.astype(np.int32), int(levels))
+        t = _core.separator_tree(G.indptr, G.indices, int(levels))
         perm = t["perm"]
         breaks = np.unique(t["col_start"]).astype(np.int64)
     elif ordering == "natural":
@@ -103,7 +101,7 @@ def supernodal_structure(A, max_supernode=32, ordering="nd", levels=4, relax=0.0
     P = G[perm][:, perm].tocsr()
     P.sort_indices()
     parent, sn_start, rows_ptr, rows, nnz, post = _core.symbolic_cholesky(
-        P.indptr.astype(np.int32), P.indices.astype(np.int32), int(max_supernode), breaks, float(relax),
+        P.indptr, P.indices, int(max_supernode), breaks, float(relax),
         int(relax_subtree))
     perm = np.asarray(perm)[post]
     if ordering == "tree":
@@ -127,12 +125,10 @@ def selinv_collectives(structure, grid):
     if Pr < 1 or Pc < 1:
         raise ValueError(f"grid must be positive, got {Pr} x {Pc}")
     ids, kinds, roots, parts, counts = [], [], [], [], []
-    sn_of = np.repeat(np.arange(structure.nsuper), np.diff(structure.sn_start))
     for K in range(structure.nsuper):
-        rows = structure.rows[structure.rows_ptr[K]:structure.rows_ptr[K + 1]]
-        if rows.size == 0:
+        blocks, sizes = structure.block_rows(K)
+        if blocks.size == 0:
             continue
-        blocks, sizes = np.unique(sn_of[rows], return_counts=True)
         width = int(structure.sn_start[K + 1] - structure.sn_start[K])
         kc = K % Pc
         # grid column kc, processor rows in need order (first block owned)

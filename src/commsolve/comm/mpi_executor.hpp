@@ -45,7 +45,7 @@ class RequestSet {
   void add(MPI_Request r) { reqs_.push_back(r); }
   std::size_t size() const { return reqs_.size(); }
   void start();
-  // Waits for all; statuses of the first `nstatus` requests are stored in `statuses`.
+  // Waits for all; `statuses` receives one status per request, in the order they were added.
   void wait(std::vector<MPI_Status>& statuses);
 
  private:

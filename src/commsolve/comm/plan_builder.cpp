@@ -66,7 +66,7 @@ HaloPattern deserialize(const std::int64_t*& q) {
   return p;
 }
 
-// Allgatherv of int64 buffers; returns the concatenation and each rank's displacement.
+// Allgatherv of int64 buffers; returns every rank's buffer, concatenated in rank order.
 std::vector<std::int64_t> allgather(const std::vector<std::int64_t>& mine, MPI_Comm comm) {
   int size = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
