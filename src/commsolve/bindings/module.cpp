@@ -18,6 +18,7 @@
 #include "direct/separator_tree.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "direct/symbolic.hpp"
+#include "direct/trisolve_2d.hpp"
 #include "dist/par_csr.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
@@ -64,6 +65,20 @@ MPI_Comm comm_from_handle(std::int64_t fortran_handle) {
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MPI is not initialized (import mpi4py.MPI first)");
   return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
+}
+
+// A supernodal structure from its arrays (n is the last column start), checked for shape.
+SupernodalStructure structure_from(const In<std::int64_t>& sn_start, const In<std::int64_t>& rows_ptr,
+                                   const In<std::int32_t>& rows) {
+  SupernodalStructure sym;
+  sym.sn_start.assign(sn_start.data(), sn_start.data() + sn_start.shape(0));
+  sym.rows_ptr.assign(rows_ptr.data(), rows_ptr.data() + rows_ptr.shape(0));
+  sym.rows.assign(rows.data(), rows.data() + rows.shape(0));
+  if (sym.sn_start.size() < 2 || sym.sn_start.front() != 0 || sym.rows_ptr.size() != sym.sn_start.size() ||
+      sym.rows_ptr.back() != static_cast<std::int64_t>(sym.rows.size()))
+    throw nb::value_error("supernodal structure: sn_start, rows_ptr and rows disagree");
+  sym.n = sym.sn_start.back();
+  return sym;
 }
 
 // Per step: [msgs_sent, bytes_sent, msgs_recv, bytes_recv] x [intra, inter], flattened to 8.
@@ -308,12 +323,8 @@ NB_MODULE(_core, m) {
                           In<std::int32_t> rows, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
                           In<std::int32_t> t_indptr, In<std::int32_t> t_indices, In<double> t_data, double zero_pivot,
                           bool replace_tiny) {
-        SupernodalStructure sym;
-        sym.n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
-        sym.sn_start.assign(sn_start.data(), sn_start.data() + sn_start.shape(0));
-        sym.rows_ptr.assign(rows_ptr.data(), rows_ptr.data() + rows_ptr.shape(0));
-        sym.rows.assign(rows.data(), rows.data() + rows.shape(0));
-        if (sym.sn_start.empty() || sym.sn_start.back() != sym.n || sym.rows_ptr.size() != sym.sn_start.size())
+        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        if (sym.n != static_cast<std::int64_t>(indptr.shape(0)) - 1)
           throw nb::value_error("supernodal LU: structure and matrix disagree");
         nb::gil_scoped_release nogil;
         new (self) SupernodalLU(sym, indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
@@ -328,6 +339,38 @@ NB_MODULE(_core, m) {
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
       .def_prop_ro("flops", &SupernodalLU::flops);
+
+  nb::class_<TriSolve2D>(m, "TriSolve2D", "Factors on a Px x Py grid and the message-driven 2D triangular solves.")
+      .def("__init__", [](TriSolve2D* self, std::int64_t comm, const Topology& topo, int px, int py,
+                          In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                          const SupernodalLU* lu, const std::string& shape, std::uint64_t seed, int threshold) {
+        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        MPI_Comm c = comm_from_handle(comm);
+        nb::gil_scoped_release nogil;
+        new (self) TriSolve2D(c, topo, ProcessGrid2D{px, py}, std::move(sym), lu, TreeShape{shape, seed, threshold});
+      }, "comm"_a, "topology"_a, "px"_a, "py"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "lu"_a.none(), "shape"_a,
+           "seed"_a, "flat_threshold"_a)
+      .def("set_tree", [](TriSolve2D& t, const std::string& shape, std::uint64_t seed, int threshold) {
+        t.set_tree(TreeShape{shape, seed, threshold});
+      }, "shape"_a, "seed"_a, "flat_threshold"_a)
+      .def("solve", [](TriSolve2D& t, nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu> b) {
+        if (static_cast<std::int64_t>(b.shape(0)) != t.n()) throw nb::value_error("b has the wrong length");
+        TriSolve2D::Times times;
+        {
+          nb::gil_scoped_release nogil;
+          times = t.solve(b.data(), static_cast<int>(b.shape(1)));
+        }
+        return nb::make_tuple(times.lsolve, times.usolve, times.gather);
+      }, "b"_a.noconvert(), "Collective; returns this rank's (L-solve, U-solve, gather) seconds.")
+      .def("planned_stats_array", [](const TriSolve2D& t, int nrhs) { return stats_array(t.planned(nrhs)); },
+           "nrhs"_a)
+      .def("recorded_stats_array", [](const TriSolve2D& t) { return stats_array(t.recorded()); })
+      .def_prop_ro("local_entries", &TriSolve2D::local_entries);
+  m.def("triangular_solve_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
+                                           In<std::int32_t> rows, int px, int py, bool upper) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    return triangular_solve_collectives(sym, supernode_blocks(sym), ProcessGrid2D{px, py}, upper);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "upper"_a);
 
   // ---- restricted collectives ------------------------------------------------------
   nb::class_<CollectiveSet>(m, "CollectiveSet", "Restricted collectives as arrays (see commsolve.trees).")

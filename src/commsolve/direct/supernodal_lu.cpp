@@ -128,6 +128,25 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
   }
+  invert_diagonal_blocks();
+}
+
+void SupernodalLU::invert_diagonal_blocks() {
+  const std::size_t ns = sym_.sn_start.size() - 1;
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < ns; ++s) {
+    inv_off_.push_back(total);
+    total += 2 * width(s) * width(s);
+  }
+  inverses_.assign(static_cast<std::size_t>(total), 0.0);
+  for (std::size_t s = 0; s < ns; ++s) {
+    const int w = static_cast<int>(width(s));
+    double* il = inverses_.data() + inv_off_[s];
+    double* iu = il + static_cast<std::int64_t>(w) * w;
+    for (int j = 0; j < w; ++j) il[j * w + j] = iu[j * w + j] = 1.0;
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, w, w, 1.0, diag(s), w, il, w);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, w, w, 1.0, diag(s), w, iu, w);
+  }
 }
 
 std::int64_t SupernodalLU::nnz_LU() const {

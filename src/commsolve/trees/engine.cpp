@@ -10,8 +10,6 @@ namespace commsolve {
 
 namespace {
 
-constexpr int engine_tag = 7;
-
 double key_bits(std::int64_t key) {
   double d;
   std::memcpy(&d, &key, sizeof d);
@@ -26,13 +24,27 @@ std::int64_t bits_key(double d) {
 
 }  // namespace
 
-MessageEngine::MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted)
+MessageEngine::MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted,
+                             int nkinds)
     : comm_(comm), topo_(topo), rank_(comm_.rank()), max_values_(max_values) {
   require(max_posted >= 1, "engine: at least one receive must be posted");
   require(topo_.size() == comm_.size(), "engine: topology size differs from the communicator's");
   rbuf_.assign(static_cast<std::size_t>(max_posted), std::vector<double>(static_cast<std::size_t>(max_values + 1)));
   rreq_.assign(static_cast<std::size_t>(max_posted), MPI_REQUEST_NULL);
-  stats_.steps.resize(2);
+  stats_.steps.resize(static_cast<std::size_t>(nkinds));
+}
+
+void MessageEngine::reset_recorded() {
+  const std::size_t k = stats_.steps.size();
+  stats_ = CommStats();
+  stats_.steps.resize(k);
+}
+
+void MessageEngine::reserve(std::int64_t max_values) {
+  for (MPI_Request r : rreq_)
+    if (r != MPI_REQUEST_NULL) throw std::logic_error("engine: reserve() while receives are posted");
+  max_values_ = max_values;
+  for (auto& b : rbuf_) b.assign(static_cast<std::size_t>(max_values + 1), 0.0);
 }
 
 MessageEngine::~MessageEngine() {
@@ -48,7 +60,7 @@ MessageEngine::~MessageEngine() {
 }
 
 void MessageEngine::post(std::size_t slot) {
-  check_mpi(MPI_Irecv(rbuf_[slot].data(), static_cast<int>(max_values_ + 1), MPI_DOUBLE, MPI_ANY_SOURCE, engine_tag,
+  check_mpi(MPI_Irecv(rbuf_[slot].data(), static_cast<int>(max_values_ + 1), MPI_DOUBLE, MPI_ANY_SOURCE, tag_,
                       comm_.get(), &rreq_[slot]),
             "MPI_Irecv");
 }
@@ -61,7 +73,7 @@ void MessageEngine::send(int dest, std::int64_t key, const double* values, std::
   std::copy(values, values + n, buf.begin() + 1);
   sbuf_.push_back(std::move(buf));
   sreq_.push_back(MPI_REQUEST_NULL);
-  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(n + 1), MPI_DOUBLE, dest, engine_tag, comm_.get(),
+  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(n + 1), MPI_DOUBLE, dest, tag_, comm_.get(),
                       &sreq_.back()),
             "MPI_Isend");
   stats_.steps[kind].add_send(locality(topo_, rank_, dest), 8 * (n + 1));

@@ -19,8 +19,9 @@ namespace commsolve {
 class MessageEngine {
  public:
   // Collective on comm (duplicates it). Messages hold a 64-bit key followed by at most
-  // `max_values` doubles; at most `max_posted` receives are posted at a time.
-  MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted = 64);
+  // `max_values` doubles; at most `max_posted` receives are posted at a time; statistics
+  // are kept for `nkinds` kinds of message.
+  MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted = 64, int nkinds = 2);
   ~MessageEngine();
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;
@@ -34,7 +35,12 @@ class MessageEngine {
   void run(std::int64_t expected, const Handler& on_arrival);
   // What went through MPI, per kind, since construction; kind_of(key) classifies arrivals.
   const CommStats& recorded() const { return stats_; }
+  void reset_recorded();
   void set_kind_of(std::function<int(std::int64_t)> f) { kind_of_ = std::move(f); }
+  // Between runs only (no receive posted): a new message size limit, and the MPI tag of
+  // what follows, so that messages of consecutive phases cannot be mistaken for each other.
+  void reserve(std::int64_t max_values);
+  void set_tag(int tag) { tag_ = tag; }
 
  private:
   void post(std::size_t slot);
@@ -44,6 +50,7 @@ class MessageEngine {
   Topology topo_;
   int rank_ = 0;
   std::int64_t max_values_;
+  int tag_ = 7;
   std::vector<std::vector<double>> rbuf_;  // [key as double bits | values]
   std::vector<MPI_Request> rreq_;
   std::vector<std::vector<double>> sbuf_;

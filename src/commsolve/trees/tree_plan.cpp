@@ -239,12 +239,12 @@ std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const T
   return plans;
 }
 
-CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo) {
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo, std::int64_t count_scale) {
   CommStats s;
   s.steps.resize(2);
   for (std::size_t i = 0; i < plan.index.size(); ++i) {
     const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    add_stats(s, plan.rank, plan.links[i], set.kind[c], set.count[c], topo);
+    add_stats(s, plan.rank, plan.links[i], set.kind[c], set.count[c] * count_scale, topo);
   }
   return s;
 }

@@ -59,8 +59,10 @@ struct TreePlan {
 };
 
 // Planned statistics: step 0 broadcasts, step 1 reductions; each message carries an 8-byte
-// header (the collective index) and the payload.
-CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo);
+// header (the collective index) and the payload, `count_scale` times the set's count
+// (e.g. the number of right-hand sides).
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo,
+                     std::int64_t count_scale = 1);
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo);
 // Every rank's planned statistics without keeping the plans (for analysis at scale).

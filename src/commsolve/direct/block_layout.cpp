@@ -1,0 +1,117 @@
+#include "direct/block_layout.hpp"
+
+#include <algorithm>
+
+namespace commsolve {
+
+SupernodeBlocks supernode_blocks(const SupernodalStructure& sym) {
+  const std::size_t ns = sym.sn_start.size() - 1;
+  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
+  for (std::size_t s = 0; s < ns; ++s)
+    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
+  SupernodeBlocks b;
+  b.col_ptr.push_back(0);
+  for (std::size_t k = 0; k < ns; ++k) {
+    const std::int64_t base = sym.rows_ptr[k], r = sym.rows_ptr[k + 1] - base;
+    for (std::int64_t a = 0; a < r;) {
+      const std::int32_t i = sn_of[sym.rows[base + a]];
+      std::int64_t e = a + 1;
+      while (e < r && sn_of[sym.rows[base + e]] == i) ++e;
+      b.sn.push_back(i);
+      b.col.push_back(static_cast<std::int32_t>(k));
+      b.lo.push_back(a);
+      b.hi.push_back(e);
+      a = e;
+    }
+    b.col_ptr.push_back(static_cast<std::int64_t>(b.sn.size()));
+  }
+  // Row lists by counting sort: blocks were made in ascending K, so each row's list is too.
+  b.row_ptr.assign(ns + 1, 0);
+  for (std::int32_t i : b.sn) ++b.row_ptr[i + 1];
+  for (std::size_t i = 0; i < ns; ++i) b.row_ptr[i + 1] += b.row_ptr[i];
+  b.row_blocks.resize(b.size());
+  std::vector<std::int64_t> next(b.row_ptr.begin(), b.row_ptr.end() - 1);
+  for (std::size_t k = 0; k < b.size(); ++k) b.row_blocks[next[b.sn[k]]++] = static_cast<std::int64_t>(k);
+  return b;
+}
+
+CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                           const ProcessGrid2D& grid, bool upper) {
+  const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
+  CollectiveSet set;
+  std::vector<int> part;
+  // Block k's owner: L(I, K) on (I, K); U(K, I) on (K, I).
+  auto owner = [&](std::int64_t k) {
+    return upper ? grid.owner(blocks.col[k], blocks.sn[k]) : grid.owner(blocks.sn[k], blocks.col[k]);
+  };
+  auto add = [&](std::int64_t id, CollectiveKind kind, std::int64_t k) {
+    const int root = grid.diag_owner(k);
+    std::sort(part.begin(), part.end());
+    part.erase(std::unique(part.begin(), part.end()), part.end());
+    set.id.push_back(id);
+    set.kind.push_back(static_cast<std::int8_t>(kind));
+    set.root.push_back(root);
+    set.part.push_back(root);
+    for (int p : part)
+      if (p != root) set.part.push_back(p);
+    set.part_ptr.push_back(static_cast<std::int64_t>(set.part.size()));
+    set.count.push_back(sym.sn_start[k + 1] - sym.sn_start[k]);
+    part.clear();
+  };
+  // Who uses supernode K's solution: in the L-solve the blocks of column K, in the U-solve
+  // those of row K; who adds to K's sum: the other one.
+  auto column = [&](std::int64_t k) {
+    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b) part.push_back(owner(b));
+  };
+  auto row = [&](std::int64_t k) {
+    for (std::int64_t p = blocks.row_ptr[k]; p < blocks.row_ptr[k + 1]; ++p) part.push_back(owner(blocks.row_blocks[p]));
+  };
+  const std::int64_t id0 = upper ? 2 * ns : 0;
+  for (std::int64_t k = 0; k < ns; ++k) {
+    upper ? row(k) : column(k);
+    add(id0 + k, CollectiveKind::broadcast, k);
+  }
+  for (std::int64_t k = 0; k < ns; ++k) {
+    upper ? column(k) : row(k);
+    add(id0 + ns + k, CollectiveKind::reduce, k);
+  }
+  return set;
+}
+
+LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
+                              int rank) {
+  const std::size_t ns = sym.sn_start.size() - 1;
+  auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
+  LocalLayout2D out;
+  for (std::size_t k = 0; k < ns; ++k)
+    if (grid.diag_owner(static_cast<std::int64_t>(k)) == rank) {
+      out.diag_sn.push_back(static_cast<std::int32_t>(k));
+      out.diag_off.push_back(out.total);
+      out.total += 2 * width(static_cast<std::int64_t>(k)) * width(static_cast<std::int64_t>(k));
+    }
+  out.l_ptr.push_back(0);
+  for (std::size_t k = 0; k < ns; ++k) {
+    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
+      if (grid.owner(blocks.sn[b], blocks.col[b]) == rank) {
+        out.l_block.push_back(b);
+        out.l_off.push_back(out.total);
+        out.total += (blocks.hi[b] - blocks.lo[b]) * width(static_cast<std::int64_t>(k));
+      }
+    out.l_ptr.push_back(static_cast<std::int64_t>(out.l_block.size()));
+  }
+  out.u_ptr.push_back(0);
+  for (std::size_t j = 0; j < ns; ++j) {
+    for (std::int64_t p = blocks.row_ptr[j]; p < blocks.row_ptr[j + 1]; ++p) {
+      const std::int64_t b = blocks.row_blocks[p];
+      if (grid.owner(blocks.col[b], blocks.sn[b]) == rank) {
+        out.u_block.push_back(b);
+        out.u_off.push_back(out.total);
+        out.total += (blocks.hi[b] - blocks.lo[b]) * width(blocks.col[b]);
+      }
+    }
+    out.u_ptr.push_back(static_cast<std::int64_t>(out.u_block.size()));
+  }
+  return out;
+}
+
+}  // namespace commsolve

@@ -1,0 +1,59 @@
+// The block structure of supernodal LU factors and its 2D block-cyclic layout over a Px x Py
+// process grid (SuperLU_DIST's): block (I, J) lives on process (I mod Px, J mod Py). What
+// the 2D triangular solves move follows from it as restricted collectives, one broadcast
+// down a process column and one reduction along a process row per supernode and solve.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "direct/symbolic.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve {
+
+struct ProcessGrid2D {
+  int px = 1, py = 1;
+  int size() const { return px * py; }
+  int rank_of(std::int64_t prow, std::int64_t pcol) const { return static_cast<int>(prow * py + pcol); }
+  int owner(std::int64_t i, std::int64_t j) const { return rank_of(i % px, j % py); }  // block (I, J)
+  int diag_owner(std::int64_t k) const { return owner(k, k); }
+};
+
+// Supernode K's rows below its diagonal block, cut by the supernode that holds them: block b
+// of column K covers K's rows [lo[b], hi[b]) (relative to rows_ptr[K]), all in supernode
+// sn[b]. With a symmetric pattern L(I, K) and U(K, I) are the same block, one from either side.
+struct SupernodeBlocks {
+  std::vector<std::int64_t> col_ptr;  // column K's blocks: [col_ptr[K], col_ptr[K + 1])
+  std::vector<std::int32_t> sn, col;  // the block's row supernode I and column supernode K
+  std::vector<std::int64_t> lo, hi;
+  std::vector<std::int64_t> row_ptr;  // row I's blocks: row_blocks[row_ptr[I], row_ptr[I + 1]),
+  std::vector<std::int64_t> row_blocks;  //   ascending K
+  std::size_t size() const { return sn.size(); }
+};
+
+SupernodeBlocks supernode_blocks(const SupernodalStructure& sym);
+
+// The collectives of one triangular solve. Collective K (< ns) broadcasts supernode K's
+// solution from its diagonal owner to the owners of the blocks that use it; collective
+// ns + K reduces the partial sums of supernode K to its diagonal owner. Counts are widths
+// (per right-hand side). L-solve: L(I, K) uses y(K) and adds to lsum(I); U-solve: U(K, J)
+// uses x(J) and adds to usum(K).
+CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                           const ProcessGrid2D& grid, bool upper);
+
+// One rank's share of the factors, as offsets into one array of values: the diagonal blocks
+// it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks by column K (m x w_K), and
+// its U blocks by the supernode J whose solution they use (w_K x m), all column-major.
+struct LocalLayout2D {
+  std::vector<std::int32_t> diag_sn;
+  std::vector<std::int64_t> diag_off;
+  std::vector<std::int64_t> l_ptr, l_block, l_off;  // over columns K (size ns + 1)
+  std::vector<std::int64_t> u_ptr, u_block, u_off;  // over sources J (size ns + 1)
+  std::int64_t total = 0;
+};
+
+LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
+                              int rank);
+
+}  // namespace commsolve
