@@ -12,6 +12,10 @@ from conftest import json_lines, mpirun
     (2, "nonsquare", "matrix must be square, got 10 x 12"),
     (2, "more-ranks-than-rows", "cannot partition 1 rows over 2 ranks (more ranks than rows)"),
     (2, "strategy", "unknown communication strategy 'carrier-pigeon'"),
+    (3, "grid", "a 2x2 grid needs 4 ranks, the communicator has 3"),
+    (2, "tree", "unknown tree shape 'oak'"),
+    (2, "zero-pivot", "zero pivot 0.000000 at permuted column 0"),
+    (2, "rhs-shape", "b must have shape (36,) or (36, nrhs), got (35,)"),
 ])
 def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):
     out = json_lines(mpirun(nprocs, "errors.py", nprocs, tmp_path, case, timeout=120).stdout)

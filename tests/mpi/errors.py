@@ -48,6 +48,16 @@ def run():
         cs.ParCSR.from_spec("poisson2d:1", comm, partition="strided")
     elif case == "strategy":
         cs.ParCSR.from_spec("poisson2d:8", comm, strategy="carrier-pigeon")
+    elif case == "grid":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(2, 2))
+    elif case == "tree":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, tree="oak")
+    elif case == "zero-pivot":
+        A = sp.csr_matrix(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 2.0]]))
+        cs.direct.factor(A if comm.rank == 0 else None, comm, ordering="natural")
+    elif case == "rhs-shape":
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.solve(np.ones(35) if comm.rank == 0 else None)
     elif case == "wrong-length":
         A = cs.ParCSR.from_spec("poisson2d:8", comm)
         n = A.local_cols + (1 if comm.rank == 1 else 0)
