@@ -74,3 +74,43 @@ def test_spmv_with_node_aware_strategies(strategy):
     r = json.loads(p.stdout)
     assert r["rel_error_vs_scipy"] <= 1e-12 and r["stats_recorded_equal_planned"]
     assert r["comm"]["steps"] == {"node-aware": 3, "node-aware-2step": 2}.get(strategy, r["comm"]["steps"])
+
+
+def test_sptrsv_reports_times_residual_and_comm_per_rank():
+    p = cli("sptrsv", "--gen", "poisson2d9:40", "-np", "4", "--grid", "2x2", "--tree", "binary", "--nrhs", "3",
+            "--ppn", "2", "--repeat", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert (r["rows"], r["grid"], r["nrhs"], r["tree"]) == (1600, [2, 2], 3, "binary")
+    assert r["rel_residual"] <= 1e-10 and r["stats_recorded_equal_planned"]
+    assert r["nnz_LU"] > gallery.poisson2d9(40).nnz and len(r["local_entries"]) == 4
+    assert min(r["local_entries"]) > 0
+    assert r["l_solve_s"] > 0 and r["u_solve_s"] > 0 and r["solve_s"] >= r["l_solve_s"] + r["u_solve_s"]
+    assert set(r["factor_s"]) == {"ordering", "numeric", "distribute", "total"}
+    per_rank = r["comm_per_rank"]
+    assert len(per_rank) == 4 and all(len(s["steps"]) == 4 for s in per_rank)
+    # ppn 2: ranks 0,1 on one node; the 2x2 grid's columns cross nodes, its rows do not.
+    assert sum(s["total"]["msgs_sent_inter"] for s in per_rank) > 0
+    assert sum(s["total"]["msgs_sent_intra"] for s in per_rank) > 0
+
+
+def test_sptrsv_text_output_and_matrix_file(tmp_path):
+    path = tmp_path / "a.mtx"
+    mmwrite(path, gallery.aniso2d(30, eps=0.01, theta=30))
+    p = cli("sptrsv", "--matrix", str(path), "-np", "2", "--tree", "flat", "--repeat", "1")
+    assert p.returncode == 0, p.stderr
+    for line in ("grid 1x2, tree flat", "L-solve", "U-solve", "nnz(L+U)", "residual", "recorded == planned: yes"):
+        assert line in p.stdout, p.stdout
+    assert p.stdout.count("matrix ") == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gen", "poisson2d:8", "-np", "3", "--grid", "2x2"], "a 2x2 grid needs 4 ranks, the communicator has 3"),
+    (["--gen", "poisson2d:8", "--grid", "2by2"], "grid must look like 2x3, got '2by2'"),
+    (["--gen", "poisson2d:8", "--tree", "oak"], "Invalid value for '--tree'"),
+])
+def test_sptrsv_clear_errors(args, message):
+    p = cli("sptrsv", *args)
+    assert p.returncode != 0
+    assert message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr

@@ -61,3 +61,41 @@ def test_relaxed_subtrees_make_fewer_larger_supernodes():
     assert sorted(relaxed.structure.perm) == list(range(A.shape[0]))
     b = np.ones(A.shape[0])
     assert np.linalg.norm(A @ relaxed.solve(b) - b) <= 1e-10 * np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("px,py", [(1, 1), (2, 3), (3, 2), (1, 4)])
+@pytest.mark.parametrize("upper", [False, True])
+def test_2d_solve_collectives_follow_the_block_cyclic_layout(px, py, upper):
+    """Broadcast K: from K's diagonal owner down process column (K mod py); reduce K: along
+    process row (K mod px); participants are exactly the owners of the blocks involved."""
+    from commsolve import _core
+
+    A = gallery.poisson2d9(20)
+    st = direct.SparseLU(A, max_supernode=8, levels=3).structure
+    C = _core.triangular_solve_collectives(st.sn_start.astype(np.int64), st.rows_ptr.astype(np.int64),
+                                           st.rows.astype(np.int32), px, py, upper)
+    C.validate(px * py)
+    ns = st.nsuper
+    sn_of = st.sn_of
+    owner = lambda i, j: (i % px) * py + (j % py)  # noqa: E731
+    col_blocks = [set(sn_of[st.rows[st.rows_ptr[k]:st.rows_ptr[k + 1]]].tolist()) for k in range(ns)]
+    row_blocks = [set() for _ in range(ns)]
+    for k in range(ns):
+        for i in col_blocks[k]:
+            row_blocks[i].add(k)
+    part_ptr, part, root, count, kind = C.part_ptr, C.part, C.root, C.count, C.kind
+    assert len(C) == 2 * ns
+    for c in range(2 * ns):
+        k = c % ns
+        parts = set(part[part_ptr[c]:part_ptr[c + 1]].tolist())
+        assert root[c] == owner(k, k) and count[c] == st.sn_start[k + 1] - st.sn_start[k]
+        assert kind[c] == (0 if c < ns else 1)
+        if (c < ns) != upper:  # uses of K's solution in the L-solve, partial sums of K in the U-solve
+            expected = {owner(i, k) if not upper else owner(k, i) for i in col_blocks[k]}
+        else:
+            expected = {owner(k, j) if not upper else owner(j, k) for j in row_blocks[k]}
+        assert parts == expected | {owner(k, k)}
+        if c >= ns:
+            assert all(p // py == k % px for p in parts)  # reductions stay in K's process row
+        else:
+            assert all(p % py == k % py for p in parts)  # broadcasts stay in K's process column

@@ -187,11 +187,14 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
               default="binary", show_default=True, help="Broadcast and reduction tree shape.")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
-@click.option("--max-supernode", type=click.IntRange(1), default=64, show_default=True)
+@click.option("--max-supernode", type=click.IntRange(1), default=128, show_default=True,
+              help="Most columns in one supernode.")
+@click.option("--relax-subtree", type=click.IntRange(0), default=32, show_default=True,
+              help="Elimination subtrees of at most this many columns become one supernode.")
 @click.option("--ppn", type=click.IntRange(1), default=None,
               help="Virtual ranks per node (default: the real node layout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
-def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, ppn, as_json):
+def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, relax_subtree, ppn, as_json):
     """Supernodal LU on a 2D process grid and the message-driven triangular solves: factor
     and solve times, residual, nnz(L+U) and the solve's communication per rank."""
     if (gen is None) == (matrix is None):
@@ -202,7 +205,7 @@ def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, ppn, as
     from .sptrsv_run import format_sptrsv, run_sptrsv
 
     result = _guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
-                      repeat=repeat, ppn=ppn, max_supernode=max_supernode,
+                      repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                       progress=_progress(not as_json, desc="solve"))
     if result is not None:
         click.echo(json.dumps(result, indent=2) if as_json else format_sptrsv(result))

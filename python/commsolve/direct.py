@@ -52,7 +52,7 @@ class SparseLU:
     (nested dissection and symbolic factorization) and ``numeric_seconds``.
     """
 
-    def __init__(self, A, max_supernode=64, ordering="tree", levels=4, relax=0.3, relax_subtree=16,
+    def __init__(self, A, max_supernode=128, ordering="tree", levels=4, relax=0.3, relax_subtree=32,
                  replace_tiny=False, zero_pivot=1e-14):
         A = sp.csr_matrix(A, dtype=np.float64)
         if A.shape[0] != A.shape[1]:
@@ -128,8 +128,8 @@ def _check_tree(tree):
 
 def factor(A, comm=None, grid=None, tree="binary", *, topology=None, seed=0, flat_threshold=8, root=0,
            **lu_options):
-    """Collective on ``comm``. Factor ``A`` (given on rank ``root``; other ranks may pass
-    None) as :class:`SparseLU` does (``lu_options`` are its options), then spread the
+    """Collective on ``comm``. Factor ``A`` (a scipy matrix on rank ``root``, other ranks may
+    pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as :class:`SparseLU` does (``lu_options`` are its options), then spread the
     factors 2D block-cyclically over a ``grid = (px, py)`` of ``comm`` (block (I, J) on
     process (I mod px, J mod py), rank = row * py + column).
 
@@ -143,6 +143,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, topology=None, seed=0, fla
     run_agreed(comm, _check_tree, tree)
     if not 0 <= root < comm.size:
         raise ValueError(f"root {root} outside the communicator of {comm.size} ranks")
+    if hasattr(A, "to_global"):  # a ParCSR: its rows come together on the root
+        A = A.to_global(root)
     topo = topology if isinstance(topology, _core.Topology) else make_topology(
         comm, ppn=None if topology is None else int(topology))
 

@@ -292,6 +292,29 @@ class ParCSR:
         indptr, indices, data, nr, nc = self._core.block(which)
         return sp.csr_matrix((data, indices, indptr), shape=(nr, nc))
 
+    def local_matrix(self):
+        """Local. This rank's rows (in local order) as scipy CSR over global columns."""
+        owned, halo = self.owned_cols(), np.asarray(self.col_map)
+        rows, cols, vals = [], [], []
+        for which, to_global in (("diag", owned), ("offd_on_node", halo), ("offd_off_node", halo)):
+            b = self.block(which).tocoo()
+            rows.append(b.row)
+            cols.append(to_global[b.col])
+            vals.append(b.data)
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(self.local_rows, self.shape[1]))
+
+    def to_global(self, root=0):
+        """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere)."""
+        parts = self.comm.gather(self.local_matrix(), root=root)
+        if self.comm.rank != root:
+            return None
+        order = np.concatenate([self.row_dist.owned(r) for r in range(self.comm.size)])
+        stacked = sp.vstack(parts, format="csr")
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return stacked[inverse]
+
     def planned_stats(self):
         """Local. CommStats of one halo exchange, from the plan."""
         return CommStats(self._core.planned_stats_array())

@@ -7,7 +7,7 @@ import platform
 
 import numpy as np
 
-from ._collective import mpi
+from ._collective import mpi, run_agreed
 from .direct import SOLVE_STEPS, factor, parse_grid
 from .gallery import parse_spec
 from .io import mmread
@@ -17,7 +17,7 @@ __all__ = ["run_sptrsv", "format_sptrsv"]
 
 
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1, repeat=5, ppn=None,
-               max_supernode=64, progress=None):
+               max_supernode=128, relax_subtree=32, progress=None):
     """Collective. Rank 0 builds (or reads) the matrix; it is factored and spread over the
     grid; ``repeat`` solves with ``nrhs`` right-hand sides are timed (slowest rank, median
     over repeats). Returns a result dict on rank 0, None elsewhere."""
@@ -26,11 +26,16 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
     if nrhs < 1 or repeat < 1:
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
-    px, py = parse_grid(grid, comm.size)
-    A = None
-    if comm.rank == 0:
-        A = parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
-    solver = factor(A, comm, grid=(px, py), tree=tree, topology=ppn, max_supernode=max_supernode)
+    px, py = run_agreed(comm, parse_grid, grid, comm.size)
+
+    def build():  # on rank 0 only; a bad spec or file is an error on every rank
+        if comm.rank != 0:
+            return None
+        return parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
+
+    A = run_agreed(comm, build)
+    solver = factor(A, comm, grid=(px, py), tree=tree, topology=ppn, max_supernode=max_supernode,
+                    relax_subtree=relax_subtree)
     n = solver.shape[0]
     B = None
     if comm.rank == 0:
@@ -60,6 +65,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "repeat": repeat,
         "nnz_LU": int(solver.nnz_LU),
         "supernodes": int(solver.structure.nsuper),
+        "max_supernode": max_supernode,
+        "relax_subtree": relax_subtree,
         "tiny_pivots_replaced": int(solver.tiny_pivots_replaced),
         "factor_s": solver.factor_seconds,
         "l_solve_s": med["l_solve"],

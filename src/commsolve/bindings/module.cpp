@@ -380,6 +380,12 @@ NB_MODULE(_core, m) {
         new (self) CollectiveSet{vec(id), vec(kind), std::vector<int>(root.data(), root.data() + root.shape(0)),
                                  vec(part_ptr), std::vector<int>(part.data(), part.data() + part.shape(0)), vec(count)};
       }, "id"_a, "kind"_a, "root"_a, "part_ptr"_a, "part"_a, "count"_a)
+      .def_prop_ro("id", [](const CollectiveSet& c) { return copy_numpy(c.id); })
+      .def_prop_ro("kind", [](const CollectiveSet& c) { return copy_numpy(c.kind); })
+      .def_prop_ro("root", [](const CollectiveSet& c) { return copy_numpy(c.root); })
+      .def_prop_ro("part_ptr", [](const CollectiveSet& c) { return copy_numpy(c.part_ptr); })
+      .def_prop_ro("part", [](const CollectiveSet& c) { return copy_numpy(c.part); })
+      .def_prop_ro("count", [](const CollectiveSet& c) { return copy_numpy(c.count); })
       .def("validate", &CollectiveSet::validate, "nranks"_a)
       .def("__len__", &CollectiveSet::size);
   m.def("tree_shape_names", &tree_shape_names);

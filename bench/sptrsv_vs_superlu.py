@@ -1,0 +1,120 @@
+"""The 2D triangular solve against SuperLU_DIST 8.1.2 (Debian's pddrive), same matrix, same
+process count and grid.
+
+For each problem and grid: ``commsolve sptrsv --json`` (its solve time is the median of
+``--repeat`` solves, slowest rank, L-solve + U-solve; also reported with the broadcast of
+b and the gather of x) and pddrive run ``--runs`` times (its "SOLVE time": pdgstrs, one
+right-hand side; median over runs). Also nnz(L+U) of both, and the solve's effective
+bandwidth, 8 bytes per stored entry of L and U over the solve time, against a STREAM triad
+measured in the same run (before and after). pddrive's options are its defaults here:
+METIS on A'+A, no row permutation (MC64 is stripped from the Debian build), inverted
+diagonal blocks, iterative refinement (timed apart, not in SOLVE).
+
+    python bench/sptrsv_vs_superlu.py [--sizes 1000,500] [--grids 1x1,1x2,2x1] [--runs 3]
+                                      [--out bench/results/sptrsv_vs_superlu.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spmv_local import machine, triad  # noqa: E402
+
+from commsolve import gallery, io  # noqa: E402
+from commsolve.launch import mpi_env  # noqa: E402
+
+PDDRIVE = "/usr/lib/x86_64-linux-gnu/superlu-dist/tests/EXAMPLE/pddrive"
+FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.]+)",
+          "nnz_LU": r"nonzeros in L\+U\s+(\d+)", "error": r"\|\|X-Xtrue\|\|/\|\|X\|\| = ([\d.eE+-]+)"}
+
+
+def run(nprocs, argv, timeout=1800):
+    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself); stdout."""
+    cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
+    proc = subprocess.run(cmd, env=mpi_env(nprocs or 1), capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{proc.stdout[-2000:]}\n"
+                           f"{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def superlu(path, px, py, runs):
+    out = []
+    for _ in range(runs):
+        text = run(px * py, [PDDRIVE, "-r", str(px), "-c", str(py), path])
+        rec = {}
+        for key, pattern in FIELDS.items():
+            m = re.search(pattern, text)
+            if m is None:
+                raise RuntimeError(f"pddrive printed no {key}:\n{text[-3000:]}")
+            rec[key] = float(m.group(1))
+        out.append(rec)
+    return {"runs": out, "solve_s": statistics.median(r["solve_s"] for r in out),
+            "factor_s": statistics.median(r["factor_s"] for r in out), "nnz_LU": int(out[0]["nnz_LU"]),
+            "error_vs_xtrue": max(r["error"] for r in out)}
+
+
+def ours(spec, px, py, repeat):
+    text = run(None, [sys.executable, "-m", "commsolve", "sptrsv", "--gen", spec, "-np", str(px * py), "--grid",
+                      f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--json"])
+    r = json.loads(text[text.index("{"):])
+    return {"solve_s": r["l_solve_s"] + r["u_solve_s"], "solve_with_b_and_x_s": r["solve_s"],
+            "l_solve_s": r["l_solve_s"], "u_solve_s": r["u_solve_s"], "factor_s": r["factor_s"],
+            "nnz_LU": r["nnz_LU"], "rel_residual": r["rel_residual"], "factor_bytes": r["factor_bytes"],
+            "stats_recorded_equal_planned": r["stats_recorded_equal_planned"], "comm": r["comm"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,500", help="poisson2d9 grid sizes N (N^2 unknowns)")
+    ap.add_argument("--grids", default="1x1,1x2,2x1")
+    ap.add_argument("--runs", type=int, default=3, help="pddrive runs per grid (median)")
+    ap.add_argument("--repeat", type=int, default=7, help="commsolve solves per grid (median)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "sptrsv_vs_superlu.json"))
+    args = ap.parse_args()
+    if not os.path.exists(PDDRIVE):
+        sys.exit(f"{PDDRIVE} not found: apt-get install libsuperlu-dist-dev")
+    triad_before = triad()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            spec = f"poisson2d9:{n}"
+            path = os.path.join(tmp, f"p9_{n}.mtx")
+            io.mmwrite(path, gallery.from_spec(spec))
+            for grid in args.grids.split(","):
+                px, py = (int(v) for v in grid.split("x"))
+                print(f"{spec} grid {grid}: commsolve", file=sys.stderr, flush=True)
+                mine = ours(spec, px, py, args.repeat)
+                print(f"{spec} grid {grid}: SuperLU_DIST", file=sys.stderr, flush=True)
+                theirs = superlu(path, px, py, args.runs)
+                for r in (mine, theirs):
+                    r["bandwidth_gbs"] = 8 * r["nnz_LU"] / r["solve_s"] / 1e9
+                rec = {"matrix": spec, "grid": grid, "nranks": px * py, "commsolve": mine, "superlu_dist": theirs,
+                       "solve_time_ratio": mine["solve_s"] / theirs["solve_s"],
+                       "nnz_ratio": mine["nnz_LU"] / theirs["nnz_LU"]}
+                results.append(rec)
+                print(json.dumps({k: rec[k] for k in ("matrix", "grid", "solve_time_ratio", "nnz_ratio")}),
+                      flush=True)
+    triad_gbs = statistics.median(triad_before + triad()) / 1e9
+    for rec in results:
+        for who in ("commsolve", "superlu_dist"):
+            rec[who]["of_triad"] = rec[who]["bandwidth_gbs"] / triad_gbs
+    doc = {"benchmark": "sptrsv_vs_superlu", "machine": machine(), "stream_triad_gbs": triad_gbs,
+           "superlu_dist": "8.1.2 (Debian libsuperlu-dist-dev), pddrive defaults", "results": results}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=2)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
