@@ -14,7 +14,7 @@ from .io import mmread
 from .parcsr import ParCSR
 from .stats import CommStats, format_summary, summarize
 
-__all__ = ["run_spmv", "format_spmv", "input_vector", "CHECK_LIMIT"]
+__all__ = ["run_spmv", "format_spmv", "input_vector", "machine_info", "CHECK_LIMIT"]
 
 CHECK_LIMIT = 4_000_000  # rows up to which rank 0 rebuilds A and checks against scipy
 
@@ -94,12 +94,14 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
         "rel_error_vs_scipy": error,
         "stats_recorded_equal_planned": bool(stats_match),
         "comm": summarize([CommStats(a) for a in all_planned]),
-        "machine": {
-            "host": platform.node(),
-            "cpu": platform.processor() or platform.machine(),
-            "mpi": MPI.Get_library_version().splitlines()[0].strip(),
-        },
+        "machine": machine_info(),
     }
+
+
+def machine_info():
+    """Host, CPU and MPI library of this run, for results that travel."""
+    return {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
+            "mpi": mpi().Get_library_version().splitlines()[0].strip()}
 
 
 def format_spmv(r):

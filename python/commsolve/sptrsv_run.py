@@ -3,14 +3,13 @@ factors, message-driven triangular solves, and what they cost."""
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 
 from ._collective import mpi, run_agreed
 from .direct import SOLVE_STEPS, factor, parse_grid
 from .gallery import parse_spec
 from .io import mmread
+from .spmv_run import machine_info
 from .stats import FIELDS, CommStats, format_summary, summarize
 
 __all__ = ["run_sptrsv", "format_sptrsv"]
@@ -81,11 +80,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "comm_steps": list(SOLVE_STEPS),
         "comm_per_rank": [CommStats(a).to_dict() for a in per_rank],
         "comm": summarize([CommStats(a) for a in per_rank]),
-        "machine": {
-            "host": platform.node(),
-            "cpu": platform.processor() or platform.machine(),
-            "mpi": MPI.Get_library_version().splitlines()[0].strip(),
-        },
+        "machine": machine_info(),
     }
 
 
