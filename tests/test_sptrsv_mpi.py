@@ -1,14 +1,17 @@
 """The distributed 2D triangular solves under mpiexec: grids 1x1, 1x2, 2x1, 2x2, 2x3 and
-1x4, every gallery family, every tree shape, nrhs 1 and 3. Residual <= 1e-10; the same
+1x4, every gallery family, every tree shape (flat, binary, shifted-binary, need-ordered,
+node-aware, auto), nrhs 1 and 3. Residual <= 1e-10; the same
 solution (to rounding) as the serial solve with the same factors, hence across grids and
 shapes; the solution on every rank; recorded CommStats equal to the plan on every rank."""
 
 import pytest
 from conftest import json_lines, mpirun
 
+from commsolve.trees import SHAPES
+
 GRIDS = [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (1, 4)]
 FAMILIES = ["poisson2d", "poisson2d9", "poisson3d", "poisson3d27", "aniso2d", "random"]
-TREES = ["flat", "binary", "shifted-binary", "auto"]
+TREES = list(SHAPES)
 _cache = {}
 
 
