@@ -2,7 +2,8 @@
 1x4, every gallery family, every tree shape (flat, binary, shifted-binary, need-ordered,
 node-aware, auto), nrhs 1 and 3. Residual <= 1e-10; the same
 solution (to rounding) as the serial solve with the same factors, hence across grids and
-shapes; the solution on every rank; recorded CommStats equal to the plan on every rank."""
+shapes; the solution on every rank; recorded CommStats equal to the plan on every rank,
+and every rank's plan equal to the virtual world's (commsolve.workloads.sptrsv_collectives)."""
 
 import pytest
 from conftest import json_lines, mpirun
@@ -33,6 +34,7 @@ def test_every_tree_and_nrhs(px, py, family):
             assert r["resid"] <= 1e-10, where
             assert r["diff"] <= 1e-12, where  # the serial solve of the same factors
             assert r["stats_ok"], where
+            assert r["virtual_ok"], where
             assert r["same_everywhere"], where
             assert r["shape"] == ([r["shape"][0]] if nrhs == 1 else [r["shape"][0], 3]), where
 

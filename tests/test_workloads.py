@@ -82,3 +82,16 @@ def test_trees_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "commsolve", "trees", "--gen", "poisson2d:8", "--grid", "4by4"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "expected PrxPc" in bad.stderr
+
+
+def test_trees_command_sptrsv_workload():
+    """The 2D solves' collectives at 64 virtual ranks: one broadcast and one reduction per
+    supernode and solve; a flat broadcast root sends at most px - 1 messages per collective."""
+    p = subprocess.run([sys.executable, "-m", "commsolve", "trees", "--gen", "poisson2d9:60", "--grid", "8x8",
+                        "--workload", "sptrsv", "--shape", "flat,binary", "--json"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["workload"] == "sptrsv" and r["collectives"] == 4 * r["supernodes"]
+    flat, binary = (r["shapes"][s]["broadcast_sent"] for s in ("flat", "binary"))
+    assert binary["max_bytes"] <= flat["max_bytes"] and flat["max_bytes"] > 0

@@ -227,11 +227,15 @@ def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, relax_s
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
 @click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
               help="auto: flat up to this many participants.")
+@click.option("--workload", type=click.Choice(["selinv", "sptrsv"]), default="selinv", show_default=True,
+              help="selinv: selected inversion's Col-Bcast/Row-Reduce; sptrsv: the 2D L- and U-solves "
+              "(one right-hand side).")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG heat maps of per-rank volume on the grid.")
 @click.option("--json", "as_json", is_flag=True)
-def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, plot, as_json):
-    """Selected-inversion collectives of a supernodal factor on a virtual grid, per tree shape
-    (the PSelInv paper's Tables I and II: broadcast volume sent, reduction volume received)."""
+def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, workload, plot, as_json):
+    """Restricted collectives of a supernodal factor on a virtual grid, per tree shape: those
+    of selected inversion (the PSelInv paper's Tables I and II) or of the 2D triangular solves
+    (broadcast volume sent, reduction volume received)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     try:
@@ -242,6 +246,7 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
 
     from . import gallery, trees, workloads
     from .io import mmread
+    from .stats import CommStats
     from .topology import make_topology
 
     shapes = [s.strip() for s in shape.split(",") if s.strip()]
@@ -251,12 +256,16 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
                 raise ValueError(f"unknown tree shape '{s}' (known: {', '.join(trees.SHAPES)})")
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         S = workloads.supernodal_structure(A, max_supernode)
-        C = workloads.selinv_collectives(S, (Pr, Pc))
+        if workload == "selinv":
+            sets = [workloads.selinv_collectives(S, (Pr, Pc))]
+        else:
+            sets = [workloads.sptrsv_collectives(S, (Pr, Pc), upper) for upper in (False, True)]
         P = Pr * Pc
         topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
         results = {}
         for s in tqdm(shapes, desc="tree shapes", leave=False, file=sys.stderr, disable=None):
-            results[s] = trees.volume_summary(trees.virtual_stats(C, topo, s, seed, flat_threshold))
+            per_set = [trees.virtual_stats(C, topo, s, seed, flat_threshold) for C in sets]
+            results[s] = trees.volume_summary([CommStats(sum(st.array for st in rank)) for rank in zip(*per_set)])
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     if plot:
@@ -267,13 +276,14 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
     for r in results.values():
         for k in ("broadcast_sent", "reduce_received"):
             r[k].pop("per_rank_bytes")
-    out = {"matrix": gen or str(matrix), "rows": int(A.shape[0]), "grid": [Pr, Pc], "ppn": ppn,
-           "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "collectives": len(C), "shapes": results}
+    out = {"matrix": gen or str(matrix), "rows": int(A.shape[0]), "grid": [Pr, Pc], "ppn": ppn, "workload": workload,
+           "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "collectives": sum(len(C) for C in sets),
+           "shapes": results}
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(f"{out['matrix']}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
-               f"{out['collectives']:,} collectives on a {Pr}x{Pc} grid, {ppn} ranks per node")
+               f"{out['collectives']:,} {workload} collectives on a {Pr}x{Pc} grid, {ppn} ranks per node")
     for part in ("broadcast_sent", "reduce_received"):
         click.echo(f"\n{part.replace('_', ' ')} per rank (MB)")
         click.echo(f"{'shape':<16}{'min':>9}{'max':>9}{'median':>9}{'std':>9}{'max msgs':>10}")

@@ -59,6 +59,17 @@ class Collectives:
         self.counts = [int(c) for c in counts]
 
     @classmethod
+    def from_core(cls, core):
+        """Wrap a core CollectiveSet (e.g. one built in C++ from a factor's layout)."""
+        self = cls.__new__(cls)
+        self.core = core
+        ptr, part = core.part_ptr, core.part
+        self.ids, self.kinds, self.roots = core.id.tolist(), core.kind.tolist(), core.root.tolist()
+        self.participants = [part[ptr[c]:ptr[c + 1]].tolist() for c in range(len(core))]
+        self.counts = core.count.tolist()
+        return self
+
+    @classmethod
     def from_list(cls, records):
         """From ``(id, kind, root, participants, count)`` tuples."""
         cols = list(zip(*records)) if records else [[], [], [], [], []]

@@ -1,5 +1,6 @@
-"""Realistic restricted-collective workloads: the communication of parallel selected
-inversion (PSelInv paper, Algorithm 1 step 3) on a supernodal factor.
+"""Realistic restricted-collective workloads on a supernodal factor: the communication of
+parallel selected inversion (PSelInv paper, Algorithm 1 step 3) and of the 2D triangular
+solves (SC'23 paper, Algorithm 3).
 
 The supernode structure comes from a symbolic Cholesky factorization of the matrix's
 symmetric pattern under METIS nested dissection — the structure a supernodal LU of that
@@ -18,7 +19,8 @@ from . import _core
 from .partition import adjacency_graph
 from .trees import Collectives
 
-__all__ = ["SeparatorTree", "SupernodalStructure", "supernodal_structure", "selinv_collectives"]
+__all__ = ["SeparatorTree", "SupernodalStructure", "supernodal_structure", "selinv_collectives",
+           "sptrsv_collectives"]
 
 
 @dataclass
@@ -154,3 +156,16 @@ def selinv_collectives(structure, grid):
             parts.append(row)
             counts.append(n * width)
     return Collectives(ids, kinds, roots, parts, counts)
+
+
+def sptrsv_collectives(structure, grid, upper=False):
+    """The collectives of the 2D L-solve (or U-solve, ``upper=True``) on a ``(Pr, Pc)`` grid,
+    exactly those :func:`commsolve.direct.factor` runs: collective K broadcasts supernode K's
+    solution from its diagonal owner to the owners of the blocks that use it, collective
+    ns + K reduces K's partial sums to it (payloads per right-hand side)."""
+    Pr, Pc = (int(g) for g in grid)
+    if Pr < 1 or Pc < 1:
+        raise ValueError(f"grid must be positive, got {Pr} x {Pc}")
+    return Collectives.from_core(_core.triangular_solve_collectives(
+        structure.sn_start.astype(np.int64), structure.rows_ptr.astype(np.int64), structure.rows.astype(np.int32),
+        Pr, Pc, bool(upper)))

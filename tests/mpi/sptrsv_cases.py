@@ -4,7 +4,7 @@ family, tree shape and nrhs in {1, 3}.
 Usage: mpiexec -n K python -m mpi4py tests/mpi/sptrsv_cases.py K PxQ
 Rank 0 prints one JSON line per (family, tree, nrhs): the relative residual, the distance
 to the serial solve with the same factors, whether every rank's recorded CommStats equal
-its plan, and the messages sent in all.
+its plan and its plan the virtual world's, and the messages sent in all.
 """
 
 import json
@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 import commsolve as cs
-from commsolve import direct, gallery
+from commsolve import direct, gallery, trees, workloads
 from commsolve.trees import SHAPES
 
 FAMILIES = ["poisson2d:24", "poisson2d9:20", "poisson3d:8", "poisson3d27:7", "aniso2d:24,eps=0.001,theta=30",
@@ -25,6 +25,17 @@ OPTIONS = dict(max_supernode=8, levels=3)  # small supernodes: many blocks, many
 comm = MPI.COMM_WORLD
 expected, grid = int(sys.argv[1]), sys.argv[2]
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+
+
+
+def with_nrhs(stats, nrhs):
+    """Statistics of one right-hand side turned into those of ``nrhs``: the same messages,
+    each an 8-byte header and ``nrhs`` times the payload."""
+    out = stats.copy()
+    for msgs, nbytes in ((0, 2), (1, 3), (4, 6), (5, 7)):
+        out[:, nbytes] = 8 * stats[:, msgs] + nrhs * (stats[:, nbytes] - 8 * stats[:, msgs])
+    return out
+
 
 for spec in FAMILIES:
     A = gallery.from_spec(spec) if comm.rank == 0 else None
@@ -40,14 +51,22 @@ for spec in FAMILIES:
             x = solver.solve(b)
             stats_ok = comm.allreduce(solver.stats() == solver.planned_stats(nrhs), op=MPI.LAND)
             same_everywhere = comm.allreduce(np.array_equal(x, comm.bcast(x)), op=MPI.LAND)
+            planned = comm.gather(solver.planned_stats(nrhs).array, root=0)
             sent = comm.allreduce(sum(v for k, v in solver.stats().total().items() if k.startswith("msgs_sent")))
             if comm.rank == 0:
                 r = b.reshape(n, -1)
                 X = x.reshape(n, -1)
                 resid = float(np.linalg.norm(A @ X - r) / np.linalg.norm(r))
                 diff = float(np.linalg.norm(X - ref[:, :nrhs]) / np.linalg.norm(ref[:, :nrhs]))
+                # Every rank's plan equals its twin in the virtual world (no MPI).
+                virtual = [trees.virtual_stats(workloads.sptrsv_collectives(solver.structure, solver.grid, upper),
+                                               solver.topology, tree, seed=3, flat_threshold=2)
+                           for upper in (False, True)]
+                virtual_ok = all(np.array_equal(p, with_nrhs(np.vstack([lo.array, up.array]), nrhs))
+                                 for p, lo, up in zip(planned, *virtual))
                 print(json.dumps(dict(family=spec.split(":")[0], tree=tree, nrhs=nrhs, resid=resid, diff=diff,
                                       stats_ok=bool(stats_ok), same_everywhere=bool(same_everywhere),
+                                      virtual_ok=bool(virtual_ok),
                                       messages=int(sent), shape=list(x.shape))), flush=True)
 
 # A row-distributed ParCSR factors the same (its rows are gathered on rank 0).
