@@ -15,6 +15,7 @@ from conftest import json_lines, mpirun
     (3, "grid", "a 2x2 grid needs 4 ranks, the communicator has 3"),
     (2, "tree", "unknown tree shape 'oak'"),
     (2, "zero-pivot", "zero pivot 0.000000 at permuted column 0"),
+    (2, "no-matrix", "the matrix must be given on the root rank (0)"),
     (2, "rhs-shape", "b must have shape (36,) or (36, nrhs), got (35,)"),
 ])
 def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):

@@ -151,6 +151,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, topology=None, seed=0, fla
     def serial_factor():
         if comm.rank != root:
             return None
+        if A is None:
+            raise ValueError(f"the matrix must be given on the root rank ({root})")
         try:
             return SparseLU(A, **lu_options)
         except RuntimeError as e:  # a zero pivot: raised on every rank

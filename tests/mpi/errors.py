@@ -55,6 +55,8 @@ def run():
     elif case == "zero-pivot":
         A = sp.csr_matrix(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 2.0]]))
         cs.direct.factor(A if comm.rank == 0 else None, comm, ordering="natural")
+    elif case == "no-matrix":
+        cs.direct.factor(None, comm)
     elif case == "rhs-shape":
         solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
         solver.solve(np.ones(35) if comm.rank == 0 else None)
