@@ -14,10 +14,23 @@ namespace {
 
 constexpr int factors_tag = 3, lower_tag = 11, upper_tag = 12;
 constexpr std::int64_t chunk = std::int64_t{1} << 28;  // doubles per MPI call (count is an int)
+constexpr std::int64_t small_product = 1 << 16;       // block entries up to which we skip BLAS
 
 // C (m x nrhs) = beta * C + A (m x k) * B (k x nrhs), all column-major and contiguous.
 void multiply(std::int64_t m, std::int64_t k, int nrhs, const double* A, const double* B, double beta, double* C) {
   if (m == 0) return;
+  if (m * k <= small_product) {  // most blocks: a plain loop beats a BLAS call's overhead
+    if (beta == 0.0) std::fill(C, C + m * nrhs, 0.0);
+    for (std::int64_t j = 0; j < k; ++j) {  // column j of A once, for every right-hand side
+      const double* col = A + j * m;
+      for (int c = 0; c < nrhs; ++c) {
+        const double bj = B[c * k + j];
+        double* out = C + c * m;
+        for (std::int64_t i = 0; i < m; ++i) out[i] += col[i] * bj;
+      }
+    }
+    return;
+  }
   if (nrhs == 1)
     cblas_dgemv(CblasColMajor, CblasNoTrans, static_cast<int>(m), static_cast<int>(k), 1.0, A, static_cast<int>(m), B,
                 1, beta, C, 1);
