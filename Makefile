@@ -1,5 +1,6 @@
 # make demo   installs what is missing, builds, runs the main job
 # make test   installs what is missing, builds, runs every test
+# make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
 PYTHON ?= python3
 NP ?= 2
 export OMPI_ALLOW_RUN_AS_ROOT ?= 1
@@ -9,7 +10,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test bench bench-sptrsv clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -29,6 +30,10 @@ test: build
 
 bench: build
 	$(PYTHON) bench/spmv_local.py
+
+bench-sptrsv: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/sptrsv_vs_superlu.py
 
 clean:
 	rm -rf build
