@@ -129,9 +129,10 @@ def _check_tree(tree):
 def factor(A, comm=None, grid=None, tree="binary", *, topology=None, seed=0, flat_threshold=8, root=0,
            **lu_options):
     """Collective on ``comm``. Factor ``A`` (a scipy matrix on rank ``root``, other ranks may
-    pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as :class:`SparseLU` does (``lu_options`` are its options), then spread the
-    factors 2D block-cyclically over a ``grid = (px, py)`` of ``comm`` (block (I, J) on
-    process (I mod px, J mod py), rank = row * py + column).
+    pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as
+    :class:`SparseLU` does (``lu_options`` are its options), then spread the factors 2D
+    block-cyclically over a ``grid = (px, py)`` of ``comm`` (block (I, J) on process
+    (I mod px, J mod py), rank = row * py + column).
 
     ``tree``: the broadcast and reduction tree shape of the solves; ``topology``: a
     Topology, an int (virtual processes per node) or None (the real nodes of ``comm``).
