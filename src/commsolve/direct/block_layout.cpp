@@ -91,13 +91,17 @@ LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlo
     }
   out.l_ptr.push_back(0);
   for (std::size_t k = 0; k < ns; ++k) {
+    std::int64_t rows = 0;
     for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
       if (grid.owner(blocks.sn[b], blocks.col[b]) == rank) {
         out.l_block.push_back(b);
-        out.l_off.push_back(out.total);
-        out.total += (blocks.hi[b] - blocks.lo[b]) * width(static_cast<std::int64_t>(k));
+        out.l_row.push_back(rows);
+        rows += blocks.hi[b] - blocks.lo[b];
       }
     out.l_ptr.push_back(static_cast<std::int64_t>(out.l_block.size()));
+    out.l_panel.push_back(out.total);
+    out.l_rows.push_back(rows);
+    out.total += rows * width(static_cast<std::int64_t>(k));
   }
   out.u_ptr.push_back(0);
   for (std::size_t j = 0; j < ns; ++j) {

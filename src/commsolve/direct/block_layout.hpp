@@ -43,12 +43,16 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
                                            const ProcessGrid2D& grid, bool upper);
 
 // One rank's share of the factors, as offsets into one array of values: the diagonal blocks
-// it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks by column K (m x w_K), and
-// its U blocks by the supernode J whose solution they use (w_K x m), all column-major.
+// it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks of column K stacked into
+// one panel (sum of their rows x w_K, as SuperLU_DIST stores them, so that one product
+// serves them all), and its U blocks by the supernode J whose solution they use (w_K x m),
+// all column-major.
 struct LocalLayout2D {
   std::vector<std::int32_t> diag_sn;
   std::vector<std::int64_t> diag_off;
-  std::vector<std::int64_t> l_ptr, l_block, l_off;  // over columns K (size ns + 1)
+  std::vector<std::int64_t> l_ptr, l_block, l_row;  // over columns K (size ns + 1); l_row: the
+  std::vector<std::int64_t> l_panel, l_rows;        //   block's first row in the panel of K,
+                                                    //   at l_panel[K] with l_rows[K] rows
   std::vector<std::int64_t> u_ptr, u_block, u_off;  // over sources J (size ns + 1)
   std::int64_t total = 0;
 };

@@ -51,11 +51,12 @@ void pack(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayo
   const std::size_t ns = sym.sn_start.size() - 1;
   for (std::size_t k = 0; k < ns; ++k) {
     const std::int64_t w = width(static_cast<std::int64_t>(k)), r = sym.rows_ptr[k + 1] - sym.rows_ptr[k];
+    const std::int64_t M = layout.l_rows[k];
     for (std::int64_t p = layout.l_ptr[k]; p < layout.l_ptr[k + 1]; ++p) {  // rows lo..hi of L21 (r x w)
       const std::int64_t b = layout.l_block[p], m = blocks.hi[b] - blocks.lo[b];
       for (std::int64_t j = 0; j < w; ++j) {
         const double* src = lu.l21(k) + j * r + blocks.lo[b];
-        std::copy(src, src + m, out + layout.l_off[p] + j * m);
+        std::copy(src, src + m, out + layout.l_panel[k] + j * M + layout.l_row[p]);
       }
     }
   }
@@ -171,16 +172,18 @@ void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
   // This rank's blocks that use supernode k's solution x (w_k x nrhs).
   auto use = [&](std::int64_t k, const double* x) {
     const std::int64_t wk = width(k);
-    if (!upper) {
-      for (std::int64_t p = layout_.l_ptr[k]; p < layout_.l_ptr[k + 1]; ++p) {  // lsum(I) += L(I, K) y(K)
+    if (!upper) {  // lsum(I) += L(I, K) y(K) for every local block: one product for the panel
+      const std::int64_t M = layout_.l_rows[k];
+      work_.resize(static_cast<std::size_t>(M * nrhs));
+      multiply(M, wk, nrhs, values_.data() + layout_.l_panel[k], x, 0.0, work_.data());
+      for (std::int64_t p = layout_.l_ptr[k]; p < layout_.l_ptr[k + 1]; ++p) {
         const std::int64_t blk = layout_.l_block[p], I = blocks_.sn[blk], m = blocks_.hi[blk] - blocks_.lo[blk];
-        work_.resize(static_cast<std::size_t>(m * nrhs));
-        multiply(m, wk, nrhs, values_.data() + layout_.l_off[p], x, 0.0, work_.data());
         const std::int64_t wi = width(I), fi = sym_.sn_start[I];
         double* acc = acc_.data() + acc_off_[ph.slot_of[ns + I]];
         const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[k] + blocks_.lo[blk];
+        const double* part = work_.data() + layout_.l_row[p];
         for (int c = 0; c < nrhs; ++c)
-          for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += work_[c * m + a];
+          for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += part[c * M + a];
         contributed(I);
       }
     } else {
