@@ -1,4 +1,4 @@
-"""The README's Python example runs as written, on 2 ranks."""
+"""The README's Python examples run as written, on 2 ranks."""
 
 import os
 import re
@@ -18,3 +18,14 @@ def test_readme_python_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # One stats dict per rank (print writes text and newline apart, so ranks' lines may merge).
     assert proc.stdout.count("'msgs_sent_intra'") == 2
+
+
+def test_readme_direct_solver_example_runs(tmp_path):
+    with open(README) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    example = next(b for b in blocks if "direct.factor" in b)
+    script = tmp_path / "direct_example.py"
+    script.write_text(example)
+    proc = run_mpi(2, [str(script)], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("'l_solve'") == 2
