@@ -43,6 +43,7 @@ void MessageEngine::reset_recorded() {
 void MessageEngine::reserve(std::int64_t max_values) {
   for (MPI_Request r : rreq_)
     if (r != MPI_REQUEST_NULL) throw std::logic_error("engine: reserve() while receives are posted");
+  if (max_values == max_values_) return;
   max_values_ = max_values;
   for (auto& b : rbuf_) b.assign(static_cast<std::size_t>(max_values + 1), 0.0);
 }
