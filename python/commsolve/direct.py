@@ -68,8 +68,7 @@ class SparseLU:
         T.sort_indices()
         i32 = np.int32
         self._core = _core.SupernodalLU(
-            self.structure.sn_start.astype(np.int64), self.structure.rows_ptr.astype(np.int64),
-            self.structure.rows.astype(i32), P.indptr.astype(i32), P.indices.astype(i32), P.data,
+            *self.structure.core_arrays(), P.indptr.astype(i32), P.indices.astype(i32), P.data,
             T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
         self.numeric_seconds = time.perf_counter() - t0
         self.shape = A.shape
@@ -165,8 +164,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, topology=None, seed=0, fla
                                                lu.numeric_seconds, lu.tiny_pivots_replaced), root=root)
     structure, shape, nnz, ordering_s, numeric_s, replaced = info
     core = _core.TriSolve2D(
-        comm.py2f(), topo, px, py, structure.sn_start.astype(np.int64), structure.rows_ptr.astype(np.int64),
-        structure.rows.astype(np.int32), None if lu is None else lu._core, tree, seed, flat_threshold)
+        comm.py2f(), topo, px, py, *structure.core_arrays(), None if lu is None else lu._core, tree, seed,
+        flat_threshold)
     del lu  # the serial factors; every rank now holds its blocks
     distribute_s = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     return DistributedLU(comm, core, structure, shape, (px, py), tree, topo, nnz, replaced, root,

@@ -68,6 +68,10 @@ class SupernodalStructure:
     def nsuper(self):
         return self.sn_start.size - 1
 
+    def core_arrays(self):
+        """(sn_start, rows_ptr, rows) with the dtypes the core takes (int64, int64, int32)."""
+        return self.sn_start.astype(np.int64), self.rows_ptr.astype(np.int64), self.rows.astype(np.int32)
+
     @functools.cached_property
     def sn_of(self):
         """Supernode of every column."""
@@ -164,8 +168,4 @@ def sptrsv_collectives(structure, grid, upper=False):
     solution from its diagonal owner to the owners of the blocks that use it, collective
     ns + K reduces K's partial sums to it (payloads per right-hand side)."""
     Pr, Pc = (int(g) for g in grid)
-    if Pr < 1 or Pc < 1:
-        raise ValueError(f"grid must be positive, got {Pr} x {Pc}")
-    return Collectives.from_core(_core.triangular_solve_collectives(
-        structure.sn_start.astype(np.int64), structure.rows_ptr.astype(np.int64), structure.rows.astype(np.int32),
-        Pr, Pc, bool(upper)))
+    return Collectives.from_core(_core.triangular_solve_collectives(*structure.core_arrays(), Pr, Pc, bool(upper)))

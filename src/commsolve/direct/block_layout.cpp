@@ -1,6 +1,9 @@
 #include "direct/block_layout.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace commsolve {
 
@@ -37,6 +40,8 @@ SupernodeBlocks supernode_blocks(const SupernodalStructure& sym) {
 
 CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                            const ProcessGrid2D& grid, bool upper) {
+  require(grid.px >= 1 && grid.py >= 1,
+          "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
   CollectiveSet set;
   std::vector<int> part;

@@ -104,7 +104,7 @@ TriSolve2D::TriSolve2D(MPI_Comm comm, const Topology& topo, const ProcessGrid2D&
         continue;
       }
       const LocalLayout2D theirs = local_layout_2d(sym_, blocks_, grid_, r);
-      buf.assign(static_cast<std::size_t>(theirs.total), 0.0);
+      buf.resize(static_cast<std::size_t>(theirs.total));  // pack writes every entry
       pack(*lu, blocks_, theirs, buf.data());
       transfer(buf.data(), theirs.total, r, true);
     }
@@ -125,26 +125,21 @@ void TriSolve2D::set_tree(const TreeShape& shape) {
 void TriSolve2D::plan_phase(Phase& ph, const TreeShape& shape, bool upper) const {
   const std::int64_t ns = static_cast<std::int64_t>(sym_.sn_start.size()) - 1;
   ph.plan = build_tree_plan(ph.set, rank_, shape, topo_);
-  ph.slot_of.assign(ph.set.size(), -1);
-  ph.pending0.assign(ph.plan.index.size(), 0);
-  ph.expected = 0;
-  for (std::size_t i = 0; i < ph.plan.index.size(); ++i) {
-    ph.slot_of[ph.plan.index[i]] = static_cast<std::int64_t>(i);
-    const TreeLinks& l = ph.plan.links[i];
-    if (ph.set.kind[ph.plan.index[i]] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
-      ph.expected += l.parent >= 0 ? 1 : 0;
-    } else {
-      ph.pending0[i] = static_cast<int>(l.children.size());
-      ph.expected += static_cast<std::int64_t>(l.children.size());
-    }
-  }
+  ph.arrivals = plan_arrivals(ph.plan, ph.set);
   // Every local block adds to one reduction: L(I, K) to I's, U(K, J) to K's.
   for (std::int64_t b : upper ? layout_.u_block : layout_.l_block) {
     const std::int64_t target = upper ? blocks_.col[b] : blocks_.sn[b];
-    const std::int64_t i = ph.slot_of[ns + target];
+    const std::int64_t i = ph.arrivals.slot_of[ns + target];
     if (i < 0) throw std::logic_error("2D solve: a local block outside this rank's reductions");
-    ++ph.pending0[i];
+    ++ph.arrivals.waiting[i];
   }
+  ph.sum_off.assign(ph.plan.index.size(), -1);
+  ph.sum_size = 0;
+  for (std::size_t i = 0; i < ph.plan.index.size(); ++i)
+    if (ph.plan.index[i] >= ns) {
+      ph.sum_off[i] = ph.sum_size;
+      ph.sum_size += width(ph.plan.index[i] - ns);
+    }
 }
 
 void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
@@ -152,22 +147,17 @@ void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
   const int bcast_kind = upper ? 2 : 0, reduce_kind = bcast_kind + 1;
   engine_->set_tag(upper ? upper_tag : lower_tag);
   engine_->set_kind_of([=](std::int64_t key) { return key < ns ? bcast_kind : reduce_kind; });
-  acc_off_.assign(ph.plan.index.size(), -1);
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < ph.plan.index.size(); ++i)
-    if (ph.plan.index[i] >= ns) {
-      acc_off_[i] = total;
-      total += width(ph.plan.index[i] - ns) * nrhs;
-    }
-  acc_.assign(static_cast<std::size_t>(total), 0.0);
-  std::vector<int> pending = ph.pending0;
+  const std::vector<std::int64_t>& slot_of = ph.arrivals.slot_of;
+  acc_.assign(static_cast<std::size_t>(ph.sum_size * nrhs), 0.0);
+  auto sum_of = [&](std::int64_t i) { return acc_.data() + ph.sum_off[i] * nrhs; };  // w x nrhs
+  std::vector<int> pending = ph.arrivals.waiting;
   stack_.clear();
   std::vector<double>& sol = sol_;  // the supernode solved last, w x nrhs
   sol.resize(static_cast<std::size_t>(max_width_ * nrhs));
   std::int64_t solved = 0;
 
   auto contributed = [&](std::int64_t target) {
-    if (--pending[ph.slot_of[ns + target]] == 0) stack_.push_back(target);
+    if (--pending[slot_of[ns + target]] == 0) stack_.push_back(target);
   };
   // This rank's blocks that use supernode k's solution x (w_k x nrhs).
   auto use = [&](std::int64_t k, const double* x) {
@@ -179,7 +169,7 @@ void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
       for (std::int64_t p = layout_.l_ptr[k]; p < layout_.l_ptr[k + 1]; ++p) {
         const std::int64_t blk = layout_.l_block[p], I = blocks_.sn[blk], m = blocks_.hi[blk] - blocks_.lo[blk];
         const std::int64_t wi = width(I), fi = sym_.sn_start[I];
-        double* acc = acc_.data() + acc_off_[ph.slot_of[ns + I]];
+        double* acc = sum_of(slot_of[ns + I]);
         const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[k] + blocks_.lo[blk];
         const double* part = work_.data() + layout_.l_row[p];
         for (int c = 0; c < nrhs; ++c)
@@ -195,19 +185,19 @@ void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
         for (int c = 0; c < nrhs; ++c)
           for (std::int64_t a = 0; a < m; ++a) work_[c * m + a] = x[c * wk + rows[a] - fk];
         multiply(width(K), m, nrhs, values_.data() + layout_.u_off[p], work_.data(), 1.0,
-                 acc_.data() + acc_off_[ph.slot_of[ns + K]]);
+                 sum_of(slot_of[ns + K]));
         contributed(K);
       }
     }
   };
   auto forward = [&](std::int64_t k, const double* x) {
-    for (int child : ph.plan.links[ph.slot_of[k]].children) engine_->send(child, k, x, width(k) * nrhs, bcast_kind);
+    for (int child : ph.plan.links[slot_of[k]].children) engine_->send(child, k, x, width(k) * nrhs, bcast_kind);
   };
   // Every contribution to supernode k's sum is in: pass it up, or (at the diagonal owner)
   // solve with the inverted diagonal block and broadcast the solution.
   auto fire = [&](std::int64_t k) {
-    const std::int64_t i = ph.slot_of[ns + k], w = width(k), f = sym_.sn_start[k];
-    double* acc = acc_.data() + acc_off_[i];
+    const std::int64_t i = slot_of[ns + k], w = width(k), f = sym_.sn_start[k];
+    double* acc = sum_of(i);
     const int parent = ph.plan.links[i].parent;
     if (parent >= 0) {
       engine_->send(parent, ns + k, acc, w * nrhs, reduce_kind);
@@ -236,15 +226,15 @@ void TriSolve2D::run_phase(Phase& ph, bool upper, double* b, int nrhs) {
     if (ph.plan.index[i] >= ns && pending[i] == 0) stack_.push_back(ph.plan.index[i] - ns);
   }
   drain();
-  engine_->run(ph.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
-    const std::int64_t i = key >= 0 && key < 2 * ns ? ph.slot_of[key] : -1;
+  engine_->run(ph.arrivals.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
+    const std::int64_t i = key >= 0 && key < 2 * ns ? slot_of[key] : -1;
     const std::int64_t k = key < ns ? key : key - ns;
     if (i < 0 || len != width(k) * nrhs) throw std::logic_error("2D solve: unexpected message");
     if (key < ns) {
       forward(k, values);
       use(k, values);
     } else {
-      double* acc = acc_.data() + acc_off_[i];
+      double* acc = sum_of(i);
       for (std::int64_t a = 0; a < len; ++a) acc[a] += values[a];
       contributed(k);
     }

@@ -52,9 +52,9 @@ class TriSolve2D {
   struct Phase {  // one triangular solve: its collectives, this rank's trees and counters
     CollectiveSet set;
     TreePlan plan;
-    std::vector<std::int64_t> slot_of;  // collective -> index in plan (-1: not in it)
-    std::vector<int> pending0;          // per plan entry (reductions): local blocks + children
-    std::int64_t expected = 0;          // messages this rank receives
+    PlanArrivals arrivals;              // waiting: a reduction's children plus local blocks
+    std::vector<std::int64_t> sum_off;  // per plan entry (reductions): its sum's offset per
+    std::int64_t sum_size = 0;          //   right-hand side, and their total
   };
   void plan_phase(Phase& ph, const TreeShape& shape, bool upper) const;
   void run_phase(Phase& ph, bool upper, double* b, int nrhs);
@@ -73,7 +73,7 @@ class TriSolve2D {
   std::unique_ptr<MessageEngine> engine_;
   std::int64_t max_width_ = 1;
   std::vector<double> acc_, work_, sol_, gathered_;  // solve buffers
-  std::vector<std::int64_t> acc_off_, stack_;
+  std::vector<std::int64_t> stack_;
 };
 
 }  // namespace commsolve

@@ -133,23 +133,15 @@ CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::v
   require(data.size() == plan.index.size(), "collectives: " + std::to_string(data.size()) +
                                                 " data arrays for " + std::to_string(plan.index.size()) +
                                                 " collectives of this rank");
-  std::int64_t max_values = 0, expected = 0;
-  std::vector<std::int64_t> slot_of(set.size(), -1);
-  std::vector<int> waiting(plan.index.size(), 0);  // reductions: children still to arrive
+  PlanArrivals arrivals = plan_arrivals(plan, set);
+  std::vector<int>& waiting = arrivals.waiting;  // reductions: children still to arrive
   for (std::size_t i = 0; i < plan.index.size(); ++i) {
     const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    slot_of[c] = static_cast<std::int64_t>(i);
     require(static_cast<std::int64_t>(data[i].size()) == set.count[c],
             "collectives: data for collective " + std::to_string(set.id[c]) + " has " +
                 std::to_string(data[i].size()) + " values, expected " + std::to_string(set.count[c]));
-    const TreeLinks& l = plan.links[i];
-    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
-      expected += l.parent >= 0 ? 1 : 0;
-    } else {
-      expected += static_cast<std::int64_t>(l.children.size());
-      waiting[i] = static_cast<int>(l.children.size());
-    }
   }
+  std::int64_t max_values = 0;
   for (std::int64_t n : set.count) max_values = std::max(max_values, n);
   MessageEngine engine(comm, topo, max_values, max_posted);
   engine.set_kind_of([&](std::int64_t c) { return static_cast<int>(set.kind[static_cast<std::size_t>(c)]); });
@@ -172,8 +164,8 @@ CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::v
       finish_reduce(i);
     }
   }
-  engine.run(expected, [&](int, std::int64_t key, const double* values, std::int64_t n) {
-    const std::int64_t i = key >= 0 && key < static_cast<std::int64_t>(set.size()) ? slot_of[key] : -1;
+  engine.run(arrivals.expected, [&](int, std::int64_t key, const double* values, std::int64_t n) {
+    const std::int64_t i = key >= 0 && key < static_cast<std::int64_t>(set.size()) ? arrivals.slot_of[key] : -1;
     if (i < 0) throw std::logic_error("collectives: message for a collective this rank is not in");
     const std::size_t c = static_cast<std::size_t>(key);
     if (n != set.count[c]) throw std::logic_error("collectives: message of the wrong length");

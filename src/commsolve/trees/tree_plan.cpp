@@ -239,6 +239,24 @@ std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const T
   return plans;
 }
 
+PlanArrivals plan_arrivals(const TreePlan& plan, const CollectiveSet& set) {
+  PlanArrivals a;
+  a.slot_of.assign(set.size(), -1);
+  a.waiting.assign(plan.index.size(), 0);
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    a.slot_of[c] = static_cast<std::int64_t>(i);
+    const TreeLinks& l = plan.links[i];
+    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
+      a.expected += l.parent >= 0 ? 1 : 0;
+    } else {
+      a.waiting[i] = static_cast<int>(l.children.size());
+      a.expected += static_cast<std::int64_t>(l.children.size());
+    }
+  }
+  return a;
+}
+
 CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo, std::int64_t count_scale) {
   CommStats s;
   s.steps.resize(2);

@@ -65,6 +65,15 @@ CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topol
                      std::int64_t count_scale = 1);
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo);
+
+// What running one rank's plan waits for: where each collective sits in the plan (-1: not
+// in it), per plan entry the children a reduction waits for, and the messages it receives.
+struct PlanArrivals {
+  std::vector<std::int64_t> slot_of;
+  std::vector<int> waiting;
+  std::int64_t expected = 0;
+};
+PlanArrivals plan_arrivals(const TreePlan& plan, const CollectiveSet& set);
 // Every rank's planned statistics without keeping the plans (for analysis at scale).
 std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
