@@ -53,7 +53,11 @@ def test_bad_matrix_file_names_file_and_line(tmp_path):
     (["spmv", "--matrix", "/nonexistent/a.mtx", "-np", "2"], "cannot open file"),
     (["sptrsv", "--gen", "poisson2d:8", "-np", "3", "--grid", "2x2"],
      "a 2x2 grid needs 4 ranks, the communicator has 3"),
-    (["sptrsv", "--gen", "poisson2d:8", "--grid", "2by2"], "grid must look like 2x3, got '2by2'"),
+    (["sptrsv", "--gen", "poisson2d:8", "--grid", "2by2"], "grid must look like 2x3 or 2x2x2, got '2by2'"),
+    (["sptrsv", "--gen", "poisson2d:8", "-np", "3", "--grid", "1x1x3"], "Pz must be a power of two, got 1x1x3"),
+    (["sptrsv", "--gen", "poisson2d:8", "-np", "2", "--grid", "1x1x2", "--algorithm", "2d"],
+     "the 2d algorithm needs Pz = 1"),
+    (["sptrsv", "--gen", "poisson2d:8", "--algorithm", "4d"], "Invalid value for '--algorithm'"),
     (["sptrsv", "--gen", "poisson2d:8", "--tree", "oak"], "Invalid value for '--tree'"),
     (["sptrsv", "--matrix", "/nonexistent/a.mtx", "-np", "2"], "cannot open file"),
 ])
@@ -87,14 +91,18 @@ def test_sptrsv_reports_times_residual_and_comm_per_rank():
             "--ppn", "2", "--repeat", "2", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert (r["rows"], r["grid"], r["nrhs"], r["tree"]) == (1600, [2, 2], 3, "binary")
-    assert r["rel_residual"] <= 1e-10 and r["stats_recorded_equal_planned"]
+    assert (r["rows"], r["grid"], r["nrhs"], r["tree"], r["algorithm"]) == (1600, [2, 2, 1], 3, "binary", "2d")
+    assert r["rel_residual"] <= 1e-10 and r["backward_error"] <= 1e-14 and r["stats_recorded_equal_planned"]
     assert r["nnz_LU"] > gallery.poisson2d9(40).nnz and len(r["local_entries"]) == 4
     assert min(r["local_entries"]) > 0
-    assert r["l_solve_s"] > 0 and r["u_solve_s"] > 0 and r["solve_s"] >= r["l_solve_s"] + r["u_solve_s"]
+    assert r["l_solve_s"] > 0 and r["u_solve_s"] > 0 and r["redistribute_s"] > 0 and r["z_comm_s"] == 0
+    assert r["solve_s"] >= r["l_solve_s"] + r["u_solve_s"] + r["redistribute_s"]
     assert set(r["factor_s"]) == {"ordering", "numeric", "distribute", "total"}
     per_rank = r["comm_per_rank"]
-    assert len(per_rank) == 4 and all(len(s["steps"]) == 4 for s in per_rank)
+    assert len(per_rank) == 4 and all(len(s["steps"]) == 8 for s in per_rank)
+    split = r["comm_split_per_rank"]
+    assert all(sum(s["z"].values()) == 0 for s in split)  # one grid: nothing between grids
+    assert all(s["xy"]["msgs_sent_intra"] + s["xy"]["msgs_sent_inter"] > 0 for s in split)
     # ppn 2: ranks 0,1 on one node; the 2x2 grid's columns cross nodes, its rows do not.
     assert sum(s["total"]["msgs_sent_inter"] for s in per_rank) > 0
     assert sum(s["total"]["msgs_sent_intra"] for s in per_rank) > 0
@@ -105,7 +113,23 @@ def test_sptrsv_text_output_and_matrix_file(tmp_path):
     mmwrite(path, gallery.aniso2d(30, eps=0.01, theta=30))
     p = cli("sptrsv", "--matrix", str(path), "-np", "2", "--tree", "flat", "--repeat", "1")
     assert p.returncode == 0, p.stderr
-    for line in ("grid 1x2, tree flat", "L-solve", "U-solve", "nnz(L+U)", "residual", "recorded == planned: yes"):
+    for line in ("grid 1x2x1, algorithm 2d, tree flat", "L-solve", "U-solve", "nnz(L+U)", "residual",
+                 "backward error", "recorded == planned: yes"):
         assert line in p.stdout, p.stdout
     assert p.stdout.count("matrix ") == 1
 
+
+
+@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d"])
+def test_sptrsv_3d_reports_xy_and_z_traffic(algorithm):
+    p = cli("sptrsv", "--gen", "poisson2d9:40", "-np", "4", "--grid", "1x2x2", "--algorithm", algorithm,
+            "--nrhs", "2", "--repeat", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert (r["grid"], r["algorithm"], r["partition"], r["allreduce"]) == ([1, 2, 2], algorithm, "nd", "packed")
+    assert r["rel_residual"] <= 1e-10 and r["backward_error"] <= 1e-14 and r["stats_recorded_equal_planned"]
+    assert r["z_comm_s"] > 0 and r["solve_s"] >= r["l_solve_s"] + r["z_comm_s"] + r["u_solve_s"]
+    split = r["comm_split_per_rank"]
+    # Pz = 2: the diagonal owners of the shared forest talk across the grids (ranks 0-1 with 2-3).
+    assert sum(s["z"]["msgs_sent_intra"] + s["z"]["msgs_sent_inter"] for s in split) > 0
+    assert r["comm_steps"][4:6] == ["Z reduce", "Z broadcast"]

@@ -43,6 +43,7 @@ def test_every_tree_and_nrhs(px, py, family):
 def test_factor_a_row_distributed_parcsr(px, py):
     r = results(px, py)["parcsr", None, None]
     assert r["resid"] <= 1e-10 and r["diff"] <= 1e-12
+    assert r["diff_rows"] <= 1e-12  # b and x distributed as the ParCSR's rows
 
 
 @pytest.mark.parametrize("px,py", GRIDS[1:], ids=[f"{px}x{py}" for px, py in GRIDS[1:]])

@@ -182,9 +182,17 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:1024.")
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file (read on rank 0).")
 @click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")
-@click.option("--grid", default=None, help="Process grid PxQ with P*Q ranks (default: the squarest, P <= Q).")
+@click.option("--grid", default=None,
+              help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
+              "squarest 2D grid, P <= Q).")
+@click.option("--algorithm", type=click.Choice(["2d", "3d-baseline", "3d"]), default=None,
+              help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19) or 3d (SC'23) [default: 2d if Pz = 1, else 3d].")
+@click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
+              help="Forests of the 3D layout: top separator-tree levels, or SuperLU_DIST's greedy balance.")
+@click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
+              help="Inter-grid messages: one per pair and step, or one per supernode.")
 @click.option("--tree", type=click.Choice(["flat", "binary", "shifted-binary", "need-ordered", "node-aware", "auto"]),
-              default="binary", show_default=True, help="Broadcast and reduction tree shape.")
+              default="binary", show_default=True, help="Broadcast and reduction tree shape inside a grid.")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
 @click.option("--max-supernode", type=click.IntRange(1), default=128, show_default=True,
@@ -194,9 +202,11 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("--ppn", type=click.IntRange(1), default=None,
               help="Virtual ranks per node (default: the real node layout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
-def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, relax_subtree, ppn, as_json):
-    """Supernodal LU on a 2D process grid and the message-driven triangular solves: factor
-    and solve times, residual, nnz(L+U) and the solve's communication per rank."""
+def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
+           relax_subtree, ppn, as_json):
+    """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
+    and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
+    the solve's communication per rank inside the grids (XY) and between them (Z)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     _relaunch_or_check(nprocs)
@@ -206,6 +216,7 @@ def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, relax_s
 
     result = _guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
                       repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
+                      algorithm=algorithm, partition=partition, allreduce=allreduce,
                       progress=_progress(not as_json, desc="solve"))
     if result is not None:
         click.echo(json.dumps(result, indent=2) if as_json else format_sptrsv(result))
@@ -218,26 +229,40 @@ def sptrsv(gen, matrix, nprocs, grid, tree, nrhs, repeat, max_supernode, relax_s
 @main.command(name="trees")
 @click.option("--gen", metavar="SPEC", help="Gallery matrix whose supernodal factor induces the collectives.")
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file instead of --gen.")
-@click.option("--grid", default="46x46", show_default=True, help="Process grid PrxPc.")
-@click.option("--shape", default="flat,binary,shifted-binary,need-ordered,node-aware", show_default=True,
-              help="Comma-separated tree shapes to compare.")
+@click.option("--grid", default="46x46", show_default=True,
+              help="Process grid PrxPc (sptrsv3d: PxQxR, R = Pz layers, a power of two).")
+@click.option("--shape", default=None,
+              help="Comma-separated tree shapes to compare [default: flat,binary,shifted-binary,need-ordered,"
+              "node-aware; sptrsv3d: binary].")
 @click.option("--ppn", type=click.IntRange(1), default=16, show_default=True,
               help="Ranks per node (consecutive ranks; the last node may be partly filled).")
-@click.option("--max-supernode", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--max-supernode", type=click.IntRange(1), default=None,
+              help="Most columns per supernode [default: 32 for selinv, the solver's 128 for the solves].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
 @click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
               help="auto: flat up to this many participants.")
-@click.option("--workload", type=click.Choice(["selinv", "sptrsv"]), default="selinv", show_default=True,
+@click.option("--workload", type=click.Choice(["selinv", "sptrsv", "sptrsv3d"]), default="selinv", show_default=True,
               help="selinv: selected inversion's Col-Bcast/Row-Reduce; sptrsv: the 2D L- and U-solves "
-              "(one right-hand side).")
+              "(one right-hand side); sptrsv3d: whole 2D/3D solves per --algorithm, XY and Z traffic.")
+@click.option("--algorithm", default="3d-baseline,3d", show_default=True,
+              help="sptrsv3d: comma-separated solve algorithms (2d runs on the squarest 2D grid of as many ranks).")
+@click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
+              help="sptrsv3d: forests of the 3D layout.")
+@click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
+              help="sptrsv3d: inter-grid messages.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG heat maps of per-rank volume on the grid.")
 @click.option("--json", "as_json", is_flag=True)
-def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, workload, plot, as_json):
+def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, workload, algorithm, partition,
+              allreduce, plot, as_json):
     """Restricted collectives of a supernodal factor on a virtual grid, per tree shape: those
     of selected inversion (the PSelInv paper's Tables I and II) or of the 2D triangular solves
-    (broadcast volume sent, reduction volume received)."""
+    (broadcast volume sent, reduction volume received); or, with --workload sptrsv3d, whole
+    2D and 3D triangular solves per algorithm."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    if workload == "sptrsv3d":
+        return _trees_sptrsv3d(gen, matrix, grid, shape or "binary", ppn, max_supernode, algorithm, partition,
+                               allreduce, as_json)
     try:
         Pr, Pc = (int(v) for v in grid.lower().split("x"))
     except ValueError:
@@ -245,20 +270,23 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
     from tqdm import tqdm
 
     from . import gallery, trees, workloads
+    from .direct import symbolic
     from .io import mmread
     from .stats import CommStats
     from .topology import make_topology
 
-    shapes = [s.strip() for s in shape.split(",") if s.strip()]
+    shapes = [s.strip() for s in (shape or "flat,binary,shifted-binary,need-ordered,node-aware").split(",")
+              if s.strip()]
     try:
         for s in shapes:
             if s not in trees.SHAPES:
                 raise ValueError(f"unknown tree shape '{s}' (known: {', '.join(trees.SHAPES)})")
         A = gallery.from_spec(gen) if gen else mmread(matrix)
-        S = workloads.supernodal_structure(A, max_supernode)
         if workload == "selinv":
+            S = workloads.supernodal_structure(A, max_supernode or 32)
             sets = [workloads.selinv_collectives(S, (Pr, Pc))]
-        else:
+        else:  # the factor the solver itself would build
+            S = symbolic(A) if max_supernode is None else symbolic(A, max_supernode=max_supernode)
             sets = [workloads.sptrsv_collectives(S, (Pr, Pc), upper) for upper in (False, True)]
         P = Pr * Pc
         topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
@@ -291,6 +319,28 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
             v = r[part]
             click.echo(f"{s:<16}{v['min_bytes'] / 2**20:>9.2f}{v['max_bytes'] / 2**20:>9.2f}"
                        f"{v['median_bytes'] / 2**20:>9.2f}{v['std_bytes'] / 2**20:>9.2f}{v['max_messages']:>10,}")
+
+
+def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, partition, allreduce, as_json):
+    from tqdm import tqdm
+
+    from . import gallery
+    from .io import mmread
+    from .sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d
+
+    algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
+    try:
+        if "," in shape:
+            raise ValueError("sptrsv3d takes one tree shape (--shape)")
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        options = {} if max_supernode is None else {"max_supernode": max_supernode}
+        with tqdm(total=len(algorithms), desc="algorithms", leave=False, file=sys.stderr, disable=None) as bar:
+            out = analyse_sptrsv3d(A, grid, algorithms, tree=shape, ppn=ppn, partition=partition, allreduce=allreduce,
+                                   progress=lambda _: bar.update(), **options)
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    out = {"matrix": gen or str(matrix), "workload": "sptrsv3d", "tree": shape, **out}
+    click.echo(json.dumps(out, indent=2) if as_json else format_sptrsv3d(out, out["matrix"]))
 
 
 def format_calibration(prof, report, path):

@@ -1,31 +1,43 @@
-"""The factor-and-solve run behind ``commsolve sptrsv``: supernodal LU, 2D block-cyclic
-factors, message-driven triangular solves, and what they cost."""
+"""The factor-and-solve run behind ``commsolve sptrsv``: supernodal LU, factors spread over
+a 2D or 3D process grid, distributed triangular solves (2d, 3d-baseline or 3d), and what
+they cost."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ._collective import mpi, run_agreed
-from .direct import SOLVE_STEPS, factor, parse_grid
+from .direct import REDISTRIBUTE_STEPS, SOLVE_STEPS, XY_STEPS, Z_STEPS, factor, parse_grid
 from .gallery import parse_spec
 from .io import mmread
 from .spmv_run import machine_info
 from .stats import FIELDS, CommStats, format_summary, summarize
 
-__all__ = ["run_sptrsv", "format_sptrsv"]
+__all__ = ["run_sptrsv", "format_sptrsv", "TIME_KEYS"]
+
+# solve_seconds keys -> JSON keys (medians over the repeats, slowest rank's parts)
+TIME_KEYS = {"l_solve": "l_solve_s", "z_comm": "z_comm_s", "u_solve": "u_solve_s",
+             "redistribute": "redistribute_s", "total": "solve_s"}
+
+
+def _sent(stats, steps):
+    """Messages and bytes sent in ``steps``, intra and inter node."""
+    a = stats.array[list(steps)].sum(axis=0)
+    return {FIELDS[k]: int(a[k]) for k in range(4)}
 
 
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1, repeat=5, ppn=None,
-               max_supernode=128, relax_subtree=32, progress=None):
+               max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
+               progress=None):
     """Collective. Rank 0 builds (or reads) the matrix; it is factored and spread over the
-    grid; ``repeat`` solves with ``nrhs`` right-hand sides are timed (slowest rank, median
-    over repeats). Returns a result dict on rank 0, None elsewhere."""
+    grid; b (distributed by rows) is solved ``repeat`` times with ``nrhs`` right-hand sides,
+    timed (slowest rank, median over repeats). Returns a result dict on rank 0, None elsewhere."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
     if nrhs < 1 or repeat < 1:
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
-    px, py = run_agreed(comm, parse_grid, grid, comm.size)
+    px, py, pz = run_agreed(comm, parse_grid, grid, comm.size)
 
     def build():  # on rank 0 only; a bad spec or file is an error on every rank
         if comm.rank != 0:
@@ -33,32 +45,46 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         return parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
 
     A = run_agreed(comm, build)
-    solver = factor(A, comm, grid=(px, py), tree=tree, topology=ppn, max_supernode=max_supernode,
-                    relax_subtree=relax_subtree)
-    n = solver.shape[0]
+    solver = factor(A, comm, grid=(px, py, pz), tree=tree, algorithm=algorithm, partition=partition,
+                    allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree)
+    n, dist = solver.shape[0], solver.distribution
     B = None
     if comm.rank == 0:
         B = np.sin(0.37 * np.arange(n * nrhs, dtype=np.float64)).reshape(n, nrhs) + 0.5
+    b_local = comm.scatter(None if B is None else [B[dist.owned(r)] for r in range(comm.size)], root=0)
     times = []
     runs = range(repeat) if progress is None else progress(range(repeat))
     for _ in runs:
-        X = solver.solve(B)
+        x_local = solver.solve(b_local)
         times.append(solver.solve_seconds)
     recorded, planned = solver.stats(), solver.planned_stats(nrhs)
     stats_match = comm.allreduce(int(recorded == planned), op=MPI.MIN) == 1
     per_rank = comm.gather(recorded.array, root=0)
     entries = comm.gather(solver.local_entries, root=0)
+    pieces = comm.gather(x_local, root=0)
     if comm.rank != 0:
         return None
-    resid = float(np.linalg.norm(A @ X - B) / np.linalg.norm(B))
-    med = {k: float(np.median([t[k] for t in times])) for k in ("l_solve", "u_solve", "total")}
+    X = np.empty((n, nrhs))
+    for r, piece in enumerate(pieces):
+        X[dist.owned(r)] = piece
+    R = A @ X - B
+    resid = float(np.linalg.norm(R) / np.linalg.norm(B))
+    # Normwise backward error, per right-hand side, the largest: ||r|| / (||A|| ||x|| + ||b||) (inf-norms).
+    norm_a = float(abs(A).sum(axis=1).max())
+    berr = float(max(np.abs(R[:, c]).max() / (norm_a * np.abs(X[:, c]).max() + np.abs(B[:, c]).max())
+                     for c in range(nrhs)))
+    med = {k: float(np.median([t[k] for t in times])) for k in TIME_KEYS}
     factor_bytes = 8 * int(sum(entries))
-    return {
+    stats = [CommStats(a) for a in per_rank]
+    out = {
         "matrix": gen if gen is not None else str(matrix),
         "rows": int(n),
         "nnz": int(A.nnz),
         "nranks": comm.size,
-        "grid": [px, py],
+        "grid": [px, py, pz],
+        "algorithm": solver.algorithm,
+        "partition": solver.partition,
+        "allreduce": solver.allreduce,
         "tree": tree,
         "nrhs": nrhs,
         "repeat": repeat,
@@ -68,43 +94,52 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "relax_subtree": relax_subtree,
         "tiny_pivots_replaced": int(solver.tiny_pivots_replaced),
         "factor_s": solver.factor_seconds,
-        "l_solve_s": med["l_solve"],
-        "u_solve_s": med["u_solve"],
-        "solve_s": med["total"],
+        **{TIME_KEYS[k]: v for k, v in med.items()},
         "solve_runs_s": [t["total"] for t in times],
         "factor_bytes": factor_bytes,
         "solve_bandwidth_gbs": factor_bytes / (med["l_solve"] + med["u_solve"]) / 1e9,
         "local_entries": [int(e) for e in entries],
         "rel_residual": resid,
+        "backward_error": berr,
         "stats_recorded_equal_planned": bool(stats_match),
         "comm_steps": list(SOLVE_STEPS),
-        "comm_per_rank": [CommStats(a).to_dict() for a in per_rank],
-        "comm": summarize([CommStats(a) for a in per_rank]),
+        "comm_per_rank": [s.to_dict() for s in stats],
+        "comm_split_per_rank": [{"xy": _sent(s, XY_STEPS), "z": _sent(s, Z_STEPS),
+                                 "redistribute": _sent(s, REDISTRIBUTE_STEPS)} for s in stats],
+        "comm": summarize(stats),
         "machine": machine_info(),
     }
+    return out
 
 
 def format_sptrsv(r):
     """The text report of :func:`run_sptrsv`'s result."""
     f = r["factor_s"]
+    grid = "x".join(map(str, r["grid"]))
     lines = [
         f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros",
-        f"layout      {r['nranks']} ranks, grid {r['grid'][0]}x{r['grid'][1]}, tree {r['tree']}, nrhs {r['nrhs']}",
+        f"layout      {r['nranks']} ranks, grid {grid}, algorithm {r['algorithm']}, tree {r['tree']}, nrhs {r['nrhs']}"
+        + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),
         f"factors     nnz(L+U) {r['nnz_LU']:,} in {r['supernodes']:,} supernodes "
-        f"({r['factor_bytes'] / 1e6:,.1f} MB with inverted diagonal blocks)",
+        f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included)",
         f"factor      {f['total']:.3f} s (ordering {f['ordering']:.3f}, numeric {f['numeric']:.3f}, "
         f"distribute {f['distribute']:.3f})",
         f"L-solve     {r['l_solve_s'] * 1e3:.3f} ms",
+        f"Z (grids)   {r['z_comm_s'] * 1e3:.3f} ms",
         f"U-solve     {r['u_solve_s'] * 1e3:.3f} ms",
+        f"b and x     {r['redistribute_s'] * 1e3:.3f} ms (to the diagonal owners and back)",
         f"solve       {r['solve_s'] * 1e3:.3f} ms total, median of {r['repeat']} "
         f"(factors read at {r['solve_bandwidth_gbs']:.2f} GB/s)",
-        f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}",
+        f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error {r['backward_error']:.2e}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
-        f"{'rank':>4} {'msgs intra':>11} {'msgs inter':>11} {'bytes intra':>13} {'bytes inter':>13}   (sent)",
+        f"{'rank':>4} {'XY msgs':>9} {'XY bytes':>11} {'Z msgs':>7} {'Z bytes':>10} {'b/x msgs':>9} {'b/x bytes':>11}"
+        "   (sent; intra + inter node)",
     ]
-    for rank, s in enumerate(r["comm_per_rank"]):
-        t = s["total"]
-        lines.append(f"{rank:>4} {t[FIELDS[0]]:>11,} {t[FIELDS[1]]:>11,} {t[FIELDS[2]]:>13,} {t[FIELDS[3]]:>13,}")
+    for rank, s in enumerate(r["comm_split_per_rank"]):
+        m = {k: (v["msgs_sent_intra"] + v["msgs_sent_inter"], v["bytes_sent_intra"] + v["bytes_sent_inter"])
+             for k, v in s.items()}
+        lines.append(f"{rank:>4} {m['xy'][0]:>9,} {m['xy'][1]:>11,} {m['z'][0]:>7,} {m['z'][1]:>10,} "
+                     f"{m['redistribute'][0]:>9,} {m['redistribute'][1]:>11,}")
     if r["nranks"] > 1:
         lines.append(format_summary(r["comm"]))
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """Realistic restricted-collective workloads on a supernodal factor: the communication of
-parallel selected inversion (PSelInv paper, Algorithm 1 step 3) and of the 2D triangular
-solves (SC'23 paper, Algorithm 3).
+parallel selected inversion (PSelInv paper, Algorithm 1 step 3) and of the 2D and 3D
+triangular solves (SC'23 paper, Algorithms 1-3; Sao et al., ICS'19).
 
 The supernode structure comes from a symbolic Cholesky factorization of the matrix's
 symmetric pattern under METIS nested dissection — the structure a supernodal LU of that
@@ -17,10 +17,11 @@ import numpy as np
 
 from . import _core
 from .partition import adjacency_graph
+from .stats import CommStats
 from .trees import Collectives
 
 __all__ = ["SeparatorTree", "SupernodalStructure", "supernodal_structure", "selinv_collectives",
-           "sptrsv_collectives"]
+           "sptrsv_collectives", "forest_partition", "solve_program", "sptrsv3d_stats", "sptrsv3d_summary"]
 
 
 @dataclass
@@ -169,3 +170,76 @@ def sptrsv_collectives(structure, grid, upper=False):
     ns + K reduces K's partial sums to it (payloads per right-hand side)."""
     Pr, Pc = (int(g) for g in grid)
     return Collectives.from_core(_core.triangular_solve_collectives(*structure.core_arrays(), Pr, Pc, bool(upper)))
+
+
+def forest_partition(structure, pz, method="nd", imbalance=0.2):
+    """Each supernode's forest (heap index in [0, 2 pz - 1)) for a 3D grid with ``pz`` layers.
+
+    ``"nd"``: the top log2 pz levels of the structure's separator tree (it needs
+    ``ordering="tree"`` with at least that many levels; a leaf above that depth leaves the
+    layers below it empty); ``"greedy"``: SuperLU_DIST's load-balancing split of the
+    supernodal elimination tree (weight size x depth, bins within ``imbalance``)."""
+    pz = int(pz)
+    if pz < 1 or pz & (pz - 1):
+        raise ValueError(f"Pz must be a power of two, got {pz}")
+    if method == "greedy":
+        return _core.greedy_forests(*structure.core_arrays(), pz, float(imbalance))
+    if method != "nd":
+        raise ValueError(f"unknown forest partition {method!r} (known: nd, greedy)")
+    t = structure.tree
+    if t is None:
+        raise ValueError("the nd forest partition needs a separator tree (factor with ordering='tree')")
+    if pz > 1 and int(t.level.max()) < pz.bit_length() - 1:
+        raise ValueError(f"the separator tree has {int(t.level.max())} levels below its root; Pz = {pz} needs "
+                         f"{pz.bit_length() - 1} (levels=)")
+    i32, i64 = np.int32, np.int64
+    return _core.nd_forests(structure.nsuper, pz, int(t.root), t.left.astype(i32), t.right.astype(i32),
+                            np.asarray(t.sn_first, i64), np.asarray(t.sn_last, i64))
+
+
+def solve_program(algorithm, z, pz):
+    """What grid ``z`` of a ``pz``-layer grid runs in a solve: ``([(kind, lo, hi, step), ...],
+    synchronisation points)``, kind ``"L"``/``"U"`` (a solve phase of the grid's forests at
+    levels lo..hi; level 0 is its leaf forest) or ``"Z-reduce"``/``"Z-broadcast"`` (an
+    inter-grid step with grid z -+ 2^(step-1))."""
+    return _core.solve_program(algorithm, int(z), int(pz))
+
+
+def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
+                   allreduce="packed", seed=0, flat_threshold=8, distribution=None):
+    """Every rank's planned CommStats of one distributed solve on a ``(px, py, pz)`` grid,
+    built in one process without MPI or numeric factors (steps:
+    :data:`commsolve.direct.SOLVE_STEPS`; the moves of b and x are counted when a
+    ``distribution`` of the rows is given)."""
+    px, py, pz = (int(g) for g in grid)
+    forests = forest_partition(structure, pz, partition) if forests is None else forests
+    perm = None if distribution is None else np.asarray(structure.perm, np.int32)
+    arr = _core.solve_stats_virtual(*structure.core_arrays(), np.asarray(forests, np.int32), px, py, pz, algorithm,
+                                    tree, int(seed), int(flat_threshold), topology, int(nrhs),
+                                    allreduce == "packed", distribution, perm)
+    return [CommStats(a) for a in arr]
+
+
+def sptrsv3d_summary(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
+                     allreduce="packed"):
+    """One algorithm's solve at virtual scale: per-rank messages and bytes sent inside the
+    grids (XY) and between them (Z), max and mean over ranks; the inter-grid
+    synchronisation points; and the floating-point work per grid (one right-hand side)."""
+    px, py, pz = (int(g) for g in grid)
+    forests = forest_partition(structure, pz, partition) if forests is None else forests
+    stats = sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests, nrhs=nrhs, allreduce=allreduce)
+    arr = np.stack([s.array for s in stats])  # (ranks, steps, 8)
+
+    def part(steps):
+        sent = arr[:, list(steps), :].sum(axis=1)
+        msgs, nbytes = sent[:, 0] + sent[:, 1], sent[:, 2] + sent[:, 3]
+        return {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
+                "mean_bytes": float(nbytes.mean()), "total_msgs": int(msgs.sum()), "total_bytes": int(nbytes.sum())}
+
+    flops = _core.grid_flops(*structure.core_arrays(), np.asarray(forests, np.int32), pz, algorithm)
+    serial = float(_core.grid_flops(*structure.core_arrays(), np.zeros(structure.nsuper, np.int32), 1, "2d")[0])
+    syncs = max(solve_program(algorithm, z, pz)[1] for z in range(pz))
+    return {"algorithm": algorithm, "grid": [px, py, pz], "tree": tree, "nrhs": int(nrhs), "allreduce": allreduce,
+            "xy": part((0, 1, 2, 3)), "z": part((4, 5)), "sync_points": int(syncs),
+            "flops_per_grid": [float(f) for f in flops], "flops_serial": serial,
+            "replication": float(np.sum(flops) / serial) if serial else 1.0}

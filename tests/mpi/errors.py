@@ -59,7 +59,20 @@ def run():
         cs.direct.factor(None, comm)
     elif case == "rhs-shape":
         solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
-        solver.solve(np.ones(35) if comm.rank == 0 else None)
+        solver.solve(np.ones(35) if comm.rank == 0 else None, replicated=True)
+    elif case == "rhs-rows":  # b distributed by rows: rank 1 gives one row too many
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.solve(np.ones(solver.local_rows + (1 if comm.rank == 1 else 0)))
+    elif case == "rhs-columns":  # every rank's b fits, but the ranks disagree on nrhs
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.solve(np.ones((solver.local_rows, 1 + comm.rank)))
+    elif case == "tree-on-one-rank":  # would hang the next solve if it went through
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.set_tree("flat" if comm.rank == 0 else "binary")
+    elif case == "pz":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 3))
+    elif case == "algorithm":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 2), algorithm="2d")
     elif case == "wrong-length":
         A = cs.ParCSR.from_spec("poisson2d:8", comm)
         n = A.local_cols + (1 if comm.rank == 1 else 0)

@@ -78,8 +78,9 @@ void RequestSet::wait(std::vector<MPI_Status>& statuses) {
   check_mpi(rc, "MPI_Waitall");
 }
 
-HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm)
-    : plan_(std::move(plan)), topo_(topo), comm_(comm) {
+HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int block)
+    : plan_(std::move(plan)), block_(block), topo_(topo), comm_(comm) {
+  require(block_ >= 1, "executor: block must be at least 1, got " + std::to_string(block_));
   require(comm_.size() == plan_.nranks, "executor: plan is for " + std::to_string(plan_.nranks) +
                                             " ranks, communicator has " + std::to_string(comm_.size()));
   require(comm_.rank() == plan_.rank, "executor: plan of rank " + std::to_string(plan_.rank) +
@@ -87,9 +88,9 @@ HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm)
   require(topo_.size() == plan_.nranks, "executor: topology size differs from the plan's");
   require(plan_.steps.size() <= max_steps, "executor: too many plan steps");
   plan_.validate();
-  tail_.assign(plan_.n_halo + plan_.n_work, 0.0);
+  tail_.assign(static_cast<std::size_t>((plan_.n_halo + plan_.n_work) * block_), 0.0);
   for (const PlanStep& st : plan_.steps) {
-    sendbuf_.emplace_back(st.send_idx.size());
+    sendbuf_.emplace_back(st.send_idx.size() * block_);
     owned_only_.push_back(std::all_of(st.send_idx.begin(), st.send_idx.end(),
                                       [&](std::int32_t i) { return i < plan_.n_owned; }));
   }
@@ -105,10 +106,11 @@ void HaloExecutor::setup_forward() {
     const int tag = forward_tag + static_cast<int>(s);
     StepRequests sr;
     for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
-      add_persistent(sr.reqs, false, region(st.recv_offset[i]), st.recv_count[i], st.recv_peers[i], tag, c);
+      add_persistent(sr.reqs, false, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
     sr.nrecv = st.recv_peers.size();
     for (std::size_t i = 0; i < st.send_peers.size(); ++i)
-      add_persistent(sr.reqs, true, sendbuf_[s].data() + st.send_ptr[i], st.send_count(i), st.send_peers[i], tag, c);
+      add_persistent(sr.reqs, true, sendbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
+                     st.send_peers[i], tag, c);
     forward_.push_back(std::move(sr));
   }
 }
@@ -118,14 +120,15 @@ void HaloExecutor::setup_reverse() {
   MPI_Comm c = comm_.get();
   for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
     const PlanStep& st = plan_.steps[s];
-    recvbuf_.emplace_back(st.send_idx.size());
+    recvbuf_.emplace_back(st.send_idx.size() * block_);
     const int tag = reverse_tag + static_cast<int>(s);
     StepRequests sr;
     for (std::size_t i = 0; i < st.send_peers.size(); ++i)
-      add_persistent(sr.reqs, false, recvbuf_[s].data() + st.send_ptr[i], st.send_count(i), st.send_peers[i], tag, c);
+      add_persistent(sr.reqs, false, recvbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
+                     st.send_peers[i], tag, c);
     sr.nrecv = st.send_peers.size();
     for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
-      add_persistent(sr.reqs, true, region(st.recv_offset[i]), st.recv_count[i], st.recv_peers[i], tag, c);
+      add_persistent(sr.reqs, true, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
     reverse_.push_back(std::move(sr));
   }
   reverse_ready_ = true;
@@ -135,12 +138,19 @@ void HaloExecutor::pack(std::size_t s, const double* owned) {
   const std::vector<std::int32_t>& idx = plan_.steps[s].send_idx;
   double* __restrict out = sendbuf_[s].data();
   const std::size_t n = idx.size();
-  if (owned_only_[s]) {
-    for (std::size_t k = 0; k < n; ++k) out[k] = owned[idx[k]];
-  } else {
-    const std::int64_t n_owned = plan_.n_owned;
-    const double* rest = tail_.data() - n_owned;
-    for (std::size_t k = 0; k < n; ++k) out[k] = idx[k] < n_owned ? owned[idx[k]] : rest[idx[k]];
+  const std::int64_t n_owned = plan_.n_owned;
+  if (block_ == 1) {
+    if (owned_only_[s]) {
+      for (std::size_t k = 0; k < n; ++k) out[k] = owned[idx[k]];
+    } else {
+      const double* rest = tail_.data() - n_owned;
+      for (std::size_t k = 0; k < n; ++k) out[k] = idx[k] < n_owned ? owned[idx[k]] : rest[idx[k]];
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    const double* src = entry(idx[k], owned);
+    std::copy(src, src + block_, out + k * block_);
   }
 }
 
@@ -150,7 +160,7 @@ void HaloExecutor::start_forward(std::size_t s) {
   forward_[s].reqs.start();
   for (std::size_t i = 0; i < st.send_peers.size(); ++i)
     forward_stats_.steps[s].add_send(locality(topo_, plan_.rank, st.send_peers[i]),
-                                     st.send_count(i) * static_cast<std::int64_t>(sizeof(double)));
+                                     st.send_count(i) * block_ * static_cast<std::int64_t>(sizeof(double)));
 }
 
 void HaloExecutor::finish_forward(std::size_t s) {
@@ -173,11 +183,9 @@ const double* HaloExecutor::end() {
     finish_forward(s);
   }
   // Values that arrived in the work area (or are owned) move to their halo entries.
-  const std::int64_t n_owned = plan_.n_owned;
-  double* rest = tail_.data() - n_owned;
   for (std::size_t i = 0; i < plan_.copy_src.size(); ++i) {
-    std::int32_t src = plan_.copy_src[i];
-    rest[plan_.copy_dst[i]] = src < n_owned ? owned_[src] : rest[src];
+    const double* src = entry(plan_.copy_src[i], owned_);
+    std::copy(src, src + block_, space(plan_.copy_dst[i]));
   }
   owned_ = nullptr;
   ++forward_runs_;
@@ -189,7 +197,7 @@ void HaloExecutor::start_reverse(std::size_t s) {
   reverse_[s].reqs.start();
   for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
     reverse_stats_.steps[s].add_send(locality(topo_, plan_.rank, st.recv_peers[i]),
-                                     st.recv_count[i] * static_cast<std::int64_t>(sizeof(double)));
+                                     st.recv_count[i] * block_ * static_cast<std::int64_t>(sizeof(double)));
 }
 
 void HaloExecutor::finish_reverse(std::size_t s, double* owned) {
@@ -202,31 +210,34 @@ void HaloExecutor::finish_reverse(std::size_t s, double* owned) {
   }
   // Scatter-add the received contributions to where the forward step packed them from.
   const double* in = recvbuf_[s].data();
-  const std::int64_t n_owned = plan_.n_owned;
-  double* rest = tail_.data() - n_owned;
   for (std::size_t k = 0; k < st.send_idx.size(); ++k) {
-    std::int32_t i = st.send_idx[k];
-    (i < n_owned ? owned[i] : rest[i]) += in[k];
+    const std::int32_t i = st.send_idx[k];
+    double* to = i < plan_.n_owned ? owned + static_cast<std::int64_t>(i) * block_ : space(i);
+    for (int c = 0; c < block_; ++c) to[c] += in[k * block_ + c];
   }
 }
 
 void HaloExecutor::reverse_begin() {
   if (!reverse_ready_) setup_reverse();
-  std::fill(tail_.begin() + plan_.n_halo, tail_.end(), 0.0);  // work area accumulates
+  std::fill(tail_.begin() + plan_.n_halo * block_, tail_.end(), 0.0);  // work area accumulates
   // Reverse of the final copies: contributions to copied halo entries go back to the work
   // area (owned sources are handled in reverse_end, where the owned array is known).
-  const std::int64_t n_owned = plan_.n_owned;
-  double* rest = tail_.data() - n_owned;
   for (std::size_t i = 0; i < plan_.copy_src.size(); ++i)
-    if (plan_.copy_src[i] >= n_owned) rest[plan_.copy_src[i]] += rest[plan_.copy_dst[i]];
+    if (plan_.copy_src[i] >= plan_.n_owned) {
+      double* to = space(plan_.copy_src[i]);
+      const double* from = space(plan_.copy_dst[i]);
+      for (int c = 0; c < block_; ++c) to[c] += from[c];
+    }
   if (!plan_.steps.empty()) start_reverse(plan_.steps.size() - 1);
 }
 
 void HaloExecutor::reverse_end(double* owned) {
-  const std::int64_t n_owned = plan_.n_owned;
-  const double* rest = tail_.data() - n_owned;
   for (std::size_t i = 0; i < plan_.copy_src.size(); ++i)
-    if (plan_.copy_src[i] < n_owned) owned[plan_.copy_src[i]] += rest[plan_.copy_dst[i]];
+    if (plan_.copy_src[i] < plan_.n_owned) {
+      double* to = owned + static_cast<std::int64_t>(plan_.copy_src[i]) * block_;
+      const double* from = space(plan_.copy_dst[i]);
+      for (int c = 0; c < block_; ++c) to[c] += from[c];
+    }
   for (std::size_t s = plan_.steps.size(); s-- > 0;) {
     if (s + 1 < plan_.steps.size()) start_reverse(s);
     finish_reverse(s, owned);

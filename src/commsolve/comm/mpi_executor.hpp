@@ -55,23 +55,25 @@ class RequestSet {
 
 // Runs one rank's plan. Construction is collective on `comm` (it duplicates it); begin/end
 // and reverse_begin/reverse_end must be called by every rank of the communicator, in the same
-// order, since each rank's plan matches its peers'.
+// order, since each rank's plan matches its peers'. Every entry of the index space carries
+// `block` consecutive doubles (e.g. one per right-hand side: a row-major n x block array).
 class HaloExecutor {
  public:
-  HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm);
+  HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int block = 1);
 
   // Forward: owned values -> halo. `owned` is borrowed until end() returns and must not change.
   void begin(const double* owned);
-  // Completes the exchange (and any later steps); returns the halo (n_halo values).
+  // Completes the exchange (and any later steps); returns the halo (n_halo x block values).
   const double* end();
 
   // Reverse: the halo holds contributions (write them into halo()); they are summed into the
-  // owners' entries. reverse_end adds into `owned` (n_owned values) and returns.
+  // owners' entries. reverse_end adds into `owned` (n_owned x block values) and returns.
   double* halo() { return tail_.data(); }
   void reverse_begin();
   void reverse_end(double* owned);
 
   const CommPlan& plan() const { return plan_; }
+  int block() const { return block_; }
   // What actually went through MPI since construction or the last reset (bytes of received
   // messages from MPI_Get_count, sources from the statuses), per step.
   const CommStats& recorded_forward() const { return forward_stats_; }
@@ -92,9 +94,14 @@ class HaloExecutor {
   void finish_forward(std::size_t step);
   void start_reverse(std::size_t step);
   void finish_reverse(std::size_t step, double* owned);
-  double* region(std::int64_t offset) { return tail_.data() + (offset - plan_.n_owned); }
+  // Entry i (>= n_owned) of the halo and work areas; any entry, owned ones read from `owned`.
+  double* space(std::int64_t i) { return tail_.data() + (i - plan_.n_owned) * block_; }
+  const double* entry(std::int64_t i, const double* owned) {
+    return i < plan_.n_owned ? owned + i * block_ : space(i);
+  }
 
   CommPlan plan_;
+  int block_ = 1;
   Topology topo_;
   OwnedComm comm_;
   std::vector<double> tail_;                  // halo followed by the work area

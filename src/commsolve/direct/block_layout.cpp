@@ -40,9 +40,19 @@ SupernodeBlocks supernode_blocks(const SupernodalStructure& sym) {
 
 CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                            const ProcessGrid2D& grid, bool upper) {
+  return phase_collectives(sym, blocks, grid, upper, {}, {});
+}
+
+CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
+                                const std::vector<char>& context) {
   require(grid.px >= 1 && grid.py >= 1,
           "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
+  require(solve.empty() || static_cast<std::int64_t>(solve.size()) == ns, "solve phase: mask of the wrong size");
+  require(context.empty() || static_cast<std::int64_t>(context.size()) == ns, "solve phase: context of the wrong size");
+  auto solved = [&](std::int64_t k) { return solve.empty() || solve[k] != 0; };
+  auto in_context = [&](std::int64_t k) { return !context.empty() && context[k] != 0 && !solved(k); };
   CollectiveSet set;
   std::vector<int> part;
   // Block k's owner: L(I, K) on (I, K); U(K, I) on (K, I).
@@ -63,33 +73,50 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
     set.count.push_back(sym.sn_start[k + 1] - sym.sn_start[k]);
     part.clear();
   };
-  // Who uses supernode K's solution: in the L-solve the blocks of column K, in the U-solve
-  // those of row K; who adds to K's sum: the other one.
+  // The blocks of column K belong to solved K; those of row K are filtered by their column.
   auto column = [&](std::int64_t k) {
     for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b) part.push_back(owner(b));
   };
   auto row = [&](std::int64_t k) {
-    for (std::int64_t p = blocks.row_ptr[k]; p < blocks.row_ptr[k + 1]; ++p) part.push_back(owner(blocks.row_blocks[p]));
+    for (std::int64_t p = blocks.row_ptr[k]; p < blocks.row_ptr[k + 1]; ++p) {
+      const std::int64_t b = blocks.row_blocks[p];
+      if (solved(blocks.col[b])) part.push_back(owner(b));
+    }
   };
+  // Who uses supernode K's solution: in the L-solve the blocks of column K, in the U-solve
+  // those of row K; who adds to K's sum: the other one. A context supernode takes part only
+  // through its row (L: its partial sum; U: its known solution), and only if a block does.
   const std::int64_t id0 = upper ? 2 * ns : 0;
   for (std::int64_t k = 0; k < ns; ++k) {
-    upper ? row(k) : column(k);
-    add(id0 + k, CollectiveKind::broadcast, k);
+    if (solved(k)) {
+      upper ? row(k) : column(k);
+      add(id0 + k, CollectiveKind::broadcast, k);
+    } else if (upper && in_context(k)) {
+      row(k);
+      if (!part.empty()) add(id0 + k, CollectiveKind::broadcast, k);
+    }
   }
   for (std::int64_t k = 0; k < ns; ++k) {
-    upper ? column(k) : row(k);
-    add(id0 + ns + k, CollectiveKind::reduce, k);
+    if (solved(k)) {
+      upper ? column(k) : row(k);
+      add(id0 + ns + k, CollectiveKind::reduce, k);
+    } else if (!upper && in_context(k)) {
+      row(k);
+      if (!part.empty()) add(id0 + ns + k, CollectiveKind::reduce, k);
+    }
   }
   return set;
 }
 
 LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
-                              int rank) {
+                              int rank, const std::vector<char>& mask) {
   const std::size_t ns = sym.sn_start.size() - 1;
+  require(mask.empty() || mask.size() == ns, "layout: mask of the wrong size");
   auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
+  auto held = [&](std::int64_t k) { return mask.empty() || mask[k] != 0; };
   LocalLayout2D out;
   for (std::size_t k = 0; k < ns; ++k)
-    if (grid.diag_owner(static_cast<std::int64_t>(k)) == rank) {
+    if (held(static_cast<std::int64_t>(k)) && grid.diag_owner(static_cast<std::int64_t>(k)) == rank) {
       out.diag_sn.push_back(static_cast<std::int32_t>(k));
       out.diag_off.push_back(out.total);
       out.total += 2 * width(static_cast<std::int64_t>(k)) * width(static_cast<std::int64_t>(k));
@@ -97,7 +124,7 @@ LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlo
   out.l_ptr.push_back(0);
   for (std::size_t k = 0; k < ns; ++k) {
     std::int64_t rows = 0;
-    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
+    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1] && held(static_cast<std::int64_t>(k)); ++b)
       if (grid.owner(blocks.sn[b], blocks.col[b]) == rank) {
         out.l_block.push_back(b);
         out.l_row.push_back(rows);
@@ -112,7 +139,7 @@ LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlo
   for (std::size_t j = 0; j < ns; ++j) {
     for (std::int64_t p = blocks.row_ptr[j]; p < blocks.row_ptr[j + 1]; ++p) {
       const std::int64_t b = blocks.row_blocks[p];
-      if (grid.owner(blocks.col[b], blocks.sn[b]) == rank) {
+      if (held(blocks.col[b]) && grid.owner(blocks.col[b], blocks.sn[b]) == rank) {
         out.u_block.push_back(b);
         out.u_off.push_back(out.total);
         out.total += (blocks.hi[b] - blocks.lo[b]) * width(blocks.col[b]);

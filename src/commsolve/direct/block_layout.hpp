@@ -1,7 +1,9 @@
 // The block structure of supernodal LU factors and its 2D block-cyclic layout over a Px x Py
 // process grid (SuperLU_DIST's): block (I, J) lives on process (I mod Px, J mod Py). What
-// the 2D triangular solves move follows from it as restricted collectives, one broadcast
+// the triangular solves move follows from it as restricted collectives, one broadcast
 // down a process column and one reduction along a process row per supernode and solve.
+// A grid may be one layer of a larger communicator (its ranks start at `base`), and a solve
+// phase may cover a subset of the supernodes (the 3D solves: direct/forests.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +16,10 @@ namespace commsolve {
 
 struct ProcessGrid2D {
   int px = 1, py = 1;
+  int base = 0;  // rank of process (0, 0) in the communicator
   int size() const { return px * py; }
-  int rank_of(std::int64_t prow, std::int64_t pcol) const { return static_cast<int>(prow * py + pcol); }
+  int rank_of(std::int64_t prow, std::int64_t pcol) const { return base + static_cast<int>(prow * py + pcol); }
+  bool contains(int rank) const { return rank >= base && rank < base + size(); }
   int owner(std::int64_t i, std::int64_t j) const { return rank_of(i % px, j % py); }  // block (I, J)
   int diag_owner(std::int64_t k) const { return owner(k, k); }
 };
@@ -38,9 +42,20 @@ SupernodeBlocks supernode_blocks(const SupernodalStructure& sym);
 // solution from its diagonal owner to the owners of the blocks that use it; collective
 // ns + K reduces the partial sums of supernode K to its diagonal owner. Counts are widths
 // (per right-hand side). L-solve: L(I, K) uses y(K) and adds to lsum(I); U-solve: U(K, J)
-// uses x(J) and adds to usum(K).
+// uses x(J) and adds to usum(K). Ids: key (K or ns + K), plus 2 ns in the U-solve.
 CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                            const ProcessGrid2D& grid, bool upper);
+
+// The collectives of one solve phase that solves the supernodes flagged in `solve` and only
+// updates (L) or reads (U) those flagged in `context` (both per supernode; empty `solve`:
+// all supernodes, no context). The blocks taking part are those of the solved supernodes:
+// L(I, K) with K solved, U(K, J) with K solved. L phase: a broadcast per solved K, a
+// reduction per solved I and per context I that some block adds to (its root keeps the
+// partial sum). U phase: a broadcast per solved J and per context J that some block reads,
+// a reduction per solved K. triangular_solve_collectives is the phase that solves all.
+CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
+                                const std::vector<char>& context);
 
 // One rank's share of the factors, as offsets into one array of values: the diagonal blocks
 // it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks of column K stacked into
@@ -57,7 +72,9 @@ struct LocalLayout2D {
   std::int64_t total = 0;
 };
 
+// `mask` (per supernode; empty: all) keeps the supernodes a 3D grid holds: the diagonal
+// blocks, L columns and U rows of flagged supernodes only.
 LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
-                              int rank);
+                              int rank, const std::vector<char>& mask = {});
 
 }  // namespace commsolve

@@ -1,7 +1,7 @@
 // A message-driven engine on non-blocking point-to-point MPI (no collectives, no
 // sub-communicators): a bounded number of any-source receives stays posted, every arrival
 // is handed to a callback, sends go out immediately. Restricted collectives run on it here;
-// the message-driven triangular solves (direct/trisolve_2d) drive the same loop.
+// the message-driven triangular solves (direct/solve_executor) drive the same loop.
 #pragma once
 
 #include <mpi.h>

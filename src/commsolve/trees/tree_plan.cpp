@@ -192,7 +192,8 @@ TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const Tr
   return CollectiveTree(set, c, shape, topo).links(rank);
 }
 
-std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo) {
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
+                                          std::int64_t count_scale) {
   check_shape(shape);
   set.validate(topo.size());
   std::vector<CommStats> stats(topo.size());
@@ -200,7 +201,8 @@ std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeSh
   for (std::size_t c = 0; c < set.size(); ++c) {
     CollectiveTree tree(set, c, shape, topo);
     for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
-      add_stats(stats[set.part[k]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c], topo);
+      add_stats(stats[set.part[k]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c] * count_scale,
+                topo);
   }
   return stats;
 }

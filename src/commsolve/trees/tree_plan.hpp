@@ -75,7 +75,8 @@ struct PlanArrivals {
 };
 PlanArrivals plan_arrivals(const TreePlan& plan, const CollectiveSet& set);
 // Every rank's planned statistics without keeping the plans (for analysis at scale).
-std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
+                                          std::int64_t count_scale = 1);
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
 
 }  // namespace commsolve

@@ -1,0 +1,73 @@
+"""The distributed triangular solves at virtual scale (``commsolve trees --workload
+sptrsv3d``): every rank's solve plan for each algorithm, built in one process from the
+symbolic structure alone (no MPI, no numeric factorization), and what it moves.
+
+For each algorithm: per-rank messages and bytes sent inside the grids (XY) and between them
+(Z), max and mean over ranks; the inter-grid synchronisation points of the slowest grid's
+program; the floating-point work per grid and its replication over the serial solve.
+``2d`` is priced on the squarest 2D grid with the same number of ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .direct import ALGORITHMS, parse_grid, symbolic
+from .topology import make_topology
+from .workloads import forest_partition, sptrsv3d_summary
+
+__all__ = ["analyse_sptrsv3d", "format_sptrsv3d"]
+
+
+def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd", allreduce="packed", nrhs=1,
+                     structure=None, progress=None, **lu_options):
+    """``grid``: (px, py, pz) or "PxQxR"; ``algorithms``: names from
+    :data:`commsolve.direct.ALGORITHMS`; ``structure``: the symbolic structure if already
+    computed (else :func:`commsolve.direct.symbolic` of ``A`` with ``lu_options``)."""
+    if isinstance(grid, str):
+        try:
+            dims = [int(v) for v in grid.lower().split("x")]
+        except ValueError:
+            raise ValueError(f"grid must look like 16x16x8, got {grid!r}") from None
+    else:
+        dims = [int(v) for v in grid]
+    px, py, pz = parse_grid(tuple(dims), int(np.prod(dims)))
+    for a in algorithms:
+        if a not in ALGORITHMS:
+            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
+    P = px * py * pz
+    S = symbolic(A, pz, **lu_options) if structure is None else structure
+    forests = forest_partition(S, pz, partition)
+    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    widths = np.diff(S.sn_start)
+    out = {"rows": int(A.shape[0]), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
+           "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),
+           "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
+           "algorithms": {}}
+    for a in algorithms:
+        if a == "2d":
+            g = parse_grid(None, P)
+            r = sptrsv3d_summary(S, g, "2d", tree, topo, forests=np.zeros(S.nsuper, np.int32), nrhs=nrhs)
+        else:
+            r = sptrsv3d_summary(S, (px, py, pz), a, tree, topo, forests=forests, nrhs=nrhs, allreduce=allreduce)
+        out["algorithms"][a] = r
+        if progress is not None:
+            progress(a)
+    return out
+
+
+def format_sptrsv3d(r, matrix):
+    lines = [f"{matrix}: {r['rows']:,} rows, {r['supernodes']:,} supernodes, nnz(L) {r['nnz_L']:,}; "
+             f"{r['nranks']:,} ranks, {r['ppn']} per node, forests {r['partition']} "
+             f"(columns per forest, heap order: {', '.join(f'{c:,}' for c in r['forest_columns'])})",
+             "", "per rank, sent (max / mean)",
+             f"{'algorithm':<13}{'grid':>10}{'XY msgs':>19}{'XY MB':>17}{'Z msgs':>15}{'Z MB':>15}{'syncs':>7}"
+             f"{'flops/grid max':>16}{'replication':>13}"]
+    for a, s in r["algorithms"].items():
+        xy, z = s["xy"], s["z"]
+        grid = "x".join(map(str, s["grid"]))
+        lines.append(f"{a:<13}{grid:>10}{xy['max_msgs']:>10,} / {xy['mean_msgs']:>6,.0f}"
+                     f"{xy['max_bytes'] / 1e6:>8.2f} / {xy['mean_bytes'] / 1e6:>6.2f}"
+                     f"{z['max_msgs']:>7,} / {z['mean_msgs']:>5.1f}{z['max_bytes'] / 1e6:>8.3f} / {z['mean_bytes'] / 1e6:>4.2f}"
+                     f"{s['sync_points']:>7}{max(s['flops_per_grid']):>16.3e}{s['replication']:>13.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+// Sparse direct solvers: orderings, symbolic and numeric factorization, distributed triangular solves.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/function.h>
+
+#include "bindings/common.hpp"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "direct/block_layout.hpp"
+#include "direct/forests.hpp"
+#include "direct/solve_schedule.hpp"
+#include "direct/separator_tree.hpp"
+#include "direct/supernodal_lu.hpp"
+#include "direct/symbolic.hpp"
+#include "direct/trisolve.hpp"
+#include "sparse/distribution.hpp"
+#include "topology/topology.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve::bindings {
+
+using namespace nb::literals;
+
+namespace {
+
+ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
+  check_grid_3d(ProcessGrid3D{1, 1, pz});
+  ForestPartition f;
+  f.pz = pz;
+  while ((1 << f.nlev) < pz) ++f.nlev;
+  f.forest = to_vector(forest);
+  return f;
+}
+
+SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
+                           bool packed) {
+  const auto& names = tree_shape_names();
+  if (std::find(names.begin(), names.end(), shape) == names.end())
+    throw nb::value_error(("unknown tree shape '" + shape + "'").c_str());
+  return SolveOptions{parse_algorithm(algorithm), TreeShape{shape, seed, threshold}, packed};
+}
+
+using RowMajor = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using RowMajorIn = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+}  // namespace
+
+void bind_direct(nb::module_& m) {
+  // ---- symbolic factorization -------------------------------------------------------
+  m.def("metis_nested_dissection", [](In<std::int32_t> xadj, In<std::int32_t> adjncy) {
+    std::vector<std::int32_t> perm;
+    {
+      nb::gil_scoped_release nogil;
+      perm = metis_nested_dissection(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data());
+    }
+    return to_numpy(std::move(perm));
+  }, "xadj"_a, "adjncy"_a);
+  m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels, int min_split) {
+    SeparatorTree t;
+    {
+      nb::gil_scoped_release nogil;
+      t = separator_tree(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data(), levels, min_split);
+    }
+    nb::dict d;
+    d["perm"] = to_numpy(std::move(t.perm));
+    d["parent"] = to_numpy(std::move(t.parent));
+    d["left"] = to_numpy(std::move(t.left));
+    d["right"] = to_numpy(std::move(t.right));
+    d["level"] = to_numpy(std::move(t.level));
+    d["col_start"] = to_numpy(std::move(t.col_start));
+    d["col_end"] = to_numpy(std::move(t.col_end));
+    return d;
+  }, "xadj"_a, "adjncy"_a, "levels"_a, "min_split"_a = 8);
+  m.def("symbolic_cholesky", [](In<std::int32_t> indptr, In<std::int32_t> indices, int max_size,
+                                In<std::int64_t> breaks, double relax, int relax_subtree) {
+    SupernodalStructure f;
+    std::vector<std::int64_t> br(breaks.data(), breaks.data() + breaks.shape(0));
+    {
+      nb::gil_scoped_release nogil;
+      f = symbolic_cholesky(static_cast<std::int64_t>(indptr.shape(0)) - 1, indptr.data(), indices.data(), max_size,
+                            br, relax, relax_subtree);
+    }
+    std::int64_t nnz = f.nnz_L();
+    return nb::make_tuple(to_numpy(std::move(f.parent)), to_numpy(std::move(f.sn_start)),
+                          to_numpy(std::move(f.rows_ptr)), to_numpy(std::move(f.rows)), nnz,
+                          to_numpy(std::move(f.post)));
+  }, "indptr"_a, "indices"_a, "max_size"_a, "breaks"_a, "relax"_a = 0.0, "relax_subtree"_a = 0);
+
+  nb::class_<SupernodalLU>(m, "SupernodalLU", "Supernodal LU without pivoting (multifrontal, serial).")
+      .def("__init__", [](SupernodalLU* self, In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
+                          In<std::int32_t> rows, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                          In<std::int32_t> t_indptr, In<std::int32_t> t_indices, In<double> t_data, double zero_pivot,
+                          bool replace_tiny) {
+        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        if (sym.n != static_cast<std::int64_t>(indptr.shape(0)) - 1)
+          throw nb::value_error("supernodal LU: structure and matrix disagree");
+        nb::gil_scoped_release nogil;
+        new (self) SupernodalLU(sym, indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
+                                t_data.data(), LUOptions{zero_pivot, replace_tiny});
+      }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "indptr"_a, "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a,
+           "t_data"_a, "zero_pivot"_a, "replace_tiny"_a)
+      .def("solve", [](const SupernodalLU& lu, nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu> b) {
+        if (static_cast<std::int64_t>(b.shape(0)) != lu.structure().n) throw nb::value_error("b has the wrong length");
+        nb::gil_scoped_release nogil;
+        lu.solve(b.data(), static_cast<int>(b.shape(1)));
+      }, "b"_a.noconvert())
+      .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
+      .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
+      .def_prop_ro("flops", &SupernodalLU::flops);
+
+  m.def("triangular_solve_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
+                                           In<std::int32_t> rows, int px, int py, bool upper) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    return triangular_solve_collectives(sym, supernode_blocks(sym), ProcessGrid2D{px, py}, upper);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "upper"_a);
+
+  m.def("phase_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows, int px,
+                                int py, int base, bool upper, In<std::int8_t> solve, In<std::int8_t> context) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    auto mask = [](const In<std::int8_t>& a) { return std::vector<char>(a.data(), a.data() + a.shape(0)); };
+    return phase_collectives(sym, supernode_blocks(sym), ProcessGrid2D{px, py, base}, upper, mask(solve),
+                             mask(context));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "base"_a, "upper"_a, "solve"_a, "context"_a);
+
+  // ---- 3D layout and solves -----------------------------------------------------------
+  m.def("algorithm_names", &algorithm_names);
+  m.def("supernodal_etree", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows) {
+    return to_numpy(supernodal_etree(structure_from(sn_start, rows_ptr, rows)));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a);
+  m.def("nd_forests", [](std::int64_t nsuper, int pz, int root, In<std::int32_t> left, In<std::int32_t> right,
+                         In<std::int64_t> sn_first, In<std::int64_t> sn_last) {
+    auto ints = [](const In<std::int32_t>& a) { return std::vector<int>(a.data(), a.data() + a.shape(0)); };
+    return to_numpy(nd_forests(nsuper, pz, root, ints(left), ints(right), to_vector(sn_first), to_vector(sn_last)).forest);
+  }, "nsuper"_a, "pz"_a, "root"_a, "left"_a, "right"_a, "sn_first"_a, "sn_last"_a);
+  m.def("greedy_forests", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows, int pz,
+                             double imbalance) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    std::vector<std::int32_t> f;
+    {
+      nb::gil_scoped_release nogil;
+      f = greedy_forests(sym, pz, imbalance).forest;
+    }
+    return to_numpy(std::move(f));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "pz"_a, "imbalance"_a = 0.2);
+  m.def("validate_forests", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                               In<std::int32_t> forest, int pz) {
+    forests_from(forest, pz).validate(supernodal_etree(structure_from(sn_start, rows_ptr, rows)));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "pz"_a);
+  m.def("solve_program", [](const std::string& algorithm, int z, int pz) {
+    std::vector<nb::tuple> ops;
+    int nlev = 0;
+    while ((1 << nlev) < pz) ++nlev;
+    const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, nlev);
+    for (const SolveOp& op : program) {
+      const char* kind = op.kind == SolveOp::phase ? (op.upper ? "U" : "L")
+                         : op.kind == SolveOp::z_reduce ? "Z-reduce" : "Z-broadcast";
+      ops.push_back(nb::make_tuple(kind, op.lo, op.hi, op.step));
+    }
+    return nb::make_tuple(ops, synchronisation_points(program));
+  }, "algorithm"_a, "z"_a, "pz"_a,
+        "Grid z's program: ([(kind, lo, hi, step), ...], synchronisation points). kind: L, U (a solve phase of "
+        "the forests at levels lo..hi), Z-reduce, Z-broadcast (inter-grid step).");
+  m.def("grid_flops", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                         In<std::int32_t> forest, int pz, const std::string& algorithm) {
+    return to_numpy(grid_flops(structure_from(sn_start, rows_ptr, rows), forests_from(forest, pz),
+                               parse_algorithm(algorithm)));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "pz"_a, "algorithm"_a);
+  m.def("solve_stats_virtual", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                                  In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
+                                  const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,
+                                  int nrhs, bool packed, const Distribution* dist,
+                                  std::optional<In<std::int32_t>> perm) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    const ForestPartition f = forests_from(forest, pz);
+    const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
+    std::vector<std::int32_t> p;
+    if (perm) p = to_vector(*perm);
+    std::vector<CommStats> all;
+    {
+      nb::gil_scoped_release nogil;
+      all = solve_stats_virtual(sym, ProcessGrid3D{px, py, pz}, f, o.algorithm, o.shape, topo, nrhs, packed, dist,
+                                perm ? &p : nullptr);
+    }
+    return stats_array(all, false);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "algorithm"_a, "shape"_a, "seed"_a,
+        "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "perm"_a.none(),
+        "Every rank's planned statistics of one solve, shape (ranks, 8, 8) (steps as SolveStep).");
+
+  nb::class_<TriSolve>(m, "TriSolve", "Factors on a Px x Py x Pz grid and the distributed triangular solves.")
+      .def("__init__", [](TriSolve* self, std::int64_t comm, const Topology& topo, int px, int py, int pz,
+                          In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                          In<std::int32_t> forest, In<std::int32_t> perm, const Distribution& dist,
+                          const SupernodalLU* lu, const std::string& algorithm, const std::string& shape,
+                          std::uint64_t seed, int threshold, bool packed) {
+        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        ForestPartition f = forests_from(forest, pz);
+        const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
+        MPI_Comm c = comm_from_handle(comm);
+        nb::gil_scoped_release nogil;
+        new (self) TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), to_vector(perm), dist,
+                            lu, o);
+      }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "perm"_a,
+           "dist"_a, "lu"_a.none(), "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "packed"_a)
+      .def("set_options", [](TriSolve& t, const std::string& algorithm, const std::string& shape, std::uint64_t seed,
+                             int threshold, bool packed) {
+        t.set_options(solve_options(algorithm, shape, seed, threshold, packed));
+      }, "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "packed"_a)
+      .def("solve", [](TriSolve& t, RowMajorIn b, RowMajor x) {
+        if (static_cast<std::int64_t>(b.shape(0)) != t.local_rows() || b.shape(0) != x.shape(0) ||
+            b.shape(1) != x.shape(1) || b.shape(1) < 1)
+          throw nb::value_error(("b and x must both have shape (" + std::to_string(t.local_rows()) +
+                                 ", nrhs) with nrhs >= 1").c_str());
+        TriSolve::Times times;
+        {
+          nb::gil_scoped_release nogil;
+          times = t.solve(b.data(), x.data(), static_cast<int>(b.shape(1)));
+        }
+        nb::dict d;
+        d["redistribute_b"] = times.redistribute_b;
+        d["l_solve"] = times.l_solve;
+        d["z_comm"] = times.z_comm;
+        d["u_solve"] = times.u_solve;
+        d["redistribute_x"] = times.redistribute_x;
+        d["total"] = times.total;
+        return d;
+      }, "b"_a, "x"_a.noconvert(),
+           "Collective. b: this rank's rows (n_local, nrhs), C order; x receives the solution. Returns this rank's "
+           "seconds per part.")
+      .def("planned_stats_array", [](const TriSolve& t, int nrhs) { return stats_array(t.planned(nrhs)); }, "nrhs"_a)
+      .def("recorded_stats_array", [](const TriSolve& t) { return stats_array(t.recorded()); })
+      .def_prop_ro("local_entries", &TriSolve::local_entries)
+      .def_prop_ro("local_rows", &TriSolve::local_rows);
+}
+
+}  // namespace commsolve::bindings

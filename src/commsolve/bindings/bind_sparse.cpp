@@ -1,0 +1,119 @@
+// Topology, distributions, local kernels, Matrix Market files and graph partitioning.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/function.h>
+
+#include "bindings/common.hpp"
+
+#include "core/error.hpp"
+#include "sparse/distribution.hpp"
+#include "sparse/kernels.hpp"
+#include "sparse/matrix_market.hpp"
+#include "sparse/partition.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve::bindings {
+
+using namespace nb::literals;
+
+void bind_sparse(nb::module_& m) {
+  // ---- topology -------------------------------------------------------------------
+  nb::class_<Topology>(m, "Topology", "Rank -> node map. Build with from_node_list, regular or from_comm.")
+      .def_static("from_node_list", &Topology::from_node_list, "node_of_rank"_a)
+      .def_static("regular", &Topology::regular, "nranks"_a, "ppn"_a, "layout"_a = "smp")
+      .def_static("_from_comm", [](std::int64_t h) { return Topology::from_comm(comm_from_handle(h)); },
+                  "fortran_handle"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("size", &Topology::size)
+      .def_prop_ro("num_nodes", &Topology::num_nodes)
+      .def_prop_ro("max_ppn", &Topology::max_ppn)
+      .def("node_of", &Topology::node_of, "rank"_a)
+      .def("local_rank", &Topology::local_rank, "rank"_a)
+      .def("same_node", &Topology::same_node, "a"_a, "b"_a)
+      .def("ranks_on_node", &Topology::ranks_on_node, "node"_a)
+      .def_prop_ro("node_of_rank", [](const Topology& t) { return copy_numpy(t.node_of_rank()); });
+
+  // ---- distribution ---------------------------------------------------------------
+  nb::class_<Distribution>(m, "Distribution", "Owner rank and local position of every global index.")
+      .def_static("contiguous", &Distribution::contiguous, "n"_a, "nranks"_a)
+      .def_static("from_offsets", [](In<std::int64_t> o) {
+        return Distribution::from_offsets(std::vector<std::int64_t>(o.data(), o.data() + o.shape(0)));
+      }, "offsets"_a)
+      .def_static("from_owners", [](In<std::int32_t> o, int nranks) {
+        return Distribution::from_owners(std::vector<std::int32_t>(o.data(), o.data() + o.shape(0)), nranks);
+      }, "owners"_a, "nranks"_a)
+      .def_prop_ro("global_size", &Distribution::global_size)
+      .def_prop_ro("nranks", &Distribution::nranks)
+      .def_prop_ro("is_contiguous", &Distribution::is_contiguous)
+      .def("local_size", &Distribution::local_size, "rank"_a)
+      .def("owned", [](const Distribution& d, int r) { return to_numpy(d.owned(r)); }, "rank"_a)
+      .def("owners_of", [](const Distribution& d, In<std::int64_t> g) {
+        std::vector<std::int32_t> out(g.shape(0));
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          if (g.data()[k] < 0 || g.data()[k] >= d.global_size()) throw nb::index_error("global index out of range");
+          out[k] = d.owner(g.data()[k]);
+        }
+        return to_numpy(std::move(out));
+      }, "globals"_a)
+      .def_prop_ro("offsets", [](const Distribution& d) { return copy_numpy(d.offsets()); });
+
+  // ---- local kernels --------------------------------------------------------------
+  m.def("spmv", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, In<double> x,
+                   Out<double> y) {
+    std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(y, n, "y");
+    require_len(data, indices.shape(0), "data");
+    nb::gil_scoped_release nogil;
+    spmv({n, indptr.data(), indices.data(), data.data()}, x.data(), y.data());
+  }, "indptr"_a, "indices"_a, "data"_a, "x"_a, "y"_a.noconvert(),
+        "y = A x for a CSR matrix with int32 indices (no checks on column range: trusted input).");
+  m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
+        nb::call_guard<nb::gil_scoped_release>(), "Triad bandwidth of every repetition, bytes/s.");
+  m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,
+        nb::call_guard<nb::gil_scoped_release>(), "Read-only streaming bandwidth of every repetition, bytes/s.");
+
+  // ---- Matrix Market --------------------------------------------------------------
+  nb::class_<MMHeader>(m, "MMHeader")
+      .def_ro("field", &MMHeader::field)
+      .def_ro("symmetry", &MMHeader::symmetry)
+      .def_ro("nrows", &MMHeader::nrows)
+      .def_ro("ncols", &MMHeader::ncols)
+      .def_ro("nnz", &MMHeader::nnz)
+      .def_ro("data_offset", &MMHeader::data_offset)
+      .def_ro("data_line", &MMHeader::data_line)
+      .def_ro("file_size", &MMHeader::file_size);
+  m.def("mm_read_header", &mm_read_header, "path"_a);
+  m.def("mm_chunk", &mm_chunk, "header"_a, "path"_a, "part"_a, "nparts"_a);
+  m.def("mm_parse_chunk", [](const std::string& path, const MMHeader& h, std::int64_t b, std::int64_t e) {
+    MMChunk c;
+    {
+      nb::gil_scoped_release nogil;
+      c = mm_parse_chunk(path, h, b, e);
+    }
+    return nb::make_tuple(to_numpy(std::move(c.rows)), to_numpy(std::move(c.cols)), to_numpy(std::move(c.vals)),
+                          c.nlines, c.error_line, c.error);
+  }, "path"_a, "header"_a, "begin"_a, "end"_a);
+  m.def("mm_write", [](const std::string& path, std::int64_t nr, std::int64_t nc, In<std::int64_t> rows,
+                       In<std::int64_t> cols, In<double> vals, const std::string& field,
+                       const std::string& symmetry, const std::string& comment) {
+    std::vector<std::int64_t> r(rows.data(), rows.data() + rows.shape(0)), c(cols.data(), cols.data() + cols.shape(0));
+    std::vector<double> v(vals.data(), vals.data() + vals.shape(0));
+    nb::gil_scoped_release nogil;
+    mm_write(path, nr, nc, r, c, v, field, symmetry, comment);
+  }, "path"_a, "nrows"_a, "ncols"_a, "rows"_a, "cols"_a, "vals"_a, "field"_a, "symmetry"_a, "comment"_a);
+
+  // ---- partitioning ---------------------------------------------------------------
+  m.def("metis_kway", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int nparts, int seed) {
+    std::int64_t n = static_cast<std::int64_t>(xadj.shape(0)) - 1;
+    std::vector<std::int32_t> part;
+    {
+      nb::gil_scoped_release nogil;
+      part = metis_kway(n, xadj.data(), adjncy.data(), nparts, seed);
+    }
+    return to_numpy(std::move(part));
+  }, "xadj"_a, "adjncy"_a, "nparts"_a, "seed"_a = 0);
+}
+
+}  // namespace commsolve::bindings

@@ -1,0 +1,102 @@
+#include "direct/block_store.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+constexpr int factors_tag = 3;
+constexpr std::int64_t chunk = std::int64_t{1} << 28;  // doubles per MPI call (count is an int)
+
+// Copies the blocks `layout` places on one rank out of the serial factors.
+void pack(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out) {
+  const SupernodalStructure& sym = lu.structure();
+  auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
+  for (std::size_t d = 0; d < layout.diag_sn.size(); ++d) {
+    const std::int64_t s = layout.diag_sn[d], w2 = width(s) * width(s);
+    std::copy(lu.inv_l(s), lu.inv_l(s) + w2, out + layout.diag_off[d]);
+    std::copy(lu.inv_u(s), lu.inv_u(s) + w2, out + layout.diag_off[d] + w2);
+  }
+  const std::size_t ns = sym.sn_start.size() - 1;
+  for (std::size_t k = 0; k < ns; ++k) {
+    const std::int64_t w = width(static_cast<std::int64_t>(k)), r = sym.rows_ptr[k + 1] - sym.rows_ptr[k];
+    const std::int64_t M = layout.l_rows[k];
+    for (std::int64_t p = layout.l_ptr[k]; p < layout.l_ptr[k + 1]; ++p) {  // rows lo..hi of L21 (r x w)
+      const std::int64_t b = layout.l_block[p], m = blocks.hi[b] - blocks.lo[b];
+      for (std::int64_t j = 0; j < w; ++j) {
+        const double* src = lu.l21(k) + j * r + blocks.lo[b];
+        std::copy(src, src + m, out + layout.l_panel[k] + j * M + layout.l_row[p]);
+      }
+    }
+  }
+  for (std::size_t j = 0; j < ns; ++j)
+    for (std::int64_t p = layout.u_ptr[j]; p < layout.u_ptr[j + 1]; ++p) {  // columns lo..hi of U12 (w x r)
+      const std::int64_t b = layout.u_block[p], k = blocks.col[b], w = width(k);
+      const double* src = lu.u12(static_cast<std::size_t>(k)) + blocks.lo[b] * w;
+      std::copy(src, src + (blocks.hi[b] - blocks.lo[b]) * w, out + layout.u_off[p]);
+    }
+}
+
+void transfer(MPI_Comm comm, double* data, std::int64_t count, int peer, bool send) {
+  for (std::int64_t at = 0; at < count; at += chunk) {
+    const int c = static_cast<int>(std::min(chunk, count - at));
+    if (send)
+      check_mpi(MPI_Send(data + at, c, MPI_DOUBLE, peer, factors_tag, comm), "MPI_Send");
+    else
+      check_mpi(MPI_Recv(data + at, c, MPI_DOUBLE, peer, factors_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+}
+
+LocalLayout2D rank_layout(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid3D& grid,
+                          const ForestPartition& forests, int rank) {
+  const int z = grid.z_of(rank);
+  return local_layout_2d(sym, blocks, grid.layer(z), rank, grid.pz > 1 ? forests.mask(z) : std::vector<char>{});
+}
+
+}  // namespace
+
+BlockStore block_store_layout(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid3D& grid,
+                              const ForestPartition& forests, int rank) {
+  BlockStore st;
+  st.layout = rank_layout(sym, blocks, grid, forests, rank);
+  const std::size_t ns = sym.sn_start.size() - 1;
+  st.diag_index.assign(ns, -1);
+  for (std::size_t d = 0; d < st.layout.diag_sn.size(); ++d) {
+    const std::int32_t k = st.layout.diag_sn[d];
+    st.diag_index[k] = static_cast<std::int64_t>(d);
+    st.sol_off.push_back(st.sol_rows);
+    st.sol_rows += sym.sn_start[k + 1] - sym.sn_start[k];
+  }
+  return st;
+}
+
+void distribute_blocks(MPI_Comm comm, int root, const SupernodalLU* lu, const SupernodeBlocks& blocks,
+                       const ProcessGrid3D& grid, const ForestPartition& forests, BlockStore& store) {
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if ((rank == root) != (lu != nullptr))
+    throw std::logic_error("distributed solve: the factors must be given on the root rank, and only there");
+  store.values.resize(static_cast<std::size_t>(store.layout.total));
+  if (rank != root) {
+    transfer(comm, store.values.data(), store.layout.total, root, false);
+    return;
+  }
+  HugeVector<double> buf;
+  for (int r = 0; r < size; ++r) {
+    if (r == root) {
+      pack(*lu, blocks, store.layout, store.values.data());
+      continue;
+    }
+    const LocalLayout2D theirs = rank_layout(lu->structure(), blocks, grid, forests, r);
+    buf.resize(static_cast<std::size_t>(theirs.total));  // pack writes every entry
+    pack(*lu, blocks, theirs, buf.data());
+    transfer(comm, buf.data(), theirs.total, r, true);
+  }
+}
+
+}  // namespace commsolve

@@ -1,0 +1,31 @@
+// Where b and x meet a distributed triangular solve. b and x are distributed by rows (a
+// Distribution over the user's row order, as ParCSR's, SuperLU_DIST's B and X); the solve
+// works on the permuted columns, each held by the rank that solves it: the diagonal owner of
+// its supernode on the lowest grid sharing the supernode's forest (the other grids start
+// that supernode from zero, SC'23 Algorithm 1, line 4). Moving b there is a halo pattern
+// (the solving rank needs those rows), run as a CommPlan by the halo executor; x comes back
+// by the same plan in reverse.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/halo_pattern.hpp"
+#include "direct/forests.hpp"
+#include "sparse/distribution.hpp"
+
+namespace commsolve {
+
+// The rank that solves every permuted column.
+std::vector<std::int32_t> column_solvers(const SupernodalStructure& sym, const ProcessGrid3D& grid,
+                                         const ForestPartition& forests);
+
+// `perm[k]`: the original row of permuted column k. One rank's pattern (receive and send
+// sides, no communication: every rank knows where every row goes). O(n).
+HaloPattern rhs_pattern(int rank, const Distribution& dist, const std::vector<std::int32_t>& perm,
+                        const std::vector<std::int32_t>& solver);
+// Every rank's pattern in one pass (the virtual world).
+std::vector<HaloPattern> rhs_patterns(const Distribution& dist, const std::vector<std::int32_t>& perm,
+                                      const std::vector<std::int32_t>& solver);
+
+}  // namespace commsolve

@@ -1,0 +1,79 @@
+// Runs solve phases and inter-grid steps (direct/solve_schedule.hpp) on MPI.
+//
+// A phase is one receive-any loop on the message engine (SC'23 Algorithm 3): a supernode is
+// solved (a product with its inverted diagonal block) as soon as the last contribution to
+// its sum is in, its solution goes down its broadcast tree and into the local blocks that
+// use it, and the partial sums they make go up their reduction trees. The dense work sits
+// behind BlockKernels, so that another implementation (a GPU kernel) can take its place.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "direct/block_store.hpp"
+#include "direct/solve_schedule.hpp"
+#include "trees/engine.hpp"
+
+namespace commsolve {
+
+// The dense products of a solve, all column-major with nrhs right-hand sides.
+class BlockKernels {
+ public:
+  virtual ~BlockKernels() = default;
+  // sol (w x nrhs) = inv (w x w) * rhs.
+  virtual void diagonal(std::int64_t w, int nrhs, const double* inv, const double* rhs, double* sol) = 0;
+  // out (m x nrhs) = panel (m x w) * x: the L blocks of one column, stacked.
+  virtual void lower_panel(std::int64_t m, std::int64_t w, int nrhs, const double* panel, const double* x,
+                           double* out) = 0;
+  // acc (w x nrhs) += U (w x m) * x: one U block and the rows of x it reads.
+  virtual void upper_block(std::int64_t w, std::int64_t m, int nrhs, const double* U, const double* x,
+                           double* acc) = 0;
+};
+
+// On the CPU: a plain loop for the typical small block (faster than a BLAS call's overhead),
+// BLAS GEMV/GEMM above 64k entries.
+class CpuKernels final : public BlockKernels {
+ public:
+  void diagonal(std::int64_t w, int nrhs, const double* inv, const double* rhs, double* sol) override;
+  void lower_panel(std::int64_t m, std::int64_t w, int nrhs, const double* panel, const double* x,
+                   double* out) override;
+  void upper_block(std::int64_t w, std::int64_t m, int nrhs, const double* U, const double* x,
+                   double* acc) override;
+};
+
+// Runs one rank's phases against its block store. `sol` is the rank's solve vector: per
+// diagonal supernode d, sol_off[d] * nrhs onward, w x nrhs column-major; it holds the
+// right-hand side when a phase starts and its solution (L: y, U: x) when it ends; a context
+// supernode's entry (L) has the phase's partial sums subtracted from it.
+class PhaseExecutor {
+ public:
+  PhaseExecutor(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const BlockStore& store,
+                MessageEngine& engine, BlockKernels& kernels)
+      : sym_(sym), blocks_(blocks), store_(store), engine_(engine), kernels_(kernels) {}
+  // Collective over the phase's grid (every rank runs its own schedule of the same phase).
+  void run(const PhaseSchedule& ph, double* sol, int nrhs, int tag);
+
+ private:
+  std::int64_t width(std::int64_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
+  const SupernodalStructure& sym_;
+  const SupernodeBlocks& blocks_;
+  const BlockStore& store_;
+  MessageEngine& engine_;
+  BlockKernels& kernels_;
+  std::vector<double> acc_, work_, xg_, sol_tmp_;
+  std::vector<std::int64_t> stack_;
+  std::vector<int> pending_;
+};
+
+// One inter-grid step between the diagonal owners of two grids: the sender's solve-vector
+// entries of the step's supernodes are added to (reduce) or copied over (broadcast) the
+// receiver's. One message per supernode, in ascending order, or one packed message. What
+// went through MPI is added to `recorded` (step z_reduce or z_broadcast).
+void run_z_step(MPI_Comm comm, const ZStep& st, bool reduce, bool packed, const SupernodalStructure& sym,
+                const BlockStore& store, double* sol, int nrhs, int tag, const Topology& topo, int rank,
+                CommStats& recorded);
+
+}  // namespace commsolve

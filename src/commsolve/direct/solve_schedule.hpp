@@ -1,0 +1,107 @@
+// What a distributed triangular solve does, as plain data built without communication
+// (DESIGN.md rule 1): per grid a program of solve phases and inter-grid steps, per rank and
+// phase a schedule (restricted collectives, their trees, fmod/bmod counters) and per rank
+// and inter-grid step who talks to whom about which supernodes.
+//
+// Algorithms on a Px x Py x Pz grid (direct/forests.hpp):
+//  - "2d" (Pz = 1): one L phase and one U phase over every supernode (SC'23, Algorithm 3).
+//  - "3d-baseline" (Sao et al., ICS'19; SuperLU_DIST NEW3DSOLVE=0): the L-solve climbs the
+//    forest levels; after its level-l forest, the grid z with z mod 2^(l+1) = 2^l sends the
+//    partial sums of its ancestor supernodes to grid z - 2^l and goes idle; the U-solve
+//    comes back down, x of the ancestors sent to z + 2^l. 2 log2 Pz synchronisations.
+//  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests at once
+//    (ancestors with b set to 0 except on their lowest grid, so their y are partial sums),
+//    one SparseAllReduce (Algorithm 2) of the ancestors' y over the grids, then every grid
+//    runs its U-solve. One synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "direct/block_layout.hpp"
+#include "direct/forests.hpp"
+#include "direct/symbolic.hpp"
+#include "sparse/distribution.hpp"
+#include "topology/topology.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve {
+
+enum class SolveAlgorithm { two_d, baseline_3d, new_3d };
+SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline" | "3d"
+const std::vector<std::string>& algorithm_names();
+
+// The steps of a solve's CommStats. XY: inside a grid; Z: between grids; then the moves of
+// b from its row distribution to the diagonal owners and of x back.
+enum SolveStep : int { l_broadcast = 0, l_reduce, u_broadcast, u_reduce, z_reduce, z_broadcast, b_to_diagonal,
+                       x_from_diagonal, num_solve_steps };
+
+struct SolveOp {
+  enum Kind : std::int8_t { phase, z_reduce, z_broadcast };
+  Kind kind = phase;
+  bool upper = false;  // phase: a U-solve phase
+  int lo = 0, hi = 0;  // phase: solves the grid's forests at levels lo..hi; those above are context
+  int step = 0;        // inter-grid step 1..nlev: grids z and z +- 2^(step - 1)
+};
+
+// What grid z runs, in order. Throws for "2d" with pz > 1.
+std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev);
+// Points where a grid waits for another between its solve phases (runs of inter-grid steps).
+int synchronisation_points(const std::vector<SolveOp>& program);
+
+// One rank's part of one solve phase.
+struct PhaseSchedule {
+  bool upper = false;
+  CollectiveSet set;
+  TreePlan plan;
+  PlanArrivals arrivals;                // waiting: a reduction's tree children plus local blocks
+  std::vector<std::int32_t> slot;       // message key (K: broadcast, ns + K: reduction) -> plan entry
+  std::vector<char> solves;             // per plan entry (reductions): the root solves (else keeps the sum)
+  std::vector<std::int64_t> sum_off;    // per plan entry (reductions): offset of its sum per rhs
+  std::int64_t sum_size = 0;
+  std::int64_t solved_here = 0;         // supernodes this rank solves
+  std::vector<std::int64_t> u_ptr, u_pos;  // U: per source J, the local U blocks this phase applies
+  std::vector<std::int32_t> starts;     // U: context supernodes whose known x this rank broadcasts
+};
+
+// `layout`: the rank's blocks (local_layout_2d of its grid's mask). `solve`/`context` as
+// phase_collectives. Local.
+PhaseSchedule build_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
+                          const LocalLayout2D& layout, int rank, bool upper, const std::vector<char>& solve,
+                          const std::vector<char>& context, const TreeShape& shape, const Topology& topo);
+
+// One rank's part of an inter-grid step: its partner, its direction (the L side reduces
+// towards the lower grid, the U side broadcasts away from it) and the supernodes whose
+// diagonal blocks it owns in the forests the two grids share at that step (ascending).
+struct ZStep {
+  int peer = -1;  // -1: this rank's grid takes no part
+  bool send = false;
+  std::vector<std::int32_t> sn;
+};
+ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, int rank, int step, bool reduce);
+
+// Planned statistics of an inter-grid step into `stats` (steps z_reduce / z_broadcast):
+// one message per supernode (as SuperLU_DIST sends them) or one packed message per step.
+void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,
+                 bool reduce, bool packed, int nrhs);
+
+// The masks of a phase op of grid z: solved supernodes and context (ancestors above hi).
+std::vector<char> phase_solve_mask(const ForestPartition& forests, int z, const SolveOp& op);
+std::vector<char> phase_context_mask(const ForestPartition& forests, int z, const SolveOp& op);
+
+// Every rank's planned statistics of one solve, built in one process without MPI. The moves
+// of b and x (steps b_to_diagonal, x_from_diagonal) are counted when `dist` (the rows'
+// distribution) and `perm` (perm[k]: the original row of permuted column k) are given.
+std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const ProcessGrid3D& grid,
+                                           const ForestPartition& forests, SolveAlgorithm alg,
+                                           const TreeShape& shape, const Topology& topo, int nrhs, bool packed,
+                                           const Distribution* dist = nullptr,
+                                           const std::vector<std::int32_t>* perm = nullptr);
+
+// Floating-point operations per grid of one solve with one right-hand side (L and U): a
+// solved supernode K of width w with r rows below costs 2 w (w + r) per triangle.
+std::vector<double> grid_flops(const SupernodalStructure& sym, const ForestPartition& forests, SolveAlgorithm alg);
+
+}  // namespace commsolve
