@@ -2,7 +2,7 @@
 # make test   installs what is missing, builds, runs every test
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
 PYTHON ?= python3
-NP ?= 2
+NP ?= 4
 export OMPI_ALLOW_RUN_AS_ROOT ?= 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM ?= 1
 export OMPI_MCA_rmaps_base_oversubscribe ?= 1

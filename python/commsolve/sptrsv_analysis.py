@@ -23,7 +23,8 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
                      structure=None, progress=None, **lu_options):
     """``grid``: (px, py, pz) or "PxQxR"; ``algorithms``: names from
     :data:`commsolve.direct.ALGORITHMS`; ``structure``: the symbolic structure if already
-    computed (else :func:`commsolve.direct.symbolic` of ``A`` with ``lu_options``)."""
+    computed (``A`` may then be None), else :func:`commsolve.direct.symbolic` of ``A`` with
+    ``lu_options``."""
     if isinstance(grid, str):
         try:
             dims = [int(v) for v in grid.lower().split("x")]
@@ -40,7 +41,7 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
     forests = forest_partition(S, pz, partition)
     topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
     widths = np.diff(S.sn_start)
-    out = {"rows": int(A.shape[0]), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
+    out = {"rows": int(S.sn_start[-1]), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}

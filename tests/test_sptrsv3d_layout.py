@@ -1,0 +1,230 @@
+"""The 3D layout and the solve plans, without MPI: forest partitions (nd, greedy), the
+programs of the three algorithms, the phases' collectives, and the virtual world's counts
+against counts made here by hand from the structure (inter-grid volume, replicated work,
+where b's rows go)."""
+
+import numpy as np
+import pytest
+
+from commsolve import _core, direct, gallery, workloads
+from commsolve.topology import make_topology
+
+SPECS = ["poisson2d9:40", "poisson3d:10", "random:rows=600,nnz_per_row=5"]
+
+
+@pytest.fixture(scope="module", params=SPECS)
+def structure(request):
+    return direct.symbolic(gallery.from_spec(request.param), pz=8, max_supernode=16, relax_subtree=8)
+
+
+def etree(S):
+    return _core.supernodal_etree(*S.core_arrays())
+
+
+def heap_ancestors(f):
+    out = {f}
+    while f > 0:
+        f = (f - 1) // 2
+        out.add(f)
+    return out
+
+
+def chain(z, pz):
+    """Grid z's forests, leaf first."""
+    f, out = pz - 1 + z, []
+    while True:
+        out.append(f)
+        if f == 0:
+            return out
+        f = (f - 1) // 2
+
+
+@pytest.mark.parametrize("method", ["nd", "greedy"])
+@pytest.mark.parametrize("pz", [1, 2, 4, 8])
+def test_forests_cover_every_supernode_and_keep_parents_above(structure, method, pz):
+    f = workloads.forest_partition(structure, pz, method)
+    assert f.shape == (structure.nsuper,) and f.min() >= 0 and f.max() < 2 * pz - 1
+    parent = etree(structure)
+    for s, p in enumerate(parent):
+        if p >= 0:
+            assert f[p] in heap_ancestors(f[s]), (s, p, f[s], f[p])
+    _core.validate_forests(*structure.core_arrays(), f, pz)  # the core's own check agrees
+
+
+def test_nd_forests_are_the_top_separator_levels(structure):
+    t = structure.tree
+    f = workloads.forest_partition(structure, 4, "nd")
+    root = t.root
+    assert set(f[t.sn_first[root]:t.sn_last[root]]) <= {0}
+    for child, heap in ((t.left[root], 1), (t.right[root], 2)):
+        a, b = t.subtree_columns(child)
+        lo, hi = np.searchsorted(structure.sn_start, [a, b])
+        assert set(f[t.sn_first[child]:t.sn_last[child]]) <= {heap}  # the child separator
+        assert set(f[lo:hi]) <= {heap, 2 * heap + 1, 2 * heap + 2}  # and everything below it
+
+
+def test_greedy_forests_balance_the_leaves():
+    S = direct.symbolic(gallery.poisson2d9(60), pz=4, max_supernode=16)
+    f = workloads.forest_partition(S, 4, "greedy")
+    w = np.diff(S.sn_start).astype(float)
+    depth = np.zeros(S.nsuper)
+    parent = etree(S)
+    for s in range(S.nsuper - 1, -1, -1):
+        if parent[s] >= 0:
+            depth[s] = depth[parent[s]] + w[parent[s]]
+    leaf = np.array([np.sum((w * depth)[f == 3 + z]) for z in range(4)])
+    pairs = [leaf[0:2], leaf[2:4]]
+    assert all(abs(a - b) <= 0.2 * (a + b) for a, b in pairs), leaf
+
+
+@pytest.mark.parametrize("pz,bad,msg", [
+    (3, None, "Pz must be a power of two, got 3"),
+    (2, lambda f: np.where(f == 0, 2, f), "which is not an ancestor forest"),
+    (2, lambda f: f + 5, "outside [0, 3)"),
+])
+def test_bad_forests_are_refused(structure, pz, bad, msg):
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        f = workloads.forest_partition(structure, 2, "greedy")
+        _core.validate_forests(*structure.core_arrays(), bad(f) if bad else f, pz)
+
+
+def test_programs_of_the_three_algorithms():
+    L = lambda lo, hi: ("L", lo, hi, 0)  # noqa: E731
+    U = lambda lo, hi: ("U", lo, hi, 0)  # noqa: E731
+    R = lambda s: ("Z-reduce", 0, 0, s)  # noqa: E731
+    B = lambda s: ("Z-broadcast", 0, 0, s)  # noqa: E731
+    # ICS'19 on 4 grids: climb with a reduction after each level, the upper partner goes idle.
+    assert workloads.solve_program("3d-baseline", 0, 4) == (
+        [L(0, 0), R(1), L(1, 1), R(2), L(2, 2), U(2, 2), B(2), U(1, 1), B(1), U(0, 0)], 4)
+    assert workloads.solve_program("3d-baseline", 1, 4) == ([L(0, 0), R(1), B(1), U(0, 0)], 1)
+    assert workloads.solve_program("3d-baseline", 2, 4) == (
+        [L(0, 0), R(1), L(1, 1), R(2), B(2), U(1, 1), B(1), U(0, 0)], 3)
+    # SC'23: one L phase over all forests, the sparse allreduce, one U phase.
+    assert workloads.solve_program("3d", 0, 4) == ([L(0, 2), R(1), R(2), B(2), B(1), U(0, 2)], 1)
+    assert workloads.solve_program("3d", 3, 4) == ([L(0, 2), R(1), B(1), U(0, 2)], 1)
+    assert workloads.solve_program("2d", 0, 1) == ([L(0, 0), U(0, 0)], 0)
+    for pz in (2, 4, 8, 16, 32):
+        assert max(workloads.solve_program("3d-baseline", z, pz)[1] for z in range(pz)) == 2 * (pz.bit_length() - 1)
+        assert max(workloads.solve_program("3d", z, pz)[1] for z in range(pz)) == 1
+    with pytest.raises(ValueError, match="the 2d algorithm needs Pz = 1"):
+        workloads.solve_program("2d", 0, 2)
+
+
+def blocks(S):
+    """(row supernode, column supernode) of every off-diagonal block."""
+    out = []
+    for k in range(S.nsuper):
+        rows, _ = S.block_rows(k)
+        out += [(int(i), k) for i in rows]
+    return out
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_phase_collectives_involve_exactly_the_active_blocks(structure, upper):
+    S, px, py, base = structure, 2, 3, 12
+    f = workloads.forest_partition(S, 4, "nd")
+    solve = np.isin(f, [1]).astype(np.int8)            # grid 0's level-1 forest
+    context = np.isin(f, [0]).astype(np.int8)          # and its ancestor
+    C = _core.phase_collectives(*S.core_arrays(), px, py, base, upper, solve, context)
+    ns = S.nsuper
+    owner = lambda i, j: base + (i % px) * py + (j % py)  # noqa: E731
+    want = {}
+    for i, k in blocks(S):
+        if not solve[k]:
+            continue  # only blocks of solved columns (L) / rows (U) take part
+        use, add = (i, k) if upper else (k, i)  # U(k, i) uses x(i); L(i, k) uses y(k)
+        o = owner(k, i) if upper else owner(i, k)
+        want.setdefault(("b", use), set()).add(o)
+        want.setdefault(("r", add), set()).add(o)
+    ids = C.id.tolist()
+    id0 = 2 * ns if upper else 0
+    got = {}
+    for c, cid in enumerate(ids):
+        key = cid - id0
+        k = key if key < ns else key - ns
+        kind = "b" if key < ns else "r"
+        part = set(C.part[C.part_ptr[c]:C.part_ptr[c + 1]].tolist())
+        assert C.root[c] == owner(k, k)
+        got[kind, k] = part - {owner(k, k)}
+    for (kind, k), ranks in want.items():
+        assert got[kind, k] == ranks - {owner(k, k)}, (kind, k)
+    for (kind, k) in got:
+        if (kind, k) not in want:  # no block: only a solved supernode has a collective then
+            assert solve[k] and got[kind, k] == set()
+
+
+def hand_z_bytes(S, f, pz, nrhs):
+    """Inter-grid bytes sent in one solve, counted from the forests: at step l every pair of
+    grids (z, z + 2^(l-1)) with z mod 2^l = 0 moves, once each way (reduce, broadcast), the
+    columns of the forests they share (z's forests at levels >= l)."""
+    cols = np.bincount(f, weights=np.diff(S.sn_start), minlength=2 * pz - 1)
+    total = 0
+    for l in range(1, pz.bit_length()):
+        for z in range(0, pz, 2 ** l):
+            total += 2 * 8 * nrhs * sum(cols[g] for g in chain(z, pz)[l:])
+    return total
+
+
+@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d"])
+@pytest.mark.parametrize("pz,nrhs", [(2, 1), (4, 3), (8, 1)])
+def test_virtual_inter_grid_volume_matches_a_hand_count(structure, algorithm, pz, nrhs):
+    grid = (2, 2, pz)
+    topo = make_topology(size=4 * pz, ppn=4)
+    f = workloads.forest_partition(structure, pz, "nd")
+    stats = workloads.sptrsv3d_stats(structure, grid, algorithm, "binary", topo, forests=f, nrhs=nrhs)
+    arr = np.stack([s.array for s in stats])
+    assert arr[:, 4:6, 2:4].sum() == hand_z_bytes(structure, f, pz, nrhs)
+    assert arr[:, 4:6, 2:4].sum() == arr[:, 4:6, 6:8].sum()  # every byte sent is received
+    assert arr[:, 6:8].sum() == 0  # no distribution given: b and x not counted
+    # ppn 4 = one layer per node: the inter-grid traffic is all inter-node, XY all intra-node
+    assert arr[:, 4:6, [0, 2]].sum() == 0 and arr[:, 0:4, [1, 3]].sum() == 0
+
+
+@pytest.mark.parametrize("tree", ["binary", "flat"])
+def test_one_layer_3d_is_the_2d_solve(structure, tree):
+    topo = make_topology(size=6, ppn=2)
+    f = np.zeros(structure.nsuper, np.int32)
+    two = workloads.sptrsv3d_stats(structure, (2, 3, 1), "2d", tree, topo, forests=f)
+    for alg in ("3d", "3d-baseline"):
+        three = workloads.sptrsv3d_stats(structure, (2, 3, 1), alg, tree, topo, forests=f)
+        assert all(a == b for a, b in zip(two, three))
+
+
+def test_replicated_work_per_grid(structure):
+    pz = 4
+    f = workloads.forest_partition(structure, pz, "greedy")
+    w = np.diff(structure.sn_start).astype(float)
+    r = np.diff(structure.rows_ptr).astype(float)
+    cost = 2 * 2 * w * (w + r)  # L and U
+    new = _core.grid_flops(*structure.core_arrays(), f, pz, "3d")
+    base = _core.grid_flops(*structure.core_arrays(), f, pz, "3d-baseline")
+    for z in range(pz):
+        assert new[z] == pytest.approx(cost[np.isin(f, chain(z, pz))].sum())
+    # the baseline solves each forest once, on its lowest grid: no replication
+    assert base.sum() == pytest.approx(cost.sum())
+    for z in range(pz):
+        own = [g for l, g in enumerate(chain(z, pz)) if z % 2 ** l == 0]
+        assert base[z] == pytest.approx(cost[np.isin(f, own)].sum())
+
+
+def test_b_goes_to_the_diagonal_owner_on_the_lowest_grid(structure):
+    px, py, pz, P = 2, 2, 4, 16
+    f = workloads.forest_partition(structure, pz, "nd")
+    dist = direct.Distribution.contiguous(int(structure.sn_start[-1]), P)
+    topo = make_topology(size=P, ppn=4)
+    stats = workloads.sptrsv3d_stats(structure, (px, py, pz), "3d", "binary", topo, forests=f,
+                                     distribution=dist)
+    # hand count: rows whose owner differs from the rank solving their column
+    nlev = pz.bit_length() - 1
+    level = lambda g: nlev - ((int(g) + 1).bit_length() - 1)  # noqa: E731  (heap depth -> level)
+    sn_of = np.repeat(np.arange(structure.nsuper), np.diff(structure.sn_start))
+    received = np.zeros(P, int)
+    for j, g in enumerate(structure.perm):
+        k = sn_of[j]
+        lowest = ((f[k] + 1) << level(f[k])) - pz
+        solver = lowest * px * py + (k % px) * py + (k % py)
+        if dist.owners_of(np.array([g]))[0] != solver:
+            received[solver] += 1
+    got = np.array([s.array[6, 6] + s.array[6, 7] for s in stats])  # b bytes received
+    assert np.array_equal(got, 8 * received)
+    assert all(np.array_equal(s.array[7], s.array[6][[4, 5, 6, 7, 0, 1, 2, 3]]) for s in stats)  # x: reverse
