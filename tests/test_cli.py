@@ -74,6 +74,14 @@ def test_demo_checks_pass():
     out = json.loads(p.stdout)
     assert out["ok"] and len(out["runs"]) == 4
     assert out["virtual"]["stats"]["nranks"] == 1024
+    flagship = out["flagship"]
+    assert [r["algorithm"] for r in flagship["runs"]] == ["2d", "3d-baseline", "3d"]
+    for r in flagship["runs"]:  # each solution checked against scipy, statistics against the plan
+        assert r["rel_error_vs_scipy"] <= 1e-10 and r["stats_recorded_equal_planned"]
+        assert (r["z_msgs"] > 0) == (r["grid"][2] > 1)
+    assert flagship["virtual"]["nranks"] == 2048
+    syncs = {a: v["sync_points"] for a, v in flagship["virtual"]["algorithms"].items()}
+    assert syncs == {"2d": 0, "3d-baseline": 6, "3d": 1}  # 2 log2(8) against one
 
 
 @pytest.mark.parametrize("strategy", ["node-aware", "node-aware-2step", "auto"])

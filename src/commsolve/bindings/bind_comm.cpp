@@ -12,7 +12,6 @@
 #include "comm/comm_stats.hpp"
 #include "comm/halo_pattern.hpp"
 #include "comm/plan_builder.hpp"
-#include "comm/pml_monitor.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 
@@ -83,15 +82,6 @@ void bind_comm(nb::module_& m) {
         "col_dist"_a, "progress"_a.none() = nb::none());
   m.def("virtual_halo_patterns", &virtual_patterns<std::int64_t>, "indptr"_a, "indices"_a, "row_dist"_a,
         "col_dist"_a, "progress"_a.none() = nb::none());
-
-  nb::class_<PmlMonitor>(m, "PmlMonitor",
-                         "Open MPI's pml_monitoring counters of what this process sends, per destination rank of a "
-                         "communicator, from construction on (needs --mca pml_monitoring_enable 2).")
-      .def("__init__", [](PmlMonitor* self, std::int64_t comm) { new (self) PmlMonitor(comm_from_handle(comm)); },
-           "comm"_a)
-      .def_static("available", &PmlMonitor::available)
-      .def("messages", [](const PmlMonitor& p) { return to_numpy(p.messages()); })
-      .def("bytes", [](const PmlMonitor& p) { return to_numpy(p.bytes()); });
 }
 
 }  // namespace commsolve::bindings

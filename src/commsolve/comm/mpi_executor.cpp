@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
@@ -13,17 +14,6 @@ namespace {
 constexpr int forward_tag = 100;  // + step
 constexpr int reverse_tag = 300;  // + step
 constexpr std::size_t max_steps = 200;
-
-// Adds a persistent send or receive of `count` doubles at `buf` to `set`.
-void add_persistent(RequestSet& set, bool send, double* buf, std::int64_t count, int peer, int tag,
-                    MPI_Comm comm) {
-  MPI_Request r;
-  if (send)
-    check_mpi(MPI_Send_init(buf, static_cast<int>(count), MPI_DOUBLE, peer, tag, comm, &r), "MPI_Send_init");
-  else
-    check_mpi(MPI_Recv_init(buf, static_cast<int>(count), MPI_DOUBLE, peer, tag, comm, &r), "MPI_Recv_init");
-  set.add(r);
-}
 
 bool mpi_alive() {
   int finalized = 0;
@@ -54,24 +44,57 @@ int OwnedComm::size() const {
   return s;
 }
 
+bool persistent_requests() {
+  static const bool on = [] {
+    const char* v = std::getenv("COMMSOLVE_PERSISTENT");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+void RequestSet::add(bool send, double* buf, std::int64_t count, int peer, int tag, MPI_Comm comm) {
+  const Op op{send, buf, static_cast<int>(count), peer, tag, comm};
+  ops_.push_back(op);
+  persistent_ = persistent_requests();
+  if (!persistent_) return;
+  MPI_Request r;
+  if (send)
+    check_mpi(MPI_Send_init(buf, op.count, MPI_DOUBLE, peer, tag, comm, &r), "MPI_Send_init");
+  else
+    check_mpi(MPI_Recv_init(buf, op.count, MPI_DOUBLE, peer, tag, comm, &r), "MPI_Recv_init");
+  reqs_.push_back(r);
+}
+
 RequestSet::~RequestSet() {
   if (!mpi_alive()) return;
   if (active_) {
     std::fprintf(stderr, "commsolve: destroying requests still in flight; waiting for them\n");
     MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
   }
-  for (auto& r : reqs_)
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  if (persistent_)
+    for (auto& r : reqs_)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
 }
 
 void RequestSet::start() {
-  if (reqs_.empty()) return;
-  check_mpi(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()), "MPI_Startall");
+  if (ops_.empty()) return;
+  if (persistent_) {
+    check_mpi(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()), "MPI_Startall");
+  } else {
+    reqs_.assign(ops_.size(), MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const Op& o = ops_[i];
+      if (o.send)
+        check_mpi(MPI_Isend(o.buf, o.count, MPI_DOUBLE, o.peer, o.tag, o.comm, &reqs_[i]), "MPI_Isend");
+      else
+        check_mpi(MPI_Irecv(o.buf, o.count, MPI_DOUBLE, o.peer, o.tag, o.comm, &reqs_[i]), "MPI_Irecv");
+    }
+  }
   active_ = true;
 }
 
 void RequestSet::wait(std::vector<MPI_Status>& statuses) {
-  if (reqs_.empty()) return;
+  if (ops_.empty()) return;
   statuses.resize(reqs_.size());
   int rc = MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), statuses.data());
   active_ = false;
@@ -106,10 +129,10 @@ void HaloExecutor::setup_forward() {
     const int tag = forward_tag + static_cast<int>(s);
     StepRequests sr;
     for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
-      add_persistent(sr.reqs, false, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
+      sr.reqs.add(false, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
     sr.nrecv = st.recv_peers.size();
     for (std::size_t i = 0; i < st.send_peers.size(); ++i)
-      add_persistent(sr.reqs, true, sendbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
+      sr.reqs.add(true, sendbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
                      st.send_peers[i], tag, c);
     forward_.push_back(std::move(sr));
   }
@@ -124,11 +147,11 @@ void HaloExecutor::setup_reverse() {
     const int tag = reverse_tag + static_cast<int>(s);
     StepRequests sr;
     for (std::size_t i = 0; i < st.send_peers.size(); ++i)
-      add_persistent(sr.reqs, false, recvbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
+      sr.reqs.add(false, recvbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,
                      st.send_peers[i], tag, c);
     sr.nrecv = st.send_peers.size();
     for (std::size_t i = 0; i < st.recv_peers.size(); ++i)
-      add_persistent(sr.reqs, true, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
+      sr.reqs.add(true, space(st.recv_offset[i]), st.recv_count[i] * block_, st.recv_peers[i], tag, c);
     reverse_.push_back(std::move(sr));
   }
   reverse_ready_ = true;

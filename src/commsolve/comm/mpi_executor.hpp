@@ -31,27 +31,48 @@ class OwnedComm {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
-// A set of persistent requests started and completed together. The destructor of an
-// active set waits for it (it never frees requests that are in flight). Move-only.
+// A set of requests started and completed together: persistent (created once, restarted
+// with MPI_Startall), or, when persistent requests are switched off (see
+// persistent_requests()), posted afresh with MPI_Isend/MPI_Irecv at every start from the
+// same description. The destructor of an active set waits for it (it never frees requests
+// that are in flight). Move-only.
 class RequestSet {
  public:
   RequestSet() = default;
   ~RequestSet();
-  RequestSet(RequestSet&& o) noexcept : reqs_(std::move(o.reqs_)), active_(o.active_) { o.active_ = false; }
+  RequestSet(RequestSet&& o) noexcept
+      : reqs_(std::move(o.reqs_)), ops_(std::move(o.ops_)), active_(o.active_), persistent_(o.persistent_) {
+    o.active_ = false;
+    o.reqs_.clear();
+  }
   RequestSet(const RequestSet&) = delete;
   RequestSet& operator=(const RequestSet&) = delete;
   RequestSet& operator=(RequestSet&&) = delete;
 
-  void add(MPI_Request r) { reqs_.push_back(r); }
-  std::size_t size() const { return reqs_.size(); }
+  // A send or receive of `count` doubles at `buf`.
+  void add(bool send, double* buf, std::int64_t count, int peer, int tag, MPI_Comm comm);
+  std::size_t size() const { return ops_.size(); }
   void start();
   // Waits for all; `statuses` receives one status per request, in the order they were added.
   void wait(std::vector<MPI_Status>& statuses);
 
  private:
+  struct Op {
+    bool send;
+    double* buf;
+    int count, peer, tag;
+    MPI_Comm comm;
+  };
   std::vector<MPI_Request> reqs_;
+  std::vector<Op> ops_;
   bool active_ = false;
+  bool persistent_ = true;
 };
+
+// Whether executors use persistent requests (the default). Set COMMSOLVE_PERSISTENT=0 to
+// post ordinary non-blocking ones instead: Open MPI 4.1's pml_monitoring, the referee of
+// our recorded statistics, does not count persistent sends. Read once per process.
+bool persistent_requests();
 
 // Runs one rank's plan. Construction is collective on `comm` (it duplicates it); begin/end
 // and reverse_begin/reverse_end must be called by every rank of the communicator, in the same

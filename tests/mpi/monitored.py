@@ -1,0 +1,78 @@
+"""MPI script for the referee test: run one workload K times under Open MPI's pml_monitoring
+(started by tests/test_monitoring_mpi.py with --mca pml_monitoring_enable 2 and
+COMMSOLVE_PERSISTENT=0) and print, per rank, what our plans say one repetition sends.
+
+Usage: mpiexec -n 4 python -m mpi4py tests/mpi/monitored.py 4 WORKLOAD K
+WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random restricted
+collectives, two shapes), sptrsv (the 2D solve and both 3D solves). Rank 0 prints a JSON
+line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
+the node of every rank.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import commsolve as cs
+from commsolve import direct, gallery, trees
+
+comm = MPI.COMM_WORLD
+expected, workload, K = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+assert comm.size == expected == 4, f"launched with {comm.size} ranks, expected {expected} (4)"
+topo = cs.make_topology(comm, ppn=2)
+
+
+def sent(stats):
+    a = stats.array.sum(axis=0)
+    return a[0:4].astype(np.int64)
+
+
+if workload == "halo":
+    mats = [cs.ParCSR.from_spec("poisson2d:40", comm, partition="metis", topology=topo, strategy=s)
+            for s in ("standard", "node-aware", "node-aware-2step")]
+    x = [np.ones(A.local_cols) for A in mats]
+    y = [np.ones(A.local_rows) for A in mats]
+
+    def once():
+        for A, u, v in zip(mats, x, y):
+            A.matvec(u)
+            A.rmatvec(v)
+
+    planned = sum(sent(A.planned_stats()) + sent(A.planned_stats().reversed()) for A in mats)
+elif workload == "trees":
+    C = trees.random_collectives(comm.size, 200, seed=4)
+    plans = [trees.plan(C, comm.rank, topo, shape=s, seed=2) for s in ("binary", "shifted-binary")]
+
+    def once():
+        for p in plans:
+            trees.run(comm, C, p, [np.ones(C.counts[c]) for c in p.index], topo)
+
+    planned = sum(sent(s) for s in trees.stats(plans, C, topo))
+elif workload == "sptrsv":
+    A = gallery.poisson2d9(30) if comm.rank == 0 else None
+    runs = [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo), "2d"),
+            (direct.factor(A, comm, grid=(1, 2, 2), topology=topo, allreduce="per-supernode"), "3d-baseline"),
+            (None, "3d")]
+    runs[2] = (runs[1][0], "3d")
+
+    def once():
+        for s, alg in runs:
+            s.set_options(algorithm=alg)
+            s.solve(np.ones((s.local_rows, 2)))
+
+    planned = 0
+    for s, alg in runs:
+        s.set_options(algorithm=alg)
+        planned = planned + sent(s.planned_stats(2))
+else:
+    raise SystemExit(f"unknown workload {workload}")
+
+once()  # warm-up: lazily built executors and communicators are part of both jobs' setup
+for _ in range(K):
+    once()
+everyone = comm.gather([int(v) for v in planned], root=0)
+if comm.rank == 0:
+    for r, p in enumerate(everyone):
+        print(json.dumps({"rank": r, "planned": p, "nodes": [topo.node_of(q) for q in range(comm.size)]}), flush=True)
