@@ -17,10 +17,14 @@ from conftest import json_lines, mpirun
     (2, "zero-pivot", "zero pivot 0.000000 at permuted column 0"),
     (2, "no-matrix", "the matrix must be given on the root rank (0)"),
     (2, "rhs-shape", "b must have shape (36,) or (36, nrhs), got (35,)"),
-    (2, "rhs-rows", "[rank 1] b must have shape (18,) or (18, nrhs) on rank 1 (its rows), got (19,)"),
+    (2, "rhs-rows", "[rank 1] b on rank 1 (its rows) must have shape (18,) or (18, nrhs), got (19,)"),
     (2, "rhs-columns", "b has 1, 2 columns on ranks 0, 1: every rank must give the same number"),
-    (2, "tree-on-one-rank", "set_options: the ranks asked for different settings (tree flat on rank 0, binary on"),
+    (2, "tree-on-one-rank", "set_options: the ranks asked for different settings ("),
     (3, "pz", "Pz must be a power of two, got 1x1x3"),
+    (2, "options-differ", "factor options: the ranks asked for different settings"),
+    (2, "grids-differ", "factor options: the ranks asked for different settings (((1, 1, 2)"),
+    (2, "rhs-strings", "[rank 1] b on rank 1 (its rows) holds values that are not numbers"),
+    (2, "set-options-vs-solve", "the ranks are in different collective calls"),
     (2, "algorithm", "the 2d algorithm needs Pz = 1, the grid has Pz = 2"),
 ])
 def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):

@@ -15,19 +15,37 @@ class CollectiveError(ValueError):
     """An error found on some rank, raised on every rank of the communicator."""
 
 
-def agree(comm, error):
+def agree(comm, error, where="agree", value=None):
     """Collective. ``error`` is this rank's message or None; raises on all ranks if any failed.
 
-    The message is the lowest failing rank's, prefixed with that rank.
+    The message is the lowest failing rank's, prefixed with that rank. ``where`` names the
+    call: ranks that reach agreements of different calls (say, one rank in a solve while
+    another changes its options) raise a CollectiveError saying so instead of pairing up
+    unrelated collectives. Returns every rank's ``value``.
     """
     if comm is None or comm.size == 1:
         if error:
             raise CollectiveError(error)
-        return
-    errors = comm.allgather(error)
-    for r, e in enumerate(errors):
+        return [value]
+    records = comm.allgather((where, error, value))
+    places = [w for w, _, _ in records]
+    if len(set(places)) > 1:
+        raise CollectiveError("the ranks are in different collective calls: "
+                              + ", ".join(f"{w} on rank {r}" for r, w in enumerate(places)))
+    for r, (_, e, _) in enumerate(records):
         if e:
-            raise CollectiveError(e if comm.size == 1 else f"[rank {r}] {e}")
+            raise CollectiveError(f"[rank {r}] {e}")
+    return [v for _, _, v in records]
+
+
+def agree_on(comm, what, value):
+    """Collective. Every rank passes ``value`` (compared with ``==``); a CollectiveError
+    naming each rank's value if they differ. Returns the value."""
+    values = agree(comm, None, where=what, value=value)
+    if any(v != values[0] for v in values):
+        raise CollectiveError(f"{what}: the ranks asked for different settings ("
+                              + ", ".join(f"{v} on rank {r}" for r, v in enumerate(values)) + ")")
+    return value
 
 
 def run_agreed(comm, fn, *args, **kwargs):
@@ -39,5 +57,5 @@ def run_agreed(comm, fn, *args, **kwargs):
         raise  # already agreed on every rank
     except (ValueError, OSError) as e:
         error = str(e)
-    agree(comm, error)
+    agree(comm, error, where=getattr(fn, "__qualname__", "a collective call"))
     return result

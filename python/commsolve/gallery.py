@@ -13,6 +13,12 @@ Families
 ``aniso2d:N,eps=E,theta=T``  rotated anisotropic diffusion, 9-point, theta in degrees
 ``random:rows=R,nnz_per_row=K,seed=S``  random, exactly K nonzeros per row, diagonally
                       dominant; ``rows_per_rank=`` scales the size with the rank count
+``convdiff2d:N,pe=P,theta=T``  convection-diffusion ``-lap u + w . grad u``, |w| = P at
+                      angle T (degrees), central differences: nonsymmetric, and not
+                      diagonally dominant once the cell Peclet number P h / 2 exceeds 1
+``kkt3d:N,alpha=A``   a saddle-point (KKT) matrix shaped like nlpkkt (3D PDE-constrained
+                      optimisation): [[H, J^T], [J, 0]] with H = diag(L, A I), J = [L, -I],
+                      L the 3D 7-point Laplacian on N^3 points; 3 N^3 rows, zero (2,2) block
 
 Examples
 --------
@@ -44,6 +50,8 @@ __all__ = [
     "poisson3d27",
     "aniso2d",
     "random_fixed_nnz",
+    "convdiff2d",
+    "kkt3d",
     "stencil_matrix",
 ]
 
@@ -172,6 +180,51 @@ def aniso2d(n, eps=0.001, theta=45.0, rows=None):
     return stencil_matrix((n, n), [offs[i] for i in keep], [w[i] for i in keep], rows)
 
 
+def convdiff2d(n, pe=100.0, theta=30.0, rows=None):
+    """Convection-diffusion ``-lap u + w . grad u`` on an ``n x n`` grid (h = 1 / (n + 1)),
+    ``w = pe (cos theta, sin theta)``, central differences, scaled by h^2: 4 on the
+    diagonal, ``-1 +- w_d h / 2`` towards the +- neighbour in dimension d."""
+    h = 1.0 / (n + 1)
+    t = math.radians(theta)
+    wx, wy = pe * math.cos(t) * h / 2, pe * math.sin(t) * h / 2
+    offs = [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
+    return stencil_matrix((n, n), offs, [4.0, -1.0 + wx, -1.0 - wx, -1.0 + wy, -1.0 - wy], rows)
+
+
+def kkt3d(n, alpha=1.0, rows=None):
+    """The KKT matrix ``[[H, J^T], [J, 0]]`` of ``min 1/2 y^T L y + alpha/2 |u|^2`` subject to
+    ``L y = u`` (L the 3D 7-point Laplacian on ``n^3`` points): H = diag(L, alpha I),
+    J = [L, -I]. Symmetric, indefinite, with a zero (2,2) block of ``n^3`` rows (nlpkkt's
+    shape); unknowns ordered (y, u, lambda)."""
+    m = n ** 3
+    rows = _rows_array(3 * m, rows)
+    block, i = rows // m, rows % m
+    out_rows, out_cols, out_vals = [], [], []
+
+    def add(sel, cols, vals):
+        out_rows.append(sel)
+        out_cols.append(cols)
+        out_vals.append(vals)
+
+    for b in (0, 2):  # rows of L: [L . L] in block 0 (H11 and J^T), [L -I .] in block 2 (J)
+        sel = np.nonzero(block == b)[0]
+        if not sel.size:
+            continue
+        L = poisson3d(n, rows=i[sel]).tocoo()
+        add(sel[L.row], L.col.astype(np.int64), L.data)
+        if b == 0:
+            add(sel[L.row], L.col.astype(np.int64) + 2 * m, L.data)
+        else:
+            add(sel, i[sel] + m, -np.ones(sel.size))
+    sel = np.nonzero(block == 1)[0]  # rows of u: alpha I and -I (J^T)
+    add(sel, i[sel] + m, np.full(sel.size, float(alpha)))
+    add(sel, i[sel] + 2 * m, -np.ones(sel.size))
+    A = sp.csr_matrix((np.concatenate(out_vals), (np.concatenate(out_rows), np.concatenate(out_cols))),
+                      shape=(rows.size, 3 * m))
+    A.sort_indices()
+    return A
+
+
 def _random_block(n, k, seed, block):
     """Rows [block*B, ...) of the random matrix: k-1 distinct off-diagonal columns each."""
     lo = block * _RANDOM_BLOCK
@@ -283,18 +336,39 @@ _FAMILIES = {
     "poisson3d": _stencil_family(poisson3d, 3),
     "poisson3d27": _stencil_family(poisson3d27, 3),
     "aniso2d": (
-        lambda s, rows, nprocs: aniso2d(
-            _grid_n(s), float(s.kwargs.get("eps", 0.001)), float(s.kwargs.get("theta", 45.0)), rows
-        ),
+        lambda s, rows, nprocs: aniso2d(_grid_n(s), _number(s, "eps", 0.001), _number(s, "theta", 45.0), rows),
         lambda s, nprocs: _grid_n(s) ** 2,
     ),
     "random": (_random_build, _random_rows),
+    "convdiff2d": (
+        lambda s, rows, nprocs: convdiff2d(
+            _grid_n(s), _number(s, "pe", 100.0), _number(s, "theta", 30.0), rows),
+        lambda s, nprocs: _grid_n(s) ** 2,
+    ),
+    "kkt3d": (
+        lambda s, rows, nprocs: kkt3d(_grid_n(s), _number(s, "alpha", 1.0), rows),
+        lambda s, nprocs: 3 * _grid_n(s) ** 3,
+    ),
 }
 
 _KNOWN_KEYS = {
     "aniso2d": {"n", "eps", "theta"},
     "random": {"rows", "rows_per_rank", "nnz_per_row", "seed"},
+    "convdiff2d": {"n", "pe", "theta"},
+    "kkt3d": {"n", "alpha"},
 }
+
+
+def _number(spec, key, default):
+    """A finite float parameter of a spec (a clear error for 'abc', nan or inf)."""
+    text = spec.kwargs.get(key, default)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"'{spec.text}': {key} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"'{spec.text}': {key} must be finite, got {text}")
+    return value
 
 
 def parse_spec(text):

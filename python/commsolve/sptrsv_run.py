@@ -17,7 +17,7 @@ __all__ = ["run_sptrsv", "format_sptrsv", "TIME_KEYS"]
 
 # solve_seconds keys -> JSON keys (medians over the repeats, slowest rank's parts)
 TIME_KEYS = {"l_solve": "l_solve_s", "z_comm": "z_comm_s", "u_solve": "u_solve_s",
-             "redistribute": "redistribute_s", "total": "solve_s"}
+             "redistribute": "redistribute_s", "total": "solve_s", "refine": "refine_s"}
 
 
 def _sent(stats, steps):
@@ -28,10 +28,12 @@ def _sent(stats, steps):
 
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1, repeat=5, ppn=None,
                max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
-               progress=None):
-    """Collective. Rank 0 builds (or reads) the matrix; it is factored and spread over the
-    grid; b (distributed by rows) is solved ``repeat`` times with ``nrhs`` right-hand sides,
-    timed (slowest rank, median over repeats). Returns a result dict on rank 0, None elsewhere."""
+               equil=True, row_perm="mc64", replace_tiny=False, refine=True, progress=None):
+    """Collective. Rank 0 builds (or reads) the matrix; it is factored (static pivoting as
+    ``equil``, ``row_perm``, ``replace_tiny`` say) and spread over the grid; b (distributed by
+    rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
+    median over repeats; iterative refinement, if ``refine``, timed apart). Returns a result
+    dict on rank 0, None elsewhere."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
     if nrhs < 1 or repeat < 1:
@@ -46,7 +48,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
 
     A = run_agreed(comm, build)
     solver = factor(A, comm, grid=(px, py, pz), tree=tree, algorithm=algorithm, partition=partition,
-                    allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree)
+                    allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
+                    equil=equil, row_perm=row_perm, replace_tiny=replace_tiny)
     n, dist = solver.shape[0], solver.distribution
     B = None
     if comm.rank == 0:
@@ -55,7 +58,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
     times = []
     runs = range(repeat) if progress is None else progress(range(repeat))
     for _ in runs:
-        x_local = solver.solve(b_local)
+        x_local = solver.solve(b_local, refine=refine)
         times.append(solver.solve_seconds)
     recorded, planned = solver.stats(), solver.planned_stats(nrhs)
     stats_match = comm.allreduce(int(recorded == planned), op=MPI.MIN) == 1
@@ -71,8 +74,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
     resid = float(np.linalg.norm(R) / np.linalg.norm(B))
     # Normwise backward error, per right-hand side, the largest: ||r|| / (||A|| ||x|| + ||b||) (inf-norms).
     norm_a = float(abs(A).sum(axis=1).max())
-    berr = float(max(np.abs(R[:, c]).max() / (norm_a * np.abs(X[:, c]).max() + np.abs(B[:, c]).max())
-                     for c in range(nrhs)))
+    backward = float(max(np.abs(R[:, c]).max() / (norm_a * np.abs(X[:, c]).max() + np.abs(B[:, c]).max())
+                         for c in range(nrhs)))
     med = {k: float(np.median([t[k] for t in times])) for k in TIME_KEYS}
     factor_bytes = 8 * int(sum(entries))
     stats = [CommStats(a) for a in per_rank]
@@ -93,6 +96,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "max_supernode": max_supernode,
         "relax_subtree": relax_subtree,
         "tiny_pivots_replaced": int(solver.tiny_pivots_replaced),
+        "static_pivoting": {"equil": bool(equil), "equed": solver.pivoting.equed, "row_perm": row_perm,
+                            "replace_tiny": bool(replace_tiny), "refine": bool(refine)},
         "factor_s": solver.factor_seconds,
         **{TIME_KEYS[k]: v for k, v in med.items()},
         "solve_runs_s": [t["total"] for t in times],
@@ -100,7 +105,9 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "solve_bandwidth_gbs": factor_bytes / (med["l_solve"] + med["u_solve"]) / 1e9,
         "local_entries": [int(e) for e in entries],
         "rel_residual": resid,
-        "backward_error": berr,
+        "backward_error": backward,
+        "berr": [float(v) for v in solver.berr],
+        "refine_steps": [int(v) for v in solver.refine_steps],
         "stats_recorded_equal_planned": bool(stats_match),
         "comm_steps": list(SOLVE_STEPS),
         "comm_per_rank": [s.to_dict() for s in stats],
@@ -130,7 +137,12 @@ def format_sptrsv(r):
         f"b and x     {r['redistribute_s'] * 1e3:.3f} ms (to the diagonal owners and back)",
         f"solve       {r['solve_s'] * 1e3:.3f} ms total, median of {r['repeat']} "
         f"(factors read at {r['solve_bandwidth_gbs']:.2f} GB/s)",
-        f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error {r['backward_error']:.2e}",
+        f"refinement  {r['refine_s'] * 1e3:.3f} ms, steps {r['refine_steps']}, componentwise backward error "
+        f"{max(r['berr']):.2e}",
+        f"pivoting    equilibration {r['static_pivoting']['equed']}, row permutation "
+        f"{r['static_pivoting']['row_perm']}, tiny pivots replaced {r['tiny_pivots_replaced']}",
+        f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error ||Ax - b|| / (||A|| ||x|| + ||b||)"
+        f" = {r['backward_error']:.2e}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
         f"{'rank':>4} {'XY msgs':>9} {'XY bytes':>11} {'Z msgs':>7} {'Z bytes':>10} {'b/x msgs':>9} {'b/x bytes':>11}"
         "   (sent; intra + inter node)",

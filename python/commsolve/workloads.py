@@ -175,9 +175,9 @@ def sptrsv_collectives(structure, grid, upper=False):
 def forest_partition(structure, pz, method="nd", imbalance=0.2):
     """Each supernode's forest (heap index in [0, 2 pz - 1)) for a 3D grid with ``pz`` layers.
 
-    ``"nd"``: the top log2 pz levels of the structure's separator tree (it needs
-    ``ordering="tree"`` with at least that many levels; a leaf above that depth leaves the
-    layers below it empty); ``"greedy"``: SuperLU_DIST's load-balancing split of the
+    ``"nd"``: the top log2 pz levels of the structure's separator tree (``ordering="tree"``,
+    built with at least that many ``levels``, as :func:`commsolve.direct.symbolic` does; a
+    graph too small to split that deep leaves the layers below a leaf empty); ``"greedy"``: SuperLU_DIST's load-balancing split of the
     supernodal elimination tree (weight size x depth, bins within ``imbalance``)."""
     pz = int(pz)
     if pz < 1 or pz & (pz - 1):
@@ -189,9 +189,6 @@ def forest_partition(structure, pz, method="nd", imbalance=0.2):
     t = structure.tree
     if t is None:
         raise ValueError("the nd forest partition needs a separator tree (factor with ordering='tree')")
-    if pz > 1 and int(t.level.max()) < pz.bit_length() - 1:
-        raise ValueError(f"the separator tree has {int(t.level.max())} levels below its root; Pz = {pz} needs "
-                         f"{pz.bit_length() - 1} (levels=)")
     i32, i64 = np.int32, np.int64
     return _core.nd_forests(structure.nsuper, pz, int(t.root), t.left.astype(i32), t.right.astype(i32),
                             np.asarray(t.sn_first, i64), np.asarray(t.sn_last, i64))
@@ -206,17 +203,21 @@ def solve_program(algorithm, z, pz):
 
 
 def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
-                   allreduce="packed", seed=0, flat_threshold=8, distribution=None):
+                   allreduce="packed", seed=0, flat_threshold=8, distribution=None, row_order=None, col_order=None):
     """Every rank's planned CommStats of one distributed solve on a ``(px, py, pz)`` grid,
     built in one process without MPI or numeric factors (steps:
     :data:`commsolve.direct.SOLVE_STEPS`; the moves of b and x are counted when a
-    ``distribution`` of the rows is given)."""
+    ``distribution`` of the rows is given: b's row ``row_order[k]`` goes to factor row k,
+    x's row ``col_order[k]`` comes from factor column k, both ``structure.perm`` by default,
+    as without a row permutation)."""
     px, py, pz = (int(g) for g in grid)
     forests = forest_partition(structure, pz, partition) if forests is None else forests
-    perm = None if distribution is None else np.asarray(structure.perm, np.int32)
+    orders = [None, None]
+    if distribution is not None:
+        orders = [np.asarray(structure.perm if o is None else o, np.int32) for o in (row_order, col_order)]
     arr = _core.solve_stats_virtual(*structure.core_arrays(), np.asarray(forests, np.int32), px, py, pz, algorithm,
                                     tree, int(seed), int(flat_threshold), topology, int(nrhs),
-                                    allreduce == "packed", distribution, perm)
+                                    allreduce == "packed", distribution, *orders)
     return [CommStats(a) for a in arr]
 
 

@@ -54,7 +54,7 @@ def run():
         cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, tree="oak")
     elif case == "zero-pivot":
         A = sp.csr_matrix(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 2.0]]))
-        cs.direct.factor(A if comm.rank == 0 else None, comm, ordering="natural")
+        cs.direct.factor(A if comm.rank == 0 else None, comm, ordering="natural", row_perm="none")
     elif case == "no-matrix":
         cs.direct.factor(None, comm)
     elif case == "rhs-shape":
@@ -69,6 +69,21 @@ def run():
     elif case == "tree-on-one-rank":  # would hang the next solve if it went through
         solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
         solver.set_tree("flat" if comm.rank == 0 else "binary")
+    elif case == "options-differ":  # would give wrong answers or hang if it went through
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 2),
+                         algorithm="3d" if comm.rank == 0 else "3d-baseline")
+    elif case == "grids-differ":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm,
+                         grid=(1, 1, 2) if comm.rank == 0 else (1, 2))
+    elif case == "rhs-strings":  # only rank 1's b cannot be read as numbers
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.solve(np.array(["x"] * solver.local_rows) if comm.rank == 1 else np.ones(solver.local_rows))
+    elif case == "set-options-vs-solve":  # rank 0 changes options while rank 1 solves
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        if comm.rank == 0:
+            solver.set_options(tree="flat")
+        else:
+            solver.solve(np.ones(solver.local_rows))
     elif case == "pz":
         cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 3))
     elif case == "algorithm":

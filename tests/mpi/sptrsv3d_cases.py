@@ -50,7 +50,9 @@ for spec in FAMILIES:
                             X[dist.owned(r)] = piece
                         virtual = workloads.sptrsv3d_stats(solver.structure, solver.grid, algorithm, tree,
                                                            solver.topology, forests=solver.forests, nrhs=nrhs,
-                                                           allreduce=allreduce, distribution=dist)
+                                                           allreduce=allreduce, distribution=dist,
+                                                           row_order=solver.row_order,
+                                                           col_order=solver.col_order)
                         P = np.stack(planned)
                         print(json.dumps(dict(
                             family=spec.split(":")[0], partition=part, algorithm=algorithm, allreduce=allreduce,

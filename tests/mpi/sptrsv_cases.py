@@ -52,7 +52,8 @@ for spec in FAMILIES:
                 # steps, and its first four against the 2D collectives' tree statistics.
                 virtual = workloads.sptrsv3d_stats(solver.structure, solver.grid, "2d", tree, solver.topology,
                                                    forests=solver.forests, nrhs=nrhs, seed=3, flat_threshold=2,
-                                                   distribution=solver.distribution)
+                                                   distribution=solver.distribution,
+                                                   row_order=solver.row_order, col_order=solver.col_order)
                 lu = [trees.virtual_stats(workloads.sptrsv_collectives(solver.structure, solver.grid[:2], upper),
                                           solver.topology, tree, seed=3, flat_threshold=2)
                       for upper in (False, True)]

@@ -16,6 +16,7 @@
 
 #include "direct/block_layout.hpp"
 #include "direct/forests.hpp"
+#include "direct/matching.hpp"
 #include "direct/solve_schedule.hpp"
 #include "direct/separator_tree.hpp"
 #include "direct/supernodal_lu.hpp"
@@ -32,10 +33,9 @@ using namespace nb::literals;
 namespace {
 
 ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
-  check_grid_3d(ProcessGrid3D{1, 1, pz});
   ForestPartition f;
   f.pz = pz;
-  while ((1 << f.nlev) < pz) ++f.nlev;
+  f.nlev = forest_levels(pz);
   f.forest = to_vector(forest);
   return f;
 }
@@ -130,6 +130,23 @@ void bind_direct(nb::module_& m) {
                              mask(context));
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "base"_a, "upper"_a, "solve"_a, "context"_a);
 
+  m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
+    const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(data, indices.shape(0), "data");
+    if (n < 1 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+      throw nb::value_error("large-diagonal matching: indptr and indices disagree");
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(indices.shape(0)); ++k)
+      if (indices.data()[k] < 0 || indices.data()[k] >= n) throw nb::value_error("column index out of range");
+    LargeDiagonal d;
+    {
+      nb::gil_scoped_release nogil;
+      d = large_diagonal_matching(n, indptr.data(), indices.data(), data.data());
+    }
+    return nb::make_tuple(to_numpy(std::move(d.row_of_col)), to_numpy(std::move(d.row_scale)),
+                          to_numpy(std::move(d.col_scale)), d.log_product);
+  }, "indptr"_a, "indices"_a, "data"_a,
+        "MC64-style (job 5) matching of a square CSR matrix: (row_of_col, row_scale, col_scale, log_product).");
+
   // ---- 3D layout and solves -----------------------------------------------------------
   m.def("algorithm_names", &algorithm_names);
   m.def("supernodal_etree", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows) {
@@ -152,13 +169,11 @@ void bind_direct(nb::module_& m) {
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "pz"_a, "imbalance"_a = 0.2);
   m.def("validate_forests", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                                In<std::int32_t> forest, int pz) {
-    forests_from(forest, pz).validate(supernodal_etree(structure_from(sn_start, rows_ptr, rows)));
+    checked_forests(structure_from(sn_start, rows_ptr, rows), to_vector(forest), pz);
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "pz"_a);
   m.def("solve_program", [](const std::string& algorithm, int z, int pz) {
     std::vector<nb::tuple> ops;
-    int nlev = 0;
-    while ((1 << nlev) < pz) ++nlev;
-    const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, nlev);
+    const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, forest_levels(pz));
     for (const SolveOp& op : program) {
       const char* kind = op.kind == SolveOp::phase ? (op.upper ? "U" : "L")
                          : op.kind == SolveOp::z_reduce ? "Z-reduce" : "Z-broadcast";
@@ -177,38 +192,42 @@ void bind_direct(nb::module_& m) {
                                   In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                                   const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,
                                   int nrhs, bool packed, const Distribution* dist,
-                                  std::optional<In<std::int32_t>> perm) {
+                                  std::optional<In<std::int32_t>> row_order, std::optional<In<std::int32_t>> col_order) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
     const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
-    std::vector<std::int32_t> p;
-    if (perm) p = to_vector(*perm);
+    std::vector<std::int32_t> ro, co;
+    if (row_order) ro = to_vector(*row_order);
+    if (col_order) co = to_vector(*col_order);
     std::vector<CommStats> all;
     {
       nb::gil_scoped_release nogil;
       all = solve_stats_virtual(sym, ProcessGrid3D{px, py, pz}, f, o.algorithm, o.shape, topo, nrhs, packed, dist,
-                                perm ? &p : nullptr);
+                                row_order ? &ro : nullptr, col_order ? &co : nullptr);
     }
     return stats_array(all, false);
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "algorithm"_a, "shape"_a, "seed"_a,
-        "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "perm"_a.none(),
+        "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "row_order"_a.none(),
+        "col_order"_a.none(),
         "Every rank's planned statistics of one solve, shape (ranks, 8, 8) (steps as SolveStep).");
 
   nb::class_<TriSolve>(m, "TriSolve", "Factors on a Px x Py x Pz grid and the distributed triangular solves.")
       .def("__init__", [](TriSolve* self, std::int64_t comm, const Topology& topo, int px, int py, int pz,
                           In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
-                          In<std::int32_t> forest, In<std::int32_t> perm, const Distribution& dist,
-                          const SupernodalLU* lu, const std::string& algorithm, const std::string& shape,
-                          std::uint64_t seed, int threshold, bool packed) {
+                          In<std::int32_t> forest, In<std::int32_t> row_order, In<std::int32_t> col_order,
+                          const Distribution& dist, const SupernodalLU* lu, const std::string& algorithm,
+                          const std::string& shape, std::uint64_t seed, int threshold, bool packed, int root) {
         SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
         ForestPartition f = forests_from(forest, pz);
         const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
         MPI_Comm c = comm_from_handle(comm);
+        std::vector<std::int32_t> ro = to_vector(row_order), co = to_vector(col_order);
         nb::gil_scoped_release nogil;
-        new (self) TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), to_vector(perm), dist,
-                            lu, o);
-      }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "perm"_a,
-           "dist"_a, "lu"_a.none(), "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "packed"_a)
+        new (self)
+            TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), ro, co, dist, lu, o, root);
+      }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
+           "row_order"_a, "col_order"_a, "dist"_a, "lu"_a.none(), "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a,
+           "packed"_a, "root"_a)
       .def("set_options", [](TriSolve& t, const std::string& algorithm, const std::string& shape, std::uint64_t seed,
                              int threshold, bool packed) {
         t.set_options(solve_options(algorithm, shape, seed, threshold, packed));

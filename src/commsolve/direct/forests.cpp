@@ -17,6 +17,22 @@ void check_grid_3d(const ProcessGrid3D& grid) {
   require((grid.pz & (grid.pz - 1)) == 0, "Pz must be a power of two, got " + std::to_string(grid.pz));
 }
 
+int forest_levels(int pz) {
+  check_grid_3d(ProcessGrid3D{1, 1, pz});
+  int l = 0;
+  while ((1 << l) < pz) ++l;
+  return l;
+}
+
+ForestPartition checked_forests(const SupernodalStructure& sym, std::vector<std::int32_t> forest, int pz) {
+  ForestPartition f;
+  f.pz = pz;
+  f.nlev = forest_levels(pz);
+  f.forest = std::move(forest);
+  f.validate(supernodal_etree(sym));
+  return f;
+}
+
 int ForestPartition::level_of(int f) const {
   int depth = 0;
   while ((f + 1) >> (depth + 1)) ++depth;
@@ -60,27 +76,16 @@ std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym) {
   return parent;
 }
 
-namespace {
-
-int log2_exact(int pz) {
-  int l = 0;
-  while ((1 << l) < pz) ++l;
-  return l;
-}
-
-}  // namespace
-
 ForestPartition nd_forests(std::int64_t nsuper, int pz, int root, const std::vector<int>& left,
                            const std::vector<int>& right, const std::vector<std::int64_t>& sn_first,
                            const std::vector<std::int64_t>& sn_last) {
-  check_grid_3d(ProcessGrid3D{1, 1, pz});
   const std::size_t nodes = left.size();
   require(right.size() == nodes && sn_first.size() == nodes && sn_last.size() == nodes && root >= 0 &&
               static_cast<std::size_t>(root) < nodes,
           "nd forests: separator tree arrays disagree");
   ForestPartition fp;
   fp.pz = pz;
-  fp.nlev = log2_exact(pz);
+  fp.nlev = forest_levels(pz);
   fp.forest.assign(static_cast<std::size_t>(nsuper), -1);
   // (node, depth, heap index): below depth nlev a node keeps its ancestor's forest.
   std::vector<std::array<int, 3>> stack{{root, 0, 0}};
@@ -100,12 +105,14 @@ ForestPartition nd_forests(std::int64_t nsuper, int pz, int root, const std::vec
 }
 
 ForestPartition greedy_forests(const SupernodalStructure& sym, int pz, double imbalance) {
-  check_grid_3d(ProcessGrid3D{1, 1, pz});
+  require(imbalance >= 0.0 && imbalance < 1.0, "greedy forests: imbalance must lie in [0, 1), got " +
+                                                   std::to_string(imbalance));
+  const int nlev = forest_levels(pz);
   const std::vector<std::int32_t> parent = supernodal_etree(sym);
   const std::size_t ns = parent.size();
   ForestPartition fp;
   fp.pz = pz;
-  fp.nlev = log2_exact(pz);
+  fp.nlev = nlev;
   fp.forest.assign(ns, 0);
   if (fp.nlev == 0) return fp;
 

@@ -28,6 +28,8 @@ struct ProcessGrid3D {
 
 // Throws std::invalid_argument unless every dimension is positive and pz a power of two.
 void check_grid_3d(const ProcessGrid3D& grid);
+// log2(pz), the levels below the root forest; throws unless pz is a power of two.
+int forest_levels(int pz);
 
 struct ForestPartition {
   int pz = 1;
@@ -49,6 +51,10 @@ struct ForestPartition {
   void validate(const std::vector<std::int32_t>& parent) const;
 };
 
+// The partition of `forest` ids for pz layers, checked against the structure (one id per
+// supernode, the ancestor property).
+ForestPartition checked_forests(const SupernodalStructure& sym, std::vector<std::int32_t> forest, int pz);
+
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
 
@@ -65,6 +71,6 @@ ForestPartition nd_forests(std::int64_t nsuper, int pz, int root, const std::vec
 // while the bins differ by more than `imbalance` of their total, the heaviest subtree's
 // chain of single-child supernodes and the branching supernode below it move into the
 // level's ancestor forest and its children replace it.
-ForestPartition greedy_forests(const SupernodalStructure& sym, int pz, double imbalance = 0.2);
+ForestPartition greedy_forests(const SupernodalStructure& sym, int pz, double imbalance = 0.2);  // 0 <= imbalance < 1
 
 }  // namespace commsolve

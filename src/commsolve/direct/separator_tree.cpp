@@ -100,6 +100,7 @@ SeparatorTree separator_tree(std::int64_t n, const std::int32_t* xadj, const std
                              int min_split) {
   static_assert(sizeof(idx_t) == sizeof(std::int32_t), "Debian's METIS uses 32-bit idx_t");
   require(levels >= 0, "separator tree: levels must be >= 0, got " + std::to_string(levels));
+  require(n >= 1, "separator tree: the graph has no vertices (a 0 x 0 matrix)");
   require(min_split >= 3, "separator tree: min_split must be at least 3");
   std::vector<std::int32_t> all(n);
   for (std::int64_t i = 0; i < n; ++i) all[i] = static_cast<std::int32_t>(i);

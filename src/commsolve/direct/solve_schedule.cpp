@@ -22,6 +22,8 @@ SolveAlgorithm parse_algorithm(const std::string& name) {
 }
 
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
+  require(nlev >= 0 && z >= 0 && z < (1 << nlev),
+          "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
   auto phase = [](bool upper, int lo, int hi) { return SolveOp{SolveOp::phase, upper, lo, hi, 0}; };
   auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, step}; };
   std::vector<SolveOp> ops;
@@ -184,12 +186,14 @@ void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& s
 std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const ProcessGrid3D& grid,
                                            const ForestPartition& forests, SolveAlgorithm alg,
                                            const TreeShape& shape, const Topology& topo, int nrhs, bool packed,
-                                           const Distribution* dist, const std::vector<std::int32_t>* perm) {
+                                           const Distribution* dist, const std::vector<std::int32_t>* row_order,
+                                           const std::vector<std::int32_t>* col_order) {
   check_grid_3d(grid);
   require(topo.size() == grid.size(), "solve statistics: topology of " + std::to_string(topo.size()) +
                                           " ranks for a grid of " + std::to_string(grid.size()));
   require(forests.pz == grid.pz, "solve statistics: forests for Pz = " + std::to_string(forests.pz) +
                                      ", grid has Pz = " + std::to_string(grid.pz));
+  forests.validate(supernodal_etree(sym));
   const SupernodeBlocks blocks = supernode_blocks(sym);
   std::vector<CommStats> stats(static_cast<std::size_t>(grid.size()));
   for (auto& s : stats) s.steps.resize(num_solve_steps);
@@ -218,20 +222,20 @@ std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const
       }
     }
   }
-  if (dist != nullptr && perm != nullptr) {
+  if (dist != nullptr && row_order != nullptr && col_order != nullptr) {
     require(dist->nranks() == grid.size(), "solve statistics: a distribution over " + std::to_string(dist->nranks()) +
                                                " ranks for a grid of " + std::to_string(grid.size()));
-    const std::vector<HaloPattern> patterns = rhs_patterns(*dist, *perm, column_solvers(sym, grid, forests));
-    for (const HaloPattern& p : patterns) {
-      const CommStats b = plan_stats(standard_plan(p), topo, 8 * nrhs);
-      stats[p.rank].steps[b_to_diagonal] += b.steps[0];
-      stats[p.rank].steps[x_from_diagonal] += b.reversed().steps[0];
-    }
+    const std::vector<std::int32_t> solver = column_solvers(sym, grid, forests);
+    for (const HaloPattern& p : rhs_patterns(*dist, *row_order, solver))
+      stats[p.rank].steps[b_to_diagonal] += plan_stats(standard_plan(p), topo, 8 * nrhs).steps[0];
+    for (const HaloPattern& p : rhs_patterns(*dist, *col_order, solver))
+      stats[p.rank].steps[x_from_diagonal] += plan_stats(standard_plan(p), topo, 8 * nrhs).reversed().steps[0];
   }
   return stats;
 }
 
 std::vector<double> grid_flops(const SupernodalStructure& sym, const ForestPartition& forests, SolveAlgorithm alg) {
+  forests.validate(supernodal_etree(sym));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
   std::vector<double> per_sn(static_cast<std::size_t>(ns));
   for (std::int64_t k = 0; k < ns; ++k) {

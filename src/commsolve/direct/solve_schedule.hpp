@@ -93,12 +93,14 @@ std::vector<char> phase_context_mask(const ForestPartition& forests, int z, cons
 
 // Every rank's planned statistics of one solve, built in one process without MPI. The moves
 // of b and x (steps b_to_diagonal, x_from_diagonal) are counted when `dist` (the rows'
-// distribution) and `perm` (perm[k]: the original row of permuted column k) are given.
+// distribution) and the orders (row_order[k]: the row of b factor row k reads; col_order[k]:
+// the row of x factor column k gives) are given.
 std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const ProcessGrid3D& grid,
                                            const ForestPartition& forests, SolveAlgorithm alg,
                                            const TreeShape& shape, const Topology& topo, int nrhs, bool packed,
                                            const Distribution* dist = nullptr,
-                                           const std::vector<std::int32_t>* perm = nullptr);
+                                           const std::vector<std::int32_t>* row_order = nullptr,
+                                           const std::vector<std::int32_t>* col_order = nullptr);
 
 // Floating-point operations per grid of one solve with one right-hand side (L and U): a
 // solved supernode K of width w with r rows below costs 2 w (w + r) per triangle.

@@ -18,10 +18,18 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     : sym_(sym) {
   const std::int64_t n = sym_.n;
   const std::size_t ns = sym_.sn_start.size() - 1;
-  double amax = 0.0;
-  for (std::int64_t k = 0; k < indptr[n]; ++k) amax = std::max(amax, std::abs(data[k]));
-  const double zero_tol = opts.zero_pivot * amax;
-  const double tiny = std::sqrt(std::numeric_limits<double>::epsilon()) * amax;
+  // ||A||_1 (largest column sum: the transpose's rows), the norm SuperLU_DIST scales its
+  // pivot thresholds by.
+  double anorm = 0.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    double sum = 0.0;
+    for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p) sum += std::abs(t_data[p]);
+    if (!std::isfinite(sum)) throw std::invalid_argument("supernodal LU: column " + std::to_string(j) +
+                                                         " of the permuted matrix holds a non-finite entry");
+    anorm = std::max(anorm, sum);
+  }
+  const double zero_tol = opts.zero_pivot * anorm;
+  const double tiny = std::sqrt(std::numeric_limits<double>::epsilon()) * anorm;
 
   std::vector<std::int64_t> sn_of(n);
   for (std::size_t s = 0; s < ns; ++s)
@@ -82,6 +90,9 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     // Diagonal block: unpivoted right-looking LU.
     for (std::int64_t k = 0; k < w; ++k) {
       double& piv = F[static_cast<std::size_t>(k * m + k)];
+      if (!std::isfinite(piv))
+        throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
+                                 std::to_string(f + k) + " (the factorization overflowed)");
       if (std::abs(piv) <= zero_tol || (opts.replace_tiny && std::abs(piv) < tiny)) {
         if (!opts.replace_tiny)
           throw std::runtime_error("zero pivot " + std::to_string(piv) + " at permuted column " +

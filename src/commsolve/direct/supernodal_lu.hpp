@@ -17,8 +17,9 @@
 namespace commsolve {
 
 struct LUOptions {
-  // A pivot with |p| <= zero_pivot * max|A| is an error, unless replace_tiny is set, in
-  // which case pivots with |p| < sqrt(eps) * max|A| become sign(p) * sqrt(eps) * max|A|.
+  // A pivot with |p| <= zero_pivot * ||A||_1 is an error, unless replace_tiny is set, in
+  // which case pivots with |p| < sqrt(eps) * ||A||_1 become sign(p) * sqrt(eps) * ||A||_1
+  // (SuperLU_DIST's ReplaceTinyPivot). A non-finite entry or pivot is an error.
   double zero_pivot = 1e-14;
   bool replace_tiny = false;
 };

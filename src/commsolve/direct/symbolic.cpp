@@ -86,6 +86,7 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
                                       int max_size, const std::vector<std::int64_t>& breaks, double relax,
                                       int relax_subtree) {
   require(max_size >= 1, "symbolic: max supernode size must be at least 1");
+  require(n >= 1, "symbolic: the matrix has no rows (0 x 0): nothing to factor");
   SupernodalStructure f;
   f.n = n;
   const std::int32_t* indptr = indptr_in;

@@ -20,8 +20,9 @@ constexpr int first_phase_tag = 20, first_z_tag = 1000;
 }  // namespace
 
 TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-                   ForestPartition forests, std::vector<std::int32_t> perm, Distribution dist,
-                   const SupernodalLU* lu, const SolveOptions& opts, int root)
+                   ForestPartition forests, const std::vector<std::int32_t>& row_order,
+                   const std::vector<std::int32_t>& col_order, Distribution dist, const SupernodalLU* lu,
+                   const SolveOptions& opts, int root)
     : comm_(comm), topo_(topo), grid_(grid), rank_(comm_.rank()), sym_(std::move(sym)), forests_(std::move(forests)),
       dist_(std::move(dist)) {
   check_grid_3d(grid_);
@@ -34,31 +35,20 @@ TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& gri
           "distributed solve: the row distribution covers " + std::to_string(dist_.global_size()) + " rows on " +
               std::to_string(dist_.nranks()) + " ranks; need " + std::to_string(sym_.n) + " on " +
               std::to_string(comm_.size()));
-  require(static_cast<std::int64_t>(perm.size()) == sym_.n, "distributed solve: permutation of the wrong length");
+  require(static_cast<std::int64_t>(row_order.size()) == sym_.n && static_cast<std::int64_t>(col_order.size()) == sym_.n,
+          "distributed solve: row and column orders must have one entry per unknown");
   forests_.validate(supernodal_etree(sym_));
   blocks_ = supernode_blocks(sym_);
   store_ = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
   distribute_blocks(comm_.get(), root, lu, blocks_, grid_, forests_, store_);
-  const std::int64_t ns = static_cast<std::int64_t>(sym_.sn_start.size()) - 1;
-  for (std::int64_t s = 0; s < ns; ++s) max_width_ = std::max(max_width_, sym_.sn_start[s + 1] - sym_.sn_start[s]);
 
-  // b's rows reach the rank solving their column; that rank's solve vector reads them from
-  // its own rows or its halo (or starts from zero off the lowest grid).
+  // b's rows reach the rank solving their factor row; x leaves from it.
   const std::vector<std::int32_t> solver = column_solvers(sym_, grid_, forests_);
-  const HaloPattern pattern = rhs_pattern(rank_, dist_, perm, solver);
-  std::unordered_map<std::int64_t, std::int64_t> halo_of;
-  for (std::size_t h = 0; h < pattern.halo_globals.size(); ++h) halo_of[pattern.halo_globals[h]] = static_cast<std::int64_t>(h);
-  rhs_plan_ = standard_plan(pattern);
-  sol_src_.assign(static_cast<std::size_t>(store_.sol_rows), zero_row);
-  for (std::size_t d = 0; d < store_.layout.diag_sn.size(); ++d) {
-    const std::int32_t k = store_.layout.diag_sn[d];
-    for (std::int64_t j = sym_.sn_start[k]; j < sym_.sn_start[k + 1]; ++j) {
-      if (solver[j] != rank_) continue;
-      const std::int64_t row = store_.sol_off[d] + j - sym_.sn_start[k];
-      sol_src_[row] = dist_.owner(perm[j]) == rank_ ? dist_.local_index(perm[j]) : -1 - halo_of.at(perm[j]);
-    }
-  }
-  engine_ = std::make_unique<MessageEngine>(comm_.get(), topo_, max_width_, 64, num_solve_steps);
+  b_move_ = rhs_move(row_order, solver);
+  shared_move_ = row_order == col_order;
+  if (!shared_move_) x_move_ = rhs_move(col_order, solver);
+  engine_ = std::make_unique<MessageEngine>(comm_.get(), topo_, 1, 64, num_solve_steps);
+  exec_ = std::make_unique<PhaseExecutor>(sym_, blocks_, store_, *engine_, kernels_);
   set_options(opts);
 }
 
@@ -76,40 +66,77 @@ void TriSolve::set_options(const SolveOptions& opts) {
     else
       zsteps[i] = build_z_step(forests_, grid_, rank_, op.step, op.kind == SolveOp::z_reduce);
   }
+  std::int64_t widest = 1;
+  for (const PhaseSchedule& ph : phases)
+    for (std::size_t i = 0; i < ph.plan.index.size(); ++i) {
+      const std::size_t c = static_cast<std::size_t>(ph.plan.index[i]);
+      const bool bcast = ph.set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast);
+      if (bcast ? ph.plan.links[i].parent >= 0 : !ph.plan.links[i].children.empty())
+        widest = std::max(widest, ph.set.count[c]);
+    }
   opts_ = opts;  // only once everything is built: a bad option leaves the solver as it was
   program_ = std::move(program);
   phases_ = std::move(phases);
   zsteps_ = std::move(zsteps);
+  max_recv_width_ = widest;
 }
 
-void TriSolve::ensure_rhs_executor(int nrhs) {
-  if (!rhs_exec_ || rhs_exec_->block() != nrhs) {
-    rhs_exec_.reset();
-    rhs_exec_ = std::make_unique<HaloExecutor>(rhs_plan_, topo_, comm_.get(), nrhs);
+TriSolve::RhsMove TriSolve::rhs_move(const std::vector<std::int32_t>& order,
+                                     const std::vector<std::int32_t>& solver) const {
+  const HaloPattern pattern = rhs_pattern(rank_, dist_, order, solver);
+  std::unordered_map<std::int64_t, std::int64_t> halo_of;
+  for (std::size_t h = 0; h < pattern.halo_globals.size(); ++h) halo_of[pattern.halo_globals[h]] = static_cast<std::int64_t>(h);
+  RhsMove m;
+  m.plan = standard_plan(pattern);
+  m.src.assign(static_cast<std::size_t>(store_.sol_rows), zero_row);
+  for (std::size_t d = 0; d < store_.layout.diag_sn.size(); ++d) {
+    const std::int32_t k = store_.layout.diag_sn[d];
+    for (std::int64_t j = sym_.sn_start[k]; j < sym_.sn_start[k + 1]; ++j) {
+      if (solver[j] != rank_) continue;
+      const std::int64_t row = store_.sol_off[d] + j - sym_.sn_start[k], g = order[j];
+      m.src[row] = dist_.owner(g) == rank_ ? dist_.local_index(g) : -1 - halo_of.at(g);
+    }
   }
+  return m;
+}
+
+// Collective when it builds a new executor (every rank solves with the same nrhs): one per
+// nrhs for the last few used, so that alternating nrhs does not rebuild them.
+HaloExecutor& TriSolve::executor(RhsMove& m, int nrhs) {
+  for (auto& [k, e] : m.execs)
+    if (k == nrhs) return *e;
+  if (m.execs.size() >= 4) m.execs.erase(m.execs.begin());
+  m.execs.emplace_back(nrhs, std::make_unique<HaloExecutor>(m.plan, topo_, comm_.get(), nrhs));
+  return *m.execs.back().second;
 }
 
 TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
   require(nrhs >= 1, "distributed solve: nrhs must be at least 1");
-  ensure_rhs_executor(nrhs);
-  engine_->reserve(max_width_ * nrhs);
+  HaloExecutor& bx = executor(b_move_, nrhs);
+  HaloExecutor& xx = executor(x_move(), nrhs);
+  // Receive buffers for the widest message this rank can get; fewer of them posted when
+  // they are large (at most about 32 MiB in all, at least 4 posted).
+  const std::int64_t max_values = max_recv_width_ * nrhs;
+  const std::int64_t fit = (std::int64_t{32} << 20) / (8 * (max_values + 1));
+  engine_->reserve(max_values, static_cast<int>(std::clamp<std::int64_t>(fit, 4, 64)));
   engine_->reset_recorded();
-  rhs_exec_->reset_recorded();
+  bx.reset_recorded();
+  xx.reset_recorded();
   recorded_ = CommStats{std::vector<StepStats>(num_solve_steps)};
   const std::int64_t n_local = local_rows();
   check_mpi(MPI_Barrier(comm_.get()), "MPI_Barrier");
   Times t;
   const double t0 = MPI_Wtime();
 
-  rhs_exec_->begin(b);
-  const double* halo = rhs_exec_->end();
+  bx.begin(b);
+  const double* halo = bx.end();
   sol_.assign(static_cast<std::size_t>(store_.sol_rows * nrhs), 0.0);
   for (std::size_t d = 0; d < store_.layout.diag_sn.size(); ++d) {
     const std::int32_t k = store_.layout.diag_sn[d];
     const std::int64_t w = sym_.sn_start[k + 1] - sym_.sn_start[k], off = store_.sol_off[d];
     double* out = sol_.data() + off * nrhs;
     for (std::int64_t a = 0; a < w; ++a) {
-      const std::int64_t src = sol_src_[off + a];
+      const std::int64_t src = b_move_.src[off + a];
       if (src == zero_row) continue;
       const double* in = src >= 0 ? b + src * nrhs : halo + (-1 - src) * nrhs;
       for (int c = 0; c < nrhs; ++c) out[c * w + a] = in[c];
@@ -117,12 +144,11 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
   }
   const double t1 = MPI_Wtime();
 
-  PhaseExecutor exec(sym_, blocks_, store_, *engine_, kernels_);
   for (std::size_t i = 0; i < program_.size(); ++i) {
     const SolveOp& op = program_[i];
     const double ts = MPI_Wtime();
     if (op.kind == SolveOp::phase) {
-      exec.run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
+      exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
       (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
     } else {
       const bool reduce = op.kind == SolveOp::z_reduce;
@@ -135,26 +161,27 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
 
   // x goes back by the same plan in reverse: own rows directly, the others' through the halo.
   std::fill(x, x + n_local * nrhs, 0.0);
-  double* hx = rhs_exec_->halo();
+  const std::vector<std::int64_t>& dst = x_move().src;
+  double* hx = xx.halo();
   for (std::size_t d = 0; d < store_.layout.diag_sn.size(); ++d) {
     const std::int32_t k = store_.layout.diag_sn[d];
     const std::int64_t w = sym_.sn_start[k + 1] - sym_.sn_start[k], off = store_.sol_off[d];
     const double* in = sol_.data() + off * nrhs;
     for (std::int64_t a = 0; a < w; ++a) {
-      const std::int64_t src = sol_src_[off + a];
+      const std::int64_t src = dst[off + a];
       if (src == zero_row) continue;
       double* to = src >= 0 ? x + src * nrhs : hx + (-1 - src) * nrhs;
       for (int c = 0; c < nrhs; ++c) to[c] = in[c * w + a];
     }
   }
-  rhs_exec_->reverse_begin();
-  rhs_exec_->reverse_end(x);
+  xx.reverse_begin();
+  xx.reverse_end(x);
   const double t3 = MPI_Wtime();
 
   const CommStats& engine = engine_->recorded();
   for (int s : {l_broadcast, l_reduce, u_broadcast, u_reduce}) recorded_.steps[s] = engine.steps[s];
-  recorded_.steps[b_to_diagonal] = rhs_exec_->recorded_forward().steps[0];
-  recorded_.steps[x_from_diagonal] = rhs_exec_->recorded_reverse().steps[0];
+  recorded_.steps[b_to_diagonal] = bx.recorded_forward().steps[0];
+  recorded_.steps[x_from_diagonal] = xx.recorded_reverse().steps[0];
   t.redistribute_b = t1 - t0;
   t.redistribute_x = t3 - t2;
   t.total = t3 - t0;
@@ -173,9 +200,9 @@ CommStats TriSolve::planned(int nrhs) const {
       add_z_stats(s, zsteps_[i], sym_, topo_, rank_, op.kind == SolveOp::z_reduce, opts_.packed_z, nrhs);
     }
   }
-  const CommStats b = plan_stats(rhs_plan_, topo_, 8 * nrhs);
-  s.steps[b_to_diagonal] = b.steps[0];
-  s.steps[x_from_diagonal] = b.reversed().steps[0];
+  s.steps[b_to_diagonal] = plan_stats(b_move_.plan, topo_, 8 * nrhs).steps[0];
+  const CommPlan& xp = shared_move_ ? b_move_.plan : x_move_.plan;
+  s.steps[x_from_diagonal] = plan_stats(xp, topo_, 8 * nrhs).reversed().steps[0];
   return s;
 }
 

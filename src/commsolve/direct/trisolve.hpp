@@ -38,10 +38,13 @@ struct SolveOptions {
 class TriSolve {
  public:
   // Collective on comm (of grid.size() ranks). `lu` (the factors of the permuted matrix,
-  // whose structure is `sym`, perm[k] the original row of column k) is given on rank `root`
-  // only; it sends every rank its blocks. b and x are distributed by `dist`.
+  // whose structure is `sym`) is given on rank `root` only; it sends every rank its blocks.
+  // b and x are distributed by `dist`; row_order[k] is the row of b that factor row k reads,
+  // col_order[k] the row of x that factor column k gives (the same with a symmetric
+  // permutation; a row permutation for large diagonals makes them differ).
   TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-           ForestPartition forests, std::vector<std::int32_t> perm, Distribution dist, const SupernodalLU* lu,
+           ForestPartition forests, const std::vector<std::int32_t>& row_order,
+           const std::vector<std::int32_t>& col_order, Distribution dist, const SupernodalLU* lu,
            const SolveOptions& opts, int root = 0);
 
   // Another algorithm, tree shape or inter-grid packing for the next solves (local: every
@@ -63,7 +66,17 @@ class TriSolve {
   const ProcessGrid3D& grid() const { return grid_; }
 
  private:
-  void ensure_rhs_executor(int nrhs);
+  // How b reaches the solve vector (forward) or x leaves it (in reverse): a plan, its
+  // executor for the last nrhs, and per solve-vector row its owned row (>= 0), its halo
+  // entry (-1 - h) or nothing (zero_row: off the lowest grid).
+  struct RhsMove {
+    CommPlan plan;
+    std::vector<std::pair<int, std::unique_ptr<HaloExecutor>>> execs;  // by nrhs, the last few
+    std::vector<std::int64_t> src;
+  };
+  RhsMove rhs_move(const std::vector<std::int32_t>& order, const std::vector<std::int32_t>& solver) const;
+  HaloExecutor& executor(RhsMove& m, int nrhs);
+  RhsMove& x_move() { return shared_move_ ? b_move_ : x_move_; }
 
   OwnedComm comm_;  // distribution of the factors and the inter-grid steps
   Topology topo_;
@@ -80,12 +93,12 @@ class TriSolve {
   std::vector<ZStep> zsteps_;          // per op (empty for phases)
   std::unique_ptr<MessageEngine> engine_;
   CpuKernels kernels_;
-  CommPlan rhs_plan_;                      // b -> diagonal owners; x back in reverse
-  std::unique_ptr<HaloExecutor> rhs_exec_;  // for the last nrhs
-  std::vector<std::int64_t> sol_src_;      // per solve-vector row: owned row, -1 - halo entry, or zero
+  std::unique_ptr<PhaseExecutor> exec_;
+  std::int64_t max_recv_width_ = 1;  // the widest message this rank's phases receive
+  RhsMove b_move_, x_move_;
+  bool shared_move_ = true;  // row and column orders agree: x goes back by b's plan
   std::vector<double> sol_;
   CommStats recorded_;
-  std::int64_t max_width_ = 1;
 };
 
 }  // namespace commsolve

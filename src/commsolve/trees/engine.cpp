@@ -40,23 +40,33 @@ void MessageEngine::reset_recorded() {
   stats_.steps.resize(k);
 }
 
-void MessageEngine::reserve(std::int64_t max_values) {
+void MessageEngine::reserve(std::int64_t max_values, int max_posted) {
   for (MPI_Request r : rreq_)
     if (r != MPI_REQUEST_NULL) throw std::logic_error("engine: reserve() while receives are posted");
-  if (max_values == max_values_) return;
+  if (max_posted > 0 && static_cast<std::size_t>(max_posted) != rreq_.size()) {
+    rreq_.assign(static_cast<std::size_t>(max_posted), MPI_REQUEST_NULL);
+    rbuf_.resize(static_cast<std::size_t>(max_posted));
+  }
+  if (max_values != max_values_) rbuf_.clear();
   max_values_ = max_values;
-  for (auto& b : rbuf_) b.assign(static_cast<std::size_t>(max_values + 1), 0.0);
+  rbuf_.resize(rreq_.size());
+  for (auto& b : rbuf_) b.resize(static_cast<std::size_t>(max_values + 1));
+}
+
+// Takes back every posted receive (after an error, so that none is left behind).
+void MessageEngine::cancel_posted() {
+  for (auto& r : rreq_)
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
 }
 
 MessageEngine::~MessageEngine() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  for (auto& r : rreq_)
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r);
-      MPI_Wait(&r, MPI_STATUS_IGNORE);
-    }
+  cancel_posted();
   if (!sreq_.empty()) MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE);
 }
 
@@ -67,8 +77,6 @@ void MessageEngine::post(std::size_t slot) {
 }
 
 void MessageEngine::send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind) {
-  require(n <= max_values_, "engine: message of " + std::to_string(n) + " values exceeds the limit " +
-                                std::to_string(max_values_));
   std::vector<double> buf(static_cast<std::size_t>(n + 1));
   buf[0] = key_bits(key);
   std::copy(values, values + n, buf.begin() + 1);
@@ -119,7 +127,12 @@ void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
     const std::int64_t key = bits_key(msg[0]);
     const int kind = kind_of_ ? kind_of_(key) : 0;
     stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
-    on_arrival(st.MPI_SOURCE, key, msg + 1, ndoubles - 1);
+    try {
+      on_arrival(st.MPI_SOURCE, key, msg + 1, ndoubles - 1);
+    } catch (...) {  // leave no receive posted behind the error
+      cancel_posted();
+      throw;
+    }
     if (posted < expected) {
       post(static_cast<std::size_t>(slot));
       ++posted;

@@ -18,9 +18,10 @@ namespace commsolve {
 
 class MessageEngine {
  public:
-  // Collective on comm (duplicates it). Messages hold a 64-bit key followed by at most
-  // `max_values` doubles; at most `max_posted` receives are posted at a time; statistics
-  // are kept for `nkinds` kinds of message.
+  // Collective on comm (duplicates it). Messages this rank receives hold a 64-bit key
+  // followed by at most `max_values` doubles (a longer one is an MPI truncation error); at
+  // most `max_posted` receives are posted at a time; statistics are kept for `nkinds` kinds
+  // of message.
   MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted = 64, int nkinds = 2);
   ~MessageEngine();
   MessageEngine(const MessageEngine&) = delete;
@@ -37,14 +38,16 @@ class MessageEngine {
   const CommStats& recorded() const { return stats_; }
   void reset_recorded();
   void set_kind_of(std::function<int(std::int64_t)> f) { kind_of_ = std::move(f); }
-  // Between runs only (no receive posted): a new message size limit, and the MPI tag of
-  // what follows, so that messages of consecutive phases cannot be mistaken for each other.
-  void reserve(std::int64_t max_values);
+  // Between runs only (no receive posted): a new message size limit (and, if positive, a
+  // new number of receives kept posted), and the MPI tag of what follows, so that messages
+  // of consecutive phases cannot be mistaken for each other.
+  void reserve(std::int64_t max_values, int max_posted = 0);
   void set_tag(int tag) { tag_ = tag; }
 
  private:
   void post(std::size_t slot);
   void reap_sends(bool all);
+  void cancel_posted();
 
   OwnedComm comm_;
   Topology topo_;

@@ -1,0 +1,50 @@
+"""Sparse direct solvers: supernodal LU with static pivoting, and its distributed triangular solves.
+
+:class:`SparseLU` factors serially (multifrontal over the supernodes). :func:`factor` does
+the same on one rank, spreads the factors over a Px x Py x Pz process grid and returns a
+:class:`DistributedLU`, whose :meth:`~DistributedLU.solve` runs one of three distributed
+triangular solves (``algorithm``):
+
+``2d``           the message-driven 2D solve (SC'23 paper, Algorithm 3; Pz = 1): per
+                 supernode a broadcast tree of its solution down a process column and a
+                 reduction tree of partial sums along a process row, trees of any shape
+                 (``flat``, ``binary``, ``shifted-binary``, ``auto``, ...; :mod:`commsolve.trees`)
+``3d-baseline``  the 3D solve of Sao et al. (ICS'19): Pz grids each hold a forest of the
+                 elimination tree and its ancestors; the L-solve climbs level by level with
+                 an inter-grid exchange of partial sums after each, the U-solve comes back
+                 down (2 log2 Pz inter-grid synchronisations)
+``3d``           the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests at
+                 once, one sparse allreduce of the ancestors' partial solutions over the
+                 grids, then every grid's U-solve (one synchronisation)
+
+b and x are distributed by rows, as a :class:`~commsolve.ParCSR` distributes them (or, with
+``replicated=True``, given whole on the root and returned whole on every rank).
+
+Static pivoting as SuperLU_DIST's ``pdgssvx`` (:mod:`commsolve.direct.pivoting`):
+equilibration, a row permutation for a large diagonal (MC64's job), no pivoting during
+the factorization (a zero pivot is an error unless ``replace_tiny``), and iterative
+refinement with the componentwise backward error after every solve
+(:mod:`commsolve.direct.refinement`). The ordering keeps the nested-dissection separator
+tree (``ordering="tree"``), so the factor's supernodes map onto the 2D and 3D layouts.
+
+Example
+-------
+>>> from commsolve import gallery, direct
+>>> import numpy as np
+>>> A = gallery.poisson2d9(50)
+>>> lu = direct.SparseLU(A)
+>>> x = lu.solve(np.ones(A.shape[0]))
+>>> bool(lu.berr.max() <= 1e-15)
+True
+"""
+
+from ..partition import Distribution
+from .distributed import (ALGORITHMS, ALLREDUCE, PARTITIONS, REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS, XY_STEPS,
+                          Z_STEPS, DistributedLU, factor, parse_grid)
+from .pivoting import ROW_PERMS, StaticPivoting, static_pivoting
+from .refinement import ITMAX
+from .serial import LU_DEFAULTS, SparseLU, symbolic
+
+__all__ = ["SparseLU", "factor", "DistributedLU", "parse_grid", "symbolic", "static_pivoting", "StaticPivoting",
+           "Distribution", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS", "ALGORITHMS",
+           "PARTITIONS", "ALLREDUCE", "ROW_PERMS", "LU_DEFAULTS", "ITMAX"]

@@ -1,0 +1,138 @@
+"""The serial supernodal LU: static pivoting (:mod:`.pivoting`), a fill-reducing ordering
+that keeps the nested-dissection separator tree, the symbolic and the numeric
+factorization (multifrontal, C++), and solves with iterative refinement."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _core
+from ..workloads import supernodal_structure
+from .pivoting import ROW_PERMS, checked_matrix, static_pivoting
+from .refinement import ITMAX, iterative_refinement
+
+__all__ = ["SparseLU", "symbolic", "LU_DEFAULTS", "levels_for", "rhs_array"]
+
+# The supernodal pipeline's defaults, shared by SparseLU, factor and the virtual-world analyses.
+LU_DEFAULTS = {"max_supernode": 128, "ordering": "tree", "levels": 4, "relax": 0.3, "relax_subtree": 32}
+
+
+def levels_for(levels, pz):
+    """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz)."""
+    return max(int(levels), int(pz).bit_length() - 1)
+
+
+def symbolic(A, pz=1, **options):
+    """The supernodal structure that :class:`SparseLU` (``options`` as its own) and
+    :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A`` (the
+    matrix as factored, after any row permutation: the pattern of A + A^T is what counts):
+    what the virtual-world analyses of the distributed solves read."""
+    if A.shape[0] == 0:
+        raise ValueError("the matrix has no rows (0 x 0): nothing to factor")
+    unknown = set(options) - set(LU_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
+    o = {**LU_DEFAULTS, **options}
+    return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
+                                o["relax_subtree"])
+
+
+def rhs_array(b, nrows, what="b"):
+    """``b`` as a float64 (nrows, nrhs) array and whether it was 1-D; a clear ValueError
+    otherwise (complex, wrong shape, not numbers)."""
+    try:
+        B = np.asarray(b)
+    except Exception as e:  # noqa: BLE001 - whatever numpy cannot take
+        raise ValueError(f"{what} is not an array of numbers ({e})") from None
+    if np.iscomplexobj(B):
+        raise ValueError(f"{what} is complex; the factors are real (solve the real and imaginary parts apart)")
+    if B.ndim not in (1, 2) or B.shape[0] != nrows or (B.ndim == 2 and B.shape[1] < 1):
+        raise ValueError(f"{what} must have shape ({nrows},) or ({nrows}, nrhs), got {B.shape}")
+    try:
+        B = np.asarray(B, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} holds values that are not numbers (dtype {B.dtype})") from None
+    return B.reshape(nrows, 1 if B.ndim == 1 else B.shape[1]), B.ndim == 1
+
+
+class SparseLU:
+    """Factor ``A`` (square) once; :meth:`solve` many times.
+
+    Static pivoting as SuperLU_DIST's ``pdgssvx``, with its defaults: ``equil=True``
+    (equilibrate when the matrix is badly scaled), ``row_perm="mc64"`` (rows permuted for a
+    large diagonal, with its scaling; ``"none"`` keeps them), ``replace_tiny=False`` (a
+    pivot below ``zero_pivot`` ||A||_1 is an error; with True pivots below sqrt(eps) ||A||_1
+    are replaced by that value, counted in ``tiny_pivots_replaced``), and iterative
+    refinement in :meth:`solve`. A non-finite entry or pivot is an error.
+
+    Attributes: ``structure`` (supernodes and separator tree of the matrix as factored),
+    ``pivoting`` (scales, row permutation, ``equed``), ``nnz_LU``, ``tiny_pivots_replaced``,
+    ``flops``, ``ordering_seconds`` (static pivoting, nested dissection, symbolic) and
+    ``numeric_seconds``; after a solve ``berr`` (componentwise backward error per right-hand
+    side) and ``refine_steps``.
+    """
+
+    def __init__(self, A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
+                 levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
+                 equil=True, row_perm="mc64", replace_tiny=False, zero_pivot=1e-14):
+        if row_perm not in ROW_PERMS:
+            raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
+        A = checked_matrix(A)
+        t0 = time.perf_counter()
+        B, self.pivoting = static_pivoting(A, equil, row_perm)
+        self.structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
+                                  relax_subtree=relax_subtree)
+        self.ordering_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        perm = self.structure.perm
+        P = B[perm][:, perm].tocsr()
+        P.sort_indices()
+        T = P.T.tocsr()
+        T.sort_indices()
+        i32 = np.int32
+        try:
+            self._core = _core.SupernodalLU(
+                *self.structure.core_arrays(), P.indptr.astype(i32), P.indices.astype(i32), P.data,
+                T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
+        except RuntimeError as e:  # a zero or non-finite pivot
+            raise ValueError(str(e)) from e
+        self.numeric_seconds = time.perf_counter() - t0
+        self.shape = A.shape
+        self.row_order = self.pivoting.row_order(perm)  # b's row for factor row k
+        self.col_order = np.asarray(perm)               # x's row for factor column k
+        self._A, self._absA = A, abs(A)
+        self._nz = int(np.diff(A.indptr).max()) + 1
+        self.berr = self.refine_steps = None
+
+    @property
+    def nnz_LU(self):
+        return self._core.nnz_LU
+
+    @property
+    def tiny_pivots_replaced(self):
+        return self._core.tiny_pivots_replaced
+
+    @property
+    def flops(self):
+        return self._core.flops
+
+    def _solve_once(self, B):
+        X = np.asfortranarray((self.pivoting.row_scale[:, None] * B)[self.row_order])
+        self._core.solve(X)
+        out = np.empty_like(X)
+        out[self.col_order] = X
+        return out * self.pivoting.col_scale[:, None]
+
+    def solve(self, b, refine=True):
+        """``x`` with ``A x = b``; ``b`` of shape (n,) or (n, nrhs). With ``refine`` (the
+        default, SuperLU_DIST's ``IterRefine``), iterative refinement; ``berr`` holds the
+        componentwise backward error of each right-hand side either way."""
+        B, one = rhs_array(b, self.shape[0])
+        A, absA = self._A, self._absA
+        X, self.berr, self.refine_steps = iterative_refinement(
+            self._solve_once, lambda x, cols: B[:, cols] - A @ x, lambda v: absA @ v, B, self._solve_once(B),
+            self._nz, max_steps=ITMAX if refine else 0)
+        return X.ravel() if one else X
