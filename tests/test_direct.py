@@ -39,7 +39,7 @@ def test_relaxation_keeps_structure_and_bounds_zeros():
 
 def test_zero_pivot_is_reported_and_can_be_replaced():
     A = sp.csr_matrix(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 2.0]]))
-    with pytest.raises(ValueError, match="zero pivot .* at permuted column"):
+    with pytest.raises(ValueError, match="zero pivot at permuted column"):
         direct.SparseLU(A, ordering="natural", row_perm="none")  # no large-diagonal permutation
     lu = direct.SparseLU(A, ordering="natural", row_perm="none", replace_tiny=True)
     assert lu.tiny_pivots_replaced >= 1

@@ -14,7 +14,7 @@ from conftest import json_lines, mpirun
     (2, "strategy", "unknown communication strategy 'carrier-pigeon'"),
     (3, "grid", "a 2x2 grid needs 4 ranks, the communicator has 3"),
     (2, "tree", "unknown tree shape 'oak'"),
-    (2, "zero-pivot", "zero pivot 0.000000 at permuted column 0"),
+    (2, "zero-pivot", "zero pivot at permuted column 0"),
     (2, "no-matrix", "the matrix must be given on the root rank (0)"),
     (2, "rhs-shape", "b must have shape (36,) or (36, nrhs), got (35,)"),
     (2, "rhs-rows", "[rank 1] b on rank 1 (its rows) must have shape (18,) or (18, nrhs), got (19,)"),
@@ -37,4 +37,22 @@ def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected
 def test_failure_on_one_rank_aborts_the_job(tmp_path):
     proc = mpirun(2, "errors.py", 2, tmp_path, "wrong-length", timeout=120, check=False)
     assert proc.returncode != 0
-    assert "x has length 33, expected 32" in proc.stderr
+    assert "x must be a 1-D array of this rank's 32 entries, got shape (33,)" in proc.stderr
+
+
+def test_uncaught_exception_aborts_even_under_plain_mpiexec():
+    """Not ``python -m mpi4py``: the hook commsolve installs on import aborts the job."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import MPI_DIR
+
+    from commsolve.launch import mpi_env
+
+    cmd = [shutil.which("mpiexec"), "-n", "2", sys.executable, os.path.join(MPI_DIR, "raise_one.py")]
+    proc = subprocess.run(cmd, env=mpi_env(2), capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "rank 1 fails alone" in proc.stderr and "aborting the job" in proc.stderr
+    assert "got past the barrier" not in proc.stdout

@@ -72,6 +72,8 @@ def test_profile_round_trip(tmp_path):
     (lambda t: t.replace("rate = 480000000.0", "rate = -1.0"), "must be positive"),
     (lambda t: t.replace("[inter_node]", "[inter_node"), "not valid TOML"),
     (lambda t: t.replace("short_max = 512", "short_max = 99999"), "short_max <= eager_max"),
+    (lambda t: "intra_node = 5\n" + t[:t.index("[intra_node]")] + t[t.index("[inter_node]"):],
+     "'intra_node' must be a table"),
 ])
 def test_bad_profiles(tmp_path, edit, msg):
     path = tmp_path / "bad.toml"
@@ -82,6 +84,13 @@ def test_bad_profiles(tmp_path, edit, msg):
     with pytest.raises(ProfileError, match=msg) as e:
         load_profile(path)
     assert str(path) in str(e.value)
+
+
+def test_profile_that_is_not_text(tmp_path):
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"name = \"x\"\n\xff\xfe\x00 rubbish\n")
+    with pytest.raises(ProfileError, match="not UTF-8 text"):
+        load_profile(path)
 
 
 def test_unknown_profile():

@@ -6,7 +6,7 @@ one process (the virtual world) to study scale.
 """
 
 from . import direct, gallery, io, model, partition, stats, trees, virtual, workloads
-from ._collective import CollectiveError
+from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
 from .parcsr import ParCSR
@@ -14,6 +14,8 @@ from .stats import CommStats
 from .topology import Topology, make_topology
 
 __version__ = "0.1.0"
+
+install_abort_hook()  # one rank's uncaught exception aborts the job, even under a plain mpiexec
 
 __all__ = [
     "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",

@@ -59,3 +59,25 @@ def run_agreed(comm, fn, *args, **kwargs):
         error = str(e)
     agree(comm, error, where=getattr(fn, "__qualname__", "a collective call"))
     return result
+
+
+def install_abort_hook():
+    """Make an uncaught exception on one rank abort the whole MPI job (MPI_Abort) instead of
+    leaving the other ranks waiting forever, as ``python -m mpi4py`` does, for scripts run
+    under a plain ``mpiexec -n K python script.py``. Chains to the hook already installed;
+    does nothing unless mpi4py has initialized MPI with more than one rank."""
+    import sys
+
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        MPI = sys.modules.get("mpi4py.MPI")
+        if MPI is None or not MPI.Is_initialized() or MPI.Is_finalized() or MPI.COMM_WORLD.size == 1:
+            return
+        sys.stderr.write(f"commsolve: uncaught {kind.__name__} on rank {MPI.COMM_WORLD.rank}: aborting the job\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    if getattr(previous, "__name__", "") != "hook" or getattr(previous, "__module__", "") != __name__:
+        sys.excepthook = hook

@@ -33,6 +33,8 @@ def volume_matrix(plans, topology, level="node"):
 
 
 CONCRETE = ("standard", "node-aware-2step", "node-aware")
+MAX_VIRTUAL_RANKS = 1 << 22  # per-rank patterns and plans of 4M ranks: several GB
+MAX_HEATMAP = 8192           # a dense ranks x ranks matrix of 512 MB
 
 
 def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method="contiguous",
@@ -49,6 +51,11 @@ def analyze(nprocs, ppn, strategies, *, gen=None, matrix=None, partition_method=
     """
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec or a matrix file")
+    if not 1 <= nprocs <= MAX_VIRTUAL_RANKS:
+        raise ValueError(f"{nprocs:,} virtual ranks: the virtual world handles 1 to {MAX_VIRTUAL_RANKS:,} here")
+    if heatmap_level == "rank" and nprocs > MAX_HEATMAP:
+        raise ValueError(f"a rank-level heat map of {nprocs:,} ranks ({nprocs:,} x {nprocs:,} cells) is too large; "
+                         f"at most {MAX_HEATMAP:,} ranks, or --heatmap-level node")
     names = list(_core.strategy_names())
     for s in strategies:
         if s not in names:

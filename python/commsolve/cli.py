@@ -9,6 +9,7 @@ exit with status 1; an error on one rank aborts the whole job (no hang).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -66,6 +67,32 @@ def _guarded(fn, *args, **kwargs):
         _fail(str(e), collective=True)
     except (ValueError, OSError, RuntimeError) as e:
         _fail(str(e), collective=False)
+    except MemoryError:
+        _fail("out of memory (try a smaller problem, or more ranks)", collective=False)
+
+
+def _finite(obj):
+    """``obj`` with every non-finite float (and numpy scalar) made JSON-safe: NaN and
+    infinities become null, which JSON has, instead of the bare NaN it has not."""
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # numpy arrays and scalars
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _json(obj):
+    return json.dumps(_finite(obj), indent=2, allow_nan=False)
+
+
+def _tolerance(value):
+    if not (0 < value < 1):  # NaN fails too
+        raise click.BadParameter(f"must lie in (0, 1), got {value}", param_hint="--tol")
+    return value
 
 
 def _progress(enabled, desc="SpMV"):
@@ -117,8 +144,8 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
     if result is not None:
         from .spmv_run import format_spmv
 
-        click.echo(json.dumps(result, indent=2) if as_json else format_spmv(result))
-        if result["rel_error_vs_scipy"] is not None and result["rel_error_vs_scipy"] > 1e-12:
+        click.echo(_json(result) if as_json else format_spmv(result))
+        if result["rel_error_vs_scipy"] is not None and not result["rel_error_vs_scipy"] <= 1e-12:  # NaN fails
             _fail(f"result differs from scipy (relative error {result['rel_error_vs_scipy']:.2e})", True)
         if not result["stats_recorded_equal_planned"]:
             _fail("recorded communication statistics differ from the plan's", True)
@@ -143,6 +170,8 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
     """Every rank's halo plan at virtual scale, per strategy, built in one process (no MPI)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    _check_plot_path(plot, "--plot")
+    _check_plot_path(heatmap, "--heatmap")
     from tqdm import tqdm
 
     from .analysis import analyze as run_analysis
@@ -163,6 +192,8 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
                               progress=progress)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException("out of memory: try fewer ranks or a smaller matrix") from None
     finally:
         for b in bars.values():
             b.close()
@@ -175,7 +206,7 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 
         plot_volumes(result, heatmap)
     result.pop("volumes", None)
-    click.echo(json.dumps(result, indent=2) if as_json else format_analysis(result))
+    click.echo(_json(result) if as_json else format_analysis(result))
 
 
 @main.command()
@@ -208,7 +239,7 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("--replace-tiny", is_flag=True, help="Replace tiny pivots by sqrt(eps) ||A|| instead of failing.")
 @click.option("--refine/--no-refine", default=True, show_default=True,
               help="Iterative refinement after each solve (timed apart).")
-@click.option("--tol", type=float, default=1e-10, show_default=True,
+@click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: _tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
 def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
@@ -228,7 +259,7 @@ def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrh
                       algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
                       replace_tiny=replace_tiny, refine=refine, progress=_progress(not as_json, desc="solve"))
     if result is not None:
-        click.echo(json.dumps(result, indent=2) if as_json else format_sptrsv(result))
+        click.echo(_json(result) if as_json else format_sptrsv(result))
         if not result["backward_error"] <= tol:  # NaN fails too
             _fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
         if not result["stats_recorded_equal_planned"]:
@@ -253,13 +284,15 @@ def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrh
 @click.option("--workload", type=click.Choice(["selinv", "sptrsv", "sptrsv3d"]), default="selinv", show_default=True,
               help="selinv: selected inversion's Col-Bcast/Row-Reduce; sptrsv: the 2D L- and U-solves "
               "(one right-hand side); sptrsv3d: whole 2D/3D solves per --algorithm, XY and Z traffic.")
-@click.option("--algorithm", default="3d-baseline,3d", show_default=True,
-              help="sptrsv3d: comma-separated solve algorithms (2d runs on the squarest 2D grid of as many ranks).")
-@click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
-              help="sptrsv3d: forests of the 3D layout.")
-@click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
-              help="sptrsv3d: inter-grid messages.")
-@click.option("--plot", type=click.Path(dir_okay=False), help="PNG heat maps of per-rank volume on the grid.")
+@click.option("--algorithm", default=None,
+              help="sptrsv3d: comma-separated solve algorithms, 2d running on the squarest 2D grid of as many "
+              "ranks [default: 3d-baseline,3d].")
+@click.option("--partition", type=click.Choice(["nd", "greedy"]), default=None,
+              help="sptrsv3d: forests of the 3D layout [default: nd].")
+@click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default=None,
+              help="sptrsv3d: inter-grid messages [default: packed].")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="PNG: heat maps of per-rank volume on the grid (sptrsv3d: messages per rank and work per grid).")
 @click.option("--json", "as_json", is_flag=True)
 def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold, workload, algorithm, partition,
               allreduce, plot, as_json):
@@ -269,13 +302,22 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
     2D and 3D triangular solves per algorithm."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    _check_plot_path(plot)
     if workload == "sptrsv3d":
-        return _trees_sptrsv3d(gen, matrix, grid, shape or "binary", ppn, max_supernode, algorithm, partition,
-                               allreduce, as_json)
+        return _trees_sptrsv3d(gen, matrix, grid, shape or "binary", ppn, max_supernode, algorithm or "3d-baseline,3d",
+                               partition or "nd", allreduce or "packed", seed, flat_threshold, plot, as_json)
+    for name, value in (("--algorithm", algorithm), ("--partition", partition), ("--allreduce", allreduce)):
+        if value is not None:
+            raise click.UsageError(f"{name} belongs to --workload sptrsv3d")
     try:
         Pr, Pc = (int(v) for v in grid.lower().split("x"))
     except ValueError:
         raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
+    from .sptrsv_analysis import MAX_VIRTUAL_RANKS
+
+    if Pr < 1 or Pc < 1 or Pr * Pc > MAX_VIRTUAL_RANKS:
+        raise click.BadParameter(f"a {Pr}x{Pc} grid: dimensions must be positive and the ranks at most "
+                                 f"{MAX_VIRTUAL_RANKS:,}", param_hint="--grid")
     from tqdm import tqdm
 
     from . import gallery, trees, workloads
@@ -305,6 +347,8 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
             results[s] = trees.volume_summary([CommStats(sum(st.array for st in rank)) for rank in zip(*per_set)])
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException("out of memory: try a smaller grid or matrix") from None
     if plot:
         from .plots import plot_grid_volumes
 
@@ -317,7 +361,7 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "collectives": sum(len(C) for C in sets),
            "shapes": results}
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(_json(out))
         return
     click.echo(f"{out['matrix']}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
                f"{out['collectives']:,} {workload} collectives on a {Pr}x{Pc} grid, {ppn} ranks per node")
@@ -330,26 +374,41 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
                        f"{v['median_bytes'] / 2**20:>9.2f}{v['std_bytes'] / 2**20:>9.2f}{v['max_messages']:>10,}")
 
 
-def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, partition, allreduce, as_json):
+def _check_plot_path(path, option="--plot"):
+    """A plot's folder must exist before the work, not be found missing after it."""
+    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(path))} does not exist",
+                                 param_hint=option)
+
+
+def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, partition, allreduce, seed,
+                    flat_threshold, plot, as_json):
     from tqdm import tqdm
 
     from . import gallery
     from .io import mmread
-    from .sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d
+    from .sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d, plot_sptrsv3d
 
     algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
+    if "," in shape:
+        raise click.BadParameter("sptrsv3d takes one tree shape", param_hint="--shape")
     try:
-        if "," in shape:
-            raise ValueError("sptrsv3d takes one tree shape (--shape)")
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         options = {} if max_supernode is None else {"max_supernode": max_supernode}
         with tqdm(total=len(algorithms), desc="algorithms", leave=False, file=sys.stderr, disable=None) as bar:
             out = analyse_sptrsv3d(A, grid, algorithms, tree=shape, ppn=ppn, partition=partition, allreduce=allreduce,
-                                   progress=lambda _: bar.update(), **options)
+                                   seed=seed, flat_threshold=flat_threshold, progress=lambda _: bar.update(), **options)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException("out of memory: try a smaller grid or matrix") from None
     out = {"matrix": gen or str(matrix), "workload": "sptrsv3d", "tree": shape, **out}
-    click.echo(json.dumps(out, indent=2) if as_json else format_sptrsv3d(out, out["matrix"]))
+    if plot:
+        plot_sptrsv3d(out, plot, out["matrix"])
+    for s in out["algorithms"].values():
+        for part in ("xy", "z"):
+            s[part].pop("per_rank_msgs")
+    click.echo(_json(out) if as_json else format_sptrsv3d(out, out["matrix"]))
 
 
 def format_calibration(prof, report, path):
@@ -386,6 +445,8 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
     """Measure this machine (ping-pong, injection, HighVolumePingPong) and fit a profile."""
     if short_max is not None and eager_max is not None and short_max > eager_max:
         raise click.BadParameter("--short-max must not exceed --eager-max")
+    _check_plot_path(plot)
+    _check_plot_path(output, "--output")
     _relaunch_or_check(nprocs)
     from mpi4py import MPI
 
@@ -416,25 +477,28 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
     if plot:
         plot_calibration(meas, prof, plot)
     if as_json:
-        click.echo(json.dumps({"measurements": meas, "fits": report, "profile": output}, indent=2, default=float))
+        click.echo(_json({"measurements": meas, "fits": report, "profile": output}))
     else:
         click.echo(format_calibration(prof, report, output))
 
 
 @main.command()
-@click.option("-np", "--np", "nprocs", type=int, default=2, show_default=True, help="Number of MPI ranks.")
+@click.option("-np", "--np", "nprocs", type=int, default=None,
+              help="Number of MPI ranks [default: 4, or the ranks mpiexec started].")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def demo(nprocs, as_json):
     """The main job: distributed SpMV on built-in problems, checked against scipy, with the
-    communication each partition causes, then plans built for 1,024 virtual ranks."""
-    _relaunch_or_check(nprocs)
+    communication each partition causes, plans built for 1,024 virtual ranks; then the
+    flagship: the 2D and both 3D triangular solves on the same ranks, checked against scipy,
+    and counted at 2,048 virtual ranks."""
+    _relaunch_or_check(4 if nprocs is None and not under_mpiexec() else nprocs)
     from mpi4py import MPI
 
     from .demo import run_demo
 
     out = _guarded(run_demo, MPI.COMM_WORLD, echo=None if as_json else click.echo)
     if as_json and out is not None:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(_json(out))
     if out is not None and not out["ok"]:
         _fail("demo checks failed (see above)", True)
 

@@ -34,6 +34,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -294,17 +295,51 @@ class GallerySpec:
         return _FAMILIES[self.family][1](self, nprocs)
 
     def build(self, rows=None, nprocs=None):
-        """The matrix, or only ``rows`` of it, as scipy CSR with global column indices."""
+        """The matrix, or only ``rows`` of it, as scipy CSR with global column indices. A
+        matrix that would not fit in this machine's memory is refused before it is built."""
+        count = self.global_rows(nprocs) if rows is None else len(rows)
+        per_row = _NNZ_PER_ROW.get(self.family) or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1))
+        need = count * per_row * _BYTES_PER_ENTRY
+        have = _physical_memory()
+        if have and need > 0.75 * have:
+            raise ValueError(f"'{self.text}': {count:,} rows would take about {need / 2**30:,.1f} GiB to build, "
+                             f"more than this machine's memory allows ({have / 2**30:,.1f} GiB)")
         return _FAMILIES[self.family][0](self, rows, nprocs)
+
+
+# Entries per row (at most) and bytes per entry while building (CSR plus the temporaries of
+# the stencil builder), for the up-front memory check.
+_NNZ_PER_ROW = {"poisson2d": 5, "poisson2d9": 9, "poisson3d": 7, "poisson3d27": 27, "aniso2d": 9, "convdiff2d": 5,
+                "kkt3d": 14}
+_BYTES_PER_ENTRY = 40
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _grid_n(spec):
     if len(spec.args) != 1 and "n" not in spec.kwargs:
         raise ValueError(f"'{spec.text}': give the grid size, e.g. {spec.family}:64")
-    n = int(spec.kwargs.get("n", spec.args[0] if spec.args else 0))
+    text = spec.kwargs.get("n", spec.args[0] if spec.args else "0")
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"'{spec.text}': the grid size must be a whole number, got {text!r}") from None
     if n < 1:
         raise ValueError(f"'{spec.text}': grid size must be positive")
     return n
+
+
+def _whole(spec, key, text):
+    """An integer parameter of a spec (a clear error for 'abc' or 1.5)."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"'{spec.text}': {key} must be a whole number, got {text!r}") from None
 
 
 def _random_rows(spec, nprocs):
@@ -312,18 +347,18 @@ def _random_rows(spec, nprocs):
     if "rows_per_rank" in kw:
         if nprocs is None:
             raise ValueError(f"'{spec.text}': rows_per_rank needs the number of ranks")
-        return int(kw["rows_per_rank"]) * int(nprocs)
+        return _whole(spec, "rows_per_rank", kw["rows_per_rank"]) * int(nprocs)
     if "rows" in kw or spec.args:
-        return int(kw.get("rows", spec.args[0] if spec.args else 0))
+        return _whole(spec, "rows", kw.get("rows", spec.args[0] if spec.args else 0))
     raise ValueError(f"'{spec.text}': give rows=N or rows_per_rank=N")
 
 
 def _random_build(spec, rows, nprocs):
     kw = spec.kwargs
-    k = int(kw.get("nnz_per_row", spec.args[1] if len(spec.args) > 1 else 0))
+    k = _whole(spec, "nnz_per_row", kw.get("nnz_per_row", spec.args[1] if len(spec.args) > 1 else 0))
     if k < 1:
         raise ValueError(f"'{spec.text}': give nnz_per_row=K (K >= 1)")
-    return random_fixed_nnz(_random_rows(spec, nprocs), k, int(kw.get("seed", 0)), rows)
+    return random_fixed_nnz(_random_rows(spec, nprocs), k, _whole(spec, "seed", kw.get("seed", 0)), rows)
 
 
 def _stencil_family(fn, dim):

@@ -71,6 +71,8 @@ def mmwrite(path, A, comment="", symmetry="general", field=None):
     checking that ``A`` has that symmetry. ``field`` is ``real`` (default), ``integer`` or
     ``pattern``. Values are written so that they read back bit for bit.
     """
+    if np.iscomplexobj(A.data if sp.issparse(A) else np.asarray(A)):
+        raise ValueError("complex matrices cannot be written (commsolve supports real values only)")
     A = sp.coo_matrix(A)
     if symmetry not in ("general", "symmetric", "skew-symmetric"):
         raise ValueError(f"unknown symmetry '{symmetry}'")
@@ -87,6 +89,8 @@ def mmwrite(path, A, comment="", symmetry="general", field=None):
     if field not in ("real", "integer", "pattern"):
         raise ValueError(f"unknown field '{field}'")
     vals = np.zeros(0) if field == "pattern" else np.ascontiguousarray(A.data, dtype=np.float64)
+    if not np.isfinite(vals).all():
+        raise ValueError("the matrix holds non-finite values (they could not be read back)")
     _core.mm_write(
         os.fspath(path), A.shape[0], A.shape[1], A.row.astype(np.int64), A.col.astype(np.int64),
         vals, field, symmetry, comment,

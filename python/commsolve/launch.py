@@ -29,12 +29,14 @@ def mpi_env(nprocs, base=None):
 
 
 def mpiexec_command(nprocs, args, python=None):
-    """``mpiexec -n N python -m mpi4py ARGS``: ``-m mpi4py`` makes an uncaught exception on
-    any rank abort the whole job instead of leaving the others waiting."""
+    """``mpiexec -q -n N python -m mpi4py ARGS``: ``-m mpi4py`` makes an uncaught exception on
+    any rank abort the whole job instead of leaving the others waiting; ``-q`` keeps Open MPI's
+    own banners (job exited non-zero, MPI_ABORT was invoked) out of the error output, which
+    already says what went wrong."""
     mpiexec = shutil.which("mpiexec") or shutil.which("mpirun")
     if mpiexec is None:
         raise RuntimeError("mpiexec not found: install Open MPI (scripts/install-deps)")
-    return [mpiexec, "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
+    return [mpiexec, "-q", "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
 
 
 def run_mpi(nprocs, args, timeout=300, **kwargs):

@@ -94,6 +94,8 @@ class ParCSR:
         the strategy whose plans the cost model prices cheapest; without one, the strategy
         with the fewest inter-node messages on the busiest rank.
         """
+        if np.iscomplexobj(local.data if sp.issparse(local) else np.asarray(local)):
+            raise ValueError("the matrix is complex; ParCSR holds real values")
         local = sp.csr_matrix(local)
         if row_dist is None:
             counts = comm.allgather(local.shape[0])
@@ -195,17 +197,18 @@ class ParCSR:
     # ---- products -------------------------------------------------------------------
     def matvec(self, x, out=None):
         """Collective. This rank's rows of ``A @ x``; ``x`` holds this rank's owned entries
-        (``local_cols`` values). The halo exchange overlaps the on-process product."""
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        y = np.empty(self.local_rows) if out is None else out
+        (``local_cols`` values). The halo exchange overlaps the on-process product. ``out``:
+        a float64 C-contiguous array of ``local_rows`` values, not sharing memory with x."""
+        x = _vector(x, self.local_cols, "x")
+        y = _output(out, self.local_rows, x)
         self._core.matvec(x, y)
         return y
 
     def rmatvec(self, x, out=None):
         """Collective. This rank's entries of ``A.T @ x`` (``x``: ``local_rows`` values); the
         off-process contributions travel back along the plan in reverse."""
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        y = np.empty(self.local_cols) if out is None else out
+        x = _vector(x, self.local_rows, "x")
+        y = _output(out, self.local_cols, x)
         self._core.rmatvec(x, y)
         return y
 
@@ -213,8 +216,8 @@ class ParCSR:
         """Collective. The halo (ghost) values for this rank's owned entries ``x``: the
         values of ``x`` owned elsewhere that this rank's rows use, in :attr:`col_map` order.
         Runs the plan once (it is counted in the recorded statistics)."""
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        halo = np.empty(self.plan.n_halo) if out is None else out
+        x = _vector(x, self.local_cols, "x")
+        halo = _output(out, self.plan.n_halo, x)
         self._core.exchange(x, halo)
         return halo
 
@@ -336,6 +339,34 @@ class ParCSR:
             f"ParCSR(shape={self.shape}, rank {self.comm.rank}/{self.comm.size}, "
             f"local rows {self.local_rows}, local nnz {self.local_nnz}, halo {self.plan.n_halo})"
         )
+
+
+def _vector(x, n, what):
+    """``x`` as a contiguous float64 vector of ``n`` values, or a ValueError saying what was
+    expected (local: raised on this rank only)."""
+    a = np.asarray(x)
+    if np.iscomplexobj(a):
+        raise ValueError(f"{what} is complex; ParCSR holds real values (apply it to the real and imaginary parts)")
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"{what} must be a 1-D array of this rank's {n} entries, got shape {a.shape}")
+    try:
+        return np.ascontiguousarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} holds values that are not numbers (dtype {a.dtype})") from None
+
+
+def _output(out, n, x):
+    """``out`` checked (float64, C-contiguous, writable, ``n`` values, not aliasing ``x``),
+    or a fresh array."""
+    if out is None:
+        return np.empty(n)
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.ndim != 1 or out.shape[0] != n \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        got = f"{out.dtype} array of shape {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise ValueError(f"out must be a writable C-contiguous float64 array of {n} values, got {got}")
+    if np.shares_memory(out, x):
+        raise ValueError("out must not share memory with x (the product reads x while it writes out)")
+    return out
 
 
 def _local_positions(dist, rank, rows):

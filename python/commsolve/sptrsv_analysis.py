@@ -16,11 +16,14 @@ from .direct import ALGORITHMS, parse_grid, symbolic
 from .topology import make_topology
 from .workloads import forest_partition, sptrsv3d_summary
 
-__all__ = ["analyse_sptrsv3d", "format_sptrsv3d"]
+__all__ = ["analyse_sptrsv3d", "format_sptrsv3d", "plot_sptrsv3d", "MAX_VIRTUAL_RANKS", "MAX_LAYERS"]
+
+MAX_VIRTUAL_RANKS = 1 << 22  # per-rank statistics of 4M ranks: a few GB
+MAX_LAYERS = 1024            # the SC'23 paper goes to 32; every layer scans every supernode
 
 
 def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd", allreduce="packed", nrhs=1,
-                     structure=None, progress=None, **lu_options):
+                     structure=None, progress=None, seed=0, flat_threshold=8, **lu_options):
     """``grid``: (px, py, pz) or "PxQxR"; ``algorithms``: names from
     :data:`commsolve.direct.ALGORITHMS`; ``structure``: the symbolic structure if already
     computed (``A`` may then be None), else :func:`commsolve.direct.symbolic` of ``A`` with
@@ -32,7 +35,16 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
             raise ValueError(f"grid must look like 16x16x8, got {grid!r}") from None
     else:
         dims = [int(v) for v in grid]
+    if any(d < 1 for d in dims):
+        raise ValueError(f"grid dimensions must be positive, got {grid}")
+    if int(np.prod([float(d) for d in dims])) > MAX_VIRTUAL_RANKS:
+        raise ValueError(f"a {'x'.join(map(str, dims))} grid has more ranks than the virtual world handles here "
+                         f"({MAX_VIRTUAL_RANKS:,})")
     px, py, pz = parse_grid(tuple(dims), int(np.prod(dims)))
+    if pz > MAX_LAYERS:
+        raise ValueError(f"Pz = {pz}: at most {MAX_LAYERS} layers (every layer scans every supernode)")
+    if not algorithms:
+        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
     for a in algorithms:
         if a not in ALGORITHMS:
             raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
@@ -48,9 +60,11 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
     for a in algorithms:
         if a == "2d":
             g = parse_grid(None, P)
-            r = sptrsv3d_summary(S, g, "2d", tree, topo, forests=np.zeros(S.nsuper, np.int32), nrhs=nrhs)
+            r = sptrsv3d_summary(S, g, "2d", tree, topo, forests=np.zeros(S.nsuper, np.int32), nrhs=nrhs, seed=seed,
+                                 flat_threshold=flat_threshold)
         else:
-            r = sptrsv3d_summary(S, (px, py, pz), a, tree, topo, forests=forests, nrhs=nrhs, allreduce=allreduce)
+            r = sptrsv3d_summary(S, (px, py, pz), a, tree, topo, forests=forests, nrhs=nrhs, allreduce=allreduce,
+                                 seed=seed, flat_threshold=flat_threshold)
         out["algorithms"][a] = r
         if progress is not None:
             progress(a)
@@ -58,9 +72,11 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
 
 
 def format_sptrsv3d(r, matrix):
+    cols = r["forest_columns"]
+    shown = ", ".join(f"{c:,}" for c in cols[:15]) + (f", ... ({len(cols)} forests)" if len(cols) > 15 else "")
     lines = [f"{matrix}: {r['rows']:,} rows, {r['supernodes']:,} supernodes, nnz(L) {r['nnz_L']:,}; "
              f"{r['nranks']:,} ranks, {r['ppn']} per node, forests {r['partition']} "
-             f"(columns per forest, heap order: {', '.join(f'{c:,}' for c in r['forest_columns'])})",
+             f"(columns per forest, heap order: {shown})",
              "", "per rank, sent (max / mean)",
              f"{'algorithm':<13}{'grid':>10}{'XY msgs':>19}{'XY MB':>17}{'Z msgs':>15}{'Z MB':>15}{'syncs':>7}"
              f"{'flops/grid max':>16}{'replication':>13}"]
@@ -72,3 +88,30 @@ def format_sptrsv3d(r, matrix):
                      f"{z['max_msgs']:>7,} / {z['mean_msgs']:>5.1f}{z['max_bytes'] / 1e6:>8.3f} / {z['mean_bytes'] / 1e6:>4.2f}"
                      f"{s['sync_points']:>7}{max(s['flops_per_grid']):>16.3e}{s['replication']:>13.3f}")
     return "\n".join(lines)
+
+
+def plot_sptrsv3d(r, path, matrix):
+    """PNG: per algorithm, the messages every rank sends inside the grids and between them
+    (ranks sorted by XY messages), and the work per grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for a, s in r["algorithms"].items():
+        xy, z = np.asarray(s["xy"]["per_rank_msgs"]), np.asarray(s["z"]["per_rank_msgs"])
+        order = np.argsort(-xy)
+        ax1.plot(xy[order], label=f"{a} XY")
+        if z.any():
+            ax1.plot(z[order], ls=":", label=f"{a} Z")
+        ax2.plot(s["flops_per_grid"], marker="o", label=a)
+    ax1.set(xlabel="ranks, by XY messages", ylabel="messages sent per solve", yscale="symlog",
+            title=f"{matrix} on {r['nranks']:,} ranks")
+    ax2.set(xlabel="grid (layer) z", ylabel="flops per solve (1 rhs)", title="work per grid")
+    for ax in (ax1, ax2):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -222,20 +222,22 @@ def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, par
 
 
 def sptrsv3d_summary(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
-                     allreduce="packed"):
+                     allreduce="packed", seed=0, flat_threshold=8):
     """One algorithm's solve at virtual scale: per-rank messages and bytes sent inside the
     grids (XY) and between them (Z), max and mean over ranks; the inter-grid
     synchronisation points; and the floating-point work per grid (one right-hand side)."""
     px, py, pz = (int(g) for g in grid)
     forests = forest_partition(structure, pz, partition) if forests is None else forests
-    stats = sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests, nrhs=nrhs, allreduce=allreduce)
+    stats = sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests, nrhs=nrhs, allreduce=allreduce,
+                           seed=seed, flat_threshold=flat_threshold)
     arr = np.stack([s.array for s in stats])  # (ranks, steps, 8)
 
     def part(steps):
         sent = arr[:, list(steps), :].sum(axis=1)
         msgs, nbytes = sent[:, 0] + sent[:, 1], sent[:, 2] + sent[:, 3]
         return {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
-                "mean_bytes": float(nbytes.mean()), "total_msgs": int(msgs.sum()), "total_bytes": int(nbytes.sum())}
+                "mean_bytes": float(nbytes.mean()), "total_msgs": int(msgs.sum()), "total_bytes": int(nbytes.sum()),
+                "per_rank_msgs": msgs.astype(int).tolist()}
 
     flops = _core.grid_flops(*structure.core_arrays(), np.asarray(forests, np.int32), pz, algorithm)
     serial = float(_core.grid_flops(*structure.core_arrays(), np.zeros(structure.nsuper, np.int32), 1, "2d")[0])

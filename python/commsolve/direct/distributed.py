@@ -69,6 +69,9 @@ def _check_algorithm(algorithm, pz):
     _check_choice(algorithm, ALGORITHMS, "solve algorithm")
     if algorithm == "2d" and pz > 1:
         raise ValueError(f"the 2d algorithm needs Pz = 1, the grid has Pz = {pz} (use 3d or 3d-baseline)")
+    if algorithm != "2d" and pz == 1:
+        raise ValueError(f"the {algorithm} algorithm needs a 3D grid (Pz >= 2, e.g. 1x2x2); a 2D grid runs the "
+                         "2d algorithm")
     return algorithm
 
 
@@ -171,8 +174,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
     row_source = A
     if hasattr(A, "to_global"):  # a ParCSR: its rows come together on the root
         A = A.to_global(root)
-    topo = topology if isinstance(topology, _core.Topology) else make_topology(
-        comm, ppn=None if topology is None else int(topology))
+    topo = topology if isinstance(topology, _core.Topology) else run_agreed(
+        comm, make_topology, comm, ppn=None if topology is None else int(topology))
     lu_options["levels"] = levels_for(lu_options.get("levels", 4), pz)
 
     def serial_factor():
@@ -228,9 +231,11 @@ class DistributedLU:
     (``ordering``, ``numeric``, ``distribute``, ``total``) and, after a solve,
     ``solve_seconds``: the parts of the slowest rank's triangular solve (``redistribute_b``,
     ``l_solve``, ``z_comm``, ``u_solve``, ``redistribute_x``, ``redistribute`` = b + x and
-    ``total``, all from C++ timers; total >= the sum of the parts), and ``refine`` (the
-    slowest rank's seconds of iterative refinement, corrections included); ``berr`` (the
-    componentwise backward error per right-hand side) and ``refine_steps``.
+    ``total``, all from C++ timers; total >= the sum of the parts), ``max`` (each part's
+    largest value over the ranks: a rank that takes no part in the inter-grid steps may be the
+    slowest) and ``refine`` (the slowest rank's seconds of iterative refinement, corrections
+    included); ``berr`` (the componentwise backward error per right-hand side) and
+    ``refine_steps``.
     """
 
     def __init__(self, comm, core, structure, shape, grid, forests, distribution, topology, nnz_LU, replaced, root,
@@ -353,10 +358,14 @@ class DistributedLU:
 
     def _record_times(self, mine, refine_s):
         every = np.array(self.comm.allgather([mine[k] for k in TIME_PARTS] + [refine_s]))
-        slowest = every[int(np.argmax(every[:, len(TIME_PARTS) - 1]))]
-        self.solve_seconds = dict(zip(TIME_PARTS, map(float, slowest)))
-        self.solve_seconds["redistribute"] = self.solve_seconds["redistribute_b"] + self.solve_seconds["redistribute_x"]
-        self.solve_seconds["refine"] = float(every[:, -1].max())
+        every = np.column_stack([every, every[:, 0] + every[:, 4]])  # redistribute = b + x
+
+        def parts(row):
+            return dict(zip(TIME_PARTS + ("refine", "redistribute"), map(float, row)))
+
+        self.solve_seconds = parts(every[int(np.argmax(every[:, TIME_PARTS.index("total")]))])
+        self.solve_seconds["refine"] = float(every[:, len(TIME_PARTS)].max())
+        self.solve_seconds["max"] = parts(every.max(axis=0))
 
     def stats(self):
         """This rank's recorded CommStats of the last solve's triangular solve (the first, not

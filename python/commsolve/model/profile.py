@@ -78,6 +78,9 @@ class MachineProfile:
                 if level == "intra_socket":
                     continue  # optional: without it, on-node messages use intra_node
                 raise ProfileError(f"{source}: missing table '[{level}]'")
+            if not isinstance(d[level], dict):
+                raise ProfileError(f"{source}: '{level}' must be a table ([{level}] with short, eager and rend), "
+                                   f"got {d[level]!r}")
             for proto in PROTOCOLS:
                 t = d[level].get(proto)
                 if not isinstance(t, dict):
@@ -98,7 +101,8 @@ class MachineProfile:
             raise ProfileError(f"{source}: gamma and delta must be >= 0")
         return cls(name=d.get("name", os.path.splitext(os.path.basename(source))[0]), alpha=alpha, rate=rate,
                    injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
-                   ppn=int(d.get("ppn", 1)), sockets_per_node=int(d.get("sockets_per_node", 1)),
+                   ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
+                   sockets_per_node=int(need(d, "sockets_per_node", "")) if "sockets_per_node" in d else 1,
                    description=str(d.get("description", "")))
 
     def to_toml(self):
@@ -141,4 +145,6 @@ def load_profile(name_or_path):
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {e.start}); a profile is a TOML file") from None
     return MachineProfile.from_dict(data, source=path)

@@ -72,18 +72,26 @@ HaloPattern empty_pattern(int rank, const Distribution& dist) {
   return p;
 }
 
+// Calls move(owner, solver, global) for every row of b that must travel.
+template <class F>
+void for_each_move(const Distribution& dist, const std::vector<std::int32_t>& perm,
+                   const std::vector<std::int32_t>& solver, F&& move) {
+  check_sizes(dist, perm, solver);
+  for (std::size_t j = 0; j < perm.size(); ++j) {
+    const int owner = dist.owner(perm[j]);
+    if (owner != solver[j]) move(owner, solver[j], perm[j]);
+  }
+}
+
 }  // namespace
 
 HaloPattern rhs_pattern(int rank, const Distribution& dist, const std::vector<std::int32_t>& perm,
                         const std::vector<std::int32_t>& solver) {
-  check_sizes(dist, perm, solver);
   std::vector<Move> in, out;
-  for (std::size_t j = 0; j < perm.size(); ++j) {
-    const int owner = dist.owner(perm[j]);
-    if (owner == solver[j]) continue;
-    if (solver[j] == rank) in.push_back({owner, rank, perm[j]});
-    if (owner == rank) out.push_back({rank, solver[j], perm[j]});
-  }
+  for_each_move(dist, perm, solver, [&](int owner, int to, std::int64_t g) {
+    if (to == rank) in.push_back({owner, to, g});
+    if (owner == rank) out.push_back({owner, to, g});
+  });
   HaloPattern p = empty_pattern(rank, dist);
   fill(p, in, out, dist);
   return p;
@@ -91,15 +99,12 @@ HaloPattern rhs_pattern(int rank, const Distribution& dist, const std::vector<st
 
 std::vector<HaloPattern> rhs_patterns(const Distribution& dist, const std::vector<std::int32_t>& perm,
                                       const std::vector<std::int32_t>& solver) {
-  check_sizes(dist, perm, solver);
   const int P = dist.nranks();
   std::vector<std::vector<Move>> in(P), out(P);
-  for (std::size_t j = 0; j < perm.size(); ++j) {
-    const int owner = dist.owner(perm[j]);
-    if (owner == solver[j]) continue;
-    in[solver[j]].push_back({owner, solver[j], perm[j]});
-    out[owner].push_back({owner, solver[j], perm[j]});
-  }
+  for_each_move(dist, perm, solver, [&](int owner, int to, std::int64_t g) {
+    in[to].push_back({owner, to, g});
+    out[owner].push_back({owner, to, g});
+  });
   std::vector<HaloPattern> all;
   for (int r = 0; r < P; ++r) {
     all.push_back(empty_pattern(r, dist));

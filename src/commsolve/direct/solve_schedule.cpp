@@ -21,6 +21,18 @@ SolveAlgorithm parse_algorithm(const std::string& name) {
   throw std::invalid_argument("unknown solve algorithm '" + name + "' (known: 2d, 3d-baseline, 3d)");
 }
 
+namespace {
+
+// The partner and direction of grid z at an inter-grid step (peer grid -1: none).
+std::pair<int, bool> z_role(int z, int step, bool reduce) {
+  const int h = 1 << (step - 1);
+  if (z % h != 0) return {-1, false};
+  const bool upper_half = z % (2 * h) == h;  // reduces into z - h, receives the broadcast from it
+  return {upper_half ? z - h : z + h, reduce == upper_half};
+}
+
+}  // namespace
+
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
   require(nlev >= 0 && z >= 0 && z < (1 << nlev),
           "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
@@ -45,7 +57,7 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
         ops.push_back(phase(false, l, l));
         if (l == nlev) break;
         ops.push_back(zop(SolveOp::z_reduce, l + 1));
-        if (z % (1 << (l + 1)) == (1 << l)) break;  // sent its ancestors' sums: idle from here
+        if (z_role(z, l + 1, true).second) break;  // sent its ancestors' sums: idle from here
       }
       for (int l = nlev; l >= 0; --l) {
         if (z % (1 << l) != 0) continue;
@@ -144,14 +156,6 @@ std::vector<std::int32_t> shared_supernodes(const ForestPartition& forests, int 
   for (std::size_t s = 0; s < m.size(); ++s)
     if (m[s]) out.push_back(static_cast<std::int32_t>(s));
   return out;
-}
-
-// The partner and direction of grid z at an inter-grid step (peer grid -1: none).
-std::pair<int, bool> z_role(int z, int step, bool reduce) {
-  const int h = 1 << (step - 1);
-  if (z % h != 0) return {-1, false};
-  const bool upper_half = z % (2 * h) == h;  // reduces into z - h, receives the broadcast from it
-  return {upper_half ? z - h : z + h, reduce == upper_half};
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -94,9 +95,17 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
         throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
                                  std::to_string(f + k) + " (the factorization overflowed)");
       if (std::abs(piv) <= zero_tol || (opts.replace_tiny && std::abs(piv) < tiny)) {
-        if (!opts.replace_tiny)
-          throw std::runtime_error("zero pivot " + std::to_string(piv) + " at permuted column " +
-                                   std::to_string(f + k) + " (static pivoting; pass replace_tiny to perturb it)");
+        if (!opts.replace_tiny) {
+          char what[160];
+          if (piv == 0.0)
+            std::snprintf(what, sizeof what, "zero pivot at permuted column %lld", static_cast<long long>(f + k));
+          else
+            std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
+                          piv, zero_tol, static_cast<long long>(f + k));
+          throw std::runtime_error(std::string(what) +
+                                   " (static pivoting: replace_tiny=True, --replace-tiny on the command line, "
+                                   "perturbs it)");
+        }
         piv = piv < 0 ? -tiny : tiny;
         ++replaced_;
       }

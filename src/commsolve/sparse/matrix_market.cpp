@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -89,6 +90,8 @@ MMHeader mm_read_header(const std::string& path) {
   if (!std::getline(in, line)) fail(path, 1, "empty file (expected a %%MatrixMarket banner)");
   ++lineno;
   auto banner = split(lower(line));
+  if (line.size() >= 2 && static_cast<unsigned char>(line[0]) == 0x1f && static_cast<unsigned char>(line[1]) == 0x8b)
+    fail(path, 1, "this is a gzip-compressed file: decompress it first (gunzip)");
   if (banner.empty() || banner[0] != "%%matrixmarket")
     fail(path, 1, "missing %%MatrixMarket banner");
   if (banner.size() != 5)
@@ -189,6 +192,8 @@ MMChunk mm_parse_chunk(const std::string& path, const MMHeader& h, std::int64_t 
         }
         if (r.ec != std::errc() || q == line_end)
           error(std::string("expected ") + (integer ? "an integer" : "a real") + " value");
+        else if (!std::isfinite(v))
+          error("value " + std::string(q, r.ptr) + " is not finite");
         q = r.ptr;
       }
       if (out.error.empty() && !is_blank(q, line_end))
