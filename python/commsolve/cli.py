@@ -330,8 +330,7 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
               if s.strip()]
     try:
         for s in shapes:
-            if s not in trees.SHAPES:
-                raise ValueError(f"unknown tree shape '{s}' (known: {', '.join(trees.SHAPES)})")
+            trees.check_shape(s)
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         if workload == "selinv":
             S = workloads.supernodal_structure(A, max_supernode or 32)

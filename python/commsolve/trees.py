@@ -28,7 +28,7 @@ import numpy as np
 from . import _core
 from .stats import CommStats
 
-__all__ = ["Collectives", "SHAPES", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives",
+__all__ = ["Collectives", "SHAPES", "check_shape", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives",
            "volume_summary", "price", "choose_threshold"]
 
 KINDS = {"broadcast": 0, "reduce": 1}
@@ -79,9 +79,16 @@ class Collectives:
         return len(self.ids)
 
 
-def _validated(collectives, topology, shape):
+def check_shape(shape):
+    """``shape`` if it names a tree shape, else a ValueError listing them (Python's early
+    check of the rule the core applies, ``check_tree_shape``)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown tree shape '{shape}' (known: {', '.join(SHAPES)})")
+    return shape
+
+
+def _validated(collectives, topology, shape):
+    check_shape(shape)
     collectives.core.validate(topology.size)
 
 

@@ -13,7 +13,7 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..stats import CommStats
 from ..topology import make_topology
-from ..trees import SHAPES
+from ..trees import check_shape
 from ..workloads import forest_partition
 from .refinement import ITMAX, iterative_refinement
 from .serial import SparseLU, levels_for, rhs_array
@@ -77,7 +77,7 @@ def _check_algorithm(algorithm, pz):
 
 def _check_solve_options(o, pz):
     _check_algorithm(o["algorithm"], pz)
-    _check_choice(o["tree"], SHAPES, "tree shape")
+    check_shape(o["tree"])
     _check_choice(o["allreduce"], ALLREDUCE, "allreduce variant")
     return o
 

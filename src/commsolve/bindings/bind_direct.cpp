@@ -42,10 +42,9 @@ ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
 
 SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
                            bool packed) {
-  const auto& names = tree_shape_names();
-  if (std::find(names.begin(), names.end(), shape) == names.end())
-    throw nb::value_error(("unknown tree shape '" + shape + "'").c_str());
-  return SolveOptions{parse_algorithm(algorithm), TreeShape{shape, seed, threshold}, packed};
+  const TreeShape tree{shape, seed, threshold};
+  check_tree_shape(tree);
+  return SolveOptions{parse_algorithm(algorithm), tree, packed};
 }
 
 using RowMajor = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;

@@ -180,13 +180,15 @@ void add_stats(CommStats& s, int rank, const TreeLinks& l, std::int8_t kind, std
     bcast ? st.add_recv(locality(topo, rank, l.parent), bytes) : st.add_send(locality(topo, rank, l.parent), bytes);
 }
 
-void check_shape(const TreeShape& shape) {
+}  // namespace
+
+void check_tree_shape(const TreeShape& shape) {
   const auto& names = tree_shape_names();
   require(std::find(names.begin(), names.end(), shape.name) != names.end(),
           "unknown tree shape '" + shape.name + "' (known: flat, binary, shifted-binary, need-ordered, node-aware, auto)");
+  require(shape.flat_threshold >= 1, "tree shape: flat_threshold must be at least 1, got " +
+                                         std::to_string(shape.flat_threshold));
 }
-
-}  // namespace
 
 TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape, const Topology& topo) {
   return CollectiveTree(set, c, shape, topo).links(rank);
@@ -194,7 +196,7 @@ TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const Tr
 
 std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
                                           std::int64_t count_scale) {
-  check_shape(shape);
+  check_tree_shape(shape);
   set.validate(topo.size());
   std::vector<CommStats> stats(topo.size());
   for (auto& s : stats) s.steps.resize(2);
@@ -208,6 +210,7 @@ std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeSh
 }
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo) {
+  check_tree_shape(shape);
   TreePlan plan;
   plan.rank = rank;
   plan.nranks = topo.size();
@@ -222,7 +225,7 @@ TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& sh
 }
 
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo) {
-  check_shape(shape);
+  check_tree_shape(shape);
   set.validate(topo.size());
   // One pass over the collectives, building every participant's links.
   std::vector<TreePlan> plans(topo.size());

@@ -39,6 +39,9 @@ struct TreeShape {
 };
 
 const std::vector<std::string>& tree_shape_names();
+// Throws std::invalid_argument naming the known shapes unless `shape` is one of them (and
+// its auto threshold positive): the one check every entry point below runs.
+void check_tree_shape(const TreeShape& shape);
 
 struct TreeLinks {
   int parent = -1;  // -1 at the root
