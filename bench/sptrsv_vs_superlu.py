@@ -1,16 +1,20 @@
 """The 2D triangular solve against SuperLU_DIST 8.1.2 (Debian's pddrive), same matrix, same
 process count and grid.
 
-For each problem and grid: ``commsolve sptrsv --json`` (its solve time is the median of
-``--repeat`` solves, slowest rank, L-solve + U-solve; also reported with the broadcast of
-b and the gather of x) and pddrive run ``--runs`` times (its "SOLVE time": pdgstrs, one
-right-hand side; median over runs). Also nnz(L+U) of both, and the solve's effective
+For each problem and grid: ``commsolve sptrsv --json`` (its solve time is the run of median
+total of ``--repeat`` solves, slowest rank: b distributed by rows moved to the diagonal
+owners, the L- and U-solves, x moved back — the same work as pdgstrs, which also
+redistributes B and X; iterative refinement is timed apart on both sides; L + U alone is
+reported too) and pddrive run ``--runs`` times (its "SOLVE time": pdgstrs, one right-hand
+side; median over runs). Both run with one thread per rank (OPENBLAS_NUM_THREADS=1,
+OMP_NUM_THREADS=1) and Open MPI's default binding of one rank per core (at 1 or 2 ranks). Also nnz(L+U) of both, and the solve's effective
 bandwidth, 8 bytes per stored entry of L and U over the solve time, against a STREAM triad
 measured in the same run (before and after); and the time to the first solve (setup: for
 pddrive COLPERM + SYMBFACT + DISTRIBUTE + FACTOR, for commsolve ordering + numeric +
 distribution). pddrive's options are its defaults here:
 METIS on A'+A, no row permutation (MC64 is stripped from the Debian build), inverted
-diagonal blocks, iterative refinement (timed apart, not in SOLVE).
+diagonal blocks, iterative refinement (timed apart, not in SOLVE). commsolve runs with
+``--row-perm none`` to match (equilibration on, as pddrive's).
 
     python bench/sptrsv_vs_superlu.py [--sizes 1000,500] [--grids 1x1,1x2,2x1] [--runs 3]
                                       [--out bench/results/sptrsv_vs_superlu.json]
@@ -44,9 +48,11 @@ SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
 
 
 def run(nprocs, argv, timeout=1800):
-    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself); stdout."""
+    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), one thread
+    per rank; stdout."""
     cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
-    proc = subprocess.run(cmd, env=mpi_env(nprocs or 1), capture_output=True, text=True, timeout=timeout)
+    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{proc.stdout[-2000:]}\n"
                            f"{proc.stderr[-2000:]}")
@@ -74,12 +80,14 @@ def superlu(path, px, py, runs):
 
 def ours(spec, px, py, repeat):
     text = run(None, [sys.executable, "-m", "commsolve", "sptrsv", "--gen", spec, "-np", str(px * py), "--grid",
-                      f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--json"])
+                      f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--row-perm", "none", "--json"])
     r = json.loads(text[text.index("{"):])
-    return {"solve_s": r["l_solve_s"] + r["u_solve_s"], "solve_with_b_and_x_s": r["solve_s"],
+    return {"solve_s": r["solve_s"], "l_plus_u_s": r["l_solve_s"] + r["u_solve_s"],
+            "redistribute_s": r["redistribute_s"], "refine_s": r["refine_s"],
             "l_solve_s": r["l_solve_s"], "u_solve_s": r["u_solve_s"], "factor_s": r["factor_s"],
             "setup_s": r["factor_s"]["total"],
-            "nnz_LU": r["nnz_LU"], "rel_residual": r["rel_residual"], "factor_bytes": r["factor_bytes"],
+            "nnz_LU": r["nnz_LU"], "rel_residual": r["rel_residual"], "backward_error": r["backward_error"],
+            "factor_bytes": r["factor_bytes"],
             "stats_recorded_equal_planned": r["stats_recorded_equal_planned"], "comm": r["comm"]}
 
 
