@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import _core
 from ..workloads import supernodal_structure
