@@ -108,45 +108,89 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   return set;
 }
 
-LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
-                              int rank, const std::vector<char>& mask) {
+namespace {
+
+// Appends the blocks of the wanted ranks (want[r - grid.base]) to their layouts, in the
+// order the layouts list them: diagonal blocks, L columns, U sources.
+void build_layouts(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
+                   const std::vector<char>& mask, const std::vector<char>& want, std::vector<LocalLayout2D>& out) {
   const std::size_t ns = sym.sn_start.size() - 1;
   require(mask.empty() || mask.size() == ns, "layout: mask of the wrong size");
   auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
   auto held = [&](std::int64_t k) { return mask.empty() || mask[k] != 0; };
-  LocalLayout2D out;
-  for (std::size_t k = 0; k < ns; ++k)
-    if (held(static_cast<std::int64_t>(k)) && grid.diag_owner(static_cast<std::int64_t>(k)) == rank) {
-      out.diag_sn.push_back(static_cast<std::int32_t>(k));
-      out.diag_off.push_back(out.total);
-      out.total += 2 * width(static_cast<std::int64_t>(k)) * width(static_cast<std::int64_t>(k));
-    }
-  out.l_ptr.push_back(0);
-  for (std::size_t k = 0; k < ns; ++k) {
-    std::int64_t rows = 0;
-    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1] && held(static_cast<std::int64_t>(k)); ++b)
-      if (grid.owner(blocks.sn[b], blocks.col[b]) == rank) {
-        out.l_block.push_back(b);
-        out.l_row.push_back(rows);
-        rows += blocks.hi[b] - blocks.lo[b];
-      }
-    out.l_ptr.push_back(static_cast<std::int64_t>(out.l_block.size()));
-    out.l_panel.push_back(out.total);
-    out.l_rows.push_back(rows);
-    out.total += rows * width(static_cast<std::int64_t>(k));
+  auto at = [&](int rank) -> LocalLayout2D* { return want[rank - grid.base] ? &out[rank - grid.base] : nullptr; };
+  for (auto& l : out) {
+    l.l_ptr.assign(1, 0);
+    l.u_ptr.assign(1, 0);
   }
-  out.u_ptr.push_back(0);
+  for (std::size_t k = 0; k < ns; ++k)
+    if (held(static_cast<std::int64_t>(k)))
+      if (LocalLayout2D* l = at(grid.diag_owner(static_cast<std::int64_t>(k)))) {
+        l->diag_sn.push_back(static_cast<std::int32_t>(k));
+        l->diag_off.push_back(l->total);
+        l->total += 2 * width(static_cast<std::int64_t>(k)) * width(static_cast<std::int64_t>(k));
+      }
+  // A column's blocks live on one process column; open a panel on a rank at its first block.
+  std::vector<std::int64_t> rows(out.size(), 0);
+  for (std::size_t k = 0; k < ns; ++k) {
+    if (!held(static_cast<std::int64_t>(k))) continue;
+    std::vector<int> touched;
+    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b) {
+      const int r = grid.owner(blocks.sn[b], blocks.col[b]);
+      LocalLayout2D* l = at(r);
+      if (!l) continue;
+      if (l->l_col.empty() || l->l_col.back() != static_cast<std::int32_t>(k)) {
+        l->l_col.push_back(static_cast<std::int32_t>(k));
+        touched.push_back(r);
+        rows[r - grid.base] = 0;
+      }
+      l->l_block.push_back(b);
+      l->l_row.push_back(rows[r - grid.base]);
+      rows[r - grid.base] += blocks.hi[b] - blocks.lo[b];
+    }
+    for (int r : touched) {
+      LocalLayout2D& l = out[r - grid.base];
+      l.l_ptr.push_back(static_cast<std::int64_t>(l.l_block.size()));
+      l.l_panel.push_back(l.total);
+      l.l_rows.push_back(rows[r - grid.base]);
+      l.total += rows[r - grid.base] * width(static_cast<std::int64_t>(k));
+    }
+  }
   for (std::size_t j = 0; j < ns; ++j) {
     for (std::int64_t p = blocks.row_ptr[j]; p < blocks.row_ptr[j + 1]; ++p) {
       const std::int64_t b = blocks.row_blocks[p];
-      if (held(blocks.col[b]) && grid.owner(blocks.col[b], blocks.sn[b]) == rank) {
-        out.u_block.push_back(b);
-        out.u_off.push_back(out.total);
-        out.total += (blocks.hi[b] - blocks.lo[b]) * width(blocks.col[b]);
+      if (!held(blocks.col[b])) continue;
+      LocalLayout2D* l = at(grid.owner(blocks.col[b], blocks.sn[b]));
+      if (!l) continue;
+      if (l->u_src.empty() || l->u_src.back() != static_cast<std::int32_t>(j)) {
+        if (!l->u_src.empty()) l->u_ptr.push_back(static_cast<std::int64_t>(l->u_block.size()));
+        l->u_src.push_back(static_cast<std::int32_t>(j));
       }
+      l->u_block.push_back(b);
+      l->u_off.push_back(l->total);
+      l->total += (blocks.hi[b] - blocks.lo[b]) * width(blocks.col[b]);
     }
-    out.u_ptr.push_back(static_cast<std::int64_t>(out.u_block.size()));
   }
+  for (auto& l : out)
+    if (!l.u_src.empty()) l.u_ptr.push_back(static_cast<std::int64_t>(l.u_block.size()));
+}
+
+}  // namespace
+
+LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
+                              int rank, const std::vector<char>& mask) {
+  require(grid.contains(rank), "layout: rank " + std::to_string(rank) + " outside the grid");
+  std::vector<LocalLayout2D> out(static_cast<std::size_t>(grid.size()));
+  std::vector<char> want(static_cast<std::size_t>(grid.size()), 0);
+  want[rank - grid.base] = 1;
+  build_layouts(sym, blocks, grid, mask, want, out);
+  return std::move(out[rank - grid.base]);
+}
+
+std::vector<LocalLayout2D> local_layouts_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                            const ProcessGrid2D& grid, const std::vector<char>& mask) {
+  std::vector<LocalLayout2D> out(static_cast<std::size_t>(grid.size()));
+  build_layouts(sym, blocks, grid, mask, std::vector<char>(static_cast<std::size_t>(grid.size()), 1), out);
   return out;
 }
 

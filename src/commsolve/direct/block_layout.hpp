@@ -61,14 +61,19 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
 // it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks of column K stacked into
 // one panel (sum of their rows x w_K, as SuperLU_DIST stores them, so that one product
 // serves them all), and its U blocks by the supernode J whose solution they use (w_K x m),
-// all column-major.
+// all column-major. Only the columns and sources the rank holds blocks of are listed (a
+// rank's layout is as large as its share, not as the matrix: the virtual world keeps
+// thousands of them).
 struct LocalLayout2D {
-  std::vector<std::int32_t> diag_sn;
-  std::vector<std::int64_t> diag_off;
-  std::vector<std::int64_t> l_ptr, l_block, l_row;  // over columns K (size ns + 1); l_row: the
-  std::vector<std::int64_t> l_panel, l_rows;        //   block's first row in the panel of K,
-                                                    //   at l_panel[K] with l_rows[K] rows
-  std::vector<std::int64_t> u_ptr, u_block, u_off;  // over sources J (size ns + 1)
+  std::vector<std::int32_t> diag_sn;                // supernodes whose diagonal block is here,
+  std::vector<std::int64_t> diag_off;               //   ascending, and their offsets
+  std::vector<std::int32_t> l_col;                  // columns K with local L blocks, ascending
+  std::vector<std::int64_t> l_ptr;                  // local column c: blocks [l_ptr[c], l_ptr[c + 1])
+  std::vector<std::int64_t> l_panel, l_rows;        // per local column: offset, rows of its panel
+  std::vector<std::int64_t> l_block, l_row;         // per L block: its id, its first row in the panel
+  std::vector<std::int32_t> u_src;                  // sources J with local blocks U(K, J), ascending
+  std::vector<std::int64_t> u_ptr;                  // local source: blocks [u_ptr[s], u_ptr[s + 1])
+  std::vector<std::int64_t> u_block, u_off;         // per U block: its id, its offset (w_K x m)
   std::int64_t total = 0;
 };
 
@@ -76,5 +81,8 @@ struct LocalLayout2D {
 // blocks, L columns and U rows of flagged supernodes only.
 LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
                               int rank, const std::vector<char>& mask = {});
+// Every rank of the grid's layout in one pass (the virtual world), indexed rank - grid.base.
+std::vector<LocalLayout2D> local_layouts_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                            const ProcessGrid2D& grid, const std::vector<char>& mask = {});
 
 }  // namespace commsolve

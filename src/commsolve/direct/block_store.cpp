@@ -21,24 +21,22 @@ void pack(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayo
     std::copy(lu.inv_l(s), lu.inv_l(s) + w2, out + layout.diag_off[d]);
     std::copy(lu.inv_u(s), lu.inv_u(s) + w2, out + layout.diag_off[d] + w2);
   }
-  const std::size_t ns = sym.sn_start.size() - 1;
-  for (std::size_t k = 0; k < ns; ++k) {
-    const std::int64_t w = width(static_cast<std::int64_t>(k)), r = sym.rows_ptr[k + 1] - sym.rows_ptr[k];
-    const std::int64_t M = layout.l_rows[k];
-    for (std::int64_t p = layout.l_ptr[k]; p < layout.l_ptr[k + 1]; ++p) {  // rows lo..hi of L21 (r x w)
+  for (std::size_t c = 0; c < layout.l_col.size(); ++c) {
+    const std::int64_t k = layout.l_col[c], w = width(k), r = sym.rows_ptr[k + 1] - sym.rows_ptr[k];
+    const std::int64_t M = layout.l_rows[c];
+    for (std::int64_t p = layout.l_ptr[c]; p < layout.l_ptr[c + 1]; ++p) {  // rows lo..hi of L21 (r x w)
       const std::int64_t b = layout.l_block[p], m = blocks.hi[b] - blocks.lo[b];
       for (std::int64_t j = 0; j < w; ++j) {
-        const double* src = lu.l21(k) + j * r + blocks.lo[b];
-        std::copy(src, src + m, out + layout.l_panel[k] + j * M + layout.l_row[p]);
+        const double* src = lu.l21(static_cast<std::size_t>(k)) + j * r + blocks.lo[b];
+        std::copy(src, src + m, out + layout.l_panel[c] + j * M + layout.l_row[p]);
       }
     }
   }
-  for (std::size_t j = 0; j < ns; ++j)
-    for (std::int64_t p = layout.u_ptr[j]; p < layout.u_ptr[j + 1]; ++p) {  // columns lo..hi of U12 (w x r)
-      const std::int64_t b = layout.u_block[p], k = blocks.col[b], w = width(k);
-      const double* src = lu.u12(static_cast<std::size_t>(k)) + blocks.lo[b] * w;
-      std::copy(src, src + (blocks.hi[b] - blocks.lo[b]) * w, out + layout.u_off[p]);
-    }
+  for (std::int64_t p = 0; p < static_cast<std::int64_t>(layout.u_block.size()); ++p) {  // columns lo..hi of U12
+    const std::int64_t b = layout.u_block[p], k = blocks.col[b], w = width(k);
+    const double* src = lu.u12(static_cast<std::size_t>(k)) + blocks.lo[b] * w;
+    std::copy(src, src + (blocks.hi[b] - blocks.lo[b]) * w, out + layout.u_off[p]);
+  }
 }
 
 void transfer(MPI_Comm comm, double* data, std::int64_t count, int peer, bool send) {
@@ -87,15 +85,19 @@ void distribute_blocks(MPI_Comm comm, int root, const SupernodalLU* lu, const Su
     return;
   }
   HugeVector<double> buf;
-  for (int r = 0; r < size; ++r) {
-    if (r == root) {
-      pack(*lu, blocks, store.layout, store.values.data());
-      continue;
+  for (int z = 0; z < grid.pz; ++z) {  // every layer's layouts in one pass
+    const std::vector<LocalLayout2D> layouts = local_layouts_2d(
+        lu->structure(), blocks, grid.layer(z), grid.pz > 1 ? forests.mask(z) : std::vector<char>{});
+    for (int q = 0; q < grid.layer_size(); ++q) {
+      const int r = grid.layer(z).base + q;
+      if (r == root) {
+        pack(*lu, blocks, store.layout, store.values.data());
+        continue;
+      }
+      buf.resize(static_cast<std::size_t>(layouts[q].total));  // pack writes every entry
+      pack(*lu, blocks, layouts[q], buf.data());
+      transfer(comm, buf.data(), layouts[q].total, r, true);
     }
-    const LocalLayout2D theirs = rank_layout(lu->structure(), blocks, grid, forests, r);
-    buf.resize(static_cast<std::size_t>(theirs.total));  // pack writes every entry
-    pack(*lu, blocks, theirs, buf.data());
-    transfer(comm, buf.data(), theirs.total, r, true);
   }
 }
 

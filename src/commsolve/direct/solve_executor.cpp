@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "direct/phase_machine.hpp"
 
 namespace commsolve {
 
@@ -52,118 +53,111 @@ void CpuKernels::upper_block(std::int64_t w, std::int64_t m, int nrhs, const dou
   multiply(w, m, nrhs, U, x, 1.0, acc);
 }
 
+namespace {
+
+// The numbers of a phase on this rank, for the PhaseMachine: its partial sums, the solve
+// vector, the factors, the message engine.
+class NumericBackend {
+ public:
+  NumericBackend(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const BlockStore& store,
+                 const PhaseSchedule& ph, MessageEngine& engine, BlockKernels& kernels, double* sol, int nrhs,
+                 std::vector<double>& acc, std::vector<double>& work, std::vector<double>& xg, std::vector<double>& tmp)
+      : sym_(sym), blocks_(blocks), store_(store), layout_(store.layout), ph_(ph), engine_(engine),
+        kernels_(kernels), sol_(sol), nrhs_(nrhs), acc_(acc), work_(work), xg_(xg), tmp_(tmp) {
+    acc_.assign(static_cast<std::size_t>(ph.sum_size * nrhs), 0.0);
+  }
+
+  void send(int dest, std::int64_t key, const double* x, std::int64_t n, bool broadcast) {
+    const int kind = ph_.upper ? (broadcast ? u_broadcast : u_reduce) : (broadcast ? l_broadcast : l_reduce);
+    engine_.send(dest, key, x, n * nrhs_, kind);
+  }
+  const double* lower_panel(std::int32_t col, const double* x) {
+    col_ = col;
+    const std::int64_t M = layout_.l_rows[col];
+    work_.resize(static_cast<std::size_t>(M * nrhs_));
+    kernels_.lower_panel(M, width(layout_.l_col[col]), nrhs_, store_.values.data() + layout_.l_panel[col], x,
+                         work_.data());
+    return work_.data();
+  }
+  // L(I, K)'s rows of the panel product, added to I's partial sum.
+  void scatter(std::int64_t p, std::int32_t e, const double* part) {
+    const std::int64_t blk = layout_.l_block[p], K = blocks_.col[blk], I = blocks_.sn[blk];
+    const std::int64_t m = blocks_.hi[blk] - blocks_.lo[blk], M = layout_.l_rows[col_];
+    const std::int64_t wi = width(I), fi = sym_.sn_start[I];
+    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[K] + blocks_.lo[blk];
+    double* acc = sum_of(e);
+    const double* in = part + layout_.l_row[p];
+    for (int c = 0; c < nrhs_; ++c)
+      for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += in[c * M + a];
+  }
+  // usum(K) += U(K, J) x(J), with the rows of x(J) the block reads.
+  void upper_block(std::int64_t p, std::int32_t e, const double* x) {
+    const std::int64_t blk = layout_.u_block[p], K = blocks_.col[blk], J = blocks_.sn[blk];
+    const std::int64_t m = blocks_.hi[blk] - blocks_.lo[blk], wj = width(J), fj = sym_.sn_start[J];
+    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[K] + blocks_.lo[blk];
+    xg_.resize(static_cast<std::size_t>(m * nrhs_));
+    for (int c = 0; c < nrhs_; ++c)
+      for (std::int64_t a = 0; a < m; ++a) xg_[c * m + a] = x[c * wj + rows[a] - fj];
+    kernels_.upper_block(width(K), m, nrhs_, store_.values.data() + layout_.u_off[p], xg_.data(), sum_of(e));
+  }
+  void add_message(std::int32_t e, const double* values, std::int64_t n) {
+    double* acc = sum_of(e);
+    for (std::int64_t a = 0; a < n; ++a) acc[a] += values[a];
+  }
+  // At the diagonal owner: rhs -= sum, then (a supernode this phase solves) x = inv * rhs.
+  const double* settle(std::int32_t e) {
+    const std::int32_t d = ph_.diag[e];
+    const std::int64_t k = store_.layout.diag_sn[d], w = width(k);
+    double* x = sol_ + store_.sol_off[d] * nrhs_;
+    const double* acc = sum_of(e);
+    for (std::int64_t a = 0; a < w * nrhs_; ++a) x[a] -= acc[a];
+    if (!ph_.solves[e]) return x;
+    const double* inv = store_.values.data() + layout_.diag_off[d] + (ph_.upper ? w * w : 0);
+    tmp_.resize(static_cast<std::size_t>(w * nrhs_));
+    kernels_.diagonal(w, nrhs_, inv, x, tmp_.data());
+    std::copy(tmp_.begin(), tmp_.begin() + w * nrhs_, x);
+    return x;
+  }
+  const double* known(std::int32_t e) {
+    return sol_ + store_.sol_off[store_.diag_index[ph_.supernode(e)]] * nrhs_;
+  }
+  const double* sum(std::int32_t e) { return sum_of(e); }
+
+ private:
+  std::int64_t width(std::int64_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
+  double* sum_of(std::int32_t e) { return acc_.data() + ph_.sum_off[e] * nrhs_; }
+
+  const SupernodalStructure& sym_;
+  const SupernodeBlocks& blocks_;
+  const BlockStore& store_;
+  const LocalLayout2D& layout_;
+  const PhaseSchedule& ph_;
+  MessageEngine& engine_;
+  BlockKernels& kernels_;
+  double* sol_;
+  int nrhs_;
+  std::vector<double>& acc_;
+  std::vector<double>& work_;
+  std::vector<double>& xg_;
+  std::vector<double>& tmp_;
+  std::int32_t col_ = -1;  // the local column of the last panel product
+};
+
+}  // namespace
+
 void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag) {
-  const std::int64_t ns = static_cast<std::int64_t>(sym_.sn_start.size()) - 1;
-  const bool upper = ph.upper;
-  const LocalLayout2D& layout = store_.layout;
-  const int bcast_kind = upper ? u_broadcast : l_broadcast, reduce_kind = upper ? u_reduce : l_reduce;
+  const std::int64_t ns = ph.ns;
+  const int bcast_kind = ph.upper ? u_broadcast : l_broadcast, reduce_kind = ph.upper ? u_reduce : l_reduce;
   engine_.set_tag(tag);
   engine_.set_kind_of([=](std::int64_t key) { return key < ns ? bcast_kind : reduce_kind; });
-  const std::vector<std::int32_t>& slot = ph.slot;
-  acc_.assign(static_cast<std::size_t>(ph.sum_size * nrhs), 0.0);
-  auto sum_of = [&](std::int64_t i) { return acc_.data() + ph.sum_off[i] * nrhs; };  // w x nrhs
-  auto sol_of = [&](std::int64_t k) { return sol + store_.sol_off[store_.diag_index[k]] * nrhs; };
-  pending_ = ph.arrivals.waiting;
-  stack_.clear();
-  std::int64_t solved = 0;
-
-  auto contributed = [&](std::int64_t target) {
-    if (--pending_[slot[ns + target]] == 0) stack_.push_back(target);
-  };
-  // This rank's blocks of the phase that use supernode k's solution x (w_k x nrhs).
-  auto use = [&](std::int64_t k, const double* x) {
-    const std::int64_t wk = width(k);
-    if (!upper) {  // lsum(I) += L(I, K) y(K) for every local block: one product for the panel
-      const std::int64_t M = layout.l_rows[k];
-      if (M == 0) return;
-      work_.resize(static_cast<std::size_t>(M * nrhs));
-      kernels_.lower_panel(M, wk, nrhs, store_.values.data() + layout.l_panel[k], x, work_.data());
-      for (std::int64_t p = layout.l_ptr[k]; p < layout.l_ptr[k + 1]; ++p) {
-        const std::int64_t blk = layout.l_block[p], I = blocks_.sn[blk], m = blocks_.hi[blk] - blocks_.lo[blk];
-        const std::int64_t wi = width(I), fi = sym_.sn_start[I];
-        double* acc = sum_of(slot[ns + I]);
-        const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[k] + blocks_.lo[blk];
-        const double* part = work_.data() + layout.l_row[p];
-        for (int c = 0; c < nrhs; ++c)
-          for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += part[c * M + a];
-        contributed(I);
-      }
-    } else {
-      const std::int64_t fk = sym_.sn_start[k];
-      for (std::int64_t q = ph.u_ptr[k]; q < ph.u_ptr[k + 1]; ++q) {  // usum(K) += U(K, J) x(J)
-        const std::int64_t p = ph.u_pos[q];
-        const std::int64_t blk = layout.u_block[p], K = blocks_.col[blk], m = blocks_.hi[blk] - blocks_.lo[blk];
-        const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[K] + blocks_.lo[blk];
-        xg_.resize(static_cast<std::size_t>(m * nrhs));
-        for (int c = 0; c < nrhs; ++c)
-          for (std::int64_t a = 0; a < m; ++a) xg_[c * m + a] = x[c * wk + rows[a] - fk];
-        kernels_.upper_block(width(K), m, nrhs, store_.values.data() + layout.u_off[p], xg_.data(),
-                             sum_of(slot[ns + K]));
-        contributed(K);
-      }
-    }
-  };
-  auto forward = [&](std::int64_t k, const double* x) {
-    for (int child : ph.plan.links[slot[k]].children) engine_.send(child, k, x, width(k) * nrhs, bcast_kind);
-  };
-  // Every contribution to supernode k's sum is in: pass it up, or (at the diagonal owner)
-  // solve with the inverted diagonal block and broadcast the solution, or (a context
-  // supernode of the L phase) keep the partial sum for a later phase or grid.
-  auto fire = [&](std::int64_t k) {
-    const std::int64_t i = slot[ns + k], w = width(k);
-    double* acc = sum_of(i);
-    const int parent = ph.plan.links[i].parent;
-    if (parent >= 0) {
-      engine_.send(parent, ns + k, acc, w * nrhs, reduce_kind);
-      return;
-    }
-    double* x = sol_of(k);
-    for (std::int64_t a = 0; a < w * nrhs; ++a) x[a] -= acc[a];
-    if (!ph.solves[i]) return;
-    const double* inv = store_.values.data() + layout.diag_off[store_.diag_index[k]] + (upper ? w * w : 0);
-    sol_tmp_.resize(static_cast<std::size_t>(w * nrhs));
-    kernels_.diagonal(w, nrhs, inv, x, sol_tmp_.data());
-    std::copy(sol_tmp_.begin(), sol_tmp_.begin() + w * nrhs, x);
-    ++solved;
-    forward(k, x);
-    use(k, x);
-  };
-  auto drain = [&] {
-    while (!stack_.empty()) {
-      const std::int64_t k = stack_.back();
-      stack_.pop_back();
-      fire(k);
-    }
-  };
-  // Reductions with nothing to wait for start it, in solve order (the stack pops the last);
-  // in a U phase so do the context supernodes whose solution this rank already holds.
-  const std::size_t nslots = ph.plan.index.size();
-  for (std::size_t q = 0; q < nslots; ++q) {
-    const std::size_t i = upper ? q : nslots - 1 - q;
-    const std::int64_t key = ph.set.id[ph.plan.index[i]] - (upper ? 2 * ns : 0);
-    if (key >= ns && pending_[i] == 0) stack_.push_back(key - ns);
-  }
-  for (std::int32_t j : ph.starts) {
-    forward(j, sol_of(j));
-    use(j, sol_of(j));
-  }
-  drain();
-  engine_.run(ph.arrivals.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
-    const std::int64_t i = key >= 0 && key < 2 * ns ? slot[key] : -1;
-    const std::int64_t k = key < ns ? key : key - ns;
-    if (i < 0 || len != width(k) * nrhs) throw std::logic_error("solve phase: unexpected message");
-    if (key < ns) {
-      forward(k, values);
-      use(k, values);
-    } else {
-      double* acc = sum_of(i);
-      for (std::int64_t a = 0; a < len; ++a) acc[a] += values[a];
-      contributed(k);
-    }
-    drain();
+  NumericBackend backend(sym_, blocks_, store_, ph, engine_, kernels_, sol, nrhs, acc_, work_, xg_, sol_tmp_);
+  PhaseMachine<NumericBackend> machine(ph, store_.layout, backend);
+  machine.start();
+  engine_.run(ph.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
+    machine.arrive(key, values, len, nrhs);
   });
-  if (solved != ph.solved_here)
-    throw std::logic_error("solve phase: " + std::to_string(ph.solved_here - solved) +
+  if (machine.solved() != ph.solved_here)
+    throw std::logic_error("solve phase: " + std::to_string(ph.solved_here - machine.solved()) +
                            " supernodes left unsolved after all messages arrived");
 }
 

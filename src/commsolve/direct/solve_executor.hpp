@@ -44,7 +44,8 @@ class CpuKernels final : public BlockKernels {
                    double* acc) override;
 };
 
-// Runs one rank's phases against its block store. `sol` is the rank's solve vector: per
+// Runs one rank's phases against its block store (the PhaseMachine with the numbers, on the
+// message engine). `sol` is the rank's solve vector: per
 // diagonal supernode d, sol_off[d] * nrhs onward, w x nrhs column-major; it holds the
 // right-hand side when a phase starts and its solution (L: y, U: x) when it ends; a context
 // supernode's entry (L) has the phase's partial sums subtracted from it.
@@ -57,15 +58,12 @@ class PhaseExecutor {
   void run(const PhaseSchedule& ph, double* sol, int nrhs, int tag);
 
  private:
-  std::int64_t width(std::int64_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
   const SupernodalStructure& sym_;
   const SupernodeBlocks& blocks_;
   const BlockStore& store_;
   MessageEngine& engine_;
   BlockKernels& kernels_;
-  std::vector<double> acc_, work_, xg_, sol_tmp_;
-  std::vector<std::int64_t> stack_;
-  std::vector<int> pending_;
+  std::vector<double> acc_, work_, xg_, sol_tmp_;  // scratch kept from solve to solve
 };
 
 // One inter-grid step between the diagonal owners of two grids: the sender's solve-vector

@@ -1,5 +1,6 @@
 #include "direct/solve_schedule.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -92,58 +93,92 @@ std::vector<char> phase_context_mask(const ForestPartition& forests, int z, cons
   return forests.mask(z, op.hi + 1, forests.nlev);
 }
 
-PhaseSchedule build_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
-                          const LocalLayout2D& layout, int rank, bool upper, const std::vector<char>& solve,
-                          const std::vector<char>& context, const TreeShape& shape, const Topology& topo) {
+std::int64_t PhaseSchedule::entry(std::int64_t k) const {
+  const auto it = std::lower_bound(key.begin(), key.end(), k);
+  return it != key.end() && *it == k ? it - key.begin() : -1;
+}
+
+PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
+                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve) {
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
   auto solved = [&](std::int64_t k) { return solve.empty() || solve[k] != 0; };
+  auto find = [](const std::vector<std::int32_t>& sorted, std::int64_t k) -> std::int32_t {
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), k);
+    return it != sorted.end() && *it == k ? static_cast<std::int32_t>(it - sorted.begin()) : -1;
+  };
   PhaseSchedule ph;
   ph.upper = upper;
-  ph.set = phase_collectives(sym, blocks, grid, upper, solve, context);
-  ph.plan = build_tree_plan(ph.set, rank, shape, topo);
-  ph.arrivals = plan_arrivals(ph.plan, ph.set);
+  ph.ns = ns;
   const std::int64_t id0 = upper ? 2 * ns : 0;
-  ph.slot.assign(static_cast<std::size_t>(2 * ns), -1);
-  for (std::size_t i = 0; i < ph.plan.index.size(); ++i)
-    ph.slot[ph.set.id[ph.plan.index[i]] - id0] = static_cast<std::int32_t>(i);
+  const std::size_t m = plan.index.size();
+  ph.child_ptr.push_back(0);
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    const TreeLinks& l = plan.links[i];
+    const std::int64_t key = set.id[c] - id0;
+    if (!ph.key.empty() && key <= ph.key.back()) throw std::logic_error("solve phase: entries out of order");
+    ph.key.push_back(key);
+    ph.width.push_back(set.count[c]);
+    ph.parent.push_back(l.parent);
+    ph.children.insert(ph.children.end(), l.children.begin(), l.children.end());
+    ph.child_ptr.push_back(static_cast<std::int64_t>(ph.children.size()));
+    const bool bcast = key < ns;
+    const std::int64_t k = bcast ? key : key - ns;
+    ph.waiting.push_back(bcast ? 0 : static_cast<std::int32_t>(l.children.size()));
+    ph.expected += bcast ? (l.parent >= 0 ? 1 : 0) : static_cast<std::int64_t>(l.children.size());
+    ph.local.push_back(bcast ? find(upper ? layout.u_src : layout.l_col, k) : -1);
+    ph.diag.push_back(!bcast && l.parent < 0 ? find(layout.diag_sn, k) : -1);
+    ph.solves.push_back(!bcast && solved(k));
+    ph.sum_off.push_back(bcast ? -1 : ph.sum_size);
+    if (!bcast) ph.sum_size += set.count[c];
+    if (!bcast && l.parent < 0 && solved(k)) ++ph.solved_here;
+    if (bcast && l.parent < 0 && !solved(k)) ph.starts.push_back(static_cast<std::int32_t>(i));  // U context
+    if (!bcast && l.parent < 0 && ph.diag.back() < 0)
+      throw std::logic_error("solve phase: a reduction rooted off its diagonal owner");
+  }
+  ph.bcast.assign(m, -1);
+  for (std::size_t i = 0; i < m; ++i)
+    if (ph.key[i] >= ns && ph.parent[i] < 0 && ph.solves[i]) ph.bcast[i] = static_cast<std::int32_t>(ph.entry(ph.key[i] - ns));
   auto reduction = [&](std::int64_t k) {
-    const std::int32_t i = ph.slot[ns + k];
-    if (i < 0) throw std::logic_error("solve phase: a local block outside this rank's reductions");
-    return i;
+    const std::int64_t e = ph.entry(ns + k);
+    if (e < 0) throw std::logic_error("solve phase: a local block outside this rank's reductions");
+    return static_cast<std::int32_t>(e);
   };
   // Every local block of the phase adds to one reduction: L(I, K) to I's, U(K, J) to K's.
   if (!upper) {
-    for (std::int64_t k = 0; k < ns; ++k)
-      if (solved(k))
-        for (std::int64_t p = layout.l_ptr[k]; p < layout.l_ptr[k + 1]; ++p)
-          ++ph.arrivals.waiting[reduction(blocks.sn[layout.l_block[p]])];
+    ph.l_target.assign(layout.l_block.size(), -1);
+    for (std::size_t c = 0; c < layout.l_col.size(); ++c)
+      if (solved(layout.l_col[c]))
+        for (std::int64_t p = layout.l_ptr[c]; p < layout.l_ptr[c + 1]; ++p) {
+          const std::int32_t e = reduction(blocks.sn[layout.l_block[p]]);
+          ph.l_target[p] = e;
+          ++ph.waiting[e];
+        }
   } else {
     ph.u_ptr.push_back(0);
-    for (std::int64_t j = 0; j < ns; ++j) {
-      for (std::int64_t p = layout.u_ptr[j]; p < layout.u_ptr[j + 1]; ++p)
-        if (solved(blocks.col[layout.u_block[p]])) {
-          ph.u_pos.push_back(p);
-          ++ph.arrivals.waiting[reduction(blocks.col[layout.u_block[p]])];
-        }
+    for (std::size_t src = 0; src < layout.u_src.size(); ++src) {
+      for (std::int64_t p = layout.u_ptr[src]; p < layout.u_ptr[src + 1]; ++p) {
+        const std::int64_t K = blocks.col[layout.u_block[p]];
+        if (!solved(K)) continue;
+        const std::int32_t e = reduction(K);
+        ph.u_pos.push_back(p);
+        ph.u_target.push_back(e);
+        ++ph.waiting[e];
+      }
       ph.u_ptr.push_back(static_cast<std::int64_t>(ph.u_pos.size()));
     }
   }
-  ph.solves.assign(ph.plan.index.size(), 0);
-  ph.sum_off.assign(ph.plan.index.size(), -1);
-  for (std::size_t i = 0; i < ph.plan.index.size(); ++i) {
-    const std::size_t c = static_cast<std::size_t>(ph.plan.index[i]);
-    const std::int64_t k = ph.set.id[c] - id0;
-    const bool root = ph.plan.links[i].parent < 0;
-    if (k >= ns) {
-      ph.solves[i] = solved(k - ns);
-      ph.sum_off[i] = ph.sum_size;
-      ph.sum_size += sym.sn_start[k - ns + 1] - sym.sn_start[k - ns];
-      if (root && ph.solves[i]) ++ph.solved_here;
-    } else if (root && !solved(k)) {
-      ph.starts.push_back(static_cast<std::int32_t>(k));  // a U context supernode: x is known
-    }
-  }
   return ph;
+}
+
+void add_phase_stats(CommStats& stats, const PhaseSchedule& ph, int rank, const Topology& topo, int nrhs) {
+  for (std::size_t e = 0; e < ph.key.size(); ++e) {
+    const bool bcast = ph.is_broadcast(static_cast<std::int64_t>(e));
+    const int step = ph.upper ? (bcast ? u_broadcast : u_reduce) : (bcast ? l_broadcast : l_reduce);
+    add_link_stats(stats.steps[step], rank, ph.parent[e], ph.children.data() + ph.child_ptr[e],
+                   static_cast<std::size_t>(ph.child_ptr[e + 1] - ph.child_ptr[e]), bcast, 8 + 8 * ph.width[e] * nrhs,
+                   topo);
+  }
 }
 
 namespace {

@@ -51,26 +51,47 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev);
 // Points where a grid waits for another between its solve phases (runs of inter-grid steps).
 int synchronisation_points(const std::vector<SolveOp>& program);
 
-// One rank's part of one solve phase.
+// One rank's part of one solve phase: the collectives it takes part in ("entries", in
+// ascending key order: K for the broadcast of x(K), ns + K for the reduction of K's sums),
+// their tree links, the fmod/bmod counters, and where its local blocks go. Sized by the
+// rank's share, not by the matrix (the simulator keeps one per rank of the virtual world).
 struct PhaseSchedule {
   bool upper = false;
-  CollectiveSet set;
-  TreePlan plan;
-  PlanArrivals arrivals;                // waiting: a reduction's tree children plus local blocks
-  std::vector<std::int32_t> slot;       // message key (K: broadcast, ns + K: reduction) -> plan entry
-  std::vector<char> solves;             // per plan entry (reductions): the root solves (else keeps the sum)
-  std::vector<std::int64_t> sum_off;    // per plan entry (reductions): offset of its sum per rhs
+  std::int64_t ns = 0;
+  std::vector<std::int64_t> key;         // per entry, ascending
+  std::vector<std::int64_t> width;       // per entry: doubles per right-hand side
+  std::vector<std::int32_t> parent;      // per entry: tree parent rank, -1 at the root
+  std::vector<std::int64_t> child_ptr;   // per entry: children[child_ptr[e], child_ptr[e + 1])
+  std::vector<std::int32_t> children;
+  std::vector<std::int32_t> waiting;     // per entry (reductions): tree children plus local blocks
+  std::int64_t expected = 0;             // messages this rank receives in the phase
+  std::vector<std::int32_t> local;       // per entry (broadcasts): local L column / U source, -1: none
+  std::vector<std::int32_t> diag;        // per entry (reductions at their root): index in diag_sn
+  std::vector<std::int32_t> bcast;       // per entry (reductions the root solves): the broadcast entry
+  std::vector<char> solves;              // per entry (reductions): the root solves (else keeps the sum)
+  std::vector<std::int64_t> sum_off;     // per entry (reductions): offset of its sum per rhs
   std::int64_t sum_size = 0;
-  std::int64_t solved_here = 0;         // supernodes this rank solves
-  std::vector<std::int64_t> u_ptr, u_pos;  // U: per source J, the local U blocks this phase applies
-  std::vector<std::int32_t> starts;     // U: context supernodes whose known x this rank broadcasts
+  std::int64_t solved_here = 0;          // supernodes this rank solves
+  std::vector<std::int32_t> l_target;    // L: per local L block, the entry it adds to (-1: not this phase)
+  std::vector<std::int64_t> u_ptr;       // U: per local source, this phase's blocks u_pos[u_ptr[s], u_ptr[s+1])
+  std::vector<std::int64_t> u_pos;       //    (their positions in the layout)
+  std::vector<std::int32_t> u_target;    //    and the entry each adds to
+  std::vector<std::int32_t> starts;      // U: context broadcasts rooted here (their x is known)
+
+  bool is_broadcast(std::int64_t e) const { return key[e] < ns; }
+  std::int64_t supernode(std::int64_t e) const { return is_broadcast(e) ? key[e] : key[e] - ns; }
+  std::int64_t entry(std::int64_t k) const;  // the entry of key k, -1 if none
 };
 
-// `layout`: the rank's blocks (local_layout_2d of its grid's mask). `solve`/`context` as
-// phase_collectives. Local.
-PhaseSchedule build_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
-                          const LocalLayout2D& layout, int rank, bool upper, const std::vector<char>& solve,
-                          const std::vector<char>& context, const TreeShape& shape, const Topology& topo);
+// One rank's schedule of the phase whose collectives are `set` (phase_collectives of its
+// grid), given its tree links (`plan`, from build_tree_plan or build_tree_plans_virtual)
+// and its blocks (`layout`). `solve`/`context` as phase_collectives. Local.
+PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
+                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve);
+
+// Planned statistics of a phase into `stats` (steps l_/u_broadcast, l_/u_reduce): every
+// message an 8-byte key and nrhs x width doubles.
+void add_phase_stats(CommStats& stats, const PhaseSchedule& ph, int rank, const Topology& topo, int nrhs);
 
 // One rank's part of an inter-grid step: its partner, its direction (the L side reduces
 // towards the lower grid, the U side broadcasts away from it) and the supernodes whose

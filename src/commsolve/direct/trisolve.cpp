@@ -60,19 +60,22 @@ void TriSolve::set_options(const SolveOptions& opts) {
   const ProcessGrid2D layer = grid_.layer(z);
   for (std::size_t i = 0; i < program.size(); ++i) {
     const SolveOp& op = program[i];
-    if (op.kind == SolveOp::phase)
-      phases[i] = build_phase(sym_, blocks_, layer, store_.layout, rank_, op.upper, phase_solve_mask(forests_, z, op),
-                              phase_context_mask(forests_, z, op), opts.shape, topo_);
-    else
+    if (op.kind == SolveOp::phase) {
+      const std::vector<char> solve = phase_solve_mask(forests_, z, op);
+      const CollectiveSet set =
+          phase_collectives(sym_, blocks_, layer, op.upper, solve, phase_context_mask(forests_, z, op));
+      phases[i] = make_phase(sym_, blocks_, store_.layout, set, build_tree_plan(set, rank_, opts.shape, topo_), op.upper,
+                             solve);
+    } else {
       zsteps[i] = build_z_step(forests_, grid_, rank_, op.step, op.kind == SolveOp::z_reduce);
+    }
   }
   std::int64_t widest = 1;
   for (const PhaseSchedule& ph : phases)
-    for (std::size_t i = 0; i < ph.plan.index.size(); ++i) {
-      const std::size_t c = static_cast<std::size_t>(ph.plan.index[i]);
-      const bool bcast = ph.set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast);
-      if (bcast ? ph.plan.links[i].parent >= 0 : !ph.plan.links[i].children.empty())
-        widest = std::max(widest, ph.set.count[c]);
+    for (std::size_t e = 0; e < ph.key.size(); ++e) {
+      const bool receives = ph.is_broadcast(static_cast<std::int64_t>(e)) ? ph.parent[e] >= 0
+                                                                           : ph.child_ptr[e + 1] > ph.child_ptr[e];
+      if (receives) widest = std::max(widest, ph.width[e]);
     }
   opts_ = opts;  // only once everything is built: a bad option leaves the solver as it was
   program_ = std::move(program);
@@ -193,9 +196,7 @@ CommStats TriSolve::planned(int nrhs) const {
   for (std::size_t i = 0; i < program_.size(); ++i) {
     const SolveOp& op = program_[i];
     if (op.kind == SolveOp::phase) {
-      const CommStats t = tree_stats(phases_[i].plan, phases_[i].set, topo_, nrhs);
-      s.steps[op.upper ? u_broadcast : l_broadcast] += t.steps[0];
-      s.steps[op.upper ? u_reduce : l_reduce] += t.steps[1];
+      add_phase_stats(s, phases_[i], rank_, topo_, nrhs);
     } else {
       add_z_stats(s, zsteps_[i], sym_, topo_, rank_, op.kind == SolveOp::z_reduce, opts_.packed_z, nrhs);
     }

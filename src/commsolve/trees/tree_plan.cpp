@@ -172,12 +172,8 @@ class CollectiveTree {
 
 void add_stats(CommStats& s, int rank, const TreeLinks& l, std::int8_t kind, std::int64_t count,
                const Topology& topo) {
-  const std::int64_t bytes = 8 + 8 * count;
-  StepStats& st = s.steps[kind];
-  const bool bcast = kind == static_cast<std::int8_t>(CollectiveKind::broadcast);
-  for (int ch : l.children) bcast ? st.add_send(locality(topo, rank, ch), bytes) : st.add_recv(locality(topo, rank, ch), bytes);
-  if (l.parent >= 0)
-    bcast ? st.add_recv(locality(topo, rank, l.parent), bytes) : st.add_send(locality(topo, rank, l.parent), bytes);
+  add_link_stats(s.steps[kind], rank, l.parent, l.children.data(), l.children.size(),
+                 kind == static_cast<std::int8_t>(CollectiveKind::broadcast), 8 + 8 * count, topo);
 }
 
 }  // namespace
@@ -188,6 +184,14 @@ void check_tree_shape(const TreeShape& shape) {
           "unknown tree shape '" + shape.name + "' (known: flat, binary, shifted-binary, need-ordered, node-aware, auto)");
   require(shape.flat_threshold >= 1, "tree shape: flat_threshold must be at least 1, got " +
                                          std::to_string(shape.flat_threshold));
+}
+
+void add_link_stats(StepStats& st, int rank, int parent, const int* children, std::size_t nchildren, bool broadcast,
+                    std::int64_t bytes, const Topology& topo) {
+  for (std::size_t i = 0; i < nchildren; ++i)
+    broadcast ? st.add_send(locality(topo, rank, children[i]), bytes) : st.add_recv(locality(topo, rank, children[i]), bytes);
+  if (parent >= 0)
+    broadcast ? st.add_recv(locality(topo, rank, parent), bytes) : st.add_send(locality(topo, rank, parent), bytes);
 }
 
 TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const TreeShape& shape, const Topology& topo) {

@@ -61,6 +61,11 @@ struct TreePlan {
   std::vector<TreeLinks> links;
 };
 
+// One participant's messages in one collective, into `step`: a broadcast receives from its
+// parent and sends to its children, a reduction the other way; `bytes` per message.
+void add_link_stats(StepStats& step, int rank, int parent, const int* children, std::size_t nchildren, bool broadcast,
+                    std::int64_t bytes, const Topology& topo);
+
 // Planned statistics: step 0 broadcasts, step 1 reductions; each message carries an 8-byte
 // header (the collective index) and the payload, `count_scale` times the set's count
 // (e.g. the number of right-hand sides).
