@@ -5,7 +5,7 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import direct, gallery, io, model, partition, stats, trees, virtual, workloads
+from . import direct, gallery, io, model, partition, sim, stats, trees, virtual, workloads
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite

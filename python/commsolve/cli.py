@@ -410,6 +410,76 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
     click.echo(_json(out) if as_json else format_sptrsv3d(out, out["matrix"]))
 
 
+@main.command()
+@click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:2048.")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
+@click.option("--grid", required=True, help="Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on the "
+              "squarest 2D grid of as many ranks).")
+@click.option("--algorithm", default="2d,3d-baseline,3d", show_default=True,
+              help="Comma-separated solve algorithms.")
+@click.option("--profile", default="cori-haswell", show_default=True,
+              help="Machine profile: a bundled name or a TOML file with [compute] and overhead "
+              "(commsolve calibrate writes them).")
+@click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
+@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
+@click.option("--tree", default="binary", show_default=True, help="Broadcast/reduction tree shape.")
+@click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
+              help="Forests of the 3D layout.")
+@click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
+              help="Inter-grid messages of the 3d solve.")
+@click.option("--max-supernode", type=click.IntRange(1), default=None,
+              help="Most columns per supernode [default: the solver's].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
+@click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
+              help="auto trees: flat up to this many participants.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG: every rank's predicted time by category.")
+@click.option("--timeline", type=click.Path(dir_okay=False),
+              help="PNG: Gantt chart of every rank (small runs only).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def simulate(gen, matrix, grid, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode, seed,
+             flat_threshold, plot, timeline, as_json):
+    """Predict the 2D and 3D triangular solves at scale: every rank's schedule (the one the
+    MPI solve runs) replayed by a discrete-event simulator with a machine profile's network
+    and compute models; predicted time, per-rank breakdown, critical path."""
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    _check_plot_path(plot)
+    _check_plot_path(timeline, "--timeline")
+    from tqdm import tqdm
+
+    from . import gallery, trees
+    from .direct import parse_grid
+    from .io import mmread
+    from .sim.study import MAX_TIMELINE_RANKS, format_simulation, plot_balance, plot_timeline, simulate_algorithms
+
+    algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
+    try:
+        trees.check_shape(tree)
+        dims = parse_grid(grid, None)
+        if timeline and dims[0] * dims[1] * dims[2] > MAX_TIMELINE_RANKS:
+            raise click.BadParameter(f"a timeline of {dims[0] * dims[1] * dims[2]:,} ranks is unreadable; at most "
+                                     f"{MAX_TIMELINE_RANKS}", param_hint="--timeline")
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        options = {} if max_supernode is None else {"max_supernode": max_supernode}
+        with tqdm(total=len(algorithms), desc="simulating", leave=False, file=sys.stderr, disable=None) as bar:
+            out, results = simulate_algorithms(A, dims, algorithms, profile, ppn=ppn, tree=tree, partition=partition,
+                                               allreduce=allreduce, nrhs=nrhs, seed=seed,
+                                               flat_threshold=flat_threshold, timeline=bool(timeline),
+                                               progress=lambda _: bar.update(), **options)
+    except (ValueError, OSError) as e:  # ProfileError is a ValueError
+        raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException("out of memory: try a smaller grid or matrix") from None
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "sptrsv3d", **out}
+    title = f"{name} on {out['nranks']:,} ranks, profile {out['profile']}"
+    if plot:
+        plot_balance(results, plot, title)
+    if timeline:
+        plot_timeline(results, timeline, title)
+    click.echo(_json(out) if as_json else format_simulation(out, name))
+
+
 def format_calibration(prof, report, path):
     lines = [f"profile '{prof.name}' written to {path}", f"{'fit':<28}{'alpha (us)':>12}{'rate (GB/s)':>13}"
              f"{'points':>8}{'rel. error':>12}"]

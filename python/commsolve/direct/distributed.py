@@ -36,7 +36,8 @@ TIME_PARTS = ("redistribute_b", "l_solve", "z_comm", "u_solve", "redistribute_x"
 def parse_grid(grid, nranks):
     """``(px, py, pz)`` from a pair or triple, a string ``"PxQ"`` or ``"PxQxR"``, or None (the
     squarest 2D grid with px <= py, as SuperLU_DIST chooses, and pz = 1). pz must be a power
-    of two and px * py * pz equal ``nranks``."""
+    of two and px * py * pz equal ``nranks`` (unless ``nranks`` is None: whatever the grid
+    has)."""
     if grid is None:
         px = max(d for d in range(1, int(np.sqrt(nranks)) + 1) if nranks % d == 0)
         return px, nranks // px, 1
@@ -54,7 +55,7 @@ def parse_grid(grid, nranks):
         raise ValueError(f"grid dimensions must be positive, got {name}")
     if pz & (pz - 1):
         raise ValueError(f"Pz must be a power of two, got {name}")
-    if px * py * pz != nranks:
+    if nranks is not None and px * py * pz != nranks:
         raise ValueError(f"a {name} grid needs {px * py * pz} ranks, the communicator has {nranks}")
     return px, py, pz
 

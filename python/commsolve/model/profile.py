@@ -8,6 +8,11 @@ node's network injection limit of the max-rate model). Top-level keys: ``short_m
 search step), ``delta`` (s per byte of link contention), ``ppn`` (ranks per node the
 profile describes, for the socket split), optional ``sockets_per_node``.
 
+For the simulator (:mod:`commsolve.sim`) a profile may also give ``overhead`` (LogGP's o:
+CPU seconds at each end of a message) and a ``[compute]`` table: ``flop_rate`` (flop/s per
+rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
+memory traffic) and ``call_overhead`` (seconds per kernel call).
+
 Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4). ``commsolve calibrate``
 writes profiles of the machine it runs on.
 """
@@ -19,9 +24,10 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "load_profile", "bundled_profiles"]
+__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "load_profile", "bundled_profiles"]
 
 LEVELS = ("intra_socket", "intra_node", "inter_node")
+COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead")
 PROTOCOLS = ("short", "eager", "rend")
 _BUNDLED = os.path.join(os.path.dirname(__file__), "profiles")
 
@@ -43,6 +49,8 @@ class MachineProfile:
     ppn: int = 1
     sockets_per_node: int = 1
     description: str = ""
+    overhead: float | None = None  # LogGP o, seconds per message end
+    compute: dict | None = None  # flop_rate, bandwidth, call_overhead
 
     def protocol(self, nbytes):
         """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
@@ -99,16 +107,30 @@ class MachineProfile:
         gamma, delta = need(d, "gamma", ""), need(d, "delta", "")
         if gamma < 0 or delta < 0:
             raise ProfileError(f"{source}: gamma and delta must be >= 0")
+        overhead = need(d, "overhead", "") if "overhead" in d else None
+        if overhead is not None and not 0 <= overhead < math.inf:
+            raise ProfileError(f"{source}: field 'overhead' must be >= 0 and finite, got {overhead}")
+        compute = None
+        if "compute" in d:
+            if not isinstance(d["compute"], dict):
+                raise ProfileError(f"{source}: 'compute' must be a table ([compute] with {', '.join(COMPUTE_FIELDS)})")
+            compute = {k: need(d["compute"], k, "compute.") for k in COMPUTE_FIELDS}
+            for k in ("flop_rate", "bandwidth"):
+                positive(compute[k], f"compute.{k}")
+            if not 0 <= compute["call_overhead"] < math.inf:
+                raise ProfileError(f"{source}: field 'compute.call_overhead' must be >= 0 and finite")
         return cls(name=d.get("name", os.path.splitext(os.path.basename(source))[0]), alpha=alpha, rate=rate,
                    injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
                    ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
                    sockets_per_node=int(need(d, "sockets_per_node", "")) if "sockets_per_node" in d else 1,
-                   description=str(d.get("description", "")))
+                   description=str(d.get("description", "")), overhead=overhead, compute=compute)
 
     def to_toml(self):
         lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
                  f"eager_max = {self.eager_max}", f"gamma = {self.gamma!r}", f"delta = {self.delta!r}",
                  f"ppn = {self.ppn}", f"sockets_per_node = {self.sockets_per_node}"]
+        if self.overhead is not None:
+            lines.append(f"overhead = {self.overhead!r}")
         for level in LEVELS:
             if not self.has_level(level):
                 continue
@@ -118,6 +140,8 @@ class MachineProfile:
                 if level == "inter_node" and p in self.injection and math.isfinite(self.injection[p]):
                     extra = f", injection = {self.injection[p]!r}"
                 lines.append(f"{p} = {{ alpha = {self.alpha[level, p]!r}, rate = {self.rate[level, p]!r}{extra} }}")
+        if self.compute is not None:
+            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS]
         return "\n".join(lines) + "\n"
 
     def save(self, path):

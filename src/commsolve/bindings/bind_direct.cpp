@@ -32,21 +32,6 @@ using namespace nb::literals;
 
 namespace {
 
-ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
-  ForestPartition f;
-  f.pz = pz;
-  f.nlev = forest_levels(pz);
-  f.forest = to_vector(forest);
-  return f;
-}
-
-SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
-                           bool packed) {
-  const TreeShape tree{shape, seed, threshold};
-  check_tree_shape(tree);
-  return SolveOptions{parse_algorithm(algorithm), tree, packed};
-}
-
 using RowMajor = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using RowMajorIn = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 

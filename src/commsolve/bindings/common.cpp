@@ -51,4 +51,20 @@ nb::object stats_array(const std::vector<CommStats>& all, bool squeeze) {
 
 nb::object stats_array(const CommStats& s) { return stats_array(std::vector<CommStats>{s}, true); }
 
+ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
+  ForestPartition f;
+  f.pz = pz;
+  f.nlev = forest_levels(pz);
+  f.forest = to_vector(forest);
+  return f;
+}
+
+SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
+                           bool packed) {
+  const TreeShape tree{shape, seed, threshold};
+  check_tree_shape(tree);
+  return SolveOptions{parse_algorithm(algorithm), tree, packed};
+}
+
+
 }  // namespace commsolve::bindings

@@ -12,7 +12,9 @@
 
 #include "comm/comm_stats.hpp"
 #include "comm/halo_pattern.hpp"
+#include "direct/forests.hpp"
 #include "direct/symbolic.hpp"
+#include "direct/trisolve.hpp"
 
 namespace commsolve::bindings {
 
@@ -69,11 +71,18 @@ SupernodalStructure structure_from(const In<std::int64_t>& sn_start, const In<st
 nb::object stats_array(const std::vector<CommStats>& all, bool squeeze);
 nb::object stats_array(const CommStats& s);
 
+// Forests of a 3D grid from the per-supernode forest index, and solve options from their
+// names (checked).
+ForestPartition forests_from(const In<std::int32_t>& forest, int pz);
+SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
+                           bool packed);
+
 // One function per layer, each binding its part of the core into the module.
 void bind_sparse(nb::module_& m);
 void bind_comm(nb::module_& m);
 void bind_trees(nb::module_& m);
 void bind_direct(nb::module_& m);
 void bind_dist(nb::module_& m);
+void bind_sim(nb::module_& m);
 
 }  // namespace commsolve::bindings

@@ -22,4 +22,5 @@ NB_MODULE(_core, m) {
   bind_trees(m);
   bind_direct(m);
   bind_dist(m);
+  bind_sim(m);
 }

@@ -208,6 +208,20 @@ ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, in
   return st;
 }
 
+std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGrid3D& grid, int z, int step,
+                                 bool reduce) {
+  const ProcessGrid2D layer = grid.layer(z);
+  std::vector<ZStep> by_rank(static_cast<std::size_t>(layer.size()));
+  const auto [peer_z, send] = z_role(z, step, reduce);
+  if (peer_z < 0) return by_rank;
+  for (std::int32_t k : shared_supernodes(forests, z, step)) by_rank[layer.diag_owner(k) - layer.base].sn.push_back(k);
+  for (int q = 0; q < layer.size(); ++q) {
+    by_rank[q].peer = layer.base + q + (peer_z - z) * grid.layer_size();
+    by_rank[q].send = send;
+  }
+  return by_rank;
+}
+
 void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,
                  bool reduce, bool packed, int nrhs) {
   if (st.peer < 0 || st.sn.empty()) return;
@@ -250,15 +264,9 @@ std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const
         continue;
       }
       const bool reduce = op.kind == SolveOp::z_reduce;
-      const auto [peer_z, send] = z_role(z, op.step, reduce);
-      std::vector<ZStep> by_rank(static_cast<std::size_t>(layer.size()));
-      for (std::int32_t k : shared_supernodes(forests, z, op.step)) by_rank[layer.diag_owner(k) - layer.base].sn.push_back(k);
-      for (int q = 0; q < layer.size(); ++q) {
-        ZStep& st = by_rank[q];
-        st.peer = layer.base + q + (peer_z - z) * grid.layer_size();
-        st.send = send;
-        add_z_stats(stats[layer.base + q], st, sym, topo, layer.base + q, reduce, packed, nrhs);
-      }
+      const std::vector<ZStep> by_rank = layer_z_steps(forests, grid, z, op.step, reduce);
+      for (int q = 0; q < layer.size(); ++q)
+        add_z_stats(stats[layer.base + q], by_rank[q], sym, topo, layer.base + q, reduce, packed, nrhs);
     }
   }
   if (dist != nullptr && row_order != nullptr && col_order != nullptr) {

@@ -102,6 +102,9 @@ struct ZStep {
   std::vector<std::int32_t> sn;
 };
 ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, int rank, int step, bool reduce);
+// The same for every rank of grid z (indexed rank - the layer's base), in one pass.
+std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGrid3D& grid, int z, int step,
+                                 bool reduce);
 
 // Planned statistics of an inter-grid step into `stats` (steps z_reduce / z_broadcast):
 // one message per supernode (as SuperLU_DIST sends them) or one packed message per step.

@@ -1,0 +1,26 @@
+"""Predicting solves at scale: a discrete-event simulator (C++ ``sim/simulator``) that
+replays the schedules the MPI code runs, built for every rank of a virtual world, with a
+machine profile's network (LogGP-style: overhead o per message end, latency and rate per
+locality and protocol, the node's injection limit) and compute (flop rate, memory bandwidth,
+call overhead) models.
+
+``simulate(schedule, topology, profile)`` runs one schedule; :func:`solve_schedule` builds
+the schedule of a 2D or 3D triangular solve.
+"""
+
+from .models import compute_model, network_model, simulation_profile
+from .solve import CATEGORIES, SimResult, SolveSchedule, simulate_solve, solve_schedule
+
+__all__ = ["simulate", "simulate_solve", "solve_schedule", "SolveSchedule", "SimResult", "CATEGORIES",
+           "network_model", "compute_model", "simulation_profile"]
+
+
+def simulate(schedule, topology, profile, timeline=False):
+    """Simulates ``schedule`` on ``topology`` (:func:`commsolve.topology.make_topology`)
+    with ``profile`` (a bundled name, a TOML path or a MachineProfile); returns a
+    :class:`SimResult` (predicted time, per-rank breakdown, critical path, recorded
+    statistics)."""
+    if isinstance(schedule, SolveSchedule):
+        return simulate_solve(schedule, topology, profile, timeline=timeline)
+    raise TypeError(f"cannot simulate a {type(schedule).__name__}: expected a SolveSchedule "
+                    f"(commsolve.sim.solve_schedule)")

@@ -1,0 +1,50 @@
+"""The simulator's models from a machine profile (:mod:`commsolve.model.profile`): the
+network (alpha and rate per locality and protocol, the node's injection limit, the CPU
+overhead o per message end) and the compute (flop rate, memory bandwidth and call overhead
+per rank)."""
+
+from __future__ import annotations
+
+import math
+
+from .. import _core
+from ..model.profile import LEVELS, PROTOCOLS, ProfileError, load_profile
+
+__all__ = ["network_model", "compute_model", "simulation_profile"]
+
+
+def simulation_profile(profile):
+    """The profile (a name, a path or a MachineProfile), checked to carry what the
+    simulator needs beyond the cost models' fields."""
+    prof = load_profile(profile)
+    missing = [f for f, v in (("overhead", prof.overhead), ("[compute]", prof.compute)) if v is None]
+    if missing:
+        raise ProfileError(f"profile '{prof.name}' has no {' and no '.join(missing)}, which the simulator needs "
+                           f"(run 'commsolve calibrate' again, which measures them, or use a bundled profile "
+                           f"such as cori-haswell)")
+    return prof
+
+
+def network_model(profile, ppn):
+    """A NetworkModel for ``ppn`` ranks per node: on-node messages between ranks of one
+    socket (``sockets_per_node`` sockets of ppn / sockets ranks each) use the intra-socket
+    figures where the profile has them, the others intra-node; off-node ones inter-node."""
+    prof = simulation_profile(profile)
+    alpha, rate = [], []
+    for level in LEVELS:
+        src = level if prof.has_level(level) else "intra_node"
+        alpha += [prof.alpha[src, p] for p in PROTOCOLS]
+        rate += [prof.rate[src, p] for p in PROTOCOLS]
+    injection = [prof.injection.get(p, math.inf) for p in PROTOCOLS]
+    injection = [0.0 if not math.isfinite(v) else float(v) for v in injection]
+    socket = 0
+    if prof.has_level("intra_socket") and prof.sockets_per_node > 1:
+        socket = max(1, int(ppn) // prof.sockets_per_node)
+    return _core.NetworkModel(alpha, rate, injection, int(prof.short_max), int(prof.eager_max), float(prof.overhead),
+                              socket)
+
+
+def compute_model(profile):
+    prof = simulation_profile(profile)
+    c = prof.compute
+    return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]))

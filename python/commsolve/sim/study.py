@@ -1,0 +1,137 @@
+"""``commsolve simulate``: the 2D and 3D triangular solves of one matrix simulated at a
+virtual scale with a machine profile, side by side (as ``trees --workload sptrsv3d`` counts
+them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and a timeline."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..direct import ALGORITHMS, parse_grid, symbolic
+from ..topology import make_topology
+from ..workloads import forest_partition
+from .models import simulation_profile
+from .solve import CATEGORIES, simulate_solve, solve_schedule
+
+__all__ = ["simulate_algorithms", "format_simulation", "plot_balance", "plot_timeline", "MAX_SIM_RANKS",
+           "MAX_TIMELINE_RANKS"]
+
+MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
+MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
+
+
+def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
+                        nrhs=1, structure=None, seed=0, flat_threshold=8, timeline=False, distribute_rhs=True,
+                        progress=None, **lu_options):
+    """Simulates each of ``algorithms`` on ``grid`` ("PxQxR" or a triple; ``2d`` on the
+    squarest 2D grid with as many ranks) for ``A`` (or its symbolic ``structure``), with
+    ``ppn`` ranks per node (default: the profile's). Returns ``(summary dict, {algorithm:
+    SimResult})``."""
+    prof = simulation_profile(profile)
+    px, py, pz = parse_grid(grid, None)
+    P = px * py * pz
+    if P > MAX_SIM_RANKS:
+        raise ValueError(f"{P:,} ranks: the simulator holds every rank's schedule at once, at most {MAX_SIM_RANKS:,}")
+    if not algorithms:
+        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
+    for a in algorithms:
+        if a not in ALGORITHMS:
+            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
+    ppn = int(ppn or prof.ppn)
+    if ppn < 1:
+        raise ValueError(f"ppn must be at least 1, got {ppn}")
+    S = symbolic(A, pz, **lu_options) if structure is None else structure
+    forests = forest_partition(S, pz, partition)
+    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    out = {"rows": int(S.sn_start[-1]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "grid": [px, py, pz],
+           "nranks": P, "ppn": ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
+    results = {}
+    for a in algorithms:
+        if a == "2d":
+            sched = solve_schedule(S, parse_grid(None, P), "2d", tree=tree, nrhs=nrhs, seed=seed,
+                                   flat_threshold=flat_threshold, distribute_rhs=distribute_rhs)
+        else:
+            sched = solve_schedule(S, (px, py, pz), a, forests=forests, tree=tree, allreduce=allreduce, nrhs=nrhs,
+                                   seed=seed, flat_threshold=flat_threshold, distribute_rhs=distribute_rhs)
+        results[a] = r = simulate_solve(sched, topo, prof, timeline=timeline)
+        out["algorithms"][a] = r.to_dict()
+        if progress is not None:
+            progress(a)
+    times = {a: r["predicted_s"] for a, r in out["algorithms"].items()}
+    best = min(times, key=times.get)
+    out["fastest"] = best
+    out["speedup_of_fastest"] = {a: t / times[best] for a, t in times.items()}
+    return out, results
+
+
+def format_simulation(out, matrix):
+    lines = [f"{matrix}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
+             f"{out['nranks']:,} ranks, {out['ppn']} per node, profile {out['profile']}",
+             "", "predicted solve time and the slowest rank's breakdown (ms)",
+             f"{'algorithm':<13}{'grid':>10}{'predicted':>11}{'fp':>9}{'XY comm':>9}{'Z comm':>9}{'b/x move':>9}"
+             f"{'idle':>9}{'messages':>11}{'events/s':>11}"]
+    for a, r in out["algorithms"].items():
+        b = r["breakdown"]
+        eps = r["events_per_s"]
+        lines.append(f"{a:<13}{'x'.join(map(str, r['grid'])):>10}{r['predicted_s'] * 1e3:>11.3f}"
+                     + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES)
+                     + f"{r['messages']:>11,}{(eps or 0):>11.2e}")
+    lines.append("")
+    lines.append(f"fastest: {out['fastest']}; " + ", ".join(
+        f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]))
+    return "\n".join(lines)
+
+
+_COLORS = {"fp": "tab:blue", "xy_comm": "tab:orange", "z_comm": "tab:green", "redistribute": "tab:purple",
+           "idle": "lightgray"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_balance(results, path, title):
+    """PNG: per algorithm, every rank's predicted time stacked by category (the SC'23
+    paper's load-balance figures), ranks in order."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.8), sharey=True, squeeze=False)
+    for ax, (a, r) in zip(axes[0], results.items()):
+        per = r.per_rank()
+        x = np.arange(r.nranks)
+        ax.stackplot(x, *[per[c] * 1e3 for c in CATEGORIES], labels=CATEGORIES,
+                     colors=[_COLORS[c] for c in CATEGORIES], step="mid")
+        ax.set(title=f"{a} ({'x'.join(map(str, r.info['grid']))}): {r.predicted_s * 1e3:.3g} ms", xlabel="rank")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("predicted time (ms)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_timeline(results, path, title):
+    """PNG: a Gantt chart per algorithm (rank against time, coloured by category)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(results), 1, figsize=(10, 1.2 + 0.25 * max(r.nranks for r in results.values())
+                                                        * len(results)), squeeze=False)
+    for ax, (a, r) in zip(axes[:, 0], results.items()):
+        tl = r.timeline
+        for k, c in enumerate(CATEGORIES):
+            rows = tl[tl[:, 1] == k]
+            for rank in np.unique(rows[:, 0]).astype(int):
+                seg = rows[rows[:, 0] == rank]
+                ax.broken_barh(list(zip(seg[:, 2] * 1e3, (seg[:, 3] - seg[:, 2]) * 1e3)), (rank - 0.4, 0.8),
+                               color=_COLORS[c], label=c if rank == rows[0, 0] else None)
+        ax.set(ylabel="rank", xlim=(0, r.predicted_s * 1e3), ylim=(r.nranks - 0.5, -0.5),
+               title=f"{a} ({'x'.join(map(str, r.info['grid']))})")
+        ax.legend(fontsize=7, loc="upper right", ncol=len(CATEGORIES))
+    axes[-1, 0].set_xlabel("time (ms)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,139 @@
+// The simulator layer: network and compute models, and the replays of solves.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+#include "bindings/common.hpp"
+#include "sim/kernel_timing.hpp"
+#include "sim/solve_sim.hpp"
+
+namespace commsolve::bindings {
+
+using namespace nb::literals;
+
+namespace {
+
+// Per rank: seconds by category, finish; (ranks, num_categories + 1) float64.
+nb::object times_array(const std::vector<sim::RankTime>& times) {
+  const std::size_t cols = sim::num_categories + 1;
+  std::vector<double> v;
+  v.reserve(times.size() * cols);
+  for (const sim::RankTime& t : times) {
+    v.insert(v.end(), t.by_category, t.by_category + sim::num_categories);
+    v.push_back(t.finish);
+  }
+  auto* heap = new std::vector<double>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(heap->data(), {times.size(), cols}, owner),
+                  nb::rv_policy::move);
+}
+
+nb::dict result_dict(const sim::SimResult& r) {
+  nb::dict d;
+  d["times"] = times_array(r.times);
+  std::vector<std::int64_t> msgs;
+  for (const sim::RankTime& t : r.times) {
+    msgs.push_back(t.sent);
+    msgs.push_back(t.received);
+  }
+  d["messages"] = to_numpy(std::move(msgs));  // per rank: sent, received
+  d["recorded"] = stats_array(r.recorded, false);
+  std::vector<double> path;
+  for (const auto& [rank, t] : r.critical_path) {
+    path.push_back(rank);
+    path.push_back(t);
+  }
+  d["critical_path"] = to_numpy(std::move(path));  // (rank, time) pairs, latest first
+  std::vector<double> tl;
+  for (const sim::Interval& i : r.timeline) tl.insert(tl.end(), {double(i.rank), double(i.category), i.begin, i.end});
+  d["timeline"] = to_numpy(std::move(tl));  // (rank, category, begin, end) rows
+  d["predicted"] = r.predicted;
+  d["events"] = r.events;
+  d["build_seconds"] = r.build_seconds;
+  d["run_seconds"] = r.run_seconds;
+  return d;
+}
+
+}  // namespace
+
+void bind_sim(nb::module_& m) {
+  nb::class_<sim::NetworkModel>(m, "NetworkModel", "The simulator's network: alpha and rate per locality and protocol.")
+      .def("__init__", [](sim::NetworkModel* self, const std::vector<double>& alpha, const std::vector<double>& rate,
+                          const std::vector<double>& injection, std::int64_t short_max, std::int64_t eager_max,
+                          double overhead, int socket_size) {
+        if (alpha.size() != 9 || rate.size() != 9 || injection.size() != 3)
+          throw nb::value_error("NetworkModel: alpha and rate need 9 values (3 localities x 3 protocols), "
+                                "injection 3");
+        new (self) sim::NetworkModel();
+        for (int l = 0; l < 3; ++l)
+          for (int p = 0; p < 3; ++p) {
+            if (!(alpha[3 * l + p] >= 0) || !(rate[3 * l + p] > 0))
+              throw nb::value_error("NetworkModel: alpha must be >= 0 and rate > 0");
+            self->alpha[l][p] = alpha[3 * l + p];
+            self->rate[l][p] = rate[3 * l + p];
+          }
+        for (int p = 0; p < 3; ++p) self->injection[p] = injection[p];
+        if (!(0 <= short_max && short_max <= eager_max) || !(overhead >= 0) || socket_size < 0)
+          throw nb::value_error("NetworkModel: need 0 <= short_max <= eager_max, overhead >= 0, socket_size >= 0");
+        self->short_max = short_max;
+        self->eager_max = eager_max;
+        self->overhead = overhead;
+        self->socket_size = socket_size;
+      }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a)
+      .def_ro("overhead", &sim::NetworkModel::overhead);
+  nb::class_<sim::ComputeModel>(m, "ComputeModel", "The simulator's compute: flop rate, bandwidth, call overhead.")
+      .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead) {
+        if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0))
+          throw nb::value_error("ComputeModel: flop_rate and bandwidth must be > 0, call_overhead >= 0");
+        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead};
+      }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a)
+      .def_ro("flop_rate", &sim::ComputeModel::flop_rate)
+      .def_ro("bandwidth", &sim::ComputeModel::bandwidth)
+      .def_ro("call_overhead", &sim::ComputeModel::call_overhead);
+
+  m.def("time_panel_products", [](std::int64_t m_, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
+    nb::gil_scoped_release nogil;
+    return sim::time_panel_products(m_, w, nrhs, count, min_seconds);
+  }, "m"_a, "w"_a, "nrhs"_a, "count"_a, "min_seconds"_a,
+        "Seconds per call of the solve's panel product (m x w times w x nrhs) over `count` distinct panels.");
+  m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                             In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
+                             const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,
+                             int nrhs, bool packed, const Distribution* dist,
+                             std::optional<In<std::int32_t>> row_order, std::optional<In<std::int32_t>> col_order,
+                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline) {
+    const SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    const ForestPartition f = forests_from(forest, pz);
+    const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
+    std::vector<std::int32_t> ro, co;
+    if (row_order) ro = to_vector(*row_order);
+    if (col_order) co = to_vector(*col_order);
+    sim::SolveSimInput in;
+    in.sym = &sym;
+    in.grid = ProcessGrid3D{px, py, pz};
+    in.forests = &f;
+    in.algorithm = o.algorithm;
+    in.shape = o.shape;
+    in.packed_z = packed;
+    in.nrhs = nrhs;
+    if (dist != nullptr) {
+      in.dist = dist;
+      in.row_order = &ro;
+      in.col_order = &co;
+    }
+    sim::SimResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = sim::simulate_solve(in, topo, net, cpu, timeline);
+    }
+    return result_dict(r);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "algorithm"_a, "shape"_a, "seed"_a,
+        "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "row_order"_a.none(),
+        "col_order"_a.none(), "network"_a, "compute"_a, "timeline"_a,
+        "One solve replayed in the simulator: a dict of per-rank times (ranks, categories + 1: fp, xy_comm, z_comm, "
+        "redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted, events.");
+}
+
+}  // namespace commsolve::bindings

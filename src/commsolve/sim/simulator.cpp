@@ -1,0 +1,137 @@
+#include "sim/simulator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace commsolve::sim {
+
+Simulator::Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
+                     bool keep_timeline)
+    : topo_(topo), net_(net), cpu_(cpu), keep_timeline_(keep_timeline) {
+  const std::size_t P = static_cast<std::size_t>(topo.size());
+  clock_.assign(P, 0.0);
+  nic_free_.assign(P, 0.0);
+  node_free_.assign(static_cast<std::size_t>(topo.num_nodes()), 0.0);
+  times_.assign(P, RankTime{});
+  waits_.assign(P, {});
+  last_interval_.assign(P, -1);
+  recorded_.assign(P, CommStats{std::vector<StepStats>(static_cast<std::size_t>(steps))});
+}
+
+int Simulator::level(int a, int b) const {
+  if (!topo_.same_node(a, b)) return 2;
+  if (net_.socket_size > 0 && topo_.local_rank(a) / net_.socket_size == topo_.local_rank(b) / net_.socket_size)
+    return 0;
+  return 1;
+}
+
+void Simulator::spend(int rank, double seconds, int category) {
+  if (seconds <= 0) return;
+  if (keep_timeline_) {
+    std::int64_t& last = last_interval_[rank];
+    if (last >= 0 && timeline_[last].category == category && timeline_[last].end == clock_[rank]) {
+      timeline_[last].end += seconds;
+    } else {
+      last = static_cast<std::int64_t>(timeline_.size());
+      timeline_.push_back({rank, category, clock_[rank], clock_[rank] + seconds});
+    }
+  }
+  clock_[rank] += seconds;
+  times_[rank].by_category[category] += seconds;
+}
+
+void Simulator::compute(int rank, double flops, double bytes, int category) {
+  spend(rank, cpu_.time(flops, bytes), category);
+}
+
+void Simulator::copy(int rank, double bytes, int category) {
+  if (bytes > 0) spend(rank, bytes / cpu_.bandwidth, category);
+}
+
+void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
+                     std::int64_t bytes, int category) {
+  spend(rank, net_.overhead, category);
+  const int where = level(rank, dest);
+  const int proto = net_.protocol(bytes);
+  const double alpha = net_.alpha[where][proto], rate = net_.rate[where][proto];
+  // The rank's interface takes s / R_b; an inter-node message also needs its node's
+  // injection, shared by the node's ranks.
+  double left = std::max(clock_[rank], nic_free_[rank]) + static_cast<double>(bytes) / rate;
+  nic_free_[rank] = left;
+  if (where == 2 && net_.injection[proto] > 0) {
+    double& node = node_free_[topo_.node_of(rank)];
+    node = std::max(node, left - static_cast<double>(bytes) / rate) + static_cast<double>(bytes) / net_.injection[proto];
+    left = std::max(left, node);
+  }
+  Message m;
+  m.src = rank;
+  m.dest = dest;
+  m.op = op;
+  m.step = step;
+  m.key = key;
+  m.values = values;
+  m.bytes = bytes;
+  m.category = category;
+  m.sent = clock_[rank];
+  m.arrival = left + std::max(0.0, alpha - 2 * net_.overhead);
+  m.seq = seq_++;
+  ++times_[rank].sent;
+  recorded_[rank].steps[step].add_send(locality(topo_, rank, dest), bytes);
+  heap_.push(m);
+}
+
+void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
+  if (procs.size() != clock_.size())
+    throw std::invalid_argument("simulator: " + std::to_string(procs.size()) + " processes for " +
+                                std::to_string(clock_.size()) + " ranks");
+  for (std::size_t r = 0; r < procs.size(); ++r) procs[r]->start(*this, static_cast<int>(r));
+  // Arrivals are handled in time order; a rank busy past an arrival handles it when free.
+  // Everything a handler sends arrives later than the handled message, so no event can
+  // arrive before one already handled.
+  while (!heap_.empty()) {
+    const Message m = heap_.top();
+    heap_.pop();
+    ++events_;
+    const int r = m.dest;
+    if (m.arrival > clock_[r]) {  // the rank had nothing to do until this message came
+      waits_[r].push_back({m.arrival, m.src, m.sent});
+      spend(r, m.arrival - clock_[r], procs[r]->waiting_category());
+    }
+    spend(r, net_.overhead, m.category);
+    ++times_[r].received;
+    recorded_[r].steps[m.step].add_recv(locality(topo_, m.src, r), m.bytes);
+    procs[r]->receive(*this, m);
+  }
+  std::string stuck;
+  for (std::size_t r = 0; r < procs.size(); ++r) {
+    times_[r].finish = clock_[r];
+    if (!procs[r]->done() && stuck.size() < 200) stuck += (stuck.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!stuck.empty()) throw std::logic_error("simulator: ranks left waiting for messages that never come: " + stuck);
+}
+
+double Simulator::predicted() const {
+  double t = 0;
+  for (const RankTime& rt : times_) t = std::max(t, rt.finish);
+  return t;
+}
+
+std::vector<std::pair<int, double>> Simulator::critical_path() const {
+  std::vector<std::pair<int, double>> path;
+  int r = 0;
+  for (std::size_t q = 0; q < times_.size(); ++q)
+    if (times_[q].finish > times_[r].finish) r = static_cast<int>(q);
+  double t = times_.empty() ? 0 : times_[r].finish;
+  while (path.size() < 1000000) {
+    path.emplace_back(r, t);
+    const auto& w = waits_[r];
+    auto it = std::upper_bound(w.begin(), w.end(), t, [](double v, const Wait& x) { return v < x.end; });
+    if (it == w.begin()) break;
+    --it;  // the last wait of r that ended by t
+    r = it->src;
+    t = it->sent;
+  }
+  return path;
+}
+
+}  // namespace commsolve::sim

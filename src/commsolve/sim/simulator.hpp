@@ -1,0 +1,146 @@
+// A sequential discrete-event simulator of message-driven programs on many ranks, in the
+// spirit of LogGOPSim (Hoefler, Schneider, Lumsdaine, HPDC'10): one heap of message
+// arrivals; per rank a CPU clock; per rank and per node a network interface.
+//
+// A message of s bytes from rank r to rank q (locality intra-socket, intra-node or inter-node,
+// protocol by size: short, eager, rendezvous) costs the sender's CPU the overhead o, leaves once r's NIC is
+// free (s / R_b of it), and for inter-node traffic once the node's injection (s / R_N) is
+// free too; it arrives L = alpha - 2 o after it left; the receiver's CPU pays o. (The
+// queue-search and contention terms of the cost models are left out here.) alpha and R_b are the profile's
+// (commsolve calibrate fits them), so an isolated message takes alpha + s / R_b, as
+// measured. Arrival order decides the order of any-source receives. Computation costs
+// the kernel's call overhead plus max(flops / F, bytes / B).
+//
+// What a rank does is a Process: it is started at time 0 and handed every message that
+// arrives for it (it may compute and send while handling one). The simulator accounts each
+// rank's time as compute, communication (by category) and idle.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve::sim {
+
+struct NetworkModel {
+  // [locality: 0 intra-socket, 1 intra-node, 2 inter-node][protocol: 0 short, 1 eager, 2 rendezvous]
+  double alpha[3][3] = {{1e-6, 1e-6, 1e-6}, {1e-6, 1e-6, 1e-6}, {2e-6, 2e-6, 2e-6}};
+  double rate[3][3] = {{1e10, 1e10, 1e10}, {1e10, 1e10, 1e10}, {5e9, 5e9, 5e9}};
+  double injection[3] = {0, 0, 0};  // per node, inter-node; 0: no limit beyond the rank's
+  std::int64_t short_max = 512, eager_max = 8192;
+  double overhead = 0.3e-6;  // CPU seconds per message end
+  int socket_size = 0;       // ranks per socket (by local rank on the node); 0: no socket level
+  int protocol(std::int64_t bytes) const { return bytes <= short_max ? 0 : bytes <= eager_max ? 1 : 2; }
+};
+
+struct ComputeModel {
+  double flop_rate = 1e10;      // per rank, flop/s
+  double bandwidth = 1e10;      // per rank, bytes/s
+  double call_overhead = 0.0;   // seconds per kernel call
+  double time(double flops, double bytes) const {
+    return call_overhead + std::max(flops / flop_rate, bytes / bandwidth);
+  }
+};
+
+// What a rank's time went to.
+enum Category : int { fp = 0, xy_comm, z_comm, redistribute, idle, num_categories };
+
+struct Message {
+  int src = 0, dest = 0;
+  int op = 0;               // the program step it belongs to (as an MPI tag)
+  int step = 0;             // the statistics step it is counted in
+  std::int64_t key = 0;     // what it carries (a supernode, a collective, a plan step)
+  std::int64_t values = 0;  // doubles carried (for the receiver's bookkeeping)
+  std::int64_t bytes = 0;
+  int category = xy_comm;
+  double sent = 0, arrival = 0;
+  std::int64_t seq = 0;     // send order, to break ties in arrival time
+};
+
+class Simulator;
+
+class Process {
+ public:
+  virtual ~Process() = default;
+  virtual void start(Simulator& sim, int rank) = 0;
+  virtual void receive(Simulator& sim, const Message& msg) = 0;
+  virtual bool done() const = 0;
+  // The category an idle wait counts as while the rank waits (e.g. an inter-grid receive).
+  virtual int waiting_category() const { return idle; }
+};
+
+struct RankTime {
+  double finish = 0;
+  double by_category[num_categories] = {0, 0, 0, 0, 0};
+  std::int64_t sent = 0, received = 0;
+};
+
+struct Interval {  // for timelines of small runs
+  int rank;
+  int category;
+  double begin, end;
+};
+
+class Simulator {
+ public:
+  // `steps`: how many statistics steps messages are counted in.
+  Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
+            bool keep_timeline = false);
+
+  // Runs every rank's process to completion. Throws std::logic_error naming the ranks left
+  // waiting if the messages run out first (a deadlock in the program).
+  void run(std::vector<std::unique_ptr<Process>>& procs);
+
+  // The API processes use while the simulator hands them control (on `rank`).
+  double now(int rank) const { return clock_[rank]; }
+  void compute(int rank, double flops, double bytes, int category = fp);
+  void send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values, std::int64_t bytes,
+            int category);
+  // A local copy or pack of `bytes` (memory traffic, counted as the given category).
+  void copy(int rank, double bytes, int category);
+
+  const std::vector<RankTime>& times() const { return times_; }
+  // What went through the simulated network, per rank and statistics step (as CommStats:
+  // intra-node and inter-node), counted as messages are sent and received.
+  const std::vector<CommStats>& recorded() const { return recorded_; }
+  const std::vector<Interval>& timeline() const { return timeline_; }
+  std::int64_t events() const { return events_; }
+  double predicted() const;  // the slowest rank's finish
+  // The chain of messages that ends at the slowest rank: each hop a rank and the time its
+  // wait for the message ended (latest first), as far back as waits go.
+  std::vector<std::pair<int, double>> critical_path() const;
+
+ private:
+  void spend(int rank, double seconds, int category);
+  int level(int a, int b) const;
+  struct Later {
+    bool operator()(const Message& a, const Message& b) const {
+      return a.arrival != b.arrival ? a.arrival > b.arrival : a.seq > b.seq;
+    }
+  };
+  Topology topo_;
+  NetworkModel net_;
+  ComputeModel cpu_;
+  bool keep_timeline_;
+  std::vector<double> clock_, nic_free_, node_free_;
+  std::vector<RankTime> times_;
+  std::vector<CommStats> recorded_;
+  std::vector<Interval> timeline_;
+  std::vector<std::int64_t> last_interval_;  // per rank, to merge adjacent intervals of one category
+  struct Wait {  // a rank idled until a message came: when, from whom, sent when
+    double end;
+    int src;
+    double sent;
+  };
+  std::vector<std::vector<Wait>> waits_;
+  std::priority_queue<Message, std::vector<Message>, Later> heap_;
+  std::int64_t seq_ = 0, events_ = 0;
+};
+
+}  // namespace commsolve::sim
