@@ -9,8 +9,8 @@ import pytest
 
 from commsolve.launch import mpi_env
 from commsolve.model import load_profile
-from commsolve.model.calibrate import (SIZES, choose_thresholds, fit_gamma, fit_injection, fit_postal,
-                                       fit_profile)
+from commsolve.model.calibrate import (CACHE_SHAPES, SIZES, STREAM_SHAPES, choose_thresholds, fit_compute,
+                                       fit_gamma, fit_injection, fit_postal, fit_profile)
 
 TRUE = {"short": (1.0e-6, 2.0e9), "eager": (3.0e-6, 5.0e9), "rend": (2.0e-5, 1.0e10)}
 SHORT_MAX, EAGER_MAX = 1024, 65536
@@ -67,6 +67,23 @@ def test_fit_profile_copies_missing_level_and_notes_it():
     assert prof.rate["inter_node", "rend"] == pytest.approx(1e10, rel=0.1)
 
 
+def test_compute_fit_recovers_parameters():
+    # Timings made by the simulator's compute model: c + max(flops / F, bytes / B), with F
+    # binding in cache (B there is the cache's, 10x memory's) and B streaming from memory.
+    c, F, B = 2e-8, 4e9, 1.5e10
+
+    def t(m, w, b):
+        return c + max(2.0 * m * w / F, 8.0 * (m * w + m + w) / b)
+
+    kernels = {"unit": c, "cache": [(m, w, t(m, w, 10 * B)) for m, w in CACHE_SHAPES],
+               "stream": [(m, w, t(m, w, B)) for m, w in STREAM_SHAPES]}
+    fit = fit_compute(kernels)
+    assert fit["call_overhead"] == c
+    assert fit["flop_rate"] == pytest.approx(F, rel=1e-9) and fit["bandwidth"] == pytest.approx(B, rel=1e-9)
+    with pytest.raises(ValueError, match="cannot fit"):
+        fit_compute({"unit": 1.0, "cache": [(8, 8, 0.5)], "stream": [(8, 8, 0.5)]})
+
+
 def test_calibrate_command(tmp_path):
     out, png = tmp_path / "here.toml", tmp_path / "fit.png"
     p = subprocess.run([sys.executable, "-m", "commsolve", "calibrate", "-np", "2", "--ppn", "1", "-o", str(out),
@@ -74,5 +91,8 @@ def test_calibrate_command(tmp_path):
     assert p.returncode == 0, p.stderr
     prof = load_profile(out)
     assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
+    # what the simulator needs: the posting overhead and the compute model, all measured
+    assert 0 < prof.overhead < 1e-4
+    assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7 and prof.compute["call_overhead"] > 0
     assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -4,9 +4,12 @@ Measurements (collective, :func:`measure`): ping-pong across message sizes betwe
 on-node and an off-node pair of ranks (nodes as the Topology says, so virtual nodes work);
 with several ranks per node and at least two nodes, an injection test with every rank of
 one node sending to a partner on another at once; the thesis' HighVolumePingPong
-(Algorithm 3.1) with matched and with reversed tags. Fits (pure functions, testable on
-synthetic data): alpha and R_b per protocol range by least squares on relative error,
-R_N from the injection test, gamma from the reversed-minus-matched times (eq. 3.1).
+(Algorithm 3.1) with matched and with reversed tags; for the simulator, the CPU time of
+posting a send (LogGP's o) and the solve's block kernel timed on every rank at once, in
+cache and streaming from memory. Fits (pure functions, testable on synthetic data): alpha
+and R_b per protocol range by least squares on relative error, R_N from the injection
+test, gamma from the reversed-minus-matched times (eq. 3.1), the compute model's call
+overhead, flop rate and bandwidth (:func:`fit_compute`).
 """
 
 from __future__ import annotations
@@ -17,13 +20,17 @@ import numpy as np
 
 from .profile import PROTOCOLS, MachineProfile
 
-__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_profile",
+__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_compute", "fit_profile",
            "plot_calibration"]
 
 SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB
 QUICK_SIZES = [1 << k for k in range(0, 21, 2)]
 HVPP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 HVPP_BYTES = 8
+# The solve's panel products (m, w) timed for the compute model, one right-hand side.
+CACHE_SHAPES = [(32, 8), (64, 16), (128, 32)]  # a working set of 256 KiB: in cache
+STREAM_SHAPES = [(64, 16), (128, 32), (512, 64)]  # a working set of 128 MiB: from memory
+CACHE_BYTES, STREAM_BYTES = 1 << 18, 1 << 27
 
 
 # ---- fitting ------------------------------------------------------------------------
@@ -104,6 +111,23 @@ def fit_gamma(counts, t_matched, t_reversed):
     return max(0.0, float(np.sum(extra * n2) / np.sum(n2 * n2)))
 
 
+def fit_compute(kernels):
+    """The simulator's compute model from kernel timings (:func:`measure`'s ``kernels``:
+    seconds per call of a 1 x 1 product and of the in-cache and streaming shapes):
+    call_overhead is the 1 x 1 call, flop_rate the median in-cache rate 2 m w / (t - c),
+    bandwidth the median streaming rate 8 (m w + m + w) / (t - c)."""
+    c = float(kernels["unit"])
+
+    def rates(rows, work):
+        vals = [work(m, w) / (t - c) for m, w, t in rows if t > c]
+        if not vals:
+            raise ValueError("kernel timings no slower than an empty call: cannot fit the compute model")
+        return float(np.median(vals))
+
+    return {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
+            "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c}
+
+
 def fit_profile(meas, name, short_max=None, eager_max=None):
     """A MachineProfile and a report of every fit from :func:`measure`'s result. Protocol
     thresholds not given are found from the timings (:func:`choose_thresholds`)."""
@@ -141,27 +165,27 @@ def fit_profile(meas, name, short_max=None, eager_max=None):
     gamma = fit_gamma(hv["counts"], hv["matched"], hv["reversed"]) if hv else 0.0
     report["gamma"] = gamma
     notes.append("delta (contention) not measurable on one machine: 0")
+    overhead = meas.get("overhead")
+    compute = fit_compute(meas["kernels"]) if "kernels" in meas else None
+    if compute is not None:
+        report["compute"] = compute
+    if overhead is not None:
+        report["overhead"] = overhead
     desc = f"calibrated {time.strftime('%Y-%m-%d')} on {meas.get('host', '?')}, {meas['nranks']} ranks, " \
            f"{meas['ppn']} per node; " + "; ".join(notes)
     prof = MachineProfile(name=name, alpha=alpha, rate=rate, injection=injection, short_max=short_max,
-                          eager_max=eager_max, gamma=gamma, delta=0.0, ppn=meas["ppn"], description=desc)
+                          eager_max=eager_max, gamma=gamma, delta=0.0, ppn=meas["ppn"], description=desc,
+                          overhead=overhead, compute=compute)
     return prof, report
 
 
 # ---- measuring (collective) ------------------------------------------------------------
 def _pingpong(comm, me, partner, first, size, reps):
-    """One-way time of a ``size``-byte message between ranks ``first`` and ``partner``."""
-    buf = np.zeros(max(size, 1), dtype=np.uint8)
-    view = [buf[:size], size, _mpi().BYTE]
-    t = time.perf_counter()
-    for _ in range(reps):
-        if me == first:
-            comm.Send(view, dest=partner, tag=1)
-            comm.Recv(view, source=partner, tag=1)
-        else:
-            comm.Recv(view, source=partner, tag=1)
-            comm.Send(view, dest=partner, tag=1)
-    return (time.perf_counter() - t) / (2 * reps)
+    """One-way time of a ``size``-byte message between ranks ``first`` and ``partner``,
+    timed in C++ (as the solves and halo exchanges send; mpi4py would add its own overhead)."""
+    from .. import _core
+
+    return _core.time_pingpong(comm.py2f(), partner, me == first, size, reps)
 
 
 def _mpi():
@@ -212,6 +236,22 @@ def _hvpp(comm, a, b, counts, reversed_tags, samples):
     return res
 
 
+def _kernels(comm, quick):
+    """Every rank times the solve's panel product at once (the memory bandwidth a rank gets
+    while its node's other ranks stream too); the mean over ranks of each timing."""
+    from .. import _core
+
+    least = 0.02 if quick else 0.1
+
+    def timed(m, w, working_set):
+        comm.Barrier()
+        t = _core.time_panel_products(m, w, 1, max(1, working_set // (8 * m * w)), least)
+        return comm.allreduce(t) / comm.size
+
+    return {"unit": timed(1, 1, 1 << 12), "cache": [(m, w, timed(m, w, CACHE_BYTES)) for m, w in CACHE_SHAPES],
+            "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES]}
+
+
 def measure(comm, topology, quick=False, progress=None):
     """Collective. Runs every calibration measurement; returns the same dict on all ranks."""
     import platform
@@ -225,7 +265,7 @@ def measure(comm, topology, quick=False, progress=None):
     ppn = topology.max_ppn
     inj_ok = inter is not None and ppn >= 2
     inj_sizes = [1 << k for k in range(14, 23, 2)]
-    total = len(sizes) * ((intra is not None) + (inter is not None)) + 2 + (len(inj_sizes) if inj_ok else 0)
+    total = len(sizes) * ((intra is not None) + (inter is not None)) + 4 + (len(inj_sizes) if inj_ok else 0)
     done = [0]
 
     def tick():
@@ -242,6 +282,12 @@ def measure(comm, topology, quick=False, progress=None):
                     "matched": _hvpp(comm, a, b, counts, False, samples)}
     tick()
     meas["hvpp"]["reversed"] = _hvpp(comm, a, b, counts, True, samples)
+    tick()
+    from .. import _core
+
+    meas["overhead"] = _core.time_send_overhead(comm.py2f(), a, b, 64, 8, samples)
+    tick()
+    meas["kernels"] = _kernels(comm, quick)
     tick()
     if inj_ok:
         src_node, dst_node = nodes[0], nodes[inter[1]]

@@ -13,7 +13,9 @@ CPU seconds at each end of a message) and a ``[compute]`` table: ``flop_rate`` (
 rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
 memory traffic) and ``call_overhead`` (seconds per kernel call).
 
-Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4). ``commsolve calibrate``
+Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4); ``cori-haswell`` and
+``perlmutter-cpu`` (the SC'23 paper's machines, with the simulator's fields; each figure's
+public source, or that it is an estimate, in a comment and in ``profiles/SOURCES.md``). ``commsolve calibrate``
 writes profiles of the machine it runs on.
 """
 

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "bindings/common.hpp"
-#include "sim/kernel_timing.hpp"
+#include "sim/timing.hpp"
 #include "sim/solve_sim.hpp"
 
 namespace commsolve::bindings {
@@ -98,6 +98,18 @@ void bind_sim(nb::module_& m) {
     return sim::time_panel_products(m_, w, nrhs, count, min_seconds);
   }, "m"_a, "w"_a, "nrhs"_a, "count"_a, "min_seconds"_a,
         "Seconds per call of the solve's panel product (m x w times w x nrhs) over `count` distinct panels.");
+  m.def("time_send_overhead", [](std::int64_t comm, int sender, int receiver, int count, int bytes, int reps) {
+    MPI_Comm c = comm_from_handle(comm);
+    nb::gil_scoped_release nogil;
+    return sim::time_send_overhead(c, sender, receiver, count, bytes, reps);
+  }, "comm"_a, "sender"_a, "receiver"_a, "count"_a, "bytes"_a, "reps"_a,
+        "Collective: the sender's CPU seconds per posted MPI_Isend (LogGP o), best of reps rounds.");
+  m.def("time_pingpong", [](std::int64_t comm, int partner, bool first, int bytes, int reps) {
+    MPI_Comm c = comm_from_handle(comm);
+    nb::gil_scoped_release nogil;
+    return sim::time_pingpong(c, partner, first, bytes, reps);
+  }, "comm"_a, "partner"_a, "first"_a, "bytes"_a, "reps"_a,
+        "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it).");
   m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                              In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                              const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,

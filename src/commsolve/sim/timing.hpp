@@ -1,0 +1,27 @@
+// Micro-benchmarks that calibrate the simulator on this machine (commsolve calibrate): the
+// triangular solve's dense block kernel (CpuKernels::lower_panel, the product of an m x w
+// panel with w x nrhs values, which dominates a solve's arithmetic) for the compute model,
+// the CPU time of posting a message for the network model's overhead o, and ping-pong for
+// latency and rate (in C++, as the solves send: mpi4py adds about a microsecond a message).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace commsolve::sim {
+
+// Seconds per call, cycling through `count` distinct panels (a working set that stays in
+// cache or streams from memory), the best of three runs of at least `min_seconds` each.
+double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_t count, double min_seconds);
+
+// Collective over `comm`. Rank `sender` posts `count` nonblocking sends of `bytes` bytes to
+// `receiver`, whose receives are already posted; returns, on every rank, the sender's CPU
+// seconds per posted send (LogGP's o at the sending end), the best of `reps` rounds.
+double time_send_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int reps);
+
+// One-way seconds of a `bytes`-byte message between this rank and `partner` (`first` sends
+// first), averaged over `reps` round trips. Only the two ranks call it.
+double time_pingpong(MPI_Comm comm, int partner, bool first, int bytes, int reps);
+
+}  // namespace commsolve::sim

@@ -1,0 +1,211 @@
+"""The discrete-event simulator: tiny schedules whose times are worked out by hand from the
+model's parameters, what goes through the simulated network equal to the plans' statistics,
+and clear errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import commsolve as cs
+from commsolve import gallery
+from commsolve.direct import ALGORITHMS, symbolic
+from commsolve.model.profile import ProfileError, load_profile
+from commsolve.topology import make_topology
+from commsolve.workloads import SupernodalStructure, sptrsv3d_stats
+
+ALPHA, RATE, O = 2.0e-6, 1.0e9, 0.3e-6  # intra-node short messages; overhead o per message end
+MSG = 16  # bytes of a one-value solve message: the key (8) and the value (8)
+
+
+def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True):
+    """Every intra-node protocol with ALPHA and RATE (inter-node 10x slower); compute free by
+    default, so that a schedule's time is its messages' alone."""
+    lines = ['name = "handmade"', "short_max = 512", "eager_max = 8192", "gamma = 0.0", "delta = 0.0", "ppn = 64",
+             f"overhead = {overhead!r}", "[intra_node]"]
+    lines += [f"{p} = {{ alpha = {ALPHA!r}, rate = {RATE!r} }}" for p in ("short", "eager", "rend")]
+    lines += ["[inter_node]"] + [f"{p} = {{ alpha = {10 * ALPHA!r}, rate = {RATE / 10!r} }}"
+                                 for p in ("short", "eager", "rend")]
+    if compute:
+        lines += ["[compute]", f"flop_rate = {flop_rate!r}", f"bandwidth = {bandwidth!r}",
+                  f"call_overhead = {call_overhead!r}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def profile(tmp_path):
+    path = tmp_path / "handmade.toml"
+    path.write_text(profile_text())
+    return load_profile(str(path))
+
+
+def structure(n, below):
+    """Width-1 supernodes 0..n-1; ``below[s]``: the rows of L under supernode s."""
+    rows_ptr = np.cumsum([0] + [len(below.get(s, ())) for s in range(n)]).astype(np.int64)
+    rows = np.array([r for s in range(n) for r in sorted(below.get(s, ()))], np.int32)
+    return SupernodalStructure(perm=np.arange(n, dtype=np.int32), parent=np.full(n, -1, np.int32),
+                               sn_start=np.arange(n + 1, dtype=np.int64), rows_ptr=rows_ptr, rows=rows,
+                               nnz_L=n + rows.size)
+
+
+def simulate(S, grid, profile, tree="flat", **options):
+    P = int(np.prod(grid))
+    sched = cs.sim.solve_schedule(S, grid, "2d", tree=tree, distribute_rhs=False, **options)
+    return cs.sim.simulate(sched, make_topology(nodes=[0] * P, size=P), profile), sched
+
+
+def test_chain_is_four_hops(profile):
+    # L(1,0), L(2,1) on a 1x2 grid: column k on rank k mod 2, so the lower solve passes a
+    # partial sum 0 -> 1 -> 0 and the upper solve (U = L^T) 0 -> 1 -> 0: four messages in a
+    # row, each alpha + s / R after the last (o at both ends is inside alpha).
+    r, _ = simulate(structure(3, {0: [1], 1: [2]}), (1, 2, 1), profile)
+    assert r.predicted_s == pytest.approx(4 * (ALPHA + MSG / RATE), rel=1e-9)
+    assert int(r.messages[:, 0].sum()) == 4
+    assert [h[0] for h in r.critical_path] == [0, 1, 0, 1, 0]  # back from the last receiver
+
+
+def test_flat_broadcast(profile):
+    # L(1,0), L(2,0), L(3,0) on a 4x1 grid: column 0's blocks on ranks 1..3 (row mod 4). The
+    # lower solve broadcasts x0 from rank 0 to three ranks (o apart); each then solves its own
+    # unknown and, in the upper solve, sends it back to rank 0, which holds U(0, 1..3). The
+    # last of the three returns at 3o + (alpha + s/R - o) + o + (alpha + s/R - o) ... worked
+    # out: rank 0 ends at 2 alpha + 2 s/R + 2 o.
+    r, _ = simulate(structure(4, {0: [1, 2, 3]}), (4, 1, 1), profile)
+    assert r.predicted_s == pytest.approx(2 * (ALPHA + MSG / RATE) + 2 * O, rel=1e-9)
+    assert int(r.messages[:, 0].sum()) == 6
+
+
+def test_flat_reduction(profile):
+    # L(3,0), L(3,1), L(3,2) on a 1x4 grid: columns on ranks 0..2 each send a partial sum of
+    # row 3 to rank 3 at once (arriving alpha + s/R - o after time 0; rank 3 pays o for each),
+    # which solves x3 and, holding U(0..2, 3), sends three partial sums back o apart.
+    r, _ = simulate(structure(4, {0: [3], 1: [3], 2: [3]}), (1, 4, 1), profile)
+    assert r.predicted_s == pytest.approx(2 * (ALPHA + MSG / RATE) + 4 * O, rel=1e-9)
+    assert int(r.messages[:, 0].sum()) == 6
+
+
+def test_compute_priced_by_flops_bytes_and_calls(tmp_path):
+    # One rank, one supernode of width 1: the lower and upper diagonal solves are one call
+    # each (2 w^2 flops, 8 (w^2 + 2 w) bytes), so with a slow flop rate the time is 2 (c + 2 / F).
+    path = tmp_path / "slow.toml"
+    path.write_text(profile_text(flop_rate=1e3, bandwidth=1e30, call_overhead=1e-3))
+    r, _ = simulate(structure(1, {}), (1, 1, 1), load_profile(str(path)))
+    assert r.predicted_s == pytest.approx(2 * (1e-3 + 2 / 1e3), rel=1e-9)
+    assert r.breakdown()["fp_s"] == pytest.approx(r.predicted_s, rel=1e-12)
+
+
+def test_inter_node_messages_use_inter_node_figures(profile):
+    S = structure(3, {0: [1], 1: [2]})
+    sched = cs.sim.solve_schedule(S, (1, 2, 1), "2d", tree="flat", distribute_rhs=False)
+    r = cs.sim.simulate(sched, make_topology(nodes=[0, 1], size=2), profile)
+    assert r.predicted_s == pytest.approx(4 * (10 * ALPHA + MSG / (RATE / 10)), rel=1e-9)
+
+
+@pytest.mark.parametrize("grid,algorithm,allreduce", [
+    ((2, 2, 1), "2d", "packed"), ((1, 3, 1), "2d", "packed"), ((2, 2, 2), "3d-baseline", "packed"),
+    ((2, 1, 4), "3d-baseline", "packed"), ((2, 2, 2), "3d", "packed"), ((2, 2, 2), "3d", "per-supernode"),
+    ((1, 2, 4), "3d", "packed"), ((1, 1, 8), "3d", "per-supernode")])
+@pytest.mark.parametrize("distribute_rhs", [False, True])
+def test_simulated_traffic_equals_the_plan(profile, grid, algorithm, allreduce, distribute_rhs):
+    """Every message the simulated ranks send and receive, per rank and step, intra and
+    inter node, equals the planned statistics of the MPI solve (which the MPI tests check
+    against Open MPI's own counters)."""
+    A = gallery.poisson2d9(24)
+    S = symbolic(A, grid[2])
+    sched = cs.sim.solve_schedule(S, grid, algorithm, allreduce=allreduce, distribute_rhs=distribute_rhs)
+    P = sched.nranks
+    topo = make_topology(nodes=[r // 3 for r in range(P)], size=P)
+    r = cs.sim.simulate(sched, topo, profile)
+    planned = sptrsv3d_stats(S, grid, algorithm, "binary", topo, forests=sched.forests, allreduce=allreduce,
+                             distribution=sched.distribution)
+    assert len(r.recorded) == len(planned) == P
+    for got, want in zip(r.recorded, planned):
+        np.testing.assert_array_equal(got.array, want.array)
+    assert int(r.messages[:, 0].sum()) == sum(int(s.array[:, :2].sum()) for s in planned) > 0
+    assert np.isfinite(r.predicted_s) and r.predicted_s > 0
+    per = r.per_rank()  # the categories add up to the predicted time on every rank
+    np.testing.assert_allclose(sum(per.values()), r.predicted_s, rtol=1e-9)
+
+
+def test_more_right_hand_sides_take_longer(profile):
+    S = symbolic(gallery.poisson2d9(24))
+    t = [cs.sim.simulate(cs.sim.solve_schedule(S, (2, 2, 1), "2d", nrhs=k), make_topology(nodes=[0] * 4, size=4),
+                         profile).predicted_s for k in (1, 8)]
+    assert t[1] > t[0] > 0
+
+
+def test_profile_without_compute_is_refused(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(profile_text(compute=False))
+    with pytest.raises(ProfileError, match=r"no \[compute\]"):
+        cs.sim.simulation_profile(str(path))
+    with pytest.raises(ProfileError, match=r"no \[compute\]"):
+        cs.sim.simulation_profile("bluewaters")
+
+
+def test_bad_compute_fields(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(profile_text(flop_rate=-1.0))
+    with pytest.raises(ProfileError, match="flop_rate"):
+        load_profile(str(path))
+    path.write_text(profile_text().replace("call_overhead = 0.0", 'call_overhead = "x"'))
+    with pytest.raises(ProfileError, match="call_overhead"):
+        load_profile(str(path))
+
+
+def test_profile_round_trip_keeps_simulator_fields(tmp_path, profile):
+    path = tmp_path / "again.toml"
+    profile.save(str(path))
+    again = load_profile(str(path))
+    assert again.overhead == profile.overhead and again.compute == profile.compute
+
+
+@pytest.mark.parametrize("name", ["cori-haswell", "perlmutter-cpu"])
+def test_bundled_machine_profiles_simulate(name):
+    prof = cs.sim.simulation_profile(name)
+    assert prof.compute["flop_rate"] > 0 and prof.overhead > 0 and prof.ppn > 1
+
+
+def test_schedule_and_topology_must_agree(profile):
+    sched = cs.sim.solve_schedule(structure(3, {0: [1], 1: [2]}), (1, 2, 1), "2d")
+    with pytest.raises(ValueError, match="topology has 3 ranks"):
+        cs.sim.simulate(sched, make_topology(nodes=[0, 0, 0], size=3), profile)
+    with pytest.raises(ValueError, match="2d solve runs on a Px x Py x 1 grid"):
+        cs.sim.solve_schedule(structure(3, {}), (1, 1, 2), "2d")
+    with pytest.raises(TypeError, match="SolveSchedule"):
+        cs.sim.simulate("not a schedule", make_topology(nodes=[0], size=1), profile)
+
+
+def cli(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_simulate_json_and_plots(tmp_path):
+    p = cli("simulate", "--gen", "poisson2d9:40", "--grid", "2x2x2", "--profile", "cori-haswell", "--json",
+            "--plot", str(tmp_path / "b.png"), "--timeline", str(tmp_path / "t.png"))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert set(r["algorithms"]) == {"2d", "3d-baseline", "3d"} and r["nranks"] == 8
+    assert r["algorithms"]["2d"]["grid"] == [2, 4, 1]
+    for a in r["algorithms"].values():
+        assert a["predicted_s"] > 0
+        assert sum(a["breakdown"].values()) == pytest.approx(a["predicted_s"], rel=1e-9)
+    assert r["fastest"] in ALGORITHMS
+    assert (tmp_path / "b.png").stat().st_size > 0 and (tmp_path / "t.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--grid", "2x2x3"], "power of two"),
+    (["--grid", "2x2x2", "--algorithm", "4d"], "unknown solve algorithm"),
+    (["--grid", "2x2x2", "--profile", "bluewaters"], r"no \[compute\]"),
+    (["--grid", "2x2x2", "--profile", "nosuch"], "nosuch"),
+    (["--grid", "32x32x1", "--timeline", "t.png"], "unreadable"),
+])
+def test_cli_simulate_errors(args, message):
+    p = cli("simulate", "--gen", "poisson2d9:16", *args)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    assert __import__("re").search(message, p.stderr), p.stderr
