@@ -182,6 +182,8 @@ def forest_partition(structure, pz, method="nd", imbalance=0.2):
     pz = int(pz)
     if pz < 1 or pz & (pz - 1):
         raise ValueError(f"Pz must be a power of two, got {pz}")
+    if pz == 1:  # one layer: every supernode in the one forest, whatever the ordering
+        return np.zeros(structure.nsuper, np.int32)
     if method == "greedy":
         return _core.greedy_forests(*structure.core_arrays(), pz, float(imbalance))
     if method != "nd":

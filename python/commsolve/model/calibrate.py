@@ -180,12 +180,17 @@ def fit_profile(meas, name, short_max=None, eager_max=None):
 
 
 # ---- measuring (collective) ------------------------------------------------------------
+ENGINE_POSTED = 64  # any-source receives the solves' message engine keeps posted (trees/engine.hpp)
+
+
 def _pingpong(comm, me, partner, first, size, reps):
     """One-way time of a ``size``-byte message between ranks ``first`` and ``partner``,
-    timed in C++ (as the solves and halo exchanges send; mpi4py would add its own overhead)."""
+    timed in C++ and sent as commsolve's message engine sends (MPI_Isend; any-source
+    receives completed by MPI_Waitany): about 0.4 us more a message than MPI_Send/MPI_Recv
+    here, which mpi4py would hide under its own microsecond."""
     from .. import _core
 
-    return _core.time_pingpong(comm.py2f(), partner, me == first, size, reps)
+    return _core.time_pingpong(comm.py2f(), partner, me == first, size, reps, ENGINE_POSTED)
 
 
 def _mpi():

@@ -9,9 +9,9 @@ the schedule of a 2D or 3D triangular solve.
 """
 
 from .models import compute_model, network_model, simulation_profile
-from .solve import CATEGORIES, SimResult, SolveSchedule, simulate_solve, solve_schedule
+from .solve import CATEGORIES, SimResult, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
-__all__ = ["simulate", "simulate_solve", "solve_schedule", "SolveSchedule", "SimResult", "CATEGORIES",
+__all__ = ["simulate", "simulate_solve", "solve_schedule", "schedule_of", "SolveSchedule", "SimResult", "CATEGORIES",
            "network_model", "compute_model", "simulation_profile"]
 
 

@@ -15,7 +15,7 @@ from ..stats import CommStats
 from ..workloads import forest_partition
 from .models import compute_model, network_model, simulation_profile
 
-__all__ = ["SolveSchedule", "SimResult", "CATEGORIES", "solve_schedule", "simulate_solve"]
+__all__ = ["SolveSchedule", "SimResult", "CATEGORIES", "solve_schedule", "schedule_of", "simulate_solve"]
 
 # What a rank's time goes to (C++ sim::Category); "idle" also takes the time between a
 # rank's finish and the slowest rank's.
@@ -68,6 +68,16 @@ def solve_schedule(structure, grid, algorithm="3d", partition="nd", forests=None
         orders = (np.asarray(structure.perm, np.int32),) * 2
     return SolveSchedule(structure, (px, py, pz), np.asarray(forests, np.int32), algorithm, tree, allreduce, int(nrhs),
                          int(seed), int(flat_threshold), dist, *orders)
+
+
+def schedule_of(solver, nrhs=1):
+    """The schedule a :class:`commsolve.direct.DistributedLU` runs with its current options:
+    its structure, grid, forests, row and column orders and distribution of b and x."""
+    o = solver._options
+    return SolveSchedule(solver.structure, tuple(solver.grid), np.asarray(solver.forests, np.int32), o["algorithm"],
+                         o["tree"], o["allreduce"], int(nrhs), int(o["seed"]), int(o["flat_threshold"]),
+                         solver.distribution, np.asarray(solver.row_order, np.int32),
+                         np.asarray(solver.col_order, np.int32))
 
 
 @dataclass

@@ -104,12 +104,20 @@ void bind_sim(nb::module_& m) {
     return sim::time_send_overhead(c, sender, receiver, count, bytes, reps);
   }, "comm"_a, "sender"_a, "receiver"_a, "count"_a, "bytes"_a, "reps"_a,
         "Collective: the sender's CPU seconds per posted MPI_Isend (LogGP o), best of reps rounds.");
-  m.def("time_pingpong", [](std::int64_t comm, int partner, bool first, int bytes, int reps) {
+  m.def("time_receive_overhead", [](std::int64_t comm, int sender, int receiver, int count, int bytes, int posted,
+                                    int reps) {
     MPI_Comm c = comm_from_handle(comm);
     nb::gil_scoped_release nogil;
-    return sim::time_pingpong(c, partner, first, bytes, reps);
-  }, "comm"_a, "partner"_a, "first"_a, "bytes"_a, "reps"_a,
-        "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it).");
+    return sim::time_receive_overhead(c, sender, receiver, count, bytes, posted, reps);
+  }, "comm"_a, "sender"_a, "receiver"_a, "count"_a, "bytes"_a, "posted"_a, "reps"_a,
+        "Collective: the receiver's CPU seconds per message taken as the solve's engine takes them.");
+  m.def("time_pingpong", [](std::int64_t comm, int partner, bool first, int bytes, int reps, int posted) {
+    MPI_Comm c = comm_from_handle(comm);
+    nb::gil_scoped_release nogil;
+    return sim::time_pingpong(c, partner, first, bytes, reps, posted);
+  }, "comm"_a, "partner"_a, "first"_a, "bytes"_a, "reps"_a, "posted"_a = 0,
+        "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it); "
+        "posted > 0: sent and received as commsolve's engines do (Isend; any-source receives, Waitany).");
   m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                              In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                              const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,

@@ -20,8 +20,16 @@ double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_
 // seconds per posted send (LogGP's o at the sending end), the best of `reps` rounds.
 double time_send_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int reps);
 
+// Collective over `comm`. `sender` sends `count` messages of `bytes` bytes to `receiver`,
+// which, once they have all arrived, takes them as the solve's message engine does (`posted`
+// any-source receives, MPI_Waitany, the slot reposted); returns, on every rank, the
+// receiver's CPU seconds per message (the overhead o at the receiving end), best of `reps`.
+double time_receive_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int posted, int reps);
+
 // One-way seconds of a `bytes`-byte message between this rank and `partner` (`first` sends
-// first), averaged over `reps` round trips. Only the two ranks call it.
-double time_pingpong(MPI_Comm comm, int partner, bool first, int bytes, int reps);
+// first), averaged over `reps` round trips. Only the two ranks call it. With `posted` > 0
+// each side sends as commsolve's message engines do: MPI_Isend, and `posted` any-source
+// receives kept posted and completed by MPI_Waitany; with 0, MPI_Send and MPI_Recv.
+double time_pingpong(MPI_Comm comm, int partner, bool first, int bytes, int reps, int posted = 0);
 
 }  // namespace commsolve::sim
