@@ -209,3 +209,59 @@ def test_cli_simulate_errors(args, message):
     assert p.returncode != 0
     assert "Traceback" not in p.stderr
     assert __import__("re").search(message, p.stderr), p.stderr
+
+
+def test_candidate_grids():
+    from commsolve.sim.study import candidate_grids
+
+    grids = candidate_grids(64)
+    assert all(px * py * pz == 64 and px <= py <= 4 * px and pz & (pz - 1) == 0 and pz <= 32
+               for px, py, pz in grids)
+    assert {(8, 8, 1), (4, 8, 2), (4, 4, 4), (2, 4, 8), (2, 2, 16), (1, 2, 32)} <= set(grids)
+    assert candidate_grids(6) == [(2, 3, 1), (1, 3, 2)]  # 6 = 2 x 3; 3 ranks per layer: 1 x 3 (squarest)
+    assert candidate_grids(1) == [(1, 1, 1)]
+
+
+def test_rank_grids_orders_by_the_simulated_time(profile):
+    from commsolve.sim.study import candidate_grids, rank_grids
+
+    S = symbolic(gallery.poisson2d9(32), 8)
+    topo = make_topology(nodes=[r // 4 for r in range(8)], size=8)
+    ranking = rank_grids(S, topo, profile)
+    times = [r["predicted_s"] for r in ranking]
+    assert times == sorted(times) and len(ranking) == sum(1 if g[2] == 1 else 2 for g in candidate_grids(8))
+    best = ranking[0]  # the same time when that configuration is simulated on its own
+    sched = cs.sim.solve_schedule(S, best["grid"], best["algorithm"])
+    assert cs.sim.simulate(sched, topo, profile).predicted_s == pytest.approx(best["predicted_s"], rel=1e-12)
+
+
+def test_cli_simulate_auto_ranks_every_grid():
+    p = cli("simulate", "--gen", "poisson2d9:32", "--grid", "auto", "--procs", "8", "--profile", "cori-haswell",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    # 2x4x1 (2d); 2x2x2, 1x4x2, 1x2x4 and 1x1x8 (3d-baseline and 3d each)
+    assert r["best"] == r["ranking"][0] and len(r["ranking"]) == 9
+    assert all(a["predicted_s"] <= b["predicted_s"] for a, b in zip(r["ranking"], r["ranking"][1:]))
+    for args, message in ((["--grid", "auto"], "--grid auto needs --procs"),
+                          (["--grid", "2x2x2", "--procs", "8"], "--procs goes with --grid auto")):
+        p = cli("simulate", "--gen", "poisson2d9:16", *args)
+        assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_sptrsv_grid_auto_runs_the_fastest_predicted(tmp_path):
+    from commsolve.launch import mpi_env
+
+    path = tmp_path / "handmade.toml"
+    path.write_text(profile_text(flop_rate=4e9, bandwidth=1e10, call_overhead=2e-8))
+    p = subprocess.run([sys.executable, "-m", "commsolve", "sptrsv", "--gen", "poisson2d9:40", "-np", "2", "--grid",
+                        "auto", "--profile", str(path), "--repeat", "2", "--json"], capture_output=True, text=True,
+                       timeout=300, env=mpi_env(2))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    best = r["grid_ranking"][0]
+    assert r["grid"] == best["grid"] and r["algorithm"] == best["algorithm"]
+    assert {tuple(q["grid"]) for q in r["grid_ranking"]} == {(1, 2, 1), (1, 1, 2)}
+    assert r["backward_error"] <= 1e-10 and r["stats_recorded_equal_planned"]
+    p = cli("sptrsv", "--gen", "poisson2d9:16", "--grid", "auto")
+    assert p.returncode == 2 and "--grid auto needs --profile" in p.stderr

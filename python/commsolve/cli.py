@@ -215,7 +215,10 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")
 @click.option("--grid", default=None,
               help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
-              "squarest 2D grid, P <= Q).")
+              "squarest 2D grid, P <= Q); 'auto': the grid and algorithm the simulator predicts fastest "
+              "with --profile.")
+@click.option("--profile", default=None,
+              help="With --grid auto: the machine profile to simulate with (commsolve calibrate writes one).")
 @click.option("--algorithm", type=click.Choice(["2d", "3d-baseline", "3d"]), default=None,
               help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19) or 3d (SC'23) [default: 2d if Pz = 1, else 3d].")
 @click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
@@ -242,13 +245,16 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: _tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
-def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
+def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
            relax_subtree, ppn, equil, row_perm, replace_tiny, refine, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
     the solve's communication per rank inside the grids (XY) and between them (Z)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    if (grid is not None and grid.strip().lower() == "auto") != (profile is not None):
+        raise click.UsageError("--grid auto needs --profile (a machine profile to simulate with; 'commsolve "
+                               "calibrate' writes one), and --profile goes with --grid auto")
     _relaunch_or_check(nprocs)
     from mpi4py import MPI
 
@@ -257,7 +263,8 @@ def sptrsv(gen, matrix, nprocs, grid, algorithm, partition, allreduce, tree, nrh
     result = _guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
                       repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                       algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
-                      replace_tiny=replace_tiny, refine=refine, progress=_progress(not as_json, desc="solve"))
+                      replace_tiny=replace_tiny, refine=refine, profile=profile,
+                      progress=_progress(not as_json, desc="solve"))
     if result is not None:
         click.echo(_json(result) if as_json else format_sptrsv(result))
         if not result["backward_error"] <= tol:  # NaN fails too
@@ -414,7 +421,8 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:2048.")
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
 @click.option("--grid", required=True, help="Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on the "
-              "squarest 2D grid of as many ranks).")
+              "squarest 2D grid of as many ranks); 'auto' ranks every grid of --procs ranks.")
+@click.option("--procs", type=click.IntRange(1), default=None, help="With --grid auto: the number of ranks.")
 @click.option("--algorithm", default="2d,3d-baseline,3d", show_default=True,
               help="Comma-separated solve algorithms.")
 @click.option("--profile", default="cori-haswell", show_default=True,
@@ -436,13 +444,22 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--timeline", type=click.Path(dir_okay=False),
               help="PNG: Gantt chart of every rank (small runs only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def simulate(gen, matrix, grid, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode, seed,
+def simulate(gen, matrix, grid, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode, seed,
              flat_threshold, plot, timeline, as_json):
     """Predict the 2D and 3D triangular solves at scale: every rank's schedule (the one the
     MPI solve runs) replayed by a discrete-event simulator with a machine profile's network
-    and compute models; predicted time, per-rank breakdown, critical path."""
+    and compute models; predicted time, per-rank breakdown, critical path. With --grid auto
+    --procs N, every grid of N ranks (Pz a power of two up to 32, Px <= Py <= 4 Px) and
+    algorithm, fastest first."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    if (grid.lower() == "auto") != (procs is not None):
+        raise click.UsageError("--grid auto needs --procs" if procs is None else "--procs goes with --grid auto")
+    if grid.lower() == "auto":
+        if plot or timeline:
+            raise click.UsageError("--plot and --timeline show one grid: simulate the chosen grid with them")
+        return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
+                              max_supernode, seed, flat_threshold, as_json)
     _check_plot_path(plot)
     _check_plot_path(timeline, "--timeline")
     from tqdm import tqdm
@@ -478,6 +495,50 @@ def simulate(gen, matrix, grid, algorithm, profile, ppn, nrhs, tree, partition, 
     if timeline:
         plot_timeline(results, timeline, title)
     click.echo(_json(out) if as_json else format_simulation(out, name))
+
+
+def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode,
+                   seed, flat_threshold, as_json):
+    from tqdm import tqdm
+
+    from . import gallery, trees
+    from .direct import ALGORITHMS, symbolic
+    from .io import mmread
+    from .sim import simulation_profile
+    from .sim.study import MAX_AUTO_PZ, MAX_SIM_RANKS, candidate_grids, format_ranking, rank_grids
+    from .topology import make_topology
+
+    algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
+    try:
+        for a in algorithms:
+            if a not in ALGORITHMS:
+                raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
+        trees.check_shape(tree)
+        if procs > MAX_SIM_RANKS:
+            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's schedule at once, at most "
+                             f"{MAX_SIM_RANKS:,}")
+        prof = simulation_profile(profile)
+        ppn = ppn or prof.ppn
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        options = {} if max_supernode is None else {"max_supernode": max_supernode}
+        S = symbolic(A, min(MAX_AUTO_PZ, 1 << (procs.bit_length() - 1)), **options)
+        topo = make_topology(nodes=[r // ppn for r in range(procs)], size=procs)
+        with tqdm(total=len(candidate_grids(procs)), desc="grids", leave=False, file=sys.stderr, disable=None) as bar:
+            ranking = rank_grids(S, topo, prof, algorithms, tree=tree, partition=partition, allreduce=allreduce,
+                                 nrhs=nrhs, seed=seed, flat_threshold=flat_threshold, progress=lambda _: bar.update())
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    name = gen or str(matrix)
+    out = {"matrix": name, "nranks": procs, "ppn": ppn, "profile": prof.name, "tree": tree, "best": ranking[0],
+           "ranking": ranking}
+    if as_json:
+        click.echo(_json(out))
+        return
+    click.echo(f"{name}: {int(S.sn_start[-1]):,} rows on {procs:,} ranks, {ppn} per node, profile {prof.name}; "
+               f"{len(ranking)} configurations simulated")
+    click.echo(format_ranking(ranking))
+    b = ranking[0]
+    click.echo(f"best: --grid {'x'.join(map(str, b['grid']))} --algorithm {b['algorithm']}")
 
 
 def format_calibration(prof, report, path):

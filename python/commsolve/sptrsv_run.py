@@ -29,18 +29,21 @@ def _sent(stats, steps):
 
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1, repeat=5, ppn=None,
                max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
-               equil=True, row_perm="mc64", replace_tiny=False, refine=True, progress=None):
+               equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
     """Collective. Rank 0 builds (or reads) the matrix; it is factored (static pivoting as
     ``equil``, ``row_perm``, ``replace_tiny`` say) and spread over the grid; b (distributed by
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
-    median over repeats; iterative refinement, if ``refine``, timed apart). Returns a result
-    dict on rank 0, None elsewhere."""
+    median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:
+    the grid and algorithm the simulator predicts fastest with ``profile`` (the ranking is in
+    the result). Returns a result dict on rank 0, None elsewhere."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
     if nrhs < 1 or repeat < 1:
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
-    px, py, pz = run_agreed(comm, parse_grid, grid, comm.size)
+    auto = isinstance(grid, str) and grid.strip().lower() == "auto"
+    if not auto:
+        grid = run_agreed(comm, parse_grid, grid, comm.size)
 
     def build():  # on rank 0 only; a bad spec or file is an error on every rank
         if comm.rank != 0:
@@ -48,9 +51,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         return parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
 
     A = run_agreed(comm, build)
-    solver = factor(A, comm, grid=(px, py, pz), tree=tree, algorithm=algorithm, partition=partition,
+    solver = factor(A, comm, grid=grid, tree=tree, algorithm=algorithm, partition=partition,
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
-                    equil=equil, row_perm=row_perm, replace_tiny=replace_tiny)
+                    equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile)
+    px, py, pz = solver.grid
     n, dist = solver.shape[0], solver.distribution
     B = None
     if comm.rank == 0:
@@ -92,6 +96,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "partition": solver.partition if pz > 1 else None,
         "allreduce": solver.allreduce if pz > 1 else None,
         "tree": tree,
+        "grid_ranking": solver.grid_ranking,
         "nrhs": nrhs,
         "repeat": repeat,
         "nnz_LU": int(solver.nnz_LU),
@@ -129,8 +134,13 @@ def format_sptrsv(r):
     """The text report of :func:`run_sptrsv`'s result."""
     f = r["factor_s"]
     grid = "x".join(map(str, r["grid"]))
+    ranking = r.get("grid_ranking")
     lines = [
         f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros",
+        *([f"grid auto   {len(ranking)} configurations simulated; chosen {'x'.join(map(str, ranking[0]['grid']))} "
+           f"{ranking[0]['algorithm']} (predicted {ranking[0]['predicted_s'] * 1e3:.3f} ms), next: "
+           + ", ".join(f"{'x'.join(map(str, q['grid']))} {q['algorithm']} {q['predicted_s'] * 1e3:.3f} ms"
+                       for q in ranking[1:4])] if ranking else []),
         f"layout      {r['nranks']} rank{'s' if r['nranks'] > 1 else ''}, grid {grid}, algorithm {r['algorithm']}, "
         f"tree {r['tree']}, nrhs {r['nrhs']}"
         + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),

@@ -133,7 +133,7 @@ class _Residual:
 
 
 def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition="nd", allreduce="packed",
-           distribution=None, topology=None, seed=0, flat_threshold=8, root=0, **lu_options):
+           distribution=None, topology=None, seed=0, flat_threshold=8, root=0, profile=None, **lu_options):
     """Collective on ``comm``. Factor ``A`` (a scipy matrix on rank ``root``, other ranks may
     pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as
     :class:`SparseLU` does (``lu_options`` are its options: static pivoting, ordering), then
@@ -150,15 +150,34 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
     SC'23 paper describes) or ``"per-supernode"`` (as SuperLU_DIST sends them);
     ``distribution``: how b and x are distributed by rows (default: a ParCSR's row
     distribution, else contiguous blocks); ``topology``: a Topology, an int (virtual
-    processes per node) or None (the real nodes of ``comm``). Every rank must pass the same
-    options (checked). A is kept distributed by rows for the residuals of iterative
+    processes per node) or None (the real nodes of ``comm``). ``grid="auto"`` (with a machine
+    ``profile`` that has the simulator's fields, e.g. one ``commsolve calibrate`` wrote):
+    after the symbolic analysis, every candidate grid of ``comm.size`` ranks and every
+    algorithm (or the given one) is simulated on ``topology`` (:func:`commsolve.sim.study.rank_grids`)
+    and the fastest is used; the ranking is kept in ``solver.grid_ranking``. Every rank must
+    pass the same options (checked). A is kept distributed by rows for the residuals of iterative
     refinement. Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
     raised on every rank.
     """
     MPI = mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
 
+    auto = isinstance(grid, str) and grid.strip().lower() == "auto"
+
     def check():
+        if auto:
+            from ..sim import simulation_profile
+
+            if profile is None:
+                raise ValueError("grid='auto' needs a machine profile (profile=...; 'commsolve calibrate' writes "
+                                 "one for this machine)")
+            simulation_profile(profile)
+            _check_choice(algorithm or "3d", ALGORITHMS, "solve algorithm")
+            check_shape(tree)
+            _check_choice(allreduce, ALLREDUCE, "allreduce variant")
+            _check_choice(partition, PARTITIONS, "forest partition")
+            return (0, 0, _auto_max_pz(comm.size)), dict(algorithm=algorithm, tree=tree, seed=int(seed),
+                                                         flat_threshold=int(flat_threshold), allreduce=allreduce)
         px, py, pz = parse_grid(grid, comm.size)
         o = _check_solve_options(dict(algorithm=("2d" if pz == 1 else "3d") if algorithm is None else algorithm,
                                       tree=tree, seed=int(seed), flat_threshold=int(flat_threshold),
@@ -169,7 +188,7 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
         return (px, py, pz), o
 
     (px, py, pz), options = run_agreed(comm, check)
-    agree_on(comm, "factor options", ((px, py, pz), tuple(sorted(options.items())), partition, root,
+    agree_on(comm, "factor options", ((px, py, pz), tuple(sorted(options.items())), partition, root, _describe(profile),
                                       _describe(topology), _describe(distribution),
                                       tuple(sorted((k, _describe(v)) for k, v in lu_options.items()))))
     row_source = A
@@ -186,16 +205,26 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
             raise ValueError(f"the matrix must be given on the root rank ({root})")
         lu = SparseLU(A, **lu_options)
         t0 = time.perf_counter()
-        forests = forest_partition(lu.structure, pz, partition)
-        lu.ordering_seconds += time.perf_counter() - t0
-        return lu, forests
+        ranking = None
+        if auto:
+            from ..sim.study import rank_grids
 
-    lu, forests = run_agreed(comm, serial_factor) or (None, None)
+            ranking = rank_grids(lu.structure, topo, profile, [algorithm] if algorithm else ALGORITHMS, tree=tree,
+                                 partition=partition, allreduce=allreduce, seed=seed, flat_threshold=flat_threshold,
+                                 max_pz=pz)
+        best_pz = ranking[0]["grid"][2] if ranking else pz
+        forests = forest_partition(lu.structure, best_pz, partition)
+        lu.ordering_seconds += time.perf_counter() - t0
+        return lu, forests, ranking
+
+    lu, forests, ranking = run_agreed(comm, serial_factor) or (None, None, None)
     t0 = time.perf_counter()
     info = comm.bcast(None if lu is None else (
         lu.structure, forests, lu.shape, lu.nnz_LU, lu.ordering_seconds, lu.numeric_seconds, lu.tiny_pivots_replaced,
-        lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32)), root=root)
-    structure, forests, shape, nnz, ordering_s, numeric_s, replaced, pivoting, row_order, col_order = info
+        lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking), root=root)
+    structure, forests, shape, nnz, ordering_s, numeric_s, replaced, pivoting, row_order, col_order, ranking = info
+    if auto:
+        (px, py, pz), options["algorithm"] = ranking[0]["grid"], ranking[0]["algorithm"]
     dist = run_agreed(comm, _row_distribution, distribution, row_source, shape[0], comm)
     core = _core.TriSolve(
         comm.py2f(), topo, px, py, pz, *structure.core_arrays(), forests, row_order, col_order, dist,
@@ -208,7 +237,15 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
                            {"ordering": ordering_s, "numeric": numeric_s, "distribute": distribute_s},
                            dict(options, partition=partition), pivoting, residual)
     solver.row_order, solver.col_order = row_order, col_order
+    solver.grid_ranking = ranking
     return solver
+
+
+def _auto_max_pz(nranks):
+    """The most layers grid='auto' tries: the largest power of two up to min(nranks, 32)."""
+    from ..sim.study import MAX_AUTO_PZ
+
+    return 1 << (min(int(nranks), MAX_AUTO_PZ).bit_length() - 1)
 
 
 def _distributed_matrix(A, source, dist, topo, comm, root):

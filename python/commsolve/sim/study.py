@@ -12,11 +12,13 @@ from ..workloads import forest_partition
 from .models import simulation_profile
 from .solve import CATEGORIES, simulate_solve, solve_schedule
 
-__all__ = ["simulate_algorithms", "format_simulation", "plot_balance", "plot_timeline", "MAX_SIM_RANKS",
-           "MAX_TIMELINE_RANKS"]
+__all__ = ["simulate_algorithms", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
+           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
 MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
+MAX_AUTO_PZ = 32             # the SC'23 paper's range; the best it found was near 16
+ASPECT = 4                   # candidate 2D grids: Px <= Py <= ASPECT Px (or the squarest)
 
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
@@ -135,3 +137,58 @@ def plot_timeline(results, path, title):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def candidate_grids(nranks, max_pz=MAX_AUTO_PZ):
+    """The grids ``--grid auto`` compares for ``nranks`` ranks: Pz every power of two up to
+    ``max_pz``; for each, the Px x Py with Px <= Py <= 4 Px (the squarest when none is)."""
+    out = []
+    pz = 1
+    while pz <= min(int(nranks), int(max_pz)):
+        if nranks % pz == 0:
+            q = nranks // pz
+            pairs = [(a, q // a) for a in range(1, int(np.sqrt(q)) + 1) if q % a == 0 and q // a <= ASPECT * a]
+            out += [(px, py, pz) for px, py in (pairs or [parse_grid(None, q)[:2]])]
+        pz *= 2
+    return out
+
+
+def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, tree="binary", partition="nd",
+               allreduce="packed", nrhs=1, max_pz=MAX_AUTO_PZ, seed=0, flat_threshold=8, progress=None):
+    """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks and every
+    algorithm that runs on it, simulated with ``profile`` on ``topology``; the list of
+    ``{grid, algorithm, predicted_s, breakdown}``, fastest first."""
+    prof = simulation_profile(profile)
+    P = topology.size
+    runs = []
+    grids = candidate_grids(P, max_pz)
+    forests = {}
+    for g in grids:
+        algs = [a for a in algorithms if (a == "2d") == (g[2] == 1)]
+        for a in algs:
+            if g[2] not in forests:
+                forests[g[2]] = forest_partition(structure, g[2], partition)
+            sched = solve_schedule(structure, g, a, forests=forests[g[2]], tree=tree, allreduce=allreduce,
+                                   nrhs=nrhs, seed=seed, flat_threshold=flat_threshold)
+            r = simulate_solve(sched, topology, prof)
+            runs.append({"grid": list(g), "algorithm": a, "predicted_s": r.predicted_s, "breakdown": r.breakdown()})
+        if progress is not None:
+            progress(g)
+    if not runs:
+        raise ValueError(f"no grid of {P} ranks runs any of {', '.join(algorithms)}")
+    return sorted(runs, key=lambda r: r["predicted_s"])
+
+
+def format_ranking(ranking, top=10):
+    best = ranking[0]["predicted_s"]
+    lines = [f"{'rank':>4}  {'grid':>10}  {'algorithm':<12}{'predicted ms':>13}{'vs best':>9}{'fp':>9}"
+             f"{'XY comm':>9}{'Z comm':>9}{'b/x':>8}"]
+    for i, r in enumerate(ranking[:top]):
+        b = r["breakdown"]
+        lines.append(f"{i + 1:>4}  {'x'.join(map(str, r['grid'])):>10}  {r['algorithm']:<12}"
+                     f"{r['predicted_s'] * 1e3:>13.3f}{r['predicted_s'] / best:>8.2f}x"
+                     f"{b['fp_s'] * 1e3:>9.3f}{b['xy_comm_s'] * 1e3:>9.3f}{b['z_comm_s'] * 1e3:>9.3f}"
+                     f"{b['redistribute_s'] * 1e3:>8.3f}")
+    if len(ranking) > top:
+        lines.append(f"      ... {len(ranking) - top} more")
+    return "\n".join(lines)
