@@ -1,16 +1,20 @@
 """The simulator against measurement on this machine (issue 15's validation).
 
-In one run: `commsolve calibrate` on 2 ranks writes a profile of this machine (ping-pong,
-send overhead, the solve's block kernel timed on both ranks at once); then, per matrix and
-rank count, every layout's solves are measured (median of --repeat, slowest rank) and the
-same schedules (each solver's own structure, forests, orders and distribution) simulated
-with that profile on rank 0, untimed. Reported per run: predicted / measured, and whether
-the simulated traffic equals what every rank recorded through MPI. P = 4 runs on 2 cores
-(oversubscribed): reported apart, as its times measure waiting for a core, which the
+In one run: `commsolve calibrate` on 2 ranks writes a profile of this machine (ping-pong as
+the message engine sends, send overhead, the solve's block kernel and packs timed on both
+ranks at once); then, per matrix and rank count, every layout's solves are measured (median
+of --repeat, slowest rank) and the same schedules (each solver's own structure, forests,
+orders and distribution) simulated with that profile on rank 0, untimed; and the SpMV halo
+exchange of each strategy (median of --halo-repeat, slowest rank; with 1 and 2 ranks per
+virtual node) against its simulated plan. Reported per run: predicted / measured, and
+whether the simulated traffic equals what every rank recorded through MPI. P = 4 runs on 2
+cores (oversubscribed): reported apart, as its times measure waiting for a core, which the
 simulator does not model.
 
     python bench/simulate_validation.py [--matrices poisson2d9:500,poisson3d:40] [--nprocs 1,2,4]
-                                        [--repeat 10] [--out bench/results/simulate_validation.json]
+                                        [--halo poisson2d:400,poisson3d27:40,random:rows=20000,nnz_per_row=20]
+                                        [--repeat 10] [--halo-repeat 300]
+                                        [--out bench/results/simulate_validation.json]
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--matrices", default="poisson2d9:500,poisson3d:40")
     ap.add_argument("--nprocs", default="1,2,4")
+    ap.add_argument("--halo", default="poisson2d:400,poisson3d27:40,random:rows=20000,nnz_per_row=20")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--halo-repeat", type=int, default=300)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "simulate_validation.json"))
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
@@ -54,18 +60,27 @@ def main():
     print("calibrating", file=sys.stderr, flush=True)
     run(2, ["-m", "commsolve", "calibrate", "-np", "2", "--ppn", "2", "-o", profile])
     runs = []
+    script = os.path.join(HERE, "simulate_validation_mpi.py")
+
+    def collect(p, out):
+        for line in out.splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                r["oversubscribed"] = p > (os.cpu_count() or 1)
+                runs.append(r)
+                what = (f"{'x'.join(map(str, r['grid'])):>6} {r['algorithm']:<12}" if r["workload"] == "solve"
+                        else f"ppn {r['ppn']} {r['strategy']:<16}")
+                print(f"{r['matrix']:<16} P={p} {what} measured {r['measured_s'] * 1e6:10.1f} us  predicted "
+                      f"{r['predicted_s'] * 1e6:10.1f} us  ratio {r['predicted_over_measured']:.2f}", file=sys.stderr,
+                      flush=True)
+
     for spec in filter(None, args.matrices.split(",")):
         for p in (int(v) for v in args.nprocs.split(",")):
-            out = run(p, ["-m", "mpi4py", os.path.join(HERE, "simulate_validation_mpi.py"), spec, str(args.repeat),
-                          profile, *LAYOUTS[p]])
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    r = json.loads(line)
-                    r["oversubscribed"] = p > (os.cpu_count() or 1)
-                    runs.append(r)
-                    print(f"{spec:<16} P={p} {'x'.join(map(str, r['grid'])):>6} {r['algorithm']:<12} measured "
-                          f"{r['measured_s'] * 1e3:8.2f} ms  predicted {r['predicted_s'] * 1e3:8.2f} ms  "
-                          f"ratio {r['predicted_over_measured']:.2f}", file=sys.stderr, flush=True)
+            collect(p, run(p, ["-m", "mpi4py", script, "solve", spec, str(args.repeat), profile, *LAYOUTS[p]]))
+    for spec in filter(None, args.halo.split(",")):
+        for p in (int(v) for v in args.nprocs.split(",") if int(v) > 1):
+            for ppn in sorted({1, 2} if p == 2 else {2}):
+                collect(p, run(p, ["-m", "mpi4py", script, "halo", spec, str(args.halo_repeat), profile, str(ppn)]))
 
     def summary(rs):
         ratios = [r["predicted_over_measured"] for r in rs]
@@ -75,8 +90,9 @@ def main():
                 "max_ratio": max(ratios), "within_1.5x": sum(1 / 1.5 <= v <= 1.5 for v in ratios)}
 
     doc = {"benchmark": "simulate_validation", "machine": machine(), "profile": load_profile(profile).to_toml(),
-           "runs": runs, "summary": {"P<=cores": summary([r for r in runs if not r["oversubscribed"]]),
-                                     "oversubscribed": summary([r for r in runs if r["oversubscribed"]])},
+           "runs": runs,
+           "summary": {f"{w}, {part}": summary([r for r in runs if r["workload"] == w and r["oversubscribed"] == over])
+                       for w in ("solve", "halo") for part, over in (("P<=cores", False), ("oversubscribed", True))},
            "traffic_equal_everywhere": all(r["simulated_traffic_equals_recorded"] for r in runs)}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

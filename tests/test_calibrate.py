@@ -76,12 +76,13 @@ def test_compute_fit_recovers_parameters():
         return c + max(2.0 * m * w / F, 8.0 * (m * w + m + w) / b)
 
     kernels = {"unit": c, "cache": [(m, w, t(m, w, 10 * B)) for m, w in CACHE_SHAPES],
-               "stream": [(m, w, t(m, w, B)) for m, w in STREAM_SHAPES]}
+               "stream": [(m, w, t(m, w, B)) for m, w in STREAM_SHAPES], "pack": [(100, 16 * 100 / 2e10)]}
     fit = fit_compute(kernels)
     assert fit["call_overhead"] == c
     assert fit["flop_rate"] == pytest.approx(F, rel=1e-9) and fit["bandwidth"] == pytest.approx(B, rel=1e-9)
+    assert fit["copy_rate"] == pytest.approx(2e10, rel=1e-9)
     with pytest.raises(ValueError, match="cannot fit"):
-        fit_compute({"unit": 1.0, "cache": [(8, 8, 0.5)], "stream": [(8, 8, 0.5)]})
+        fit_compute({"unit": 1.0, "cache": [(8, 8, 0.5)], "stream": [(8, 8, 0.5)], "pack": [(8, 1.0)]})
 
 
 def test_calibrate_command(tmp_path):
@@ -94,5 +95,6 @@ def test_calibrate_command(tmp_path):
     # what the simulator needs: the posting overhead and the compute model, all measured
     assert 0 < prof.overhead < 1e-4
     assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7 and prof.compute["call_overhead"] > 0
+    assert prof.compute["copy_rate"] > 1e7
     assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"

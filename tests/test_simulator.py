@@ -20,7 +20,7 @@ ALPHA, RATE, O = 2.0e-6, 1.0e9, 0.3e-6  # intra-node short messages; overhead o 
 MSG = 16  # bytes of a one-value solve message: the key (8) and the value (8)
 
 
-def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True):
+def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True, copy_rate=1e30):
     """Every intra-node protocol with ALPHA and RATE (inter-node 10x slower); compute free by
     default, so that a schedule's time is its messages' alone."""
     lines = ['name = "handmade"', "short_max = 512", "eager_max = 8192", "gamma = 0.0", "delta = 0.0", "ppn = 64",
@@ -30,7 +30,7 @@ def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, 
                                  for p in ("short", "eager", "rend")]
     if compute:
         lines += ["[compute]", f"flop_rate = {flop_rate!r}", f"bandwidth = {bandwidth!r}",
-                  f"call_overhead = {call_overhead!r}"]
+                  f"call_overhead = {call_overhead!r}", f"copy_rate = {copy_rate!r}"]
     return "\n".join(lines) + "\n"
 
 
@@ -265,3 +265,44 @@ def test_sptrsv_grid_auto_runs_the_fastest_predicted(tmp_path):
     assert r["backward_error"] <= 1e-10 and r["stats_recorded_equal_planned"]
     p = cli("sptrsv", "--gen", "poisson2d9:16", "--grid", "auto")
     assert p.returncode == 2 and "--grid auto needs --profile" in p.stderr
+
+
+def test_halo_exchange_by_hand(profile):
+    # poisson2d:8 in two contiguous halves: each rank sends the 8 values of its boundary row
+    # to the other at once (64 bytes, short): both finish alpha + s / R after the start.
+    topo = make_topology(nodes=[0, 0], size=2)
+    sched = cs.sim.halo_schedule(gallery.poisson2d(8), 2, topo, "standard")
+    r = cs.sim.simulate(sched, topo, profile)
+    assert r.predicted_s == pytest.approx(ALPHA + 64 / RATE, rel=1e-9)
+    again = cs.sim.simulate(cs.sim.halo_schedule(gallery.poisson2d(8), 2, topo, "standard", repeat=3), topo, profile)
+    assert again.predicted_s == pytest.approx(3 * r.predicted_s, rel=1e-9)  # nothing overlaps: each waits
+
+
+@pytest.mark.parametrize("strategy", ["standard", "node-aware", "node-aware-2step"])
+@pytest.mark.parametrize("partition", ["contiguous", "metis"])
+def test_simulated_halo_traffic_equals_the_plan(profile, strategy, partition):
+    from commsolve import virtual
+
+    A = gallery.poisson3d(12)
+    topo = make_topology(nodes=[r // 4 for r in range(16)], size=16)
+    sched = cs.sim.halo_schedule(A, 16, topo, strategy, partition, block=2, repeat=2)
+    r = cs.sim.simulate(sched, topo, profile)
+    for got, want in zip(r.recorded, virtual.plan_stats(sched.plans, topo)):
+        # two exchanges of two values per entry: the messages twice, the bytes four times
+        expect = want.scaled(2).array
+        expect[:, [2, 3, 6, 7]] *= 2
+        np.testing.assert_array_equal(got.array, expect)
+    assert r.predicted_s > 0 and np.isfinite(r.predicted_s)
+
+
+def test_cli_simulate_spmv(tmp_path):
+    p = cli("simulate", "--workload", "spmv", "--gen", "poisson3d:16", "--procs", "64", "--ppn", "8", "--json",
+            "--plot", str(tmp_path / "b.png"))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert set(r["strategies"]) == {"standard", "node-aware", "node-aware-2step"} and r["nranks"] == 64
+    # node-aware sends each value once per pair of nodes: no more inter-node messages on the busiest rank
+    s = r["strategies"]
+    assert s["node-aware"]["inter_node_msgs_max"] <= s["standard"]["inter_node_msgs_max"]
+    p = cli("simulate", "--workload", "spmv", "--gen", "poisson3d:16", "--grid", "2x2x2")
+    assert p.returncode == 2 and "--procs" in p.stderr

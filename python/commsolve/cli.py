@@ -420,9 +420,13 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @main.command()
 @click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:2048.")
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
-@click.option("--grid", required=True, help="Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on the "
-              "squarest 2D grid of as many ranks); 'auto' ranks every grid of --procs ranks.")
-@click.option("--procs", type=click.IntRange(1), default=None, help="With --grid auto: the number of ranks.")
+@click.option("--workload", type=click.Choice(["sptrsv3d", "spmv"]), default="sptrsv3d", show_default=True,
+              help="sptrsv3d: the 2D and 3D triangular solves; spmv: the SpMV's halo exchange per --strategy.")
+@click.option("--grid", default=None, help="sptrsv3d: Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on "
+              "the squarest 2D grid of as many ranks); 'auto' ranks every grid of --procs ranks.")
+@click.option("--procs", type=click.IntRange(1), default=None, help="Ranks (spmv, and sptrsv3d with --grid auto).")
+@click.option("--strategy", default="standard,node-aware,node-aware-2step", show_default=True,
+              help="spmv: comma-separated halo strategies.")
 @click.option("--algorithm", default="2d,3d-baseline,3d", show_default=True,
               help="Comma-separated solve algorithms.")
 @click.option("--profile", default="cori-haswell", show_default=True,
@@ -431,8 +435,9 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--tree", default="binary", show_default=True, help="Broadcast/reduction tree shape.")
-@click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
-              help="Forests of the 3D layout.")
+@click.option("--partition", type=click.Choice(["nd", "greedy", *PARTITIONS]), default=None,
+              help="sptrsv3d: forests of the 3D layout, nd or greedy [default: nd]; spmv: rows over ranks, "
+              "contiguous, strided or metis [default: contiguous].")
 @click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
               help="Inter-grid messages of the 3d solve.")
 @click.option("--max-supernode", type=click.IntRange(1), default=None,
@@ -444,15 +449,31 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--timeline", type=click.Path(dir_okay=False),
               help="PNG: Gantt chart of every rank (small runs only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def simulate(gen, matrix, grid, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode, seed,
-             flat_threshold, plot, timeline, as_json):
+def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
+             max_supernode, seed, flat_threshold, plot, timeline, as_json):
     """Predict the 2D and 3D triangular solves at scale: every rank's schedule (the one the
     MPI solve runs) replayed by a discrete-event simulator with a machine profile's network
     and compute models; predicted time, per-rank breakdown, critical path. With --grid auto
     --procs N, every grid of N ranks (Pz a power of two up to 32, Px <= Py <= 4 Px) and
-    algorithm, fastest first."""
+    algorithm, fastest first. With --workload spmv, the SpMV's halo exchange on --procs ranks
+    per --strategy."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    _check_plot_path(plot)
+    _check_plot_path(timeline, "--timeline")
+    if workload == "spmv":
+        if grid is not None or procs is None:
+            raise click.UsageError("--workload spmv takes --procs N (rows split over N ranks), not --grid")
+        if partition not in (None, *PARTITIONS):
+            raise click.BadParameter(f"spmv partitions rows {', '.join(PARTITIONS)}, not {partition}",
+                                     param_hint="--partition")
+        return _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, nrhs, partition or "contiguous", plot,
+                              timeline, as_json)
+    if partition not in (None, "nd", "greedy"):
+        raise click.BadParameter(f"the solves' forests are nd or greedy, not {partition}", param_hint="--partition")
+    partition = partition or "nd"
+    if grid is None:
+        raise click.UsageError("--workload sptrsv3d needs --grid (PxQxR, or auto with --procs)")
     if (grid.lower() == "auto") != (procs is not None):
         raise click.UsageError("--grid auto needs --procs" if procs is None else "--procs goes with --grid auto")
     if grid.lower() == "auto":
@@ -460,8 +481,6 @@ def simulate(gen, matrix, grid, procs, algorithm, profile, ppn, nrhs, tree, part
             raise click.UsageError("--plot and --timeline show one grid: simulate the chosen grid with them")
         return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
                               max_supernode, seed, flat_threshold, as_json)
-    _check_plot_path(plot)
-    _check_plot_path(timeline, "--timeline")
     from tqdm import tqdm
 
     from . import gallery, trees
@@ -495,6 +514,32 @@ def simulate(gen, matrix, grid, procs, algorithm, profile, ppn, nrhs, tree, part
     if timeline:
         plot_timeline(results, timeline, title)
     click.echo(_json(out) if as_json else format_simulation(out, name))
+
+
+def _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, block, partition, plot, timeline, as_json):
+    from . import gallery
+    from .io import mmread
+    from .sim.study import MAX_SIM_RANKS, MAX_TIMELINE_RANKS, format_halo, plot_balance, plot_timeline, simulate_strategies
+
+    strategies = [a.strip() for a in strategy.split(",") if a.strip()]
+    try:
+        if procs > MAX_SIM_RANKS:
+            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's plan at once, at most {MAX_SIM_RANKS:,}")
+        if timeline and procs > MAX_TIMELINE_RANKS:
+            raise ValueError(f"a timeline of {procs:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        out, results = simulate_strategies(A, procs, strategies, profile, ppn=ppn, partition=partition, block=block,
+                                           timeline=bool(timeline))
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "spmv", **out}
+    title = f"{name} halo exchange on {procs:,} ranks, profile {out['profile']}"
+    if plot:
+        plot_balance(results, plot, title)
+    if timeline:
+        plot_timeline(results, timeline, title)
+    click.echo(_json(out) if as_json else format_halo(out, name))
 
 
 def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode,

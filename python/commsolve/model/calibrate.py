@@ -31,6 +31,7 @@ HVPP_BYTES = 8
 CACHE_SHAPES = [(32, 8), (64, 16), (128, 32)]  # a working set of 256 KiB: in cache
 STREAM_SHAPES = [(64, 16), (128, 32), (512, 64)]  # a working set of 128 MiB: from memory
 CACHE_BYTES, STREAM_BYTES = 1 << 18, 1 << 27
+PACK_SIZES = [256, 4096]  # doubles gathered through an index array (a message's pack), in cache
 
 
 # ---- fitting ------------------------------------------------------------------------
@@ -115,7 +116,8 @@ def fit_compute(kernels):
     """The simulator's compute model from kernel timings (:func:`measure`'s ``kernels``:
     seconds per call of a 1 x 1 product and of the in-cache and streaming shapes):
     call_overhead is the 1 x 1 call, flop_rate the median in-cache rate 2 m w / (t - c),
-    bandwidth the median streaming rate 8 (m w + m + w) / (t - c)."""
+    bandwidth the median streaming rate 8 (m w + m + w) / (t - c), copy_rate the median
+    rate of packs, 16 bytes (read and write) per value."""
     c = float(kernels["unit"])
 
     def rates(rows, work):
@@ -125,7 +127,8 @@ def fit_compute(kernels):
         return float(np.median(vals))
 
     return {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
-            "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c}
+            "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c,
+            "copy_rate": float(np.median([16.0 * n / t for n, t in kernels["pack"]]))}
 
 
 def fit_profile(meas, name, short_max=None, eager_max=None):
@@ -253,8 +256,13 @@ def _kernels(comm, quick):
         t = _core.time_panel_products(m, w, 1, max(1, working_set // (8 * m * w)), least)
         return comm.allreduce(t) / comm.size
 
+    def packed(n):
+        comm.Barrier()
+        return comm.allreduce(_core.time_pack(n, least)) / comm.size
+
     return {"unit": timed(1, 1, 1 << 12), "cache": [(m, w, timed(m, w, CACHE_BYTES)) for m, w in CACHE_SHAPES],
-            "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES]}
+            "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES],
+            "pack": [(n, packed(n)) for n in PACK_SIZES]}
 
 
 def measure(comm, topology, quick=False, progress=None):

@@ -11,7 +11,8 @@ profile describes, for the socket split), optional ``sockets_per_node``.
 For the simulator (:mod:`commsolve.sim`) a profile may also give ``overhead`` (LogGP's o:
 CPU seconds at each end of a message) and a ``[compute]`` table: ``flop_rate`` (flop/s per
 rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
-memory traffic) and ``call_overhead`` (seconds per kernel call).
+memory traffic), ``call_overhead`` (seconds per kernel call) and ``copy_rate`` (bytes/s
+per rank of packing and copying message data, which sits in cache).
 
 Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4); ``cori-haswell`` and
 ``perlmutter-cpu`` (the SC'23 paper's machines, with the simulator's fields; each figure's
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 __all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "load_profile", "bundled_profiles"]
 
 LEVELS = ("intra_socket", "intra_node", "inter_node")
-COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead")
+COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")
 PROTOCOLS = ("short", "eager", "rend")
 _BUNDLED = os.path.join(os.path.dirname(__file__), "profiles")
 
@@ -52,7 +53,7 @@ class MachineProfile:
     sockets_per_node: int = 1
     description: str = ""
     overhead: float | None = None  # LogGP o, seconds per message end
-    compute: dict | None = None  # flop_rate, bandwidth, call_overhead
+    compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate
 
     def protocol(self, nbytes):
         """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
@@ -117,7 +118,7 @@ class MachineProfile:
             if not isinstance(d["compute"], dict):
                 raise ProfileError(f"{source}: 'compute' must be a table ([compute] with {', '.join(COMPUTE_FIELDS)})")
             compute = {k: need(d["compute"], k, "compute.") for k in COMPUTE_FIELDS}
-            for k in ("flop_rate", "bandwidth"):
+            for k in ("flop_rate", "bandwidth", "copy_rate"):
                 positive(compute[k], f"compute.{k}")
             if not 0 <= compute["call_overhead"] < math.inf:
                 raise ProfileError(f"{source}: field 'compute.call_overhead' must be >= 0 and finite")

@@ -1,7 +1,7 @@
 """The simulator's models from a machine profile (:mod:`commsolve.model.profile`): the
 network (alpha and rate per locality and protocol, the node's injection limit, the CPU
-overhead o per message end) and the compute (flop rate, memory bandwidth and call overhead
-per rank)."""
+overhead o per message end) and the compute (flop rate, memory bandwidth, call overhead and
+the rate of copies and packs of message data, per rank)."""
 
 from __future__ import annotations
 
@@ -47,4 +47,5 @@ def network_model(profile, ppn):
 def compute_model(profile):
     prof = simulation_profile(profile)
     c = prof.compute
-    return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]))
+    return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]),
+                              float(c["copy_rate"]))

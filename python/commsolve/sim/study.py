@@ -1,6 +1,7 @@
 """``commsolve simulate``: the 2D and 3D triangular solves of one matrix simulated at a
 virtual scale with a machine profile, side by side (as ``trees --workload sptrsv3d`` counts
-them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and a timeline."""
+them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and a timeline; the
+ranking of every grid (``--grid auto``); the SpMV's halo exchange per strategy."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from ..direct import ALGORITHMS, parse_grid, symbolic
 from ..topology import make_topology
 from ..workloads import forest_partition
 from .models import simulation_profile
+from .halo import halo_schedule, simulate_halo
 from .solve import CATEGORIES, simulate_solve, solve_schedule
 
-__all__ = ["simulate_algorithms", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
+__all__ = ["simulate_algorithms", "simulate_strategies", "format_halo", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
            "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
@@ -65,6 +67,41 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
     return out, results
 
 
+def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="contiguous", block=1, timeline=False):
+    """The halo exchange of ``A``'s SpMV on ``nranks`` ranks (``ppn`` per node, default the
+    profile's) per strategy. Returns ``(summary dict, {strategy: SimResult})``."""
+    prof = simulation_profile(profile)
+    if not strategies:
+        raise ValueError("no strategy given")
+    P = int(nranks)
+    if P > MAX_SIM_RANKS:
+        raise ValueError(f"{P:,} ranks: the simulator holds every rank's plan at once, at most {MAX_SIM_RANKS:,}")
+    ppn = int(ppn or prof.ppn)
+    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    out = {"rows": int(A.shape[0]), "nnz": int(A.nnz), "nranks": P, "ppn": ppn, "profile": prof.name,
+           "partition": partition, "block": int(block), "strategies": {}}
+    results = {}
+    for s in strategies:
+        results[s] = r = simulate_halo(halo_schedule(A, P, topo, s, partition, block), topo, prof, timeline=timeline)
+        d = r.to_dict()
+        d["inter_node_msgs_max"] = int(max((st.array[:, 1].sum() for st in r.recorded), default=0))
+        out["strategies"][s] = d
+    times = {s: r["predicted_s"] for s, r in out["strategies"].items()}
+    out["fastest"] = min(times, key=times.get)
+    return out, results
+
+
+def format_halo(out, matrix):
+    lines = [f"{matrix}: {out['rows']:,} rows, {out['nnz']:,} nonzeros on {out['nranks']:,} ranks, {out['ppn']} per "
+             f"node ({out['partition']} rows), profile {out['profile']}",
+             f"{'strategy':<18}{'predicted us':>13}{'messages':>11}{'max inter msgs':>16}{'MB moved':>10}"]
+    for s, r in out["strategies"].items():
+        lines.append(f"{s:<18}{r['predicted_s'] * 1e6:>13.2f}{r['messages']:>11,}{r['inter_node_msgs_max']:>16,}"
+                     f"{r['bytes'] / 1e6:>10.3f}")
+    lines.append(f"fastest: {out['fastest']}")
+    return "\n".join(lines)
+
+
 def format_simulation(out, matrix):
     lines = [f"{matrix}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
              f"{out['nranks']:,} ranks, {out['ppn']} per node, profile {out['profile']}",
@@ -106,7 +143,8 @@ def plot_balance(results, path, title):
         x = np.arange(r.nranks)
         ax.stackplot(x, *[per[c] * 1e3 for c in CATEGORIES], labels=CATEGORIES,
                      colors=[_COLORS[c] for c in CATEGORIES], step="mid")
-        ax.set(title=f"{a} ({'x'.join(map(str, r.info['grid']))}): {r.predicted_s * 1e3:.3g} ms", xlabel="rank")
+        where = f" ({'x'.join(map(str, r.info['grid']))})" if "grid" in r.info else ""
+        ax.set(title=f"{a}{where}: {r.predicted_s * 1e3:.3g} ms", xlabel="rank")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("predicted time (ms)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
@@ -130,7 +168,7 @@ def plot_timeline(results, path, title):
                 ax.broken_barh(list(zip(seg[:, 2] * 1e3, (seg[:, 3] - seg[:, 2]) * 1e3)), (rank - 0.4, 0.8),
                                color=_COLORS[c], label=c if rank == rows[0, 0] else None)
         ax.set(ylabel="rank", xlim=(0, r.predicted_s * 1e3), ylim=(r.nranks - 0.5, -0.5),
-               title=f"{a} ({'x'.join(map(str, r.info['grid']))})")
+               title=a + (f" ({'x'.join(map(str, r.info['grid']))})" if "grid" in r.info else ""))
         ax.legend(fontsize=7, loc="upper right", ncol=len(CATEGORIES))
     axes[-1, 0].set_xlabel("time (ms)")
     fig.suptitle(title, fontsize=10)

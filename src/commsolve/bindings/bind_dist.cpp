@@ -43,6 +43,24 @@ void bind_dist(nb::module_& m) {
         const double* h = A.executor().end();
         std::copy(h, h + A.col_map().size(), halo.data());
       }, "x"_a, "halo"_a.noconvert())
+      .def("timed_exchanges", [](ParCsr& A, In<double> x, std::int64_t comm, int repeat) {
+        require_len(x, A.local_cols(), "x");
+        if (repeat < 1) throw nb::value_error("timed_exchanges: repeat must be at least 1");
+        MPI_Comm c = comm_from_handle(comm);
+        std::vector<double> t(static_cast<std::size_t>(repeat));
+        {
+          nb::gil_scoped_release nogil;
+          for (double& v : t) {
+            MPI_Barrier(c);
+            const double t0 = MPI_Wtime();
+            A.executor().begin(x.data());
+            A.executor().end();
+            v = MPI_Wtime() - t0;
+          }
+        }
+        return to_numpy(std::move(t));
+      }, "x"_a, "comm"_a, "repeat"_a,
+         "Collective: `repeat` exchanges, each after a barrier, timed in C++ on this rank (seconds each).")
       .def("rmatvec", [](ParCsr& A, In<double> x, Out<double> y) {
         require_len(x, A.local_rows(), "x");
         require_len(y, A.local_cols(), "y");

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "bindings/common.hpp"
+#include "sim/halo_sim.hpp"
 #include "sim/timing.hpp"
 #include "sim/solve_sim.hpp"
 
@@ -83,21 +84,27 @@ void bind_sim(nb::module_& m) {
         self->socket_size = socket_size;
       }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a)
       .def_ro("overhead", &sim::NetworkModel::overhead);
-  nb::class_<sim::ComputeModel>(m, "ComputeModel", "The simulator's compute: flop rate, bandwidth, call overhead.")
-      .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead) {
-        if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0))
-          throw nb::value_error("ComputeModel: flop_rate and bandwidth must be > 0, call_overhead >= 0");
-        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead};
-      }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a)
+  nb::class_<sim::ComputeModel>(m, "ComputeModel", "The simulator's compute: flop rate, bandwidth, call overhead, copy rate.")
+      .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead,
+                          double copy_rate) {
+        if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0) || !(copy_rate > 0))
+          throw nb::value_error("ComputeModel: flop_rate, bandwidth and copy_rate must be > 0, call_overhead >= 0");
+        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead, copy_rate};
+      }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a, "copy_rate"_a)
       .def_ro("flop_rate", &sim::ComputeModel::flop_rate)
       .def_ro("bandwidth", &sim::ComputeModel::bandwidth)
-      .def_ro("call_overhead", &sim::ComputeModel::call_overhead);
+      .def_ro("call_overhead", &sim::ComputeModel::call_overhead)
+      .def_ro("copy_rate", &sim::ComputeModel::copy_rate);
 
   m.def("time_panel_products", [](std::int64_t m_, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
     nb::gil_scoped_release nogil;
     return sim::time_panel_products(m_, w, nrhs, count, min_seconds);
   }, "m"_a, "w"_a, "nrhs"_a, "count"_a, "min_seconds"_a,
         "Seconds per call of the solve's panel product (m x w times w x nrhs) over `count` distinct panels.");
+  m.def("time_pack", [](std::int64_t n, double min_seconds) {
+    nb::gil_scoped_release nogil;
+    return sim::time_pack(n, min_seconds);
+  }, "n"_a, "min_seconds"_a, "Seconds per pack of n doubles gathered through an index array (in cache).");
   m.def("time_send_overhead", [](std::int64_t comm, int sender, int receiver, int count, int bytes, int reps) {
     MPI_Comm c = comm_from_handle(comm);
     nb::gil_scoped_release nogil;
@@ -118,6 +125,17 @@ void bind_sim(nb::module_& m) {
   }, "comm"_a, "partner"_a, "first"_a, "bytes"_a, "reps"_a, "posted"_a = 0,
         "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it); "
         "posted > 0: sent and received as commsolve's engines do (Isend; any-source receives, Waitany).");
+  m.def("simulate_halo", [](const std::vector<CommPlan>& plans, const Topology& topo, int block, int repeat,
+                            const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline) {
+    sim::SimResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = sim::simulate_halo(plans, topo, net, cpu, block, repeat, timeline);
+    }
+    return result_dict(r);
+  }, "plans"_a, "topology"_a, "block"_a, "repeat"_a, "network"_a, "compute"_a, "timeline"_a,
+        "Every rank's halo-exchange plan replayed as the MPI executor runs it: times per rank (fp, xy_comm, "
+        "z_comm, redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted.");
   m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                              In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                              const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,

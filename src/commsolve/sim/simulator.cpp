@@ -45,7 +45,7 @@ void Simulator::compute(int rank, double flops, double bytes, int category) {
 }
 
 void Simulator::copy(int rank, double bytes, int category) {
-  if (bytes > 0) spend(rank, bytes / cpu_.bandwidth, category);
+  if (bytes > 0) spend(rank, bytes / cpu_.copy_rate, category);
 }
 
 void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
@@ -114,6 +114,19 @@ double Simulator::predicted() const {
   double t = 0;
   for (const RankTime& rt : times_) t = std::max(t, rt.finish);
   return t;
+}
+
+SimResult Simulator::result(double build_seconds, double run_seconds) const {
+  SimResult res;
+  res.times = times_;
+  res.recorded = recorded_;
+  res.critical_path = critical_path();
+  res.timeline = timeline_;
+  res.predicted = predicted();
+  res.events = events_;
+  res.build_seconds = build_seconds;
+  res.run_seconds = run_seconds;
+  return res;
 }
 
 std::vector<std::pair<int, double>> Simulator::critical_path() const {

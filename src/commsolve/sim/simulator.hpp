@@ -9,7 +9,8 @@
 // queue-search and contention terms of the cost models are left out here.) alpha and R_b are the profile's
 // (commsolve calibrate fits them), so an isolated message takes alpha + s / R_b, as
 // measured. Arrival order decides the order of any-source receives. Computation costs
-// the kernel's call overhead plus max(flops / F, bytes / B).
+// the kernel's call overhead plus max(flops / F, bytes / B); a copy or pack of message data
+// (small, recently touched: in cache) bytes / C.
 //
 // What a rank does is a Process: it is started at time 0 and handed every message that
 // arrives for it (it may compute and send while handling one). The simulator accounts each
@@ -43,6 +44,7 @@ struct ComputeModel {
   double flop_rate = 1e10;      // per rank, flop/s
   double bandwidth = 1e10;      // per rank, bytes/s
   double call_overhead = 0.0;   // seconds per kernel call
+  double copy_rate = 1e10;      // per rank, bytes/s of copies and packs of message data (in cache)
   double time(double flops, double bytes) const {
     return call_overhead + std::max(flops / flop_rate, bytes / bandwidth);
   }
@@ -87,6 +89,17 @@ struct Interval {  // for timelines of small runs
   double begin, end;
 };
 
+// What a simulation gives back (Simulator::result).
+struct SimResult {
+  std::vector<RankTime> times;       // per rank
+  std::vector<CommStats> recorded;   // per rank and statistics step
+  std::vector<std::pair<int, double>> critical_path;
+  std::vector<Interval> timeline;
+  double predicted = 0;
+  std::int64_t events = 0;
+  double build_seconds = 0, run_seconds = 0;  // wall time of this process
+};
+
 class Simulator {
  public:
   // `steps`: how many statistics steps messages are counted in.
@@ -115,6 +128,8 @@ class Simulator {
   // The chain of messages that ends at the slowest rank: each hop a rank and the time its
   // wait for the message ended (latest first), as far back as waits go.
   std::vector<std::pair<int, double>> critical_path() const;
+  // Everything above, after run(), with the wall times of building the programs and running.
+  SimResult result(double build_seconds, double run_seconds) const;
 
  private:
   void spend(int rank, double seconds, int category);

@@ -308,16 +308,7 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
   sim.run(procs);
   const auto t2 = clock::now();
 
-  SimResult res;
-  res.times = sim.times();
-  res.recorded = sim.recorded();
-  res.critical_path = sim.critical_path();
-  res.timeline = sim.timeline();
-  res.predicted = sim.predicted();
-  res.events = sim.events();
-  res.build_seconds = std::chrono::duration<double>(t1 - t0).count();
-  res.run_seconds = std::chrono::duration<double>(t2 - t1).count();
-  return res;
+  return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
 }
 
 }  // namespace commsolve::sim

@@ -37,16 +37,6 @@ struct SolveSimInput {
   const std::vector<std::int32_t>* col_order = nullptr;
 };
 
-struct SimResult {
-  std::vector<RankTime> times;       // per rank
-  std::vector<CommStats> recorded;   // per rank, steps as SolveStep
-  std::vector<std::pair<int, double>> critical_path;
-  std::vector<Interval> timeline;
-  double predicted = 0;
-  std::int64_t events = 0;
-  double build_seconds = 0, run_seconds = 0;  // wall time of this process
-};
-
 SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const NetworkModel& net,
                          const ComputeModel& cpu, bool keep_timeline = false);
 

@@ -15,6 +15,11 @@ namespace commsolve::sim {
 // cache or streams from memory), the best of three runs of at least `min_seconds` each.
 double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_t count, double min_seconds);
 
+// Seconds per pack of `n` doubles gathered through an index array (as a halo exchange packs
+// and a solve adds received values), source and destination in cache, the best of three
+// runs of at least `min_seconds`.
+double time_pack(std::int64_t n, double min_seconds);
+
 // Collective over `comm`. Rank `sender` posts `count` nonblocking sends of `bytes` bytes to
 // `receiver`, whose receives are already posted; returns, on every rank, the sender's CPU
 // seconds per posted send (LogGP's o at the sending end), the best of `reps` rounds.

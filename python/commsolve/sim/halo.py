@@ -1,0 +1,60 @@
+"""Halo exchanges (the SpMV's communication) replayed in the simulator (C++
+``sim/halo_sim``): every rank's plan, built in the virtual world as the MPI ranks build it,
+run step by step as the MPI executor runs it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import _core, virtual
+from ..partition import partition as partition_rows
+from .models import compute_model, network_model, simulation_profile
+from .solve import SimResult
+
+__all__ = ["HaloSchedule", "halo_schedule", "simulate_halo", "STRATEGIES"]
+
+STRATEGIES = ("standard", "node-aware", "node-aware-2step")
+
+
+@dataclass
+class HaloSchedule:
+    """Every rank's halo-exchange plan (:func:`commsolve.virtual.plans`), ``block`` values
+    per entry, ``repeat`` exchanges back to back."""
+
+    plans: list
+    strategy: str
+    block: int = 1
+    repeat: int = 1
+
+    @property
+    def nranks(self):
+        return len(self.plans)
+
+
+def halo_schedule(A, nranks, topology, strategy="standard", partition="contiguous", block=1, repeat=1):
+    """The halo exchange of ``A``'s SpMV with rows split over ``nranks`` ranks by
+    ``partition`` (:func:`commsolve.partition.partition`) on ``topology``."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown halo strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if int(block) < 1 or int(repeat) < 1:
+        raise ValueError(f"block and repeat must be at least 1, got {block} and {repeat}")
+    dist = partition_rows(A, int(nranks), partition)
+    return HaloSchedule(virtual.plans(A, dist, strategy=strategy, topology=topology), strategy, int(block),
+                        int(repeat))
+
+
+def simulate_halo(schedule, topology, profile, timeline=False):
+    """Replays ``schedule`` (a :class:`HaloSchedule`) on ``topology`` with ``profile``'s
+    models; returns a :class:`~commsolve.sim.SimResult` (time per exchange: predicted_s /
+    repeat)."""
+    s = schedule
+    if topology.size != s.nranks:
+        raise ValueError(f"the topology has {topology.size} ranks, the schedule {s.nranks}")
+    prof = simulation_profile(profile)
+    t0 = time.perf_counter()
+    d = _core.simulate_halo(s.plans, topology, s.block, s.repeat, network_model(prof, topology.max_ppn),
+                            compute_model(prof), bool(timeline))
+    info = {"workload": "halo", "strategy": s.strategy, "block": s.block, "repeat": s.repeat, "profile": prof.name,
+            "wall_s": time.perf_counter() - t0}
+    return SimResult.from_core(d, info)
