@@ -306,3 +306,48 @@ def test_cli_simulate_spmv(tmp_path):
     assert s["node-aware"]["inter_node_msgs_max"] <= s["standard"]["inter_node_msgs_max"]
     p = cli("simulate", "--workload", "spmv", "--gen", "poisson3d:16", "--grid", "2x2x2")
     assert p.returncode == 2 and "--procs" in p.stderr
+
+
+def test_collectives_by_hand(profile):
+    from commsolve.trees import Collectives
+
+    topo = make_topology(nodes=[0] * 4, size=4)
+    # a flat broadcast of 3 values from rank 0 to ranks 1..3: o apart at the root, the last
+    # lands alpha + s/R - o after the third send and takes o more: alpha + s/R + 2 o
+    bcast = Collectives([7], ["broadcast"], [0], [[0, 1, 2, 3]], [3])
+    r = cs.sim.simulate(cs.sim.CollectivesSchedule(bcast, "flat"), topo, profile)
+    s = 8 * (3 + 1)  # the key and the values
+    assert r.predicted_s == pytest.approx(ALPHA + s / RATE + 2 * O, rel=1e-9)
+    # a binary tree over 4 ranks has depth 2: the root sends first to the child that forwards,
+    # so the deepest leaf has its values two hops later, 2 (alpha + s/R)
+    r = cs.sim.simulate(cs.sim.CollectivesSchedule(bcast, "binary"), topo, profile)
+    assert r.predicted_s == pytest.approx(2 * (ALPHA + s / RATE), rel=1e-9)
+    # a flat reduction to rank 3: three contributions at once, o each at the root
+    red = Collectives([1], ["reduce"], [3], [[3, 0, 1, 2]], [3])
+    r = cs.sim.simulate(cs.sim.CollectivesSchedule(red, "flat"), topo, profile)
+    assert r.predicted_s == pytest.approx(ALPHA + s / RATE + 2 * O, rel=1e-9)
+
+
+@pytest.mark.parametrize("shape", ["flat", "binary", "shifted-binary", "node-aware"])
+def test_simulated_collectives_traffic_equals_the_plan(profile, shape):
+    from commsolve import trees, workloads
+
+    S = workloads.supernodal_structure(gallery.poisson3d(10), 16)
+    C = workloads.selinv_collectives(S, (4, 4))
+    topo = make_topology(nodes=[r // 4 for r in range(16)], size=16)
+    r = cs.sim.simulate(cs.sim.CollectivesSchedule(C, shape), topo, profile)
+    for got, want in zip(r.recorded, trees.virtual_stats(C, topo, shape)):
+        np.testing.assert_array_equal(got.array, want.array)
+    assert r.predicted_s > 0
+
+
+def test_cli_simulate_trees():
+    p = cli("simulate", "--workload", "trees", "--gen", "poisson3d:10", "--grid", "4x4", "--ppn", "4",
+            "--tree", "flat,binary", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert set(r["shapes"]) == {"flat", "binary"} and r["grid"] == [4, 4]
+    # every non-root member of a collective receives once, whatever the shape
+    assert r["shapes"]["flat"]["messages"] == r["shapes"]["binary"]["messages"] > 0
+    p = cli("simulate", "--workload", "trees", "--gen", "poisson3d:10", "--grid", "4x4", "--tree", "oak")
+    assert p.returncode != 0 and "oak" in p.stderr and "Traceback" not in p.stderr

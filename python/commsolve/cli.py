@@ -420,10 +420,11 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @main.command()
 @click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:2048.")
 @click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file.")
-@click.option("--workload", type=click.Choice(["sptrsv3d", "spmv"]), default="sptrsv3d", show_default=True,
-              help="sptrsv3d: the 2D and 3D triangular solves; spmv: the SpMV's halo exchange per --strategy.")
+@click.option("--workload", type=click.Choice(["sptrsv3d", "spmv", "trees"]), default="sptrsv3d", show_default=True,
+              help="sptrsv3d: the 2D and 3D triangular solves; spmv: the SpMV's halo exchange per --strategy; "
+              "trees: selected inversion's restricted collectives per --tree shape.")
 @click.option("--grid", default=None, help="sptrsv3d: Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on "
-              "the squarest 2D grid of as many ranks); 'auto' ranks every grid of --procs ranks.")
+              "the squarest 2D grid of as many ranks); 'auto' ranks every grid of --procs ranks. trees: PrxPc.")
 @click.option("--procs", type=click.IntRange(1), default=None, help="Ranks (spmv, and sptrsv3d with --grid auto).")
 @click.option("--strategy", default="standard,node-aware,node-aware-2step", show_default=True,
               help="spmv: comma-separated halo strategies.")
@@ -434,7 +435,9 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
               "(commsolve calibrate writes them).")
 @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
-@click.option("--tree", default="binary", show_default=True, help="Broadcast/reduction tree shape.")
+@click.option("--tree", default=None,
+              help="Broadcast/reduction tree shape [default: binary]; trees: comma-separated shapes [default: "
+              "flat,binary,shifted-binary,need-ordered,node-aware].")
 @click.option("--partition", type=click.Choice(["nd", "greedy", *PARTITIONS]), default=None,
               help="sptrsv3d: forests of the 3D layout, nd or greedy [default: nd]; spmv: rows over ranks, "
               "contiguous, strided or metis [default: contiguous].")
@@ -461,6 +464,14 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     _check_plot_path(plot)
     _check_plot_path(timeline, "--timeline")
+    if workload == "trees":
+        if grid is None or procs is not None:
+            raise click.UsageError("--workload trees takes --grid PrxPc, not --procs")
+        return _simulate_trees(gen, matrix, grid, tree or "flat,binary,shifted-binary,need-ordered,node-aware",
+                               profile, ppn, max_supernode, seed, flat_threshold, plot, timeline, as_json)
+    if tree is not None and "," in tree:
+        raise click.BadParameter("one tree shape (several go with --workload trees)", param_hint="--tree")
+    tree = tree or "binary"
     if workload == "spmv":
         if grid is not None or procs is None:
             raise click.UsageError("--workload spmv takes --procs N (rows split over N ranks), not --grid")
@@ -514,6 +525,46 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
     if timeline:
         plot_timeline(results, timeline, title)
     click.echo(_json(out) if as_json else format_simulation(out, name))
+
+
+def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed, flat_threshold, plot, timeline,
+                    as_json):
+    from . import gallery, trees, workloads
+    from .io import mmread
+    from .sim import simulation_profile
+    from .sim.study import MAX_TIMELINE_RANKS, format_shapes, plot_balance, plot_timeline, simulate_shapes
+    from .topology import make_topology
+
+    shapes = [s.strip() for s in shapes.split(",") if s.strip()]
+    try:
+        for s in shapes:
+            trees.check_shape(s)
+        try:
+            pr, pc = (int(v) for v in grid.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"--grid: expected PrxPc such as 46x46, got '{grid}'") from None
+        if pr < 1 or pc < 1:
+            raise ValueError(f"--grid: dimensions must be positive, got {grid}")
+        if timeline and pr * pc > MAX_TIMELINE_RANKS:
+            raise ValueError(f"a timeline of {pr * pc:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
+        prof = simulation_profile(profile)
+        ppn = ppn or prof.ppn
+        A = gallery.from_spec(gen) if gen else mmread(matrix)
+        S = workloads.supernodal_structure(A, max_supernode or 32)
+        C = workloads.selinv_collectives(S, (pr, pc))
+        topo = make_topology(nodes=[r // ppn for r in range(pr * pc)], size=pr * pc)
+        out, results = simulate_shapes(C, topo, shapes, prof, seed=seed, flat_threshold=flat_threshold,
+                                       timeline=bool(timeline))
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "trees", "grid": [pr, pc], **out}
+    title = f"{name}: selected inversion's collectives on {pr}x{pc}, profile {out['profile']}"
+    if plot:
+        plot_balance(results, plot, title)
+    if timeline:
+        plot_timeline(results, timeline, title)
+    click.echo(_json(out) if as_json else format_shapes(out, name))
 
 
 def _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, block, partition, plot, timeline, as_json):

@@ -6,15 +6,17 @@ call overhead) models.
 
 ``simulate(schedule, topology, profile)`` runs one schedule; :func:`solve_schedule` builds
 the schedule of a 2D or 3D triangular solve, :func:`halo_schedule` that of an SpMV's halo
-exchange (each strategy).
+exchange (each strategy); a :class:`CollectivesSchedule` holds restricted collectives and
+their tree shape.
 """
 
+from .collectives import CollectivesSchedule, simulate_collectives
 from .halo import HaloSchedule, halo_schedule, simulate_halo
 from .models import compute_model, network_model, simulation_profile
 from .solve import CATEGORIES, SimResult, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
 __all__ = ["simulate", "simulate_solve", "simulate_halo", "solve_schedule", "schedule_of", "halo_schedule",
-           "HaloSchedule", "SolveSchedule", "SimResult", "CATEGORIES",
+           "HaloSchedule", "CollectivesSchedule", "simulate_collectives", "SolveSchedule", "SimResult", "CATEGORIES",
            "network_model", "compute_model", "simulation_profile"]
 
 
@@ -27,5 +29,8 @@ def simulate(schedule, topology, profile, timeline=False):
         return simulate_solve(schedule, topology, profile, timeline=timeline)
     if isinstance(schedule, HaloSchedule):
         return simulate_halo(schedule, topology, profile, timeline=timeline)
+    if isinstance(schedule, CollectivesSchedule):
+        return simulate_collectives(schedule, topology, profile, timeline=timeline)
     raise TypeError(f"cannot simulate a {type(schedule).__name__}: expected a SolveSchedule "
-                    f"(commsolve.sim.solve_schedule) or a HaloSchedule (commsolve.sim.halo_schedule)")
+                    f"(commsolve.sim.solve_schedule), a HaloSchedule (commsolve.sim.halo_schedule) or a "
+                    f"CollectivesSchedule")

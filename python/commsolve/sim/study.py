@@ -1,7 +1,8 @@
 """``commsolve simulate``: the 2D and 3D triangular solves of one matrix simulated at a
 virtual scale with a machine profile, side by side (as ``trees --workload sptrsv3d`` counts
 them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and a timeline; the
-ranking of every grid (``--grid auto``); the SpMV's halo exchange per strategy."""
+ranking of every grid (``--grid auto``); the SpMV's halo exchange per strategy; selected
+inversion's restricted collectives per tree shape."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from ..direct import ALGORITHMS, parse_grid, symbolic
 from ..topology import make_topology
 from ..workloads import forest_partition
 from .models import simulation_profile
+from .collectives import CollectivesSchedule, simulate_collectives
 from .halo import halo_schedule, simulate_halo
 from .solve import CATEGORIES, simulate_solve, solve_schedule
 
-__all__ = ["simulate_algorithms", "simulate_strategies", "format_halo", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
+__all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
            "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
@@ -89,6 +91,38 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
     times = {s: r["predicted_s"] for s, r in out["strategies"].items()}
     out["fastest"] = min(times, key=times.get)
     return out, results
+
+
+def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_threshold=8, timeline=False):
+    """Restricted ``collectives`` on ``topology`` per tree shape. Returns ``(summary dict,
+    {shape: SimResult})``."""
+    prof = simulation_profile(profile)
+    if not shapes:
+        raise ValueError("no tree shape given")
+    if topology.size > MAX_SIM_RANKS:
+        raise ValueError(f"{topology.size:,} ranks: the simulator holds every rank's plan at once, at most "
+                         f"{MAX_SIM_RANKS:,}")
+    out = {"nranks": topology.size, "ppn": topology.max_ppn, "profile": prof.name, "collectives": len(collectives.ids),
+           "shapes": {}}
+    results = {}
+    for s in shapes:
+        results[s] = r = simulate_collectives(CollectivesSchedule(collectives, s, seed, flat_threshold), topology,
+                                              prof, timeline=timeline)
+        out["shapes"][s] = r.to_dict()
+    times = {s: r["predicted_s"] for s, r in out["shapes"].items()}
+    out["fastest"] = min(times, key=times.get)
+    return out, results
+
+
+def format_shapes(out, matrix):
+    lines = [f"{matrix}: {out['collectives']:,} restricted collectives on {out['nranks']:,} ranks, {out['ppn']} per "
+             f"node, profile {out['profile']}, all in flight at once",
+             f"{'shape':<16}{'predicted ms':>13}{'messages':>11}{'MB moved':>10}{'critical hops':>15}"]
+    for s, r in out["shapes"].items():
+        lines.append(f"{s:<16}{r['predicted_s'] * 1e3:>13.3f}{r['messages']:>11,}{r['bytes'] / 1e6:>10.2f}"
+                     f"{r['critical_path']['hops']:>15,}")
+    lines.append(f"fastest: {out['fastest']}")
+    return "\n".join(lines)
 
 
 def format_halo(out, matrix):

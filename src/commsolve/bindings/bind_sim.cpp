@@ -8,6 +8,7 @@
 #include "bindings/common.hpp"
 #include "sim/halo_sim.hpp"
 #include "sim/timing.hpp"
+#include "sim/trees_sim.hpp"
 #include "sim/solve_sim.hpp"
 
 namespace commsolve::bindings {
@@ -136,6 +137,17 @@ void bind_sim(nb::module_& m) {
   }, "plans"_a, "topology"_a, "block"_a, "repeat"_a, "network"_a, "compute"_a, "timeline"_a,
         "Every rank's halo-exchange plan replayed as the MPI executor runs it: times per rank (fp, xy_comm, "
         "z_comm, redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted.");
+  m.def("simulate_collectives", [](const CollectiveSet& set, const std::string& shape, std::uint64_t seed,
+                                   int threshold, const Topology& topo, const sim::NetworkModel& net,
+                                   const sim::ComputeModel& cpu, bool timeline) {
+    sim::SimResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = sim::simulate_collectives(set, TreeShape{shape, seed, threshold}, topo, net, cpu, timeline);
+    }
+    return result_dict(r);
+  }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a,
+        "Every rank's restricted collectives replayed as the MPI engine runs them (all in flight at once).");
   m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                              In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                              const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,

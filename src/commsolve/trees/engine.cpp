@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "trees/collective_machine.hpp"
 
 namespace commsolve {
 
@@ -141,13 +142,31 @@ void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
   reap_sends(true);
 }
 
+namespace {
+
+// The numeric backend of CollectiveMachine: values move through the engine and add up in
+// `data`.
+struct EngineCollectives {
+  MessageEngine& engine;
+  std::vector<std::vector<double>>& data;
+  void send(int dest, std::int64_t c, std::size_t slot, std::int64_t n, int kind) {
+    engine.send(dest, c, data[slot].data(), n, kind);
+  }
+  void store(std::size_t slot, const double* values, std::int64_t n) {
+    std::copy(values, values + n, data[slot].begin());
+  }
+  void add(std::size_t slot, const double* values, std::int64_t n) {
+    for (std::int64_t k = 0; k < n; ++k) data[slot][static_cast<std::size_t>(k)] += values[k];
+  }
+};
+
+}  // namespace
+
 CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::vector<std::vector<double>>& data,
                           const Topology& topo, MPI_Comm comm, int max_posted) {
   require(data.size() == plan.index.size(), "collectives: " + std::to_string(data.size()) +
                                                 " data arrays for " + std::to_string(plan.index.size()) +
                                                 " collectives of this rank");
-  PlanArrivals arrivals = plan_arrivals(plan, set);
-  std::vector<int>& waiting = arrivals.waiting;  // reductions: children still to arrive
   for (std::size_t i = 0; i < plan.index.size(); ++i) {
     const std::size_t c = static_cast<std::size_t>(plan.index[i]);
     require(static_cast<std::int64_t>(data[i].size()) == set.count[c],
@@ -158,38 +177,11 @@ CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::v
   for (std::int64_t n : set.count) max_values = std::max(max_values, n);
   MessageEngine engine(comm, topo, max_values, max_posted);
   engine.set_kind_of([&](std::int64_t c) { return static_cast<int>(set.kind[static_cast<std::size_t>(c)]); });
-
-  auto forward = [&](std::size_t i) {  // broadcast: pass data on to the children
-    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    for (int ch : plan.links[i].children)
-      engine.send(ch, static_cast<std::int64_t>(c), data[i].data(), set.count[c], 0);
-  };
-  auto finish_reduce = [&](std::size_t i) {  // reduction: all children in, pass the sum up
-    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    if (plan.links[i].parent >= 0)
-      engine.send(plan.links[i].parent, static_cast<std::int64_t>(c), data[i].data(), set.count[c], 1);
-  };
-  for (std::size_t i = 0; i < plan.index.size(); ++i) {
-    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
-      if (plan.links[i].parent < 0) forward(i);
-    } else if (waiting[i] == 0) {
-      finish_reduce(i);
-    }
-  }
-  engine.run(arrivals.expected, [&](int, std::int64_t key, const double* values, std::int64_t n) {
-    const std::int64_t i = key >= 0 && key < static_cast<std::int64_t>(set.size()) ? arrivals.slot_of[key] : -1;
-    if (i < 0) throw std::logic_error("collectives: message for a collective this rank is not in");
-    const std::size_t c = static_cast<std::size_t>(key);
-    if (n != set.count[c]) throw std::logic_error("collectives: message of the wrong length");
-    if (set.kind[c] == static_cast<std::int8_t>(CollectiveKind::broadcast)) {
-      std::copy(values, values + n, data[i].begin());
-      forward(static_cast<std::size_t>(i));
-    } else {
-      for (std::int64_t k = 0; k < n; ++k) data[i][k] += values[k];
-      if (--waiting[i] == 0) finish_reduce(static_cast<std::size_t>(i));
-    }
-  });
+  EngineCollectives backend{engine, data};
+  CollectiveMachine<EngineCollectives> machine(set, plan, backend);
+  machine.start();
+  engine.run(machine.expected(),
+             [&](int, std::int64_t key, const double* values, std::int64_t n) { machine.arrive(key, values, n); });
   return engine.recorded();
 }
 
