@@ -6,9 +6,9 @@
 solve: per layout, factor once, time every solve algorithm (median total, slowest rank), and
 simulate the same schedule (the solver's own) with PROFILE on rank 0, untimed. halo: time
 the SpMV's halo exchange per strategy (strategies interleaved, barrier-bracketed, slowest
-rank, median of REPEAT; timed in C++ around each exchange) and simulate each rank's plan. Rank 0 prints one JSON line per run:
-measured, predicted, their ratio, and whether the simulated traffic equals what every rank
-recorded through MPI.
+rank, median of REPEAT; timed in C++ around each exchange) and simulate each rank's plan.
+Rank 0 prints one JSON line per run: measured, predicted, their ratio, and whether the
+simulated traffic equals what every rank recorded through MPI.
 """
 
 import json

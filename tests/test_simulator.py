@@ -351,3 +351,30 @@ def test_cli_simulate_trees():
     assert r["shapes"]["flat"]["messages"] == r["shapes"]["binary"]["messages"] > 0
     p = cli("simulate", "--workload", "trees", "--gen", "poisson3d:10", "--grid", "4x4", "--tree", "oak")
     assert p.returncode != 0 and "oak" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_goal_export_matches_every_send_with_its_receive(tmp_path, profile):
+    import re
+
+    S = symbolic(gallery.poisson2d9(20), 2)
+    sched = cs.sim.solve_schedule(S, (2, 1, 2), "3d")
+    r = cs.sim.simulate(sched, make_topology(nodes=[0, 0, 1, 1], size=4), profile, trace=True)
+    path = tmp_path / "s.goal"
+    n = cs.sim.write_goal(r, str(path))
+    text = path.read_text()
+    assert text.startswith("num_ranks 4\n") and text.count("rank ") == 4
+    sends, recvs, rank = {}, {}, None
+    for line in text.splitlines():
+        if m := re.match(r"rank (\d+) \{", line):
+            rank, last = int(m.group(1)), 0
+        elif m := re.match(r"l(\d+): send (\d+)b to (\d+) tag (\d+)$", line):
+            sends[int(m.group(4))] = (rank, int(m.group(3)), int(m.group(2)))
+        elif m := re.match(r"l(\d+): recv (\d+)b from (\d+) tag (\d+)$", line):
+            recvs[int(m.group(4))] = (int(m.group(3)), rank, int(m.group(2)))
+        elif m := re.match(r"l(\d+) requires l(\d+)$", line):
+            assert int(m.group(2)) == int(m.group(1)) - 1  # each operation after the one before
+    assert sends == recvs and len(sends) == int(r.messages[:, 0].sum()) > 0
+    assert n == text.count(": send ") + text.count(": recv ") + text.count(": calc ")
+    with pytest.raises(ValueError, match="trace=True"):
+        cs.sim.write_goal(cs.sim.simulate(sched, make_topology(nodes=[0, 0, 1, 1], size=4), profile),
+                          str(tmp_path / "no.goal"))

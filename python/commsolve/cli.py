@@ -451,9 +451,11 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG: every rank's predicted time by category.")
 @click.option("--timeline", type=click.Path(dir_okay=False),
               help="PNG: Gantt chart of every rank (small runs only).")
+@click.option("--goal", type=click.Path(dir_okay=False),
+              help="Write each simulated schedule in LogGOPSim's GOAL text format (several: NAME-<algorithm>.goal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
-             max_supernode, seed, flat_threshold, plot, timeline, as_json):
+             max_supernode, seed, flat_threshold, plot, timeline, goal, as_json):
     """Predict the 2D and 3D triangular solves at scale: every rank's schedule (the one the
     MPI solve runs) replayed by a discrete-event simulator with a machine profile's network
     and compute models; predicted time, per-rank breakdown, critical path. With --grid auto
@@ -464,11 +466,13 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     _check_plot_path(plot)
     _check_plot_path(timeline, "--timeline")
+    _check_plot_path(goal, "--goal")
+    outputs = {"plot": plot, "timeline": timeline, "goal": goal}
     if workload == "trees":
         if grid is None or procs is not None:
             raise click.UsageError("--workload trees takes --grid PrxPc, not --procs")
         return _simulate_trees(gen, matrix, grid, tree or "flat,binary,shifted-binary,need-ordered,node-aware",
-                               profile, ppn, max_supernode, seed, flat_threshold, plot, timeline, as_json)
+                               profile, ppn, max_supernode, seed, flat_threshold, outputs, as_json)
     if tree is not None and "," in tree:
         raise click.BadParameter("one tree shape (several go with --workload trees)", param_hint="--tree")
     tree = tree or "binary"
@@ -478,8 +482,8 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
         if partition not in (None, *PARTITIONS):
             raise click.BadParameter(f"spmv partitions rows {', '.join(PARTITIONS)}, not {partition}",
                                      param_hint="--partition")
-        return _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, nrhs, partition or "contiguous", plot,
-                              timeline, as_json)
+        return _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, nrhs, partition or "contiguous", outputs,
+                              as_json)
     if partition not in (None, "nd", "greedy"):
         raise click.BadParameter(f"the solves' forests are nd or greedy, not {partition}", param_hint="--partition")
     partition = partition or "nd"
@@ -488,8 +492,8 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
     if (grid.lower() == "auto") != (procs is not None):
         raise click.UsageError("--grid auto needs --procs" if procs is None else "--procs goes with --grid auto")
     if grid.lower() == "auto":
-        if plot or timeline:
-            raise click.UsageError("--plot and --timeline show one grid: simulate the chosen grid with them")
+        if plot or timeline or goal:
+            raise click.UsageError("--plot, --timeline and --goal show one grid: simulate the chosen grid with them")
         return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
                               max_supernode, seed, flat_threshold, as_json)
     from tqdm import tqdm
@@ -497,7 +501,7 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
     from . import gallery, trees
     from .direct import parse_grid
     from .io import mmread
-    from .sim.study import MAX_TIMELINE_RANKS, format_simulation, plot_balance, plot_timeline, simulate_algorithms
+    from .sim.study import MAX_TIMELINE_RANKS, format_simulation, simulate_algorithms
 
     algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
     try:
@@ -512,27 +516,42 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
             out, results = simulate_algorithms(A, dims, algorithms, profile, ppn=ppn, tree=tree, partition=partition,
                                                allreduce=allreduce, nrhs=nrhs, seed=seed,
                                                flat_threshold=flat_threshold, timeline=bool(timeline),
-                                               progress=lambda _: bar.update(), **options)
+                                               trace=bool(goal), progress=lambda _: bar.update(), **options)
     except (ValueError, OSError) as e:  # ProfileError is a ValueError
         raise click.ClickException(str(e)) from None
     except MemoryError:
         raise click.ClickException("out of memory: try a smaller grid or matrix") from None
     name = gen or str(matrix)
     out = {"matrix": name, "workload": "sptrsv3d", **out}
-    title = f"{name} on {out['nranks']:,} ranks, profile {out['profile']}"
-    if plot:
-        plot_balance(results, plot, title)
-    if timeline:
-        plot_timeline(results, timeline, title)
+    _simulation_outputs(results, outputs, f"{name} on {out['nranks']:,} ranks, profile {out['profile']}")
     click.echo(_json(out) if as_json else format_simulation(out, name))
 
 
-def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed, flat_threshold, plot, timeline,
-                    as_json):
+def _simulation_outputs(results, outputs, title):
+    """--plot, --timeline and --goal of a simulation (results: {name: SimResult})."""
+    from .sim import write_goal
+    from .sim.study import plot_balance, plot_timeline
+
+    if outputs["plot"]:
+        plot_balance(results, outputs["plot"], title)
+    if outputs["timeline"]:
+        plot_timeline(results, outputs["timeline"], title)
+    if outputs["goal"]:
+        stem, ext = os.path.splitext(outputs["goal"])
+        for name, r in results.items():
+            path = outputs["goal"] if len(results) == 1 else f"{stem}-{name}{ext or '.goal'}"
+            try:
+                n = write_goal(r, path)
+            except (ValueError, OSError) as e:
+                raise click.ClickException(str(e)) from None
+            click.echo(f"GOAL schedule of {name}: {n:,} operations written to {path}", err=True)
+
+
+def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed, flat_threshold, outputs, as_json):
     from . import gallery, trees, workloads
     from .io import mmread
     from .sim import simulation_profile
-    from .sim.study import MAX_TIMELINE_RANKS, format_shapes, plot_balance, plot_timeline, simulate_shapes
+    from .sim.study import MAX_TIMELINE_RANKS, format_shapes, simulate_shapes
     from .topology import make_topology
 
     shapes = [s.strip() for s in shapes.split(",") if s.strip()]
@@ -545,7 +564,7 @@ def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed
             raise ValueError(f"--grid: expected PrxPc such as 46x46, got '{grid}'") from None
         if pr < 1 or pc < 1:
             raise ValueError(f"--grid: dimensions must be positive, got {grid}")
-        if timeline and pr * pc > MAX_TIMELINE_RANKS:
+        if outputs["timeline"] and pr * pc > MAX_TIMELINE_RANKS:
             raise ValueError(f"a timeline of {pr * pc:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
         prof = simulation_profile(profile)
         ppn = ppn or prof.ppn
@@ -554,42 +573,36 @@ def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed
         C = workloads.selinv_collectives(S, (pr, pc))
         topo = make_topology(nodes=[r // ppn for r in range(pr * pc)], size=pr * pc)
         out, results = simulate_shapes(C, topo, shapes, prof, seed=seed, flat_threshold=flat_threshold,
-                                       timeline=bool(timeline))
+                                       timeline=bool(outputs["timeline"]), trace=bool(outputs["goal"]))
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     name = gen or str(matrix)
     out = {"matrix": name, "workload": "trees", "grid": [pr, pc], **out}
-    title = f"{name}: selected inversion's collectives on {pr}x{pc}, profile {out['profile']}"
-    if plot:
-        plot_balance(results, plot, title)
-    if timeline:
-        plot_timeline(results, timeline, title)
+    _simulation_outputs(results, outputs, f"{name}: selected inversion's collectives on {pr}x{pc}, profile "
+                                          f"{out['profile']}")
     click.echo(_json(out) if as_json else format_shapes(out, name))
 
 
-def _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, block, partition, plot, timeline, as_json):
+def _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, block, partition, outputs, as_json):
     from . import gallery
     from .io import mmread
-    from .sim.study import MAX_SIM_RANKS, MAX_TIMELINE_RANKS, format_halo, plot_balance, plot_timeline, simulate_strategies
+    from .sim.study import MAX_SIM_RANKS, MAX_TIMELINE_RANKS, format_halo, simulate_strategies
 
     strategies = [a.strip() for a in strategy.split(",") if a.strip()]
     try:
         if procs > MAX_SIM_RANKS:
-            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's plan at once, at most {MAX_SIM_RANKS:,}")
-        if timeline and procs > MAX_TIMELINE_RANKS:
+            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's plan at once, at most "
+                             f"{MAX_SIM_RANKS:,}")
+        if outputs["timeline"] and procs > MAX_TIMELINE_RANKS:
             raise ValueError(f"a timeline of {procs:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         out, results = simulate_strategies(A, procs, strategies, profile, ppn=ppn, partition=partition, block=block,
-                                           timeline=bool(timeline))
+                                           timeline=bool(outputs["timeline"]), trace=bool(outputs["goal"]))
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     name = gen or str(matrix)
     out = {"matrix": name, "workload": "spmv", **out}
-    title = f"{name} halo exchange on {procs:,} ranks, profile {out['profile']}"
-    if plot:
-        plot_balance(results, plot, title)
-    if timeline:
-        plot_timeline(results, timeline, title)
+    _simulation_outputs(results, outputs, f"{name} halo exchange on {procs:,} ranks, profile {out['profile']}")
     click.echo(_json(out) if as_json else format_halo(out, name))
 
 

@@ -11,26 +11,27 @@ their tree shape.
 """
 
 from .collectives import CollectivesSchedule, simulate_collectives
+from .goal import write_goal
 from .halo import HaloSchedule, halo_schedule, simulate_halo
 from .models import compute_model, network_model, simulation_profile
 from .solve import CATEGORIES, SimResult, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
-__all__ = ["simulate", "simulate_solve", "simulate_halo", "solve_schedule", "schedule_of", "halo_schedule",
-           "HaloSchedule", "CollectivesSchedule", "simulate_collectives", "SolveSchedule", "SimResult", "CATEGORIES",
-           "network_model", "compute_model", "simulation_profile"]
+__all__ = ["simulate", "simulate_solve", "simulate_halo", "simulate_collectives", "solve_schedule", "schedule_of",
+           "halo_schedule", "SolveSchedule", "HaloSchedule", "CollectivesSchedule", "SimResult", "CATEGORIES",
+           "write_goal", "network_model", "compute_model", "simulation_profile"]
 
 
-def simulate(schedule, topology, profile, timeline=False):
+def simulate(schedule, topology, profile, timeline=False, trace=False):
     """Simulates ``schedule`` on ``topology`` (:func:`commsolve.topology.make_topology`)
     with ``profile`` (a bundled name, a TOML path or a MachineProfile); returns a
     :class:`SimResult` (predicted time, per-rank breakdown, critical path, recorded
-    statistics)."""
+    statistics; with ``trace``, every rank's operations for :func:`write_goal`)."""
     if isinstance(schedule, SolveSchedule):
-        return simulate_solve(schedule, topology, profile, timeline=timeline)
+        return simulate_solve(schedule, topology, profile, timeline=timeline, trace=trace)
     if isinstance(schedule, HaloSchedule):
-        return simulate_halo(schedule, topology, profile, timeline=timeline)
+        return simulate_halo(schedule, topology, profile, timeline=timeline, trace=trace)
     if isinstance(schedule, CollectivesSchedule):
-        return simulate_collectives(schedule, topology, profile, timeline=timeline)
+        return simulate_collectives(schedule, topology, profile, timeline=timeline, trace=trace)
     raise TypeError(f"cannot simulate a {type(schedule).__name__}: expected a SolveSchedule "
                     f"(commsolve.sim.solve_schedule), a HaloSchedule (commsolve.sim.halo_schedule) or a "
                     f"CollectivesSchedule")

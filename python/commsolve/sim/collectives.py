@@ -25,7 +25,7 @@ class CollectivesSchedule:
     flat_threshold: int = 8
 
 
-def simulate_collectives(schedule, topology, profile, timeline=False):
+def simulate_collectives(schedule, topology, profile, timeline=False, trace=False):
     """Replays ``schedule`` (a :class:`CollectivesSchedule`) on ``topology`` with
     ``profile``'s models; returns a :class:`~commsolve.sim.SimResult` (statistics steps: 0
     broadcasts, 1 reductions)."""
@@ -35,6 +35,7 @@ def simulate_collectives(schedule, topology, profile, timeline=False):
     prof = simulation_profile(profile)
     t0 = time.perf_counter()
     d = _core.simulate_collectives(s.collectives.core, s.shape, int(s.seed), int(s.flat_threshold), topology,
-                                   network_model(prof, topology.max_ppn), compute_model(prof), bool(timeline))
+                                   network_model(prof, topology.max_ppn), compute_model(prof), bool(timeline),
+                                   bool(trace))
     info = {"workload": "trees", "shape": s.shape, "profile": prof.name, "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

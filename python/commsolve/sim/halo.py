@@ -44,7 +44,7 @@ def halo_schedule(A, nranks, topology, strategy="standard", partition="contiguou
                         int(repeat))
 
 
-def simulate_halo(schedule, topology, profile, timeline=False):
+def simulate_halo(schedule, topology, profile, timeline=False, trace=False):
     """Replays ``schedule`` (a :class:`HaloSchedule`) on ``topology`` with ``profile``'s
     models; returns a :class:`~commsolve.sim.SimResult` (time per exchange: predicted_s /
     repeat)."""
@@ -54,7 +54,7 @@ def simulate_halo(schedule, topology, profile, timeline=False):
     prof = simulation_profile(profile)
     t0 = time.perf_counter()
     d = _core.simulate_halo(s.plans, topology, s.block, s.repeat, network_model(prof, topology.max_ppn),
-                            compute_model(prof), bool(timeline))
+                            compute_model(prof), bool(timeline), bool(trace))
     info = {"workload": "halo", "strategy": s.strategy, "block": s.block, "repeat": s.repeat, "profile": prof.name,
             "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

@@ -85,7 +85,9 @@ class SimResult:
     """A simulated run. ``times``: per rank, seconds by category (CATEGORIES, idle only as
     counted while running) and its finish; ``recorded``: per rank, what it sent and received
     through the simulated network (CommStats, steps as the MPI run's); ``critical_path``:
-    (rank, time) hops back from the slowest rank's finish along the messages it waited for."""
+    (rank, time) hops back from the slowest rank's finish along the messages it waited for;
+    ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank, kind 0 calc / 1 send /
+    2 recv, peer, bytes, tag, seconds) rows, each rank's in order (both when asked for)."""
 
     predicted_s: float
     times: np.ndarray
@@ -93,6 +95,7 @@ class SimResult:
     recorded: list
     critical_path: np.ndarray
     timeline: np.ndarray
+    trace: np.ndarray
     events: int
     build_s: float
     run_s: float
@@ -104,7 +107,8 @@ class SimResult:
                    messages=np.asarray(d["messages"]).reshape(-1, 2),
                    recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
                    critical_path=np.asarray(d["critical_path"]).reshape(-1, 2),
-                   timeline=np.asarray(d["timeline"]).reshape(-1, 4), events=int(d["events"]),
+                   timeline=np.asarray(d["timeline"]).reshape(-1, 4),
+                   trace=np.asarray(d["trace"]).reshape(-1, 6), events=int(d["events"]),
                    build_s=float(d["build_seconds"]), run_s=float(d["run_seconds"]), info=dict(info or {}))
 
     @property
@@ -144,9 +148,10 @@ class SimResult:
                 "events_per_s": self.events / self.run_s if self.run_s > 0 else None}
 
 
-def simulate_solve(schedule, topology, profile, timeline=False):
+def simulate_solve(schedule, topology, profile, timeline=False, trace=False):
     """Replays ``schedule`` (a :class:`SolveSchedule`) on ``topology`` with ``profile``'s
-    network and compute models; returns a :class:`SimResult`."""
+    network and compute models; returns a :class:`SimResult` (with ``trace``, every rank's
+    operations in order, for :func:`commsolve.sim.goal.write_goal`)."""
     s = schedule
     if topology.size != s.nranks:
         raise ValueError(f"the topology has {topology.size} ranks, the {'x'.join(map(str, s.grid))} grid "
@@ -157,7 +162,7 @@ def simulate_solve(schedule, topology, profile, timeline=False):
     t0 = time.perf_counter()
     d = _core.simulate_solve(*s.structure.core_arrays(), s.forests, *s.grid, s.algorithm, s.tree, s.seed,
                              s.flat_threshold, topology, s.nrhs, s.allreduce == "packed", s.distribution,
-                             s.row_order, s.col_order, net, cpu, bool(timeline))
+                             s.row_order, s.col_order, net, cpu, bool(timeline), bool(trace))
     info = {"algorithm": s.algorithm, "grid": list(s.grid), "tree": s.tree, "allreduce": s.allreduce,
             "nrhs": s.nrhs, "profile": prof.name, "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

@@ -16,7 +16,8 @@ from .collectives import CollectivesSchedule, simulate_collectives
 from .halo import halo_schedule, simulate_halo
 from .solve import CATEGORIES, simulate_solve, solve_schedule
 
-__all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes", "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
+__all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes",
+           "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
            "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
@@ -26,8 +27,8 @@ ASPECT = 4                   # candidate 2D grids: Px <= Py <= ASPECT Px (or the
 
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
-                        nrhs=1, structure=None, seed=0, flat_threshold=8, timeline=False, distribute_rhs=True,
-                        progress=None, **lu_options):
+                        nrhs=1, structure=None, seed=0, flat_threshold=8, timeline=False, trace=False,
+                        distribute_rhs=True, progress=None, **lu_options):
     """Simulates each of ``algorithms`` on ``grid`` ("PxQxR" or a triple; ``2d`` on the
     squarest 2D grid with as many ranks) for ``A`` (or its symbolic ``structure``), with
     ``ppn`` ranks per node (default: the profile's). Returns ``(summary dict, {algorithm:
@@ -58,7 +59,7 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
         else:
             sched = solve_schedule(S, (px, py, pz), a, forests=forests, tree=tree, allreduce=allreduce, nrhs=nrhs,
                                    seed=seed, flat_threshold=flat_threshold, distribute_rhs=distribute_rhs)
-        results[a] = r = simulate_solve(sched, topo, prof, timeline=timeline)
+        results[a] = r = simulate_solve(sched, topo, prof, timeline=timeline, trace=trace)
         out["algorithms"][a] = r.to_dict()
         if progress is not None:
             progress(a)
@@ -69,7 +70,8 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
     return out, results
 
 
-def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="contiguous", block=1, timeline=False):
+def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="contiguous", block=1, timeline=False,
+                        trace=False):
     """The halo exchange of ``A``'s SpMV on ``nranks`` ranks (``ppn`` per node, default the
     profile's) per strategy. Returns ``(summary dict, {strategy: SimResult})``."""
     prof = simulation_profile(profile)
@@ -84,7 +86,8 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
            "partition": partition, "block": int(block), "strategies": {}}
     results = {}
     for s in strategies:
-        results[s] = r = simulate_halo(halo_schedule(A, P, topo, s, partition, block), topo, prof, timeline=timeline)
+        results[s] = r = simulate_halo(halo_schedule(A, P, topo, s, partition, block), topo, prof, timeline=timeline,
+                                       trace=trace)
         d = r.to_dict()
         d["inter_node_msgs_max"] = int(max((st.array[:, 1].sum() for st in r.recorded), default=0))
         out["strategies"][s] = d
@@ -93,7 +96,7 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
     return out, results
 
 
-def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_threshold=8, timeline=False):
+def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_threshold=8, timeline=False, trace=False):
     """Restricted ``collectives`` on ``topology`` per tree shape. Returns ``(summary dict,
     {shape: SimResult})``."""
     prof = simulation_profile(profile)
@@ -107,7 +110,7 @@ def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_thresho
     results = {}
     for s in shapes:
         results[s] = r = simulate_collectives(CollectivesSchedule(collectives, s, seed, flat_threshold), topology,
-                                              prof, timeline=timeline)
+                                              prof, timeline=timeline, trace=trace)
         out["shapes"][s] = r.to_dict()
     times = {s: r["predicted_s"] for s, r in out["shapes"].items()}
     out["fastest"] = min(times, key=times.get)

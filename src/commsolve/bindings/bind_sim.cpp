@@ -51,6 +51,11 @@ nb::dict result_dict(const sim::SimResult& r) {
   std::vector<double> tl;
   for (const sim::Interval& i : r.timeline) tl.insert(tl.end(), {double(i.rank), double(i.category), i.begin, i.end});
   d["timeline"] = to_numpy(std::move(tl));  // (rank, category, begin, end) rows
+  std::vector<double> tr;  // (rank, kind, peer, bytes, tag, seconds) rows, each rank's in order
+  for (std::size_t q = 0; q < r.trace.size(); ++q)
+    for (const sim::TraceOp& o : r.trace[q])
+      tr.insert(tr.end(), {double(q), double(o.kind), double(o.peer), double(o.bytes), double(o.tag), o.seconds});
+  d["trace"] = to_numpy(std::move(tr));
   d["predicted"] = r.predicted;
   d["events"] = r.events;
   d["build_seconds"] = r.build_seconds;
@@ -85,7 +90,8 @@ void bind_sim(nb::module_& m) {
         self->socket_size = socket_size;
       }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a)
       .def_ro("overhead", &sim::NetworkModel::overhead);
-  nb::class_<sim::ComputeModel>(m, "ComputeModel", "The simulator's compute: flop rate, bandwidth, call overhead, copy rate.")
+  nb::class_<sim::ComputeModel>(m, "ComputeModel",
+                                "The simulator's compute: flop rate, bandwidth, call overhead, copy rate.")
       .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead,
                           double copy_rate) {
         if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0) || !(copy_rate > 0))
@@ -127,33 +133,34 @@ void bind_sim(nb::module_& m) {
         "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it); "
         "posted > 0: sent and received as commsolve's engines do (Isend; any-source receives, Waitany).");
   m.def("simulate_halo", [](const std::vector<CommPlan>& plans, const Topology& topo, int block, int repeat,
-                            const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline) {
+                            const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
     sim::SimResult r;
     {
       nb::gil_scoped_release nogil;
-      r = sim::simulate_halo(plans, topo, net, cpu, block, repeat, timeline);
+      r = sim::simulate_halo(plans, topo, net, cpu, block, repeat, {timeline, trace});
     }
     return result_dict(r);
-  }, "plans"_a, "topology"_a, "block"_a, "repeat"_a, "network"_a, "compute"_a, "timeline"_a,
+  }, "plans"_a, "topology"_a, "block"_a, "repeat"_a, "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
         "Every rank's halo-exchange plan replayed as the MPI executor runs it: times per rank (fp, xy_comm, "
         "z_comm, redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted.");
   m.def("simulate_collectives", [](const CollectiveSet& set, const std::string& shape, std::uint64_t seed,
                                    int threshold, const Topology& topo, const sim::NetworkModel& net,
-                                   const sim::ComputeModel& cpu, bool timeline) {
+                                   const sim::ComputeModel& cpu, bool timeline, bool trace) {
     sim::SimResult r;
     {
       nb::gil_scoped_release nogil;
-      r = sim::simulate_collectives(set, TreeShape{shape, seed, threshold}, topo, net, cpu, timeline);
+      r = sim::simulate_collectives(set, TreeShape{shape, seed, threshold}, topo, net, cpu, {timeline, trace});
     }
     return result_dict(r);
   }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a,
+        "trace"_a = false,
         "Every rank's restricted collectives replayed as the MPI engine runs them (all in flight at once).");
   m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                              In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
                              const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,
                              int nrhs, bool packed, const Distribution* dist,
                              std::optional<In<std::int32_t>> row_order, std::optional<In<std::int32_t>> col_order,
-                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline) {
+                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
     const SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
     const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
@@ -176,12 +183,12 @@ void bind_sim(nb::module_& m) {
     sim::SimResult r;
     {
       nb::gil_scoped_release nogil;
-      r = sim::simulate_solve(in, topo, net, cpu, timeline);
+      r = sim::simulate_solve(in, topo, net, cpu, {timeline, trace});
     }
     return result_dict(r);
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "algorithm"_a, "shape"_a, "seed"_a,
         "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "row_order"_a.none(),
-        "col_order"_a.none(), "network"_a, "compute"_a, "timeline"_a,
+        "col_order"_a.none(), "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
         "One solve replayed in the simulator: a dict of per-rank times (ranks, categories + 1: fp, xy_comm, z_comm, "
         "redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted, events.");
 }

@@ -64,7 +64,7 @@ class HaloProcess : public Process {
 }  // namespace
 
 SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo, const NetworkModel& net,
-                        const ComputeModel& cpu, int block, int repeat, bool keep_timeline) {
+                        const ComputeModel& cpu, int block, int repeat, Recording keep) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   require(static_cast<int>(plans.size()) == topo.size(),
@@ -82,7 +82,7 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
   procs.reserve(plans.size());
   for (const CommPlan& p : plans) procs.push_back(std::make_unique<HaloProcess>(p, block, repeat));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), keep_timeline);
+  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

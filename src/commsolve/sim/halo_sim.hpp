@@ -13,6 +13,6 @@
 namespace commsolve::sim {
 
 SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo, const NetworkModel& net,
-                        const ComputeModel& cpu, int block = 1, int repeat = 1, bool keep_timeline = false);
+                        const ComputeModel& cpu, int block = 1, int repeat = 1, Recording keep = {});
 
 }  // namespace commsolve::sim

@@ -6,8 +6,9 @@
 namespace commsolve::sim {
 
 Simulator::Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-                     bool keep_timeline)
-    : topo_(topo), net_(net), cpu_(cpu), keep_timeline_(keep_timeline) {
+                     Recording keep)
+    : topo_(topo), net_(net), cpu_(cpu), keep_timeline_(keep.timeline), keep_trace_(keep.trace) {
+  if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
   const std::size_t P = static_cast<std::size_t>(topo.size());
   clock_.assign(P, 0.0);
   nic_free_.assign(P, 0.0);
@@ -40,12 +41,26 @@ void Simulator::spend(int rank, double seconds, int category) {
   times_[rank].by_category[category] += seconds;
 }
 
+void Simulator::trace_calc(int rank, double seconds) {
+  if (!keep_trace_ || seconds <= 0) return;
+  std::vector<TraceOp>& t = trace_[static_cast<std::size_t>(rank)];
+  if (!t.empty() && t.back().kind == TraceOp::calc) {
+    t.back().seconds += seconds;
+  } else {
+    t.push_back({TraceOp::calc, -1, 0, 0, seconds});
+  }
+}
+
 void Simulator::compute(int rank, double flops, double bytes, int category) {
-  spend(rank, cpu_.time(flops, bytes), category);
+  const double t = cpu_.time(flops, bytes);
+  trace_calc(rank, t);
+  spend(rank, t, category);
 }
 
 void Simulator::copy(int rank, double bytes, int category) {
-  if (bytes > 0) spend(rank, bytes / cpu_.copy_rate, category);
+  if (bytes <= 0) return;
+  trace_calc(rank, bytes / cpu_.copy_rate);
+  spend(rank, bytes / cpu_.copy_rate, category);
 }
 
 void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
@@ -60,7 +75,8 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   nic_free_[rank] = left;
   if (where == 2 && net_.injection[proto] > 0) {
     double& node = node_free_[topo_.node_of(rank)];
-    node = std::max(node, left - static_cast<double>(bytes) / rate) + static_cast<double>(bytes) / net_.injection[proto];
+    const double s = static_cast<double>(bytes);
+    node = std::max(node, left - s / rate) + s / net_.injection[proto];
     left = std::max(left, node);
   }
   Message m;
@@ -75,6 +91,7 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   m.sent = clock_[rank];
   m.arrival = left + std::max(0.0, alpha - 2 * net_.overhead);
   m.seq = seq_++;
+  if (keep_trace_) trace_[static_cast<std::size_t>(rank)].push_back({TraceOp::send, dest, bytes, m.seq, 0.0});
   ++times_[rank].sent;
   recorded_[rank].steps[step].add_send(locality(topo_, rank, dest), bytes);
   heap_.push(m);
@@ -98,6 +115,7 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
       spend(r, m.arrival - clock_[r], procs[r]->waiting_category());
     }
     spend(r, net_.overhead, m.category);
+    if (keep_trace_) trace_[static_cast<std::size_t>(r)].push_back({TraceOp::recv, m.src, m.bytes, m.seq, 0.0});
     ++times_[r].received;
     recorded_[r].steps[m.step].add_recv(locality(topo_, m.src, r), m.bytes);
     procs[r]->receive(*this, m);
@@ -122,6 +140,7 @@ SimResult Simulator::result(double build_seconds, double run_seconds) const {
   res.recorded = recorded_;
   res.critical_path = critical_path();
   res.timeline = timeline_;
+  res.trace = trace_;
   res.predicted = predicted();
   res.events = events_;
   res.build_seconds = build_seconds;

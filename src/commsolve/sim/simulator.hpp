@@ -50,6 +50,12 @@ struct ComputeModel {
   }
 };
 
+// What a simulation keeps besides the times (both grow with the events: small runs only).
+struct Recording {
+  bool timeline = false;  // per rank, intervals by category
+  bool trace = false;     // per rank, the operations in order (GOAL export)
+};
+
 // What a rank's time went to.
 enum Category : int { fp = 0, xy_comm, z_comm, redistribute, idle, num_categories };
 
@@ -83,6 +89,16 @@ struct RankTime {
   std::int64_t sent = 0, received = 0;
 };
 
+// One operation of a rank's trace (for export to LogGOPSim's GOAL format): a computation
+// (seconds), or a message sent or received (bytes, the peer, the message's sequence number).
+struct TraceOp {
+  enum Kind : std::int8_t { calc = 0, send = 1, recv = 2 } kind;
+  int peer;
+  std::int64_t bytes;
+  std::int64_t tag;
+  double seconds;
+};
+
 struct Interval {  // for timelines of small runs
   int rank;
   int category;
@@ -95,6 +111,7 @@ struct SimResult {
   std::vector<CommStats> recorded;   // per rank and statistics step
   std::vector<std::pair<int, double>> critical_path;
   std::vector<Interval> timeline;
+  std::vector<std::vector<TraceOp>> trace;  // per rank, in the order done (when kept)
   double predicted = 0;
   std::int64_t events = 0;
   double build_seconds = 0, run_seconds = 0;  // wall time of this process
@@ -104,7 +121,7 @@ class Simulator {
  public:
   // `steps`: how many statistics steps messages are counted in.
   Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-            bool keep_timeline = false);
+            Recording keep = {});
 
   // Runs every rank's process to completion. Throws std::logic_error naming the ranks left
   // waiting if the messages run out first (a deadlock in the program).
@@ -142,7 +159,9 @@ class Simulator {
   Topology topo_;
   NetworkModel net_;
   ComputeModel cpu_;
-  bool keep_timeline_;
+  bool keep_timeline_, keep_trace_;
+  std::vector<std::vector<TraceOp>> trace_;
+  void trace_calc(int rank, double seconds);
   std::vector<double> clock_, nic_free_, node_free_;
   std::vector<RankTime> times_;
   std::vector<CommStats> recorded_;

@@ -243,7 +243,7 @@ void set_moves(std::vector<RankProgram>& progs, const std::vector<HaloPattern>& 
 }  // namespace
 
 SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const NetworkModel& net,
-                         const ComputeModel& cpu, bool keep_timeline) {
+                         const ComputeModel& cpu, Recording keep) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   require(in.sym != nullptr && in.forests != nullptr, "simulated solve: structure and forests are required");
@@ -304,7 +304,7 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
   std::vector<std::unique_ptr<Process>> procs;
   procs.reserve(progs.size());
   for (const RankProgram& p : progs) procs.push_back(std::make_unique<SolveProcess>(shared, p));
-  Simulator sim(topo, net, cpu, num_solve_steps, keep_timeline);
+  Simulator sim(topo, net, cpu, num_solve_steps, keep);
   sim.run(procs);
   const auto t2 = clock::now();
 

@@ -38,6 +38,6 @@ struct SolveSimInput {
 };
 
 SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const NetworkModel& net,
-                         const ComputeModel& cpu, bool keep_timeline = false);
+                         const ComputeModel& cpu, Recording keep = {});
 
 }  // namespace commsolve::sim

@@ -55,7 +55,7 @@ double time_pack(std::int64_t n, double min_seconds) {
     double elapsed = 0;
     while (elapsed < min_seconds) {
       for (int rep = 0; rep < 16; ++rep, ++calls) {
-        for (std::int64_t k = 0; k < n; ++k) out[static_cast<std::size_t>(k)] = src[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])];
+        for (std::size_t k = 0; k < out.size(); ++k) out[k] = src[static_cast<std::size_t>(idx[k])];
         sink += out[static_cast<std::size_t>(calls % n)];
         src[static_cast<std::size_t>(calls % n)] += 1e-300;  // the next pack reads new data
       }

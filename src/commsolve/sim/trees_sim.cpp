@@ -48,7 +48,7 @@ class CollectivesProcess : public Process {
 }  // namespace
 
 SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
-                               const NetworkModel& net, const ComputeModel& cpu, bool keep_timeline) {
+                               const NetworkModel& net, const ComputeModel& cpu, Recording keep) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   std::vector<TreePlan> plans = build_tree_plans_virtual(set, shape, topo);
@@ -56,7 +56,7 @@ SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape,
   procs.reserve(plans.size());
   for (TreePlan& p : plans) procs.push_back(std::make_unique<CollectivesProcess>(set, std::move(p)));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, 2, keep_timeline);
+  Simulator sim(topo, net, cpu, 2, keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

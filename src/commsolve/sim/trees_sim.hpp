@@ -11,6 +11,6 @@
 namespace commsolve::sim {
 
 SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
-                               const NetworkModel& net, const ComputeModel& cpu, bool keep_timeline = false);
+                               const NetworkModel& net, const ComputeModel& cpu, Recording keep = {});
 
 }  // namespace commsolve::sim

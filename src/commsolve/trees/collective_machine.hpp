@@ -41,7 +41,8 @@ class CollectiveMachine {
     const std::int64_t i = key >= 0 && key < static_cast<std::int64_t>(set_.size()) ? arrivals_.slot_of[key] : -1;
     if (i < 0) throw std::logic_error("collectives: message for a collective this rank is not in");
     const std::size_t slot = static_cast<std::size_t>(i);
-    if (n != set_.count[static_cast<std::size_t>(key)]) throw std::logic_error("collectives: message of the wrong length");
+    if (n != set_.count[static_cast<std::size_t>(key)])
+      throw std::logic_error("collectives: message of the wrong length");
     if (is_broadcast(slot)) {
       be_.store(slot, values, n);
       forward(slot);
