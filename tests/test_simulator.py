@@ -378,3 +378,23 @@ def test_goal_export_matches_every_send_with_its_receive(tmp_path, profile):
     with pytest.raises(ValueError, match="trace=True"):
         cs.sim.write_goal(cs.sim.simulate(sched, make_topology(nodes=[0, 0, 1, 1], size=4), profile),
                           str(tmp_path / "no.goal"))
+
+
+def test_solve_fit_recovers_the_compute_model(tmp_path):
+    # "measured" times made by the simulator with a known call overhead and bandwidth: the
+    # fit finds a model that predicts them (to the grid's resolution) and values near those
+    from commsolve.sim.calibration import fit_solve_compute
+
+    true = tmp_path / "true.toml"
+    true.write_text(profile_text(flop_rate=4e9, bandwidth=6e9, call_overhead=1.5e-7, copy_rate=3e10))
+    start = tmp_path / "start.toml"
+    start.write_text(profile_text(flop_rate=4e9, bandwidth=1.2e10, call_overhead=1e-8, copy_rate=3e10))
+    topo = make_topology(nodes=[0], size=1)
+    solves = []
+    for spec in ("poisson2d9:40", "poisson3d:10", "poisson2d9:70"):
+        sched = cs.sim.solve_schedule(symbolic(gallery.from_spec(spec)), (1, 1, 1), "2d")
+        solves.append((spec, cs.sim.simulate(sched, topo, str(true)).predicted_s, sched, topo))
+    fitted, report = fit_solve_compute(str(start), solves, points=16)
+    assert all(0.9 < s["ratio"] < 1.1 for s in report["solves"]), report["solves"]
+    assert 0.5 * 6e9 < fitted["bandwidth"] < 2 * 6e9 and 0.3 * 1.5e-7 < fitted["call_overhead"] < 3 * 1.5e-7
+    assert fitted["flop_rate"] == 4e9 and fitted["copy_rate"] == 3e10  # kept from the micro-benchmarks

@@ -663,6 +663,17 @@ def format_calibration(prof, report, path):
         lines.append(f"injection R_N ({report['injection']['ppn']} senders): {report['injection']['rate'] / 1e9:.3f} GB/s")
     lines.append(f"protocol thresholds: short <= {prof.short_max} B, eager <= {prof.eager_max} B")
     lines.append(f"queue search gamma: {report['gamma']:.3e} s per step")
+    if "solve_fit" in report:
+        f = report["solve_fit"]
+        micro, fitted = f["micro_benchmarks"], f["fitted"]
+        lines.append(f"compute: flop rate {fitted['flop_rate'] / 1e9:.2f} GF/s, copy rate {fitted['copy_rate'] / 1e9:.1f} "
+                     f"GB/s (micro-benchmarks); call overhead {fitted['call_overhead'] * 1e9:.0f} ns, bandwidth "
+                     f"{fitted['bandwidth'] / 1e9:.2f} GB/s fitted to 1-rank solves (micro-benchmarks: "
+                     f"{micro['call_overhead'] * 1e9:.0f} ns, {micro['bandwidth'] / 1e9:.2f} GB/s)")
+        lines.append("  solves: " + ", ".join(f"{s['matrix']} {s['ratio']:.2f}" for s in f["solves"])
+                     + " (predicted / measured)")
+    if "overhead" in report:
+        lines.append(f"message overhead o: {report['overhead'] * 1e6:.3f} us")
     lines.append(f"notes: {prof.description}")
     return "\n".join(lines)
 
@@ -681,7 +692,8 @@ def format_calibration(prof, report, path):
 @click.option("--quick", is_flag=True, help="Fewer sizes and samples (a few seconds).")
 @click.option("--json", "as_json", is_flag=True, help="Print measurements and fits as JSON.")
 def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_json):
-    """Measure this machine (ping-pong, injection, HighVolumePingPong) and fit a profile."""
+    """Measure this machine (ping-pong, injection, HighVolumePingPong, message overhead, the
+    solve's kernels and 1-rank solves) and fit a profile."""
     if short_max is not None and eager_max is not None and short_max > eager_max:
         raise click.BadParameter("--short-max must not exceed --eager-max")
     _check_plot_path(plot)
@@ -706,12 +718,16 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
             bar.update(done - bar.n)
 
     meas = _guarded(measure, comm, topo, quick=quick, progress=progress)
+    from .sim.calibration import QUICK_TRAINING, TRAINING, fit_solve_compute, measure_solves
+
+    solves = _guarded(measure_solves, comm, QUICK_TRAINING if quick else TRAINING, 5 if quick else 9)
     if bar is not None:
         bar.close()
     if comm.rank != 0:
         return
     stem = os.path.splitext(os.path.basename(output))[0]
     prof, report = fit_profile(meas, name or stem, short_max, eager_max)
+    prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves)
     prof.save(output)
     if plot:
         plot_calibration(meas, prof, plot)

@@ -83,7 +83,8 @@ def schedule_of(solver, nrhs=1):
 @dataclass
 class SimResult:
     """A simulated run. ``times``: per rank, seconds by category (CATEGORIES, idle only as
-    counted while running) and its finish; ``recorded``: per rank, what it sent and received
+    counted while running) and its finish; ``calls``: per rank, kernel calls (each paying
+    the compute model's call overhead); ``recorded``: per rank, what it sent and received
     through the simulated network (CommStats, steps as the MPI run's); ``critical_path``:
     (rank, time) hops back from the slowest rank's finish along the messages it waited for;
     ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank, kind 0 calc / 1 send /
@@ -92,6 +93,7 @@ class SimResult:
     predicted_s: float
     times: np.ndarray
     messages: np.ndarray
+    calls: np.ndarray
     recorded: list
     critical_path: np.ndarray
     timeline: np.ndarray
@@ -104,7 +106,7 @@ class SimResult:
     @classmethod
     def from_core(cls, d, info=None):
         return cls(predicted_s=float(d["predicted"]), times=np.asarray(d["times"]),
-                   messages=np.asarray(d["messages"]).reshape(-1, 2),
+                   messages=np.asarray(d["messages"]).reshape(-1, 2), calls=np.asarray(d["calls"]),
                    recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
                    critical_path=np.asarray(d["critical_path"]).reshape(-1, 2),
                    timeline=np.asarray(d["timeline"]).reshape(-1, 4),

@@ -35,12 +35,14 @@ nb::object times_array(const std::vector<sim::RankTime>& times) {
 nb::dict result_dict(const sim::SimResult& r) {
   nb::dict d;
   d["times"] = times_array(r.times);
-  std::vector<std::int64_t> msgs;
+  std::vector<std::int64_t> msgs, calls;
   for (const sim::RankTime& t : r.times) {
     msgs.push_back(t.sent);
     msgs.push_back(t.received);
+    calls.push_back(t.calls);
   }
   d["messages"] = to_numpy(std::move(msgs));  // per rank: sent, received
+  d["calls"] = to_numpy(std::move(calls));    // per rank: kernel calls
   d["recorded"] = stats_array(r.recorded, false);
   std::vector<double> path;
   for (const auto& [rank, t] : r.critical_path) {

@@ -53,6 +53,7 @@ void Simulator::trace_calc(int rank, double seconds) {
 
 void Simulator::compute(int rank, double flops, double bytes, int category) {
   const double t = cpu_.time(flops, bytes);
+  ++times_[rank].calls;
   trace_calc(rank, t);
   spend(rank, t, category);
 }

@@ -87,6 +87,7 @@ struct RankTime {
   double finish = 0;
   double by_category[num_categories] = {0, 0, 0, 0, 0};
   std::int64_t sent = 0, received = 0;
+  std::int64_t calls = 0;  // compute() calls (kernel calls, each paying the call overhead)
 };
 
 // One operation of a rank's trace (for export to LogGOPSim's GOAL format): a computation

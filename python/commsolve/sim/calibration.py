@@ -1,0 +1,82 @@
+"""The simulator's compute model fitted to the solves themselves (``commsolve calibrate``).
+
+The kernel micro-benchmarks (:func:`commsolve.model.calibrate.fit_compute`) time one block
+product in a tight loop; a solve also pays for what surrounds each block (its metadata, the
+gathers and scatters of x and the partial sums, blocks spread over memory) and reaches less
+of the memory bandwidth. So every rank, at the same time (the memory traffic of a node's
+ranks together), factors small training matrices on its own (``MPI_COMM_SELF``) and times
+their 1-rank solves; the call overhead c and the bandwidth B are then the values for which
+the simulator predicts those times best (least squares on the logarithms, over a grid), the
+flop rate and the copy rate stay the micro-benchmarks'. The training matrices are not the
+ones the validation bench checks against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..direct import factor
+from ..gallery import from_spec
+from .models import simulation_profile
+from .solve import schedule_of, simulate_solve
+
+__all__ = ["TRAINING", "QUICK_TRAINING", "measure_solves", "fit_solve_compute"]
+
+TRAINING = ("poisson2d9:160", "poisson2d9:240", "poisson3d:24", "poisson3d:30")  # factors beyond the caches
+QUICK_TRAINING = ("poisson2d9:160", "poisson3d:24")
+
+
+def measure_solves(comm, specs=TRAINING, repeat=9):
+    """Collective. Every rank factors and solves each matrix alone, all at once; returns on
+    rank 0 ``[(spec, median seconds over ranks and repeats, schedule, topology)]``, None
+    elsewhere."""
+    from .._collective import mpi
+
+    self_comm = mpi().COMM_SELF
+    out = []
+    for spec in specs:
+        A = from_spec(spec)
+        solver = factor(A, self_comm, grid=(1, 1, 1))
+        b = np.sin(0.37 * np.arange(A.shape[0])) + 0.5
+        solver.solve(b, refine=False)  # warm-up
+        times = []
+        comm.Barrier()
+        for _ in range(repeat):
+            solver.solve(b, refine=False)
+            times.append(solver.solve_seconds["total"])
+        every = comm.gather(times, root=0)
+        if comm.rank == 0:
+            out.append((spec, float(np.median(np.concatenate(every))), schedule_of(solver), solver.topology))
+    return out if comm.rank == 0 else None
+
+
+def fit_solve_compute(profile, solves, points=24):
+    """``(compute dict, report)``: the profile's compute model with the call overhead and the
+    bandwidth that make the simulator's 1-rank predictions of ``solves``
+    (:func:`measure_solves`) closest to the measured times (log least squares over a grid
+    around the micro-benchmarks' values)."""
+    prof = simulation_profile(profile)
+    base = dict(prof.compute)
+    cs = np.concatenate([[0.0], np.geomspace(1e-9, 2e-6, points)])
+    bs = np.geomspace(base["bandwidth"] / 16, base["bandwidth"] * 2, points)
+    measured = np.log([t for _, t, _, _ in solves])
+
+    def predict(c, bw):
+        prof.compute = dict(base, call_overhead=float(c), bandwidth=float(bw))
+        return np.array([simulate_solve(s, topo, prof).predicted_s for _, _, s, topo in solves])
+
+    best = None
+    for c in cs:
+        for bw in bs:
+            err = float(np.sum((np.log(predict(c, bw)) - measured) ** 2))
+            if best is None or err < best[0]:
+                best = (err, c, bw)
+    _, c, bw = best
+    fitted = dict(base, call_overhead=float(c), bandwidth=float(bw))
+    pred = predict(c, bw)
+    prof.compute = base
+    report = {"micro_benchmarks": base, "fitted": fitted,
+              "solves": [{"matrix": spec, "measured_s": t, "predicted_s": float(p), "ratio": float(p / t)}
+                         for (spec, t, _, _), p in zip(solves, pred)],
+              "rms_log_error": float(np.sqrt(best[0] / len(solves)))}
+    return fitted, report
