@@ -12,7 +12,7 @@ cores (oversubscribed): reported apart, as its times measure waiting for a core,
 simulator does not model.
 
     python bench/simulate_validation.py [--matrices poisson2d9:500,poisson3d:40] [--nprocs 1,2,4]
-                                        [--halo poisson2d:400,poisson3d27:40,random:rows=20000,nnz_per_row=20]
+                                        [--halo "poisson2d:400;poisson3d27:40;random:rows=20000,nnz_per_row=20"]
                                         [--repeat 10] [--halo-repeat 300]
                                         [--out bench/results/simulate_validation.json]
 """
@@ -50,7 +50,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--matrices", default="poisson2d9:500,poisson3d:40")
     ap.add_argument("--nprocs", default="1,2,4")
-    ap.add_argument("--halo", default="poisson2d:400,poisson3d27:40,random:rows=20000,nnz_per_row=20")
+    ap.add_argument("--halo", default="poisson2d:400;poisson3d27:40;random:rows=20000,nnz_per_row=20",
+                    help="matrices of the halo exchanges, separated by semicolons")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--halo-repeat", type=int, default=300)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "simulate_validation.json"))
@@ -77,7 +78,7 @@ def main():
     for spec in filter(None, args.matrices.split(",")):
         for p in (int(v) for v in args.nprocs.split(",")):
             collect(p, run(p, ["-m", "mpi4py", script, "solve", spec, str(args.repeat), profile, *LAYOUTS[p]]))
-    for spec in filter(None, args.halo.split(",")):
+    for spec in filter(None, args.halo.split(";")):
         for p in (int(v) for v in args.nprocs.split(",") if int(v) > 1):
             for ppn in sorted({1, 2} if p == 2 else {2}):
                 collect(p, run(p, ["-m", "mpi4py", script, "halo", spec, str(args.halo_repeat), profile, str(ppn)]))

@@ -227,11 +227,12 @@ def test_rank_grids_orders_by_the_simulated_time(profile):
 
     S = symbolic(gallery.poisson2d9(32), 8)
     topo = make_topology(nodes=[r // 4 for r in range(8)], size=8)
-    ranking = rank_grids(S, topo, profile)
+    ranking = rank_grids(S, topo, profile)  # binary and flat trees
     times = [r["predicted_s"] for r in ranking]
-    assert times == sorted(times) and len(ranking) == sum(1 if g[2] == 1 else 2 for g in candidate_grids(8))
+    assert times == sorted(times) and len(ranking) == 2 * sum(1 if g[2] == 1 else 2 for g in candidate_grids(8))
+    assert {r["tree"] for r in ranking} == {"binary", "flat"}
     best = ranking[0]  # the same time when that configuration is simulated on its own
-    sched = cs.sim.solve_schedule(S, best["grid"], best["algorithm"])
+    sched = cs.sim.solve_schedule(S, best["grid"], best["algorithm"], tree=best["tree"])
     assert cs.sim.simulate(sched, topo, profile).predicted_s == pytest.approx(best["predicted_s"], rel=1e-12)
 
 
@@ -240,8 +241,8 @@ def test_cli_simulate_auto_ranks_every_grid():
             "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    # 2x4x1 (2d); 2x2x2, 1x4x2, 1x2x4 and 1x1x8 (3d-baseline and 3d each)
-    assert r["best"] == r["ranking"][0] and len(r["ranking"]) == 9
+    # 2x4x1 (2d); 2x2x2, 1x4x2, 1x2x4 and 1x1x8 (3d-baseline and 3d each); binary and flat trees
+    assert r["best"] == r["ranking"][0] and len(r["ranking"]) == 18
     assert all(a["predicted_s"] <= b["predicted_s"] for a, b in zip(r["ranking"], r["ranking"][1:]))
     for args, message in ((["--grid", "auto"], "--grid auto needs --procs"),
                           (["--grid", "2x2x2", "--procs", "8"], "--procs goes with --grid auto")):
@@ -260,7 +261,7 @@ def test_sptrsv_grid_auto_runs_the_fastest_predicted(tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     best = r["grid_ranking"][0]
-    assert r["grid"] == best["grid"] and r["algorithm"] == best["algorithm"]
+    assert (r["grid"], r["algorithm"], r["tree"]) == (best["grid"], best["algorithm"], best["tree"])
     assert {tuple(q["grid"]) for q in r["grid_ranking"]} == {(1, 2, 1), (1, 1, 2)}
     assert r["backward_error"] <= 1e-10 and r["stats_recorded_equal_planned"]
     p = cli("sptrsv", "--gen", "poisson2d9:16", "--grid", "auto")
@@ -398,3 +399,18 @@ def test_solve_fit_recovers_the_compute_model(tmp_path):
     assert all(0.9 < s["ratio"] < 1.1 for s in report["solves"]), report["solves"]
     assert 0.5 * 6e9 < fitted["bandwidth"] < 2 * 6e9 and 0.3 * 1.5e-7 < fitted["call_overhead"] < 3 * 1.5e-7
     assert fitted["flop_rate"] == 4e9 and fitted["copy_rate"] == 3e10  # kept from the micro-benchmarks
+
+
+def test_any_source_matching_cost_applies_to_engine_receives_only(tmp_path):
+    # the solve's phases receive through the any-source engine: each of the chain's four
+    # hops takes any_source longer; the halo exchange receives from known sources: unchanged
+    extra = 5e-7
+    path = tmp_path / "match.toml"
+    path.write_text(profile_text().replace(f"overhead = {O!r}", f"overhead = {O!r}\nany_source = {extra!r}"))
+    prof = load_profile(str(path))
+    assert prof.any_source == extra
+    r, _ = simulate(structure(3, {0: [1], 1: [2]}), (1, 2, 1), prof)
+    assert r.predicted_s == pytest.approx(4 * (ALPHA + MSG / RATE + extra), rel=1e-9)
+    topo = make_topology(nodes=[0, 0], size=2)
+    h = cs.sim.simulate(cs.sim.halo_schedule(gallery.poisson2d(8), 2, topo, "standard"), topo, prof)
+    assert h.predicted_s == pytest.approx(ALPHA + 64 / RATE, rel=1e-9)

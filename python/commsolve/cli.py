@@ -226,7 +226,8 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 @click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,
               help="Inter-grid messages: one per pair and step, or one per supernode.")
 @click.option("--tree", type=click.Choice(["flat", "binary", "shifted-binary", "need-ordered", "node-aware", "auto"]),
-              default="binary", show_default=True, help="Broadcast and reduction tree shape inside a grid.")
+              default=None, help="Broadcast and reduction tree shape inside a grid [default: binary; with --grid "
+              "auto, binary and flat are compared].")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
 @click.option("--max-supernode", type=click.IntRange(1), default=128, show_default=True,
@@ -436,8 +437,9 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--tree", default=None,
-              help="Broadcast/reduction tree shape [default: binary]; trees: comma-separated shapes [default: "
-              "flat,binary,shifted-binary,need-ordered,node-aware].")
+              help="Broadcast/reduction tree shape [default: binary]; --grid auto: the shapes to compare [default: "
+              "binary,flat]; trees: comma-separated shapes [default: flat,binary,shifted-binary,need-ordered,"
+              "node-aware].")
 @click.option("--partition", type=click.Choice(["nd", "greedy", *PARTITIONS]), default=None,
               help="sptrsv3d: forests of the 3D layout, nd or greedy [default: nd]; spmv: rows over ranks, "
               "contiguous, strided or metis [default: contiguous].")
@@ -473,9 +475,6 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
             raise click.UsageError("--workload trees takes --grid PrxPc, not --procs")
         return _simulate_trees(gen, matrix, grid, tree or "flat,binary,shifted-binary,need-ordered,node-aware",
                                profile, ppn, max_supernode, seed, flat_threshold, outputs, as_json)
-    if tree is not None and "," in tree:
-        raise click.BadParameter("one tree shape (several go with --workload trees)", param_hint="--tree")
-    tree = tree or "binary"
     if workload == "spmv":
         if grid is not None or procs is None:
             raise click.UsageError("--workload spmv takes --procs N (rows split over N ranks), not --grid")
@@ -496,6 +495,10 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
             raise click.UsageError("--plot, --timeline and --goal show one grid: simulate the chosen grid with them")
         return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
                               max_supernode, seed, flat_threshold, as_json)
+    if tree is not None and "," in tree:
+        raise click.BadParameter("one tree shape (several go with --workload trees or --grid auto)",
+                                 param_hint="--tree")
+    tree = tree or "binary"
     from tqdm import tqdm
 
     from . import gallery, trees
@@ -614,7 +617,7 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
     from .direct import ALGORITHMS, symbolic
     from .io import mmread
     from .sim import simulation_profile
-    from .sim.study import MAX_AUTO_PZ, MAX_SIM_RANKS, candidate_grids, format_ranking, rank_grids
+    from .sim.study import AUTO_TREES, MAX_AUTO_PZ, MAX_SIM_RANKS, candidate_grids, format_ranking, rank_grids
     from .topology import make_topology
 
     algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
@@ -622,7 +625,9 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
         for a in algorithms:
             if a not in ALGORITHMS:
                 raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
-        trees.check_shape(tree)
+        shapes = [s.strip() for s in tree.split(",") if s.strip()] if tree else list(AUTO_TREES)
+        for s in shapes:
+            trees.check_shape(s)
         if procs > MAX_SIM_RANKS:
             raise ValueError(f"{procs:,} ranks: the simulator holds every rank's schedule at once, at most "
                              f"{MAX_SIM_RANKS:,}")
@@ -633,12 +638,12 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
         S = symbolic(A, min(MAX_AUTO_PZ, 1 << (procs.bit_length() - 1)), **options)
         topo = make_topology(nodes=[r // ppn for r in range(procs)], size=procs)
         with tqdm(total=len(candidate_grids(procs)), desc="grids", leave=False, file=sys.stderr, disable=None) as bar:
-            ranking = rank_grids(S, topo, prof, algorithms, tree=tree, partition=partition, allreduce=allreduce,
+            ranking = rank_grids(S, topo, prof, algorithms, trees=shapes, partition=partition, allreduce=allreduce,
                                  nrhs=nrhs, seed=seed, flat_threshold=flat_threshold, progress=lambda _: bar.update())
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     name = gen or str(matrix)
-    out = {"matrix": name, "nranks": procs, "ppn": ppn, "profile": prof.name, "tree": tree, "best": ranking[0],
+    out = {"matrix": name, "nranks": procs, "ppn": ppn, "profile": prof.name, "trees": shapes, "best": ranking[0],
            "ranking": ranking}
     if as_json:
         click.echo(_json(out))
@@ -647,7 +652,7 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
                f"{len(ranking)} configurations simulated")
     click.echo(format_ranking(ranking))
     b = ranking[0]
-    click.echo(f"best: --grid {'x'.join(map(str, b['grid']))} --algorithm {b['algorithm']}")
+    click.echo(f"best: --grid {'x'.join(map(str, b['grid']))} --algorithm {b['algorithm']} --tree {b['tree']}")
 
 
 def format_calibration(prof, report, path):
@@ -673,7 +678,8 @@ def format_calibration(prof, report, path):
         lines.append("  solves: " + ", ".join(f"{s['matrix']} {s['ratio']:.2f}" for s in f["solves"])
                      + " (predicted / measured)")
     if "overhead" in report:
-        lines.append(f"message overhead o: {report['overhead'] * 1e6:.3f} us")
+        lines.append(f"message overhead o: {report['overhead'] * 1e6:.3f} us; through the any-source engine "
+                     f"+{report['any_source'] * 1e6:.3f} us a message")
     lines.append(f"notes: {prof.description}")
     return "\n".join(lines)
 

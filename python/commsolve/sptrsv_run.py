@@ -27,7 +27,7 @@ def _sent(stats, steps):
     return {FIELDS[k]: int(a[k]) for k in range(4)}
 
 
-def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1, repeat=5, ppn=None,
+def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, repeat=5, ppn=None,
                max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
                equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
     """Collective. Rank 0 builds (or reads) the matrix; it is factored (static pivoting as
@@ -42,6 +42,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
     auto = isinstance(grid, str) and grid.strip().lower() == "auto"
+    if tree is None:  # grid auto compares the usual shapes; otherwise the solver's default
+        from .sim.study import AUTO_TREES
+
+        tree = AUTO_TREES if auto else "binary"
     if not auto:
         grid = run_agreed(comm, parse_grid, grid, comm.size)
 
@@ -95,7 +99,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree="binary", nrhs=1,
         "algorithm": solver.algorithm,
         "partition": solver.partition if pz > 1 else None,
         "allreduce": solver.allreduce if pz > 1 else None,
-        "tree": tree,
+        "tree": solver.tree,
         "grid_ranking": solver.grid_ranking,
         "nrhs": nrhs,
         "repeat": repeat,

@@ -153,7 +153,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
     processes per node) or None (the real nodes of ``comm``). ``grid="auto"`` (with a machine
     ``profile`` that has the simulator's fields, e.g. one ``commsolve calibrate`` wrote):
     after the symbolic analysis, every candidate grid of ``comm.size`` ranks and every
-    algorithm (or the given one) is simulated on ``topology`` (:func:`commsolve.sim.study.rank_grids`)
+    algorithm (or the given one) with each tree shape of ``tree`` (a name or a sequence) is
+    simulated on ``topology`` (:func:`commsolve.sim.study.rank_grids`)
     and the fastest is used; the ranking is kept in ``solver.grid_ranking``. Every rank must
     pass the same options (checked). A is kept distributed by rows for the residuals of iterative
     refinement. Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
@@ -173,10 +174,12 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
                                  "one for this machine)")
             simulation_profile(profile)
             _check_choice(algorithm or "3d", ALGORITHMS, "solve algorithm")
-            check_shape(tree)
+            for shape in ([tree] if isinstance(tree, str) else tree):
+                check_shape(shape)
             _check_choice(allreduce, ALLREDUCE, "allreduce variant")
             _check_choice(partition, PARTITIONS, "forest partition")
-            return (0, 0, _auto_max_pz(comm.size)), dict(algorithm=algorithm, tree=tree, seed=int(seed),
+            return (0, 0, _auto_max_pz(comm.size)), dict(algorithm=algorithm, tree=tree if isinstance(tree, str)
+                                                         else tuple(tree), seed=int(seed),
                                                          flat_threshold=int(flat_threshold), allreduce=allreduce)
         px, py, pz = parse_grid(grid, comm.size)
         o = _check_solve_options(dict(algorithm=("2d" if pz == 1 else "3d") if algorithm is None else algorithm,
@@ -209,7 +212,7 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
         if auto:
             from ..sim.study import rank_grids
 
-            ranking = rank_grids(lu.structure, topo, profile, [algorithm] if algorithm else ALGORITHMS, tree=tree,
+            ranking = rank_grids(lu.structure, topo, profile, [algorithm] if algorithm else ALGORITHMS, trees=tree,
                                  partition=partition, allreduce=allreduce, seed=seed, flat_threshold=flat_threshold,
                                  max_pz=pz)
         best_pz = ranking[0]["grid"][2] if ranking else pz
@@ -224,7 +227,8 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
         lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking), root=root)
     structure, forests, shape, nnz, ordering_s, numeric_s, replaced, pivoting, row_order, col_order, ranking = info
     if auto:
-        (px, py, pz), options["algorithm"] = ranking[0]["grid"], ranking[0]["algorithm"]
+        (px, py, pz), options["algorithm"], options["tree"] = (ranking[0]["grid"], ranking[0]["algorithm"],
+                                                               ranking[0]["tree"])
     dist = run_agreed(comm, _row_distribution, distribution, row_source, shape[0], comm)
     core = _core.TriSolve(
         comm.py2f(), topo, px, py, pz, *structure.core_arrays(), forests, row_order, col_order, dist,

@@ -5,8 +5,9 @@ on-node and an off-node pair of ranks (nodes as the Topology says, so virtual no
 with several ranks per node and at least two nodes, an injection test with every rank of
 one node sending to a partner on another at once; the thesis' HighVolumePingPong
 (Algorithm 3.1) with matched and with reversed tags; for the simulator, the CPU time of
-posting a send (LogGP's o) and the solve's block kernel timed on every rank at once, in
-cache and streaming from memory. Fits (pure functions, testable on synthetic data): alpha
+posting a send (LogGP's o), what a message costs more through the any-source message
+engine, and the solve's block kernel timed on every rank at once, in cache and streaming
+from memory. Fits (pure functions, testable on synthetic data): alpha
 and R_b per protocol range by least squares on relative error, R_N from the injection
 test, gamma from the reversed-minus-matched times (eq. 3.1), the compute model's call
 overhead, flop rate and bandwidth (:func:`fit_compute`).
@@ -174,11 +175,12 @@ def fit_profile(meas, name, short_max=None, eager_max=None):
         report["compute"] = compute
     if overhead is not None:
         report["overhead"] = overhead
+    report["any_source"] = float(meas.get("any_source", 0.0))
     desc = f"calibrated {time.strftime('%Y-%m-%d')} on {meas.get('host', '?')}, {meas['nranks']} ranks, " \
            f"{meas['ppn']} per node; " + "; ".join(notes)
     prof = MachineProfile(name=name, alpha=alpha, rate=rate, injection=injection, short_max=short_max,
                           eager_max=eager_max, gamma=gamma, delta=0.0, ppn=meas["ppn"], description=desc,
-                          overhead=overhead, compute=compute)
+                          overhead=overhead, any_source=report["any_source"], compute=compute)
     return prof, report
 
 
@@ -186,14 +188,14 @@ def fit_profile(meas, name, short_max=None, eager_max=None):
 ENGINE_POSTED = 64  # any-source receives the solves' message engine keeps posted (trees/engine.hpp)
 
 
-def _pingpong(comm, me, partner, first, size, reps):
+def _pingpong(comm, me, partner, first, size, reps, posted=0):
     """One-way time of a ``size``-byte message between ranks ``first`` and ``partner``,
-    timed in C++ and sent as commsolve's message engine sends (MPI_Isend; any-source
-    receives completed by MPI_Waitany): about 0.4 us more a message than MPI_Send/MPI_Recv
-    here, which mpi4py would hide under its own microsecond."""
+    timed in C++ (mpi4py would add about a microsecond a message): MPI_Send and MPI_Recv,
+    or with ``posted`` > 0 as commsolve's message engine sends and receives (MPI_Isend;
+    that many any-source receives completed by MPI_Waitany)."""
     from .. import _core
 
-    return _core.time_pingpong(comm.py2f(), partner, me == first, size, reps, ENGINE_POSTED)
+    return _core.time_pingpong(comm.py2f(), partner, me == first, size, reps, posted)
 
 
 def _mpi():
@@ -265,6 +267,19 @@ def _kernels(comm, quick):
             "pack": [(n, packed(n)) for n in PACK_SIZES]}
 
 
+def _any_source(comm, a, b, samples):
+    """Seconds an 8-byte message takes more through the message engine (any-source receives,
+    MPI_Waitany) than through MPI_Send/MPI_Recv: the median over samples of the difference."""
+    vals = []
+    for _ in range(samples):
+        comm.Barrier()
+        if comm.rank in (a, b):
+            other = b if comm.rank == a else a
+            vals.append(_pingpong(comm, comm.rank, other, a, 8, 400, ENGINE_POSTED)
+                        - _pingpong(comm, comm.rank, other, a, 8, 400))
+    return comm.bcast(max(0.0, float(np.median(vals))) if vals else 0.0, root=a)
+
+
 def measure(comm, topology, quick=False, progress=None):
     """Collective. Runs every calibration measurement; returns the same dict on all ranks."""
     import platform
@@ -299,6 +314,7 @@ def measure(comm, topology, quick=False, progress=None):
     from .. import _core
 
     meas["overhead"] = _core.time_send_overhead(comm.py2f(), a, b, 64, 8, samples)
+    meas["any_source"] = _any_source(comm, a, b, samples)
     tick()
     meas["kernels"] = _kernels(comm, quick)
     tick()

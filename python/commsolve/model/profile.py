@@ -9,7 +9,8 @@ search step), ``delta`` (s per byte of link contention), ``ppn`` (ranks per node
 profile describes, for the socket split), optional ``sockets_per_node``.
 
 For the simulator (:mod:`commsolve.sim`) a profile may also give ``overhead`` (LogGP's o:
-CPU seconds at each end of a message) and a ``[compute]`` table: ``flop_rate`` (flop/s per
+CPU seconds at each end of a message), ``any_source`` (seconds a message takes more when an
+any-source engine receives it, as the solves do; default 0) and a ``[compute]`` table: ``flop_rate`` (flop/s per
 rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
 memory traffic), ``call_overhead`` (seconds per kernel call) and ``copy_rate`` (bytes/s
 per rank of packing and copying message data, which sits in cache).
@@ -53,6 +54,7 @@ class MachineProfile:
     sockets_per_node: int = 1
     description: str = ""
     overhead: float | None = None  # LogGP o, seconds per message end
+    any_source: float = 0.0  # seconds added per message an any-source engine receives
     compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate
 
     def protocol(self, nbytes):
@@ -111,8 +113,10 @@ class MachineProfile:
         if gamma < 0 or delta < 0:
             raise ProfileError(f"{source}: gamma and delta must be >= 0")
         overhead = need(d, "overhead", "") if "overhead" in d else None
-        if overhead is not None and not 0 <= overhead < math.inf:
-            raise ProfileError(f"{source}: field 'overhead' must be >= 0 and finite, got {overhead}")
+        any_source = need(d, "any_source", "") if "any_source" in d else 0.0
+        for key, v in (("overhead", overhead), ("any_source", any_source)):
+            if v is not None and not 0 <= v < math.inf:
+                raise ProfileError(f"{source}: field '{key}' must be >= 0 and finite, got {v}")
         compute = None
         if "compute" in d:
             if not isinstance(d["compute"], dict):
@@ -126,7 +130,8 @@ class MachineProfile:
                    injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
                    ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
                    sockets_per_node=int(need(d, "sockets_per_node", "")) if "sockets_per_node" in d else 1,
-                   description=str(d.get("description", "")), overhead=overhead, compute=compute)
+                   description=str(d.get("description", "")), overhead=overhead, any_source=any_source,
+                   compute=compute)
 
     def to_toml(self):
         lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
@@ -134,6 +139,8 @@ class MachineProfile:
                  f"ppn = {self.ppn}", f"sockets_per_node = {self.sockets_per_node}"]
         if self.overhead is not None:
             lines.append(f"overhead = {self.overhead!r}")
+        if self.any_source:
+            lines.append(f"any_source = {self.any_source!r}")
         for level in LEVELS:
             if not self.has_level(level):
                 continue

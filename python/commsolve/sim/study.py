@@ -18,12 +18,13 @@ from .solve import CATEGORIES, simulate_solve, solve_schedule
 
 __all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes",
            "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
-           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ"]
+           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ", "AUTO_TREES"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
 MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
 MAX_AUTO_PZ = 32             # the SC'23 paper's range; the best it found was near 16
 ASPECT = 4                   # candidate 2D grids: Px <= Py <= ASPECT Px (or the squarest)
+AUTO_TREES = ("binary", "flat")  # the tree shapes --grid auto compares by default
 
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
@@ -228,11 +229,13 @@ def candidate_grids(nranks, max_pz=MAX_AUTO_PZ):
     return out
 
 
-def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, tree="binary", partition="nd",
+def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_TREES, partition="nd",
                allreduce="packed", nrhs=1, max_pz=MAX_AUTO_PZ, seed=0, flat_threshold=8, progress=None):
-    """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks and every
-    algorithm that runs on it, simulated with ``profile`` on ``topology``; the list of
-    ``{grid, algorithm, predicted_s, breakdown}``, fastest first."""
+    """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks, every
+    algorithm that runs on it and every tree shape of ``trees`` (a name or a sequence),
+    simulated with ``profile`` on ``topology``; the list of ``{grid, algorithm, tree,
+    predicted_s, breakdown}``, fastest first."""
+    trees = [trees] if isinstance(trees, str) else list(trees)
     prof = simulation_profile(profile)
     P = topology.size
     runs = []
@@ -243,10 +246,12 @@ def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, tree="binary
         for a in algs:
             if g[2] not in forests:
                 forests[g[2]] = forest_partition(structure, g[2], partition)
-            sched = solve_schedule(structure, g, a, forests=forests[g[2]], tree=tree, allreduce=allreduce,
-                                   nrhs=nrhs, seed=seed, flat_threshold=flat_threshold)
-            r = simulate_solve(sched, topology, prof)
-            runs.append({"grid": list(g), "algorithm": a, "predicted_s": r.predicted_s, "breakdown": r.breakdown()})
+            for tree in trees:
+                sched = solve_schedule(structure, g, a, forests=forests[g[2]], tree=tree, allreduce=allreduce,
+                                       nrhs=nrhs, seed=seed, flat_threshold=flat_threshold)
+                r = simulate_solve(sched, topology, prof)
+                runs.append({"grid": list(g), "algorithm": a, "tree": tree, "predicted_s": r.predicted_s,
+                             "breakdown": r.breakdown()})
         if progress is not None:
             progress(g)
     if not runs:
@@ -256,11 +261,11 @@ def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, tree="binary
 
 def format_ranking(ranking, top=10):
     best = ranking[0]["predicted_s"]
-    lines = [f"{'rank':>4}  {'grid':>10}  {'algorithm':<12}{'predicted ms':>13}{'vs best':>9}{'fp':>9}"
+    lines = [f"{'rank':>4}  {'grid':>10}  {'algorithm':<12}{'tree':<15}{'predicted ms':>13}{'vs best':>9}{'fp':>9}"
              f"{'XY comm':>9}{'Z comm':>9}{'b/x':>8}"]
     for i, r in enumerate(ranking[:top]):
         b = r["breakdown"]
-        lines.append(f"{i + 1:>4}  {'x'.join(map(str, r['grid'])):>10}  {r['algorithm']:<12}"
+        lines.append(f"{i + 1:>4}  {'x'.join(map(str, r['grid'])):>10}  {r['algorithm']:<12}{r['tree']:<15}"
                      f"{r['predicted_s'] * 1e3:>13.3f}{r['predicted_s'] / best:>8.2f}x"
                      f"{b['fp_s'] * 1e3:>9.3f}{b['xy_comm_s'] * 1e3:>9.3f}{b['z_comm_s'] * 1e3:>9.3f}"
                      f"{b['redistribute_s'] * 1e3:>8.3f}")

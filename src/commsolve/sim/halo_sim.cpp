@@ -82,7 +82,7 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
   procs.reserve(plans.size());
   for (const CommPlan& p : plans) procs.push_back(std::make_unique<HaloProcess>(p, block, repeat));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), keep);
+  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), Receives::known_source, keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

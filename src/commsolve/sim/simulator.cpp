@@ -6,8 +6,13 @@
 namespace commsolve::sim {
 
 Simulator::Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-                     Recording keep)
-    : topo_(topo), net_(net), cpu_(cpu), keep_timeline_(keep.timeline), keep_trace_(keep.trace) {
+                     Receives receives, Recording keep)
+    : topo_(topo),
+      net_(net),
+      cpu_(cpu),
+      match_(receives == Receives::any_source ? net.any_source : 0.0),
+      keep_timeline_(keep.timeline),
+      keep_trace_(keep.trace) {
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
   const std::size_t P = static_cast<std::size_t>(topo.size());
   clock_.assign(P, 0.0);
@@ -90,7 +95,7 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   m.bytes = bytes;
   m.category = category;
   m.sent = clock_[rank];
-  m.arrival = left + std::max(0.0, alpha - 2 * net_.overhead);
+  m.arrival = left + std::max(0.0, alpha - 2 * net_.overhead) + match_;
   m.seq = seq_++;
   if (keep_trace_) trace_[static_cast<std::size_t>(rank)].push_back({TraceOp::send, dest, bytes, m.seq, 0.0});
   ++times_[rank].sent;

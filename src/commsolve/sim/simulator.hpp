@@ -36,6 +36,10 @@ struct NetworkModel {
   double injection[3] = {0, 0, 0};  // per node, inter-node; 0: no limit beyond the rank's
   std::int64_t short_max = 512, eager_max = 8192;
   double overhead = 0.3e-6;  // CPU seconds per message end
+  // Added to the latency of a message taken by an any-source engine (posted any-source
+  // receives completed by MPI_Waitany, as the solves and restricted collectives receive)
+  // over one received from a known source (as a halo exchange): matching cost.
+  double any_source = 0.0;
   int socket_size = 0;       // ranks per socket (by local rank on the node); 0: no socket level
   int protocol(std::int64_t bytes) const { return bytes <= short_max ? 0 : bytes <= eager_max ? 1 : 2; }
 };
@@ -55,6 +59,10 @@ struct Recording {
   bool timeline = false;  // per rank, intervals by category
   bool trace = false;     // per rank, the operations in order (GOAL export)
 };
+
+// How the simulated program receives: from known sources (a halo exchange's pre-posted
+// receives) or through an any-source engine (NetworkModel::any_source added per message).
+enum class Receives { known_source, any_source };
 
 // What a rank's time went to.
 enum Category : int { fp = 0, xy_comm, z_comm, redistribute, idle, num_categories };
@@ -122,7 +130,7 @@ class Simulator {
  public:
   // `steps`: how many statistics steps messages are counted in.
   Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-            Recording keep = {});
+            Receives receives, Recording keep = {});
 
   // Runs every rank's process to completion. Throws std::logic_error naming the ranks left
   // waiting if the messages run out first (a deadlock in the program).
@@ -160,6 +168,7 @@ class Simulator {
   Topology topo_;
   NetworkModel net_;
   ComputeModel cpu_;
+  double match_;  // net_.any_source for an any-source program, else 0
   bool keep_timeline_, keep_trace_;
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);

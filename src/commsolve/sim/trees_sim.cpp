@@ -56,7 +56,7 @@ SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape,
   procs.reserve(plans.size());
   for (TreePlan& p : plans) procs.push_back(std::make_unique<CollectivesProcess>(set, std::move(p)));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, 2, keep);
+  Simulator sim(topo, net, cpu, 2, Receives::any_source, keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
