@@ -435,7 +435,8 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
               help="Machine profile: a bundled name or a TOML file with [compute] and overhead "
               "(commsolve calibrate writes them).")
 @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
-@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
+@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True,
+              help="Right-hand sides (spmv: vectors exchanged at once).")
 @click.option("--tree", default=None,
               help="Broadcast/reduction tree shape [default: binary]; --grid auto: the shapes to compare [default: "
               "binary,flat]; trees: comma-separated shapes [default: flat,binary,shifted-binary,need-ordered,"
@@ -456,8 +457,9 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
 @click.option("--goal", type=click.Path(dir_okay=False),
               help="Write each simulated schedule in LogGOPSim's GOAL text format (several: NAME-<algorithm>.goal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
-             max_supernode, seed, flat_threshold, plot, timeline, goal, as_json):
+@click.pass_context
+def simulate(ctx, gen, matrix, workload, grid, procs, strategy, algorithm, profile, ppn, nrhs, tree, partition,
+             allreduce, max_supernode, seed, flat_threshold, plot, timeline, goal, as_json):
     """Predict the 2D and 3D triangular solves at scale: every rank's schedule (the one the
     MPI solve runs) replayed by a discrete-event simulator with a machine profile's network
     and compute models; predicted time, per-rank breakdown, critical path. With --grid auto
@@ -466,6 +468,15 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
     per --strategy."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    from click.core import ParameterSource
+
+    foreign = {"sptrsv3d": ("strategy",), "spmv": ("algorithm", "tree", "allreduce", "max_supernode", "seed",
+                                                   "flat_threshold"),
+               "trees": ("procs", "strategy", "algorithm", "nrhs", "partition", "allreduce")}[workload]
+    given = [n for n in foreign if ctx.get_parameter_source(n) != ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"--workload {workload} does not take "
+                               + ", ".join("--" + n.replace("_", "-") for n in given))
     _check_plot_path(plot)
     _check_plot_path(timeline, "--timeline")
     _check_plot_path(goal, "--goal")
@@ -488,6 +499,7 @@ def simulate(gen, matrix, workload, grid, procs, strategy, algorithm, profile, p
     partition = partition or "nd"
     if grid is None:
         raise click.UsageError("--workload sptrsv3d needs --grid (PxQxR, or auto with --procs)")
+    grid = grid.strip()
     if (grid.lower() == "auto") != (procs is not None):
         raise click.UsageError("--grid auto needs --procs" if procs is None else "--procs goes with --grid auto")
     if grid.lower() == "auto":
@@ -589,13 +601,10 @@ def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed
 def _simulate_spmv(gen, matrix, procs, strategy, profile, ppn, block, partition, outputs, as_json):
     from . import gallery
     from .io import mmread
-    from .sim.study import MAX_SIM_RANKS, MAX_TIMELINE_RANKS, format_halo, simulate_strategies
+    from .sim.study import MAX_TIMELINE_RANKS, format_halo, simulate_strategies
 
     strategies = [a.strip() for a in strategy.split(",") if a.strip()]
     try:
-        if procs > MAX_SIM_RANKS:
-            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's plan at once, at most "
-                             f"{MAX_SIM_RANKS:,}")
         if outputs["timeline"] and procs > MAX_TIMELINE_RANKS:
             raise ValueError(f"a timeline of {procs:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
         A = gallery.from_spec(gen) if gen else mmread(matrix)
@@ -614,23 +623,18 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
     from tqdm import tqdm
 
     from . import gallery, trees
-    from .direct import ALGORITHMS, symbolic
+    from .direct import symbolic
     from .io import mmread
     from .sim import simulation_profile
-    from .sim.study import AUTO_TREES, MAX_AUTO_PZ, MAX_SIM_RANKS, candidate_grids, format_ranking, rank_grids
+    from .sim.study import AUTO_TREES, MAX_AUTO_PZ, candidate_grids, check_ranks, format_ranking, rank_grids
     from .topology import make_topology
 
     algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
     try:
-        for a in algorithms:
-            if a not in ALGORITHMS:
-                raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
         shapes = [s.strip() for s in tree.split(",") if s.strip()] if tree else list(AUTO_TREES)
         for s in shapes:
             trees.check_shape(s)
-        if procs > MAX_SIM_RANKS:
-            raise ValueError(f"{procs:,} ranks: the simulator holds every rank's schedule at once, at most "
-                             f"{MAX_SIM_RANKS:,}")
+        check_ranks(procs)
         prof = simulation_profile(profile)
         ppn = ppn or prof.ppn
         A = gallery.from_spec(gen) if gen else mmread(matrix)
@@ -695,7 +699,7 @@ def format_calibration(prof, report, path):
               help="Largest short-protocol message in bytes (default: found from the timings).")
 @click.option("--eager-max", type=click.IntRange(0), default=None,
               help="Largest eager-protocol message in bytes (default: found from the timings).")
-@click.option("--quick", is_flag=True, help="Fewer sizes and samples (a few seconds).")
+@click.option("--quick", is_flag=True, help="Fewer sizes, samples and training solves (about half a minute).")
 @click.option("--json", "as_json", is_flag=True, help="Print measurements and fits as JSON.")
 def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_json):
     """Measure this machine (ping-pong, injection, HighVolumePingPong, message overhead, the

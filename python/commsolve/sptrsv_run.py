@@ -42,10 +42,6 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
     auto = isinstance(grid, str) and grid.strip().lower() == "auto"
-    if tree is None:  # grid auto compares the usual shapes; otherwise the solver's default
-        from .sim.study import AUTO_TREES
-
-        tree = AUTO_TREES if auto else "binary"
     if not auto:
         grid = run_agreed(comm, parse_grid, grid, comm.size)
 

@@ -39,12 +39,12 @@ True
 """
 
 from ..partition import Distribution
-from .distributed import (ALGORITHMS, ALLREDUCE, PARTITIONS, REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS, XY_STEPS,
-                          Z_STEPS, DistributedLU, factor, parse_grid)
+from .distributed import (ALGORITHMS, ALLREDUCE, MAX_AUTO_PZ, PARTITIONS, REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS,
+                          XY_STEPS, Z_STEPS, DistributedLU, factor, parse_grid)
 from .pivoting import ROW_PERMS, StaticPivoting, static_pivoting
 from .refinement import ITMAX
 from .serial import LU_DEFAULTS, SparseLU, symbolic
 
 __all__ = ["SparseLU", "factor", "DistributedLU", "parse_grid", "symbolic", "static_pivoting", "StaticPivoting",
            "Distribution", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS", "ALGORITHMS",
-           "PARTITIONS", "ALLREDUCE", "ROW_PERMS", "LU_DEFAULTS", "ITMAX"]
+           "PARTITIONS", "ALLREDUCE", "ROW_PERMS", "LU_DEFAULTS", "ITMAX", "MAX_AUTO_PZ"]

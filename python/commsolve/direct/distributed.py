@@ -19,7 +19,7 @@ from .refinement import ITMAX, iterative_refinement
 from .serial import SparseLU, levels_for, rhs_array
 
 __all__ = ["factor", "DistributedLU", "parse_grid", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS",
-           "ALGORITHMS", "PARTITIONS", "ALLREDUCE", "TIME_PARTS"]
+           "ALGORITHMS", "PARTITIONS", "ALLREDUCE", "TIME_PARTS", "MAX_AUTO_PZ"]
 
 # The steps of a solve's CommStats: inside a grid (XY), between grids (Z), and the moves of b
 # to the ranks that solve and of x back.
@@ -27,6 +27,7 @@ SOLVE_STEPS = ("L broadcast", "L reduce", "U broadcast", "U reduce", "Z reduce",
                "x from diagonal")
 XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3), (4, 5), (6, 7)
 ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d
+MAX_AUTO_PZ = 32  # the most layers grid="auto" tries: the SC'23 paper's range (its best was near 16)
 PARTITIONS = ("nd", "greedy")
 ALLREDUCE = ("packed", "per-supernode")
 # A solve's parts, as the C++ timers measure them on every rank.
@@ -132,7 +133,7 @@ class _Residual:
                                 for k in range(V.shape[1])]) if V.shape[1] else V.copy()
 
 
-def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition="nd", allreduce="packed",
+def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd", allreduce="packed",
            distribution=None, topology=None, seed=0, flat_threshold=8, root=0, profile=None, **lu_options):
     """Collective on ``comm``. Factor ``A`` (a scipy matrix on rank ``root``, other ranks may
     pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as
@@ -164,6 +165,11 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
     comm = MPI.COMM_WORLD if comm is None else comm
 
     auto = isinstance(grid, str) and grid.strip().lower() == "auto"
+    if tree is None and auto:  # grid="auto" compares the simulator's usual shapes
+        from ..sim.study import AUTO_TREES
+
+        tree = AUTO_TREES
+    tree = "binary" if tree is None else tree
 
     def check():
         if auto:
@@ -247,8 +253,6 @@ def factor(A, comm=None, grid=None, tree="binary", *, algorithm=None, partition=
 
 def _auto_max_pz(nranks):
     """The most layers grid='auto' tries: the largest power of two up to min(nranks, 32)."""
-    from ..sim.study import MAX_AUTO_PZ
-
     return 1 << (min(int(nranks), MAX_AUTO_PZ).bit_length() - 1)
 
 

@@ -13,6 +13,8 @@ ones the validation bench checks against.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..direct import factor
@@ -55,7 +57,7 @@ def fit_solve_compute(profile, solves, points=24):
     bandwidth that make the simulator's 1-rank predictions of ``solves``
     (:func:`measure_solves`) closest to the measured times (log least squares over a grid
     around the micro-benchmarks' values)."""
-    prof = simulation_profile(profile)
+    prof = dataclasses.replace(simulation_profile(profile))  # a copy: the caller's stays as it was
     base = dict(prof.compute)
     cs = np.concatenate([[0.0], np.geomspace(1e-9, 2e-6, points)])
     bs = np.geomspace(base["bandwidth"] / 16, base["bandwidth"] * 2, points)
@@ -74,7 +76,6 @@ def fit_solve_compute(profile, solves, points=24):
     _, c, bw = best
     fitted = dict(base, call_overhead=float(c), bandwidth=float(bw))
     pred = predict(c, bw)
-    prof.compute = base
     report = {"micro_benchmarks": base, "fitted": fitted,
               "solves": [{"matrix": spec, "measured_s": t, "predicted_s": float(p), "ratio": float(p / t)}
                          for (spec, t, _, _), p in zip(solves, pred)],

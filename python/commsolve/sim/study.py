@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..direct import ALGORITHMS, parse_grid, symbolic
+from ..direct import ALGORITHMS, MAX_AUTO_PZ, parse_grid, symbolic
 from ..topology import make_topology
 from ..workloads import forest_partition
 from .models import simulation_profile
@@ -18,13 +18,25 @@ from .solve import CATEGORIES, simulate_solve, solve_schedule
 
 __all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes",
            "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
-           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ", "AUTO_TREES"]
+           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ", "AUTO_TREES", "check_ranks"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
 MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
-MAX_AUTO_PZ = 32             # the SC'23 paper's range; the best it found was near 16
 ASPECT = 4                   # candidate 2D grids: Px <= Py <= ASPECT Px (or the squarest)
 AUTO_TREES = ("binary", "flat")  # the tree shapes --grid auto compares by default
+
+
+def check_ranks(P):
+    if P > MAX_SIM_RANKS:
+        raise ValueError(f"{P:,} ranks: the simulator holds every rank's schedule at once, at most {MAX_SIM_RANKS:,}")
+
+
+def _check_algorithms(algorithms):
+    if not algorithms:
+        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
+    for a in algorithms:
+        if a not in ALGORITHMS:
+            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
 
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
@@ -37,13 +49,8 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
     prof = simulation_profile(profile)
     px, py, pz = parse_grid(grid, None)
     P = px * py * pz
-    if P > MAX_SIM_RANKS:
-        raise ValueError(f"{P:,} ranks: the simulator holds every rank's schedule at once, at most {MAX_SIM_RANKS:,}")
-    if not algorithms:
-        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
-    for a in algorithms:
-        if a not in ALGORITHMS:
-            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
+    check_ranks(P)
+    _check_algorithms(algorithms)
     ppn = int(ppn or prof.ppn)
     if ppn < 1:
         raise ValueError(f"ppn must be at least 1, got {ppn}")
@@ -51,7 +58,7 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
     forests = forest_partition(S, pz, partition)
     topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
     out = {"rows": int(S.sn_start[-1]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "grid": [px, py, pz],
-           "nranks": P, "ppn": ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
+           "nranks": P, "ppn": topo.max_ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
     results = {}
     for a in algorithms:
         if a == "2d":
@@ -79,11 +86,10 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
     if not strategies:
         raise ValueError("no strategy given")
     P = int(nranks)
-    if P > MAX_SIM_RANKS:
-        raise ValueError(f"{P:,} ranks: the simulator holds every rank's plan at once, at most {MAX_SIM_RANKS:,}")
+    check_ranks(P)
     ppn = int(ppn or prof.ppn)
     topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
-    out = {"rows": int(A.shape[0]), "nnz": int(A.nnz), "nranks": P, "ppn": ppn, "profile": prof.name,
+    out = {"rows": int(A.shape[0]), "nnz": int(A.nnz), "nranks": P, "ppn": topo.max_ppn, "profile": prof.name,
            "partition": partition, "block": int(block), "strategies": {}}
     results = {}
     for s in strategies:
@@ -103,9 +109,7 @@ def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_thresho
     prof = simulation_profile(profile)
     if not shapes:
         raise ValueError("no tree shape given")
-    if topology.size > MAX_SIM_RANKS:
-        raise ValueError(f"{topology.size:,} ranks: the simulator holds every rank's plan at once, at most "
-                         f"{MAX_SIM_RANKS:,}")
+    check_ranks(topology.size)
     out = {"nranks": topology.size, "ppn": topology.max_ppn, "profile": prof.name, "collectives": len(collectives.ids),
            "shapes": {}}
     results = {}
@@ -152,9 +156,9 @@ def format_simulation(out, matrix):
         lines.append(f"{a:<13}{'x'.join(map(str, r['grid'])):>10}{r['predicted_s'] * 1e3:>11.3f}"
                      + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES)
                      + f"{r['messages']:>11,}{(eps or 0):>11.2e}")
+    others = [f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]]
     lines.append("")
-    lines.append(f"fastest: {out['fastest']}; " + ", ".join(
-        f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]))
+    lines.append(f"fastest: {out['fastest']}" + ("; " + ", ".join(others) if others else ""))
     return "\n".join(lines)
 
 
@@ -236,6 +240,8 @@ def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_T
     simulated with ``profile`` on ``topology``; the list of ``{grid, algorithm, tree,
     predicted_s, breakdown}``, fastest first."""
     trees = [trees] if isinstance(trees, str) else list(trees)
+    check_ranks(topology.size)
+    _check_algorithms(algorithms)
     prof = simulation_profile(profile)
     P = topology.size
     runs = []

@@ -123,13 +123,6 @@ void bind_sim(nb::module_& m) {
     return sim::time_send_overhead(c, sender, receiver, count, bytes, reps);
   }, "comm"_a, "sender"_a, "receiver"_a, "count"_a, "bytes"_a, "reps"_a,
         "Collective: the sender's CPU seconds per posted MPI_Isend (LogGP o), best of reps rounds.");
-  m.def("time_receive_overhead", [](std::int64_t comm, int sender, int receiver, int count, int bytes, int posted,
-                                    int reps) {
-    MPI_Comm c = comm_from_handle(comm);
-    nb::gil_scoped_release nogil;
-    return sim::time_receive_overhead(c, sender, receiver, count, bytes, posted, reps);
-  }, "comm"_a, "sender"_a, "receiver"_a, "count"_a, "bytes"_a, "posted"_a, "reps"_a,
-        "Collective: the receiver's CPU seconds per message taken as the solve's engine takes them.");
   m.def("time_pingpong", [](std::int64_t comm, int partner, bool first, int bytes, int reps, int posted) {
     MPI_Comm c = comm_from_handle(comm);
     nb::gil_scoped_release nogil;

@@ -195,19 +195,6 @@ std::vector<std::int32_t> shared_supernodes(const ForestPartition& forests, int 
 
 }  // namespace
 
-ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, int rank, int step, bool reduce) {
-  ZStep st;
-  const int z = grid.z_of(rank);
-  const auto [peer_z, send] = z_role(z, step, reduce);
-  if (peer_z < 0) return st;
-  st.peer = rank + (peer_z - z) * grid.layer_size();
-  st.send = send;
-  const ProcessGrid2D layer = grid.layer(z);
-  for (std::int32_t k : shared_supernodes(forests, z, step))
-    if (layer.diag_owner(k) == rank) st.sn.push_back(k);
-  return st;
-}
-
 std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGrid3D& grid, int z, int step,
                                  bool reduce) {
   const ProcessGrid2D layer = grid.layer(z);
@@ -220,6 +207,11 @@ std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGr
     by_rank[q].send = send;
   }
   return by_rank;
+}
+
+ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, int rank, int step, bool reduce) {
+  const int z = grid.z_of(rank);  // the layer's steps, this rank's: one rule for the MPI solve and the virtual world
+  return layer_z_steps(forests, grid, z, step, reduce)[static_cast<std::size_t>(rank - grid.layer(z).base)];
 }
 
 void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,

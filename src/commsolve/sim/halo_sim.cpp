@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <stdexcept>
 
 #include "core/error.hpp"
 
@@ -20,6 +21,9 @@ class HaloProcess : public Process {
     advance(sim);
   }
   void receive(Simulator& sim, const Message& msg) override {
+    if (msg.op < 0 || static_cast<std::size_t>(msg.op) >= arrived_.size())
+      throw std::logic_error("simulated halo exchange: rank " + std::to_string(rank_) + " got a message of step " +
+                             std::to_string(msg.op) + " beyond its plan");
     ++arrived_[static_cast<std::size_t>(msg.op)];  // into the space directly: no copy
     advance(sim);
   }
@@ -71,12 +75,14 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
           "simulated halo exchange: " + std::to_string(plans.size()) + " plans for a topology of " +
               std::to_string(topo.size()) + " ranks");
   require(block >= 1 && repeat >= 1, "simulated halo exchange: block and repeat must be at least 1");
-  std::size_t steps = 0;
+  const std::size_t steps = plans.empty() ? 0 : plans[0].steps.size();
   for (std::size_t r = 0; r < plans.size(); ++r) {
     require(plans[r].rank == static_cast<int>(r) && plans[r].nranks == topo.size(),
             "simulated halo exchange: plan " + std::to_string(r) + " is not rank " + std::to_string(r) + "'s of " +
                 std::to_string(topo.size()));
-    steps = std::max(steps, plans[r].steps.size());
+    require(plans[r].steps.size() == steps, "simulated halo exchange: the plans have different numbers of steps "
+                                            "(one strategy for every rank)");
+    plans[r].validate();
   }
   std::vector<std::unique_ptr<Process>> procs;
   procs.reserve(plans.size());

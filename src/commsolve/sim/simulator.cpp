@@ -24,6 +24,10 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   recorded_.assign(P, CommStats{std::vector<StepStats>(static_cast<std::size_t>(steps))});
 }
 
+double Simulator::latency(int where, int proto) const {
+  return std::max(0.0, net_.alpha[where][proto] - 2 * net_.overhead) + match_;
+}
+
 int Simulator::level(int a, int b) const {
   if (!topo_.same_node(a, b)) return 2;
   if (net_.socket_size > 0 && topo_.local_rank(a) / net_.socket_size == topo_.local_rank(b) / net_.socket_size)
@@ -74,17 +78,13 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   spend(rank, net_.overhead, category);
   const int where = level(rank, dest);
   const int proto = net_.protocol(bytes);
-  const double alpha = net_.alpha[where][proto], rate = net_.rate[where][proto];
-  // The rank's interface takes s / R_b; an inter-node message also needs its node's
-  // injection, shared by the node's ranks.
-  double left = std::max(clock_[rank], nic_free_[rank]) + static_cast<double>(bytes) / rate;
+  const double rate = net_.rate[where][proto];
+  // The rank's interface takes s / R_b (its own messages in the rank's order); an inter-node
+  // message also needs its node's injection, shared by the node's ranks: booked when the
+  // departure event is handled, in simulated-time order across the node's ranks.
+  const double start = std::max(clock_[rank], nic_free_[rank]);
+  const double left = start + static_cast<double>(bytes) / rate;
   nic_free_[rank] = left;
-  if (where == 2 && net_.injection[proto] > 0) {
-    double& node = node_free_[topo_.node_of(rank)];
-    const double s = static_cast<double>(bytes);
-    node = std::max(node, left - s / rate) + s / net_.injection[proto];
-    left = std::max(left, node);
-  }
   Message m;
   m.src = rank;
   m.dest = dest;
@@ -95,8 +95,14 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   m.bytes = bytes;
   m.category = category;
   m.sent = clock_[rank];
-  m.arrival = left + std::max(0.0, alpha - 2 * net_.overhead) + match_;
   m.seq = seq_++;
+  if (where == 2 && net_.injection[proto] > 0) {
+    m.departing = true;
+    m.arrival = start;  // >= every event handled so far: the heap stays in time order
+    m.left = left;
+  } else {
+    m.arrival = left + latency(where, proto);
+  }
   if (keep_trace_) trace_[static_cast<std::size_t>(rank)].push_back({TraceOp::send, dest, bytes, m.seq, 0.0});
   ++times_[rank].sent;
   recorded_[rank].steps[step].add_send(locality(topo_, rank, dest), bytes);
@@ -112,14 +118,27 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
   // Everything a handler sends arrives later than the handled message, so no event can
   // arrive before one already handled.
   while (!heap_.empty()) {
-    const Message m = heap_.top();
+    Message m = heap_.top();
     heap_.pop();
     ++events_;
+    if (m.departing) {  // the node's injection, shared in time order; then on its way
+      const double s = static_cast<double>(m.bytes);
+      const int where = level(m.src, m.dest), proto = net_.protocol(m.bytes);
+      double& node = node_free_[topo_.node_of(m.src)];
+      node = std::max(node, m.arrival) + s / net_.injection[proto];
+      m.arrival = std::max(m.left, node) + latency(where, proto);
+      m.departing = false;
+      heap_.push(m);
+      continue;
+    }
     const int r = m.dest;
     if (m.arrival > clock_[r]) {  // the rank had nothing to do until this message came
       waits_[r].push_back({m.arrival, m.src, m.sent});
       spend(r, m.arrival - clock_[r], procs[r]->waiting_category());
     }
+    if (procs[r]->done())
+      throw std::logic_error("simulator: rank " + std::to_string(r) + " finished its program but was sent a message "
+                             "(from rank " + std::to_string(m.src) + ")");
     spend(r, net_.overhead, m.category);
     if (keep_trace_) trace_[static_cast<std::size_t>(r)].push_back({TraceOp::recv, m.src, m.bytes, m.seq, 0.0});
     ++times_[r].received;

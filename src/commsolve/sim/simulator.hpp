@@ -77,6 +77,10 @@ struct Message {
   int category = xy_comm;
   double sent = 0, arrival = 0;
   std::int64_t seq = 0;     // send order, to break ties in arrival time
+  // Waiting for its node's injection: `arrival` is then when it reaches the node's
+  // interface (the event's time) and `left` when the rank's interface was done with it.
+  bool departing = false;
+  double left = 0;
 };
 
 class Simulator;
@@ -160,6 +164,7 @@ class Simulator {
  private:
   void spend(int rank, double seconds, int category);
   int level(int a, int b) const;
+  double latency(int where, int proto) const;  // L = alpha - 2 o, plus any-source matching
   struct Later {
     bool operator()(const Message& a, const Message& b) const {
       return a.arrival != b.arrival ? a.arrival > b.arrival : a.seq > b.seq;

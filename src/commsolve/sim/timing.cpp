@@ -100,48 +100,6 @@ double time_send_overhead(MPI_Comm comm, int sender, int receiver, int count, in
   return best;
 }
 
-double time_receive_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int posted, int reps) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  require(sender != receiver && sender >= 0 && receiver >= 0 && sender < size && receiver < size,
-          "receive overhead timing: sender and receiver must be two distinct ranks of the communicator");
-  require(count >= 1 && bytes >= 0 && posted >= 1 && reps >= 1,
-          "receive overhead timing: count, posted and reps >= 1, bytes >= 0");
-  const std::size_t len = static_cast<std::size_t>(std::max(bytes, 1));
-  std::vector<std::vector<char>> rbuf(static_cast<std::size_t>(posted), std::vector<char>(len));
-  std::vector<char> sbuf(len);
-  std::vector<MPI_Request> rreq(static_cast<std::size_t>(posted), MPI_REQUEST_NULL);
-  double best = 0;
-  for (int r = 0; r < reps; ++r) {
-    if (rank == sender) {
-      for (int i = 0; i < count; ++i) MPI_Send(sbuf.data(), bytes, MPI_BYTE, receiver, 9, comm);
-    }
-    MPI_Barrier(comm);  // every message has been sent (eager: it waits at the receiver, unexpected)
-    double per = 0;
-    if (rank == receiver) {
-      const double t0 = MPI_Wtime();
-      int posted_now = 0;
-      for (; posted_now < std::min(posted, count); ++posted_now)
-        MPI_Irecv(rbuf[static_cast<std::size_t>(posted_now)].data(), bytes, MPI_BYTE, MPI_ANY_SOURCE, 9, comm,
-                  &rreq[static_cast<std::size_t>(posted_now)]);
-      for (int got = 0; got < count; ++got) {
-        int slot = MPI_UNDEFINED;
-        MPI_Waitany(posted, rreq.data(), &slot, MPI_STATUS_IGNORE);
-        if (posted_now < count) {
-          MPI_Irecv(rbuf[static_cast<std::size_t>(slot)].data(), bytes, MPI_BYTE, MPI_ANY_SOURCE, 9, comm,
-                    &rreq[static_cast<std::size_t>(slot)]);
-          ++posted_now;
-        }
-      }
-      per = (MPI_Wtime() - t0) / count;
-    }
-    best = r == 0 ? per : std::min(best, per);
-  }
-  MPI_Bcast(&best, 1, MPI_DOUBLE, receiver, comm);
-  return best;
-}
-
 double time_pingpong(MPI_Comm comm, int partner, bool first, int bytes, int reps, int posted) {
   require(bytes >= 0 && reps >= 1 && posted >= 0, "ping-pong timing: bytes >= 0, reps >= 1, posted >= 0");
   const std::size_t len = static_cast<std::size_t>(std::max(bytes, 1));

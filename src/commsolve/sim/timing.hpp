@@ -1,8 +1,10 @@
 // Micro-benchmarks that calibrate the simulator on this machine (commsolve calibrate): the
 // triangular solve's dense block kernel (CpuKernels::lower_panel, the product of an m x w
 // panel with w x nrhs values, which dominates a solve's arithmetic) for the compute model,
-// the CPU time of posting a message for the network model's overhead o, and ping-pong for
-// latency and rate (in C++, as the solves send: mpi4py adds about a microsecond a message).
+// packs of message data, the CPU time of posting a message for the network model's overhead
+// o, and ping-pong for latency and rate, plain or through an any-source engine (timed in C++:
+// mpi4py adds about a microsecond a message). The cost models (model/calibrate.py) use the
+// ping-pong too.
 #pragma once
 
 #include <mpi.h>
@@ -24,12 +26,6 @@ double time_pack(std::int64_t n, double min_seconds);
 // `receiver`, whose receives are already posted; returns, on every rank, the sender's CPU
 // seconds per posted send (LogGP's o at the sending end), the best of `reps` rounds.
 double time_send_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int reps);
-
-// Collective over `comm`. `sender` sends `count` messages of `bytes` bytes to `receiver`,
-// which, once they have all arrived, takes them as the solve's message engine does (`posted`
-// any-source receives, MPI_Waitany, the slot reposted); returns, on every rank, the
-// receiver's CPU seconds per message (the overhead o at the receiving end), best of `reps`.
-double time_receive_overhead(MPI_Comm comm, int sender, int receiver, int count, int bytes, int posted, int reps);
 
 // One-way seconds of a `bytes`-byte message between this rank and `partner` (`first` sends
 // first), averaged over `reps` round trips. Only the two ranks call it. With `posted` > 0
