@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+import numpy as np
 import os
 import sys
 import time
@@ -112,26 +114,33 @@ def plot(doc, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import NullFormatter
+
     studies = doc["studies"]
-    fig, axes = plt.subplots(1, len(studies), figsize=(5.5 * len(studies), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(studies), figsize=(7 * len(studies), 5.2), squeeze=False)
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(PZ) - 1))
     for ax, s in zip(axes[0], studies):
         runs = s["runs"]
         procs = sorted({r["P"] for r in runs})
-        for pz in PZ:
-            for a, style in (("3d-baseline", "--"), ("3d-baseline-flat", ":"), ("3d", "-")):
+        for color, pz in zip(colors, PZ[1:]):
+            for a, style in (("3d", "-"), ("3d-baseline", "--"), ("3d-baseline-flat", ":")):
                 pts = [(r["P"], r["predicted_s"] * 1e3) for r in runs if r["pz"] == pz and r["algorithm"] == a]
                 if pts:
-                    ax.plot(*zip(*pts), style, marker="o", ms=3, label=f"{a} Pz={pz}")
+                    ax.plot(*zip(*pts), style, color=color, marker="o" if a == "3d" else None, ms=3,
+                            label=f"{a} Pz={pz}")
         pts = [(r["P"], r["predicted_s"] * 1e3) for r in runs if r["algorithm"] == "2d"]
-        ax.plot(*zip(*pts), "k-", lw=2, marker="s", label="2d")
+        ax.plot(*zip(*pts), "k-", lw=2, marker="s", label="2d (Pz=1)")
         sp = s["speedups"]
-        ax.set(xscale="log", yscale="log", xticks=procs, xlabel="ranks P", ylabel="predicted solve time (ms)",
-               title=f"{s['matrix']} (for {s['stands_for']}), {doc['profile']}\nup to "
-                     f"{sp['up_to_new_vs_baseline_flat']:.2f}x over baseline (flat trees), "
-                     f"{sp['up_to_new_vs_baseline']:.2f}x (binary), {sp['up_to_new_vs_2d']:.2f}x over 2D")
+        ax.set(xscale="log", yscale="log", xlabel="ranks P", ylabel="predicted solve time (ms)",
+               title=f"{s['matrix']} (standing for {s['stands_for']}), profile {doc['profile']}\n"
+                     f"3d over 3d-baseline: up to {sp['up_to_new_vs_baseline']:.2f}x (flat-tree baseline "
+                     f"{sp['up_to_new_vs_baseline_flat']:.2f}x); over 2d: {sp['up_to_new_vs_2d']:.2f}x")
+        ax.set_xticks(procs)
         ax.set_xticklabels([str(p) for p in procs])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.title.set_fontsize(9)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6, ncol=2)
+        ax.legend(fontsize=6, ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -144,7 +153,12 @@ def main():
     ap.add_argument("--profile", default="cori-haswell")
     ap.add_argument("--ppn", type=int, default=32)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "simulate_sc23.json"))
+    ap.add_argument("--replot", action="store_true", help="only draw the PNG again from --out")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.out) as f:
+            plot(json.load(f), os.path.splitext(args.out)[0] + ".png")
+        return
     procs = [int(v) for v in args.procs.split(",")]
     studies = []
     for spec in filter(None, args.matrices.split(",")):

@@ -111,6 +111,12 @@ def main():
     """commsolve: communication-optimized distributed sparse linear algebra on MPI."""
 
 
+def _tree_options(f):
+    f = click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
+                     help="auto trees: flat up to this many participants.")(f)
+    return click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")(f)
+
+
 def _common_spmv_options(f):
     f = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")(f)
     f = click.option("--repeat", default=50, show_default=True, type=click.IntRange(0), help="Timed SpMVs.")(f)
@@ -286,9 +292,7 @@ def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, 
               help="Ranks per node (consecutive ranks; the last node may be partly filled).")
 @click.option("--max-supernode", type=click.IntRange(1), default=None,
               help="Most columns per supernode [default: 32 for selinv, the solver's 128 for the solves].")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
-@click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
-              help="auto: flat up to this many participants.")
+@_tree_options
 @click.option("--workload", type=click.Choice(["selinv", "sptrsv", "sptrsv3d"]), default="selinv", show_default=True,
               help="selinv: selected inversion's Col-Bcast/Row-Reduce; sptrsv: the 2D L- and U-solves "
               "(one right-hand side); sptrsv3d: whole 2D/3D solves per --algorithm, XY and Z traffic.")
@@ -448,9 +452,7 @@ def _trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, algorithm, par
               help="Inter-grid messages of the 3d solve.")
 @click.option("--max-supernode", type=click.IntRange(1), default=None,
               help="Most columns per supernode [default: the solver's].")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shifted trees.")
-@click.option("--flat-threshold", type=click.IntRange(1), default=8, show_default=True,
-              help="auto trees: flat up to this many participants.")
+@_tree_options
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG: every rank's predicted time by category.")
 @click.option("--timeline", type=click.Path(dir_okay=False),
               help="PNG: Gantt chart of every rank (small runs only).")
