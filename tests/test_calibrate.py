@@ -94,7 +94,9 @@ def test_calibrate_command(tmp_path):
     assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
     # what the simulator needs: the posting overhead and the compute model, all measured
     assert 0 < prof.overhead < 1e-4
-    assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7 and prof.compute["call_overhead"] > 0
+    # the call overhead fitted to the training solves may be 0 (the bandwidth explains them)
+    assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7
+    assert 0 <= prof.compute["call_overhead"] < 1e-5
     assert prof.compute["copy_rate"] > 1e7
     assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"
