@@ -24,7 +24,8 @@ from .profile import PROTOCOLS, MachineProfile
 __all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_compute", "fit_profile",
            "plot_calibration"]
 
-SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB
+SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB; protocol switches then refined (_refine)
+REFINE_STEPS = 5  # bisections of the gap around each protocol switch (to 1/32 of it)
 QUICK_SIZES = [1 << k for k in range(0, 21, 2)]
 HVPP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 HVPP_BYTES = 8
@@ -220,6 +221,41 @@ def _series(comm, a, b, sizes, samples, tick):
     return out
 
 
+def _refine(comm, pair, sizes, times, samples):
+    """Collective. The sizes and times with more points where the protocol switches: between
+    the last size of a range and the first of the next (a factor of two apart), midpoints
+    are timed and each joins the side whose fit predicts it better, REFINE_STEPS times (Open
+    MPI's 4 KB shared-memory eager limit, which counts its header, falls between 2 and 4 KB
+    otherwise). The thresholds are chosen again from all points by :func:`fit_profile`."""
+    a = pair[0]
+    sizes, times = list(sizes), list(times)
+    if len(sizes) < 6:
+        return sizes, times
+    thresholds = comm.bcast(choose_thresholds(sizes, times) if comm.rank == a else None, root=a)
+    for k, t in enumerate(thresholds):
+        i = sizes.index(t)
+        if i + 1 >= len(sizes):
+            continue
+        lo, hi = sizes[i], sizes[i + 1]
+        for _ in range(REFINE_STEPS):
+            mid = (lo + hi) // 2
+            if mid in (lo, hi):
+                break
+            tm = _series(comm, *pair, [mid], samples, lambda: None)[0]
+            below = sizes.index(lo) + 1
+            fits = fit_postal(sizes, times, *thresholds)
+            under, over = fits[PROTOCOLS[k]], fits[PROTOCOLS[k + 1]]
+            err = [abs(f["alpha"] + mid / f["rate"] - tm) for f in (under, over)]
+            sizes.insert(below, mid)
+            times.insert(below, tm)
+            if err[0] <= err[1]:
+                lo = mid
+                thresholds = tuple(mid if j == k else v for j, v in enumerate(thresholds))
+            else:
+                hi = mid
+    return sizes, times
+
+
 def _hvpp(comm, a, b, counts, reversed_tags, samples):
     """Algorithm 3.1 between a and b: n messages one way, then n back; time per round."""
     res = []
@@ -304,7 +340,8 @@ def measure(comm, topology, quick=False, progress=None):
     meas = {"nranks": comm.size, "ppn": ppn, "host": platform.node(), "sizes": sizes}
     for key, pair in (("intra", intra), ("inter", inter)):
         if pair is not None:
-            meas[key] = {"pair": pair, "sizes": sizes, "times": _series(comm, *pair, sizes, samples, tick)}
+            times = _series(comm, *pair, sizes, samples, tick)
+            meas[key] = dict(zip(("sizes", "times"), _refine(comm, pair, sizes, times, samples)), pair=pair)
     a, b = intra or inter
     meas["hvpp"] = {"pair": [a, b], "counts": counts, "bytes": HVPP_BYTES,
                     "matched": _hvpp(comm, a, b, counts, False, samples)}
