@@ -649,6 +649,7 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     name = gen or str(matrix)
+    ppn = topo.max_ppn
     out = {"matrix": name, "nranks": procs, "ppn": ppn, "profile": prof.name, "trees": shapes, "best": ranking[0],
            "ranking": ranking}
     if as_json:
