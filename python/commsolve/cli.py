@@ -684,6 +684,11 @@ def format_calibration(prof, report, path):
                      f"{micro['call_overhead'] * 1e9:.0f} ns, {micro['bandwidth'] / 1e9:.2f} GB/s)")
         lines.append("  solves: " + ", ".join(f"{s['matrix']} {s['ratio']:.2f}" for s in f["solves"])
                      + " (predicted / measured)")
+    if "engine_fit" in report:
+        e = report["engine_fit"]
+        lines.append(f"message engine: {e['engine_overhead'] * 1e6:.3f} us per message end beyond o, fitted to "
+                     f"{e['matrix']} on {'x'.join(map(str, e['grid']))} ({e['measured_s'] * 1e3:.2f} ms measured, "
+                     f"{e['predicted_without_s'] * 1e3:.2f} ms predicted without it)")
     if "overhead" in report:
         lines.append(f"message overhead o: {report['overhead'] * 1e6:.3f} us; through the any-source engine "
                      f"+{report['any_source'] * 1e6:.3f} us a message")
@@ -731,9 +736,11 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
             bar.update(done - bar.n)
 
     meas = _guarded(measure, comm, topo, quick=quick, progress=progress)
-    from .sim.calibration import QUICK_TRAINING, TRAINING, fit_solve_compute, measure_solves
+    from .sim.calibration import (QUICK_TRAINING, TRAINING, fit_engine_overhead, fit_solve_compute,
+                                  measure_engine_solve, measure_solves)
 
     solves = _guarded(measure_solves, comm, QUICK_TRAINING if quick else TRAINING, 5 if quick else 9)
+    engine = _guarded(measure_engine_solve, comm, repeat=5 if quick else 9)
     if bar is not None:
         bar.close()
     if comm.rank != 0:
@@ -741,6 +748,8 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
     stem = os.path.splitext(os.path.basename(output))[0]
     prof, report = fit_profile(meas, name or stem, short_max, eager_max)
     prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves)
+    if engine is not None:
+        prof.engine_overhead, report["engine_fit"] = fit_engine_overhead(prof, engine)
     prof.save(output)
     if plot:
         plot_calibration(meas, prof, plot)

@@ -10,7 +10,8 @@ profile describes, for the socket split), optional ``sockets_per_node``.
 
 For the simulator (:mod:`commsolve.sim`) a profile may also give ``overhead`` (LogGP's o:
 CPU seconds at each end of a message), ``any_source`` (seconds a message takes more when an
-any-source engine receives it, as the solves do; default 0) and a ``[compute]`` table: ``flop_rate`` (flop/s per
+any-source engine receives it, as the solves do; default 0), ``engine_overhead`` (CPU seconds
+per message end in commsolve's message engine beyond o; default 0) and a ``[compute]`` table: ``flop_rate`` (flop/s per
 rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
 memory traffic), ``call_overhead`` (seconds per kernel call) and ``copy_rate`` (bytes/s
 per rank of packing and copying message data, which sits in cache).
@@ -55,6 +56,7 @@ class MachineProfile:
     description: str = ""
     overhead: float | None = None  # LogGP o, seconds per message end
     any_source: float = 0.0  # seconds added per message an any-source engine receives
+    engine_overhead: float = 0.0  # CPU seconds per message end in commsolve's engine, beyond o
     compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate
 
     def protocol(self, nbytes):
@@ -114,7 +116,8 @@ class MachineProfile:
             raise ProfileError(f"{source}: gamma and delta must be >= 0")
         overhead = need(d, "overhead", "") if "overhead" in d else None
         any_source = need(d, "any_source", "") if "any_source" in d else 0.0
-        for key, v in (("overhead", overhead), ("any_source", any_source)):
+        engine = need(d, "engine_overhead", "") if "engine_overhead" in d else 0.0
+        for key, v in (("overhead", overhead), ("any_source", any_source), ("engine_overhead", engine)):
             if v is not None and not 0 <= v < math.inf:
                 raise ProfileError(f"{source}: field '{key}' must be >= 0 and finite, got {v}")
         compute = None
@@ -131,7 +134,7 @@ class MachineProfile:
                    ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
                    sockets_per_node=int(need(d, "sockets_per_node", "")) if "sockets_per_node" in d else 1,
                    description=str(d.get("description", "")), overhead=overhead, any_source=any_source,
-                   compute=compute)
+                   engine_overhead=engine, compute=compute)
 
     def to_toml(self):
         lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
@@ -141,6 +144,8 @@ class MachineProfile:
             lines.append(f"overhead = {self.overhead!r}")
         if self.any_source:
             lines.append(f"any_source = {self.any_source!r}")
+        if self.engine_overhead:
+            lines.append(f"engine_overhead = {self.engine_overhead!r}")
         for level in LEVELS:
             if not self.has_level(level):
                 continue

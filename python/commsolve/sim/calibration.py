@@ -9,6 +9,11 @@ their 1-rank solves; the call overhead c and the bandwidth B are then the values
 the simulator predicts those times best (least squares on the logarithms, over a grid), the
 flop rate and the copy rate stay the micro-benchmarks'. The training matrices are not the
 ones the validation bench checks against.
+
+With two ranks or more, the message engine's own cost per message (buffers, keys, counters,
+MPI progress: what a message costs the solve beyond the overhead o of posting it) is fitted
+the same way, as ``engine_overhead``, to a 2D solve on two ranks
+(:func:`fit_engine_overhead`), the compute model already fitted.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from ..gallery import from_spec
 from .models import simulation_profile
 from .solve import schedule_of, simulate_solve
 
-__all__ = ["TRAINING", "QUICK_TRAINING", "measure_solves", "fit_solve_compute"]
+__all__ = ["TRAINING", "QUICK_TRAINING", "ENGINE_TRAINING", "measure_solves", "fit_solve_compute",
+           "measure_engine_solve", "fit_engine_overhead"]
 
 TRAINING = ("poisson2d9:160", "poisson2d9:240", "poisson3d:24", "poisson3d:30")  # factors beyond the caches
 QUICK_TRAINING = ("poisson2d9:160", "poisson3d:24")
+ENGINE_TRAINING = "poisson2d9:160"  # a 2D solve on 1 x 2 ranks: a message for every few block products
 
 
 def measure_solves(comm, specs=TRAINING, repeat=9):
@@ -81,3 +88,54 @@ def fit_solve_compute(profile, solves, points=24):
                          for (spec, t, _, _), p in zip(solves, pred)],
               "rms_log_error": float(np.sqrt(best[0] / len(solves)))}
     return fitted, report
+
+
+def measure_engine_solve(comm, spec=ENGINE_TRAINING, repeat=9):
+    """Collective. Ranks 0 and 1 factor ``spec`` on a 1 x 2 grid of their own and time its
+    2D solve; returns on rank 0 ``(spec, median seconds, schedule, topology)``, None
+    elsewhere and when ``comm`` has one rank."""
+    if comm.size < 2:
+        return None
+    pair = comm.Split(0 if comm.rank < 2 else 1, comm.rank)
+    try:
+        if comm.rank >= 2:
+            return None
+        A = from_spec(spec)
+        solver = factor(A, pair, grid=(1, 2, 1))
+        b = (np.sin(0.37 * np.arange(A.shape[0])) + 0.5)[solver.distribution.owned(pair.rank)]
+        solver.solve(b, refine=False)  # warm-up
+        times = []
+        for _ in range(repeat):
+            solver.solve(b, refine=False)
+            times.append(solver.solve_seconds["total"])
+        if pair.rank != 0:
+            return None
+        return spec, float(np.median(times)), schedule_of(solver), solver.topology
+    finally:
+        pair.Free()
+
+
+def fit_engine_overhead(profile, training, hi=2e-5, steps=40):
+    """``(seconds, report)``: the engine overhead for which the simulator predicts the 2-rank
+    ``training`` solve (:func:`measure_engine_solve`) as measured (bisection: the prediction
+    grows with it); 0 when the solve is predicted slower than measured without it."""
+    prof = dataclasses.replace(simulation_profile(profile))
+    spec, measured, sched, topo = training
+
+    def predict(h):
+        prof.engine_overhead = float(h)
+        return simulate_solve(sched, topo, prof).predicted_s
+
+    lo, top = 0.0, hi
+    without = predict(0.0)
+    if without >= measured:
+        h = 0.0
+    elif predict(top) <= measured:
+        h = top
+    else:
+        for _ in range(steps):
+            mid = 0.5 * (lo + top)
+            lo, top = (mid, top) if predict(mid) < measured else (lo, mid)
+        h = 0.5 * (lo + top)
+    return h, {"matrix": spec, "grid": list(sched.grid), "measured_s": measured, "predicted_without_s": without,
+               "predicted_s": predict(h), "engine_overhead": h}

@@ -41,7 +41,7 @@ def network_model(profile, ppn):
     if prof.has_level("intra_socket") and prof.sockets_per_node > 1:
         socket = max(1, int(ppn) // prof.sockets_per_node)
     return _core.NetworkModel(alpha, rate, injection, int(prof.short_max), int(prof.eager_max), float(prof.overhead),
-                              socket, float(prof.any_source))
+                              socket, float(prof.any_source), float(prof.engine_overhead))
 
 
 def compute_model(profile):

@@ -71,7 +71,7 @@ void bind_sim(nb::module_& m) {
   nb::class_<sim::NetworkModel>(m, "NetworkModel", "The simulator's network: alpha and rate per locality and protocol.")
       .def("__init__", [](sim::NetworkModel* self, const std::vector<double>& alpha, const std::vector<double>& rate,
                           const std::vector<double>& injection, std::int64_t short_max, std::int64_t eager_max,
-                          double overhead, int socket_size, double any_source) {
+                          double overhead, int socket_size, double any_source, double engine_overhead) {
         if (alpha.size() != 9 || rate.size() != 9 || injection.size() != 3)
           throw nb::value_error("NetworkModel: alpha and rate need 9 values (3 localities x 3 protocols), "
                                 "injection 3");
@@ -84,16 +84,18 @@ void bind_sim(nb::module_& m) {
             self->rate[l][p] = rate[3 * l + p];
           }
         for (int p = 0; p < 3; ++p) self->injection[p] = injection[p];
-        if (!(0 <= short_max && short_max <= eager_max) || !(overhead >= 0) || socket_size < 0 || !(any_source >= 0))
+        if (!(0 <= short_max && short_max <= eager_max) || !(overhead >= 0) || socket_size < 0 ||
+            !(any_source >= 0) || !(engine_overhead >= 0))
           throw nb::value_error("NetworkModel: need 0 <= short_max <= eager_max, overhead >= 0, socket_size >= 0, "
-                                "any_source >= 0");
+                                "any_source >= 0, engine_overhead >= 0");
         self->any_source = any_source;
+        self->engine_overhead = engine_overhead;
         self->short_max = short_max;
         self->eager_max = eager_max;
         self->overhead = overhead;
         self->socket_size = socket_size;
       }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a,
-         "any_source"_a = 0.0)
+         "any_source"_a = 0.0, "engine_overhead"_a = 0.0)
       .def_ro("overhead", &sim::NetworkModel::overhead);
   nb::class_<sim::ComputeModel>(m, "ComputeModel",
                                 "The simulator's compute: flop rate, bandwidth, call overhead, copy rate.")

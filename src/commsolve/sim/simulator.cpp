@@ -11,6 +11,7 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
       net_(net),
       cpu_(cpu),
       match_(receives == Receives::any_source ? net.any_source : 0.0),
+      engine_(receives == Receives::any_source ? net.engine_overhead : 0.0),
       keep_timeline_(keep.timeline),
       keep_trace_(keep.trace) {
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
@@ -75,7 +76,7 @@ void Simulator::copy(int rank, double bytes, int category) {
 
 void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
                      std::int64_t bytes, int category) {
-  spend(rank, net_.overhead, category);
+  spend(rank, net_.overhead + engine_, category);
   const int where = level(rank, dest);
   const int proto = net_.protocol(bytes);
   const double rate = net_.rate[where][proto];
@@ -139,7 +140,7 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
     if (procs[r]->done())
       throw std::logic_error("simulator: rank " + std::to_string(r) + " finished its program but was sent a message "
                              "(from rank " + std::to_string(m.src) + ")");
-    spend(r, net_.overhead, m.category);
+    spend(r, net_.overhead + engine_, m.category);
     if (keep_trace_) trace_[static_cast<std::size_t>(r)].push_back({TraceOp::recv, m.src, m.bytes, m.seq, 0.0});
     ++times_[r].received;
     recorded_[r].steps[m.step].add_recv(locality(topo_, m.src, r), m.bytes);

@@ -40,6 +40,9 @@ struct NetworkModel {
   // receives completed by MPI_Waitany, as the solves and restricted collectives receive)
   // over one received from a known source (as a halo exchange): matching cost.
   double any_source = 0.0;
+  // CPU seconds per message end (sent or handled) in commsolve's message engine beyond o:
+  // its bookkeeping (buffers, keys, counters) and MPI progress; fitted to a 2-rank solve.
+  double engine_overhead = 0.0;
   int socket_size = 0;       // ranks per socket (by local rank on the node); 0: no socket level
   int protocol(std::int64_t bytes) const { return bytes <= short_max ? 0 : bytes <= eager_max ? 1 : 2; }
 };
@@ -173,7 +176,8 @@ class Simulator {
   Topology topo_;
   NetworkModel net_;
   ComputeModel cpu_;
-  double match_;  // net_.any_source for an any-source program, else 0
+  double match_;   // net_.any_source for an any-source program, else 0
+  double engine_;  // net_.engine_overhead for an any-source program, else 0
   bool keep_timeline_, keep_trace_;
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);
