@@ -100,3 +100,15 @@ def test_calibrate_command(tmp_path):
     assert prof.compute["copy_rate"] > 1e7
     assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compute_fits_refuse_nan():
+    from commsolve.sim.calibration import fit_engine_overhead, fit_solve_compute
+
+    bad = {"unit": 1e-8, "cache": [(8, 8, 1e-6)], "stream": [(8, 8, 1e-6)], "pack": [(8, float("nan"))]}
+    with pytest.raises(ValueError, match="not finite"):
+        fit_compute(bad)
+    with pytest.raises(ValueError, match="not a positive time"):
+        fit_solve_compute("cori-haswell", [("m", float("nan"), None, None)])
+    with pytest.raises(ValueError, match="not a positive time"):
+        fit_engine_overhead("cori-haswell", ("m", float("nan"), None, None))

@@ -321,22 +321,16 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
     for name, value in (("--algorithm", algorithm), ("--partition", partition), ("--allreduce", allreduce)):
         if value is not None:
             raise click.UsageError(f"{name} belongs to --workload sptrsv3d")
-    try:
-        Pr, Pc = (int(v) for v in grid.lower().split("x"))
-    except ValueError:
-        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
     from .sptrsv_analysis import MAX_VIRTUAL_RANKS
 
-    if Pr < 1 or Pc < 1 or Pr * Pc > MAX_VIRTUAL_RANKS:
-        raise click.BadParameter(f"a {Pr}x{Pc} grid: dimensions must be positive and the ranks at most "
-                                 f"{MAX_VIRTUAL_RANKS:,}", param_hint="--grid")
+    Pr, Pc = _grid_2d(grid, MAX_VIRTUAL_RANKS)
     from tqdm import tqdm
 
     from . import gallery, trees, workloads
     from .direct import symbolic
     from .io import mmread
     from .stats import CommStats
-    from .topology import make_topology
+    from .topology import blocked_topology
 
     shapes = [s.strip() for s in (shape or "flat,binary,shifted-binary,need-ordered,node-aware").split(",")
               if s.strip()]
@@ -351,7 +345,7 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
             S = symbolic(A) if max_supernode is None else symbolic(A, max_supernode=max_supernode)
             sets = [workloads.sptrsv_collectives(S, (Pr, Pc), upper) for upper in (False, True)]
         P = Pr * Pc
-        topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+        topo = blocked_topology(P, ppn)
         results = {}
         for s in tqdm(shapes, desc="tree shapes", leave=False, file=sys.stderr, disable=None):
             per_set = [trees.virtual_stats(C, topo, s, seed, flat_threshold) for C in sets]
@@ -383,6 +377,18 @@ def trees_cmd(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_threshold
             v = r[part]
             click.echo(f"{s:<16}{v['min_bytes'] / 2**20:>9.2f}{v['max_bytes'] / 2**20:>9.2f}"
                        f"{v['median_bytes'] / 2**20:>9.2f}{v['std_bytes'] / 2**20:>9.2f}{v['max_messages']:>10,}")
+
+
+def _grid_2d(grid, most):
+    """(Pr, Pc) from --grid "PrxPc": positive, at most ``most`` ranks."""
+    try:
+        pr, pc = (int(v) for v in grid.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
+    if pr < 1 or pc < 1 or pr * pc > most:
+        raise click.BadParameter(f"a {pr}x{pc} grid: dimensions must be positive and the ranks at most {most:,}",
+                                 param_hint="--grid")
+    return pr, pc
 
 
 def _check_plot_path(path, option="--plot"):
@@ -568,19 +574,14 @@ def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed
     from . import gallery, trees, workloads
     from .io import mmread
     from .sim import simulation_profile
-    from .sim.study import MAX_TIMELINE_RANKS, format_shapes, simulate_shapes
-    from .topology import make_topology
+    from .sim.study import MAX_SIM_RANKS, MAX_TIMELINE_RANKS, format_shapes, simulate_shapes
+    from .topology import blocked_topology
 
     shapes = [s.strip() for s in shapes.split(",") if s.strip()]
     try:
         for s in shapes:
             trees.check_shape(s)
-        try:
-            pr, pc = (int(v) for v in grid.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"--grid: expected PrxPc such as 46x46, got '{grid}'") from None
-        if pr < 1 or pc < 1:
-            raise ValueError(f"--grid: dimensions must be positive, got {grid}")
+        pr, pc = _grid_2d(grid, MAX_SIM_RANKS)
         if outputs["timeline"] and pr * pc > MAX_TIMELINE_RANKS:
             raise ValueError(f"a timeline of {pr * pc:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}")
         prof = simulation_profile(profile)
@@ -588,7 +589,7 @@ def _simulate_trees(gen, matrix, grid, shapes, profile, ppn, max_supernode, seed
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         S = workloads.supernodal_structure(A, max_supernode or 32)
         C = workloads.selinv_collectives(S, (pr, pc))
-        topo = make_topology(nodes=[r // ppn for r in range(pr * pc)], size=pr * pc)
+        topo = blocked_topology(pr * pc, ppn)
         out, results = simulate_shapes(C, topo, shapes, prof, seed=seed, flat_threshold=flat_threshold,
                                        timeline=bool(outputs["timeline"]), trace=bool(outputs["goal"]))
     except (ValueError, OSError) as e:
@@ -629,7 +630,7 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
     from .io import mmread
     from .sim import simulation_profile
     from .sim.study import AUTO_TREES, MAX_AUTO_PZ, candidate_grids, check_ranks, format_ranking, rank_grids
-    from .topology import make_topology
+    from .topology import blocked_topology
 
     algorithms = [a.strip() for a in algorithm.split(",") if a.strip()]
     try:
@@ -642,7 +643,7 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
         A = gallery.from_spec(gen) if gen else mmread(matrix)
         options = {} if max_supernode is None else {"max_supernode": max_supernode}
         S = symbolic(A, min(MAX_AUTO_PZ, 1 << (procs.bit_length() - 1)), **options)
-        topo = make_topology(nodes=[r // ppn for r in range(procs)], size=procs)
+        topo = blocked_topology(procs, ppn)
         with tqdm(total=len(candidate_grids(procs)), desc="grids", leave=False, file=sys.stderr, disable=None) as bar:
             ranking = rank_grids(S, topo, prof, algorithms, trees=shapes, partition=partition, allreduce=allreduce,
                                  nrhs=nrhs, seed=seed, flat_threshold=flat_threshold, progress=lambda _: bar.update())

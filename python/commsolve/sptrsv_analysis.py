@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .direct import ALGORITHMS, parse_grid, symbolic
-from .topology import make_topology
+from .topology import blocked_topology
 from .workloads import forest_partition, sptrsv3d_summary
 
 __all__ = ["analyse_sptrsv3d", "format_sptrsv3d", "plot_sptrsv3d", "MAX_VIRTUAL_RANKS", "MAX_LAYERS"]
@@ -51,7 +51,7 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
     P = px * py * pz
     S = symbolic(A, pz, **lu_options) if structure is None else structure
     forests = forest_partition(S, pz, partition)
-    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    topo = blocked_topology(P, ppn)
     widths = np.diff(S.sn_start)
     out = {"rows": int(S.sn_start[-1]), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),

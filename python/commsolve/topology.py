@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from ._core import Topology
 
-__all__ = ["Topology", "make_topology"]
+__all__ = ["Topology", "make_topology", "blocked_topology"]
+
+
+def blocked_topology(size, ppn):
+    """``size`` virtual ranks on nodes of ``ppn`` consecutive ranks, the last node partly
+    filled when ``ppn`` does not divide ``size`` (unlike ``make_topology(size=, ppn=)``)."""
+    return make_topology(nodes=[r // int(ppn) for r in range(int(size))], size=int(size))
 
 
 def make_topology(comm=None, ppn=None, layout="smp", nodes=None, size=None):

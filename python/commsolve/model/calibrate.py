@@ -128,9 +128,12 @@ def fit_compute(kernels):
             raise ValueError("kernel timings no slower than an empty call: cannot fit the compute model")
         return float(np.median(vals))
 
-    return {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
-            "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c,
-            "copy_rate": float(np.median([16.0 * n / t for n, t in kernels["pack"]]))}
+    fit = {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
+           "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c,
+           "copy_rate": float(np.median([16.0 * n / t for n, t in kernels["pack"]]))}
+    if not all(np.isfinite(v) and v >= 0 for v in fit.values()):  # NaN fails too
+        raise ValueError(f"kernel timings give a compute model that is not finite and positive: {fit}")
+    return fit
 
 
 def fit_profile(meas, name, short_max=None, eager_max=None):

@@ -35,6 +35,12 @@ QUICK_TRAINING = ("poisson2d9:160", "poisson3d:24")
 ENGINE_TRAINING = "poisson2d9:160"  # a 2D solve on 1 x 2 ranks: a message for every few block products
 
 
+def _check_measured(solves):
+    for spec, t, _, _ in solves:
+        if not (np.isfinite(t) and t > 0):  # NaN fails too
+            raise ValueError(f"training solve {spec}: measured {t} s, not a positive time")
+
+
 def measure_solves(comm, specs=TRAINING, repeat=9):
     """Collective. Every rank factors and solves each matrix alone, all at once; returns on
     rank 0 ``[(spec, median seconds over ranks and repeats, schedule, topology)]``, None
@@ -64,6 +70,7 @@ def fit_solve_compute(profile, solves, points=24):
     bandwidth that make the simulator's 1-rank predictions of ``solves``
     (:func:`measure_solves`) closest to the measured times (log least squares over a grid
     around the micro-benchmarks' values)."""
+    _check_measured(solves)
     prof = dataclasses.replace(simulation_profile(profile))  # a copy: the caller's stays as it was
     base = dict(prof.compute)
     cs = np.concatenate([[0.0], np.geomspace(1e-9, 2e-6, points)])
@@ -119,6 +126,7 @@ def fit_engine_overhead(profile, training, hi=2e-5, steps=40):
     """``(seconds, report)``: the engine overhead for which the simulator predicts the 2-rank
     ``training`` solve (:func:`measure_engine_solve`) as measured (bisection: the prediction
     grows with it); 0 when the solve is predicted slower than measured without it."""
+    _check_measured([training])
     prof = dataclasses.replace(simulation_profile(profile))
     spec, measured, sched, topo = training
 

@@ -14,7 +14,7 @@ from .solve import SimResult
 
 __all__ = ["HaloSchedule", "halo_schedule", "simulate_halo", "STRATEGIES"]
 
-STRATEGIES = ("standard", "node-aware", "node-aware-2step")
+STRATEGIES = tuple(s for s in _core.strategy_names() if s != "auto")  # a plan runs one concrete strategy
 
 
 @dataclass

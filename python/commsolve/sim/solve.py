@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _core
-from ..direct import ALGORITHMS, parse_grid
+from ..direct import ALGORITHMS, ALLREDUCE, parse_grid
 from ..stats import CommStats
 from ..workloads import forest_partition
 from .models import compute_model, network_model, simulation_profile
@@ -47,15 +47,19 @@ class SolveSchedule:
         return int(np.prod(self.grid))
 
 
+def check_algorithm(algorithm):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown solve algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
+
+
 def solve_schedule(structure, grid, algorithm="3d", partition="nd", forests=None, tree="binary", allreduce="packed",
                    nrhs=1, seed=0, flat_threshold=8, distribute_rhs=True):
     """The schedule of ``algorithm`` on ``grid`` ((px, py, pz) or "PxQxR") for a symbolic
     ``structure`` (:func:`commsolve.direct.symbolic`); with ``distribute_rhs``, b and x are
     distributed by contiguous row blocks (as a ParCSR matrix's rows by default) and moved as
     the MPI solve moves them."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown solve algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
-    if allreduce not in ("packed", "per-supernode"):
+    check_algorithm(algorithm)
+    if allreduce not in ALLREDUCE:
         raise ValueError(f"allreduce must be 'packed' or 'per-supernode', got {allreduce!r}")
     px, py, pz = parse_grid(grid, None)
     if algorithm == "2d" and pz != 1:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..direct import ALGORITHMS, MAX_AUTO_PZ, parse_grid, symbolic
-from ..topology import make_topology
+from ..topology import blocked_topology
 from ..workloads import forest_partition
 from .models import simulation_profile
 from .collectives import CollectivesSchedule, simulate_collectives
 from .halo import halo_schedule, simulate_halo
-from .solve import CATEGORIES, simulate_solve, solve_schedule
+from .solve import CATEGORIES, check_algorithm, simulate_solve, solve_schedule
 
 __all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes",
            "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
@@ -35,8 +35,7 @@ def _check_algorithms(algorithms):
     if not algorithms:
         raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
     for a in algorithms:
-        if a not in ALGORITHMS:
-            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
+        check_algorithm(a)
 
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
@@ -56,7 +55,7 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
         raise ValueError(f"ppn must be at least 1, got {ppn}")
     S = symbolic(A, pz, **lu_options) if structure is None else structure
     forests = forest_partition(S, pz, partition)
-    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    topo = blocked_topology(P, ppn)
     out = {"rows": int(S.sn_start[-1]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "grid": [px, py, pz],
            "nranks": P, "ppn": topo.max_ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
     results = {}
@@ -88,7 +87,7 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
     P = int(nranks)
     check_ranks(P)
     ppn = int(ppn or prof.ppn)
-    topo = make_topology(nodes=[r // ppn for r in range(P)], size=P)
+    topo = blocked_topology(P, ppn)
     out = {"rows": int(A.shape[0]), "nnz": int(A.nnz), "nranks": P, "ppn": topo.max_ppn, "profile": prof.name,
            "partition": partition, "block": int(block), "strategies": {}}
     results = {}
