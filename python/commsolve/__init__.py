@@ -10,6 +10,7 @@ from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
 from .parcsr import ParCSR
+from .products import galerkin, spgemm
 from .stats import CommStats
 from .topology import Topology, make_topology
 
@@ -21,5 +22,5 @@ __all__ = [
     "CollectiveError", "CommPlan", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
     "trees", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
-    "partition", "stats", "virtual",
+    "partition", "stats", "virtual", "galerkin", "spgemm",
 ]

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from . import _core
 from .stats import CommStats
 
-__all__ = ["halo_patterns", "plans", "plan_stats"]
+__all__ = ["halo_patterns", "plans", "plan_stats", "record_stats"]
 
 
 def halo_patterns(A, row_dist, col_dist=None, progress=None):
@@ -44,3 +44,18 @@ def plan_stats(plan_list, topology):
     if topology.size != len(plan_list):
         raise ValueError(f"topology has {topology.size} ranks, there are {len(plan_list)} plans")
     return [CommStats(p.stats_array(topology)) for p in plan_list]
+
+
+ROW_ENTRY_BYTES = 16  # one (int64 column, float64 value) pair of a sparse row
+
+
+def record_stats(plan_list, topology, lengths, unit_bytes=ROW_ENTRY_BYTES, reverse=False):
+    """Planned CommStats of every rank moving variable-length records along its plan: forward
+    from ``lengths[r]``, the record length (in units of ``unit_bytes``) of each entry rank r
+    owns; reverse from the length of each of its halo entries. For the rows of B in a product
+    A B, ``lengths[r]`` is the number of nonzeros of each of B's rows on rank r."""
+    if topology.size != len(plan_list):
+        raise ValueError(f"topology has {topology.size} ranks, there are {len(plan_list)} plans")
+    lengths = [np.ascontiguousarray(v, dtype=np.int64) for v in lengths]
+    arr = _core.record_stats_virtual(list(plan_list), topology, lengths, int(unit_bytes), bool(reverse))
+    return [CommStats(a) for a in arr]

@@ -6,15 +6,45 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
 
+#include <cstring>
+
 #include "bindings/common.hpp"
 
+#include "comm/inner_comm.hpp"
+#include "comm/record_executor.hpp"
 #include "dist/par_csr.hpp"
+#include "dist/spgemm.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 
 namespace commsolve::bindings {
 
 using namespace nb::literals;
+
+namespace {
+
+nb::tuple product_tuple(ProductResult&& r) {
+  return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
+                        to_numpy(std::move(r.rows.data)), std::move(r.plan), stats_array(r.recorded));
+}
+
+
+RecordsView records_view(const In<std::int64_t>& ptr, const In<std::uint8_t>& data, std::int64_t n, int unit) {
+  require_len(ptr, n + 1, "ptr");
+  if (ptr.data()[0] != 0) throw nb::value_error("ptr must start at 0");
+  for (std::int64_t i = 0; i < n; ++i)
+    if (ptr.data()[i + 1] < ptr.data()[i]) throw nb::value_error("ptr must be non-decreasing");
+  require_len(data, ptr.data()[n] * unit, "data");
+  return {n, ptr.data(), reinterpret_cast<const std::byte*>(data.data())};
+}
+
+nb::tuple record_tuple(RecordSet&& r) {
+  std::vector<std::uint8_t> bytes(r.data.size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), r.data.data(), bytes.size());
+  return nb::make_tuple(to_numpy(std::move(r.ptr)), to_numpy(std::move(bytes)));
+}
+
+}  // namespace
 
 void bind_dist(nb::module_& m) {
   // ---- distributed matrix ---------------------------------------------------------
@@ -89,6 +119,75 @@ void bind_dist(nb::module_& m) {
       .def_prop_ro("forward_runs", [](ParCsr& A) { return A.executor().forward_runs(); })
       .def_prop_ro("reverse_runs", [](ParCsr& A) { return A.executor().reverse_runs(); })
       .def("reset_recorded", [](ParCsr& A) { A.executor().reset_recorded(); });
+
+  // ---- products ------------------------------------------------------------------
+  m.def("spgemm", [](const ParCsr& A, const ParCsr& B, std::int64_t comm, const std::string& strategy,
+                     const CommPlan* reuse) {
+    MPI_Comm c = comm_from_handle(comm);
+    ProductResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = spgemm(A, B, strategy, c, reuse);
+    }
+    return product_tuple(std::move(r));
+  }, "A"_a, "B"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
+     "Collective: this rank's rows of A B -> (indptr, indices, data, plan, recorded stats).");
+  m.def("transpose_product", [](const ParCsr& P, In<std::int64_t> indptr, In<std::int64_t> indices, In<double> data,
+                                std::int64_t comm, const std::string& strategy, const CommPlan* reuse) {
+    auto v = rows_view(indptr, indices);
+    require_len(data, indices.shape(0), "data");
+    GlobalRows M;
+    M.nrows = v.nrows;
+    M.indptr = to_vector(indptr);
+    M.indices = to_vector(indices);
+    M.data = to_vector(data);
+    MPI_Comm c = comm_from_handle(comm);
+    ProductResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = transpose_product(P, M, strategy, c, reuse);
+    }
+    return product_tuple(std::move(r));
+  }, "P"_a, "indptr"_a, "indices"_a, "data"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
+     "Collective: this rank's rows of P^T M (M: this rank's rows, global columns).");
+
+  // ---- variable-length records ----------------------------------------------------
+  nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")
+      .def("__init__", [](RecordExecutor* self, const CommPlan& plan, const Topology& topo, std::int64_t comm,
+                          int unit_bytes) {
+        MPI_Comm c = comm_from_handle(comm);
+        nb::gil_scoped_release nogil;
+        new (self) RecordExecutor(plan, topo, c, unit_bytes);
+      }, "plan"_a, "topology"_a, "comm"_a, "unit_bytes"_a)
+      .def("forward", [](RecordExecutor& X, In<std::int64_t> ptr, In<std::uint8_t> data) {
+        RecordsView v = records_view(ptr, data, X.plan().n_owned, X.unit_bytes());
+        RecordSet r;
+        {
+          nb::gil_scoped_release nogil;
+          r = X.forward(v);
+        }
+        return record_tuple(std::move(r));
+      }, "ptr"_a, "data"_a)
+      .def("reverse", [](RecordExecutor& X, In<std::int64_t> ptr, In<std::uint8_t> data) {
+        RecordsView v = records_view(ptr, data, X.plan().n_halo, X.unit_bytes());
+        RecordSet r;
+        {
+          nb::gil_scoped_release nogil;
+          r = X.reverse(v);
+        }
+        return record_tuple(std::move(r));
+      }, "ptr"_a, "data"_a)
+      .def_prop_ro("plan", &RecordExecutor::plan)
+      .def("recorded_stats_array", [](const RecordExecutor& X, bool reverse) {
+        return stats_array(reverse ? X.recorded_reverse() : X.recorded_forward());
+      }, "reverse"_a = false);
+  m.def("record_stats_virtual", [](const std::vector<CommPlan>& plans, const Topology& topo,
+                                   const std::vector<std::vector<std::int64_t>>& lengths, int unit_bytes, bool reverse) {
+    return stats_array(record_stats_virtual(plans, topo, lengths, unit_bytes, reverse), false);
+  }, "plans"_a, "topology"_a, "lengths"_a, "unit_bytes"_a, "reverse"_a,
+     "Planned statistics of moving records along every rank's plan, shape (ranks, steps, 8).");
+  m.def("inner_comm_count", &InnerComm::live_duplicates,
+        "Communicator duplicates commsolve objects hold in this process.");
 }
 
 }  // namespace commsolve::bindings

@@ -9,6 +9,7 @@
 
 #include "comm/comm_plan.hpp"
 #include "comm/comm_stats.hpp"
+#include "comm/inner_comm.hpp"
 #include "topology/topology.hpp"
 
 namespace commsolve {
@@ -74,7 +75,8 @@ class RequestSet {
 // our recorded statistics, does not count persistent sends. Read once per process.
 bool persistent_requests();
 
-// Runs one rank's plan. Construction is collective on `comm` (it duplicates it); begin/end
+// Runs one rank's plan. Construction is collective on `comm` (the first object on a
+// communicator duplicates it; see InnerComm); begin/end
 // and reverse_begin/reverse_end must be called by every rank of the communicator, in the same
 // order, since each rank's plan matches its peers'. Every entry of the index space carries
 // `block` consecutive doubles (e.g. one per right-hand side: a row-major n x block array).
@@ -124,7 +126,7 @@ class HaloExecutor {
   CommPlan plan_;
   int block_ = 1;
   Topology topo_;
-  OwnedComm comm_;
+  InnerComm comm_;
   std::vector<double> tail_;                  // halo followed by the work area
   std::vector<std::vector<double>> sendbuf_;  // per step: packed forward sends
   std::vector<std::vector<double>> recvbuf_;  // per step: reverse receives (same layout)

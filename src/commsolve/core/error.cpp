@@ -10,4 +10,10 @@ void check_mpi(int code, const char* call) {
   throw mpi_error(std::string(call) + " failed: " + std::string(msg, len));
 }
 
+bool mpi_alive() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return !finalized;
+}
+
 }  // namespace commsolve

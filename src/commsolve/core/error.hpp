@@ -17,6 +17,9 @@ struct mpi_error : std::runtime_error {
 // Throws mpi_error naming the failed call and MPI's own error string.
 void check_mpi(int code, const char* call);
 
+// False once MPI_Finalize has run (destructors must not call MPI then).
+bool mpi_alive();
+
 // Throws std::invalid_argument with `what` when `ok` is false.
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);

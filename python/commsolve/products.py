@@ -1,0 +1,103 @@
+"""Distributed sparse products on :class:`ParCSR` matrices (issue 13; thesis Chapter 6).
+
+``spgemm(A, B)`` fetches the rows of B that A's off-process columns name, as variable-length
+records along a halo plan of the chosen strategy (``standard``, ``node-aware``,
+``node-aware-2step`` or ``auto``), and multiplies locally. ``galerkin(A, P)`` is the
+multigrid triple product P^T A P: A P as above, then each rank's P^T (A P) rows for coarse
+entries it does not own travel back to their owners along P's halo plan in reverse and are
+summed there. Neither ever holds a global matrix.
+
+Example (``mpiexec -n 4 python -m mpi4py example.py``)::
+
+    A = cs.ParCSR.from_spec("poisson2d:64", comm)
+    C, info = cs.spgemm(A, A, strategy="node-aware", return_info=True)
+    print(info["exchanges"][0]["recorded"])   # what the row exchange sent, per step
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._collective import agree
+from .stats import CommStats
+
+__all__ = ["spgemm", "galerkin"]
+
+
+def _check_strategy(comm, strategy, what):
+    names = _core.strategy_names()
+    agree(comm, None if strategy in names else
+          f"unknown {what} strategy '{strategy}' (known: {', '.join(names)})")
+
+
+def _same_comm(A, B):
+    from mpi4py import MPI
+
+    if MPI.Comm.Compare(A.comm, B.comm) not in (MPI.IDENT, MPI.CONGRUENT):
+        raise ValueError("the matrices live on different communicators")
+
+
+def _exchange(kernel, plan, stats):
+    return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats)}
+
+
+def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy):
+    from .parcsr import ParCSR
+
+    local = sp.csr_matrix((data, indices, indptr), shape=shape)
+    return ParCSR.from_local_rows(local, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
+                                  strategy=spmv_strategy)
+
+
+def _reused(reuse, k):
+    """The plans of an earlier call's info dict (``reuse``), or None for each of k."""
+    if reuse is None:
+        return [None] * k
+    ex = reuse.get("exchanges", []) if isinstance(reuse, dict) else []
+    if len(ex) != k:
+        raise ValueError(f"reuse= takes the info dict of an earlier call of the same function ({k} exchanges)")
+    return [e["plan"] for e in ex]
+
+
+def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=False, reuse=None):
+    """Collective. C = A B as a ParCSR (rows distributed as A's, columns as B's).
+
+    ``strategy`` moves B's rows (the plan is built for A's halo pattern); ``spmv_strategy``
+    is C's own halo-exchange strategy. With ``return_info``, also a dict whose
+    ``"exchanges"`` lists the row exchange's plan and recorded statistics. ``reuse``: that
+    dict from an earlier product with the same A, whose plan is used again (a numeric
+    re-setup; building a node-aware plan is itself collective)."""
+    _same_comm(A, B)
+    _check_strategy(A.comm, strategy, "communication")
+    agree(A.comm, None if A.shape[1] == B.shape[0] else
+          f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
+    (plan,) = _reused(reuse, 1)
+    indptr, indices, data, plan, stats = _core.spgemm(A._core, B._core, A.comm.py2f(), strategy, plan)
+    C = _build(indptr, indices, data, (A.local_rows, B.shape[1]), A, A.row_dist, B.col_dist, spmv_strategy)
+    if not return_info:
+        return C
+    return C, {"exchanges": [_exchange("A B", plan, stats)]}
+
+
+def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", return_info=False, reuse=None):
+    """Collective. The coarse operator P^T A P as a ParCSR distributed as P's columns.
+
+    ``strategy`` is the plan of both exchanges (the rows of P fetched for A P, the rows of
+    P^T (A P) sent back to their owners); ``spmv_strategy`` the coarse operator's own. With
+    ``return_info``, the exchanges' plans and recorded statistics as in :func:`spgemm`;
+    ``reuse`` as there (same A and P structure)."""
+    _same_comm(A, P)
+    _check_strategy(A.comm, strategy, "communication")
+    agree(A.comm, None if A.shape[0] == A.shape[1] == P.shape[0] else
+          f"galerkin: A is {A.shape[0]} x {A.shape[1]}, P is {P.shape[0]} x {P.shape[1]}")
+    plan_ap, plan_rap = _reused(reuse, 2)
+    ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap)
+    indptr, indices, data, plan_rap, stats_rap = _core.transpose_product(
+        P._core, ip, ix, dv, A.comm.py2f(), strategy, plan_rap)
+    n = P.shape[1]
+    C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy)
+    if not return_info:
+        return C
+    return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap), _exchange("P^T (A P)", plan_rap, stats_rap)]}

@@ -1,0 +1,215 @@
+#include "dist/spgemm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "comm/plan_builder.hpp"
+#include "comm/record_executor.hpp"
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+bool same_distribution(const Distribution& a, const Distribution& b) {
+  return a.global_size() == b.global_size() && a.nranks() == b.nranks() && a.offsets() == b.offsets() &&
+         a.owners() == b.owners();
+}
+
+// Rows with column indices into a compact numbering of the columns that occur.
+struct CompactRows {
+  std::vector<std::int64_t> ptr{0};
+  std::vector<std::int32_t> col;
+  std::vector<double> val;
+};
+
+// The distinct global columns of several row sets, ascending; each set renumbered into it.
+std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std::vector<CompactRows>& out) {
+  std::vector<std::int64_t> cols;
+  for (const RecordSet* s : sets) {
+    const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
+    for (std::int64_t k = 0; k < s->ptr.back(); ++k) cols.push_back(e[k].col);
+  }
+  std::sort(cols.begin(), cols.end());
+  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  require(cols.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
+  out.clear();
+  for (const RecordSet* s : sets) {
+    CompactRows c;
+    c.ptr = s->ptr;
+    const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
+    c.col.resize(s->ptr.back());
+    c.val.resize(s->ptr.back());
+    for (std::int64_t k = 0; k < s->ptr.back(); ++k) {
+      c.col[k] = static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), e[k].col) - cols.begin());
+      c.val[k] = e[k].val;
+    }
+    out.push_back(std::move(c));
+  }
+  return cols;
+}
+
+// Gustavson's dense accumulator over compact columns: add() rows scaled, then emit() the
+// row (columns ascending, exact zeros dropped) and reset for the next.
+class Accumulator {
+ public:
+  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), seen_(ncols, 0) {}
+  void add(double scale, const CompactRows& B, std::int64_t row) {
+    for (std::int64_t k = B.ptr[row]; k < B.ptr[row + 1]; ++k) {
+      const std::int32_t c = B.col[k];
+      if (!seen_[c]) {
+        seen_[c] = 1;
+        touched_.push_back(c);
+      }
+      value_[c] += scale * B.val[k];
+    }
+  }
+  void emit(const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros = false) {
+    std::sort(touched_.begin(), touched_.end());
+    for (std::int32_t c : touched_) {
+      if (value_[c] != 0.0 || keep_zeros) {
+        out.indices.push_back(global[c]);
+        out.data.push_back(value_[c]);
+      }
+      value_[c] = 0.0;
+      seen_[c] = 0;
+    }
+    touched_.clear();
+    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
+    ++out.nrows;
+  }
+
+ private:
+  std::vector<double> value_;
+  std::vector<char> seen_;
+  std::vector<std::int32_t> touched_;
+};
+
+RecordSet to_records(const GlobalRows& rows, std::int64_t first, std::int64_t count) {
+  RecordSet r;
+  r.ptr.resize(count + 1);
+  const std::int64_t base = rows.indptr[first];
+  for (std::int64_t i = 0; i <= count; ++i) r.ptr[i] = rows.indptr[first + i] - base;
+  r.data.resize(r.ptr.back() * sizeof(RowEntry));
+  auto* e = reinterpret_cast<RowEntry*>(r.data.data());
+  for (std::int64_t k = 0; k < r.ptr.back(); ++k) e[k] = {rows.indices[base + k], rows.data[base + k]};
+  return r;
+}
+
+// A's rows with global columns (diag columns through the column distribution, off-process
+// columns through col_map), in local row order, columns as stored.
+GlobalRows global_rows(const ParCsr& A) {
+  GlobalRows g;
+  const std::int64_t first_col = A.col_dist().is_contiguous() ? A.col_dist().offsets()[A.rank()] : -1;
+  const std::vector<std::int64_t>& cmap = A.col_map();
+  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
+    const LocalCsr& d = A.diag();
+    for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) {
+      g.indices.push_back(first_col >= 0 ? first_col + d.indices[k] : A.col_dist().global_index(A.rank(), d.indices[k]));
+      g.data.push_back(d.data[k]);
+    }
+    for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
+        g.indices.push_back(cmap[o->indices[k]]);
+        g.data.push_back(o->data[k]);
+      }
+    g.indptr.push_back(static_cast<std::int64_t>(g.indices.size()));
+    ++g.nrows;
+  }
+  return g;
+}
+
+// The plan of A's halo pattern: built for `strategy`, or a reused one checked to fit.
+CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, const CommPlan* reuse) {
+  if (reuse == nullptr) return build_plan_mpi(A.pattern(), A.topology(), A.col_dist(), strategy, comm);
+  require(reuse->rank == A.rank() && reuse->nranks == A.row_dist().nranks() &&
+              reuse->n_owned == A.local_cols() && reuse->n_halo == static_cast<std::int64_t>(A.col_map().size()),
+          "sparse product: the reused plan is not one of this matrix's halo (rank " + std::to_string(A.rank()) + ")");
+  return *reuse;
+}
+
+}  // namespace
+
+ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
+                     const CommPlan* reuse) {
+  require(same_distribution(A.col_dist(), B.row_dist()),
+          "spgemm: A's column distribution differs from B's row distribution (A is " +
+              std::to_string(A.row_dist().global_size()) + " x " + std::to_string(A.col_dist().global_size()) +
+              ", B is " + std::to_string(B.row_dist().global_size()) + " x " + std::to_string(B.col_dist().global_size()) +
+              ")");
+  ProductResult res;
+  res.plan = halo_plan(A, strategy, comm, reuse);
+  RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
+  const GlobalRows Bg = global_rows(B);
+  const RecordSet owned = to_records(Bg, 0, Bg.nrows);
+  const RecordSet halo = exec.forward(view(owned));
+  res.recorded = exec.recorded_forward();
+
+  std::vector<CompactRows> rows;  // [0]: B's own rows, [1]: the fetched ones (A's halo order)
+  const std::vector<std::int64_t> cols = compact({&owned, &halo}, rows);
+  Accumulator acc(cols.size());
+  const LocalCsr& d = A.diag();
+  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
+    for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) acc.add(d.data[k], rows[0], d.indices[k]);
+    for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) acc.add(o->data[k], rows[1], o->indices[k]);
+    acc.emit(cols, res.rows);
+  }
+  return res;
+}
+
+ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
+                                const CommPlan* reuse) {
+  require(M.nrows == P.local_rows(), "transpose product: M has " + std::to_string(M.nrows) +
+                                         " rows on this rank, P " + std::to_string(P.local_rows()));
+  ProductResult res;
+  res.plan = halo_plan(P, strategy, comm, reuse);
+  RecordExecutor exec(res.plan, P.topology(), comm, sizeof(RowEntry));
+
+  // P's local transpose over its column space [owned | halo]: T[j] lists (row i, p_ij).
+  const std::int64_t n_owned = P.local_cols(), n_space = n_owned + static_cast<std::int64_t>(P.col_map().size());
+  std::vector<std::int64_t> tptr(n_space + 1, 0);
+  const std::vector<std::pair<const LocalCsr*, std::int64_t>> blocks = {
+      {&P.diag(), 0}, {&P.offd_on_node(), n_owned}, {&P.offd_off_node(), n_owned}};
+  for (const auto& [b, shift] : blocks)
+    for (std::int32_t c : b->indices) ++tptr[shift + c + 1];
+  for (std::int64_t j = 0; j < n_space; ++j) tptr[j + 1] += tptr[j];
+  std::vector<std::int64_t> trow(tptr.back()), fill(tptr.begin(), tptr.end() - 1);
+  std::vector<double> tval(tptr.back());
+  for (std::int64_t i = 0; i < P.local_rows(); ++i)
+    for (const auto& [b, shift] : blocks)
+      for (std::int32_t k = b->indptr[i]; k < b->indptr[i + 1]; ++k) {
+        const std::int64_t at = fill[shift + b->indices[k]]++;
+        trow[at] = i;
+        tval[at] = b->data[k];
+      }
+
+  const RecordSet Mrec = to_records(M, 0, M.nrows);
+  std::vector<CompactRows> mrows;
+  std::vector<std::int64_t> cols = compact({&Mrec}, mrows);
+  GlobalRows partial;  // rows of P_loc^T M over the column space; zeros kept (they may cancel later)
+  {
+    Accumulator acc(cols.size());
+    for (std::int64_t j = 0; j < n_space; ++j) {
+      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], mrows[0], trow[k]);
+      acc.emit(cols, partial, true);
+    }
+  }
+  const RecordSet halo = to_records(partial, n_owned, n_space - n_owned);
+  const RecordSet arrived = exec.reverse(view(halo));
+  res.recorded = exec.recorded_reverse();
+
+  // Sum this rank's own partial rows with what arrived for them.
+  const RecordSet own = to_records(partial, 0, n_owned);
+  cols = compact({&own, &arrived}, mrows);
+  Accumulator acc(cols.size());
+  for (std::int64_t j = 0; j < n_owned; ++j) {
+    acc.add(1.0, mrows[0], j);
+    acc.add(1.0, mrows[1], j);
+    acc.emit(cols, res.rows);
+  }
+  return res;
+}
+
+}  // namespace commsolve

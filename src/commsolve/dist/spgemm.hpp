@@ -1,0 +1,53 @@
+// Distributed sparse products on row-distributed matrices (issue 13; thesis Chapter 6):
+// C = A B, where the rows of B that A's off-process columns name travel to A's ranks as
+// variable-length records along a halo plan of any strategy, and C = P^T M, where each rank
+// forms its local P^T M and the rows of C it does not own travel back to their owners along
+// P's halo plan in reverse (the Galerkin triple product is P^T (A P)). Both multiply locally
+// with a dense accumulator over the columns that actually occur (Gustavson's algorithm).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm_plan.hpp"
+#include "comm/comm_stats.hpp"
+#include "dist/par_csr.hpp"
+
+namespace commsolve {
+
+// This rank's rows of a distributed product: global column indices, ascending in each row,
+// exact zeros dropped (as scipy does).
+struct GlobalRows {
+  std::int64_t nrows = 0;
+  std::vector<std::int64_t> indptr{0}, indices;
+  std::vector<double> data;
+};
+
+// One (column, value) pair of a sparse row: the record unit of row exchanges.
+struct RowEntry {
+  std::int64_t col;
+  double val;
+};
+
+struct ProductResult {
+  GlobalRows rows;
+  CommPlan plan;       // the plan the rows travelled along
+  CommStats recorded;  // what went through MPI (reverse direction for transpose_product)
+};
+
+// This rank's rows of A B. Collective on comm (A's communicator). A's column distribution
+// must equal B's row distribution. `strategy` names the plan for A's halo pattern
+// ("standard", "node-aware", "node-aware-2step", "auto"). A plan of an earlier product with
+// the same A (`reuse`, e.g. a numeric re-setup) skips building one: no collective then.
+ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
+                     const CommPlan* reuse = nullptr);
+
+// This rank's rows of P^T M, distributed as P's columns. Collective. M's rows (global
+// columns) are this rank's rows in P's row distribution. `reuse` as for spgemm, for P.
+ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
+                                const CommPlan* reuse = nullptr);
+
+}  // namespace commsolve
