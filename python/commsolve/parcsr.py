@@ -301,6 +301,16 @@ class ParCSR:
         indptr, indices, data, nr, nc = self._core.block(which)
         return sp.csr_matrix((data, indices, indptr), shape=(nr, nc))
 
+    def local_block(self):
+        """Local. This rank's rows as scipy CSR over its column space: owned columns first
+        (local order), then the halo (:attr:`col_map` order); see :meth:`global_columns`."""
+        offd = self.block("offd_on_node") + self.block("offd_off_node")
+        return sp.csr_matrix(sp.hstack([self.block("diag"), offd], format="csr"))
+
+    def global_columns(self):
+        """Local. Global column of every column of :meth:`local_block`."""
+        return np.concatenate([self.owned_cols(), np.asarray(self.col_map, dtype=np.int64)])
+
     def local_matrix(self):
         """Local. This rank's rows (in local order) as scipy CSR over global columns."""
         owned, halo = self.owned_cols(), np.asarray(self.col_map)

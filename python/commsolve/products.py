@@ -23,7 +23,7 @@ from . import _core
 from ._collective import agree
 from .stats import CommStats
 
-__all__ = ["spgemm", "galerkin"]
+__all__ = ["spgemm", "galerkin", "transpose"]
 
 
 def _check_strategy(comm, strategy, what):
@@ -93,7 +93,8 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", return_info
     agree(A.comm, None if A.shape[0] == A.shape[1] == P.shape[0] else
           f"galerkin: A is {A.shape[0]} x {A.shape[1]}, P is {P.shape[0]} x {P.shape[1]}")
     plan_ap, plan_rap = _reused(reuse, 2)
-    ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap)
+    # A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
+    ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap, True)
     indptr, indices, data, plan_rap, stats_rap = _core.transpose_product(
         P._core, ip, ix, dv, A.comm.py2f(), strategy, plan_rap)
     n = P.shape[1]
@@ -101,3 +102,14 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", return_info
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap), _exchange("P^T (A P)", plan_rap, stats_rap)]}
+
+
+def transpose(A, *, strategy="standard", spmv_strategy="standard"):
+    """Collective. A^T as a ParCSR (rows distributed as A's columns): each rank's rows of A
+    travel, transposed, to the owners of their columns along A's halo plan in reverse."""
+    _check_strategy(A.comm, strategy, "communication")
+    rows = A.owned_rows().astype(np.int64)
+    ident = np.arange(A.local_rows + 1, dtype=np.int64)
+    indptr, indices, data, _, _ = _core.transpose_product(A._core, ident, rows, np.ones(rows.size), A.comm.py2f(),
+                                                          strategy)
+    return _build(indptr, indices, data, (A.local_cols, A.shape[0]), A, A.col_dist, A.row_dist, spmv_strategy)

@@ -11,13 +11,15 @@ the node of every rank.
 """
 
 import json
+import os
 import sys
 
 import numpy as np
 from mpi4py import MPI
 
-import commsolve as cs
-from commsolve import direct, gallery, trees
+sys.path.insert(0, os.path.dirname(__file__))
+import commsolve as cs  # noqa: E402
+from commsolve import direct, gallery, trees  # noqa: E402
 
 comm = MPI.COMM_WORLD
 expected, workload, K = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -92,22 +94,13 @@ elif workload == "spgemm":
     # Open MPI counts among these point-to-point lines.
     def once():
         _core.spgemm(A._core, A._core, f, "node-aware", first["exchanges"][0]["plan"])
-        ip, ix, dv, _, _ = _core.spgemm(A._core, P._core, f, "node-aware-2step", second["exchanges"][0]["plan"])
+        ip, ix, dv, _, _ = _core.spgemm(A._core, P._core, f, "node-aware-2step", second["exchanges"][0]["plan"], True)
         _core.transpose_product(P._core, ip, ix, dv, f, "node-aware-2step", second["exchanges"][1]["plan"])
 
-    # Planned in the virtual world from the global matrices: B's row lengths forward, and
-    # the lengths of the partial rows of P^T (A P) each rank sends back (counted by scipy).
-    dist = A.row_dist
-    owned = [dist.owned(r) for r in range(comm.size)]
-    AA = cs.virtual.record_stats(cs.virtual.plans(G, dist, strategy="node-aware", topology=topo), topo,
-                                 [G[o].getnnz(axis=1) for o in owned])
-    AP = cs.virtual.record_stats(cs.virtual.plans(G, dist, strategy="node-aware-2step", topology=topo), topo,
-                                 [Pg[o].getnnz(axis=1) for o in owned])
-    APg = abs(G) @ abs(Pg)
-    halos = [p.halo_globals for p in cs.virtual.halo_patterns(Pg, dist, coarse)]
-    RAP = cs.virtual.record_stats(cs.virtual.plans(Pg, dist, coarse, strategy="node-aware-2step", topology=topo),
-                                  topo, [(abs(Pg[o]).T.tocsr() @ APg[o]).getnnz(axis=1)[h] for o, h in zip(owned, halos)],
-                                  reverse=True)
+    from planned_records import galerkin_planned, spgemm_planned
+
+    AA = spgemm_planned(G, G, A.row_dist, A.row_dist, topo, "node-aware")
+    AP, RAP = galerkin_planned(G, Pg, A.row_dist, coarse, topo, "node-aware-2step")
     planned = sent(AA[comm.rank]) + sent(AP[comm.rank]) + sent(RAP[comm.rank])
 else:
     raise SystemExit(f"unknown workload {workload}")

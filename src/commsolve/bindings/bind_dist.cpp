@@ -122,15 +122,15 @@ void bind_dist(nb::module_& m) {
 
   // ---- products ------------------------------------------------------------------
   m.def("spgemm", [](const ParCsr& A, const ParCsr& B, std::int64_t comm, const std::string& strategy,
-                     const CommPlan* reuse) {
+                     const CommPlan* reuse, bool keep_zeros) {
     MPI_Comm c = comm_from_handle(comm);
     ProductResult r;
     {
       nb::gil_scoped_release nogil;
-      r = spgemm(A, B, strategy, c, reuse);
+      r = spgemm(A, B, strategy, c, reuse, keep_zeros);
     }
     return product_tuple(std::move(r));
-  }, "A"_a, "B"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
+  }, "A"_a, "B"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(), "keep_zeros"_a = false,
      "Collective: this rank's rows of A B -> (indptr, indices, data, plan, recorded stats).");
   m.def("transpose_product", [](const ParCsr& P, In<std::int64_t> indptr, In<std::int64_t> indices, In<double> data,
                                 std::int64_t comm, const std::string& strategy, const CommPlan* reuse) {

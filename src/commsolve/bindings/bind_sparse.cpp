@@ -69,6 +69,17 @@ void bind_sparse(nb::module_& m) {
     spmv({n, indptr.data(), indices.data(), data.data()}, x.data(), y.data());
   }, "indptr"_a, "indices"_a, "data"_a, "x"_a, "y"_a.noconvert(),
         "y = A x for a CSR matrix with int32 indices (no checks on column range: trusted input).");
+  m.def("gauss_seidel_sweep", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                                 In<double> diag, In<double> b, Out<double> x, bool forward) {
+    std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(data, indices.shape(0), "data");
+    require_len(diag, n, "diag");
+    require_len(b, n, "b");
+    if (static_cast<std::int64_t>(x.shape(0)) < n) throw nb::value_error("x is shorter than the number of rows");
+    nb::gil_scoped_release nogil;
+    gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, diag.data(), b.data(), x.data(), forward);
+  }, "indptr"_a, "indices"_a, "data"_a, "diag"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
+        "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo); columns not checked.");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
         nb::call_guard<nb::gil_scoped_release>(), "Triad bandwidth of every repetition, bytes/s.");
   m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,

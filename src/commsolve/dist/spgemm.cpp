@@ -132,7 +132,7 @@ CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, 
 }  // namespace
 
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
-                     const CommPlan* reuse) {
+                     const CommPlan* reuse, bool keep_zeros) {
   require(same_distribution(A.col_dist(), B.row_dist()),
           "spgemm: A's column distribution differs from B's row distribution (A is " +
               std::to_string(A.row_dist().global_size()) + " x " + std::to_string(A.col_dist().global_size()) +
@@ -154,7 +154,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
     for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) acc.add(d.data[k], rows[0], d.indices[k]);
     for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
       for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) acc.add(o->data[k], rows[1], o->indices[k]);
-    acc.emit(cols, res.rows);
+    acc.emit(cols, res.rows, keep_zeros);
   }
   return res;
 }

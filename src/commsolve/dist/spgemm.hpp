@@ -19,7 +19,7 @@
 namespace commsolve {
 
 // This rank's rows of a distributed product: global column indices, ascending in each row,
-// exact zeros dropped (as scipy does).
+// exact zeros dropped (as scipy does) unless asked to keep them.
 struct GlobalRows {
   std::int64_t nrows = 0;
   std::vector<std::int64_t> indptr{0}, indices;
@@ -42,8 +42,10 @@ struct ProductResult {
 // must equal B's row distribution. `strategy` names the plan for A's halo pattern
 // ("standard", "node-aware", "node-aware-2step", "auto"). A plan of an earlier product with
 // the same A (`reuse`, e.g. a numeric re-setup) skips building one: no collective then.
+// `keep_zeros` keeps entries that cancel to exactly 0 (the structural product: an
+// intermediate result whose structure must not depend on rounding).
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
-                     const CommPlan* reuse = nullptr);
+                     const CommPlan* reuse = nullptr, bool keep_zeros = false);
 
 // This rank's rows of P^T M, distributed as P's columns. Collective. M's rows (global
 // columns) are this rank's rows in P's row distribution. `reuse` as for spgemm, for P.

@@ -94,4 +94,15 @@ std::vector<double> stream_read_bandwidth(std::int64_t n, int reps) {
   return out;
 }
 
+void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward) {
+  const std::int64_t n = A.nrows;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t i = forward ? k : n - 1 - k;
+    double r = b[i];
+    for (std::int32_t p = A.indptr[i]; p < A.indptr[i + 1]; ++p)
+      if (A.indices[p] != i) r -= A.data[p] * x[A.indices[p]];
+    x[i] = r / diag[i];
+  }
+}
+
 }  // namespace commsolve

@@ -39,6 +39,12 @@ void spmv_add(CsrView A, const double* x, double* y);
 // y += A^T x   (y has A.ncols entries)
 void spmv_transpose_add(CsrView A, const double* x, double* y);
 
+// One Gauss-Seidel sweep over the rows of A (forward or backward), in place on x, whose
+// first nrows entries are the unknowns and the rest fixed values (a process's halo: the
+// hybrid Gauss-Seidel of hypre, Jacobi across processes). diag[i] is the divisor of row i
+// (a_ii, or a_ii plus an l1 term); the diagonal entry in A itself is skipped by column.
+void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward);
+
 // STREAM triad a = b + s*c over n doubles, repeated `reps` times; returns the bandwidth of
 // every repetition in bytes/s, counting 24 bytes per element as STREAM does (the physical
 // limit SpMV is held to; write-allocate traffic on `a` is not counted).

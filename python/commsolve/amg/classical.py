@@ -1,0 +1,171 @@
+"""Classical (Ruge-Stueben) coarsening, distributed: strength of connection, PMIS C/F
+splitting and direct interpolation, each on the rank's own rows with halo exchanges for
+what neighbours own (hypre BoomerAMG's algorithms; De Sterck, Yang, Heys 2006 for PMIS).
+
+Every decision depends only on global indices and values, never on the partition: PMIS's
+random weights are a hash of (seed, global index), so the hierarchy on any number of ranks
+is the one on one rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import products
+
+__all__ = ["strength", "pmis", "direct_interpolation", "hash_uniform"]
+
+U, C, F = 0.0, 1.0, -1.0  # point states (floats: they travel through the halo exchange)
+
+
+def hash_uniform(globals_, seed):
+    """A number in [0, 1) per global index, the same on every rank (splitmix64)."""
+    z = (np.asarray(globals_, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+         + np.uint64(0x9E3779B97F4A7C15))
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def _rows(L):
+    return np.repeat(np.arange(L.shape[0]), np.diff(L.indptr))
+
+
+def _diagonal(L):
+    """a_ii of every local row (columns of the owned block are local indices)."""
+    d = L.diagonal()[: L.shape[0]] if L.shape[1] >= L.shape[0] else None
+    if d is None or np.any(d == 0) or not np.all(np.isfinite(d)):
+        bad = np.flatnonzero(d == 0) if d is not None else np.array([0])
+        raise ValueError(f"classical AMG needs a nonzero diagonal; local row {int(bad[0])} has none")
+    return d
+
+
+def strength(L, theta):
+    """Boolean mask over the entries of the local block L: a_ij is a strong connection of
+    row i when -s a_ij >= theta max_k (-s a_ik) over k != i, s the sign of a_ii (hypre's
+    classical measure; pyamg's ``norm='min'``). Rows whose largest such value is not
+    positive have no strong connections."""
+    rows = _rows(L)
+    s = -np.sign(_diagonal(L))[rows] * L.data
+    s[L.indices == rows] = -np.inf
+    m = np.full(L.shape[0], -np.inf)
+    np.maximum.at(m, rows, s)
+    return (s >= theta * m[rows]) & (m[rows] > 0) & (L.indices != rows)
+
+
+def _to_parcsr(A, L, mask, like):
+    """The sub-pattern ``mask`` of L as a ParCSR of ones over A's distributions."""
+    from ..parcsr import ParCSR
+
+    gcols = A.global_columns()
+    rows = _rows(L)[mask]
+    local = sp.csr_matrix((np.ones(rows.size), (rows, gcols[L.indices[mask]])), shape=(L.shape[0], A.shape[1]))
+    return ParCSR.from_local_rows(local, A.comm, row_dist=A.row_dist, col_dist=A.col_dist, topology=A.topology,
+                                  strategy=like)
+
+
+def pmis(A, L, strong, seed=0, strategy="standard"):
+    """Collective. PMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
+
+    Weights w_i = |S^T_i| + hash(i) (how many points strongly depend on i, plus a
+    partition-free random number). Points nobody depends on start fine. Each round, an
+    undecided point whose weight beats every undecided neighbour in S + S^T becomes coarse,
+    and undecided points that strongly depend on a new coarse point become fine; until none
+    is undecided anywhere."""
+    from mpi4py import MPI
+
+    S = _to_parcsr(A, L, strong, strategy)
+    ST = products.transpose(S, strategy=strategy, spmv_strategy=strategy)
+    n = L.shape[0]
+    depends_on_me = ST.local_block().getnnz(axis=1)
+    w = depends_on_me + hash_uniform(A.owned_rows(), seed)
+    G = _symmetrized(S, ST, strategy)
+    Gl = G.local_block()
+    grow, gcol = _rows(Gl), Gl.indices
+    Sl = S.local_block()
+    srow, scol = _rows(Sl), Sl.indices
+    state = np.where(depends_on_me == 0, F, U)
+    wfull = np.concatenate([w, G.exchange(w)])
+    while True:
+        undecided = state == U
+        if A.comm.allreduce(int(undecided.sum()), op=MPI.SUM) == 0:
+            break
+        sfull = np.concatenate([state, G.exchange(state)])
+        beaten = (sfull[gcol] == U) & (wfull[gcol] > w[grow])
+        wins = undecided & (np.bincount(grow[beaten], minlength=n) == 0)
+        state[wins] = C
+        sfull = np.concatenate([state, S.exchange(state)])
+        to_fine = np.bincount(srow[sfull[scol] == C], minlength=n) > 0
+        state[(state == U) & to_fine] = F
+    return state
+
+
+def _symmetrized(S, ST, strategy):
+    """S + S^T (pattern) as a ParCSR: a point's neighbours in either direction."""
+    from ..parcsr import ParCSR
+
+    local = S.local_matrix() + ST.local_matrix()
+    return ParCSR.from_local_rows(local, S.comm, row_dist=S.row_dist, col_dist=S.col_dist, topology=S.topology,
+                                  strategy=strategy)
+
+
+def direct_interpolation(A, L, strong, state, trunc=0.0):
+    """Collective. The rank's rows of P (scipy CSR, global coarse columns) and the coarse
+    Distribution: a coarse point i interpolates from itself (1), a fine point from its
+    strong coarse neighbours, P_ij = -alpha a_ij / a_ii for a_ij < 0 and -beta a_ij / a_ii
+    for a_ij > 0, alpha and beta scaling the strong coarse sums to the whole row's (without
+    positive strong coarse entries the positive ones are lumped into the diagonal).
+    ``trunc`` > 0 drops entries below trunc max_j |P_ij| and rescales the row's sum."""
+    from ..partition import Distribution
+
+    comm = A.comm
+    n = L.shape[0]
+    ncoarse = int(np.sum(state == C))
+    counts = comm.allgather(ncoarse)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    coarse = Distribution.from_offsets(offsets)
+    cidx = np.full(n, -1.0)
+    cidx[state == C] = offsets[comm.rank] + np.arange(ncoarse)
+    cfull = np.concatenate([cidx, A.exchange(cidx)])
+    sfull = np.concatenate([state, A.exchange(state)])
+
+    rows, cols, a = _rows(L), L.indices, L.data
+    diag = _diagonal(L).copy()
+    off = cols != rows
+    neg, pos = off & (a < 0), off & (a > 0)
+    interp = strong & (sfull[cols] == C) & (state[rows] == F)
+    bc = lambda m: np.bincount(rows[m], weights=a[m], minlength=n)  # noqa: E731
+    all_neg, all_pos, c_neg, c_pos = bc(neg), bc(pos), bc(interp & neg), bc(interp & pos)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(c_neg != 0, all_neg / c_neg, 0.0)
+        lump = c_pos == 0
+        diag = np.where(lump, diag + all_pos, diag)
+        beta = np.where(lump, 0.0, all_pos / c_pos)
+    coef = np.where(a < 0, alpha[rows], beta[rows]) * -a / diag[rows]
+    prow = np.concatenate([rows[interp], np.flatnonzero(state == C)])
+    pcol = np.concatenate([cfull[cols[interp]], cidx[state == C]]).astype(np.int64)
+    pval = np.concatenate([coef[interp], np.ones(ncoarse)])
+    P = sp.csr_matrix((pval, (prow, pcol)), shape=(n, int(offsets[-1])))
+    if trunc > 0:
+        P = truncate(P, trunc)
+    return P, coarse
+
+
+def truncate(P, factor):
+    """Drops the entries of each row below ``factor`` times its largest magnitude and
+    rescales the rest so the row sum is kept (hypre's trunc_factor)."""
+    P = sp.csr_matrix(P)
+    rows = _rows(P)
+    big = np.zeros(P.shape[0])
+    np.maximum.at(big, rows, np.abs(P.data))
+    keep = np.abs(P.data) >= factor * big[rows]
+    total = np.bincount(rows, weights=P.data, minlength=P.shape[0])
+    kept = np.bincount(rows[keep], weights=P.data[keep], minlength=P.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(kept != 0, total / kept, 1.0)
+    Q = sp.csr_matrix((P.data[keep] * scale[rows[keep]], P.indices[keep], np.concatenate(
+        [[0], np.cumsum(np.bincount(rows[keep], minlength=P.shape[0]))])), shape=P.shape)
+    return Q

@@ -1,0 +1,158 @@
+"""The AMG solve phase: smoothers, the V-cycle, and CG preconditioned by it.
+
+Smoothers (hypre's names in brackets): ``jacobi`` (weighted Jacobi, omega), ``l1-jacobi``
+(Jacobi with the diagonal increased by the l1 norm of the row's off-process entries, which
+makes it convergent without a weight [relax_type 18]), ``hybrid-gs`` (Gauss-Seidel on each
+rank's rows, Jacobi across ranks: forward before restriction, backward after interpolation,
+so the V-cycle stays symmetric for CG [relax_type 13/14]). Only the Jacobi smoothers are
+independent of the partition; hybrid Gauss-Seidel on P ranks is a different smoother from
+Gauss-Seidel on one, so iteration counts may differ with P.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .hierarchy import gather_global
+
+__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg"]
+
+SMOOTHERS = ("hybrid-gs", "jacobi", "l1-jacobi")
+
+
+class Smoother:
+    """What one level's smoother needs (its local block in int32 CSR over [owned | halo],
+    the divisors) and the sweeps themselves."""
+
+    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None):
+        if kind not in SMOOTHERS:
+            raise ValueError(f"unknown smoother '{kind}' (known: {', '.join(SMOOTHERS)})")
+        if sweeps < 1:
+            raise ValueError(f"smoothing sweeps must be at least 1, got {sweeps}")
+        self.A, self.kind, self.sweeps = A, kind, int(sweeps)
+        self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
+        L = A.local_block()
+        n = L.shape[0]
+        self.L = L
+        self.indptr = L.indptr.astype(np.int32)
+        self.indices = L.indices.astype(np.int32)
+        self.data = np.ascontiguousarray(L.data, dtype=np.float64)
+        diag = L.diagonal()[:n] if n else np.zeros(0)
+        if np.any(diag == 0):
+            raise ValueError(f"{kind} smoothing needs a nonzero diagonal; local row "
+                             f"{int(np.flatnonzero(diag == 0)[0])} of rank {A.comm.rank} has none")
+        if kind == "l1-jacobi":
+            halo = L[:, n:] if L.shape[1] > n else None
+            diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
+        self.diag = np.ascontiguousarray(diag, dtype=np.float64)
+
+    def _jacobi(self, b, x):
+        x += self.omega * (b - self.A.matvec(x)) / self.diag
+
+    def _gs(self, b, x, forward, zero):
+        n = x.size
+        full = np.empty(self.L.shape[1])
+        full[:n] = x
+        full[n:] = 0.0 if zero else self.A.exchange(x)
+        _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.diag, b, full, forward)
+        x[:] = full[:n]
+
+    def pre(self, b, x, zero=False):
+        """Smooths x in place; ``zero``: x is known to be 0 (the halo need not travel)."""
+        for k in range(self.sweeps):
+            if self.kind == "hybrid-gs":
+                self._gs(b, x, True, zero and k == 0)
+            else:
+                self._jacobi(b, x)
+
+    def post(self, b, x):
+        for _ in range(self.sweeps):
+            if self.kind == "hybrid-gs":
+                self._gs(b, x, False, False)
+            else:
+                self._jacobi(b, x)
+
+
+class CoarseSolver:
+    """The coarsest operator gathered on every rank and factored there by commsolve's own
+    supernodal LU; each solve gathers the right-hand side and keeps the rank's part."""
+
+    def __init__(self, A):
+        from ..direct import SparseLU
+
+        self.A = A
+        self.global_A = gather_global(A)
+        self.lu = SparseLU(self.global_A) if self.global_A.shape[0] > 0 else None
+        self.owned = A.row_dist.owned(A.comm.rank)
+        self.order = np.concatenate([A.row_dist.owned(r) for r in range(A.comm.size)])
+
+    def solve(self, b):
+        parts = self.A.comm.allgather(b)
+        bg = np.empty(self.global_A.shape[0])
+        bg[self.order] = np.concatenate(parts)
+        x = self.lu.solve(bg, refine=False)
+        return np.ascontiguousarray(x[self.owned])
+
+
+def vcycle(levels, smoothers, coarse, b):
+    """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level."""
+    if len(levels) == 1:
+        return coarse.solve(b)
+    xs, bs = [], [b]
+    for lvl, sm in zip(levels[:-1], smoothers):
+        x = np.zeros(lvl.A.local_rows)
+        sm.pre(bs[-1], x, zero=True)
+        r = bs[-1] - lvl.A.matvec(x)
+        xs.append(x)
+        bs.append(lvl.P.rmatvec(r))
+    xc = coarse.solve(bs[-1])
+    for k in range(len(levels) - 2, -1, -1):
+        x = xs[k]
+        x += levels[k].P.matvec(xc)
+        smoothers[k].post(bs[k], x)
+        xc = x
+    return xc
+
+
+def _dot(comm, u, v):
+    from mpi4py import MPI
+
+    out = np.zeros(1)
+    comm.Allreduce(np.array([np.dot(u, v)]), out, op=MPI.SUM)
+    return float(out[0])
+
+
+def pcg(A, precondition, b, x, tol, maxiter, history):
+    """Preconditioned CG on the distributed A from x (in place). Stops when
+    ||r|| <= tol ||b||; appends ||r|| of every iterate to ``history``. Returns the
+    iterations done. Raises on a non-finite residual or a preconditioner that is not
+    positive definite."""
+    comm = A.comm
+    bnorm = np.sqrt(_dot(comm, b, b))
+    r = b - A.matvec(x)
+    history.append(np.sqrt(_dot(comm, r, r)))
+    if history[-1] <= tol * bnorm:
+        return 0
+    z = precondition(r)
+    p = z.copy()
+    rz = _dot(comm, r, z)
+    for it in range(1, maxiter + 1):
+        q = A.matvec(p)
+        pq = _dot(comm, p, q)
+        if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):
+            raise FloatingPointError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
+                                     "(the matrix or the preconditioner is not symmetric positive definite)")
+        alpha = rz / pq
+        x += alpha * p
+        r -= alpha * q
+        history.append(np.sqrt(_dot(comm, r, r)))
+        if not np.isfinite(history[-1]):
+            raise FloatingPointError(f"CG residual is not finite at iteration {it}")
+        if history[-1] <= tol * bnorm:
+            return it
+        z = precondition(r)
+        rz_new = _dot(comm, r, z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return maxiter

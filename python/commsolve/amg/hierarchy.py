@@ -1,0 +1,133 @@
+"""The AMG setup phase, distributed: level by level, strength, C/F splitting, interpolation
+and the Galerkin product P^T A P (:func:`commsolve.galerkin`), each level's halo and product
+exchanges run with the strategy chosen for that level (thesis Chapter 7's hybrid approach:
+the coarse levels, with fewer rows and denser rows per rank, are where node-aware
+communication pays)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _core, products
+from ..stats import summarize
+from . import classical
+
+__all__ = ["Level", "build_hierarchy", "METHODS", "SETUP_DEFAULTS"]
+
+METHODS = ("classical",)
+SETUP_DEFAULTS = {"theta": 0.25, "max_levels": 25, "max_coarse": 10, "interpolation": "direct", "trunc": 0.0,
+                  "seed": 0}
+
+
+@dataclass
+class Level:
+    """One level of the hierarchy (plain data): its operator, the interpolation to it from
+    the next coarser level (None on the coarsest), and what its communication costs."""
+
+    A: object                      # ParCSR
+    P: object = None               # ParCSR, rows as A's, columns the next level's
+    strategy: str = "standard"     # the operator's halo-exchange strategy (SpMV, smoothing)
+    product_strategy: str = ""     # the strategies of the exchanges that built the next operator (A P, P^T A P)
+    exchanges: list = field(default_factory=list)  # the Galerkin product's, with recorded statistics
+    setup_s: float = 0.0
+
+    @property
+    def rows(self):
+        return self.A.shape[0]
+
+    def nnz(self):
+        """Collective."""
+        return self.A.global_nnz()
+
+    def halo_stats(self):
+        """Collective. Max and mean over ranks of one halo exchange of this level's operator
+        (planned; the MPI runs record exactly this, see the tests)."""
+        per_rank = self.A.comm.allgather(self.A.planned_stats())
+        return summarize(per_rank)
+
+
+def _check_strategy(strategy):
+    names = _core.strategy_names()
+    if strategy not in names:
+        raise ValueError(f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
+
+
+def _rebuild(A, strategy, profile):
+    """A with its halo plan for ``strategy`` ("auto": priced with ``profile`` if given)."""
+    from ..parcsr import ParCSR
+
+    return ParCSR.from_local_rows(A.local_matrix(), A.comm, row_dist=A.row_dist, col_dist=A.col_dist,
+                                  topology=A.topology, strategy=strategy, profile=profile)
+
+
+def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, **options):
+    """Collective. The levels of a classical AMG hierarchy for the ParCSR ``A``.
+
+    ``strategy``: one name for every level, or a list (one per level, the last repeated).
+    Options (``SETUP_DEFAULTS``): ``theta`` (strength threshold), ``max_levels``,
+    ``max_coarse`` (stop when a level has at most this many rows), ``interpolation``
+    ("direct"), ``trunc`` (truncation factor of P), ``seed`` (PMIS weights)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
+    unknown = set(options) - set(SETUP_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown AMG option(s) {', '.join(sorted(unknown))} (known: {', '.join(SETUP_DEFAULTS)})")
+    o = {**SETUP_DEFAULTS, **options}
+    if o["interpolation"] != "direct":
+        raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: direct)")
+    if not 0 < o["theta"] < 1:
+        raise ValueError(f"theta must lie in (0, 1), got {o['theta']}")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"AMG needs a square matrix, got {A.shape[0]} x {A.shape[1]}")
+    per_level = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
+    for s in per_level:
+        _check_strategy(s)
+
+    levels = []
+    current = A
+    while True:
+        t0 = time.perf_counter()
+        k = len(levels)
+        strat = per_level[min(k, len(per_level) - 1)]
+        if k > 0 or strat != "standard" or A.plan.strategy != "standard":
+            current = _rebuild(current, strat, profile)
+        level = Level(current, strategy=current.plan.strategy)
+        levels.append(level)
+        if current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]:
+            level.setup_s = time.perf_counter() - t0
+            break
+        L = current.local_block()
+        strong = classical.strength(L, o["theta"])
+        state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
+        Ploc, coarse = classical.direct_interpolation(current, L, strong, state, trunc=o["trunc"])
+        nc = coarse.global_size
+        if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
+            level.setup_s = time.perf_counter() - t0
+            break
+        from ..parcsr import ParCSR
+
+        P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
+                                   topology=current.topology, strategy=level.strategy)
+        Ac, info = products.galerkin(current, P, strategy=strat, return_info=True)
+        level.P = P
+        level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
+        level.exchanges = info["exchanges"]
+        level.setup_s = time.perf_counter() - t0
+        if progress:
+            progress(k + 1, nc)
+        current = Ac
+    return levels
+
+
+def gather_global(A):
+    """Collective. The whole ParCSR as scipy CSR on every rank (for the coarsest level)."""
+    parts = A.comm.allgather(A.local_matrix())
+    order = np.concatenate([A.row_dist.owned(r) for r in range(A.comm.size)])
+    stacked = sp.vstack(parts, format="csr")
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    return sp.csr_matrix(stacked[inverse])
