@@ -171,13 +171,19 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
 @click.option("--heatmap-level", type=click.Choice(["node", "rank"]), default="node", show_default=True)
 @click.option("--profile", help="Machine profile (bundled name such as bluewaters, or a TOML file): adds the "
               "modelled exchange time and makes auto choose by it.")
+@click.option("--workload", type=click.Choice(["spmv", "amg"]), default="spmv", show_default=True,
+              help="spmv: one matrix's halo exchange; amg: every level of its AMG hierarchy (SpMV and the "
+              "Galerkin product's exchanges).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, heatmap_level, profile, as_json):
+def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, heatmap_level, profile, workload,
+            as_json):
     """Every rank's halo plan at virtual scale, per strategy, built in one process (no MPI)."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     _check_plot_path(plot, "--plot")
     _check_plot_path(heatmap, "--heatmap")
+    if workload == "amg":
+        return _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, profile, as_json)
     from tqdm import tqdm
 
     from .analysis import analyze as run_analysis
@@ -278,6 +284,96 @@ def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, 
             _fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
         if not result["stats_recorded_equal_planned"]:
             _fail("recorded communication statistics differ from the plan's", True)
+
+
+def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap, profile, as_json):
+    if heatmap or layout != "smp" or partition != "contiguous":
+        raise click.UsageError("--workload amg distributes every level as a run does (contiguous rows, SMP "
+                               "layout); --heatmap, --layout and --partition are for --workload spmv")
+    from tqdm import tqdm
+
+    from .amg.analysis import analyze_amg, format_amg_analysis
+
+    bar = tqdm(desc="AMG levels", unit="level", leave=False, file=sys.stderr, disable=None)
+    try:
+        result = analyze_amg(procs, ppn, gen=gen, matrix=matrix, profile=profile,
+                             strategies=[s.strip() for s in strategy.split(",") if s.strip()],
+                             progress=lambda k, n: (setattr(bar, "total", n), bar.update(k - bar.n)))
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException("out of memory: try fewer ranks or a smaller matrix") from None
+    finally:
+        bar.close()
+    if plot:
+        from .plots import plot_amg_levels
+
+        plot_amg_levels(result, plot)
+    click.echo(_json(result) if as_json else format_amg_analysis(result))
+
+
+@main.command(name="amg")
+@click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson3d:64.")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file (symmetric positive definite).")
+@click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")
+@click.option("--ppn", type=click.IntRange(1), default=None, help="Virtual ranks per node (default: the real layout).")
+@click.option("--partition", type=click.Choice(PARTITIONS), default="contiguous", show_default=True)
+@click.option("--method", type=click.Choice(["classical"]), default="classical", show_default=True)
+@click.option("--strategy", type=click.Choice(["standard", "node-aware", "node-aware-2step", "auto"]),
+              default="auto", show_default=True, help="Exchange strategy of every level (auto: chosen per level).")
+@click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
+              "inter-node messages).")
+@click.option("--smoother", type=click.Choice(["hybrid-gs", "jacobi", "l1-jacobi"]), default="hybrid-gs",
+              show_default=True)
+@click.option("--theta", type=float, default=0.25, show_default=True, help="Strength threshold.")
+@click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--trunc", type=float, default=0.0, show_default=True, help="Truncation factor of interpolation.")
+@click.option("--accel", type=click.Choice(["cg", "none"]), default="cg", show_default=True)
+@click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: _tolerance(v))
+@click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
+def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse, trunc,
+            accel, tol, maxiter, plot, as_json):
+    """Algebraic multigrid (classical, PMIS) as the preconditioner of CG: the hierarchy with
+    each level's strategy and messages, iterations, setup and solve time."""
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+    if not 0 < theta < 1:
+        raise click.BadParameter(f"must lie in (0, 1), got {theta}", param_hint="--theta")
+    if not 0 <= trunc < 1:
+        raise click.BadParameter(f"must lie in [0, 1), got {trunc}", param_hint="--trunc")
+    _check_plot_path(plot, "--plot")
+    _relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from .amg_run import format_amg, plot_levels, run_amg
+
+    bar = _progress(not as_json, desc="AMG setup")
+    progress = None
+    if bar is not None:
+        from tqdm import tqdm
+
+        levels_bar = tqdm(desc="AMG setup", unit="level", leave=False, file=sys.stderr, disable=None)
+        progress = lambda k, nc: levels_bar.update(1)  # noqa: E731
+    result = _guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
+                      strategy=strategy, profile=profile, smoother=smoother, tol=tol,
+                      accel=None if accel == "none" else accel, maxiter=maxiter, progress=progress, theta=theta,
+                      max_coarse=max_coarse, trunc=trunc)
+    if progress is not None:
+        levels_bar.close()
+    if result is not None:
+        if plot:
+            plot_levels(result, plot)
+        click.echo(_json(result) if as_json else format_amg(result))
+        if not result["converged"]:
+            _fail(f"AMG-{accel} did not converge to {tol:g} in {maxiter} iterations "
+                  f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
+        res = result["rel_residual_vs_scipy"]
+        if res is not None and not res <= 10 * tol:  # NaN fails
+            _fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
+        if not result["stats_recorded_equal_planned"]:
+            _fail("recorded communication statistics differ from the plans'", True)
 
 
 @main.command(name="trees")

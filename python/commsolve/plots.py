@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_strategies", "plot_volumes", "plot_grid_volumes"]
+__all__ = ["plot_strategies", "plot_volumes", "plot_grid_volumes", "plot_amg_levels"]
 
 
 def _pyplot():
@@ -71,4 +71,29 @@ def plot_grid_volumes(volumes, grid, path, title):
     fig.colorbar(im, ax=axes[0].tolist(), label="MB per rank")
     fig.suptitle(title)
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_amg_levels(result, path):
+    """Per AMG level, the busiest rank's inter-node messages for each strategy: one SpMV halo
+    exchange (left) and the Galerkin product's exchanges (right), as thesis Figures 7.x."""
+    plt = _pyplot()
+    levels = result["levels"]
+    names = list(levels[0]["spmv"])
+    k = np.arange(len(levels))
+    width = 0.8 / len(names)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for i, s in enumerate(names):
+        spmv = [lv["spmv"][s]["msgs_sent_inter"]["max"] for lv in levels]
+        gal = [lv["galerkin"][s]["msgs_sent_inter"]["max"] if s in lv["galerkin"] else 0 for lv in levels]
+        axes[0].bar(k + (i - (len(names) - 1) / 2) * width, spmv, width, label=s)
+        axes[1].bar(k + (i - (len(names) - 1) / 2) * width, gal, width, label=s)
+    for ax, title in zip(axes, ("SpMV halo exchange", "Galerkin product P^T A P")):
+        ax.set_title(f"{title}: busiest rank's inter-node messages")
+        ax.set_xlabel("level")
+        ax.set_xticks(k)
+        ax.legend()
+    fig.suptitle(f"AMG on {result['matrix']}, {result['nprocs']:,} ranks, {result['ppn']} per node")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
     plt.close(fig)

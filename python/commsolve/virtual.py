@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from . import _core
 from .stats import CommStats
 
-__all__ = ["halo_patterns", "plans", "plan_stats", "record_stats"]
+__all__ = ["halo_patterns", "plans", "plan_stats", "record_stats", "spgemm_record_stats", "galerkin_record_stats"]
 
 
 def halo_patterns(A, row_dist, col_dist=None, progress=None):
@@ -59,3 +59,33 @@ def record_stats(plan_list, topology, lengths, unit_bytes=ROW_ENTRY_BYTES, rever
     lengths = [np.ascontiguousarray(v, dtype=np.int64) for v in lengths]
     arr = _core.record_stats_virtual(list(plan_list), topology, lengths, int(unit_bytes), bool(reverse))
     return [CommStats(a) for a in arr]
+
+
+def spgemm_record_stats(A, B, row_dist, b_row_dist, topology, strategy):
+    """Planned CommStats, per rank, of fetching B's rows for the product A B (A's rows by
+    ``row_dist``, B's by ``b_row_dist``): every rank's plan for A's halo, each of B's rows
+    a record of its nonzeros."""
+    A, B = sp.csr_matrix(A), sp.csr_matrix(B)
+    plan_list = plans(A, row_dist, b_row_dist, strategy=strategy, topology=topology)
+    lengths = [B[b_row_dist.owned(r)].getnnz(axis=1) for r in range(topology.size)]
+    return record_stats(plan_list, topology, lengths)
+
+
+def galerkin_record_stats(A, P, row_dist, coarse_dist, topology, strategy, rap_strategy=None):
+    """Planned CommStats, per rank, of the two exchanges of the Galerkin product P^T A P:
+    (the rows of P fetched for A P, the partial rows of P^T (A P) sent back to the owners of
+    their coarse rows, the latter with ``rap_strategy`` if given). The lengths of the partial
+    rows are counted structurally, |P_r|^T |A P|_r on each rank r's rows: the distributed
+    product keeps entries of A P that cancel to zero, so which rows travel does not hang on
+    rounding."""
+    A, P = sp.csr_matrix(A), sp.csr_matrix(P)
+    ap = spgemm_record_stats(A, P, row_dist, row_dist, topology, strategy)
+    APs = abs(A) @ abs(P)
+    patterns = halo_patterns(P, row_dist, coarse_dist)
+    lengths = []
+    for r in range(topology.size):
+        rows = row_dist.owned(r)
+        partial = abs(P[rows]).T.tocsr() @ APs[rows]
+        lengths.append(partial.getnnz(axis=1)[patterns[r].halo_globals])
+    plan_list = _core.build_plans_virtual(patterns, topology, coarse_dist, rap_strategy or strategy)
+    return ap, record_stats(plan_list, topology, lengths, reverse=True)

@@ -18,7 +18,6 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(__file__))
 import commsolve as cs  # noqa: E402
-from planned_records import galerkin_planned  # noqa: E402
 
 comm = MPI.COMM_WORLD
 expected, tmpdir, ppn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -67,7 +66,7 @@ for gen, strategy in CASES:
             continue
         Ag, Pg, Acg = lvl.A.to_global(root=0), lvl.P.to_global(root=0), ml.levels[k + 1].A.to_global(root=0)
         Ag, Pg = comm.bcast(Ag, root=0), comm.bcast(Pg, root=0)
-        ap, rap = galerkin_planned(Ag, Pg, lvl.A.row_dist, lvl.P.col_dist, lvl.A.topology,
+        ap, rap = cs.virtual.galerkin_record_stats(Ag, Pg, lvl.A.row_dist, lvl.P.col_dist, lvl.A.topology,
                                    *[e["strategy"] for e in lvl.exchanges])
         ok &= lvl.exchanges[0]["recorded"] == ap[comm.rank] and lvl.exchanges[1]["recorded"] == rap[comm.rank]
         if comm.rank == 0:

@@ -97,10 +97,8 @@ elif workload == "spgemm":
         ip, ix, dv, _, _ = _core.spgemm(A._core, P._core, f, "node-aware-2step", second["exchanges"][0]["plan"], True)
         _core.transpose_product(P._core, ip, ix, dv, f, "node-aware-2step", second["exchanges"][1]["plan"])
 
-    from planned_records import galerkin_planned, spgemm_planned
-
-    AA = spgemm_planned(G, G, A.row_dist, A.row_dist, topo, "node-aware")
-    AP, RAP = galerkin_planned(G, Pg, A.row_dist, coarse, topo, "node-aware-2step")
+    AA = cs.virtual.spgemm_record_stats(G, G, A.row_dist, A.row_dist, topo, "node-aware")
+    AP, RAP = cs.virtual.galerkin_record_stats(G, Pg, A.row_dist, coarse, topo, "node-aware-2step")
     planned = sent(AA[comm.rank]) + sent(AP[comm.rank]) + sent(RAP[comm.rank])
 else:
     raise SystemExit(f"unknown workload {workload}")

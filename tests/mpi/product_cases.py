@@ -15,7 +15,6 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(__file__))
 import commsolve as cs  # noqa: E402
-from planned_records import galerkin_planned, spgemm_planned  # noqa: E402
 from commsolve import _core  # noqa: E402
 
 comm = MPI.COMM_WORLD
@@ -69,7 +68,7 @@ def run_case(gen, part, strategy):
         C, info = cs.spgemm(A, B, strategy=strategy, return_info=True)
         Cg = C.to_global(root=0)
         ex = info["exchanges"][0]
-        planned = spgemm_planned(G, Bg, A.row_dist, B.row_dist, topo, strategy)
+        planned = cs.virtual.spgemm_record_stats(G, Bg, A.row_dist, B.row_dist, topo, strategy)
         ok = ex["recorded"] == planned[comm.rank] and ex["strategy"] == strategy
         out[f"{name}_stats_ok"] = ok_everywhere(ok)
         if comm.rank == 0:
@@ -81,7 +80,7 @@ def run_case(gen, part, strategy):
     Ac, info = cs.galerkin(A, P, strategy=strategy, return_info=True)
     Acg = Ac.to_global(root=0)
     ap, rap = info["exchanges"]
-    planned_ap, planned_rap = galerkin_planned(G, Pg, A.row_dist, coarse, topo, strategy)
+    planned_ap, planned_rap = cs.virtual.galerkin_record_stats(G, Pg, A.row_dist, coarse, topo, strategy)
     ok = ap["recorded"] == planned_ap[comm.rank] and rap["recorded"] == planned_rap[comm.rank]
     ok &= ap["strategy"] == rap["strategy"] == strategy
     out["RAP_stats_ok"] = ok_everywhere(ok)

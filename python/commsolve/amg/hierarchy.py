@@ -33,6 +33,7 @@ class Level:
     strategy: str = "standard"     # the operator's halo-exchange strategy (SpMV, smoothing)
     product_strategy: str = ""     # the strategies of the exchanges that built the next operator (A P, P^T A P)
     exchanges: list = field(default_factory=list)  # the Galerkin product's, with recorded statistics
+    c_points: np.ndarray = None    # global (fine) indices of this rank's coarse points, in coarse order
     setup_s: float = 0.0
 
     @property
@@ -114,6 +115,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                    topology=current.topology, strategy=level.strategy)
         Ac, info = products.galerkin(current, P, strategy=strat, return_info=True)
         level.P = P
+        level.c_points = current.owned_rows()[state == classical.C]
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
         level.exchanges = info["exchanges"]
         level.setup_s = time.perf_counter() - t0
