@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from .._collective import CollectiveError
 from .cycle import SMOOTHERS, CoarseSolver, Smoother, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
 
@@ -136,7 +137,7 @@ class MultilevelSolver:
             r = b - A.matvec(x)
             history.append(np.sqrt(self.comm.allreduce(float(np.dot(r, r)))))
             if not np.isfinite(history[-1]):
-                raise FloatingPointError(f"V-cycle iteration {it} produced a non-finite residual")
+                raise CollectiveError(f"V-cycle iteration {it} produced a non-finite residual")
         return maxiter
 
     def __repr__(self):

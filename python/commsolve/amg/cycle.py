@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
+from .._collective import CollectiveError
 from .hierarchy import gather_global
 
 __all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg"]
@@ -38,10 +39,7 @@ class Smoother:
         self.indptr = L.indptr.astype(np.int32)
         self.indices = L.indices.astype(np.int32)
         self.data = np.ascontiguousarray(L.data, dtype=np.float64)
-        diag = L.diagonal()[:n] if n else np.zeros(0)
-        if np.any(diag == 0):
-            raise ValueError(f"{kind} smoothing needs a nonzero diagonal; local row "
-                             f"{int(np.flatnonzero(diag == 0)[0])} of rank {A.comm.rank} has none")
+        diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
         if kind == "l1-jacobi":
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
@@ -126,8 +124,9 @@ def _dot(comm, u, v):
 def pcg(A, precondition, b, x, tol, maxiter, history):
     """Preconditioned CG on the distributed A from x (in place). Stops when
     ||r|| <= tol ||b||; appends ||r|| of every iterate to ``history``. Returns the
-    iterations done. Raises on a non-finite residual or a preconditioner that is not
-    positive definite."""
+    iterations done. Raises a CollectiveError (on every rank: the tests read allreduced
+    values) on a non-finite residual or when A or the preconditioner is not positive
+    definite."""
     comm = A.comm
     bnorm = np.sqrt(_dot(comm, b, b))
     r = b - A.matvec(x)
@@ -141,14 +140,14 @@ def pcg(A, precondition, b, x, tol, maxiter, history):
         q = A.matvec(p)
         pq = _dot(comm, p, q)
         if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):
-            raise FloatingPointError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
+            raise CollectiveError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
                                      "(the matrix or the preconditioner is not symmetric positive definite)")
         alpha = rz / pq
         x += alpha * p
         r -= alpha * q
         history.append(np.sqrt(_dot(comm, r, r)))
         if not np.isfinite(history[-1]):
-            raise FloatingPointError(f"CG residual is not finite at iteration {it}")
+            raise CollectiveError(f"CG residual is not finite at iteration {it}")
         if history[-1] <= tol * bnorm:
             return it
         z = precondition(r)

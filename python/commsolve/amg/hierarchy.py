@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core, products
+from .._collective import agree
 from ..stats import summarize
 from . import classical
 
@@ -57,6 +58,22 @@ def _check_strategy(strategy):
         raise ValueError(f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
 
 
+def _check_level(A, k):
+    """Collective. Every rank's diagonal entries nonzero and every value finite, or a
+    CollectiveError naming the level and the global row (a coarse level of an indefinite
+    matrix can have a zero diagonal)."""
+    L = A.local_block()
+    error = None
+    bad = np.flatnonzero(L.diagonal()[: L.shape[0]] == 0)
+    if not np.all(np.isfinite(L.data)):
+        error = f"level {k}: the operator holds non-finite values"
+    elif bad.size:
+        error = (f"level {k}: row {int(A.owned_rows()[bad[0]])} has a zero diagonal entry; AMG needs nonzero "
+                 "diagonals (for CG, a symmetric positive definite matrix)")
+    agree(A.comm, error, where="AMG setup")
+    return L
+
+
 def _rebuild(A, strategy, profile):
     """A with its halo plan for ``strategy`` ("auto": priced with ``profile`` if given)."""
     from ..parcsr import ParCSR
@@ -99,9 +116,10 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         level = Level(current, strategy=current.plan.strategy)
         levels.append(level)
         if current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]:
+            _check_level(current, k)
             level.setup_s = time.perf_counter() - t0
             break
-        L = current.local_block()
+        L = _check_level(current, k)
         strong = classical.strength(L, o["theta"])
         state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
         Ploc, coarse = classical.direct_interpolation(current, L, strong, state, trunc=o["trunc"])

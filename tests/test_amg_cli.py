@@ -1,0 +1,123 @@
+"""``commsolve amg`` and ``commsolve analyze --workload amg``: JSON and text reports, the
+plot, and clear errors for bad input (zero diagonal, matrices CG cannot solve, bad options)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import commsolve as cs
+from commsolve import gallery, mmwrite
+from commsolve.launch import mpi_env
+from commsolve.stats import summarize
+
+
+def cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
+                          timeout=timeout, env=mpi_env(4))
+
+
+def test_amg_json_reports_hierarchy_and_solve():
+    p = cli("amg", "--gen", "poisson3d:12", "-np", "4", "--ppn", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    lv = r["levels"]
+    assert (r["nranks"], r["nodes"], r["rows"]) == (4, 2, 12 ** 3)
+    assert lv[0]["nnz"] == gallery.poisson3d(12).nnz
+    assert all(a["rows"] > b["rows"] for a, b in zip(lv, lv[1:])) and lv[-1]["rows"] <= 10
+    assert r["operator_complexity"] == pytest.approx(sum(v["nnz"] for v in lv) / lv[0]["nnz"])
+    assert r["converged"] and r["info"] == 0 and 0 < r["iterations"] < 30
+    assert r["rel_residual_vs_scipy"] <= 1e-7 and r["stats_recorded_equal_planned"]
+    assert r["residuals"][-1] <= 1e-8 * r["residuals"][0] * 1.0001
+    assert {v["strategy"] for v in lv} <= {"standard", "node-aware", "node-aware-2step"}
+    assert r["setup_s"] > 0 and r["solve_s"] > 0
+
+
+def test_amg_text_and_plot(tmp_path):
+    png = tmp_path / "levels.png"
+    p = cli("amg", "--gen", "poisson2d:30", "-np", "2", "--smoother", "jacobi", "--plot", str(png))
+    assert p.returncode == 0, p.stderr
+    assert "operator complexity" in p.stdout and "converged to 1e-08" in p.stdout
+    assert "recorded == planned on every level: yes" in p.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_amg_from_matrix_market_file(tmp_path):
+    path = tmp_path / "aniso.mtx"
+    mmwrite(path, gallery.aniso2d(30, eps=0.01, theta=30))
+    p = cli("amg", "--matrix", str(path), "-np", "2", "--strategy", "node-aware", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["converged"]
+
+
+def test_zero_diagonal_is_a_clear_error(tmp_path):
+    A = sp.lil_matrix(gallery.poisson2d(6))
+    A[3, 3] = 0.0
+    path = tmp_path / "zd.mtx"
+    mmwrite(path, sp.csr_matrix(A))
+    p = cli("amg", "--matrix", str(path), "-np", "2")
+    assert p.returncode != 0
+    assert "level 0: row 3 has a zero diagonal entry" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_indefinite_matrix_is_reported_not_returned(tmp_path):
+    path = tmp_path / "indef.mtx"
+    mmwrite(path, sp.csr_matrix(gallery.poisson2d(10) - 0.5 * sp.identity(100)))
+    p = cli("amg", "--matrix", str(path), "-np", "2")
+    assert p.returncode != 0
+    assert "CG broke down" in p.stderr or "did not converge" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_zero_diagonal_on_a_coarse_level_names_it(tmp_path):
+    path = tmp_path / "shifted.mtx"
+    mmwrite(path, sp.csr_matrix(gallery.poisson2d(10) - 2.0 * sp.identity(100)))
+    p = cli("amg", "--matrix", str(path), "-np", "2")
+    assert p.returncode != 0
+    assert "has a zero diagonal entry" in p.stderr and "level " in p.stderr, p.stderr
+    assert p.stderr.count("error") == 1 and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["amg", "--gen", "poisson2d:8", "--theta", "1.5"], "must lie in (0, 1)"),
+    (["amg", "--gen", "poisson2d:8", "--smoother", "sor"], "Invalid value for '--smoother'"),
+    (["amg", "--gen", "poisson2d:8", "--matrix", "x.mtx"], "exactly one of --gen SPEC or --matrix FILE"),
+    (["amg", "--gen", "poisson2d:8", "--tol", "2"], "must lie in (0, 1)"),
+    (["analyze", "--workload", "amg", "--gen", "poisson2d:8", "--procs", "4", "--ppn", "2", "--heatmap", "h.png"],
+     "--heatmap, --layout and --partition are for --workload spmv"),
+])
+def test_clear_errors(args, message):
+    p = cli(*args)
+    assert p.returncode != 0
+    assert message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_analyze_amg_per_level(tmp_path):
+    png = tmp_path / "amg.png"
+    p = cli("analyze", "--workload", "amg", "--gen", "poisson3d:16", "--procs", "64", "--ppn", "8", "--json",
+            "--plot", str(png))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    levels = r["levels"]
+    assert len(levels) >= 4 and levels[0]["rows"] == 16 ** 3
+    # Level 0 is the matrix itself on 64 contiguous ranks: its SpMV statistics are analyze's.
+    A = gallery.poisson3d(16)
+    topo = cs.make_topology(size=64, ppn=8)
+    dist = cs.partition.partition(A.shape[0], 64)
+    for s in ("standard", "node-aware", "node-aware-2step"):
+        want = summarize(cs.virtual.plan_stats(cs.virtual.plans(A, dist, strategy=s, topology=topo), topo))
+        assert levels[0]["spmv"][s]["msgs_sent_inter"]["max"] == want["max"]["msgs_sent_inter"]
+        assert levels[0]["spmv"][s]["bytes_sent_inter"]["max"] == want["max"]["bytes_sent_inter"]
+    # Thesis Chapter 7: node-aware cuts the busiest rank's inter-node messages, most on the
+    # coarse levels, where auto turns to it.
+    inter = [(lv["spmv"]["standard"]["msgs_sent_inter"]["max"], lv["spmv"]["node-aware"]["msgs_sent_inter"]["max"])
+             for lv in levels]
+    assert all(na <= st for st, na in inter)
+    saved = [st - na for st, na in inter]
+    assert max(saved[1:]) > saved[0]
+    assert any(lv["auto"] == "node-aware" for lv in levels[1:])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
