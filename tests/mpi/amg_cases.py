@@ -23,7 +23,11 @@ comm = MPI.COMM_WORLD
 expected, tmpdir, ppn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 CASES = (("poisson2d:40", "auto"), ("poisson3d:10", "auto"), ("aniso2d:40,eps=0.01,theta=30", "standard"))
-SMOOTHERS = ("jacobi", "hybrid-gs")
+# (name, options): the defaults (extended+i interpolation, 4 entries per row) with both
+# smoothers, and pyamg's direct interpolation for the comparison with it (the last one's
+# hierarchy is the one checked level by level).
+SOLVERS = (("direct", {"smoother": "hybrid-gs", "interpolation": "direct"}), ("jacobi", {"smoother": "jacobi"}),
+           ("hybrid-gs", {"smoother": "hybrid-gs"}))
 
 
 def relerr(C, R):
@@ -45,15 +49,16 @@ for gen, strategy in CASES:
     A = cs.ParCSR.from_spec(gen, comm, topology=ppn)
     b = np.cos(0.3 * A.owned_rows())
     out = {"case": gen, "strategy": strategy, "solves": {}}
-    for smoother in SMOOTHERS:
-        ml = cs.amg.solver(A, strategy=strategy, smoother=smoother)
+    for name, options in SOLVERS:
+        ml = cs.amg.solver(A, strategy=strategy, **options)
         x, info = ml.solve(b, tol=1e-8, accel="cg")
         xg, bg = A.gather(x), A.gather(b)
         G = A.to_global(root=0)
         if comm.rank == 0:
-            out["solves"][smoother] = {"iterations": ml.last_solve["iterations"], "info": info,
-                                       "residual": float(np.linalg.norm(bg - G @ xg) / np.linalg.norm(bg))}
-    # The hierarchy (the last solver's; both are built alike), level by level.
+            out["solves"][name] = {"iterations": ml.last_solve["iterations"], "info": info,
+                                   "residual": float(np.linalg.norm(bg - G @ xg) / np.linalg.norm(bg)),
+                                   "levels": len(ml.levels), "operator_complexity": ml.operator_complexity}
+    # The hierarchy of the last solver (the defaults), level by level.
     levels = ml.describe()
     out["rows"] = [lv["rows"] for lv in levels]
     out["nnz"] = [lv["nnz"] for lv in levels]
@@ -72,6 +77,13 @@ for gen, strategy in CASES:
         if comm.rank == 0:
             errs.append(relerr(Acg, sp.csr_matrix(Pg.T @ Ag @ Pg)))
     out["stats_ok"] = all_ok(ok)
+    # Level 0's P untruncated, with the coarse points, for the test's own extended+i reference.
+    ml0 = cs.amg.solver(A, strategy=strategy, pmax=0, max_levels=2)
+    P0 = ml0.levels[0].P.to_global(root=0)
+    cpts = comm.gather(ml0.levels[0].c_points, root=0)
+    if comm.rank == 0:
+        out["P0"] = {"indptr": P0.indptr.tolist(), "indices": P0.indices.tolist(), "data": P0.data.tolist(),
+                     "shape": list(P0.shape), "c_points": np.concatenate(cpts).tolist()}
     out["galerkin_err"] = max(errs) if errs else 0.0
     if comm.rank == 0:
         print(json.dumps(out), flush=True)

@@ -14,7 +14,8 @@ import scipy.sparse as sp
 
 from .. import products
 
-__all__ = ["strength", "pmis", "direct_interpolation", "hash_uniform"]
+__all__ = ["strength", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
+           "hash_uniform"]
 
 U, C, F = 0.0, 1.0, -1.0  # point states (floats: they travel through the halo exchange)
 
@@ -109,31 +110,34 @@ def _symmetrized(S, ST, strategy):
                                   strategy=strategy)
 
 
-def direct_interpolation(A, L, strong, state, trunc=0.0):
-    """Collective. The rank's rows of P (scipy CSR, global coarse columns) and the coarse
-    Distribution: a coarse point i interpolates from itself (1), a fine point from its
-    strong coarse neighbours, P_ij = -alpha a_ij / a_ii for a_ij < 0 and -beta a_ij / a_ii
-    for a_ij > 0, alpha and beta scaling the strong coarse sums to the whole row's (without
-    positive strong coarse entries the positive ones are lumped into the diagonal).
-    ``trunc`` > 0 drops entries below trunc max_j |P_ij| and rescales the row's sum."""
+def coarse_numbering(A, state):
+    """Collective. Global coarse index of every column-space entry (owned then halo; -1 for
+    fine points) and the coarse Distribution: each rank numbers its coarse points in local
+    order after those of lower ranks."""
     from ..partition import Distribution
 
     comm = A.comm
-    n = L.shape[0]
     ncoarse = int(np.sum(state == C))
     counts = comm.allgather(ncoarse)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    coarse = Distribution.from_offsets(offsets)
-    cidx = np.full(n, -1.0)
+    cidx = np.full(state.size, -1.0)
     cidx[state == C] = offsets[comm.rank] + np.arange(ncoarse)
-    cfull = np.concatenate([cidx, A.exchange(cidx)])
-    sfull = np.concatenate([state, A.exchange(state)])
+    cfull = np.concatenate([cidx, A.exchange(cidx)]).astype(np.int64)
+    return cfull, Distribution.from_offsets(offsets)
 
+
+def direct_interpolation(A, L, strong, state, cfull, ncoarse):
+    """Local. The rank's rows of P (scipy CSR, global coarse columns): a coarse point
+    interpolates from itself (1), a fine point from its strong coarse neighbours,
+    P_ij = -alpha a_ij / a_ii for a_ij < 0 and -beta a_ij / a_ii for a_ij > 0, alpha and
+    beta scaling the strong coarse sums to the whole row's (without positive strong coarse
+    entries the positive ones are lumped into the diagonal). As pyamg's and hypre's."""
+    n = L.shape[0]
     rows, cols, a = _rows(L), L.indices, L.data
     diag = _diagonal(L).copy()
     off = cols != rows
     neg, pos = off & (a < 0), off & (a > 0)
-    interp = strong & (sfull[cols] == C) & (state[rows] == F)
+    interp = strong & (cfull[cols] >= 0) & (state[rows] == F)
     bc = lambda m: np.bincount(rows[m], weights=a[m], minlength=n)  # noqa: E731
     all_neg, all_pos, c_neg, c_pos = bc(neg), bc(pos), bc(interp & neg), bc(interp & pos)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -142,27 +146,45 @@ def direct_interpolation(A, L, strong, state, trunc=0.0):
         diag = np.where(lump, diag + all_pos, diag)
         beta = np.where(lump, 0.0, all_pos / c_pos)
     coef = np.where(a < 0, alpha[rows], beta[rows]) * -a / diag[rows]
-    prow = np.concatenate([rows[interp], np.flatnonzero(state == C)])
-    pcol = np.concatenate([cfull[cols[interp]], cidx[state == C]]).astype(np.int64)
-    pval = np.concatenate([coef[interp], np.ones(ncoarse)])
-    P = sp.csr_matrix((pval, (prow, pcol)), shape=(n, int(offsets[-1])))
-    if trunc > 0:
-        P = truncate(P, trunc)
-    return P, coarse
+    coarse = state == C
+    prow = np.concatenate([rows[interp], np.flatnonzero(coarse)])
+    pcol = np.concatenate([cfull[cols[interp]], cfull[:n][coarse]])
+    pval = np.concatenate([coef[interp], np.ones(int(coarse.sum()))])
+    return sp.csr_matrix((pval, (prow, pcol)), shape=(n, ncoarse))
 
 
-def truncate(P, factor):
-    """Drops the entries of each row below ``factor`` times its largest magnitude and
-    rescales the rest so the row sum is kept (hypre's trunc_factor)."""
+def extended_i_interpolation(A, L, strong, cfull, ncoarse):
+    """Collective. The rank's rows of the extended+i interpolation (C++; the rows of A held
+    by off-process strong fine neighbours travel along A's halo plan)."""
+    from .. import _core
+
+    indptr, indices, data = _core.extended_i_interpolation(
+        A._core, L.indptr.astype(np.int32), L.indices.astype(np.int32), np.ascontiguousarray(L.data, dtype=np.float64),
+        strong.astype(np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64), A.comm.py2f())
+    return sp.csr_matrix((data, indices, indptr), shape=(L.shape[0], ncoarse))
+
+
+def truncate(P, factor=0.0, max_elements=0):
+    """Drops the entries of each row below ``factor`` times its largest magnitude, then all
+    but its ``max_elements`` largest (0: no limit), and rescales what is kept so the row sum
+    stays (hypre's trunc_factor and P_max_elmts)."""
     P = sp.csr_matrix(P)
+    P.sort_indices()
     rows = _rows(P)
+    mag = np.abs(P.data)
     big = np.zeros(P.shape[0])
-    np.maximum.at(big, rows, np.abs(P.data))
-    keep = np.abs(P.data) >= factor * big[rows]
+    np.maximum.at(big, rows, mag)
+    keep = mag >= factor * big[rows]
+    if max_elements > 0:
+        order = np.lexsort((-mag, rows))  # by row, largest first
+        rank = np.empty(rows.size, dtype=np.int64)
+        starts = P.indptr[:-1][rows[order]]
+        rank[order] = np.arange(rows.size) - starts
+        keep &= rank < max_elements
     total = np.bincount(rows, weights=P.data, minlength=P.shape[0])
     kept = np.bincount(rows[keep], weights=P.data[keep], minlength=P.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(kept != 0, total / kept, 1.0)
-    Q = sp.csr_matrix((P.data[keep] * scale[rows[keep]], P.indices[keep], np.concatenate(
-        [[0], np.cumsum(np.bincount(rows[keep], minlength=P.shape[0]))])), shape=P.shape)
-    return Q
+    counts = np.bincount(rows[keep], minlength=P.shape[0])
+    return sp.csr_matrix((P.data[keep] * scale[rows[keep]], P.indices[keep], np.concatenate([[0], np.cumsum(counts)])),
+                         shape=P.shape)

@@ -17,11 +17,15 @@ from .._collective import agree
 from ..stats import summarize
 from . import classical
 
-__all__ = ["Level", "build_hierarchy", "METHODS", "SETUP_DEFAULTS"]
+__all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAULTS"]
 
 METHODS = ("classical",)
-SETUP_DEFAULTS = {"theta": 0.25, "max_levels": 25, "max_coarse": 10, "interpolation": "direct", "trunc": 0.0,
-                  "seed": 0}
+INTERPOLATIONS = ("ext+i", "direct")
+# hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
+# interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
+# simplest (no truncation by default).
+SETUP_DEFAULTS = {"theta": 0.25, "max_levels": 25, "max_coarse": 10, "interpolation": "ext+i", "trunc": 0.0,
+                  "pmax": None, "seed": 0}
 
 
 @dataclass
@@ -88,15 +92,19 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     ``strategy``: one name for every level, or a list (one per level, the last repeated).
     Options (``SETUP_DEFAULTS``): ``theta`` (strength threshold), ``max_levels``,
     ``max_coarse`` (stop when a level has at most this many rows), ``interpolation``
-    ("direct"), ``trunc`` (truncation factor of P), ``seed`` (PMIS weights)."""
+    ("ext+i" or "direct"), ``trunc`` (truncation factor of P), ``pmax`` (most entries per
+    row of P; default 4 for ext+i, no limit for direct; 0: no limit), ``seed`` (PMIS weights)."""
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
     unknown = set(options) - set(SETUP_DEFAULTS)
     if unknown:
         raise ValueError(f"unknown AMG option(s) {', '.join(sorted(unknown))} (known: {', '.join(SETUP_DEFAULTS)})")
     o = {**SETUP_DEFAULTS, **options}
-    if o["interpolation"] != "direct":
-        raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: direct)")
+    if o["interpolation"] not in INTERPOLATIONS:
+        raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: {', '.join(INTERPOLATIONS)})")
+    pmax = (4 if o["interpolation"] == "ext+i" else 0) if o["pmax"] is None else int(o["pmax"])
+    if pmax < 0 or not 0 <= o["trunc"] < 1:
+        raise ValueError(f"pmax must be >= 0 and trunc in [0, 1), got {o['pmax']} and {o['trunc']}")
     if not 0 < o["theta"] < 1:
         raise ValueError(f"theta must lie in (0, 1), got {o['theta']}")
     if A.shape[0] != A.shape[1]:
@@ -122,8 +130,14 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         L = _check_level(current, k)
         strong = classical.strength(L, o["theta"])
         state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
-        Ploc, coarse = classical.direct_interpolation(current, L, strong, state, trunc=o["trunc"])
+        cfull, coarse = classical.coarse_numbering(current, state)
         nc = coarse.global_size
+        if o["interpolation"] == "direct":
+            Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
+        else:
+            Ploc = classical.extended_i_interpolation(current, L, strong, cfull, nc)
+        if o["trunc"] > 0 or pmax > 0:
+            Ploc = classical.truncate(Ploc, o["trunc"], pmax)
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
             level.setup_s = time.perf_counter() - t0
             break

@@ -14,6 +14,7 @@
 #include "comm/record_executor.hpp"
 #include "dist/par_csr.hpp"
 #include "dist/spgemm.hpp"
+#include "multigrid/interpolation.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 
@@ -150,6 +151,29 @@ void bind_dist(nb::module_& m) {
     return product_tuple(std::move(r));
   }, "P"_a, "indptr"_a, "indices"_a, "data"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
      "Collective: this rank's rows of P^T M (M: this rank's rows, global columns).");
+
+  m.def("extended_i_interpolation", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices,
+                                       In<double> data, In<std::uint8_t> strong, In<std::int64_t> global,
+                                       In<std::int64_t> coarse, std::int64_t comm) {
+    const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(indptr, A.local_rows() + 1, "indptr");
+    require_len(data, indices.shape(0), "data");
+    require_len(strong, indices.shape(0), "strong");
+    const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
+    require_len(global, space, "global");
+    require_len(coarse, space, "coarse");
+    for (std::size_t k = 0; k < indices.shape(0); ++k)
+      if (indices.data()[k] < 0 || indices.data()[k] >= space) throw nb::value_error("column outside the column space");
+    CoarseningView v{n, indptr.data(), indices.data(), data.data(), strong.data(), global.data(), coarse.data()};
+    MPI_Comm c = comm_from_handle(comm);
+    GlobalRows P;
+    {
+      nb::gil_scoped_release nogil;
+      P = extended_i_interpolation(A, v, c);
+    }
+    return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
+  }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "comm"_a,
+     "Collective: this rank's rows of the extended+i interpolation (global coarse columns).");
 
   // ---- variable-length records ----------------------------------------------------
   nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "comm/plan_builder.hpp"
@@ -25,14 +26,42 @@ struct CompactRows {
 };
 
 // The distinct global columns of several row sets, ascending; each set renumbered into it.
+// The columns of one rank's rows mostly fall in a window of the global range (its own and
+// its neighbours' indices): when the window is at most a few times the number of entries, a
+// direct map over it finds them in linear time; otherwise they are sorted.
 std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std::vector<CompactRows>& out) {
-  std::vector<std::int64_t> cols;
+  std::int64_t total = 0, lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
   for (const RecordSet* s : sets) {
     const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
-    for (std::int64_t k = 0; k < s->ptr.back(); ++k) cols.push_back(e[k].col);
+    total += s->ptr.back();
+    for (std::int64_t k = 0; k < s->ptr.back(); ++k) {
+      lo = std::min(lo, e[k].col);
+      hi = std::max(hi, e[k].col);
+    }
   }
-  std::sort(cols.begin(), cols.end());
-  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  std::vector<std::int64_t> cols;
+  std::vector<std::int32_t> direct;  // window position -> compact column (direct map only)
+  const bool windowed = total > 0 && hi - lo < 8 * total + 4096;
+  if (windowed) {
+    direct.assign(hi - lo + 1, -1);
+    for (const RecordSet* s : sets) {
+      const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
+      for (std::int64_t k = 0; k < s->ptr.back(); ++k) direct[e[k].col - lo] = 0;
+    }
+    for (std::int64_t c = 0; c <= hi - lo; ++c)
+      if (direct[c] == 0) {
+        direct[c] = static_cast<std::int32_t>(cols.size());
+        cols.push_back(lo + c);
+      }
+  } else {
+    cols.reserve(total);
+    for (const RecordSet* s : sets) {
+      const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
+      for (std::int64_t k = 0; k < s->ptr.back(); ++k) cols.push_back(e[k].col);
+    }
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  }
   require(cols.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
   out.clear();
   for (const RecordSet* s : sets) {
@@ -42,7 +71,8 @@ std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std
     c.col.resize(s->ptr.back());
     c.val.resize(s->ptr.back());
     for (std::int64_t k = 0; k < s->ptr.back(); ++k) {
-      c.col[k] = static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), e[k].col) - cols.begin());
+      c.col[k] = windowed ? direct[e[k].col - lo]
+                          : static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), e[k].col) - cols.begin());
       c.val[k] = e[k].val;
     }
     out.push_back(std::move(c));

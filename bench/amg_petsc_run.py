@@ -1,0 +1,64 @@
+"""One peer AMG-PCG run for bench/amg_vs_hypre.py, under Debian's python3 (petsc4py):
+PETSc CG (unpreconditioned residual norm, rtol 1e-8, x0 = 0, b = 1) with BoomerAMG (hypre's
+defaults through PCHYPRE) or GAMG (PETSc's defaults) on a matrix in PETSc binary format.
+Each repetition builds a fresh KSP; setup (KSPSetUp) and solve (KSPSolve) are each timed
+between barriers (so the slowest rank's time). Rank 0 prints one JSON line.
+
+    mpiexec -n P python3 bench/amg_petsc_run.py MATRIX.petsc hypre|gamg REPEAT
+"""
+
+import json
+import sys
+import time
+
+import petsc4py
+
+petsc4py.init([])
+from petsc4py import PETSc  # noqa: E402
+
+path, pc_type, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+comm = PETSc.COMM_WORLD
+
+
+def timed(fn):
+    comm.barrier()
+    t0 = time.perf_counter()
+    fn()
+    comm.barrier()
+    return time.perf_counter() - t0
+
+
+viewer = PETSc.Viewer().createBinary(path, "r", comm=comm)
+A = PETSc.Mat().create(comm=comm)
+A.setType("aij")
+A.load(viewer)
+b, x = A.createVecs()
+b.set(1.0)
+runs = []
+for _ in range(repeat):
+    ksp = PETSc.KSP().create(comm=comm)
+    ksp.setOperators(A)
+    ksp.setType("cg")
+    ksp.setNormType(PETSc.KSP.NormType.UNPRECONDITIONED)
+    ksp.setTolerances(rtol=1e-8, atol=0.0, max_it=500)
+    pc = ksp.getPC()
+    if pc_type == "hypre":
+        PETSc.Options()["pc_hypre_boomeramg_print_statistics"] = 1  # its operator complexity, on stdout
+        pc.setType("hypre")
+        pc.setHYPREType("boomeramg")
+        pc.setFromOptions()
+    else:
+        pc.setType("gamg")
+    x.set(0.0)
+    setup = timed(ksp.setUp)
+    solve = timed(lambda: ksp.solve(b, x))
+    r = b.duplicate()
+    A.mult(x, r)
+    r.aypx(-1.0, b)
+    runs.append({"setup_s": setup, "solve_s": solve, "iterations": ksp.getIterationNumber(),
+                 "converged": ksp.getConvergedReason() > 0, "rel_residual": r.norm() / b.norm()})
+    ksp.destroy()
+    PETSc.Options().delValue("pc_hypre_boomeramg_print_statistics")
+if comm.getRank() == 0:
+    print(json.dumps({"peer": "PETSc " + ".".join(map(str, PETSc.Sys.getVersion())) + " " + pc_type,
+                      "nranks": comm.getSize(), "runs": runs}), flush=True)

@@ -1,0 +1,161 @@
+#include "multigrid/interpolation.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "comm/record_executor.hpp"
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+// One entry of a row as its owner sees it: global column, value, the column's coarse index
+// (-1: fine) and whether the entry is a strong connection of the row.
+struct CoarseEntry {
+  std::int64_t col;
+  double val;
+  std::int64_t coarse;
+  std::int64_t strong;
+};
+
+struct RowRef {
+  const CoarseEntry* e;
+  std::int64_t n;
+};
+
+// Positions of Ĉ_i's coarse indices in the row's weight accumulator (linear search: the
+// interpolatory sets hold tens of points).
+struct SmallSet {
+  std::vector<std::int64_t> keys;
+  std::vector<double> w;
+  std::int64_t find(std::int64_t k) const {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == k) return static_cast<std::int64_t>(i);
+    return -1;
+  }
+  void insert(std::int64_t k) {
+    if (find(k) < 0) {
+      keys.push_back(k);
+      w.push_back(0.0);
+    }
+  }
+  void clear() {
+    keys.clear();
+    w.clear();
+  }
+};
+
+}  // namespace
+
+GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm) {
+  const std::int64_t n = v.nrows, n_owned = A.local_cols();
+  require(n == A.local_rows() && n == n_owned, "extended+i interpolation: the view must be the rank's block of a square A");
+  // Every owned row as records, fetched by the ranks whose halo holds it.
+  RecordSet owned;
+  owned.ptr.resize(n + 1);
+  for (std::int64_t i = 0; i < n; ++i) owned.ptr[i + 1] = v.indptr[i + 1];
+  owned.data.resize(owned.ptr.back() * sizeof(CoarseEntry));
+  auto* oe = reinterpret_cast<CoarseEntry*>(owned.data.data());
+  for (std::int64_t p = 0; p < owned.ptr.back(); ++p) {
+    const std::int32_t c = v.indices[p];
+    oe[p] = {v.global[c], v.data[p], v.coarse[c], v.strong[p]};
+  }
+  RecordExecutor exec(A.plan(), A.topology(), comm, sizeof(CoarseEntry));
+  const RecordSet halo = exec.forward(view(owned));
+  const auto* he = reinterpret_cast<const CoarseEntry*>(halo.data.data());
+  auto row_of = [&](std::int32_t c) -> RowRef {
+    if (c < n_owned) return {oe + owned.ptr[c], owned.ptr[c + 1] - owned.ptr[c]};
+    const std::int64_t h = c - n_owned;
+    return {he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]};
+  };
+  auto diagonal = [](const RowRef& r, std::int64_t g) {
+    for (std::int64_t q = 0; q < r.n; ++q)
+      if (r.e[q].col == g) return r.e[q].val;
+    return 0.0;
+  };
+
+  GlobalRows P;
+  SmallSet hat;  // Ĉ_i and the weights
+  std::vector<double> denom;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t gi = v.global[i];
+    if (v.coarse[i] >= 0) {  // a coarse point is its own coarse value
+      P.indices.push_back(v.coarse[i]);
+      P.data.push_back(1.0);
+      P.indptr.push_back(static_cast<std::int64_t>(P.indices.size()));
+      ++P.nrows;
+      continue;
+    }
+    hat.clear();
+    double diag = 0.0;
+    for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
+      const std::int32_t c = v.indices[p];
+      if (c == i) {
+        diag += v.data[p];
+        continue;
+      }
+      if (!v.strong[p]) continue;
+      if (v.coarse[c] >= 0) {
+        hat.insert(v.coarse[c]);
+      } else {
+        const RowRef k = row_of(c);
+        for (std::int64_t q = 0; q < k.n; ++q)
+          if (k.e[q].strong && k.e[q].coarse >= 0) hat.insert(k.e[q].coarse);
+      }
+    }
+    // Direct part: a_ij for neighbours in Ĉ_i; the rest of the weak ones lumped on the
+    // diagonal; strong fine neighbours k distribute a_ik over Ĉ_i ∪ {i} by ā_kl.
+    for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
+      const std::int32_t c = v.indices[p];
+      if (c == i) continue;
+      const double a = v.data[p];
+      const std::int64_t at = v.coarse[c] >= 0 ? hat.find(v.coarse[c]) : -1;
+      if (at >= 0) {
+        hat.w[at] += a;
+      } else if (!v.strong[p]) {
+        diag += a;
+      } else {  // strong fine neighbour k
+        const RowRef k = row_of(c);
+        const double akk = diagonal(k, v.global[c]);
+        double sum = 0.0;
+        for (std::int64_t q = 0; q < k.n; ++q) {
+          const CoarseEntry& e = k.e[q];
+          if (e.val * akk >= 0) continue;  // ā_kl keeps the couplings of opposite sign to a_kk
+          if (e.col == gi || (e.coarse >= 0 && hat.find(e.coarse) >= 0)) sum += e.val;
+        }
+        if (sum == 0.0) {
+          diag += a;
+          continue;
+        }
+        for (std::int64_t q = 0; q < k.n; ++q) {
+          const CoarseEntry& e = k.e[q];
+          if (e.val * akk >= 0) continue;
+          if (e.col == gi) {
+            diag += a * e.val / sum;
+          } else if (e.coarse >= 0) {
+            const std::int64_t j = hat.find(e.coarse);
+            if (j >= 0) hat.w[j] += a * e.val / sum;
+          }
+        }
+      }
+    }
+    // Ĉ_i in ascending coarse order, weights -w_j / ã_ii (a row with no interpolatory
+    // points, or a vanishing ã_ii, stays empty: the smoother alone handles that point).
+    std::vector<std::size_t> order(hat.keys.size());
+    for (std::size_t q = 0; q < order.size(); ++q) order[q] = q;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return hat.keys[a] < hat.keys[b]; });
+    if (diag != 0.0)
+      for (std::size_t q : order)
+        if (hat.w[q] != 0.0) {
+          P.indices.push_back(hat.keys[q]);
+          P.data.push_back(-hat.w[q] / diag);
+        }
+    P.indptr.push_back(static_cast<std::int64_t>(P.indices.size()));
+    ++P.nrows;
+  }
+  return P;
+}
+
+}  // namespace commsolve

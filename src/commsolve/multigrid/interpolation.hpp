@@ -1,0 +1,34 @@
+// Extended+i interpolation (De Sterck, Falgout, Nolting, Yang, "Distance-two interpolation
+// for parallel algebraic multigrid", NLAA 2008; hypre's BuildExtPIInterp), distributed: a fine
+// point interpolates from its strong coarse neighbours and from those of its strong fine
+// neighbours, so that PMIS's sparse coarse grids still interpolate well. The rows of A that
+// off-process strong fine neighbours hold travel as records along A's own halo plan.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "dist/par_csr.hpp"
+#include "dist/spgemm.hpp"
+
+namespace commsolve {
+
+// One rank's rows of A over its column space [owned | halo] (a CSR with int32 columns), with
+// per entry whether it is a strong connection, and per column-space entry its global index
+// and coarse global index (-1: a fine point). Borrowed.
+struct CoarseningView {
+  std::int64_t nrows;
+  const std::int32_t* indptr;
+  const std::int32_t* indices;
+  const double* data;
+  const std::uint8_t* strong;
+  const std::int64_t* global;  // per column-space entry
+  const std::int64_t* coarse;  // per column-space entry, -1 for fine points
+};
+
+// This rank's rows of P (global coarse columns). Collective on comm (A's communicator, whose
+// halo plan `A` carries; the view must be A's local block).
+GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm);
+
+}  // namespace commsolve
