@@ -167,24 +167,12 @@ def extended_i_interpolation(A, L, strong, cfull, ncoarse):
 def truncate(P, factor=0.0, max_elements=0):
     """Drops the entries of each row below ``factor`` times its largest magnitude, then all
     but its ``max_elements`` largest (0: no limit), and rescales what is kept so the row sum
-    stays (hypre's trunc_factor and P_max_elmts)."""
+    stays (hypre's trunc_factor and P_max_elmts). C++, row by row."""
+    from .. import _core
+
     P = sp.csr_matrix(P)
-    P.sort_indices()
-    rows = _rows(P)
-    mag = np.abs(P.data)
-    big = np.zeros(P.shape[0])
-    np.maximum.at(big, rows, mag)
-    keep = mag >= factor * big[rows]
-    if max_elements > 0:
-        order = np.lexsort((-mag, rows))  # by row, largest first
-        rank = np.empty(rows.size, dtype=np.int64)
-        starts = P.indptr[:-1][rows[order]]
-        rank[order] = np.arange(rows.size) - starts
-        keep &= rank < max_elements
-    total = np.bincount(rows, weights=P.data, minlength=P.shape[0])
-    kept = np.bincount(rows[keep], weights=P.data[keep], minlength=P.shape[0])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(kept != 0, total / kept, 1.0)
-    counts = np.bincount(rows[keep], minlength=P.shape[0])
-    return sp.csr_matrix((P.data[keep] * scale[rows[keep]], P.indices[keep], np.concatenate([[0], np.cumsum(counts)])),
-                         shape=P.shape)
+    indptr = P.indptr.astype(np.int64)
+    indices = P.indices.astype(np.int64)
+    data = np.array(P.data, dtype=np.float64)
+    nnz = _core.truncate_rows(indptr, indices, data, float(factor), int(max_elements))
+    return sp.csr_matrix((data[:nnz], indices[:nnz], indptr), shape=P.shape)

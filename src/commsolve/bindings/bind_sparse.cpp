@@ -80,6 +80,16 @@ void bind_sparse(nb::module_& m) {
     gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, diag.data(), b.data(), x.data(), forward);
   }, "indptr"_a, "indices"_a, "data"_a, "diag"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
         "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo); columns not checked.");
+  m.def("truncate_rows", [](Out<std::int64_t> indptr, Out<std::int64_t> indices, Out<double> data, double factor,
+                            int max_elements) {
+    const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(data, indices.shape(0), "data");
+    if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+      throw nb::value_error("indptr does not describe the entries");
+    nb::gil_scoped_release nogil;
+    return truncate_rows(n, indptr.data(), indices.data(), data.data(), factor, max_elements);
+  }, "indptr"_a.noconvert(), "indices"_a.noconvert(), "data"_a.noconvert(), "factor"_a, "max_elements"_a,
+        "Truncates a CSR's rows in place (hypre's trunc_factor, P_max_elmts); returns the entries kept.");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
         nb::call_guard<nb::gil_scoped_release>(), "Triad bandwidth of every repetition, bytes/s.");
   m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <memory>
 
 namespace commsolve {
@@ -103,6 +105,43 @@ void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* 
       if (A.indices[p] != i) r -= A.data[p] * x[A.indices[p]];
     x[i] = r / diag[i];
   }
+}
+
+std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_t* indices, double* data,
+                           double factor, int max_elements) {
+  std::int64_t out = 0;
+  std::vector<double> mags;
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    const std::int64_t b = indptr[i], e = indptr[i + 1];
+    double big = 0.0, total = 0.0;
+    for (std::int64_t p = b; p < e; ++p) {
+      big = std::max(big, std::abs(data[p]));
+      total += data[p];
+    }
+    double cut = factor * big;
+    if (max_elements > 0 && e - b > max_elements) {  // the max_elements-th largest magnitude
+      mags.clear();
+      for (std::int64_t p = b; p < e; ++p) mags.push_back(std::abs(data[p]));
+      std::nth_element(mags.begin(), mags.begin() + (max_elements - 1), mags.end(), std::greater<double>());
+      cut = std::max(cut, mags[max_elements - 1]);
+    }
+    const std::int64_t start = out;
+    double kept = 0.0;
+    int count = 0;
+    for (std::int64_t p = b; p < e; ++p)
+      if (std::abs(data[p]) >= cut && (max_elements <= 0 || count < max_elements)) {
+        indices[out] = indices[p];
+        data[out] = data[p];
+        kept += data[p];
+        ++out;
+        ++count;
+      }
+    const double scale = kept != 0.0 ? total / kept : 1.0;
+    for (std::int64_t p = start; p < out; ++p) data[p] *= scale;
+    indptr[i] = start;
+  }
+  indptr[nrows] = out;
+  return out;
 }
 
 }  // namespace commsolve

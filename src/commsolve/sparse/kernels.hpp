@@ -45,6 +45,13 @@ void spmv_transpose_add(CsrView A, const double* x, double* y);
 // (a_ii, or a_ii plus an l1 term); the diagonal entry in A itself is skipped by column.
 void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward);
 
+// Interpolation truncation (hypre's trunc_factor and P_max_elmts), row by row in place on a
+// CSR with int64 columns: drops entries below factor * the row's largest magnitude, then all
+// but its max_elements largest (0: no limit), rescaling what is kept so the row sum stays.
+// Rows keep their column order. Returns the new number of entries (indptr updated).
+std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_t* indices, double* data,
+                           double factor, int max_elements);
+
 // STREAM triad a = b + s*c over n doubles, repeated `reps` times; returns the bandwidth of
 // every repetition in bytes/s, counting 24 bytes per element as STREAM does (the physical
 // limit SpMV is held to; write-allocate traffic on `a` is not counted).

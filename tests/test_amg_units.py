@@ -1,0 +1,51 @@
+"""The local pieces of the AMG setup, by hand and against pyamg: strength of connection,
+the partition-free random weights, and the truncation of interpolation."""
+
+import numpy as np
+import pyamg
+import pytest
+import scipy.sparse as sp
+
+from commsolve import gallery
+from commsolve.amg.classical import hash_uniform, strength, truncate
+
+
+@pytest.mark.parametrize("spec", ["poisson2d:12", "aniso2d:12,eps=0.01,theta=30", "poisson3d27:5",
+                                  "random:rows=150,nnz_per_row=6,seed=1"])
+@pytest.mark.parametrize("theta", [0.25, 0.5])
+def test_strength_matches_pyamg(spec, theta):
+    """On one rank the local block is the matrix: the strong entries are pyamg's classical
+    strength with norm='min' (-a_ij >= theta max_k -a_ik; rows with no negative entries
+    have none)."""
+    A = sp.csr_matrix(gallery.from_spec(spec))
+    A.sort_indices()
+    if spec.startswith("random"):  # make the diagonal positive and dominant
+        A = sp.csr_matrix(A + sp.diags(abs(A).sum(axis=1).A.ravel() + 1.0))
+    mask = strength(A, theta)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    ours = set(zip(rows[mask].tolist(), A.indices[mask].tolist()))
+    ref = sp.coo_matrix(pyamg.strength.classical_strength_of_connection(A, theta=theta, norm="min"))
+    ref = {(i, j) for i, j, v in zip(ref.row.tolist(), ref.col.tolist(), ref.data) if i != j and v != 0}
+    assert ours and ours == ref
+
+
+def test_hash_weights_are_uniform_and_deterministic():
+    g = np.arange(200_000)
+    u = hash_uniform(g, seed=3)
+    assert np.array_equal(u, hash_uniform(g, seed=3)) and not np.array_equal(u, hash_uniform(g, seed=4))
+    assert 0 <= u.min() and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.005 and np.unique(u).size == g.size
+    assert np.array_equal(hash_uniform(g[1000:2000], seed=3), u[1000:2000])  # any rank, any slice
+
+
+def test_truncation_by_hand():
+    P = sp.csr_matrix(np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [1, 0, 0, 0, 0], [0.1, -0.3, 0.3, 0.3, 0.2]]))
+    T = truncate(P, 0.0, 2).toarray()
+    # Row 0 keeps 0.5 and the first 0.2, scaled by 1 / 0.7; row 2 keeps -0.3 and 0.3 (first of
+    # the ties), which sum to 0: nothing to rescale by, kept as they are.
+    np.testing.assert_allclose(T[0], [0.5 / 0.7, 0.2 / 0.7, 0, 0, 0])
+    np.testing.assert_allclose(T[1], [1, 0, 0, 0, 0])
+    np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0, 0])
+    T = truncate(P, 0.5, 0).toarray()
+    np.testing.assert_allclose(T[0], [1, 0, 0, 0, 0])
+    np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0.3, 0.2] * np.array(0.6 / 0.5))
