@@ -23,7 +23,7 @@ from . import _core
 from ._collective import agree
 from .stats import CommStats
 
-__all__ = ["spgemm", "galerkin", "transpose"]
+__all__ = ["spgemm", "galerkin", "transpose", "transpose_rows"]
 
 
 def _check_strategy(comm, strategy, what):
@@ -43,12 +43,12 @@ def _exchange(kernel, plan, stats):
     return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats)}
 
 
-def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy):
+def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy, profile=None):
     from .parcsr import ParCSR
 
     local = sp.csr_matrix((data, indices, indptr), shape=shape)
     return ParCSR.from_local_rows(local, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
-                                  strategy=spmv_strategy)
+                                  strategy=spmv_strategy, profile=profile)
 
 
 def _reused(reuse, k):
@@ -81,11 +81,12 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
     return C, {"exchanges": [_exchange("A B", plan, stats)]}
 
 
-def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", return_info=False, reuse=None):
+def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=None, return_info=False, reuse=None):
     """Collective. The coarse operator P^T A P as a ParCSR distributed as P's columns.
 
     ``strategy`` is the plan of both exchanges (the rows of P fetched for A P, the rows of
-    P^T (A P) sent back to their owners); ``spmv_strategy`` the coarse operator's own. With
+    P^T (A P) sent back to their owners); ``spmv_strategy`` the coarse operator's own
+    (``auto`` priced with ``profile`` when given, see :meth:`ParCSR.from_local_rows`). With
     ``return_info``, the exchanges' plans and recorded statistics as in :func:`spgemm`;
     ``reuse`` as there (same A and P structure)."""
     _same_comm(A, P)
@@ -98,18 +99,25 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", return_info
     indptr, indices, data, plan_rap, stats_rap = _core.transpose_product(
         P._core, ip, ix, dv, A.comm.py2f(), strategy, plan_rap)
     n = P.shape[1]
-    C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy)
+    C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy, profile)
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap), _exchange("P^T (A P)", plan_rap, stats_rap)]}
 
 
-def transpose(A, *, strategy="standard", spmv_strategy="standard"):
-    """Collective. A^T as a ParCSR (rows distributed as A's columns): each rank's rows of A
-    travel, transposed, to the owners of their columns along A's halo plan in reverse."""
+def transpose_rows(A, strategy="standard"):
+    """Collective. This rank's rows of A^T (distributed as A's columns) as scipy CSR over
+    global columns: each rank's rows of A travel, transposed, to the owners of their columns
+    along A's halo plan in reverse."""
     _check_strategy(A.comm, strategy, "communication")
     rows = A.owned_rows().astype(np.int64)
     ident = np.arange(A.local_rows + 1, dtype=np.int64)
     indptr, indices, data, _, _ = _core.transpose_product(A._core, ident, rows, np.ones(rows.size), A.comm.py2f(),
                                                           strategy)
-    return _build(indptr, indices, data, (A.local_cols, A.shape[0]), A, A.col_dist, A.row_dist, spmv_strategy)
+    return sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
+
+
+def transpose(A, *, strategy="standard", spmv_strategy="standard"):
+    """Collective. A^T as a ParCSR (rows distributed as A's columns); see :func:`transpose_rows`."""
+    T = transpose_rows(A, strategy)
+    return _build(T.indptr, T.indices, T.data, T.shape, A, A.col_dist, A.row_dist, spmv_strategy)

@@ -22,9 +22,9 @@ U, C, F = 0.0, 1.0, -1.0  # point states (floats: they travel through the halo e
 
 def hash_uniform(globals_, seed):
     """A number in [0, 1) per global index, the same on every rank (splitmix64)."""
-    z = (np.asarray(globals_, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
-         + np.uint64(0x9E3779B97F4A7C15))
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps around, as splitmix64 wants
+        z = (np.asarray(globals_, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+             + np.uint64(0x9E3779B97F4A7C15))
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
@@ -76,9 +76,9 @@ def pmis(A, L, strong, seed=0, strategy="standard"):
     from mpi4py import MPI
 
     S = _to_parcsr(A, L, strong, strategy)
-    ST = products.transpose(S, strategy=strategy, spmv_strategy=strategy)
+    ST = products.transpose_rows(S, strategy)  # S^T's rows on this rank (global columns)
     n = L.shape[0]
-    depends_on_me = ST.local_block().getnnz(axis=1)
+    depends_on_me = np.diff(ST.indptr)
     w = depends_on_me + hash_uniform(A.owned_rows(), seed)
     G = _symmetrized(S, ST, strategy)
     Gl = G.local_block()
@@ -105,7 +105,7 @@ def _symmetrized(S, ST, strategy):
     """S + S^T (pattern) as a ParCSR: a point's neighbours in either direction."""
     from ..parcsr import ParCSR
 
-    local = S.local_matrix() + ST.local_matrix()
+    local = S.local_matrix() + ST
     return ParCSR.from_local_rows(local, S.comm, row_dist=S.row_dist, col_dist=S.col_dist, topology=S.topology,
                                   strategy=strategy)
 

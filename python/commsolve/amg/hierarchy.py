@@ -119,7 +119,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         t0 = time.perf_counter()
         k = len(levels)
         strat = per_level[min(k, len(per_level) - 1)]
-        if k > 0 or strat != "standard" or A.plan.strategy != "standard":
+        if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
             current = _rebuild(current, strat, profile)
         level = Level(current, strategy=current.plan.strategy)
         levels.append(level)
@@ -145,7 +145,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
 
         P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
                                    topology=current.topology, strategy=level.strategy)
-        Ac, info = products.galerkin(current, P, strategy=strat, return_info=True)
+        Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
+                                     spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
         level.P = P
         level.c_points = current.owned_rows()[state == classical.C]
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])

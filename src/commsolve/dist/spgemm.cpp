@@ -25,18 +25,37 @@ struct CompactRows {
   std::vector<double> val;
 };
 
+// Rows whose (column, value) entries lie in memory with a stride: records of RowEntry, or a
+// GlobalRows' separate arrays. Borrowed.
+struct EntrySpan {
+  std::int64_t nrows;
+  const std::int64_t* ptr;  // nrows + 1 offsets, ptr[0] == 0
+  const std::int64_t* col;
+  const double* val;
+  std::int64_t stride;  // elements between consecutive entries (2 for RowEntry, 1 for arrays)
+  std::int64_t size() const { return ptr[nrows]; }
+  std::int64_t c(std::int64_t k) const { return col[k * stride]; }
+  double v(std::int64_t k) const { return val[k * stride]; }
+};
+
+EntrySpan span_of(const RecordSet& r) {
+  const auto* e = reinterpret_cast<const RowEntry*>(r.data.data());
+  return {r.size(), r.ptr.data(), &e->col, &e->val, 2};
+}
+
+EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
+
 // The distinct global columns of several row sets, ascending; each set renumbered into it.
 // The columns of one rank's rows mostly fall in a window of the global range (its own and
 // its neighbours' indices): when the window is at most a few times the number of entries, a
 // direct map over it finds them in linear time; otherwise they are sorted.
-std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std::vector<CompactRows>& out) {
+std::vector<std::int64_t> compact(const std::vector<EntrySpan>& sets, std::vector<CompactRows>& out) {
   std::int64_t total = 0, lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
-  for (const RecordSet* s : sets) {
-    const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
-    total += s->ptr.back();
-    for (std::int64_t k = 0; k < s->ptr.back(); ++k) {
-      lo = std::min(lo, e[k].col);
-      hi = std::max(hi, e[k].col);
+  for (const EntrySpan& s : sets) {
+    total += s.size();
+    for (std::int64_t k = 0; k < s.size(); ++k) {
+      lo = std::min(lo, s.c(k));
+      hi = std::max(hi, s.c(k));
     }
   }
   std::vector<std::int64_t> cols;
@@ -44,10 +63,8 @@ std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std
   const bool windowed = total > 0 && hi - lo < 8 * total + 4096;
   if (windowed) {
     direct.assign(hi - lo + 1, -1);
-    for (const RecordSet* s : sets) {
-      const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
-      for (std::int64_t k = 0; k < s->ptr.back(); ++k) direct[e[k].col - lo] = 0;
-    }
+    for (const EntrySpan& s : sets)
+      for (std::int64_t k = 0; k < s.size(); ++k) direct[s.c(k) - lo] = 0;
     for (std::int64_t c = 0; c <= hi - lo; ++c)
       if (direct[c] == 0) {
         direct[c] = static_cast<std::int32_t>(cols.size());
@@ -55,25 +72,22 @@ std::vector<std::int64_t> compact(const std::vector<const RecordSet*>& sets, std
       }
   } else {
     cols.reserve(total);
-    for (const RecordSet* s : sets) {
-      const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
-      for (std::int64_t k = 0; k < s->ptr.back(); ++k) cols.push_back(e[k].col);
-    }
+    for (const EntrySpan& s : sets)
+      for (std::int64_t k = 0; k < s.size(); ++k) cols.push_back(s.c(k));
     std::sort(cols.begin(), cols.end());
     cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
   }
   require(cols.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
   out.clear();
-  for (const RecordSet* s : sets) {
+  for (const EntrySpan& s : sets) {
     CompactRows c;
-    c.ptr = s->ptr;
-    const auto* e = reinterpret_cast<const RowEntry*>(s->data.data());
-    c.col.resize(s->ptr.back());
-    c.val.resize(s->ptr.back());
-    for (std::int64_t k = 0; k < s->ptr.back(); ++k) {
-      c.col[k] = windowed ? direct[e[k].col - lo]
-                          : static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), e[k].col) - cols.begin());
-      c.val[k] = e[k].val;
+    c.ptr.assign(s.ptr, s.ptr + s.nrows + 1);
+    c.col.resize(s.size());
+    c.val.resize(s.size());
+    for (std::int64_t k = 0; k < s.size(); ++k) {
+      c.col[k] = windowed ? direct[s.c(k) - lo]
+                          : static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), s.c(k)) - cols.begin());
+      c.val[k] = s.v(k);
     }
     out.push_back(std::move(c));
   }
@@ -177,7 +191,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   res.recorded = exec.recorded_forward();
 
   std::vector<CompactRows> rows;  // [0]: B's own rows, [1]: the fetched ones (A's halo order)
-  const std::vector<std::int64_t> cols = compact({&owned, &halo}, rows);
+  const std::vector<std::int64_t> cols = compact({span_of(owned), span_of(halo)}, rows);
   Accumulator acc(cols.size());
   const LocalCsr& d = A.diag();
   for (std::int64_t i = 0; i < A.local_rows(); ++i) {
@@ -215,28 +229,27 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
         tval[at] = b->data[k];
       }
 
-  const RecordSet Mrec = to_records(M, 0, M.nrows);
-  std::vector<CompactRows> mrows;
-  std::vector<std::int64_t> cols = compact({&Mrec}, mrows);
-  GlobalRows partial;  // rows of P_loc^T M over the column space; zeros kept (they may cancel later)
+  // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
+  // sent to their owners; then this rank's own rows, summed with what arrived for them.
+  std::vector<CompactRows> m;
+  std::vector<std::int64_t> cols = compact({span_of(M)}, m);
+  GlobalRows partial;
   {
     Accumulator acc(cols.size());
-    for (std::int64_t j = 0; j < n_space; ++j) {
-      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], mrows[0], trow[k]);
+    for (std::int64_t j = n_owned; j < n_space; ++j) {
+      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
       acc.emit(cols, partial, true);
     }
   }
-  const RecordSet halo = to_records(partial, n_owned, n_space - n_owned);
+  const RecordSet halo = to_records(partial, 0, partial.nrows);
   const RecordSet arrived = exec.reverse(view(halo));
   res.recorded = exec.recorded_reverse();
 
-  // Sum this rank's own partial rows with what arrived for them.
-  const RecordSet own = to_records(partial, 0, n_owned);
-  cols = compact({&own, &arrived}, mrows);
+  cols = compact({span_of(M), span_of(arrived)}, m);
   Accumulator acc(cols.size());
   for (std::int64_t j = 0; j < n_owned; ++j) {
-    acc.add(1.0, mrows[0], j);
-    acc.add(1.0, mrows[1], j);
+    for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
+    acc.add(1.0, m[1], j);
     acc.emit(cols, res.rows);
   }
   return res;
