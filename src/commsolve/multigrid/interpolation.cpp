@@ -52,23 +52,36 @@ struct SmallSet {
 GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm) {
   const std::int64_t n = v.nrows, n_owned = A.local_cols();
   require(n == A.local_rows() && n == n_owned, "extended+i interpolation: the view must be the rank's block of a square A");
-  // Every owned row as records, fetched by the ranks whose halo holds it.
+  // The owned rows other ranks' halos hold, as records (the rest left empty: nobody fetches
+  // them); this rank's own rows are read in place.
+  std::vector<char> sent(n, 0);
+  for (const PlanStep& st : A.plan().steps)
+    for (std::int32_t i : st.send_idx)
+      if (i < n) sent[i] = 1;
   RecordSet owned;
-  owned.ptr.resize(n + 1);
-  for (std::int64_t i = 0; i < n; ++i) owned.ptr[i + 1] = v.indptr[i + 1];
+  owned.ptr.assign(n + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) owned.ptr[i + 1] = owned.ptr[i] + (sent[i] ? v.indptr[i + 1] - v.indptr[i] : 0);
   owned.data.resize(owned.ptr.back() * sizeof(CoarseEntry));
   auto* oe = reinterpret_cast<CoarseEntry*>(owned.data.data());
-  for (std::int64_t p = 0; p < owned.ptr.back(); ++p) {
-    const std::int32_t c = v.indices[p];
-    oe[p] = {v.global[c], v.data[p], v.coarse[c], v.strong[p]};
-  }
+  for (std::int64_t i = 0; i < n; ++i)
+    if (sent[i])
+      for (std::int32_t p = v.indptr[i], q = 0; p < v.indptr[i + 1]; ++p, ++q) {
+        const std::int32_t c = v.indices[p];
+        oe[owned.ptr[i] + q] = {v.global[c], v.data[p], v.coarse[c], v.strong[p]};
+      }
   RecordExecutor exec(A.plan(), A.topology(), comm, sizeof(CoarseEntry));
   const RecordSet halo = exec.forward(view(owned));
   const auto* he = reinterpret_cast<const CoarseEntry*>(halo.data.data());
+  std::vector<CoarseEntry> local_row;  // an owned row, unpacked on use
   auto row_of = [&](std::int32_t c) -> RowRef {
-    if (c < n_owned) return {oe + owned.ptr[c], owned.ptr[c + 1] - owned.ptr[c]};
-    const std::int64_t h = c - n_owned;
-    return {he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]};
+    if (c >= n_owned) {
+      const std::int64_t h = c - n_owned;
+      return {he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]};
+    }
+    local_row.clear();
+    for (std::int32_t p = v.indptr[c]; p < v.indptr[c + 1]; ++p)
+      local_row.push_back({v.global[v.indices[p]], v.data[p], v.coarse[v.indices[p]], v.strong[p]});
+    return {local_row.data(), static_cast<std::int64_t>(local_row.size())};
   };
   auto diagonal = [](const RowRef& r, std::int64_t g) {
     for (std::int64_t q = 0; q < r.n; ++q)
