@@ -45,6 +45,16 @@ nb::tuple record_tuple(RecordSet&& r) {
   return nb::make_tuple(to_numpy(std::move(r.ptr)), to_numpy(std::move(bytes)));
 }
 
+nb::tuple run_records(RecordExecutor& X, const In<std::int64_t>& ptr, const In<std::uint8_t>& data, bool reverse) {
+  RecordsView v = records_view(ptr, data, reverse ? X.plan().n_halo : X.plan().n_owned, X.unit_bytes());
+  RecordSet r;
+  {
+    nb::gil_scoped_release nogil;
+    r = reverse ? X.reverse(v) : X.forward(v);
+  }
+  return record_tuple(std::move(r));
+}
+
 }  // namespace
 
 void bind_dist(nb::module_& m) {
@@ -184,23 +194,11 @@ void bind_dist(nb::module_& m) {
         new (self) RecordExecutor(plan, topo, c, unit_bytes);
       }, "plan"_a, "topology"_a, "comm"_a, "unit_bytes"_a)
       .def("forward", [](RecordExecutor& X, In<std::int64_t> ptr, In<std::uint8_t> data) {
-        RecordsView v = records_view(ptr, data, X.plan().n_owned, X.unit_bytes());
-        RecordSet r;
-        {
-          nb::gil_scoped_release nogil;
-          r = X.forward(v);
-        }
-        return record_tuple(std::move(r));
-      }, "ptr"_a, "data"_a)
+        return run_records(X, ptr, data, false);
+      }, "ptr"_a, "data"_a, "Collective: the owners' records (n_owned) -> this rank's halo records.")
       .def("reverse", [](RecordExecutor& X, In<std::int64_t> ptr, In<std::uint8_t> data) {
-        RecordsView v = records_view(ptr, data, X.plan().n_halo, X.unit_bytes());
-        RecordSet r;
-        {
-          nb::gil_scoped_release nogil;
-          r = X.reverse(v);
-        }
-        return record_tuple(std::move(r));
-      }, "ptr"_a, "data"_a)
+        return run_records(X, ptr, data, true);
+      }, "ptr"_a, "data"_a, "Collective: halo records (n_halo) -> per owned entry, every contribution.")
       .def_prop_ro("plan", &RecordExecutor::plan)
       .def("recorded_stats_array", [](const RecordExecutor& X, bool reverse) {
         return stats_array(reverse ? X.recorded_reverse() : X.recorded_forward());

@@ -61,6 +61,24 @@ void RecordExecutor::isend(std::vector<std::byte>& buf, std::int64_t n, const En
   stats.add_send(locality(topo_, plan_.rank, peer), bytes);
 }
 
+template <class EntryChunks>
+RecordSet RecordExecutor::collect(std::int64_t n, const EntryChunks& entry_chunks) const {
+  RecordSet r;
+  r.ptr.assign(n + 1, 0);
+  for (std::int64_t k = 0; k < n; ++k) {
+    r.ptr[k + 1] = r.ptr[k];
+    entry_chunks(k, [&](const Chunk& c) { r.ptr[k + 1] += c.units; });
+  }
+  r.data.resize(r.ptr.back() * unit_bytes_);
+  std::byte* out = r.data.data();
+  for (std::int64_t k = 0; k < n; ++k)
+    entry_chunks(k, [&](const Chunk& c) {
+      if (c.units) std::memcpy(out, c.data, c.units * unit_bytes_);
+      out += c.units * unit_bytes_;
+    });
+  return r;
+}
+
 std::vector<RecordExecutor::Chunk> RecordExecutor::recv(int peer, int tag, std::int64_t count, StepStats& stats) {
   MPI_Message msg;
   MPI_Status status;
@@ -120,12 +138,7 @@ RecordSet RecordExecutor::forward(RecordsView owned) {
   }
   for (std::size_t i = 0; i < plan_.copy_src.size(); ++i) tail[plan_.copy_dst[i] - n_owned] = chunk(plan_.copy_src[i]);
 
-  RecordSet halo;
-  halo.ptr.resize(plan_.n_halo + 1);
-  for (std::int64_t h = 0; h < plan_.n_halo; ++h) halo.ptr[h + 1] = halo.ptr[h] + tail[h].units;
-  halo.data.resize(halo.ptr.back() * unit_bytes_);
-  for (std::int64_t h = 0; h < plan_.n_halo; ++h)
-    if (tail[h].units) std::memcpy(halo.data.data() + halo.ptr[h] * unit_bytes_, tail[h].data, tail[h].units * unit_bytes_);
+  RecordSet halo = collect(plan_.n_halo, [&](std::int64_t h, auto visit) { visit(tail[h]); });
   inbox_.clear();
   return halo;
 }
@@ -166,20 +179,9 @@ RecordSet RecordExecutor::reverse(RecordsView halo) {
     check_mpi(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
 
-  RecordSet owned;
-  owned.ptr.assign(n_owned + 1, 0);
-  for (std::int64_t i = 0; i < n_owned; ++i) {
-    std::int64_t u = 0;
-    for (const Chunk& c : acc[i]) u += c.units;
-    owned.ptr[i + 1] = owned.ptr[i] + u;
-  }
-  owned.data.resize(owned.ptr.back() * unit_bytes_);
-  std::byte* out = owned.data.data();
-  for (std::int64_t i = 0; i < n_owned; ++i)
-    for (const Chunk& c : acc[i]) {
-      std::memcpy(out, c.data, c.units * unit_bytes_);
-      out += c.units * unit_bytes_;
-    }
+  RecordSet owned = collect(n_owned, [&](std::int64_t i, auto visit) {
+    for (const Chunk& c : acc[i]) visit(c);
+  });
   inbox_.clear();
   return owned;
 }

@@ -74,6 +74,9 @@ class RecordExecutor {
   template <class EntryChunks>
   void isend(std::vector<std::byte>& buf, std::int64_t n, const EntryChunks& entry_chunks, int peer, int tag,
              StepStats& stats, std::vector<MPI_Request>& reqs);
+  // The records of n entries (chunks visited as for isend), concatenated into one set.
+  template <class EntryChunks>
+  RecordSet collect(std::int64_t n, const EntryChunks& entry_chunks) const;
   // Receives `count` records from `peer` into a new inbox buffer; returns their chunks.
   std::vector<Chunk> recv(int peer, int tag, std::int64_t count, StepStats& stats);
 
