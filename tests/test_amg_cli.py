@@ -45,6 +45,14 @@ def test_amg_text_and_plot(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_amg_smoothed_aggregation():
+    p = cli("amg", "--gen", "poisson3d:12", "-np", "2", "--method", "sa", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["method"] == "sa" and r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
+    assert 1 < r["operator_complexity"] < 2 and len(r["levels"]) >= 3
+
+
 def test_amg_from_matrix_market_file(tmp_path):
     path = tmp_path / "aniso.mtx"
     mmwrite(path, gallery.aniso2d(30, eps=0.01, theta=30))
@@ -83,6 +91,9 @@ def test_zero_diagonal_on_a_coarse_level_names_it(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["amg", "--gen", "poisson2d:8", "--theta", "1.5"], "must lie in (0, 1)"),
+    (["amg", "--gen", "poisson2d:8", "--theta", "0"], "must lie in (0, 1)"),
+    (["amg", "--gen", "poisson2d:8", "--method", "sa", "--interpolation", "direct"],
+     "--interpolation is an option of --method classical"),
     (["amg", "--gen", "poisson2d:8", "--smoother", "sor"], "Invalid value for '--smoother'"),
     (["amg", "--gen", "poisson2d:8", "--matrix", "x.mtx"], "exactly one of --gen SPEC or --matrix FILE"),
     (["amg", "--gen", "poisson2d:8", "--tol", "2"], "must lie in (0, 1)"),

@@ -25,8 +25,9 @@ def result(mpi_cache, k, ppn, case):
 
 @pytest.mark.parametrize("k,ppn", LAYOUTS, ids=IDS)
 @pytest.mark.parametrize("case", CASES)
-def test_galerkin_and_statistics(mpi_cache, k, ppn, case):
-    r = result(mpi_cache, k, ppn, case)
+@pytest.mark.parametrize("method", ["hybrid-gs", "sa"])
+def test_galerkin_and_statistics(mpi_cache, k, ppn, case, method):
+    r = result(mpi_cache, k, ppn, case)[method]
     assert len(r["rows"]) >= 3 and r["rows"][-1] <= 10
     assert r["galerkin_err"] <= 1e-13
     assert r["stats_ok"]
@@ -38,19 +39,20 @@ def test_solution_and_rank_independence(mpi_cache, k, ppn, case):
     r, one = result(mpi_cache, k, ppn, case), result(mpi_cache, 1, 1, case)
     for smoother, s in r["solves"].items():
         assert s["info"] == 0 and s["residual"] <= 1e-8, smoother
-    # PMIS weights hash global indices, so the hierarchy does not depend on the partition;
-    # Jacobi smoothing neither, so the iterations are those of one rank.
-    assert r["rows"] == one["rows"] and r["nnz"] == one["nnz"]
+    # PMIS and MIS-2 weights hash global indices, so the hierarchy does not depend on the
+    # partition; Jacobi smoothing neither, so the iterations are those of one rank.
+    for method in ("hybrid-gs", "sa"):
+        assert r[method]["rows"] == one[method]["rows"] and r[method]["nnz"] == one[method]["nnz"], method
     assert r["solves"]["jacobi"]["iterations"] == one["solves"]["jacobi"]["iterations"]
     # Hybrid Gauss-Seidel is Jacobi across ranks: a different smoother on each partition.
-    for name in ("hybrid-gs", "direct"):
+    for name in ("hybrid-gs", "direct", "sa"):
         assert abs(r["solves"][name]["iterations"] - one["solves"][name]["iterations"]) <= 2, name
 
 
 def test_auto_goes_node_aware_on_coarse_levels(mpi_cache):
-    r = result(mpi_cache, 4, 2, "poisson3d:10")
-    assert r["strategies"][0] == "standard"
-    assert "node-aware-2step" in r["strategies"][1:] or "node-aware" in r["strategies"][1:]
+    strategies = result(mpi_cache, 4, 2, "poisson3d:10")["hybrid-gs"]["strategies"]
+    assert strategies[0] == "standard"
+    assert "node-aware-2step" in strategies[1:] or "node-aware" in strategies[1:]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -74,6 +76,27 @@ def test_agrees_with_pyamg(mpi_cache, case):
     assert abs(ml.operator_complexity() - r["operator_complexity"]) <= 0.05 * ml.operator_complexity()
     its = len(res) - 1
     assert abs(r["iterations"] - its) <= max(2, 0.2 * its)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_smoothed_aggregation_near_pyamg(mpi_cache, case):
+    """Smoothed aggregation beside pyamg's with the same strength (symmetric, theta 0), the
+    constant candidate unimproved, omega 4/3 over the Lanczos estimate of rho(D^-1 A) and the
+    same Gauss-Seidel sweeps. The aggregates differ: ours grow around a distance-2 maximal
+    independent set (parallel, as ML's and Bell-Dalton-Olson's), pyamg's are greedy serial
+    ones, and ours come out larger. Stated tolerance: levels within 1, operator complexity
+    within 15 %, iterations at most 1.8 times pyamg's (57 against 36 on the 100^2 rotated
+    anisotropic problem, 14 against 10 on the 100^2 Laplacian)."""
+    r = result(mpi_cache, 1, 1, case)["solves"]["sa"]
+    A = cs.gallery.from_spec(case).tocsr()
+    ml = pyamg.smoothed_aggregation_solver(A, max_coarse=10, improve_candidates=None,
+                                           presmoother=("gauss_seidel", {"sweep": "forward"}),
+                                           postsmoother=("gauss_seidel", {"sweep": "backward"}))
+    res = []
+    ml.solve(np.cos(0.3 * np.arange(A.shape[0])), tol=1e-8, accel="cg", residuals=res)
+    assert abs(len(ml.levels) - r["levels"]) <= 1
+    assert abs(ml.operator_complexity() - r["operator_complexity"]) <= 0.15 * ml.operator_complexity()
+    assert r["iterations"] <= 1.8 * (len(res) - 1)
 
 
 def extended_i_reference(A, c_points, theta=0.25):

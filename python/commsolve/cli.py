@@ -318,31 +318,33 @@ def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, hea
 @click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")
 @click.option("--ppn", type=click.IntRange(1), default=None, help="Virtual ranks per node (default: the real layout).")
 @click.option("--partition", type=click.Choice(PARTITIONS), default="contiguous", show_default=True)
-@click.option("--method", type=click.Choice(["classical"]), default="classical", show_default=True)
+@click.option("--method", type=click.Choice(["classical", "sa"]), default="classical", show_default=True,
+              help="classical (PMIS, extended+i) or sa (smoothed aggregation, MIS-2 aggregates).")
 @click.option("--strategy", type=click.Choice(["standard", "node-aware", "node-aware-2step", "auto"]),
               default="auto", show_default=True, help="Exchange strategy of every level (auto: chosen per level).")
 @click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
               "inter-node messages).")
 @click.option("--smoother", type=click.Choice(["hybrid-gs", "jacobi", "l1-jacobi"]), default="hybrid-gs",
               show_default=True)
-@click.option("--theta", type=float, default=0.25, show_default=True, help="Strength threshold.")
+@click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")
 @click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--trunc", type=float, default=0.0, show_default=True, help="Truncation factor of interpolation.")
+@click.option("--interpolation", type=click.Choice(["ext+i", "direct"]), default=None,
+              help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
 @click.option("--accel", type=click.Choice(["cg", "none"]), default="cg", show_default=True)
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: _tolerance(v))
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
-def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse, trunc,
-            accel, tol, maxiter, plot, as_json):
-    """Algebraic multigrid (classical, PMIS) as the preconditioner of CG: the hierarchy with
-    each level's strategy and messages, iterations, setup and solve time."""
+def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
+            interpolation, accel, tol, maxiter, plot, as_json):
+    """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
+    the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
-    if not 0 < theta < 1:
-        raise click.BadParameter(f"must lie in (0, 1), got {theta}", param_hint="--theta")
-    if not 0 <= trunc < 1:
-        raise click.BadParameter(f"must lie in [0, 1), got {trunc}", param_hint="--trunc")
+    if theta is not None and not (0 < theta < 1 or (method == "sa" and theta == 0)):
+        raise click.BadParameter(f"must lie in (0, 1) ([0, 1) for sa), got {theta}", param_hint="--theta")
+    if interpolation is not None and method != "classical":
+        raise click.UsageError("--interpolation is an option of --method classical")
     _check_plot_path(plot, "--plot")
     _relaunch_or_check(nprocs)
     from mpi4py import MPI
@@ -359,7 +361,7 @@ def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoo
     result = _guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
                       strategy=strategy, profile=profile, smoother=smoother, tol=tol,
                       accel=None if accel == "none" else accel, maxiter=maxiter, progress=progress, theta=theta,
-                      max_coarse=max_coarse, trunc=trunc)
+                      max_coarse=max_coarse, interpolation=interpolation)
     if progress is not None:
         levels_bar.close()
     if result is not None:

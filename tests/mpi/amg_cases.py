@@ -23,11 +23,12 @@ comm = MPI.COMM_WORLD
 expected, tmpdir, ppn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 CASES = (("poisson2d:40", "auto"), ("poisson3d:10", "auto"), ("aniso2d:40,eps=0.01,theta=30", "standard"))
-# (name, options): the defaults (extended+i interpolation, 4 entries per row) with both
-# smoothers, and pyamg's direct interpolation for the comparison with it (the last one's
-# hierarchy is the one checked level by level).
+# (name, options): classical AMG with its defaults (extended+i interpolation, 4 entries per
+# row) and both smoothers, with pyamg's direct interpolation for the comparison with it,
+# and smoothed aggregation. The "hybrid-gs" and "sa" hierarchies are checked level by level.
 SOLVERS = (("direct", {"smoother": "hybrid-gs", "interpolation": "direct"}), ("jacobi", {"smoother": "jacobi"}),
-           ("hybrid-gs", {"smoother": "hybrid-gs"}))
+           ("hybrid-gs", {"smoother": "hybrid-gs"}), ("sa", {"method": "sa"}))
+CHECKED = ("hybrid-gs", "sa")
 
 
 def relerr(C, R):
@@ -49,34 +50,35 @@ for gen, strategy in CASES:
     A = cs.ParCSR.from_spec(gen, comm, topology=ppn)
     b = np.cos(0.3 * A.owned_rows())
     out = {"case": gen, "strategy": strategy, "solves": {}}
+    hierarchies = {}
     for name, options in SOLVERS:
         ml = cs.amg.solver(A, strategy=strategy, **options)
         x, info = ml.solve(b, tol=1e-8, accel="cg")
         xg, bg = A.gather(x), A.gather(b)
         G = A.to_global(root=0)
+        hierarchies[name] = ml
         if comm.rank == 0:
             out["solves"][name] = {"iterations": ml.last_solve["iterations"], "info": info,
                                    "residual": float(np.linalg.norm(bg - G @ xg) / np.linalg.norm(bg)),
                                    "levels": len(ml.levels), "operator_complexity": ml.operator_complexity}
-    # The hierarchy of the last solver (the defaults), level by level.
-    levels = ml.describe()
-    out["rows"] = [lv["rows"] for lv in levels]
-    out["nnz"] = [lv["nnz"] for lv in levels]
-    out["strategies"] = [lv["strategy"] for lv in levels]
-    out["operator_complexity"] = ml.operator_complexity
-    errs, ok = [], True
-    for k, lvl in enumerate(ml.levels):
-        ok &= halo_stats_ok(lvl.A) and (lvl.P is None or halo_stats_ok(lvl.P))
-        if lvl.P is None:
-            continue
-        Ag, Pg, Acg = lvl.A.to_global(root=0), lvl.P.to_global(root=0), ml.levels[k + 1].A.to_global(root=0)
-        Ag, Pg = comm.bcast(Ag, root=0), comm.bcast(Pg, root=0)
-        ap, rap = cs.virtual.galerkin_record_stats(Ag, Pg, lvl.A.row_dist, lvl.P.col_dist, lvl.A.topology,
-                                   *[e["strategy"] for e in lvl.exchanges])
-        ok &= lvl.exchanges[0]["recorded"] == ap[comm.rank] and lvl.exchanges[1]["recorded"] == rap[comm.rank]
-        if comm.rank == 0:
-            errs.append(relerr(Acg, sp.csr_matrix(Pg.T @ Ag @ Pg)))
-    out["stats_ok"] = all_ok(ok)
+    for name in CHECKED:  # level by level: sizes, strategies, Galerkin products, statistics
+        ml = hierarchies[name]
+        levels = ml.describe()
+        errs, ok = [], True
+        for k, lvl in enumerate(ml.levels):
+            ok &= halo_stats_ok(lvl.A) and (lvl.P is None or halo_stats_ok(lvl.P))
+            if lvl.P is None:
+                continue
+            Ag, Pg, Acg = lvl.A.to_global(root=0), lvl.P.to_global(root=0), ml.levels[k + 1].A.to_global(root=0)
+            Ag, Pg = comm.bcast(Ag, root=0), comm.bcast(Pg, root=0)
+            ap, rap = cs.virtual.galerkin_record_stats(Ag, Pg, lvl.A.row_dist, lvl.P.col_dist, lvl.A.topology,
+                                                       *[e["strategy"] for e in lvl.exchanges])
+            ok &= lvl.exchanges[0]["recorded"] == ap[comm.rank] and lvl.exchanges[1]["recorded"] == rap[comm.rank]
+            if comm.rank == 0:
+                errs.append(relerr(Acg, sp.csr_matrix(Pg.T @ Ag @ Pg)))
+        out[name] = {"rows": [lv["rows"] for lv in levels], "nnz": [lv["nnz"] for lv in levels],
+                     "strategies": [lv["strategy"] for lv in levels], "stats_ok": all_ok(ok),
+                     "galerkin_err": max(errs) if errs else 0.0}
     # Level 0's P untruncated, with the coarse points, for the test's own extended+i reference.
     ml0 = cs.amg.solver(A, strategy=strategy, pmax=0, max_levels=2)
     P0 = ml0.levels[0].P.to_global(root=0)
@@ -84,6 +86,5 @@ for gen, strategy in CASES:
     if comm.rank == 0:
         out["P0"] = {"indptr": P0.indptr.tolist(), "indices": P0.indices.tolist(), "data": P0.data.tolist(),
                      "shape": list(P0.shape), "c_points": np.concatenate(cpts).tolist()}
-    out["galerkin_err"] = max(errs) if errs else 0.0
     if comm.rank == 0:
         print(json.dumps(out), flush=True)

@@ -1,6 +1,7 @@
-"""Algebraic multigrid, distributed (issue 13): classical AMG (PMIS coarsening, direct
-interpolation, Galerkin coarse operators by distributed SpGEMM) with a communication
-strategy per level, used as the preconditioner of CG or on its own.
+"""Algebraic multigrid, distributed (issue 13): classical AMG (PMIS coarsening, extended+i or
+direct interpolation) or smoothed aggregation (MIS-2 aggregates, Jacobi-smoothed tentative
+prolongator), Galerkin coarse operators by distributed SpGEMM, a communication strategy per
+level, used as the preconditioner of CG or on its own.
 
 Example (``mpiexec -n 4 python -m mpi4py example.py``)::
 
@@ -33,8 +34,10 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
 
     ``strategy``: the halo and product exchange strategy of every level ("standard",
     "node-aware", "node-aware-2step", or "auto": chosen per level from that level's own
-    pattern, priced with ``profile`` when given), or a list with one per level. Setup
-    options: see :data:`SETUP_DEFAULTS`. ``smoother`` one of :data:`SMOOTHERS`."""
+    pattern, priced with ``profile`` when given), or a list with one per level. ``method``:
+    "classical" or "sa". Setup options: :data:`SETUP_DEFAULTS`, described in
+    :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
+    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi)."""
     from ..parcsr import ParCSR
 
     if not isinstance(A, ParCSR):

@@ -15,17 +15,18 @@ import scipy.sparse as sp
 from .. import _core, products
 from .._collective import agree
 from ..stats import summarize
-from . import classical
+from . import aggregation, classical
 
 __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAULTS"]
 
-METHODS = ("classical",)
+METHODS = ("classical", "sa")
 INTERPOLATIONS = ("ext+i", "direct")
 # hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
 # interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
 # simplest (no truncation by default).
-SETUP_DEFAULTS = {"theta": 0.25, "max_levels": 25, "max_coarse": 10, "interpolation": "ext+i", "trunc": 0.0,
-                  "pmax": None, "seed": 0}
+SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "interpolation": None, "trunc": 0.0,
+                  "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
+THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
 
 
 @dataclass
@@ -38,7 +39,8 @@ class Level:
     strategy: str = "standard"     # the operator's halo-exchange strategy (SpMV, smoothing)
     product_strategy: str = ""     # the strategies of the exchanges that built the next operator (A P, P^T A P)
     exchanges: list = field(default_factory=list)  # the Galerkin product's, with recorded statistics
-    c_points: np.ndarray = None    # global (fine) indices of this rank's coarse points, in coarse order
+    c_points: np.ndarray = None    # global (fine) indices of this rank's coarse points (classical) or
+    #                                aggregate roots (sa), in coarse order
     setup_s: float = 0.0
 
     @property
@@ -91,22 +93,35 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
 
     ``strategy``: one name for every level, or a list (one per level, the last repeated).
     Options (``SETUP_DEFAULTS``): ``theta`` (strength threshold), ``max_levels``,
-    ``max_coarse`` (stop when a level has at most this many rows), ``interpolation``
-    ("ext+i" or "direct"), ``trunc`` (truncation factor of P), ``pmax`` (most entries per
-    row of P; default 4 for ext+i, no limit for direct; 0: no limit), ``seed`` (PMIS weights)."""
+    ``max_coarse`` (stop when a level has at most this many rows), ``seed`` (PMIS or MIS-2
+    weights), ``theta`` (strength threshold: classical 0.25, sa 0.0 by default); classical
+    only: ``interpolation`` ("ext+i", the default, or "direct"), ``trunc`` (truncation factor
+    of P), ``pmax`` (most entries per row of P; default 4 for ext+i, no limit for direct; 0:
+    no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
+    times rho(D^-1 A): 4/3)."""
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
     unknown = set(options) - set(SETUP_DEFAULTS)
     if unknown:
         raise ValueError(f"unknown AMG option(s) {', '.join(sorted(unknown))} (known: {', '.join(SETUP_DEFAULTS)})")
     o = {**SETUP_DEFAULTS, **options}
+    if method == "sa" and (o["interpolation"] is not None or o["pmax"] is not None or o["trunc"] != 0):
+        raise ValueError("interpolation, pmax and trunc are options of classical AMG; smoothed aggregation "
+                         "smooths its tentative prolongator (prolongator_omega)")
+    if method == "classical" and o["prolongator_omega"] != SETUP_DEFAULTS["prolongator_omega"]:
+        raise ValueError("prolongator_omega is an option of smoothed aggregation (method='sa')")
+    o["interpolation"] = o["interpolation"] or "ext+i"
     if o["interpolation"] not in INTERPOLATIONS:
         raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: {', '.join(INTERPOLATIONS)})")
     pmax = (4 if o["interpolation"] == "ext+i" else 0) if o["pmax"] is None else int(o["pmax"])
     if pmax < 0 or not 0 <= o["trunc"] < 1:
         raise ValueError(f"pmax must be >= 0 and trunc in [0, 1), got {o['pmax']} and {o['trunc']}")
-    if not 0 < o["theta"] < 1:
-        raise ValueError(f"theta must lie in (0, 1), got {o['theta']}")
+    o["theta"] = THETA[method] if o["theta"] is None else o["theta"]
+    if not (0 < o["theta"] < 1 or (method == "sa" and o["theta"] == 0)):
+        raise ValueError(f"theta must lie in (0, 1) ({'[0, 1) for sa' if method == 'sa' else 'classical'}), "
+                         f"got {o['theta']}")
+    if not 0 < o["prolongator_omega"] < 2:
+        raise ValueError(f"prolongator_omega must lie in (0, 2), got {o['prolongator_omega']}")
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"AMG needs a square matrix, got {A.shape[0]} x {A.shape[1]}")
     per_level = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
@@ -128,19 +143,29 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             level.setup_s = time.perf_counter() - t0
             break
         L = _check_level(current, k)
-        strong = classical.strength(L, o["theta"])
-        state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
-        cfull, coarse = classical.coarse_numbering(current, state)
-        nc = coarse.global_size
-        if o["interpolation"] == "direct":
-            Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
+        if method == "classical":
+            strong = classical.strength(L, o["theta"])
+            state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
+            cfull, coarse = classical.coarse_numbering(current, state)
+            c_points = current.owned_rows()[state == classical.C]
         else:
-            Ploc = classical.extended_i_interpolation(current, L, strong, cfull, nc)
-        if o["trunc"] > 0 or pmax > 0:
-            Ploc = classical.truncate(Ploc, o["trunc"], pmax)
+            strong = aggregation.symmetric_strength(current, L, o["theta"])
+            agg, coarse, roots = aggregation.mis2_aggregates(current, L, strong, seed=o["seed"],
+                                                             strategy=level.strategy)
+            c_points = current.owned_rows()[roots]
+        nc = coarse.global_size
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
             level.setup_s = time.perf_counter() - t0
             break
+        if method == "sa":
+            P0 = aggregation.tentative_prolongator(current, agg, coarse)
+            Ploc = aggregation.smoothed_prolongator(current, P0, coarse, o["prolongator_omega"], strategy=strat)
+        elif o["interpolation"] == "direct":
+            Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
+        else:
+            Ploc = classical.extended_i_interpolation(current, L, strong, cfull, nc)
+        if method == "classical" and (o["trunc"] > 0 or pmax > 0):
+            Ploc = classical.truncate(Ploc, o["trunc"], pmax)
         from ..parcsr import ParCSR
 
         P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
@@ -148,7 +173,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
                                      spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
         level.P = P
-        level.c_points = current.owned_rows()[state == classical.C]
+        level.c_points = c_points
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
         level.exchanges = info["exchanges"]
         level.setup_s = time.perf_counter() - t0
