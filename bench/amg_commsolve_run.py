@@ -1,9 +1,9 @@
 """One commsolve AMG-PCG run for bench/amg_vs_hypre.py: the matrix generated row by row on
-every rank, ``cs.amg.solver`` (classical, strategy auto) and CG to rtol 1e-8 from x0 = 0,
+every rank, ``cs.amg.solver`` (METHOD classical or sa, strategy auto) and CG to rtol 1e-8 from x0 = 0,
 b = 1. Setup and solve are each timed between barriers (the slowest rank's time), REPEAT
 times. Rank 0 prints one JSON line.
 
-    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT
+    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD]
 """
 
 import json
@@ -16,6 +16,7 @@ from mpi4py import MPI
 import commsolve as cs
 
 spec, repeat = sys.argv[1], int(sys.argv[2])
+method = sys.argv[3] if len(sys.argv) > 3 else "classical"
 comm = MPI.COMM_WORLD
 A = cs.ParCSR.from_spec(spec, comm)
 b = np.ones(A.local_rows)
@@ -23,7 +24,7 @@ runs = []
 for _ in range(repeat):
     comm.Barrier()
     t0 = time.perf_counter()
-    ml = cs.amg.solver(A, strategy="auto")
+    ml = cs.amg.solver(A, method=method, strategy="auto")
     comm.Barrier()
     setup = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -36,4 +37,4 @@ for _ in range(repeat):
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:
-    print(json.dumps({"peer": "commsolve", "nranks": comm.size, "runs": runs}), flush=True)
+    print(json.dumps({"peer": f"commsolve {method}", "nranks": comm.size, "runs": runs}), flush=True)
