@@ -40,5 +40,8 @@ def test_record_exchange(mpi_cache, k, ppn, case):
 
 @pytest.mark.parametrize("k,ppn", LAYOUTS, ids=[f"np{k}-ppn{p}" for k, p in LAYOUTS])
 def test_one_inner_communicator(mpi_cache, k, ppn):
-    """25 matrices on one communicator share one duplicate of it."""
-    assert results(mpi_cache, k, ppn)["inner-comm"]["duplicates"] == 1
+    """25 matrices on one communicator share one duplicate of it, which outlives them, so
+    ranks may release objects at different times."""
+    r = results(mpi_cache, k, ppn)["inner-comm"]
+    assert r["duplicates"] == 1 and r["duplicates_after"] == 1
+    assert r["uneven_release_ok"]

@@ -26,8 +26,8 @@ void free_shared(InnerComm::Shared* s) {
   delete s;
 }
 
-// Called when the user frees their communicator (or when the attribute is deleted because
-// the last holder went away): holders still alive keep the duplicate until they go.
+// Called when the user frees their communicator: holders still alive keep the duplicate
+// until the last of them goes.
 int on_user_free(MPI_Comm, int, void* attr, void*) {
   auto* s = static_cast<InnerComm::Shared*>(attr);
   s->user_alive = false;
@@ -64,11 +64,11 @@ InnerComm::InnerComm(MPI_Comm user, int ntags) {
     check_mpi(MPI_Comm_set_attr(user, keyval, s), "MPI_Comm_set_attr");
     shared_ = s;
   }
-  require(ntags <= shared_->tag_ub, "InnerComm: " + std::to_string(ntags) + " tags asked, MPI_TAG_UB is " +
-                                        std::to_string(shared_->tag_ub));
-  // Tags wrap around after MPI_TAG_UB: by then the objects holding the first ones are long
-  // gone in any realistic program (Open MPI's bound is 2^31 - 1).
-  if (shared_->next_tag > shared_->tag_ub - ntags) shared_->next_tag = 0;
+  // Tags are never handed out twice: an object still alive may hold any earlier block.
+  require(shared_->next_tag <= shared_->tag_ub - ntags + 1,
+          "InnerComm: this communicator's MPI tags are used up (" + std::to_string(shared_->next_tag) +
+              " taken, MPI_TAG_UB " + std::to_string(shared_->tag_ub) +
+              "); create fewer commsolve objects on it, or give some a communicator of their own");
   tag_base_ = shared_->next_tag;
   shared_->next_tag += ntags;
   ++shared_->holders;
@@ -76,12 +76,9 @@ InnerComm::InnerComm(MPI_Comm user, int ntags) {
 
 InnerComm::~InnerComm() {
   if (shared_ == nullptr) return;
-  if (--shared_->holders > 0) return;
-  if (!mpi_alive()) return;  // MPI already freed everything
-  if (shared_->user_alive)
-    MPI_Comm_delete_attr(shared_->user, keyval);  // runs on_user_free, which frees it
-  else
-    free_shared(shared_);
+  // The duplicate stays with the user communicator (see the header) unless the user freed
+  // that already and this was its last holder.
+  if (--shared_->holders == 0 && !shared_->user_alive) free_shared(shared_);
 }
 
 MPI_Comm InnerComm::get() const { return shared_->inner; }
