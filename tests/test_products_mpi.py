@@ -45,3 +45,11 @@ def test_one_inner_communicator(mpi_cache, k, ppn):
     r = results(mpi_cache, k, ppn)["inner-comm"]
     assert r["duplicates"] == 1 and r["duplicates_after"] == 1
     assert r["uneven_release_ok"]
+
+
+@pytest.mark.parametrize("k,ppn", [(2, 2), (3, 1)], ids=["np2-ppn2", "np3-ppn1"])
+def test_galerkin_refuses_unlike_distributions(mpi_cache, k, ppn):
+    """Rows contiguous, columns strided: P^T A P would pair the wrong rows, so it is refused."""
+    galerkin, amg = results(mpi_cache, k, ppn)["distribution-checks"]["messages"]
+    assert galerkin and "rows and columns must be distributed alike" in galerkin
+    assert amg and "rows and columns distributed alike" in amg

@@ -39,6 +39,14 @@ def _same_comm(A, B):
         raise ValueError("the matrices live on different communicators")
 
 
+def _same_distribution(comm, a, b, what):
+    """Collective: a CollectiveError naming ``what`` unless Distributions a and b give every
+    rank the same indices in the same order."""
+    same = a.global_size == b.global_size and a.nranks == b.nranks and np.array_equal(a.owned(comm.rank),
+                                                                                       b.owned(comm.rank))
+    agree(comm, None if same else what)
+
+
 def _exchange(kernel, plan, stats):
     return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats)}
 
@@ -93,6 +101,10 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     _check_strategy(A.comm, strategy, "communication")
     agree(A.comm, None if A.shape[0] == A.shape[1] == P.shape[0] else
           f"galerkin: A is {A.shape[0]} x {A.shape[1]}, P is {P.shape[0]} x {P.shape[1]}")
+    # P^T (A P) pairs row i of A P (A's rows) with row i of P, and A P needs P's rows where
+    # A's columns are: one distribution for all three.
+    _same_distribution(A.comm, A.row_dist, A.col_dist, "galerkin: A's rows and columns must be distributed alike")
+    _same_distribution(A.comm, A.row_dist, P.row_dist, "galerkin: P's rows must be distributed as A's")
     plan_ap, plan_rap = _reused(reuse, 2)
     # A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
     ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap, True)

@@ -136,6 +136,20 @@ for strategy in STRATEGIES:
                       ("random:rows=300,nnz_per_row=6,seed=5", "contiguous")):
         results.append(run_case(gen, part, strategy))
 
+# The Galerkin product pairs rows of A P with rows of P: distributions that differ are an
+# error on every rank, not a wrong answer.
+G = sp.csr_matrix(cs.gallery.from_spec("poisson2d:6"))
+rows_d, cols_d = cs.partition.partition(36, comm.size, "contiguous"), cs.partition.partition(36, comm.size, "strided")
+M = cs.ParCSR.from_local_rows(G[rows_d.owned(comm.rank)], comm, row_dist=rows_d, col_dist=cols_d, topology=ppn)
+messages = []
+for call in (lambda: cs.galerkin(M, M), lambda: cs.amg.solver(M)):
+    try:
+        call()
+        messages.append(None)
+    except cs.CollectiveError as e:
+        messages.append(str(e))
+results.append({"case": "distribution-checks", "messages": messages})
+
 # One duplicate of COMM_WORLD however many matrices exist (issue 13: hierarchies of many levels).
 mats = [cs.ParCSR.from_spec("poisson2d:8", comm, topology=ppn) for _ in range(25)]
 dups = comm.allreduce(_core.inner_comm_count(), op=MPI.MAX)

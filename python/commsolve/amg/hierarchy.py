@@ -124,6 +124,9 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         raise ValueError(f"prolongator_omega must lie in (0, 2), got {o['prolongator_omega']}")
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"AMG needs a square matrix, got {A.shape[0]} x {A.shape[1]}")
+    products._same_distribution(A.comm, A.row_dist, A.col_dist,
+                                "AMG needs the matrix's rows and columns distributed alike (each rank's "
+                                "diagonal block square)")
     per_level = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
     for s in per_level:
         _check_strategy(s)

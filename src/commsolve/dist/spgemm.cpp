@@ -13,9 +13,13 @@ namespace commsolve {
 
 namespace {
 
+// Whether a and b give every rank the same indices in the same order (whatever their form).
 bool same_distribution(const Distribution& a, const Distribution& b) {
-  return a.global_size() == b.global_size() && a.nranks() == b.nranks() && a.offsets() == b.offsets() &&
-         a.owners() == b.owners();
+  if (a.global_size() != b.global_size() || a.nranks() != b.nranks()) return false;
+  if (a.is_contiguous() && b.is_contiguous()) return a.offsets() == b.offsets();
+  for (std::int64_t g = 0; g < a.global_size(); ++g)
+    if (a.owner(g) != b.owner(g) || a.local_index(g) != b.local_index(g)) return false;
+  return true;
 }
 
 // Rows with column indices into a compact numbering of the columns that occur.
