@@ -49,7 +49,9 @@ def test_one_inner_communicator(mpi_cache, k, ppn):
 
 @pytest.mark.parametrize("k,ppn", [(2, 2), (3, 1)], ids=["np2-ppn2", "np3-ppn1"])
 def test_galerkin_refuses_unlike_distributions(mpi_cache, k, ppn):
-    """Rows contiguous, columns strided: P^T A P would pair the wrong rows, so it is refused."""
-    galerkin, amg = results(mpi_cache, k, ppn)["distribution-checks"]["messages"]
+    """Rows contiguous, columns strided: P^T A P would pair the wrong rows, so it is refused;
+    and a plan reused for a matrix with another halo of the same size."""
+    galerkin, amg, reuse = results(mpi_cache, k, ppn)["distribution-checks"]["messages"]
     assert galerkin and "rows and columns must be distributed alike" in galerkin
     assert amg and "rows and columns distributed alike" in amg
+    assert reuse and "earlier product with the same matrices' structure" in reuse

@@ -47,8 +47,10 @@ def _same_distribution(comm, a, b, what):
     agree(comm, None if same else what)
 
 
-def _exchange(kernel, plan, stats):
-    return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats)}
+def _exchange(kernel, plan, stats, M):
+    """The info of one row exchange along M's halo plan (M's halo kept, to check a reuse)."""
+    return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats),
+            "halo": np.asarray(M.col_map)}
 
 
 def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy, profile=None):
@@ -59,13 +61,15 @@ def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy, p
                                   strategy=spmv_strategy, profile=profile)
 
 
-def _reused(reuse, k):
-    """The plans of an earlier call's info dict (``reuse``), or None for each of k."""
+def _reused(reuse, mats):
+    """Collective. The plans of an earlier call's info dict (``reuse``), one per exchange along
+    the halo of each of ``mats`` — checked on every rank to be for the same halo — or None."""
     if reuse is None:
-        return [None] * k
+        return [None] * len(mats)
     ex = reuse.get("exchanges", []) if isinstance(reuse, dict) else []
-    if len(ex) != k:
-        raise ValueError(f"reuse= takes the info dict of an earlier call of the same function ({k} exchanges)")
+    ok = len(ex) == len(mats) and all(np.array_equal(e.get("halo"), np.asarray(M.col_map)) for e, M in zip(ex, mats))
+    agree(mats[0].comm, None if ok else "reuse= takes the info dict of an earlier product with the same matrices' "
+          "structure (its plans are for their halos, which differ here)")
     return [e["plan"] for e in ex]
 
 
@@ -81,12 +85,12 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
     _check_strategy(A.comm, strategy, "communication")
     agree(A.comm, None if A.shape[1] == B.shape[0] else
           f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
-    (plan,) = _reused(reuse, 1)
+    (plan,) = _reused(reuse, [A])
     indptr, indices, data, plan, stats = _core.spgemm(A._core, B._core, A.comm.py2f(), strategy, plan)
     C = _build(indptr, indices, data, (A.local_rows, B.shape[1]), A, A.row_dist, B.col_dist, spmv_strategy)
     if not return_info:
         return C
-    return C, {"exchanges": [_exchange("A B", plan, stats)]}
+    return C, {"exchanges": [_exchange("A B", plan, stats, A)]}
 
 
 def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=None, return_info=False, reuse=None):
@@ -105,7 +109,7 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     # A's columns are: one distribution for all three.
     _same_distribution(A.comm, A.row_dist, A.col_dist, "galerkin: A's rows and columns must be distributed alike")
     _same_distribution(A.comm, A.row_dist, P.row_dist, "galerkin: P's rows must be distributed as A's")
-    plan_ap, plan_rap = _reused(reuse, 2)
+    plan_ap, plan_rap = _reused(reuse, [A, P])
     # A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
     ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap, True)
     indptr, indices, data, plan_rap, stats_rap = _core.transpose_product(
@@ -114,7 +118,7 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy, profile)
     if not return_info:
         return C
-    return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap), _exchange("P^T (A P)", plan_rap, stats_rap)]}
+    return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}
 
 
 def transpose_rows(A, strategy="standard"):

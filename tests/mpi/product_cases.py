@@ -148,6 +148,15 @@ for call in (lambda: cs.galerkin(M, M), lambda: cs.amg.solver(M)):
         messages.append(None)
     except cs.CollectiveError as e:
         messages.append(str(e))
+# A plan reused for a matrix whose halo differs is refused (same sizes, other columns).
+X = cs.ParCSR.from_global(sp.csr_matrix(sp.diags([1.0, 1.0], [0, 1], shape=(36, 36))), comm, topology=ppn)
+Y = cs.ParCSR.from_global(sp.csr_matrix(sp.diags([1.0, 1.0], [0, 2], shape=(36, 36))), comm, topology=ppn)
+_, first = cs.spgemm(X, X, return_info=True)
+try:
+    cs.spgemm(Y, Y, reuse=first)
+    messages.append(None)
+except cs.CollectiveError as e:
+    messages.append(str(e))
 results.append({"case": "distribution-checks", "messages": messages})
 
 # One duplicate of COMM_WORLD however many matrices exist (issue 13: hierarchies of many levels).
