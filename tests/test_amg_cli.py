@@ -132,3 +132,27 @@ def test_analyze_amg_per_level(tmp_path):
     assert max(saved[1:]) > saved[0]
     assert any(lv["auto"] == "node-aware" for lv in levels[1:])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_stalled_coarsening_is_a_clear_error(tmp_path):
+    """No negative couplings: no strong connections, no coarse grid. The 25,600-row level
+    would be gathered and factored whole on every rank: refused, saying why."""
+    path = tmp_path / "abs.mtx"
+    mmwrite(path, sp.csr_matrix(abs(gallery.poisson2d(160)) + sp.identity(160 ** 2)))
+    p = cli("amg", "--matrix", str(path), "-np", "2")
+    assert p.returncode != 0
+    assert "coarsening stalled" in p.stderr and "25,600 rows" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_sa_leaves_unconnected_points_out_of_aggregates(tmp_path):
+    """300 decoupled rows (Dirichlet-like) beside a Laplacian: as pyamg, they join no
+    aggregate (zero rows of the tentative prolongator) instead of becoming 300 singletons on
+    every level."""
+    G = sp.block_diag([gallery.poisson2d(30), sp.identity(300)], format="csr")
+    path = tmp_path / "dirichlet.mtx"
+    mmwrite(path, G)
+    p = cli("amg", "--matrix", str(path), "-np", "2", "--method", "sa", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["converged"] and r["levels"][1]["rows"] < 300 and r["levels"][-1]["rows"] <= 10

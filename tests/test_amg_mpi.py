@@ -49,6 +49,19 @@ def test_solution_and_rank_independence(mpi_cache, k, ppn, case):
         assert abs(r["solves"][name]["iterations"] - one["solves"][name]["iterations"]) <= 2, name
 
 
+@pytest.mark.parametrize("k,ppn", LAYOUTS[1:], ids=IDS[1:])
+@pytest.mark.parametrize("case", CASES)
+def test_other_partition_same_first_coarse_grid(mpi_cache, k, ppn, case):
+    """Rows dealt out round-robin: PMIS and MIS-2 weights follow the fine-grid identities, so
+    the first coarse grid is one rank's; deeper grids may differ where truncation breaks ties
+    by the (rank-ordered) coarse numbering, and the iterations by at most 2."""
+    r, one = result(mpi_cache, k, ppn, case), result(mpi_cache, 1, 1, case)
+    for name in ("strided-jacobi", "strided-sa"):
+        assert r[name]["info"] == 0
+        assert r[name]["rows"][:2] == one[name]["rows"][:2], name
+        assert abs(r[name]["iterations"] - one[name]["iterations"]) <= 2, name
+
+
 def test_auto_goes_node_aware_on_coarse_levels(mpi_cache):
     strategies = result(mpi_cache, 4, 2, "poisson3d:10")["hybrid-gs"]["strategies"]
     assert strategies[0] == "standard"

@@ -324,7 +324,8 @@ def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, hea
               default="auto", show_default=True, help="Exchange strategy of every level (auto: chosen per level).")
 @click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
               "inter-node messages).")
-@click.option("--smoother", type=click.Choice(["hybrid-gs", "jacobi", "l1-jacobi"]), default="hybrid-gs",
+@click.option("--smoother", type=click.Choice(["hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi"]),
+              default="hybrid-gs",
               show_default=True)
 @click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")
 @click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)

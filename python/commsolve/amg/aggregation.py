@@ -43,7 +43,7 @@ def _max_over(G, grow, gcol, own):
     return out
 
 
-def mis2_aggregates(A, L, strong, seed=0, strategy="standard"):
+def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     """Collective. Aggregates of the rank's points: returns each owned point's global coarse
     index (the numbering of the aggregates' roots), the coarse Distribution, and which owned
     points are roots.
@@ -52,7 +52,9 @@ def mis2_aggregates(A, L, strong, seed=0, strategy="standard"):
     rounds (an undecided point whose weight is the largest among the undecided points within
     distance 2 becomes a root; every point within distance 2 of a root leaves the race).
     A point next to roots joins the heaviest of them; a point two steps away joins the
-    aggregate of its heaviest neighbour that has joined one."""
+    aggregate of its heaviest neighbour that has joined one. Points without strong
+    neighbours join none (their rows of P0 are zero, as pyamg's). Weights are hashed from
+    the points' identities ``ids`` (the fine-grid indices they descend from)."""
     from mpi4py import MPI
 
     S = _to_parcsr(A, L, strong, strategy)
@@ -61,8 +63,9 @@ def mis2_aggregates(A, L, strong, seed=0, strategy="standard"):
     Gl = G.local_block()
     grow, gcol = _rows(Gl), Gl.indices
     n = L.shape[0]
-    w = hash_uniform(A.owned_rows(), seed)
-    state = np.full(n, UNDECIDED)
+    w = hash_uniform(ids, seed)
+    isolated = np.diff(Gl.indptr) == 0
+    state = np.where(isolated, OUT, UNDECIDED)
     while A.comm.allreduce(int(np.sum(state == UNDECIDED)), op=MPI.SUM) > 0:
         live = np.where(state == UNDECIDED, w, -1.0)
         m2 = _max_over(G, grow, gcol, _max_over(G, grow, gcol, live))
@@ -81,36 +84,40 @@ def mis2_aggregates(A, L, strong, seed=0, strategy="standard"):
         np.maximum.at(best, grow[cand], wfull[gcol[cand]])
         pick = cand & (wfull[gcol] == best[grow])
         agg[grow[pick]] = afull[gcol[pick]]
-    if np.any(agg < 0):
-        raise RuntimeError("aggregation left points without an aggregate (distance-2 maximality violated)")
+    if np.any((agg < 0) & ~isolated):
+        raise RuntimeError("aggregation left connected points without an aggregate (distance-2 maximality "
+                           "violated)")
     return agg, coarse, state == ROOT
 
 
 def tentative_prolongator(A, agg, coarse):
     """Collective. P0 (scipy CSR rows, global coarse columns): the constant vector restricted
-    to each aggregate and normalised, P0[i, agg(i)] = 1 / sqrt(|aggregate|)."""
+    to each aggregate and normalised, P0[i, agg(i)] = 1 / sqrt(|aggregate|); zero rows for
+    points in no aggregate (agg < 0)."""
     from ..parcsr import ParCSR
 
     n = agg.size
-    ones = sp.csr_matrix((np.ones(n), (np.arange(n), agg)), shape=(n, coarse.global_size))
+    member = np.flatnonzero(agg >= 0)
+    ones = sp.csr_matrix((np.ones(member.size), (member, agg[member])), shape=(n, coarse.global_size))
     P1 = ParCSR.from_local_rows(ones, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology)
     sizes = P1.rmatvec(np.ones(n))                    # aggregate sizes, at the roots' owners
     sfull = np.concatenate([sizes, P1.exchange(sizes)])
     Lb = P1.local_block()
-    return sp.csr_matrix((1.0 / np.sqrt(sfull[Lb.indices]), agg, np.arange(n + 1)), shape=ones.shape)
+    # One entry per member row, in row order: the sizes of their aggregates, owned or halo.
+    return sp.csr_matrix((1.0 / np.sqrt(sfull[Lb.indices]), agg[member], Lb.indptr), shape=ones.shape)
 
 
-def spectral_radius_dinv_a(A, steps=15):
+def spectral_radius_dinv_a(A, ids, steps=15):
     """Collective. The spectral radius of D^-1 A, as pyamg estimates it for symmetric A: the
     largest Ritz value of ``steps`` Lanczos steps on D^-1/2 A D^-1/2 (similar to D^-1 A),
-    from a start vector hashed from global indices (so the same on any number of ranks)."""
+    from a start vector hashed from the points' identities (so the same on any partition)."""
     from mpi4py import MPI
 
     def dot(u, v):
         return A.comm.allreduce(float(u @ v), op=MPI.SUM)
 
     s = 1.0 / np.sqrt(np.abs(A.local_block().diagonal()[: A.local_rows]))
-    q = hash_uniform(A.owned_rows(), 12345) + 0.5
+    q = hash_uniform(ids, 12345) + 0.5
     q /= np.sqrt(dot(q, q))
     q_prev, beta = np.zeros_like(q), 0.0
     alphas, betas = [], []
@@ -128,13 +135,13 @@ def spectral_radius_dinv_a(A, steps=15):
     return float(np.max(np.abs(np.linalg.eigvalsh(T))))
 
 
-def smoothed_prolongator(A, P0, coarse, omega=4.0 / 3.0, strategy="standard"):
+def smoothed_prolongator(A, P0, coarse, ids, omega=4.0 / 3.0, strategy="standard"):
     """Collective. P = (I - omega / rho(D^-1 A) D^-1 A) P0 (scipy CSR rows, global coarse
     columns), with A P0 by the distributed SpGEMM."""
     from ..parcsr import ParCSR
 
     P0p = ParCSR.from_local_rows(P0, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology)
-    rho = spectral_radius_dinv_a(A)
+    rho = spectral_radius_dinv_a(A, ids)
     AP0 = products.spgemm(A, P0p, strategy=strategy).local_matrix()
     d = A.local_block().diagonal()[: A.local_rows]
     return sp.csr_matrix(P0 - sp.diags((omega / rho) / d) @ AP0)

@@ -65,11 +65,12 @@ def _to_parcsr(A, L, mask, like):
                                   strategy=like)
 
 
-def pmis(A, L, strong, seed=0, strategy="standard"):
+def pmis(A, L, strong, ids, seed=0, strategy="standard"):
     """Collective. PMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
 
-    Weights w_i = |S^T_i| + hash(i) (how many points strongly depend on i, plus a
-    partition-free random number). Points nobody depends on start fine. Each round, an
+    Weights w_i = |S^T_i| + hash(id_i) (how many points strongly depend on i, plus a random
+    number drawn from the point's identity ``ids``, the fine-grid index it descends from:
+    the same whatever the partition). Points nobody depends on start fine. Each round, an
     undecided point whose weight beats every undecided neighbour in S + S^T becomes coarse,
     and undecided points that strongly depend on a new coarse point become fine; until none
     is undecided anywhere."""
@@ -79,7 +80,7 @@ def pmis(A, L, strong, seed=0, strategy="standard"):
     ST = products.transpose_rows(S, strategy)  # S^T's rows on this rank (global columns)
     n = L.shape[0]
     depends_on_me = np.diff(ST.indptr)
-    w = depends_on_me + hash_uniform(A.owned_rows(), seed)
+    w = depends_on_me + hash_uniform(ids, seed)
     G = _symmetrized(S, ST, strategy)
     Gl = G.local_block()
     grow, gcol = _rows(Gl), Gl.indices

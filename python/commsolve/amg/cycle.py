@@ -3,10 +3,14 @@
 Smoothers (hypre's names in brackets): ``jacobi`` (weighted Jacobi, omega), ``l1-jacobi``
 (Jacobi with the diagonal increased by the l1 norm of the row's off-process entries, which
 makes it convergent without a weight [relax_type 18]), ``hybrid-gs`` (Gauss-Seidel on each
-rank's rows, Jacobi across ranks: forward before restriction, backward after interpolation,
-so the V-cycle stays symmetric for CG [relax_type 13/14]). Only the Jacobi smoothers are
-independent of the partition; hybrid Gauss-Seidel on P ranks is a different smoother from
-Gauss-Seidel on one, so iteration counts may differ with P.
+rank's rows, Jacobi across ranks: forward before restriction, backward after
+interpolation, so the V-cycle stays symmetric for CG [relax_type 3/4]), ``l1-hybrid-gs``
+(the same with the l1 term on the diagonal [relax_type 13/14]: convergent however the rows
+are split — a partition that cuts most couplings, strided say, leaves hybrid Gauss-Seidel
+an undamped Jacobi — at the price of weaker smoothing where many couplings are cut; Baker,
+Falgout, Kolev, Yang 2011). Only the Jacobi
+smoothers are independent of the partition; hybrid Gauss-Seidel on P ranks is a different
+smoother from Gauss-Seidel on one, so iteration counts may differ with P.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from .hierarchy import gather_global
 
 __all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg"]
 
-SMOOTHERS = ("hybrid-gs", "jacobi", "l1-jacobi")
+SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi")
 
 
 class Smoother:
@@ -40,7 +44,7 @@ class Smoother:
         self.indices = L.indices.astype(np.int32)
         self.data = np.ascontiguousarray(L.data, dtype=np.float64)
         diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
-        if kind == "l1-jacobi":
+        if kind.startswith("l1-"):  # l1 scaling: convergent however the rows are split
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
         self.diag = np.ascontiguousarray(diag, dtype=np.float64)
@@ -59,14 +63,14 @@ class Smoother:
     def pre(self, b, x, zero=False):
         """Smooths x in place; ``zero``: x is known to be 0 (the halo need not travel)."""
         for k in range(self.sweeps):
-            if self.kind == "hybrid-gs":
+            if self.kind.endswith("hybrid-gs"):
                 self._gs(b, x, True, zero and k == 0)
             else:
                 self._jacobi(b, x)
 
     def post(self, b, x):
         for _ in range(self.sweeps):
-            if self.kind == "hybrid-gs":
+            if self.kind.endswith("hybrid-gs"):
                 self._gs(b, x, False, False)
             else:
                 self._jacobi(b, x)

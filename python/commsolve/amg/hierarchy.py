@@ -26,7 +26,8 @@ INTERPOLATIONS = ("ext+i", "direct")
 # simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "interpolation": None, "trunc": 0.0,
                   "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
-THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
+THETA = {"classical": 0.25, "sa": 0.0}
+COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank  # hypre's and pyamg's defaults for each method
 
 
 @dataclass
@@ -39,8 +40,9 @@ class Level:
     strategy: str = "standard"     # the operator's halo-exchange strategy (SpMV, smoothing)
     product_strategy: str = ""     # the strategies of the exchanges that built the next operator (A P, P^T A P)
     exchanges: list = field(default_factory=list)  # the Galerkin product's, with recorded statistics
-    c_points: np.ndarray = None    # global (fine) indices of this rank's coarse points (classical) or
-    #                                aggregate roots (sa), in coarse order
+    ids: np.ndarray = None         # each of this rank's points' fine-grid index (its random weights' seed)
+    c_points: np.ndarray = None    # this level's global indices of the rank's coarse points (classical)
+    #                                or aggregate roots (sa), in coarse order
     setup_s: float = 0.0
 
     @property
@@ -133,13 +135,14 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
 
     levels = []
     current = A
+    ids = A.owned_rows()
     while True:
         t0 = time.perf_counter()
         k = len(levels)
         strat = per_level[min(k, len(per_level) - 1)]
         if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
             current = _rebuild(current, strat, profile)
-        level = Level(current, strategy=current.plan.strategy)
+        level = Level(current, strategy=current.plan.strategy, ids=ids)
         levels.append(level)
         if current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]:
             _check_level(current, k)
@@ -148,21 +151,20 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         L = _check_level(current, k)
         if method == "classical":
             strong = classical.strength(L, o["theta"])
-            state = classical.pmis(current, L, strong, seed=o["seed"], strategy=level.strategy)
+            state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy)
             cfull, coarse = classical.coarse_numbering(current, state)
-            c_points = current.owned_rows()[state == classical.C]
+            kept = state == classical.C
         else:
             strong = aggregation.symmetric_strength(current, L, o["theta"])
-            agg, coarse, roots = aggregation.mis2_aggregates(current, L, strong, seed=o["seed"],
-                                                             strategy=level.strategy)
-            c_points = current.owned_rows()[roots]
+            agg, coarse, kept = aggregation.mis2_aggregates(current, L, strong, ids, seed=o["seed"],
+                                                            strategy=level.strategy)
         nc = coarse.global_size
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
             level.setup_s = time.perf_counter() - t0
             break
         if method == "sa":
             P0 = aggregation.tentative_prolongator(current, agg, coarse)
-            Ploc = aggregation.smoothed_prolongator(current, P0, coarse, o["prolongator_omega"], strategy=strat)
+            Ploc = aggregation.smoothed_prolongator(current, P0, coarse, ids, o["prolongator_omega"], strategy=strat)
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
         else:
@@ -176,13 +178,20 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
                                      spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
         level.P = P
-        level.c_points = c_points
+        level.c_points = current.owned_rows()[kept]
+        ids = ids[kept]  # coarse points are numbered in local order
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
         level.exchanges = info["exchanges"]
         level.setup_s = time.perf_counter() - t0
         if progress:
             progress(k + 1, nc)
         current = Ac
+    last = levels[-1]
+    if last.rows > max(o["max_coarse"], COARSEST_LIMIT):
+        why = ("max_levels reached" if len(levels) >= o["max_levels"] else
+               "coarsening stalled (too few strong connections: try another theta, or the other method)")
+        raise ValueError(f"AMG setup: the coarsest level (level {len(levels) - 1}) has {last.rows:,} rows, more than "
+                         f"the {COARSEST_LIMIT:,} that are gathered and factored whole on every rank: {why}")
     return levels
 
 
