@@ -43,6 +43,13 @@ struct CommPlan {
   void validate() const;
 };
 
+// The most steps an executor runs, and the MPI tags each executor takes: forward step s
+// uses tag_base + s, reverse step s tag_base + max_plan_steps + s. A fixed number, not the
+// plan's own: ranks' plans may have different numbers of steps, and every rank must take
+// the same tags for the next object.
+constexpr std::size_t max_plan_steps = 8;
+constexpr int executor_tags = 2 * static_cast<int>(max_plan_steps);
+
 // The standard strategy (thesis Algorithm 5.1): one step, one message per neighbour pair,
 // received straight into the halo.
 CommPlan standard_plan(const HaloPattern& pattern);

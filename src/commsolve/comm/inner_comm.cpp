@@ -59,16 +59,15 @@ InnerComm::InnerComm(MPI_Comm user, int ntags) {
     check_mpi(MPI_Comm_set_errhandler(s->inner, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     void* ub = nullptr;
     int has_ub = 0;
-    check_mpi(MPI_Comm_get_attr(s->inner, MPI_TAG_UB, &ub, &has_ub), "MPI_Comm_get_attr(MPI_TAG_UB)");
+    // MPI_TAG_UB is an attribute of MPI_COMM_WORLD (other communicators need not carry it).
+    check_mpi(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &has_ub), "MPI_Comm_get_attr(MPI_TAG_UB)");
     if (has_ub) s->tag_ub = *static_cast<int*>(ub);
     check_mpi(MPI_Comm_set_attr(user, keyval, s), "MPI_Comm_set_attr");
     shared_ = s;
   }
-  // Tags are never handed out twice: an object still alive may hold any earlier block.
-  require(shared_->next_tag <= shared_->tag_ub - ntags + 1,
-          "InnerComm: this communicator's MPI tags are used up (" + std::to_string(shared_->next_tag) +
-              " taken, MPI_TAG_UB " + std::to_string(shared_->tag_ub) +
-              "); create fewer commsolve objects on it, or give some a communicator of their own");
+  require(static_cast<long long>(ntags) <= static_cast<long long>(shared_->tag_ub) + 1, "InnerComm: " + std::to_string(ntags) + " tags asked, MPI_TAG_UB is " +
+                                            std::to_string(shared_->tag_ub));
+  if (shared_->next_tag > shared_->tag_ub - ntags + 1) shared_->next_tag = 0;  // recycle (see the header)
   tag_base_ = shared_->next_tag;
   shared_->next_tag += ntags;
   ++shared_->holders;

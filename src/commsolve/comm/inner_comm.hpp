@@ -18,8 +18,7 @@ namespace commsolve {
 class InnerComm {
  public:
   // Collective on `user` the first time (MPI_Comm_dup); local afterwards. Reserves `ntags`
-  // consecutive tags for this holder (an error once MPI_TAG_UB is reached). The duplicate
-  // reports errors (MPI_ERRORS_RETURN).
+  // consecutive tags for this holder. The duplicate reports errors (MPI_ERRORS_RETURN).
   InnerComm(MPI_Comm user, int ntags);
   ~InnerComm();
   InnerComm(InnerComm&& o) noexcept : shared_(o.shared_), tag_base_(o.tag_base_) { o.shared_ = nullptr; }

@@ -9,12 +9,6 @@
 
 namespace commsolve {
 
-namespace {
-
-constexpr int max_steps = 200;  // tags: forward tag_base + step, reverse tag_base + max_steps + step
-
-}  // namespace
-
 OwnedComm::OwnedComm(MPI_Comm parent) {
   check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -94,14 +88,14 @@ void RequestSet::wait(std::vector<MPI_Status>& statuses) {
 }
 
 HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int block)
-    : plan_(std::move(plan)), block_(block), topo_(topo), comm_(comm, 2 * max_steps) {
+    : plan_(std::move(plan)), block_(block), topo_(topo), comm_(comm, executor_tags) {
   require(block_ >= 1, "executor: block must be at least 1, got " + std::to_string(block_));
   require(comm_.size() == plan_.nranks, "executor: plan is for " + std::to_string(plan_.nranks) +
                                             " ranks, communicator has " + std::to_string(comm_.size()));
   require(comm_.rank() == plan_.rank, "executor: plan of rank " + std::to_string(plan_.rank) +
                                           " used on rank " + std::to_string(comm_.rank()));
   require(topo_.size() == plan_.nranks, "executor: topology size differs from the plan's");
-  require(plan_.steps.size() <= static_cast<std::size_t>(max_steps), "executor: too many plan steps");
+  require(plan_.steps.size() <= max_plan_steps, "executor: too many plan steps");
   plan_.validate();
   tail_.assign(static_cast<std::size_t>((plan_.n_halo + plan_.n_work) * block_), 0.0);
   for (const PlanStep& st : plan_.steps) {
@@ -136,7 +130,7 @@ void HaloExecutor::setup_reverse() {
   for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
     const PlanStep& st = plan_.steps[s];
     recvbuf_.emplace_back(st.send_idx.size() * block_);
-    const int tag = comm_.tag_base() + max_steps + static_cast<int>(s);
+    const int tag = comm_.tag_base() + static_cast<int>(max_plan_steps + s);
     StepRequests sr;
     for (std::size_t i = 0; i < st.send_peers.size(); ++i)
       sr.reqs.add(false, recvbuf_[s].data() + st.send_ptr[i] * block_, st.send_count(i) * block_,

@@ -11,8 +11,6 @@ namespace commsolve {
 
 namespace {
 
-constexpr int max_steps = 200;  // tags: forward tag_base + step, reverse tag_base + max_steps + step
-
 void require_int_count(std::int64_t bytes) {
   require(bytes < (std::int64_t(1) << 31), "record exchange: a message of " + std::to_string(bytes) +
                                                " bytes exceeds MPI's int count");
@@ -21,14 +19,14 @@ void require_int_count(std::int64_t bytes) {
 }  // namespace
 
 RecordExecutor::RecordExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int unit_bytes)
-    : plan_(std::move(plan)), topo_(topo), comm_(comm, 2 * max_steps), unit_bytes_(unit_bytes) {
+    : plan_(std::move(plan)), topo_(topo), comm_(comm, executor_tags), unit_bytes_(unit_bytes) {
   require(unit_bytes_ >= 1, "record exchange: unit_bytes must be at least 1, got " + std::to_string(unit_bytes_));
   require(comm_.size() == plan_.nranks, "record exchange: plan is for " + std::to_string(plan_.nranks) +
                                             " ranks, communicator has " + std::to_string(comm_.size()));
   require(comm_.rank() == plan_.rank, "record exchange: plan of rank " + std::to_string(plan_.rank) +
                                           " used on rank " + std::to_string(comm_.rank()));
   require(topo_.size() == plan_.nranks, "record exchange: topology size differs from the plan's");
-  require(plan_.steps.size() <= static_cast<std::size_t>(max_steps), "record exchange: too many plan steps");
+  require(plan_.steps.size() <= max_plan_steps, "record exchange: too many plan steps");
   plan_.validate();
   forward_stats_.steps.resize(plan_.steps.size());
   reverse_stats_.steps.resize(plan_.steps.size());
@@ -161,7 +159,7 @@ RecordSet RecordExecutor::reverse(RecordsView halo) {
   }
   for (std::size_t s = plan_.steps.size(); s-- > 0;) {
     const PlanStep& st = plan_.steps[s];
-    const int tag = comm_.tag_base() + max_steps + static_cast<int>(s);
+    const int tag = comm_.tag_base() + static_cast<int>(max_plan_steps + s);
     std::vector<std::vector<std::byte>> out(st.recv_peers.size());
     std::vector<MPI_Request> reqs;
     for (std::size_t i = 0; i < st.recv_peers.size(); ++i) {
