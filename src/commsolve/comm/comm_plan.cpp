@@ -74,4 +74,16 @@ CommPlan standard_plan(const HaloPattern& pattern) {
   return plan;
 }
 
+void check_plan_fits(const CommPlan& plan, int rank, int size, int topo_size, const std::string& who) {
+  if (size != plan.nranks)
+    throw std::invalid_argument(who + ": plan is for " + std::to_string(plan.nranks) + " ranks, communicator has " +
+                                std::to_string(size));
+  if (rank != plan.rank)
+    throw std::invalid_argument(who + ": plan of rank " + std::to_string(plan.rank) + " used on rank " +
+                                std::to_string(rank));
+  if (topo_size != plan.nranks) throw std::invalid_argument(who + ": topology size differs from the plan's");
+  if (plan.steps.size() > max_plan_steps) throw std::invalid_argument(who + ": too many plan steps");
+  plan.validate();
+}
+
 }  // namespace commsolve

@@ -50,6 +50,11 @@ struct CommPlan {
 constexpr std::size_t max_plan_steps = 8;
 constexpr int executor_tags = 2 * static_cast<int>(max_plan_steps);
 
+// Throws std::invalid_argument (naming `who`) unless `plan` is rank `rank`'s of a
+// communicator of `size` ranks on a topology of `topo_size`, with at most max_plan_steps
+// steps, and valid.
+void check_plan_fits(const CommPlan& plan, int rank, int size, int topo_size, const std::string& who);
+
 // The standard strategy (thesis Algorithm 5.1): one step, one message per neighbour pair,
 // received straight into the halo.
 CommPlan standard_plan(const HaloPattern& pattern);

@@ -90,13 +90,7 @@ void RequestSet::wait(std::vector<MPI_Status>& statuses) {
 HaloExecutor::HaloExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int block)
     : plan_(std::move(plan)), block_(block), topo_(topo), comm_(comm, executor_tags) {
   require(block_ >= 1, "executor: block must be at least 1, got " + std::to_string(block_));
-  require(comm_.size() == plan_.nranks, "executor: plan is for " + std::to_string(plan_.nranks) +
-                                            " ranks, communicator has " + std::to_string(comm_.size()));
-  require(comm_.rank() == plan_.rank, "executor: plan of rank " + std::to_string(plan_.rank) +
-                                          " used on rank " + std::to_string(comm_.rank()));
-  require(topo_.size() == plan_.nranks, "executor: topology size differs from the plan's");
-  require(plan_.steps.size() <= max_plan_steps, "executor: too many plan steps");
-  plan_.validate();
+  check_plan_fits(plan_, comm_.rank(), comm_.size(), topo_.size(), "executor");
   tail_.assign(static_cast<std::size_t>((plan_.n_halo + plan_.n_work) * block_), 0.0);
   for (const PlanStep& st : plan_.steps) {
     sendbuf_.emplace_back(st.send_idx.size() * block_);

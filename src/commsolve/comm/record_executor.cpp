@@ -21,13 +21,7 @@ void require_int_count(std::int64_t bytes) {
 RecordExecutor::RecordExecutor(CommPlan plan, const Topology& topo, MPI_Comm comm, int unit_bytes)
     : plan_(std::move(plan)), topo_(topo), comm_(comm, executor_tags), unit_bytes_(unit_bytes) {
   require(unit_bytes_ >= 1, "record exchange: unit_bytes must be at least 1, got " + std::to_string(unit_bytes_));
-  require(comm_.size() == plan_.nranks, "record exchange: plan is for " + std::to_string(plan_.nranks) +
-                                            " ranks, communicator has " + std::to_string(comm_.size()));
-  require(comm_.rank() == plan_.rank, "record exchange: plan of rank " + std::to_string(plan_.rank) +
-                                          " used on rank " + std::to_string(comm_.rank()));
-  require(topo_.size() == plan_.nranks, "record exchange: topology size differs from the plan's");
-  require(plan_.steps.size() <= max_plan_steps, "record exchange: too many plan steps");
-  plan_.validate();
+  check_plan_fits(plan_, comm_.rank(), comm_.size(), topo_.size(), "record exchange");
   forward_stats_.steps.resize(plan_.steps.size());
   reverse_stats_.steps.resize(plan_.steps.size());
 }
