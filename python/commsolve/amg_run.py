@@ -64,7 +64,7 @@ def format_amg(r):
     rows = [f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"
             f"{lv['inter_msgs_max']:>11}{lv['intra_msgs_max']:>11}" for lv in r["levels"]]
     res = r["rel_residual_vs_scipy"]
-    tail = [f"  (messages: the busiest rank's, one halo exchange of the level's operator)",
+    tail = ["  (messages: the busiest rank's, one halo exchange of the level's operator)",
             f"setup       {r['setup_s']:.3f} s",
             f"solve       {r['solve_s']:.3f} s, {r['iterations']} iterations ({r['accel'] or 'V-cycles'}), "
             f"{'converged' if r['converged'] else 'NOT converged'} to {r['tol']:g}, "

@@ -55,7 +55,6 @@ def stats_match(recorded, plans, topo, lengths, reverse, unit_bytes=16):
 
 def run_case(gen, part, strategy):
     G = sp.csr_matrix(cs.gallery.from_spec(gen))
-    n = G.shape[0]
     A = cs.ParCSR.from_global(G, comm, partition=part, topology=ppn)
     topo = A.topology
     Pg = prolongator(G, seed=11)

@@ -26,8 +26,8 @@ INTERPOLATIONS = ("ext+i", "direct")
 # simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "interpolation": None, "trunc": 0.0,
                   "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
-THETA = {"classical": 0.25, "sa": 0.0}
-COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank  # hypre's and pyamg's defaults for each method
+THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
+COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank
 
 
 @dataclass
@@ -91,12 +91,13 @@ def _rebuild(A, strategy, profile):
 
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, **options):
-    """Collective. The levels of a classical AMG hierarchy for the ParCSR ``A``.
+    """Collective. The levels of an AMG hierarchy (``method`` "classical" or "sa") for the
+    ParCSR ``A``.
 
     ``strategy``: one name for every level, or a list (one per level, the last repeated).
-    Options (``SETUP_DEFAULTS``): ``theta`` (strength threshold), ``max_levels``,
-    ``max_coarse`` (stop when a level has at most this many rows), ``seed`` (PMIS or MIS-2
-    weights), ``theta`` (strength threshold: classical 0.25, sa 0.0 by default); classical
+    Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has at
+    most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength threshold:
+    classical 0.25, sa 0.0 by default); classical
     only: ``interpolation`` ("ext+i", the default, or "direct"), ``trunc`` (truncation factor
     of P), ``pmax`` (most entries per row of P; default 4 for ext+i, no limit for direct; 0:
     no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
@@ -120,7 +121,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         raise ValueError(f"pmax must be >= 0 and trunc in [0, 1), got {o['pmax']} and {o['trunc']}")
     o["theta"] = THETA[method] if o["theta"] is None else o["theta"]
     if not (0 < o["theta"] < 1 or (method == "sa" and o["theta"] == 0)):
-        raise ValueError(f"theta must lie in (0, 1) ({'[0, 1) for sa' if method == 'sa' else 'classical'}), "
+        raise ValueError(f"theta must lie in {'[0, 1)' if method == 'sa' else '(0, 1)'} for {method} AMG, "
                          f"got {o['theta']}")
     if not 0 < o["prolongator_omega"] < 2:
         raise ValueError(f"prolongator_omega must lie in (0, 2), got {o['prolongator_omega']}")
