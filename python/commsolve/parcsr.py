@@ -248,10 +248,11 @@ class ParCSR:
         return np.ascontiguousarray(v_global[dist.owned(self.comm.rank)])
 
     def gather(self, v_local, root=0, space="rows"):
-        """Collective. The global vector on ``root`` (None elsewhere) from every rank's part."""
+        """Collective. The global vector on ``root`` (None elsewhere; ``root=None``: on every
+        rank) from every rank's part."""
         dist = self.row_dist if space == "rows" else self.col_dist
-        parts = self.comm.gather(np.asarray(v_local), root=root)
-        if self.comm.rank != root:
+        parts = _gather(self.comm, np.asarray(v_local), root)
+        if parts is None:
             return None
         out = np.empty(dist.global_size, dtype=np.result_type(*parts))
         for r, p in enumerate(parts):
@@ -324,9 +325,10 @@ class ParCSR:
                              shape=(self.local_rows, self.shape[1]))
 
     def to_global(self, root=0):
-        """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere)."""
-        parts = self.comm.gather(self.local_matrix(), root=root)
-        if self.comm.rank != root:
+        """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere; ``root=None``:
+        on every rank)."""
+        parts = _gather(self.comm, self.local_matrix(), root)
+        if parts is None:
             return None
         order = np.concatenate([self.row_dist.owned(r) for r in range(self.comm.size)])
         stacked = sp.vstack(parts, format="csr")
@@ -355,6 +357,12 @@ class ParCSR:
             f"ParCSR(shape={self.shape}, rank {self.comm.rank}/{self.comm.size}, "
             f"local rows {self.local_rows}, local nnz {self.local_nnz}, halo {self.plan.n_halo})"
         )
+
+
+def _gather(comm, obj, root):
+    """Every rank's ``obj``, in rank order, on ``root`` (None elsewhere), or on every rank
+    when root is None. Collective."""
+    return comm.allgather(obj) if root is None else comm.gather(obj, root=root)
 
 
 def _vector(x, n, what):

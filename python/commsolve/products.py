@@ -23,7 +23,7 @@ from . import _core
 from ._collective import agree
 from .stats import CommStats
 
-__all__ = ["spgemm", "galerkin", "transpose", "transpose_rows"]
+__all__ = ["spgemm", "galerkin", "transpose_rows"]
 
 
 def _check_strategy(comm, strategy, what):
@@ -132,8 +132,3 @@ def transpose_rows(A, strategy="standard"):
                                                           strategy)
     return sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
 
-
-def transpose(A, *, strategy="standard", spmv_strategy="standard"):
-    """Collective. A^T as a ParCSR (rows distributed as A's columns); see :func:`transpose_rows`."""
-    T = transpose_rows(A, strategy)
-    return _build(T.indptr, T.indices, T.data, T.shape, A, A.col_dist, A.row_dist, spmv_strategy)

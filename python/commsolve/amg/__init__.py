@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from .._collective import CollectiveError
-from .cycle import SMOOTHERS, CoarseSolver, Smoother, pcg, vcycle
+from .._collective import CollectiveError, mpi
+from .cycle import SMOOTHERS, CoarseSolver, Smoother, dot, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
@@ -60,7 +60,7 @@ class MultilevelSolver:
                                       **options)
         self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega) for lvl in self.levels[:-1]]
         self.coarse = CoarseSolver(self.levels[-1].A)
-        self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=_max())
+        self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother
         self.last_solve = None
         nnz = [lvl.nnz() for lvl in self.levels]
@@ -116,29 +116,30 @@ class MultilevelSolver:
             raise ValueError("b holds non-finite values")
         x = np.zeros(A.local_rows) if x0 is None else np.array(x0, dtype=np.float64)
         history = []
+        bnorm = np.sqrt(dot(self.comm, b, b))
         t0 = time.perf_counter()
         if accel == "cg":
-            its = pcg(A, self.cycle, b, x, tol, maxiter, history)
+            its = pcg(A, self.cycle, b, x, tol * bnorm, maxiter, history)
         else:
-            its = self._stationary(b, x, tol, maxiter, history)
-        elapsed = self.comm.allreduce(time.perf_counter() - t0, op=_max())
-        converged = history[-1] <= tol * np.sqrt(self.comm.allreduce(float(np.dot(b, b))))
+            its = self._stationary(b, x, tol * bnorm, maxiter, history)
+        elapsed = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
+        converged = history[-1] <= tol * bnorm
         factor = (history[-1] / history[0]) ** (1.0 / its) if its > 0 and history[0] > 0 else 0.0
         self.last_solve = {"iterations": its, "residuals": [float(h) for h in history], "converged": bool(converged),
                            "convergence_factor": float(factor), "solve_s": elapsed, "accel": accel}
         return x, (0 if converged else its)
 
-    def _stationary(self, b, x, tol, maxiter, history):
+    def _stationary(self, b, x, target, maxiter, history):
+        """V-cycles on the residual from x (in place) until ||r|| <= target."""
         A = self.A
-        bnorm = np.sqrt(self.comm.allreduce(float(np.dot(b, b))))
         r = b - A.matvec(x)
-        history.append(np.sqrt(self.comm.allreduce(float(np.dot(r, r)))))
+        history.append(np.sqrt(dot(self.comm, r, r)))
         for it in range(1, maxiter + 1):
-            if history[-1] <= tol * bnorm:
+            if history[-1] <= target:
                 return it - 1
             x += self.cycle(r)
             r = b - A.matvec(x)
-            history.append(np.sqrt(self.comm.allreduce(float(np.dot(r, r)))))
+            history.append(np.sqrt(dot(self.comm, r, r)))
             if not np.isfinite(history[-1]):
                 raise CollectiveError(f"V-cycle iteration {it} produced a non-finite residual")
         return maxiter
@@ -150,8 +151,3 @@ class MultilevelSolver:
             lines.append(f"  level {k}: {lvl.rows:>10,} rows {self._nnz[k]:>12,} nnz  strategy {lvl.strategy}")
         return "\n".join(lines)
 
-
-def _max():
-    from mpi4py import MPI
-
-    return MPI.MAX

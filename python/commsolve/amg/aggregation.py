@@ -107,16 +107,17 @@ def tentative_prolongator(A, agg, coarse):
     return sp.csr_matrix((1.0 / np.sqrt(sfull[Lb.indices]), agg[member], Lb.indptr), shape=ones.shape)
 
 
-def spectral_radius_dinv_a(A, ids, steps=15):
+def spectral_radius_dinv_a(A, diag, ids, steps=15):
     """Collective. The spectral radius of D^-1 A, as pyamg estimates it for symmetric A: the
     largest Ritz value of ``steps`` Lanczos steps on D^-1/2 A D^-1/2 (similar to D^-1 A),
-    from a start vector hashed from the points' identities (so the same on any partition)."""
-    from mpi4py import MPI
+    from a start vector hashed from the points' identities (so the same on any partition).
+    ``diag``: this rank's diagonal of A."""
+    from .cycle import dot as global_dot
 
     def dot(u, v):
-        return A.comm.allreduce(float(u @ v), op=MPI.SUM)
+        return global_dot(A.comm, u, v)
 
-    s = 1.0 / np.sqrt(np.abs(A.local_block().diagonal()[: A.local_rows]))
+    s = 1.0 / np.sqrt(np.abs(diag))
     q = hash_uniform(ids, 12345) + 0.5
     q /= np.sqrt(dot(q, q))
     q_prev, beta = np.zeros_like(q), 0.0
@@ -135,13 +136,13 @@ def spectral_radius_dinv_a(A, ids, steps=15):
     return float(np.max(np.abs(np.linalg.eigvalsh(T))))
 
 
-def smoothed_prolongator(A, P0, coarse, ids, omega=4.0 / 3.0, strategy="standard"):
+def smoothed_prolongator(A, L, P0, coarse, ids, omega=4.0 / 3.0, strategy="standard"):
     """Collective. P = (I - omega / rho(D^-1 A) D^-1 A) P0 (scipy CSR rows, global coarse
     columns), with A P0 by the distributed SpGEMM."""
     from ..parcsr import ParCSR
 
     P0p = ParCSR.from_local_rows(P0, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology)
-    rho = spectral_radius_dinv_a(A, ids)
+    d = L.diagonal()[: A.local_rows]
+    rho = spectral_radius_dinv_a(A, d, ids)
     AP0 = products.spgemm(A, P0p, strategy=strategy).local_matrix()
-    d = A.local_block().diagonal()[: A.local_rows]
     return sp.csr_matrix(P0 - sp.diags((omega / rho) / d) @ AP0)

@@ -19,9 +19,8 @@ import numpy as np
 
 from .. import _core
 from .._collective import CollectiveError
-from .hierarchy import gather_global
 
-__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg"]
+__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "dot"]
 
 SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi")
 
@@ -39,7 +38,7 @@ class Smoother:
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
         L = A.local_block()
         n = L.shape[0]
-        self.L = L
+        self.full = np.zeros(L.shape[1])  # [owned | halo] values of x during a sweep
         self.indptr = L.indptr.astype(np.int32)
         self.indices = L.indices.astype(np.int32)
         self.data = np.ascontiguousarray(L.data, dtype=np.float64)
@@ -54,9 +53,12 @@ class Smoother:
 
     def _gs(self, b, x, forward, zero):
         n = x.size
-        full = np.empty(self.L.shape[1])
+        full = self.full
         full[:n] = x
-        full[n:] = 0.0 if zero else self.A.exchange(x)
+        if zero:
+            full[n:] = 0.0
+        else:
+            self.A.exchange(x, out=full[n:])
         _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.diag, b, full, forward)
         x[:] = full[:n]
 
@@ -84,16 +86,12 @@ class CoarseSolver:
         from ..direct import SparseLU
 
         self.A = A
-        self.global_A = gather_global(A)
+        self.global_A = A.to_global(root=None)
         self.lu = SparseLU(self.global_A) if self.global_A.shape[0] > 0 else None
-        self.owned = A.row_dist.owned(A.comm.rank)
-        self.order = np.concatenate([A.row_dist.owned(r) for r in range(A.comm.size)])
+        self.owned = A.owned_rows()
 
     def solve(self, b):
-        parts = self.A.comm.allgather(b)
-        bg = np.empty(self.global_A.shape[0])
-        bg[self.order] = np.concatenate(parts)
-        x = self.lu.solve(bg, refine=False)
+        x = self.lu.solve(self.A.gather(b, root=None), refine=False)
         return np.ascontiguousarray(x[self.owned])
 
 
@@ -117,7 +115,8 @@ def vcycle(levels, smoothers, coarse, b):
     return xc
 
 
-def _dot(comm, u, v):
+def dot(comm, u, v):
+    """Collective. The global dot product of two distributed vectors (this rank's parts)."""
     from mpi4py import MPI
 
     out = np.zeros(1)
@@ -125,37 +124,36 @@ def _dot(comm, u, v):
     return float(out[0])
 
 
-def pcg(A, precondition, b, x, tol, maxiter, history):
+def pcg(A, precondition, b, x, target, maxiter, history):
     """Preconditioned CG on the distributed A from x (in place). Stops when
-    ||r|| <= tol ||b||; appends ||r|| of every iterate to ``history``. Returns the
+    ||r|| <= target; appends ||r|| of every iterate to ``history``. Returns the
     iterations done. Raises a CollectiveError (on every rank: the tests read allreduced
     values) on a non-finite residual or when A or the preconditioner is not positive
     definite."""
     comm = A.comm
-    bnorm = np.sqrt(_dot(comm, b, b))
     r = b - A.matvec(x)
-    history.append(np.sqrt(_dot(comm, r, r)))
-    if history[-1] <= tol * bnorm:
+    history.append(np.sqrt(dot(comm, r, r)))
+    if history[-1] <= target:
         return 0
     z = precondition(r)
     p = z.copy()
-    rz = _dot(comm, r, z)
+    rz = dot(comm, r, z)
     for it in range(1, maxiter + 1):
         q = A.matvec(p)
-        pq = _dot(comm, p, q)
+        pq = dot(comm, p, q)
         if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):
             raise CollectiveError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
                                      "(the matrix or the preconditioner is not symmetric positive definite)")
         alpha = rz / pq
         x += alpha * p
         r -= alpha * q
-        history.append(np.sqrt(_dot(comm, r, r)))
+        history.append(np.sqrt(dot(comm, r, r)))
         if not np.isfinite(history[-1]):
             raise CollectiveError(f"CG residual is not finite at iteration {it}")
-        if history[-1] <= tol * bnorm:
+        if history[-1] <= target:
             return it
         z = precondition(r)
-        rz_new = _dot(comm, r, z)
+        rz_new = dot(comm, r, z)
         p = z + (rz_new / rz) * p
         rz = rz_new
     return maxiter

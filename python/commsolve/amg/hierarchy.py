@@ -10,9 +10,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
-from .. import _core, products
+from .. import products
 from .._collective import agree
 from ..stats import summarize
 from . import aggregation, classical
@@ -58,12 +57,6 @@ class Level:
         (planned; the MPI runs record exactly this, see the tests)."""
         per_rank = self.A.comm.allgather(self.A.planned_stats())
         return summarize(per_rank)
-
-
-def _check_strategy(strategy):
-    names = _core.strategy_names()
-    if strategy not in names:
-        raise ValueError(f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
 
 
 def _check_level(A, k):
@@ -132,7 +125,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                 "diagonal block square)")
     per_level = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
     for s in per_level:
-        _check_strategy(s)
+        products._check_strategy(A.comm, s, "communication")
 
     levels = []
     current = A
@@ -165,7 +158,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             break
         if method == "sa":
             P0 = aggregation.tentative_prolongator(current, agg, coarse)
-            Ploc = aggregation.smoothed_prolongator(current, P0, coarse, ids, o["prolongator_omega"], strategy=strat)
+            Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, ids, o["prolongator_omega"],
+                                                    strategy=strat)
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
         else:
@@ -195,12 +189,3 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                          f"the {COARSEST_LIMIT:,} that are gathered and factored whole on every rank: {why}")
     return levels
 
-
-def gather_global(A):
-    """Collective. The whole ParCSR as scipy CSR on every rank (for the coarsest level)."""
-    parts = A.comm.allgather(A.local_matrix())
-    order = np.concatenate([A.row_dist.owned(r) for r in range(A.comm.size)])
-    stacked = sp.vstack(parts, format="csr")
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size)
-    return sp.csr_matrix(stacked[inverse])

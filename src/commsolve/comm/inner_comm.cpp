@@ -8,7 +8,6 @@ namespace commsolve {
 
 struct InnerComm::Shared {
   MPI_Comm inner = MPI_COMM_NULL;
-  MPI_Comm user = MPI_COMM_NULL;
   int holders = 0;
   int next_tag = 0;
   int tag_ub = 32767;
@@ -49,7 +48,6 @@ InnerComm::InnerComm(MPI_Comm user, int ntags) {
     shared_ = static_cast<Shared*>(attr);
   } else {
     auto* s = new Shared;
-    s->user = user;
     int rc = MPI_Comm_dup(user, &s->inner);
     if (rc != MPI_SUCCESS) {
       delete s;

@@ -102,10 +102,14 @@ std::vector<RecordExecutor::Chunk> RecordExecutor::recv(int peer, int tag, std::
   return chunks;
 }
 
-RecordSet RecordExecutor::forward(RecordsView owned) {
-  require(owned.n == plan_.n_owned, "record exchange: " + std::to_string(owned.n) + " owned records given, the plan has " +
-                                        std::to_string(plan_.n_owned) + " owned entries");
+void RecordExecutor::start_call(std::int64_t given, std::int64_t entries, const char* which) {
+  require(given == entries, "record exchange: " + std::to_string(given) + " " + which + " records given, the plan has " +
+                                std::to_string(entries) + " " + which + " entries");
   inbox_.clear();
+}
+
+RecordSet RecordExecutor::forward(RecordsView owned) {
+  start_call(owned.n, plan_.n_owned, "owned");
   const std::int64_t n_owned = plan_.n_owned;
   std::vector<Chunk> tail(plan_.n_halo + plan_.n_work, Chunk{nullptr, 0});
   auto chunk = [&](std::int64_t i) -> Chunk {
@@ -136,9 +140,7 @@ RecordSet RecordExecutor::forward(RecordsView owned) {
 }
 
 RecordSet RecordExecutor::reverse(RecordsView halo) {
-  require(halo.n == plan_.n_halo, "record exchange: " + std::to_string(halo.n) + " halo records given, the plan has " +
-                                      std::to_string(plan_.n_halo) + " halo entries");
-  inbox_.clear();
+  start_call(halo.n, plan_.n_halo, "halo");
   const std::int64_t n_owned = plan_.n_owned;
   std::vector<std::vector<Chunk>> acc(plan_.space_size());  // contributions gathered per entry
   for (std::int64_t h = 0; h < halo.n; ++h)

@@ -74,6 +74,8 @@ class RecordExecutor {
   template <class EntryChunks>
   void isend(std::vector<std::byte>& buf, std::int64_t n, const EntryChunks& entry_chunks, int peer, int tag,
              StepStats& stats, std::vector<MPI_Request>& reqs);
+  // Checks a call's record count against the plan's entries and empties the inbox.
+  void start_call(std::int64_t given, std::int64_t entries, const char* which);
   // The records of n entries (chunks visited as for isend), concatenated into one set.
   template <class EntryChunks>
   RecordSet collect(std::int64_t n, const EntryChunks& entry_chunks) const;

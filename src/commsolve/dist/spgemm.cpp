@@ -145,27 +145,31 @@ RecordSet to_records(const GlobalRows& rows, std::int64_t first, std::int64_t co
   return r;
 }
 
-// A's rows with global columns (diag columns through the column distribution, off-process
-// columns through col_map), in local row order, columns as stored.
-GlobalRows global_rows(const ParCsr& A) {
-  GlobalRows g;
-  const std::int64_t first_col = A.col_dist().is_contiguous() ? A.col_dist().offsets()[A.rank()] : -1;
-  const std::vector<std::int64_t>& cmap = A.col_map();
-  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
-    const LocalCsr& d = A.diag();
-    for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) {
-      g.indices.push_back(first_col >= 0 ? first_col + d.indices[k] : A.col_dist().global_index(A.rank(), d.indices[k]));
-      g.data.push_back(d.data[k]);
-    }
-    for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
-      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
-        g.indices.push_back(cmap[o->indices[k]]);
-        g.data.push_back(o->data[k]);
-      }
-    g.indptr.push_back(static_cast<std::int64_t>(g.indices.size()));
-    ++g.nrows;
+// A's rows as records of (global column, value): diag columns through the column
+// distribution, off-process columns through col_map; local row order, columns as stored.
+RecordSet row_records(const ParCsr& A) {
+  const std::int64_t n = A.local_rows();
+  const LocalCsr* blocks[] = {&A.diag(), &A.offd_on_node(), &A.offd_off_node()};
+  RecordSet r;
+  r.ptr.assign(n + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    r.ptr[i + 1] = r.ptr[i];
+    for (const LocalCsr* b : blocks) r.ptr[i + 1] += b->indptr[i + 1] - b->indptr[i];
   }
-  return g;
+  r.data.resize(r.ptr.back() * sizeof(RowEntry));
+  auto* e = reinterpret_cast<RowEntry*>(r.data.data());
+  const Distribution& cd = A.col_dist();
+  const std::int64_t first_col = cd.is_contiguous() ? cd.offsets()[A.rank()] : -1;
+  const std::vector<std::int64_t>& cmap = A.col_map();
+  for (std::int64_t i = 0, at = 0; i < n; ++i) {
+    for (std::int32_t k = blocks[0]->indptr[i]; k < blocks[0]->indptr[i + 1]; ++k) {
+      const std::int32_t c = blocks[0]->indices[k];
+      e[at++] = {first_col >= 0 ? first_col + c : cd.global_index(A.rank(), c), blocks[0]->data[k]};
+    }
+    for (const LocalCsr* o : {blocks[1], blocks[2]})
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) e[at++] = {cmap[o->indices[k]], o->data[k]};
+  }
+  return r;
 }
 
 // The plan of A's halo pattern: built for `strategy`, or a reused one checked to fit.
@@ -189,8 +193,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   ProductResult res;
   res.plan = halo_plan(A, strategy, comm, reuse);
   RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
-  const GlobalRows Bg = global_rows(B);
-  const RecordSet owned = to_records(Bg, 0, Bg.nrows);
+  const RecordSet owned = row_records(B);
   const RecordSet halo = exec.forward(view(owned));
   res.recorded = exec.recorded_forward();
 
