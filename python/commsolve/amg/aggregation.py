@@ -76,9 +76,9 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     cfull, coarse = coarse_numbering(A, np.where(state == ROOT, 1.0, -1.0))
     # Pass 1: the heaviest root among the neighbours; pass 2: the heaviest assigned neighbour.
     agg = np.where(state == ROOT, cfull[:n], -1).astype(np.int64)
+    wfull = np.concatenate([w, G.exchange(w)])
     for _ in range(2):
         afull = np.concatenate([agg, G.exchange(agg.astype(float)).astype(np.int64)])
-        wfull = np.concatenate([w, G.exchange(w)])
         cand = (agg[grow] < 0) & (afull[gcol] >= 0)
         best = np.full(n, -1.0)
         np.maximum.at(best, grow[cand], wfull[gcol[cand]])
