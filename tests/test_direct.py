@@ -46,6 +46,31 @@ def test_zero_pivot_is_reported_and_can_be_replaced():
     direct.SparseLU(A, ordering="natural")  # the default row permutation moves the zeros off
 
 
+@pytest.mark.parametrize("spec", ["poisson3d27:12", "poisson2d9:80"])
+def test_wide_supernodes_factor_without_refinement(spec):
+    """Default supernodes (up to 128 columns) take the blocked path of the diagonal-block LU."""
+    A = gallery.from_spec(spec)
+    lu = direct.SparseLU(A, row_perm="none")
+    assert np.diff(lu.structure.sn_start).max() > 64
+    b = np.random.default_rng(2).standard_normal(A.shape[0])
+    x = lu.solve(b, refine=False)
+    assert np.linalg.norm(A @ x - b) <= 1e-12 * np.linalg.norm(b)
+
+
+def test_zero_pivot_inside_a_wide_block_names_its_column():
+    """A dense 40 x 40 block (one supernode) whose unpivoted LU has U(25, 25) = 0."""
+    rng = np.random.default_rng(3)
+    n = 40
+    L = np.tril(rng.uniform(-0.1, 0.1, (n, n)), -1) + np.eye(n)
+    U = np.triu(rng.uniform(-0.1, 0.1, (n, n)), 1) + np.diag(rng.uniform(1.0, 2.0, n))
+    U[25, 25] = 0.0
+    A = sp.csr_matrix(L @ U)
+    with pytest.raises(ValueError, match=r"(zero|tiny) pivot.* at permuted column 25 "):
+        direct.SparseLU(A, ordering="natural", row_perm="none", equil=False)
+    lu = direct.SparseLU(A, ordering="natural", row_perm="none", equil=False, replace_tiny=True)
+    assert lu.tiny_pivots_replaced == 1
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="square"):
         direct.SparseLU(sp.random(4, 5, density=0.5, random_state=0))

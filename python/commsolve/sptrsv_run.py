@@ -146,8 +146,8 @@ def format_sptrsv(r):
         + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),
         f"factors     nnz(L+U) {r['nnz_LU']:,} in {r['supernodes']:,} supernodes "
         f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included)",
-        f"factor      {f['total']:.3f} s (ordering {f['ordering']:.3f}, numeric {f['numeric']:.3f}, "
-        f"distribute {f['distribute']:.3f})",
+        f"factor      {f['total']:.3f} s (ordering {f['ordering']:.3f}, allocate {f['allocate']:.3f}, "
+        f"numeric {f['numeric']:.3f}, distribute {f['distribute']:.3f})",
         f"solve       {r['solve_s'] * 1e3:.3f} ms total (the run of median total of {r['repeat']}, its slowest rank:"
         + (f" factors read at {r['solve_bandwidth_gbs']:.2f} GB/s)" if r["solve_bandwidth_gbs"] else ")"),
         f"  L-solve   {r['l_solve_s'] * 1e3:.3f} ms   (slowest rank in this part: "

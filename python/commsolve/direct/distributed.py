@@ -229,9 +229,10 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     lu, forests, ranking = run_agreed(comm, serial_factor) or (None, None, None)
     t0 = time.perf_counter()
     info = comm.bcast(None if lu is None else (
-        lu.structure, forests, lu.shape, lu.nnz_LU, lu.ordering_seconds, lu.numeric_seconds, lu.tiny_pivots_replaced,
-        lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking), root=root)
-    structure, forests, shape, nnz, ordering_s, numeric_s, replaced, pivoting, row_order, col_order, ranking = info
+        lu.structure, forests, lu.shape, lu.nnz_LU, lu.ordering_seconds, lu.allocate_seconds, lu.numeric_seconds,
+        lu.tiny_pivots_replaced, lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking), root=root)
+    (structure, forests, shape, nnz, ordering_s, allocate_s, numeric_s, replaced, pivoting, row_order, col_order,
+     ranking) = info
     if auto:
         (px, py, pz), options["algorithm"], options["tree"] = (ranking[0]["grid"], ranking[0]["algorithm"],
                                                                ranking[0]["tree"])
@@ -244,7 +245,8 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     residual = _Residual(_distributed_matrix(A, row_source, dist, topo, comm, root))
     distribute_s = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     solver = DistributedLU(comm, core, structure, shape, (px, py, pz), forests, dist, topo, nnz, replaced, root,
-                           {"ordering": ordering_s, "numeric": numeric_s, "distribute": distribute_s},
+                           {"ordering": ordering_s, "allocate": allocate_s, "numeric": numeric_s,
+                            "distribute": distribute_s},
                            dict(options, partition=partition), pivoting, residual)
     solver.row_order, solver.col_order = row_order, col_order
     solver.grid_ranking = ranking
@@ -274,7 +276,8 @@ class DistributedLU:
     (the row of b factor row k reads / of x factor column k gives), ``shape``, ``nnz_LU`` (entries of
     L and U, diagonal blocks once), ``local_entries`` (factor entries stored on this rank,
     inverted diagonal blocks and replicated ancestors included), ``factor_seconds``
-    (``ordering``, ``numeric``, ``distribute``, ``total``) and, after a solve,
+    (``ordering``, ``allocate``, ``numeric``, ``distribute``, ``total``; as
+    :class:`SparseLU`'s) and, after a solve,
     ``solve_seconds``: the parts of the slowest rank's triangular solve (``redistribute_b``,
     ``l_solve``, ``z_comm``, ``u_solve``, ``redistribute_x``, ``redistribute`` = b + x and
     ``total``, all from C++ timers; total >= the sum of the parts), ``max`` (each part's

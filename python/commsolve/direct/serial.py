@@ -69,9 +69,11 @@ class SparseLU:
 
     Attributes: ``structure`` (supernodes and separator tree of the matrix as factored),
     ``pivoting`` (scales, row permutation, ``equed``), ``nnz_LU``, ``tiny_pivots_replaced``,
-    ``flops``, ``ordering_seconds`` (static pivoting, nested dissection, symbolic) and
-    ``numeric_seconds``; after a solve ``berr`` (componentwise backward error per right-hand
-    side) and ``refine_steps``.
+    ``flops``, ``ordering_seconds`` (static pivoting, nested dissection, symbolic),
+    ``allocate_seconds`` (A permuted into the factor's order, the factors' memory obtained
+    and first touched: SuperLU_DIST does both in its DISTRIBUTE phase) and
+    ``numeric_seconds`` (the factorization proper, as its FACTOR); after a solve ``berr``
+    (componentwise backward error per right-hand side) and ``refine_steps``.
     """
 
     def __init__(self, A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
@@ -98,7 +100,8 @@ class SparseLU:
                 T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
         except RuntimeError as e:  # a zero or non-finite pivot
             raise ValueError(str(e)) from e
-        self.numeric_seconds = time.perf_counter() - t0
+        self.numeric_seconds = self._core.numeric_seconds
+        self.allocate_seconds = time.perf_counter() - t0 - self.numeric_seconds
         self.shape = A.shape
         self.row_order = self.pivoting.row_order(perm)  # b's row for factor row k
         self.col_order = np.asarray(perm)               # x's row for factor column k

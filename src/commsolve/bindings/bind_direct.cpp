@@ -98,7 +98,9 @@ void bind_direct(nb::module_& m) {
       }, "b"_a.noconvert())
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
-      .def_prop_ro("flops", &SupernodalLU::flops);
+      .def_prop_ro("flops", &SupernodalLU::flops)
+      .def_prop_ro("allocate_seconds", &SupernodalLU::allocate_seconds)
+      .def_prop_ro("numeric_seconds", &SupernodalLU::numeric_seconds);
 
   m.def("triangular_solve_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
                                            In<std::int32_t> rows, int px, int py, bool upper) {

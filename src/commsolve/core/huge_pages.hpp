@@ -42,4 +42,52 @@ struct HugePageAllocator {
 template <class T>
 using HugeVector = std::vector<T, HugePageAllocator<T>>;
 
+// A fixed-size array of zeros straight from the kernel (anonymous mmap, huge pages advised
+// above 8 MiB): no user-space fill pass, and pages are only touched where written. For the
+// factors, which are assembled by adding into zeros and are as large as memory allows.
+template <class T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : n_(n) {
+    if (n == 0) return;
+    bytes_ = n * sizeof(T);
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (bytes_ >= 4 * HugePageAllocator<T>::huge) madvise(p, bytes_, MADV_HUGEPAGE);  // advice only
+    data_ = static_cast<T*>(p);
+  }
+  ZeroedArray(ZeroedArray&& o) noexcept : data_(o.data_), n_(o.n_), bytes_(o.bytes_) { o.data_ = nullptr; }
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = o.data_, n_ = o.n_, bytes_ = o.bytes_;
+      o.data_ = nullptr;
+    }
+    return *this;
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ~ZeroedArray() { release(); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return n_; }
+
+  // Makes the kernel back every page now (writing a zero into each), so that the first
+  // pass of real work does not pay the page faults.
+  void prefault() {
+    volatile char* p = reinterpret_cast<volatile char*>(data_);
+    for (std::size_t b = 0; b < bytes_; b += 4096) p[b] = 0;
+  }
+
+ private:
+  void release() noexcept {
+    if (data_) munmap(data_, bytes_);
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::size_t n_ = 0, bytes_ = 0;
+};
+
 }  // namespace commsolve

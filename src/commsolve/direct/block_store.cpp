@@ -1,5 +1,7 @@
 #include "direct/block_store.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -12,14 +14,20 @@ namespace {
 constexpr int factors_tag = 3;
 constexpr std::int64_t chunk = std::int64_t{1} << 28;  // doubles per MPI call (count is an int)
 
-// Copies the blocks `layout` places on one rank out of the serial factors.
+// Copies the blocks `layout` places on one rank out of the serial factors; the diagonal
+// blocks go as inv(L11) and inv(U11), computed here, so the solve applies them by GEMM.
 void pack(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out) {
   const SupernodalStructure& sym = lu.structure();
   auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
   for (std::size_t d = 0; d < layout.diag_sn.size(); ++d) {
-    const std::int64_t s = layout.diag_sn[d], w2 = width(s) * width(s);
-    std::copy(lu.inv_l(s), lu.inv_l(s) + w2, out + layout.diag_off[d]);
-    std::copy(lu.inv_u(s), lu.inv_u(s) + w2, out + layout.diag_off[d] + w2);
+    const std::int64_t s = layout.diag_sn[d], w = width(s);
+    double* il = out + layout.diag_off[d];
+    double* iu = il + w * w;
+    std::fill(il, iu + w * w, 0.0);
+    for (std::int64_t j = 0; j < w; ++j) il[j * w + j] = iu[j * w + j] = 1.0;
+    const int wi = static_cast<int>(w);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, wi, wi, 1.0, lu.diag(s), wi, il, wi);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, wi, wi, 1.0, lu.diag(s), wi, iu, wi);
   }
   for (std::size_t c = 0; c < layout.l_col.size(); ++c) {
     const std::int64_t k = layout.l_col[c], w = width(k), r = sym.rows_ptr[k + 1] - sym.rows_ptr[k];

@@ -3,20 +3,119 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
-#include <memory>
 #include <stdexcept>
 
 #include "core/error.hpp"
 
 namespace commsolve {
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Static pivoting's rules for one pivot (SuperLU_DIST's): a non-finite pivot is an error; one
+// with |p| <= zero_tol is an error unless tiny pivots are replaced, in which case every pivot
+// with |p| < tiny becomes sign(p) * tiny.
+struct PivotRule {
+  double zero_tol, tiny;
+  bool replace;
+  std::int64_t replaced = 0;
+
+  void apply(double& piv, std::int64_t column) {
+    if (!std::isfinite(piv))
+      throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
+                               std::to_string(column) + " (the factorization overflowed)");
+    if (std::abs(piv) > zero_tol && !(replace && std::abs(piv) < tiny)) return;
+    if (!replace) {
+      char what[160];
+      if (piv == 0.0)
+        std::snprintf(what, sizeof what, "zero pivot at permuted column %lld", static_cast<long long>(column));
+      else
+        std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
+                      piv, zero_tol, static_cast<long long>(column));
+      throw std::runtime_error(std::string(what) +
+                               " (static pivoting: replace_tiny=True, --replace-tiny on the command line, perturbs it)");
+    }
+    piv = piv < 0 ? -tiny : tiny;
+    ++replaced;
+  }
+};
+
+// Unpivoted LU of the n x n column-major block A (leading dimension lda) in place, L unit
+// lower and U upper; `column` is A's first permuted column (for messages). Recursive halves
+// (Toledo's), so nearly all the work is in TRSM and GEMM; each pivot meets the rule when it is
+// final, exactly as in a right-looking elimination.
+void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
+  if (n <= 16) {
+    for (int k = 0; k < n; ++k) {
+      double& piv = A[k * lda + k];
+      rule.apply(piv, column + k);
+      const double inv = 1.0 / piv;
+      for (int i = k + 1; i < n; ++i) A[k * lda + i] *= inv;
+      for (int j = k + 1; j < n; ++j) {
+        const double ukj = A[j * lda + k];
+        if (ukj == 0.0) continue;
+        double* col = A + j * lda;
+        const double* lk = A + k * lda;
+        for (int i = k + 1; i < n; ++i) col[i] -= lk[i] * ukj;
+      }
+    }
+    return;
+  }
+  const int n1 = n / 2, n2 = n - n1;
+  double *A12 = A + n1 * lda, *A21 = A + n1, *A22 = A + n1 * lda + n1;
+  dense_lu(n1, A, lda, column, rule);
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, n1, n2, 1.0, A, lda, A12, lda);
+  cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, n2, n1, 1.0, A, lda, A21, lda);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n2, n2, n1, -1.0, A21, lda, A12, lda, 1.0, A22, lda);
+  dense_lu(n2, A22, lda, column + n1, rule);
+}
+
+// Supernodes in a postorder of the supernodal elimination forest (children in ascending
+// order), so the update matrices live on one stack: when a supernode comes, its children's
+// updates are the topmost.
+std::vector<std::int64_t> supernode_postorder(const std::vector<std::int64_t>& parent) {
+  const std::size_t ns = parent.size();
+  std::vector<std::int64_t> head(ns, -1), next(ns, -1), order;
+  order.reserve(ns);
+  for (std::size_t s = ns; s-- > 0;)
+    if (parent[s] >= 0) {
+      next[s] = head[parent[s]];
+      head[parent[s]] = static_cast<std::int64_t>(s);
+    }
+  std::vector<std::int64_t> stack;
+  for (std::size_t root = 0; root < ns; ++root) {
+    if (parent[root] >= 0) continue;
+    stack.push_back(static_cast<std::int64_t>(root));
+    while (!stack.empty()) {
+      const std::int64_t v = stack.back();
+      if (head[v] >= 0) {
+        const std::int64_t c = head[v];
+        head[v] = next[c];
+        stack.push_back(c);
+      } else {
+        order.push_back(v);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
 SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* indptr, const std::int32_t* indices,
                            const double* data, const std::int32_t* t_indptr, const std::int32_t* t_indices,
                            const double* t_data, const LUOptions& opts)
     : sym_(sym) {
+  const auto t_start = std::chrono::steady_clock::now();
   const std::int64_t n = sym_.n;
   const std::size_t ns = sym_.sn_start.size() - 1;
   // ||A||_1 (largest column sum: the transpose's rows), the norm SuperLU_DIST scales its
@@ -29,144 +128,139 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
                                                          " of the permuted matrix holds a non-finite entry");
     anorm = std::max(anorm, sum);
   }
-  const double zero_tol = opts.zero_pivot * anorm;
-  const double tiny = std::sqrt(std::numeric_limits<double>::epsilon()) * anorm;
+  PivotRule rule{opts.zero_pivot * anorm, std::sqrt(std::numeric_limits<double>::epsilon()) * anorm,
+                 opts.replace_tiny};
 
   std::vector<std::int64_t> sn_of(n);
   for (std::size_t s = 0; s < ns; ++s)
     for (std::int64_t j = sym_.sn_start[s]; j < sym_.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
-  // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major.
+  // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major. The fronts are assembled
+  // in place there (zeros from the kernel); only each front's Schur complement F22 (r x r)
+  // lives apart, on the update stack, until its parent adds it in.
   std::int64_t total = 0;
+  std::vector<std::int64_t> parent(ns, -1);
   for (std::size_t s = 0; s < ns; ++s) {
     const std::int64_t w = width(s), r = below(s);
     diag_off_.push_back(total);
     l_off_.push_back(total + w * w);
     u_off_.push_back(total + w * w + r * w);
     total += w * w + 2 * r * w;
+    if (r > 0) parent[s] = sn_of[sym_.rows[sym_.rows_ptr[s]]];  // the first row below is in the parent
   }
-  values_.assign(static_cast<std::size_t>(total), 0.0);
+  const auto t_alloc = std::chrono::steady_clock::now();
+  values_ = ZeroedArray<double>(static_cast<std::size_t>(total));
+  const std::vector<std::int64_t> order = supernode_postorder(parent);
+  std::vector<std::int64_t> child_area(ns, 0);  // sum of the children's update sizes
+  std::int64_t live = 0, peak = 0;
+  for (std::int64_t s : order) {
+    const std::int64_t r2 = below(s) * below(s);
+    peak = std::max(peak, live + r2);
+    live += r2 - child_area[s];
+    if (parent[s] >= 0) child_area[parent[s]] += r2;
+  }
+  ZeroedArray<double> stack(static_cast<std::size_t>(peak));
+  values_.prefault();
+  stack.prefault();
+  allocate_seconds_ = seconds_since(t_alloc);
+  std::vector<std::int64_t> update_off(ns, -1);  // where each pending update sits on the stack
+  std::int64_t top = 0;
 
-  std::vector<std::unique_ptr<std::vector<double>>> update(ns);  // children's updates to a parent
-  std::vector<std::vector<std::size_t>> children(ns);
-  for (std::size_t s = 0; s < ns; ++s) {
-    if (below(s) == 0) continue;
-    children[sn_of[sym_.rows[sym_.rows_ptr[s]]]].push_back(s);  // first row below is in the parent
-  }
-  std::vector<std::int64_t> pos(n, -1), rel;
-  std::vector<double> F;
-  for (std::size_t s = 0; s < ns; ++s) {
-    const std::int64_t f = sym_.sn_start[s], l = sym_.sn_start[s + 1], w = l - f, r = below(s), m = w + r;
+  std::vector<std::vector<std::int64_t>> children(ns);
+  for (std::int64_t s : order)
+    if (parent[s] >= 0) children[parent[s]].push_back(s);
+  std::vector<std::int64_t> pos(n, -1);
+  std::vector<std::int64_t> rel;
+  for (std::int64_t s : order) {
+    const std::int64_t f = sym_.sn_start[s], l = sym_.sn_start[s + 1], w = l - f, r = below(s);
     const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[s];
-    for (std::int64_t j = f; j < l; ++j) pos[j] = j - f;
-    for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = w + k;
-    F.assign(static_cast<std::size_t>(m * m), 0.0);
-    auto at = [&](std::int64_t i, std::int64_t j) -> double& {
-      if (pos[i] < 0 || pos[j] < 0)
-        throw std::logic_error("supernodal LU: entry (" + std::to_string(i) + ", " + std::to_string(j) +
-                               ") outside the symbolic structure (is the pattern symmetric?)");
-      return F[static_cast<std::size_t>(pos[j] * m + pos[i])];
-    };
-    for (std::int64_t j = f; j < l; ++j) {
-      for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p)  // row j: A(j, c), c >= f
-        if (indices[p] >= f) at(j, indices[p]) += data[p];
-      for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p)  // column j: A(i, j), i past the block
-        if (t_indices[p] >= l) at(t_indices[p], j) += t_data[p];
-    }
-    for (std::size_t c : children[s]) {  // extend-add through the child's relative indices
-      const std::int64_t rc = below(c);
-      const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
-      rel.resize(static_cast<std::size_t>(rc));
-      for (std::int64_t a = 0; a < rc; ++a) {
-        rel[a] = pos[crow[a]];
-        if (rel[a] < 0) throw std::logic_error("supernodal LU: a child's rows fall outside its parent's front");
-      }
-      const double* U = update[c]->data();
-      for (std::int64_t b = 0; b < rc; ++b) {
-        double* col = F.data() + rel[b] * m;
-        const double* ucol = U + b * rc;
-        for (std::int64_t a = 0; a < rc; ++a) col[rel[a]] += ucol[a];
-      }
-      update[c].reset();
-    }
-    // Diagonal block: unpivoted right-looking LU.
-    for (std::int64_t k = 0; k < w; ++k) {
-      double& piv = F[static_cast<std::size_t>(k * m + k)];
-      if (!std::isfinite(piv))
-        throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
-                                 std::to_string(f + k) + " (the factorization overflowed)");
-      if (std::abs(piv) <= zero_tol || (opts.replace_tiny && std::abs(piv) < tiny)) {
-        if (!opts.replace_tiny) {
-          char what[160];
-          if (piv == 0.0)
-            std::snprintf(what, sizeof what, "zero pivot at permuted column %lld", static_cast<long long>(f + k));
-          else
-            std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
-                          piv, zero_tol, static_cast<long long>(f + k));
-          throw std::runtime_error(std::string(what) +
-                                   " (static pivoting: replace_tiny=True, --replace-tiny on the command line, "
-                                   "perturbs it)");
-        }
-        piv = piv < 0 ? -tiny : tiny;
-        ++replaced_;
-      }
-      const double inv = 1.0 / piv;
-      for (std::int64_t i = k + 1; i < w; ++i) F[static_cast<std::size_t>(k * m + i)] *= inv;
-      for (std::int64_t j = k + 1; j < w; ++j) {
-        const double ukj = F[static_cast<std::size_t>(j * m + k)];
-        if (ukj == 0.0) continue;
-        for (std::int64_t i = k + 1; i < w; ++i)
-          F[static_cast<std::size_t>(j * m + i)] -= F[static_cast<std::size_t>(k * m + i)] * ukj;
-      }
-    }
-    flops_ += 2.0 / 3.0 * w * w * w;
-    if (r > 0) {
-      double* F11 = F.data();
-      double* F21 = F.data() + w;
-      double* F12 = F.data() + w * m;
-      double* F22 = F.data() + w * m + w;
-      cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, static_cast<int>(r),
-                  static_cast<int>(w), 1.0, F11, static_cast<int>(m), F21, static_cast<int>(m));
-      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w),
-                  static_cast<int>(r), 1.0, F11, static_cast<int>(m), F12, static_cast<int>(m));
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r), static_cast<int>(r),
-                  static_cast<int>(w), -1.0, F21, static_cast<int>(m), F12, static_cast<int>(m), 1.0, F22,
-                  static_cast<int>(m));
-      flops_ += 2.0 * r * w * w + 2.0 * r * r * w;
-      auto upd = std::make_unique<std::vector<double>>(static_cast<std::size_t>(r * r));
-      for (std::int64_t b = 0; b < r; ++b)
-        std::copy(F22 + b * m, F22 + b * m + r, upd->begin() + b * r);
-      update[s] = std::move(upd);
-    }
     double* D = values_.data() + diag_off_[s];
     double* L21 = values_.data() + l_off_[s];
     double* U12 = values_.data() + u_off_[s];
-    for (std::int64_t j = 0; j < w; ++j) {
-      std::copy(F.begin() + j * m, F.begin() + j * m + w, D + j * w);
-      std::copy(F.begin() + j * m + w, F.begin() + j * m + m, L21 + j * r);
+    for (std::int64_t j = f; j < l; ++j) pos[j] = j - f;
+    for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = w + k;
+    auto outside = [&](std::int64_t i, std::int64_t j) {
+      return std::logic_error("supernodal LU: entry (" + std::to_string(i) + ", " + std::to_string(j) +
+                              ") outside the symbolic structure (is the pattern symmetric?)");
+    };
+    for (std::int64_t j = f; j < l; ++j) {
+      for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p) {  // row j: A(j, c), c >= f
+        const std::int64_t c = indices[p];
+        if (c < f) continue;
+        if (pos[c] < 0) throw outside(j, c);
+        if (c < l)
+          D[(c - f) * w + (j - f)] += data[p];
+        else
+          U12[(pos[c] - w) * w + (j - f)] += data[p];
+      }
+      for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p) {  // column j: A(i, j), i past the block
+        const std::int64_t i = t_indices[p];
+        if (i < l) continue;
+        if (pos[i] < 0) throw outside(i, j);
+        L21[(j - f) * r + pos[i] - w] += t_data[p];
+      }
     }
-    for (std::int64_t j = 0; j < r; ++j) std::copy(F.begin() + (w + j) * m, F.begin() + (w + j) * m + w, U12 + j * w);
+    // Extend-add, part 1: the children's entries in the pivot rows and columns. A child's
+    // rows are ascending, so their places in this front are too: the first k0 fall in the
+    // pivot block, the rest below it.
+    const std::int64_t base = top - child_area[s];
+    for (std::int64_t c : children[s]) {
+      const std::int64_t rc = below(c);
+      const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
+      if (update_off[c] < base) throw std::logic_error("supernodal LU: an update is not on top of the stack");
+      const double* U = stack.data() + update_off[c];
+      std::int64_t k0 = 0;
+      while (k0 < rc && crow[k0] < l) ++k0;
+      for (std::int64_t a = 0; a < rc; ++a)
+        if (pos[crow[a]] < 0) throw std::logic_error("supernodal LU: a child's rows fall outside its parent's front");
+      for (std::int64_t b = 0; b < rc; ++b) {
+        const double* ucol = U + b * rc;
+        if (b < k0) {
+          double* dcol = D + (crow[b] - f) * w;
+          for (std::int64_t a = 0; a < k0; ++a) dcol[crow[a] - f] += ucol[a];
+          double* lcol = L21 + (crow[b] - f) * r;
+          for (std::int64_t a = k0; a < rc; ++a) lcol[pos[crow[a]] - w] += ucol[a];
+        } else {
+          double* ucol12 = U12 + (pos[crow[b]] - w) * w;
+          for (std::int64_t a = 0; a < k0; ++a) ucol12[crow[a] - f] += ucol[a];
+        }
+      }
+    }
+    dense_lu(static_cast<int>(w), D, static_cast<int>(w), f, rule);
+    flops_ += 2.0 / 3.0 * w * w * w;
+    if (r > 0) {
+      const int wi = static_cast<int>(w), ri = static_cast<int>(r);
+      cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, ri, wi, 1.0, D, wi, L21, ri);
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, wi, ri, 1.0, D, wi, U12, wi);
+      double* F22 = stack.data() + top;  // above the children's updates, still needed below
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, ri, ri, wi, -1.0, L21, ri, U12, wi, 0.0, F22, ri);
+      flops_ += 2.0 * r * w * w + 2.0 * r * r * w;
+      // Extend-add, part 2: the children's entries below the pivot block, into F22.
+      for (std::int64_t c : children[s]) {
+        const std::int64_t rc = below(c);
+        const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
+        const double* U = stack.data() + update_off[c];
+        std::int64_t k0 = 0;
+        while (k0 < rc && crow[k0] < l) ++k0;
+        rel.resize(static_cast<std::size_t>(rc));
+        for (std::int64_t a = k0; a < rc; ++a) rel[a] = pos[crow[a]] - w;
+        for (std::int64_t b = k0; b < rc; ++b) {
+          double* fcol = F22 + rel[b] * r;
+          const double* ucol = U + b * rc;
+          for (std::int64_t a = k0; a < rc; ++a) fcol[rel[a]] += ucol[a];
+        }
+      }
+      // The children's updates are spent: this one takes their place.
+      std::memmove(stack.data() + base, F22, static_cast<std::size_t>(r * r) * sizeof(double));
+      update_off[s] = base;
+      top = base + r * r;
+    } else {
+      top = base;
+    }
     for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
   }
-  invert_diagonal_blocks();
-}
-
-void SupernodalLU::invert_diagonal_blocks() {
-  const std::size_t ns = sym_.sn_start.size() - 1;
-  std::int64_t total = 0;
-  for (std::size_t s = 0; s < ns; ++s) {
-    inv_off_.push_back(total);
-    total += 2 * width(s) * width(s);
-  }
-  inverses_.assign(static_cast<std::size_t>(total), 0.0);
-  for (std::size_t s = 0; s < ns; ++s) {
-    const int w = static_cast<int>(width(s));
-    double* il = inverses_.data() + inv_off_[s];
-    double* iu = il + static_cast<std::int64_t>(w) * w;
-    for (int j = 0; j < w; ++j) il[j * w + j] = iu[j * w + j] = 1.0;
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, w, w, 1.0, diag(s), w, il, w);
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, w, w, 1.0, diag(s), w, iu, w);
-  }
+  replaced_ = rule.replaced;
+  numeric_seconds_ = seconds_since(t_start) - allocate_seconds_;
 }
 
 std::int64_t SupernodalLU::nnz_LU() const {

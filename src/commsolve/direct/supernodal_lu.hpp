@@ -3,8 +3,7 @@
 // each supernode's front gathers its entries of A and its children's update matrices, its
 // diagonal block is factored, the panels follow by two triangular solves, and one GEMM
 // leaves the update for its parent. Dense blocks per supernode, as the 2D and 3D triangular
-// solves read them: the diagonal block (L11 unit lower and U11 packed), L21 and U12, and the
-// inverses inv(L11) and inv(U11), so a distributed solve applies a diagonal block by GEMM.
+// solves read them: the diagonal block (L11 unit lower and U11 packed), L21 and U12.
 #pragma once
 
 #include <cstdint>
@@ -40,27 +39,28 @@ class SupernodalLU {
   std::int64_t tiny_pivots_replaced() const { return replaced_; }
   double flops() const { return flops_; }
 
+  // Seconds spent obtaining the factors' storage and the update stack from the kernel and
+  // touching it once (SuperLU_DIST does this in its DISTRIBUTE phase), and in the numeric
+  // factorization proper (its FACTOR).
+  double allocate_seconds() const { return allocate_seconds_; }
+  double numeric_seconds() const { return numeric_seconds_; }
+
   // Supernode s's blocks, column-major: the diagonal block (w x w, L11 below the diagonal,
-  // U11 on and above), L21 (r x w), U12 (w x r), inv(L11) and inv(U11) (w x w, full
-  // triangles); w its width, r the rows below it.
+  // U11 on and above), L21 (r x w) and U12 (w x r); w its width, r the rows below it.
   const double* diag(std::size_t s) const { return values_.data() + diag_off_[s]; }
   const double* l21(std::size_t s) const { return values_.data() + l_off_[s]; }
   const double* u12(std::size_t s) const { return values_.data() + u_off_[s]; }
-  const double* inv_l(std::size_t s) const { return inverses_.data() + inv_off_[s]; }
-  const double* inv_u(std::size_t s) const { return inverses_.data() + inv_off_[s] + width(s) * width(s); }
 
  private:
   std::int64_t width(std::size_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
   std::int64_t below(std::size_t s) const { return sym_.rows_ptr[s + 1] - sym_.rows_ptr[s]; }
-  void invert_diagonal_blocks();
 
   SupernodalStructure sym_;
   std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_
-  HugeVector<double> values_;
-  std::vector<std::int64_t> inv_off_;  // per supernode, into inverses_: inv(L11) then inv(U11)
-  HugeVector<double> inverses_;
+  ZeroedArray<double> values_;
   std::int64_t replaced_ = 0;
   double flops_ = 0.0;
+  double allocate_seconds_ = 0.0, numeric_seconds_ = 0.0;
 };
 
 }  // namespace commsolve

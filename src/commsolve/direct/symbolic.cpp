@@ -111,29 +111,30 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
     for (std::int64_t k = 0; k < n; ++k) f.post[k] = static_cast<std::int32_t>(k);
   }
   f.parent = elimination_tree(n, indptr, indices);
-  // Column structures below the diagonal: own entries plus children's minus the child itself.
-  std::vector<std::vector<std::int32_t>> colstruct(n);
+  // Column counts below the diagonal, from the row subtrees: row i of L holds column k < i
+  // exactly when k lies on the etree path from some A(i, k') (k' < i) up to i. Each path is
+  // walked until it meets a column already marked for row i: O(nnz(L)) steps, no storage.
+  std::vector<std::int64_t> count(n, 0);
   std::vector<int> nchildren(n, 0);
-  for (std::int64_t j = 0; j < n; ++j)
-    if (f.parent[j] >= 0) ++nchildren[f.parent[j]];
-  for (std::int64_t j = 0; j < n; ++j) {
-    std::vector<std::int32_t>& s = colstruct[j];
-    for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p)
-      if (indices[p] > j) s.push_back(indices[p]);
-    std::sort(s.begin(), s.end());
-    s.erase(std::unique(s.begin(), s.end()), s.end());
-    if (f.parent[j] >= 0) {  // hand this structure up (the parent is always a later column)
-      std::vector<std::int32_t>& up = colstruct[f.parent[j]];
-      for (std::int32_t r : s)
-        if (r != f.parent[j]) up.push_back(r);
+  {
+    std::vector<std::int64_t> mark(n, -1);
+    for (std::int64_t i = 0; i < n; ++i) {
+      mark[i] = i;
+      for (std::int32_t p = indptr[i]; p < indptr[i + 1]; ++p)
+        for (std::int64_t k = indices[p]; k < i && mark[k] != i; k = f.parent[k]) {
+          ++count[k];
+          mark[k] = i;
+        }
     }
   }
+  for (std::int64_t j = 0; j < n; ++j)
+    if (f.parent[j] >= 0) ++nchildren[f.parent[j]];
   // Fundamental supernodes: j+1 continues j's supernode when it is j's parent, j is its only
   // child, and the structures nest (|struct(j)| = |struct(j+1)| + 1).
   f.sn_start.push_back(0);
   auto next_break = breaks.begin();
   for (std::int64_t j = 1; j < n; ++j) {
-    bool chain = f.parent[j - 1] == j && nchildren[j] == 1 && colstruct[j - 1].size() == colstruct[j].size() + 1;
+    bool chain = f.parent[j - 1] == j && nchildren[j] == 1 && count[j - 1] == count[j] + 1;
     while (next_break != breaks.end() && *next_break < j) ++next_break;
     bool forced = next_break != breaks.end() && *next_break == j;
     if (!chain || forced || j - f.sn_start.back() >= max_size) f.sn_start.push_back(j);
@@ -171,8 +172,7 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
       const std::int64_t g0 = merged.back(), g1 = f.sn_start[s + 1], p1 = f.sn_start[s + 2];
       const std::int64_t wg = g1 - g0, wp = p1 - g1;
       // A group stores the rows of its last column (its columns' structures nest into it).
-      const std::int64_t rg = static_cast<std::int64_t>(colstruct[g1 - 1].size());
-      const std::int64_t rp = static_cast<std::int64_t>(colstruct[p1 - 1].size());
+      const std::int64_t rg = count[g1 - 1], rp = count[p1 - 1];
       const bool is_parent = f.parent[g1 - 1] >= g1 && f.parent[g1 - 1] < p1;
       const bool broken = std::binary_search(breaks.begin(), breaks.end(), g1);
       const std::int64_t before = wg * wg + 2 * wg * rg + wp * wp + 2 * wp * rp;
@@ -189,13 +189,36 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
     merged.push_back(n);
     f.sn_start = std::move(merged);
   }
-  f.rows_ptr.push_back(0);
-  for (std::size_t s = 0; s + 1 < f.sn_start.size(); ++s) {
-    const std::int64_t last = f.sn_start[s + 1] - 1;
-    // The last column's structure holds the whole group's rows below (parents absorb children).
-    for (std::int32_t r : colstruct[last])
-      if (r > last) f.rows.push_back(r);
+  // Rows below each supernode: the union of its columns' entries of A past its last column
+  // and of its child supernodes' rows past it. A supernode is a connected piece of the etree
+  // rooted at its last column, so this is that column's structure.
+  const std::size_t ns = f.sn_start.size() - 1;
+  std::vector<std::int64_t> sn_of(n);
+  for (std::size_t s = 0; s < ns; ++s)
+    for (std::int64_t j = f.sn_start[s]; j < f.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
+  std::vector<std::int64_t> head(ns, -1), next(ns, -1);  // child supernodes, as linked lists
+  std::vector<std::int64_t> mark(n, -1);
+  f.rows_ptr.assign(1, 0);
+  for (std::size_t s = 0; s < ns; ++s) {
+    const std::int64_t first = f.sn_start[s], last = f.sn_start[s + 1] - 1;
+    const std::size_t start = f.rows.size();
+    auto take = [&](std::int64_t r) {
+      if (r > last && mark[r] != static_cast<std::int64_t>(s)) {
+        mark[r] = static_cast<std::int64_t>(s);
+        f.rows.push_back(static_cast<std::int32_t>(r));
+      }
+    };
+    for (std::int64_t j = first; j <= last; ++j)
+      for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p) take(indices[p]);
+    for (std::int64_t c = head[s]; c >= 0; c = next[c])
+      for (std::int64_t p = f.rows_ptr[c]; p < f.rows_ptr[c + 1]; ++p) take(f.rows[p]);
+    std::sort(f.rows.begin() + static_cast<std::ptrdiff_t>(start), f.rows.end());
     f.rows_ptr.push_back(static_cast<std::int64_t>(f.rows.size()));
+    if (f.rows.size() > start) {  // the parent supernode holds the first row below
+      const std::int64_t ps = sn_of[f.rows[start]];
+      next[s] = head[ps];
+      head[ps] = static_cast<std::int64_t>(s);
+    }
   }
   return f;
 }
