@@ -25,61 +25,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spmv_local import machine, triad  # noqa: E402
 
+from superlu_peer import PDDRIVE, run, superlu  # noqa: E402
+
 from commsolve import gallery, io  # noqa: E402
-from commsolve.launch import mpi_env  # noqa: E402
-
-PDDRIVE = "/usr/lib/x86_64-linux-gnu/superlu-dist/tests/EXAMPLE/pddrive"
-FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.]+)",
-          "colperm_s": r"COLPERM time\s+([\d.]+)", "symbfact_s": r"SYMBFACT time\s+([\d.]+)",
-          "distribute_s": r"DISTRIBUTE time\s+([\d.]+)",
-          "nnz_LU": r"nonzeros in L\+U\s+(\d+)", "error": r"\|\|X-Xtrue\|\|/\|\|X\|\| = ([\d.eE+-]+)"}
-# What each code spends before its first solve (ordering, symbolic, distribution, numeric).
-SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
-
-
-def run(nprocs, argv, timeout=1800):
-    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), one thread
-    per rank; stdout."""
-    cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
-    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{proc.stdout[-2000:]}\n"
-                           f"{proc.stderr[-2000:]}")
-    return proc.stdout
-
-
-def superlu(path, px, py, runs):
-    out = []
-    for _ in range(runs):
-        text = run(px * py, [PDDRIVE, "-r", str(px), "-c", str(py), path])
-        rec = {}
-        for key, pattern in FIELDS.items():
-            m = re.search(pattern, text)
-            if m is None:
-                raise RuntimeError(f"pddrive printed no {key}:\n{text[-3000:]}")
-            rec[key] = float(m.group(1))
-        out.append(rec)
-    for r in out:
-        r["setup_s"] = sum(r[k] for k in SETUP)
-    return {"runs": out, "solve_s": statistics.median(r["solve_s"] for r in out),
-            "factor_s": statistics.median(r["factor_s"] for r in out),
-            "setup_s": statistics.median(r["setup_s"] for r in out), "nnz_LU": int(out[0]["nnz_LU"]),
-            "error_vs_xtrue": max(r["error"] for r in out)}
-
 
 def ours(spec, px, py, repeat):
-    text = run(None, [sys.executable, "-m", "commsolve", "sptrsv", "--gen", spec, "-np", str(px * py), "--grid",
+    text, _ = run(None, [sys.executable, "-m", "commsolve", "sptrsv", "--gen", spec, "-np", str(px * py), "--grid",
                       f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--row-perm", "none", "--json"])
     r = json.loads(text[text.index("{"):])
     return {"solve_s": r["solve_s"], "l_plus_u_s": r["l_solve_s"] + r["u_solve_s"],
@@ -113,7 +71,7 @@ def main():
                 print(f"{spec} grid {grid}: commsolve", file=sys.stderr, flush=True)
                 mine = ours(spec, px, py, args.repeat)
                 print(f"{spec} grid {grid}: SuperLU_DIST", file=sys.stderr, flush=True)
-                theirs = superlu(path, px, py, args.runs)
+                theirs = superlu(path, (px, py), args.runs)
                 for r in (mine, theirs):
                     r["bandwidth_gbs"] = 8 * r["nnz_LU"] / r["solve_s"] / 1e9
                 rec = {"matrix": spec, "grid": grid, "nranks": px * py, "commsolve": mine, "superlu_dist": theirs,

@@ -4,6 +4,8 @@ they cost."""
 
 from __future__ import annotations
 
+import resource
+
 import numpy as np
 
 from ._collective import mpi, run_agreed
@@ -69,6 +71,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     stats_match = comm.allreduce(int(recorded == planned), op=MPI.MIN) == 1
     per_rank = comm.gather(recorded.array, root=0)
     entries = comm.gather(solver.local_entries, root=0)
+    peak_rss = comm.gather(peak_resident_bytes(), root=0)
     pieces = comm.gather(x_local, root=0)
     if comm.rank != 0:
         return None
@@ -115,6 +118,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         # unique factor entries (no replicas, no inverses) over the time of L, inter-grid and U
         "solve_bandwidth_gbs": 8 * int(solver.nnz_LU) / solve_only / 1e9 if solve_only > 0 else None,
         "local_entries": [int(e) for e in entries],
+        # per rank: the factor entries it stores (bytes), and its peak resident memory so far
+        # (the whole process: matrix, serial factors on the root, solve store, Python)
+        "memory_per_rank": {"factor_bytes": _max_mean([8 * e for e in entries]),
+                            "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,
         "backward_error": backward,
         "berr": [float(v) for v in solver.berr],
@@ -128,6 +135,15 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "machine": machine_info(),
     }
     return out
+
+
+def peak_resident_bytes():
+    """This process's peak resident set size so far, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _max_mean(values):
+    return {"max": int(max(values)), "mean": float(np.mean(values))}
 
 
 def format_sptrsv(r):
@@ -145,7 +161,9 @@ def format_sptrsv(r):
         f"tree {r['tree']}, nrhs {r['nrhs']}"
         + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),
         f"factors     nnz(L+U) {r['nnz_LU']:,} in {r['supernodes']:,} supernodes "
-        f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included)",
+        f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included; per rank "
+        f"max {r['memory_per_rank']['factor_bytes']['max'] / 1e6:,.1f} MB, peak resident "
+        f"{r['memory_per_rank']['peak_rss_bytes']['max'] / 1e6:,.1f} MB)",
         f"factor      {f['total']:.3f} s (ordering {f['ordering']:.3f}, allocate {f['allocate']:.3f}, "
         f"numeric {f['numeric']:.3f}, distribute {f['distribute']:.3f})",
         f"solve       {r['solve_s'] * 1e3:.3f} ms total (the run of median total of {r['repeat']}, its slowest rank:"

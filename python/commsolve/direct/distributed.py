@@ -16,7 +16,8 @@ from ..topology import make_topology
 from ..trees import check_shape
 from ..workloads import forest_partition
 from .refinement import ITMAX, iterative_refinement
-from .serial import SparseLU, levels_for, rhs_array
+from .factor3d import factor_on_grids, planned_factor_stats
+from .serial import PIVOTING_DEFAULTS, SparseLU, analyze, levels_for, rhs_array
 
 __all__ = ["factor", "DistributedLU", "parse_grid", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS",
            "ALGORITHMS", "PARTITIONS", "ALLREDUCE", "TIME_PARTS", "MAX_AUTO_PZ"]
@@ -201,56 +202,104 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
                                       _describe(topology), _describe(distribution),
                                       tuple(sorted((k, _describe(v)) for k, v in lu_options.items()))))
     row_source = A
-    if hasattr(A, "to_global"):  # a ParCSR: its rows come together on the root
+    on_grids = hasattr(A, "to_global")  # a ParCSR: the grids factor it, no rank holds all the factors
+    if on_grids:  # its rows come together on the root for static pivoting and the ordering
         A = A.to_global(root)
     topo = topology if isinstance(topology, _core.Topology) else run_agreed(
         comm, make_topology, comm, ppn=None if topology is None else int(topology))
     lu_options["levels"] = levels_for(lu_options.get("levels", 4), pz)
 
-    def serial_factor():
+    def serial_analysis():
         if comm.rank != root:
             return None
         if A is None:
             raise ValueError(f"the matrix must be given on the root rank ({root})")
-        lu = SparseLU(A, **lu_options)
+        if on_grids:
+            checked, B, pivoting, structure, seconds = analyze(
+                A, **{k: v for k, v in lu_options.items() if k not in ("replace_tiny", "zero_pivot")})
+            work = _Analysis(checked, B, pivoting, structure, seconds)
+        else:
+            work = SparseLU(A, **lu_options)
         t0 = time.perf_counter()
         ranking = None
         if auto:
             from ..sim.study import rank_grids
 
-            ranking = rank_grids(lu.structure, topo, profile, [algorithm] if algorithm else ALGORITHMS, trees=tree,
+            ranking = rank_grids(work.structure, topo, profile, [algorithm] if algorithm else ALGORITHMS, trees=tree,
                                  partition=partition, allreduce=allreduce, seed=seed, flat_threshold=flat_threshold,
                                  max_pz=pz)
         best_pz = ranking[0]["grid"][2] if ranking else pz
-        forests = forest_partition(lu.structure, best_pz, partition)
-        lu.ordering_seconds += time.perf_counter() - t0
-        return lu, forests, ranking
+        forests = forest_partition(work.structure, best_pz, partition)
+        work.ordering_seconds += time.perf_counter() - t0
+        return work, forests, ranking
 
-    lu, forests, ranking = run_agreed(comm, serial_factor) or (None, None, None)
+    lu, forests, ranking = run_agreed(comm, serial_analysis) or (None, None, None)
     t0 = time.perf_counter()
     info = comm.bcast(None if lu is None else (
         lu.structure, forests, lu.shape, lu.nnz_LU, lu.ordering_seconds, lu.allocate_seconds, lu.numeric_seconds,
-        lu.tiny_pivots_replaced, lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking), root=root)
+        lu.tiny_pivots_replaced, lu.pivoting, lu.row_order.astype(np.int32), lu.col_order.astype(np.int32), ranking,
+        getattr(lu, "anorm", None)), root=root)
     (structure, forests, shape, nnz, ordering_s, allocate_s, numeric_s, replaced, pivoting, row_order, col_order,
-     ranking) = info
+     ranking, anorm) = info
     if auto:
         (px, py, pz), options["algorithm"], options["tree"] = (ranking[0]["grid"], ranking[0]["algorithm"],
                                                                ranking[0]["tree"])
     dist = run_agreed(comm, _row_distribution, distribution, row_source, shape[0], comm)
+    factor_stats = planned_factor = None
+    if on_grids:
+        seconds = {"ordering": ordering_s}
+        planned_factor = run_agreed(comm, lambda: None if comm.rank != root else planned_factor_stats(
+            A, _row_owner(row_source.row_dist, comm.size), pivoting, row_order, col_order, structure, forests,
+            (px, py, pz), topo))
+        planned_factor = comm.scatter(planned_factor, root=root)
+        del lu
+        lu, factor_stats, grid_seconds, replaced = factor_on_grids(
+            row_source, pivoting, row_order, col_order, structure, forests, (px, py, pz), topo, anorm,
+            lu_options.get("zero_pivot", PIVOTING_DEFAULTS["zero_pivot"]),
+            lu_options.get("replace_tiny", PIVOTING_DEFAULTS["replace_tiny"]))
+        seconds.update(grid_seconds)
+        t0 = time.perf_counter()
+        source = -1
+    else:
+        seconds = {"ordering": ordering_s, "allocate": allocate_s, "numeric": numeric_s}
+        source = root
     core = _core.TriSolve(
         comm.py2f(), topo, px, py, pz, *structure.core_arrays(), forests, row_order, col_order, dist,
-        None if lu is None else lu._core, options["algorithm"], options["tree"], options["seed"],
-        options["flat_threshold"], options["allreduce"] == "packed", root)
-    del lu  # the serial factors; every rank now holds its blocks
+        None if lu is None else lu._core if hasattr(lu, "_core") else lu, options["algorithm"], options["tree"],
+        options["seed"], options["flat_threshold"], options["allreduce"] == "packed", source)
+    del lu  # the serial factors or this grid's; every rank now holds its blocks
     residual = _Residual(_distributed_matrix(A, row_source, dist, topo, comm, root))
-    distribute_s = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+    seconds["distribute"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     solver = DistributedLU(comm, core, structure, shape, (px, py, pz), forests, dist, topo, nnz, replaced, root,
-                           {"ordering": ordering_s, "allocate": allocate_s, "numeric": numeric_s,
-                            "distribute": distribute_s},
-                           dict(options, partition=partition), pivoting, residual)
+                           seconds, dict(options, partition=partition), pivoting, residual)
+    solver.factor_stats, solver.planned_factor_stats = factor_stats, planned_factor
     solver.row_order, solver.col_order = row_order, col_order
     solver.grid_ranking = ranking
     return solver
+
+
+class _Analysis:
+    """What the root knows before a factorization on the grids: as :class:`SparseLU` has it,
+    without the numeric factors (they are computed on the grids)."""
+
+    allocate_seconds = numeric_seconds = 0.0
+    tiny_pivots_replaced = 0
+
+    def __init__(self, A, B, pivoting, structure, seconds):
+        self.shape, self.pivoting, self.structure, self.ordering_seconds = A.shape, pivoting, structure, seconds
+        widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+        self.nnz_LU = int((widths * widths + 2 * widths * below).sum())
+        self.row_order = pivoting.row_order(structure.perm)
+        self.col_order = np.asarray(structure.perm)
+        self.anorm = float(abs(B).sum(axis=0).max())  # ||B||_1, the pivot thresholds' scale
+
+
+def _row_owner(dist, nranks):
+    """The rank owning each row under the Distribution ``dist``."""
+    owner = np.empty(dist.global_size, dtype=np.int64)
+    for r in range(nranks):
+        owner[dist.owned(r)] = r
+    return owner
 
 
 def _auto_max_pz(nranks):

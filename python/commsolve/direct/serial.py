@@ -13,10 +13,14 @@ from ..workloads import supernodal_structure
 from .pivoting import ROW_PERMS, checked_matrix, static_pivoting
 from .refinement import ITMAX, iterative_refinement
 
-__all__ = ["SparseLU", "symbolic", "LU_DEFAULTS", "levels_for", "rhs_array"]
+__all__ = ["SparseLU", "symbolic", "analyze", "LU_DEFAULTS", "PIVOTING_DEFAULTS", "levels_for", "rhs_array"]
 
 # The supernodal pipeline's defaults, shared by SparseLU, factor and the virtual-world analyses.
 LU_DEFAULTS = {"max_supernode": 128, "ordering": "tree", "levels": 4, "relax": 0.3, "relax_subtree": 32}
+
+
+# Static pivoting's defaults (SuperLU_DIST's pdgssvx): SparseLU's and factor's.
+PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "zero_pivot": 1e-14}
 
 
 def levels_for(levels, pz):
@@ -37,6 +41,22 @@ def symbolic(A, pz=1, **options):
     o = {**LU_DEFAULTS, **options}
     return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
                                 o["relax_subtree"])
+
+
+def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
+            levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
+            equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"]):
+    """Everything before the numeric factorization, as :class:`SparseLU` does it: ``(A, B,
+    pivoting, structure, seconds)`` with A checked, B the scaled and row-permuted matrix
+    whose symmetric permutation ``structure.perm`` is factored."""
+    if row_perm not in ROW_PERMS:
+        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
+    A = checked_matrix(A)
+    t0 = time.perf_counter()
+    B, pivoting = static_pivoting(A, equil, row_perm)
+    structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
+                         relax_subtree=relax_subtree)
+    return A, B, pivoting, structure, time.perf_counter() - t0
 
 
 def rhs_array(b, nrows, what="b"):
@@ -78,15 +98,11 @@ class SparseLU:
 
     def __init__(self, A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
                  levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
-                 equil=True, row_perm="mc64", replace_tiny=False, zero_pivot=1e-14):
-        if row_perm not in ROW_PERMS:
-            raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
-        A = checked_matrix(A)
-        t0 = time.perf_counter()
-        B, self.pivoting = static_pivoting(A, equil, row_perm)
-        self.structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
-                                  relax_subtree=relax_subtree)
-        self.ordering_seconds = time.perf_counter() - t0
+                 equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"],
+                 replace_tiny=PIVOTING_DEFAULTS["replace_tiny"], zero_pivot=PIVOTING_DEFAULTS["zero_pivot"]):
+        A, B, self.pivoting, self.structure, self.ordering_seconds = analyze(
+            A, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax, relax_subtree=relax_subtree,
+            equil=equil, row_perm=row_perm)
         t0 = time.perf_counter()
         perm = self.structure.perm
         P = B[perm][:, perm].tocsr()

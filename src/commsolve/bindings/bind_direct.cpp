@@ -10,11 +10,13 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include <algorithm>
 #include <optional>
 
 #include "direct/block_layout.hpp"
+#include "direct/factor3d.hpp"
 #include "direct/forests.hpp"
 #include "direct/matching.hpp"
 #include "direct/solve_schedule.hpp"
@@ -87,8 +89,10 @@ void bind_direct(nb::module_& m) {
         if (sym.n != static_cast<std::int64_t>(indptr.shape(0)) - 1)
           throw nb::value_error("supernodal LU: structure and matrix disagree");
         nb::gil_scoped_release nogil;
-        new (self) SupernodalLU(sym, indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
-                                t_data.data(), LUOptions{zero_pivot, replace_tiny});
+        new (self) SupernodalLU(sym,
+                                LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(),
+                                          t_indices.data(), t_data.data()},
+                                LUOptions{zero_pivot, replace_tiny});
       }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "indptr"_a, "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a,
            "t_data"_a, "zero_pivot"_a, "replace_tiny"_a)
       .def("solve", [](const SupernodalLU& lu, nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu> b) {
@@ -99,8 +103,73 @@ void bind_direct(nb::module_& m) {
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
       .def_prop_ro("flops", &SupernodalLU::flops)
+      .def("holds", [](const SupernodalLU& lu, std::int64_t s) {
+        if (s < 0 || s + 1 >= static_cast<std::int64_t>(lu.structure().sn_start.size()))
+          throw nb::index_error("no such supernode");
+        return lu.holds(static_cast<std::size_t>(s));
+      }, "s"_a)
+      .def("blocks", [](const SupernodalLU& lu, std::int64_t s) {
+        const SupernodalStructure& sym = lu.structure();
+        if (s < 0 || s + 1 >= static_cast<std::int64_t>(sym.sn_start.size()) || !lu.holds(static_cast<std::size_t>(s)))
+          throw nb::index_error("supernode not held here");
+        const std::size_t k = static_cast<std::size_t>(s);
+        const std::int64_t w = sym.sn_start[s + 1] - sym.sn_start[s], r = sym.rows_ptr[s + 1] - sym.rows_ptr[s];
+        auto copy = [](const double* p, std::int64_t rows, std::int64_t cols) {  // column-major -> (rows, cols)
+          std::vector<double> v(p, p + rows * cols);
+          return nb::make_tuple(to_numpy(std::move(v)), rows, cols);
+        };
+        return nb::make_tuple(copy(lu.diag(k), w, w), copy(lu.l21(k), r, w), copy(lu.u12(k), w, r));
+      }, "s"_a, "Copies of supernode s's blocks (diagonal, L21, U12), each as (column-major values, rows, cols).")
       .def_prop_ro("allocate_seconds", &SupernodalLU::allocate_seconds)
       .def_prop_ro("numeric_seconds", &SupernodalLU::numeric_seconds);
+
+  m.def("factor_3d", [](std::int64_t comm, const Topology& topo, int px, int py, int pz, In<std::int64_t> sn_start,
+                        In<std::int64_t> rows_ptr, In<std::int32_t> rows, In<std::int32_t> forest,
+                        In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, In<std::int32_t> t_indptr,
+                        In<std::int32_t> t_indices, In<double> t_data, double anorm, double zero_pivot,
+                        bool replace_tiny) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    const ForestPartition f = forests_from(forest, pz);
+    const ProcessGrid3D grid{px, py, pz};
+    check_grid_3d(grid);
+    f.validate(supernodal_etree(sym));
+    const bool has_entries = indptr.shape(0) > 0;
+    if (has_entries && (static_cast<std::int64_t>(indptr.shape(0)) != sym.n + 1 ||
+                        static_cast<std::int64_t>(t_indptr.shape(0)) != sym.n + 1))
+      throw nb::value_error("3D factorization: the entries' CSR must have n + 1 row pointers");
+    MPI_Comm c = comm_from_handle(comm);
+    Factor3DResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = factor_3d(c, topo, grid, sym, f,
+                    LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
+                              t_data.data()},
+                    anorm, LUOptions{zero_pivot, replace_tiny});
+    }
+    const double alloc = r.lu ? r.lu->allocate_seconds() : 0.0;
+    nb::object rec = stats_array(r.recorded);
+    return nb::make_tuple(std::move(r.lu), r.ok, r.error, rec, r.numeric_seconds, alloc);
+  }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "indptr"_a,
+        "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a, "t_data"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a,
+        "Collective: the 3D factorization (direct/factor3d.hpp). On each layer's first rank (lu, ok, error, "
+        "recorded stats (steps, 8), numeric seconds, allocate seconds); lu is None elsewhere.");
+
+  m.def("factor_3d_planned", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                                In<std::int32_t> forest, int px, int py, int pz, const Topology& topo) {
+    SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    const ForestPartition f = forests_from(forest, pz);
+    const ProcessGrid3D grid{px, py, pz};
+    check_grid_3d(grid);
+    if (topo.size() != grid.size()) throw nb::value_error("3D factorization: topology and grid differ in size");
+    std::vector<CommStats> all;
+    {
+      nb::gil_scoped_release nogil;
+      const Factor3DPlan plan = factor_3d_plan(sym, f);
+      for (int r = 0; r < grid.size(); ++r) all.push_back(factor_3d_planned(plan, sym, grid, topo, r));
+    }
+    return stats_array(all, false);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "topology"_a,
+        "Every rank's planned inter-grid messages of the 3D factorization, shape (ranks, 4, 8) (FactorStep).");
 
   m.def("triangular_solve_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
                                            In<std::int32_t> rows, int px, int py, bool upper) {

@@ -85,20 +85,24 @@ void distribute_blocks(MPI_Comm comm, int root, const SupernodalLU* lu, const Su
   int rank = 0, size = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  if ((rank == root) != (lu != nullptr))
-    throw std::logic_error("distributed solve: the factors must be given on the root rank, and only there");
+  const int z_mine = grid.z_of(rank);
+  const int source = root >= 0 ? root : grid.layer(z_mine).base;  // who holds this rank's blocks
+  if ((rank == source) != (lu != nullptr))
+    throw std::logic_error(root >= 0 ? "distributed solve: the factors must be given on the root rank, and only there"
+                                     : "distributed solve: the factors must be given on each layer's first rank, "
+                                       "and only there");
   store.values.resize(static_cast<std::size_t>(store.layout.total));
-  if (rank != root) {
-    transfer(comm, store.values.data(), store.layout.total, root, false);
+  if (rank != source) {
+    transfer(comm, store.values.data(), store.layout.total, source, false);
     return;
   }
   HugeVector<double> buf;
-  for (int z = 0; z < grid.pz; ++z) {  // every layer's layouts in one pass
+  for (int z = root >= 0 ? 0 : z_mine; z < (root >= 0 ? grid.pz : z_mine + 1); ++z) {  // the layers it serves
     const std::vector<LocalLayout2D> layouts = local_layouts_2d(
         lu->structure(), blocks, grid.layer(z), grid.pz > 1 ? forests.mask(z) : std::vector<char>{});
     for (int q = 0; q < grid.layer_size(); ++q) {
       const int r = grid.layer(z).base + q;
-      if (r == root) {
+      if (r == rank) {
         pack(*lu, blocks, store.layout, store.values.data());
         continue;
       }

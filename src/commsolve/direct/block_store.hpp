@@ -30,7 +30,9 @@ BlockStore block_store_layout(const SupernodalStructure& sym, const SupernodeBlo
 
 // Collective on comm: `lu` (the serial factors, given on `root` only) packs every rank's
 // blocks there and sends them, one (chunked) message per rank; every rank's `store` (from
-// block_store_layout) receives its values.
+// block_store_layout) receives its values. With root < 0 the factors are given on each
+// layer's first rank instead (those of its layer's forests: the 3D factorization's output),
+// which serves its own layer.
 void distribute_blocks(MPI_Comm comm, int root, const SupernodalLU* lu, const SupernodeBlocks& blocks,
                        const ProcessGrid3D& grid, const ForestPartition& forests, BlockStore& store);
 

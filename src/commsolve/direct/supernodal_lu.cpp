@@ -20,34 +20,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Static pivoting's rules for one pivot (SuperLU_DIST's): a non-finite pivot is an error; one
-// with |p| <= zero_tol is an error unless tiny pivots are replaced, in which case every pivot
-// with |p| < tiny becomes sign(p) * tiny.
-struct PivotRule {
-  double zero_tol, tiny;
-  bool replace;
-  std::int64_t replaced = 0;
-
-  void apply(double& piv, std::int64_t column) {
-    if (!std::isfinite(piv))
-      throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
-                               std::to_string(column) + " (the factorization overflowed)");
-    if (std::abs(piv) > zero_tol && !(replace && std::abs(piv) < tiny)) return;
-    if (!replace) {
-      char what[160];
-      if (piv == 0.0)
-        std::snprintf(what, sizeof what, "zero pivot at permuted column %lld", static_cast<long long>(column));
-      else
-        std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
-                      piv, zero_tol, static_cast<long long>(column));
-      throw std::runtime_error(std::string(what) +
-                               " (static pivoting: replace_tiny=True, --replace-tiny on the command line, perturbs it)");
-    }
-    piv = piv < 0 ? -tiny : tiny;
-    ++replaced;
-  }
-};
-
 // Unpivoted LU of the n x n column-major block A (leading dimension lda) in place, L unit
 // lower and U upper; `column` is A's first permuted column (for messages). Recursive halves
 // (Toledo's), so nearly all the work is in TRSM and GEMM; each pivot meets the rule when it is
@@ -76,6 +48,32 @@ void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
   cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, n2, n1, 1.0, A, lda, A21, lda);
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n2, n2, n1, -1.0, A21, lda, A12, lda, 1.0, A22, lda);
   dense_lu(n2, A22, lda, column + n1, rule);
+}
+
+}  // namespace
+
+void PivotRule::apply(double& piv, std::int64_t column) {
+  if (!std::isfinite(piv))
+    throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
+                             std::to_string(column) + " (the factorization overflowed)");
+  if (std::abs(piv) > zero_tol && !(replace && std::abs(piv) < tiny)) return;
+  if (!replace) {
+    char what[160];
+    if (piv == 0.0)
+      std::snprintf(what, sizeof what, "zero pivot at permuted column %lld", static_cast<long long>(column));
+    else
+      std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
+                    piv, zero_tol, static_cast<long long>(column));
+    throw std::runtime_error(std::string(what) +
+                             " (static pivoting: replace_tiny=True, --replace-tiny on the command line, perturbs it)");
+  }
+  piv = piv < 0 ? -tiny : tiny;
+  ++replaced;
+}
+
+PivotRule PivotRule::scaled(double anorm, const LUOptions& opts) {
+  return PivotRule{opts.zero_pivot * anorm, std::sqrt(std::numeric_limits<double>::epsilon()) * anorm,
+                   opts.replace_tiny};
 }
 
 // Supernodes in a postorder of the supernodal elimination forest (children in ascending
@@ -109,67 +107,107 @@ std::vector<std::int64_t> supernode_postorder(const std::vector<std::int64_t>& p
   return order;
 }
 
-}  // namespace
+std::vector<std::int64_t> supernode_parents(const SupernodalStructure& sym) {
+  const std::size_t ns = sym.sn_start.size() - 1;
+  std::vector<std::int64_t> parent(ns, -1), sn_of(static_cast<std::size_t>(sym.n));
+  for (std::size_t s = 0; s < ns; ++s)
+    for (std::int64_t j = sym.sn_start[s]; j < sym.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
+  for (std::size_t s = 0; s < ns; ++s)  // the first row below is in the parent
+    if (sym.rows_ptr[s + 1] > sym.rows_ptr[s]) parent[s] = sn_of[sym.rows[sym.rows_ptr[s]]];
+  return parent;
+}
 
-SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* indptr, const std::int32_t* indices,
-                           const double* data, const std::int32_t* t_indptr, const std::int32_t* t_indices,
-                           const double* t_data, const LUOptions& opts)
-    : sym_(sym) {
-  const auto t_start = std::chrono::steady_clock::now();
-  const std::int64_t n = sym_.n;
+SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held)
+    : sym_(sym), parent_(supernode_parents(sym_)) {
   const std::size_t ns = sym_.sn_start.size() - 1;
+  if (held.size() != ns) throw std::invalid_argument("supernodal LU: one held flag per supernode expected");
+  // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major, one supernode after the
+  // other. The fronts are assembled in place there (zeros from the kernel); only each
+  // front's Schur complement F22 (r x r) lives apart, on the update stack, until its parent
+  // adds it in.
+  std::int64_t total = 0;
+  diag_off_.assign(ns, -1);
+  l_off_.assign(ns, -1);
+  u_off_.assign(ns, -1);
+  for (std::size_t s = 0; s < ns; ++s) {
+    if (!held[s]) continue;
+    const std::int64_t w = width(s), r = below(s);
+    diag_off_[s] = total;
+    l_off_[s] = total + w * w;
+    u_off_[s] = total + w * w + r * w;
+    total += w * w + 2 * r * w;
+  }
+  const auto t_alloc = std::chrono::steady_clock::now();
+  values_ = ZeroedArray<double>(static_cast<std::size_t>(total));
+  values_.prefault();
+  allocate_seconds_ = seconds_since(t_alloc);
+}
+
+SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts)
+    : SupernodalLU(sym, std::vector<char>(sym.sn_start.size() - 1, 1)) {
+  const auto t_start = std::chrono::steady_clock::now();
   // ||A||_1 (largest column sum: the transpose's rows), the norm SuperLU_DIST scales its
   // pivot thresholds by.
   double anorm = 0.0;
-  for (std::int64_t j = 0; j < n; ++j) {
+  for (std::int64_t j = 0; j < sym_.n; ++j) {
     double sum = 0.0;
-    for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p) sum += std::abs(t_data[p]);
+    for (std::int32_t p = a.t_indptr[j]; p < a.t_indptr[j + 1]; ++p) sum += std::abs(a.t_data[p]);
     if (!std::isfinite(sum)) throw std::invalid_argument("supernodal LU: column " + std::to_string(j) +
                                                          " of the permuted matrix holds a non-finite entry");
     anorm = std::max(anorm, sum);
   }
-  PivotRule rule{opts.zero_pivot * anorm, std::sqrt(std::numeric_limits<double>::epsilon()) * anorm,
-                 opts.replace_tiny};
-
-  std::vector<std::int64_t> sn_of(n);
-  for (std::size_t s = 0; s < ns; ++s)
-    for (std::int64_t j = sym_.sn_start[s]; j < sym_.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
-  // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major. The fronts are assembled
-  // in place there (zeros from the kernel); only each front's Schur complement F22 (r x r)
-  // lives apart, on the update stack, until its parent adds it in.
-  std::int64_t total = 0;
-  std::vector<std::int64_t> parent(ns, -1);
-  for (std::size_t s = 0; s < ns; ++s) {
-    const std::int64_t w = width(s), r = below(s);
-    diag_off_.push_back(total);
-    l_off_.push_back(total + w * w);
-    u_off_.push_back(total + w * w + r * w);
-    total += w * w + 2 * r * w;
-    if (r > 0) parent[s] = sn_of[sym_.rows[sym_.rows_ptr[s]]];  // the first row below is in the parent
-  }
+  PivotRule rule = PivotRule::scaled(anorm, opts);
+  const std::vector<std::int64_t> order = supernode_postorder(parent_);
   const auto t_alloc = std::chrono::steady_clock::now();
-  values_ = ZeroedArray<double>(static_cast<std::size_t>(total));
-  const std::vector<std::int64_t> order = supernode_postorder(parent);
-  std::vector<std::int64_t> child_area(ns, 0);  // sum of the children's update sizes
+  ZeroedArray<double> stack(static_cast<std::size_t>(update_stack_size(order)));
+  stack.prefault();
+  const double stack_seconds = seconds_since(t_alloc);
+  allocate_seconds_ += stack_seconds;
+  PendingUpdates pending;
+  factor_supernodes(order, a, rule, pending, stack);
+  if (!pending.empty()) throw std::logic_error("supernodal LU: updates left over after the whole factorization");
+  numeric_seconds_ = seconds_since(t_start) - stack_seconds;
+}
+
+std::int64_t SupernodalLU::update_stack_size(const std::vector<std::int64_t>& order) const {
+  std::vector<char> in(parent_.size(), 0);
+  for (std::int64_t s : order) in[s] = 1;
+  std::vector<std::int64_t> child_area(parent_.size(), 0);
   std::int64_t live = 0, peak = 0;
   for (std::int64_t s : order) {
     const std::int64_t r2 = below(s) * below(s);
     peak = std::max(peak, live + r2);
     live += r2 - child_area[s];
-    if (parent[s] >= 0) child_area[parent[s]] += r2;
+    if (parent_[s] >= 0 && in[parent_[s]]) child_area[parent_[s]] += r2;
   }
-  ZeroedArray<double> stack(static_cast<std::size_t>(peak));
-  values_.prefault();
-  stack.prefault();
-  allocate_seconds_ = seconds_since(t_alloc);
-  std::vector<std::int64_t> update_off(ns, -1);  // where each pending update sits on the stack
-  std::int64_t top = 0;
+  return peak;
+}
 
-  std::vector<std::vector<std::int64_t>> children(ns);
+void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
+                                     PendingUpdates& pending, ZeroedArray<double>& stack) {
+  const std::size_t ns = parent_.size();
+  std::vector<char> in(ns, 0);
+  for (std::int64_t s : order) {
+    if (!holds(static_cast<std::size_t>(s))) throw std::logic_error("supernodal LU: a supernode to factor has no storage");
+    in[s] = 1;
+  }
+  // Each supernode's children: those factored here (their updates on the stack, topmost when
+  // it comes, as `order` is a postorder of these supernodes) and those pending (elsewhere).
+  std::vector<std::vector<std::int64_t>> children(ns), outside(ns);
+  std::vector<std::int64_t> child_area(ns, 0);
   for (std::int64_t s : order)
-    if (parent[s] >= 0) children[parent[s]].push_back(s);
-  std::vector<std::int64_t> pos(n, -1);
-  std::vector<std::int64_t> rel;
+    if (parent_[s] >= 0 && in[parent_[s]]) {
+      children[parent_[s]].push_back(s);
+      child_area[parent_[s]] += below(s) * below(s);
+    }
+  for (const auto& [c, u] : pending)
+    if (parent_[c] >= 0 && in[parent_[c]]) outside[parent_[c]].push_back(c);
+  if (static_cast<std::int64_t>(stack.size()) < update_stack_size(order))
+    throw std::logic_error("supernodal LU: update stack too small");
+  std::vector<std::int64_t> update_off(ns, -1);  // where each update sits on the stack
+  std::int64_t top = 0;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(sym_.n), -1), rel;
+  std::vector<std::pair<std::int64_t, const double*>> updates;  // this front's children's
   for (std::int64_t s : order) {
     const std::int64_t f = sym_.sn_start[s], l = sym_.sn_start[s + 1], w = l - f, r = below(s);
     const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[s];
@@ -178,50 +216,54 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     double* U12 = values_.data() + u_off_[s];
     for (std::int64_t j = f; j < l; ++j) pos[j] = j - f;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = w + k;
-    auto outside = [&](std::int64_t i, std::int64_t j) {
+    auto outside_structure = [&](std::int64_t i, std::int64_t j) {
       return std::logic_error("supernodal LU: entry (" + std::to_string(i) + ", " + std::to_string(j) +
                               ") outside the symbolic structure (is the pattern symmetric?)");
     };
     for (std::int64_t j = f; j < l; ++j) {
-      for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p) {  // row j: A(j, c), c >= f
-        const std::int64_t c = indices[p];
+      for (std::int32_t p = a.indptr[j]; p < a.indptr[j + 1]; ++p) {  // row j: A(j, c), c >= f
+        const std::int64_t c = a.indices[p];
         if (c < f) continue;
-        if (pos[c] < 0) throw outside(j, c);
+        if (pos[c] < 0) throw outside_structure(j, c);
         if (c < l)
-          D[(c - f) * w + (j - f)] += data[p];
+          D[(c - f) * w + (j - f)] += a.data[p];
         else
-          U12[(pos[c] - w) * w + (j - f)] += data[p];
+          U12[(pos[c] - w) * w + (j - f)] += a.data[p];
       }
-      for (std::int32_t p = t_indptr[j]; p < t_indptr[j + 1]; ++p) {  // column j: A(i, j), i past the block
-        const std::int64_t i = t_indices[p];
+      for (std::int32_t p = a.t_indptr[j]; p < a.t_indptr[j + 1]; ++p) {  // column j: A(i, j), i past the block
+        const std::int64_t i = a.t_indices[p];
         if (i < l) continue;
-        if (pos[i] < 0) throw outside(i, j);
-        L21[(j - f) * r + pos[i] - w] += t_data[p];
+        if (pos[i] < 0) throw outside_structure(i, j);
+        L21[(j - f) * r + pos[i] - w] += a.t_data[p];
       }
     }
+    const std::int64_t base = top - child_area[s];
+    updates.clear();
+    for (std::int64_t c : children[s]) {
+      if (update_off[c] < base) throw std::logic_error("supernodal LU: an update is not on top of the stack");
+      updates.emplace_back(c, stack.data() + update_off[c]);
+    }
+    for (std::int64_t c : outside[s]) updates.emplace_back(c, pending.at(c).data());
     // Extend-add, part 1: the children's entries in the pivot rows and columns. A child's
     // rows are ascending, so their places in this front are too: the first k0 fall in the
     // pivot block, the rest below it.
-    const std::int64_t base = top - child_area[s];
-    for (std::int64_t c : children[s]) {
+    for (const auto& [c, U] : updates) {
       const std::int64_t rc = below(c);
       const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
-      if (update_off[c] < base) throw std::logic_error("supernodal LU: an update is not on top of the stack");
-      const double* U = stack.data() + update_off[c];
       std::int64_t k0 = 0;
       while (k0 < rc && crow[k0] < l) ++k0;
-      for (std::int64_t a = 0; a < rc; ++a)
-        if (pos[crow[a]] < 0) throw std::logic_error("supernodal LU: a child's rows fall outside its parent's front");
+      for (std::int64_t i = 0; i < rc; ++i)
+        if (pos[crow[i]] < 0) throw std::logic_error("supernodal LU: a child's rows fall outside its parent's front");
       for (std::int64_t b = 0; b < rc; ++b) {
         const double* ucol = U + b * rc;
         if (b < k0) {
           double* dcol = D + (crow[b] - f) * w;
-          for (std::int64_t a = 0; a < k0; ++a) dcol[crow[a] - f] += ucol[a];
+          for (std::int64_t i = 0; i < k0; ++i) dcol[crow[i] - f] += ucol[i];
           double* lcol = L21 + (crow[b] - f) * r;
-          for (std::int64_t a = k0; a < rc; ++a) lcol[pos[crow[a]] - w] += ucol[a];
+          for (std::int64_t i = k0; i < rc; ++i) lcol[pos[crow[i]] - w] += ucol[i];
         } else {
           double* ucol12 = U12 + (pos[crow[b]] - w) * w;
-          for (std::int64_t a = 0; a < k0; ++a) ucol12[crow[a] - f] += ucol[a];
+          for (std::int64_t i = 0; i < k0; ++i) ucol12[crow[i] - f] += ucol[i];
         }
       }
     }
@@ -235,18 +277,17 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, ri, ri, wi, -1.0, L21, ri, U12, wi, 0.0, F22, ri);
       flops_ += 2.0 * r * w * w + 2.0 * r * r * w;
       // Extend-add, part 2: the children's entries below the pivot block, into F22.
-      for (std::int64_t c : children[s]) {
+      for (const auto& [c, U] : updates) {
         const std::int64_t rc = below(c);
         const std::int32_t* crow = sym_.rows.data() + sym_.rows_ptr[c];
-        const double* U = stack.data() + update_off[c];
         std::int64_t k0 = 0;
         while (k0 < rc && crow[k0] < l) ++k0;
         rel.resize(static_cast<std::size_t>(rc));
-        for (std::int64_t a = k0; a < rc; ++a) rel[a] = pos[crow[a]] - w;
+        for (std::int64_t i = k0; i < rc; ++i) rel[i] = pos[crow[i]] - w;
         for (std::int64_t b = k0; b < rc; ++b) {
           double* fcol = F22 + rel[b] * r;
           const double* ucol = U + b * rc;
-          for (std::int64_t a = k0; a < rc; ++a) fcol[rel[a]] += ucol[a];
+          for (std::int64_t i = k0; i < rc; ++i) fcol[rel[i]] += ucol[i];
         }
       }
       // The children's updates are spent: this one takes their place.
@@ -256,11 +297,17 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::int32_t* i
     } else {
       top = base;
     }
+    for (std::int64_t c : outside[s]) pending.erase(c);
     for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
   }
+  // Updates whose parent lies beyond these supernodes wait for it.
+  for (std::int64_t s : order)
+    if (parent_[s] >= 0 && !in[parent_[s]]) {
+      const double* U = stack.data() + update_off[s];
+      pending[s].assign(U, U + below(s) * below(s));
+    }
   replaced_ = rule.replaced;
-  numeric_seconds_ = seconds_since(t_start) - allocate_seconds_;
 }
 
 std::int64_t SupernodalLU::nnz_LU() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,40 +24,86 @@ struct LUOptions {
   bool replace_tiny = false;
 };
 
+// A's entries as the factorization reads them: the CSR of the permuted matrix (pattern
+// symmetric: A and A^T share it) and of its transpose, so columns are at hand. Rows that no
+// supernode being factored reads may be empty.
+struct LUEntries {
+  const std::int32_t *indptr, *indices;
+  const double* data;
+  const std::int32_t *t_indptr, *t_indices;
+  const double* t_data;
+};
+
+// Static pivoting's rules for one pivot (SuperLU_DIST's): a non-finite pivot is an error; one
+// with |p| <= zero_tol is an error unless tiny pivots are replaced, in which case every pivot
+// with |p| < tiny becomes sign(p) * tiny.
+struct PivotRule {
+  double zero_tol, tiny;
+  bool replace;
+  std::int64_t replaced = 0;
+
+  static PivotRule scaled(double anorm, const LUOptions& opts);  // thresholds relative to ||A||_1
+  void apply(double& piv, std::int64_t column);                  // `column`: for the message
+};
+
+// Schur complements (r x r, column-major) of factored supernodes whose parent has not been
+// factored yet, by supernode.
+using PendingUpdates = std::map<std::int64_t, std::vector<double>>;
+
+// Supernode s's parent in the supernodal elimination forest (-1 at roots), and a postorder
+// of that forest (children in ascending order).
+std::vector<std::int64_t> supernode_parents(const SupernodalStructure& sym);
+std::vector<std::int64_t> supernode_postorder(const std::vector<std::int64_t>& parent);
+
 class SupernodalLU {
  public:
-  // `indptr`/`indices`/`data`: CSR of the permuted matrix (pattern symmetric: A and A^T
-  // share it); `t_*`: the CSR of its transpose (so columns are at hand).
-  SupernodalLU(const SupernodalStructure& sym, const std::int32_t* indptr, const std::int32_t* indices,
-               const double* data, const std::int32_t* t_indptr, const std::int32_t* t_indices, const double* t_data,
-               const LUOptions& opts);
+  // The whole factorization, on this process.
+  SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts);
+
+  // Zeroed storage for the supernodes `held` marks (one flag per supernode), nothing
+  // factored: the pieces of a distributed factorization fill it by factor_supernodes, or
+  // by values() from another process.
+  SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held);
+
+  // Factors the supernodes of `order` (held ones, listed children first, in a postorder of
+  // the supernodes listed), from A's entries and their children's updates: on `stack` when
+  // factored in this call, else taken from `pending`. Updates whose parent is not listed are
+  // left in `pending`. `stack` holds at least update_stack_size(order) entries.
+  void factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
+                         PendingUpdates& pending, ZeroedArray<double>& stack);
+  std::int64_t update_stack_size(const std::vector<std::int64_t>& order) const;
 
   // Solves L U x = b in place for `nrhs` right-hand sides stored column by column (n x nrhs).
   void solve(double* b, int nrhs) const;
 
   const SupernodalStructure& structure() const { return sym_; }
+  const std::vector<std::int64_t>& parents() const { return parent_; }
   std::int64_t nnz_LU() const;  // stored entries of L and U (diagonal blocks counted once)
   std::int64_t tiny_pivots_replaced() const { return replaced_; }
   double flops() const { return flops_; }
-
   // Seconds spent obtaining the factors' storage and the update stack from the kernel and
   // touching it once (SuperLU_DIST does this in its DISTRIBUTE phase), and in the numeric
   // factorization proper (its FACTOR).
   double allocate_seconds() const { return allocate_seconds_; }
   double numeric_seconds() const { return numeric_seconds_; }
 
+  bool holds(std::size_t s) const { return diag_off_[s] >= 0; }
   // Supernode s's blocks, column-major: the diagonal block (w x w, L11 below the diagonal,
-  // U11 on and above), L21 (r x w) and U12 (w x r); w its width, r the rows below it.
+  // U11 on and above), L21 (r x w) and U12 (w x r); w its width, r the rows below it. The
+  // three lie one after the other: values(s) is all of them, values_size(s) entries.
   const double* diag(std::size_t s) const { return values_.data() + diag_off_[s]; }
   const double* l21(std::size_t s) const { return values_.data() + l_off_[s]; }
   const double* u12(std::size_t s) const { return values_.data() + u_off_[s]; }
+  double* values(std::size_t s) { return values_.data() + diag_off_[s]; }
+  std::int64_t values_size(std::size_t s) const { return width(s) * width(s) + 2 * below(s) * width(s); }
 
  private:
   std::int64_t width(std::size_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
   std::int64_t below(std::size_t s) const { return sym_.rows_ptr[s + 1] - sym_.rows_ptr[s]; }
 
   SupernodalStructure sym_;
-  std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_
+  std::vector<std::int64_t> parent_;                     // supernodal etree
+  std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_ (-1: not held)
   ZeroedArray<double> values_;
   std::int64_t replaced_ = 0;
   double flops_ = 0.0;

@@ -39,6 +39,8 @@ class TriSolve {
  public:
   // Collective on comm (of grid.size() ranks). `lu` (the factors of the permuted matrix,
   // whose structure is `sym`) is given on rank `root` only; it sends every rank its blocks.
+  // With root < 0, each layer's first rank gives the factors of its layer's forests (from
+  // factor_3d) and sends its layer's ranks their blocks.
   // b and x are distributed by `dist`; row_order[k] is the row of b that factor row k reads,
   // col_order[k] the row of x that factor column k gives (the same with a symmetric
   // permutation; a row permutation for large diagonals makes them differ).

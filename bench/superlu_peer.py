@@ -1,0 +1,74 @@
+"""Running SuperLU_DIST 8.1.2's example drivers (Debian's libsuperlu-dist-dev) and commsolve's
+CLI side by side: one thread per rank, each run's printed phase times parsed, and the peak
+resident memory of the largest process of the run (from ``wait4``: the launcher and every
+rank it reaped)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+
+from commsolve.launch import mpi_env
+
+EXAMPLES = "/usr/lib/x86_64-linux-gnu/superlu-dist/tests/EXAMPLE"
+PDDRIVE, PDDRIVE3D = f"{EXAMPLES}/pddrive", f"{EXAMPLES}/pddrive3d"
+FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.]+)",
+          "colperm_s": r"COLPERM time\s+([\d.]+)", "symbfact_s": r"SYMBFACT time\s+([\d.]+)",
+          "distribute_s": r"DISTRIBUTE time\s+([\d.]+)",
+          "nnz_LU": r"nonzeros in L\+U\s+(\d+)", "error": r"\|\|X-Xtrue\|\|/\|\|X\|\| = ([\d.eE+-]+)"}
+# What each code spends before its first solve (ordering, symbolic, distribution, numeric).
+SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
+
+
+def run(nprocs, argv, timeout=1800):
+    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), one thread
+    per rank: (stdout, peak resident bytes of the largest process)."""
+    cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
+    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # the rusage of the whole reaped tree
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        text, errors = out.read(), err.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{text[-2000:]}\n{errors[-2000:]}")
+    return text, usage.ru_maxrss * 1024
+
+
+def superlu_run(path, grid, driver=PDDRIVE):
+    """One run of ``driver`` on the Matrix Market file ``path`` on ``grid`` ((px, py) for
+    pddrive, (px, py, pz) for pddrive3d): its phase times, nnz(L+U), error and peak memory."""
+    px, py, *pz = grid
+    argv = [driver, "-r", str(px), "-c", str(py), *(["-d", str(pz[0])] if pz else []), path]
+    text, rss = run(px * py * (pz[0] if pz else 1), argv)
+    rec = {}
+    for key, pattern in FIELDS.items():
+        m = re.search(pattern, text)
+        if m is None:
+            raise RuntimeError(f"{os.path.basename(driver)} printed no {key}:\n{text[-3000:]}")
+        rec[key] = float(m.group(1))
+    rec["setup_s"] = sum(rec[k] for k in SETUP)
+    rec["peak_rss_bytes"] = rss
+    return rec
+
+
+def summarize(runs):
+    """Runs of :func:`superlu_run` and their medians."""
+    med = {k: statistics.median(r[k] for r in runs) for k in ("solve_s", "factor_s", "setup_s", "peak_rss_bytes")}
+    return {"runs": runs, **med, "nnz_LU": int(runs[0]["nnz_LU"]), "error_vs_xtrue": max(r["error"] for r in runs)}
+
+
+def superlu(path, grid, runs, driver=PDDRIVE):
+    """``runs`` runs of :func:`superlu_run`, summarized."""
+    return summarize([superlu_run(path, grid, driver) for _ in range(runs)])

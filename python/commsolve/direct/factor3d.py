@@ -1,0 +1,133 @@
+"""The distributed 3D factorization's Python side (the numeric work is C++'s
+``direct/factor3d.hpp``): A's entries go from the ranks that own its rows straight to the
+grid that factors them (the layer's first rank of the lowest grid sharing the supernode's
+forest), then every grid factors its forests, reduces pending updates level by level and
+broadcasts the factored ancestors. The factors never pass through one rank."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _core
+from .._collective import mpi
+from ..stats import CommStats
+
+__all__ = ["FACTOR_STEPS", "factor_on_grids", "planned_factor_stats"]
+
+# The steps of the factorization's CommStats (C++ FactorStep): A's entries to their grids,
+# the inter-grid reduction of pending updates, the ancestor broadcast; the blocks sent from
+# each layer's first rank to its layer (TriSolve) are not counted here.
+FACTOR_STEPS = ("entries to grids", "Z reduce (updates)", "ancestor broadcast", "layer distribute")
+_ENTRY = np.dtype([("i", np.int32), ("j", np.int32), ("v", np.float64)])
+
+
+def _lowest_grid(forest, pz):
+    """The lowest grid sharing each forest (heap index): ((f + 1) << level) - pz."""
+    nlev = int(pz).bit_length() - 1
+    depth = np.floor(np.log2(np.asarray(forest, dtype=np.float64) + 1)).astype(np.int64)
+    return ((np.asarray(forest, dtype=np.int64) + 1) << (nlev - depth)) - pz
+
+
+def _destinations(ki, kj, structure, forests, grid):
+    """The rank (a layer's first) that factors entry (ki, kj) of the permuted matrix."""
+    px, py, pz = grid
+    s = structure.sn_of[np.minimum(ki, kj)]
+    return _lowest_grid(np.asarray(forests)[s], pz) * (px * py)
+
+
+def _inverse(order):
+    inv = np.empty(len(order), dtype=np.int64)
+    inv[np.asarray(order)] = np.arange(len(order))
+    return inv
+
+
+def _stats_row(counts_to, counts_from, rank, topo, entry_bytes):
+    """(8,) counts of one step: messages to and from every other rank with entries."""
+    row = np.zeros(8, dtype=np.int64)
+    for peer, (out, inn) in enumerate(zip(counts_to, counts_from)):
+        if peer == rank:
+            continue
+        where = 0 if topo.same_node(rank, peer) else 1
+        if out:
+            row[where] += 1
+            row[2 + where] += entry_bytes * int(out)
+        if inn:
+            row[4 + where] += 1
+            row[6 + where] += entry_bytes * int(inn)
+    return row
+
+
+def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, structure, forests, grid, topo):
+    """Every rank's planned CommStats of the factorization (:data:`FACTOR_STEPS`), from the
+    whole matrix (on one rank) and the owner of each of its rows: the entries' step from
+    the pattern, the inter-grid steps from the structure (C++ factor_3d_planned)."""
+    px, py, pz = grid
+    coo = A_global.tocoo()
+    dest = _destinations(_inverse(row_order)[coo.row], _inverse(col_order)[coo.col], structure, forests, grid)
+    size = px * py * pz
+    counts = np.zeros((size, size), dtype=np.int64)
+    np.add.at(counts, (np.asarray(row_owner)[coo.row], dest), 1)
+    out = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), np.asarray(forests, dtype=np.int32), px, py,
+                                             pz, topo)).copy()
+    for r in range(size):
+        out[r, 0] = _stats_row(counts[r], counts[:, r], r, topo, _ENTRY.itemsize)
+    return [CommStats(a) for a in out]
+
+
+def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo, anorm, zero_pivot,
+                    replace_tiny):
+    """Collective on ``A.comm`` (``A`` a ParCSR). Returns ``(lu, recorded, seconds,
+    replaced)``: this layer-first rank's factors of its forests (a ``_core.SupernodalLU``;
+    None on the other ranks), its recorded CommStats, the seconds of ``redistribute``
+    (entries to grids), ``allocate`` and ``numeric`` (slowest rank each), and the tiny pivots
+    replaced on all grids. A zero pivot anywhere is a ValueError on every rank."""
+    MPI = mpi()
+    comm = A.comm
+    px, py, pz = grid
+    n = A.shape[0]
+    t0 = time.perf_counter()
+    local = A.local_matrix().tocoo()
+    rows = np.asarray(A.owned_rows())[local.row]
+    entries = np.empty(local.nnz, dtype=_ENTRY)
+    ki, kj = _inverse(row_order)[rows], _inverse(col_order)[local.col]
+    entries["i"], entries["j"] = ki, kj
+    entries["v"] = pivoting.row_scale[rows] * local.data * pivoting.col_scale[local.col]
+    dest = _destinations(ki, kj, structure, forests, grid)
+    entries = entries[np.argsort(dest, kind="stable")]
+    send = np.bincount(dest, minlength=comm.size).astype(np.int64)
+    recv = np.asarray(comm.alltoall(send.tolist()), dtype=np.int64)
+    got = np.empty(int(recv.sum()), dtype=_ENTRY)
+    w = _ENTRY.itemsize
+
+    def displs(c):
+        return np.concatenate([[0], np.cumsum(c)[:-1]]) * w
+
+    comm.Alltoallv([entries.view(np.uint8), send * w, displs(send), MPI.BYTE],
+                   [got.view(np.uint8), recv * w, displs(recv), MPI.BYTE])
+    entries_row = _stats_row(send, recv, comm.rank, topo, w)
+    if got.size or comm.rank % (px * py) == 0:
+        P = sp.csr_matrix((got["v"], (got["i"], got["j"])), shape=(n, n))
+        T = P.T.tocsr()
+        arrays = (P.indptr, P.indices, P.data, T.indptr, T.indices, T.data)
+    else:
+        arrays = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int32),
+                  np.zeros(0, np.int32), np.zeros(0))
+    i32 = np.int32
+    arrays = tuple(a.astype(i32) if a.dtype.kind == "i" else a for a in arrays)
+    redistribute_s = time.perf_counter() - t0
+    lu, ok, error, recorded, numeric_s, allocate_s = _core.factor_3d(
+        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=i32), *arrays, float(anorm),
+        float(zero_pivot), bool(replace_tiny))
+    failed = comm.allreduce(0 if ok else 1, op=MPI.MAX)
+    if failed:
+        errors = [e for e in comm.allgather(error) if e]
+        raise ValueError(errors[0] if errors else "the 3D factorization failed on another rank")
+    recorded = np.asarray(recorded).copy()
+    recorded[0] = entries_row
+    seconds = {k: comm.allreduce(v, op=MPI.MAX) for k, v in
+               (("redistribute", redistribute_s), ("allocate", allocate_s), ("numeric", numeric_s))}
+    replaced = comm.allreduce(0 if lu is None else int(lu.tiny_pivots_replaced), op=MPI.SUM)
+    return lu, CommStats(recorded), seconds, replaced
