@@ -105,7 +105,8 @@ def test_sptrsv_reports_times_residual_and_comm_per_rank():
     assert min(r["local_entries"]) > 0
     assert r["l_solve_s"] > 0 and r["u_solve_s"] > 0 and r["redistribute_s"] > 0 and r["z_comm_s"] == 0
     assert r["solve_s"] >= r["l_solve_s"] + r["u_solve_s"] + r["redistribute_s"]
-    assert set(r["factor_s"]) == {"ordering", "allocate", "numeric", "distribute", "total"}
+    assert set(r["factor_s"]) == {"ordering", "redistribute", "allocate", "numeric", "distribute", "total"}
+    assert r["factor_stats_recorded_equal_planned"] is True
     per_rank = r["comm_per_rank"]
     assert len(per_rank) == 4 and all(len(s["steps"]) == 8 for s in per_rank)
     split = r["comm_split_per_rank"]

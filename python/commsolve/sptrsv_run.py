@@ -9,9 +9,10 @@ import resource
 import numpy as np
 
 from ._collective import mpi, run_agreed
+from .direct.factor3d import FACTOR_STEPS
 from .direct import REDISTRIBUTE_STEPS, SOLVE_STEPS, XY_STEPS, Z_STEPS, factor, parse_grid
 from .gallery import parse_spec
-from .io import mmread
+from .parcsr import ParCSR
 from .spmv_run import machine_info
 from .stats import FIELDS, CommStats, format_summary, summarize
 
@@ -32,8 +33,10 @@ def _sent(stats, steps):
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, repeat=5, ppn=None,
                max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
                equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
-    """Collective. Rank 0 builds (or reads) the matrix; it is factored (static pivoting as
-    ``equil``, ``row_perm``, ``replace_tiny`` say) and spread over the grid; b (distributed by
+    """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
+    on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
+    ordering on rank 0, the numeric factorization by each layer's first rank, see
+    :func:`~commsolve.direct.factor`) and spread over them; b (distributed by
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
     median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:
     the grid and algorithm the simulator predicts fastest with ``profile`` (the ranking is in
@@ -47,15 +50,13 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     if not auto:
         grid = run_agreed(comm, parse_grid, grid, comm.size)
 
-    def build():  # on rank 0 only; a bad spec or file is an error on every rank
-        if comm.rank != 0:
-            return None
-        return parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix)
-
-    A = run_agreed(comm, build)
-    solver = factor(A, comm, grid=grid, tree=tree, algorithm=algorithm, partition=partition,
+    parse_spec(gen) if gen is not None else None  # a bad spec: a clear error, on every rank
+    D = ParCSR.from_spec(gen, comm) if gen is not None else ParCSR.from_file(matrix, comm)
+    solver = factor(D, comm, grid=grid, tree=tree, algorithm=algorithm, partition=partition,
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                     equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile)
+    A = D.to_global(0)  # for the check of the residual, on rank 0
+    del D
     px, py, pz = solver.grid
     n, dist = solver.shape[0], solver.distribution
     B = None
@@ -70,6 +71,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     recorded, planned = solver.stats(), solver.planned_stats(nrhs)
     stats_match = comm.allreduce(int(recorded == planned), op=MPI.MIN) == 1
     per_rank = comm.gather(recorded.array, root=0)
+    on_grids = solver.factor_stats is not None  # factored on the grids (always, from a ParCSR)
+    factor_match = on_grids and comm.allreduce(int(solver.factor_stats == solver.planned_factor_stats),
+                                               op=MPI.MIN) == 1
+    factor_per_rank = comm.gather(solver.factor_stats.array if on_grids else None, root=0)
     entries = comm.gather(solver.local_entries, root=0)
     peak_rss = comm.gather(peak_resident_bytes(), root=0)
     pieces = comm.gather(x_local, root=0)
@@ -132,6 +137,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "comm_split_per_rank": [{"xy": _sent(s, XY_STEPS), "z": _sent(s, Z_STEPS),
                                  "redistribute": _sent(s, REDISTRIBUTE_STEPS)} for s in stats],
         "comm": summarize(stats),
+        # the factorization's messages (steps as FACTOR_STEPS), as MPI moved them
+        "factor_comm_steps": list(FACTOR_STEPS),
+        "factor_comm_per_rank": [CommStats(a).to_dict() for a in factor_per_rank] if on_grids else None,
+        "factor_stats_recorded_equal_planned": bool(factor_match) if on_grids else None,
         "machine": machine_info(),
     }
     return out
@@ -164,8 +173,10 @@ def format_sptrsv(r):
         f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included; per rank "
         f"max {r['memory_per_rank']['factor_bytes']['max'] / 1e6:,.1f} MB, peak resident "
         f"{r['memory_per_rank']['peak_rss_bytes']['max'] / 1e6:,.1f} MB)",
-        f"factor      {f['total']:.3f} s (ordering {f['ordering']:.3f}, allocate {f['allocate']:.3f}, "
-        f"numeric {f['numeric']:.3f}, distribute {f['distribute']:.3f})",
+        f"factor      {f['total']:.3f} s ("
+        + ", ".join(f"{k} {v:.3f}" for k, v in f.items() if k != "total")
+        + (f"; its messages as planned: {'yes' if r['factor_stats_recorded_equal_planned'] else 'NO'}"
+           if r["factor_stats_recorded_equal_planned"] is not None else "") + ")",
         f"solve       {r['solve_s'] * 1e3:.3f} ms total (the run of median total of {r['repeat']}, its slowest rank:"
         + (f" factors read at {r['solve_bandwidth_gbs']:.2f} GB/s)" if r["solve_bandwidth_gbs"] else ")"),
         f"  L-solve   {r['l_solve_s'] * 1e3:.3f} ms   (slowest rank in this part: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -136,9 +137,17 @@ class _Residual:
 
 def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd", allreduce="packed",
            distribution=None, topology=None, seed=0, flat_threshold=8, root=0, profile=None, **lu_options):
-    """Collective on ``comm``. Factor ``A`` (a scipy matrix on rank ``root``, other ranks may
-    pass None; or a :class:`~commsolve.ParCSR` on ``comm``, gathered to ``root``) as
-    :class:`SparseLU` does (``lu_options`` are its options: static pivoting, ordering), then
+    """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.
+
+    ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
+    parallel into one): its rows are gathered on ``root`` for static pivoting, the ordering
+    and the symbolic analysis only (as SuperLU_DIST does by default), then its entries go
+    from their row owners straight to the grids, which factor their forests in parallel (the
+    3D factorization, ``direct/factor3d.hpp``: each grid's first rank factors that grid's
+    fronts and sends its ranks their blocks, so with pz > 1 no rank holds all the factors; the
+    2D factorization inside a grid is not built). Or a scipy matrix on rank ``root`` (other
+    ranks may pass None): factored whole there as :class:`SparseLU` does, then distributed.
+    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering). Then
     spread the factors over a ``grid = (px, py, pz)`` of ``comm``: the supernodal elimination
     tree is split into 2 pz - 1 forests (``partition``: ``"nd"``, the top log2 pz levels of
     the nested-dissection separator tree, or ``"greedy"``, SuperLU_DIST's load-balancing
@@ -201,6 +210,8 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     agree_on(comm, "factor options", ((px, py, pz), tuple(sorted(options.items())), partition, root, _describe(profile),
                                       _describe(topology), _describe(distribution),
                                       tuple(sorted((k, _describe(v)) for k, v in lu_options.items()))))
+    if isinstance(A, (str, os.PathLike)):
+        A = ParCSR.from_file(A, comm)
     row_source = A
     on_grids = hasattr(A, "to_global")  # a ParCSR: the grids factor it, no rank holds all the factors
     if on_grids:  # its rows come together on the root for static pivoting and the ordering
