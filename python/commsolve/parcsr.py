@@ -312,8 +312,8 @@ class ParCSR:
         """Local. Global column of every column of :meth:`local_block`."""
         return np.concatenate([self.owned_cols(), np.asarray(self.col_map, dtype=np.int64)])
 
-    def local_matrix(self):
-        """Local. This rank's rows (in local order) as scipy CSR over global columns."""
+    def local_triples(self):
+        """Local. This rank's entries as (local row, global column, value) arrays."""
         owned, halo = self.owned_cols(), np.asarray(self.col_map)
         rows, cols, vals = [], [], []
         for which, to_global in (("diag", owned), ("offd_on_node", halo), ("offd_off_node", halo)):
@@ -321,8 +321,12 @@ class ParCSR:
             rows.append(b.row)
             cols.append(to_global[b.col])
             vals.append(b.data)
-        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(self.local_rows, self.shape[1]))
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def local_matrix(self):
+        """Local. This rank's rows (in local order) as scipy CSR over global columns."""
+        rows, cols, vals = self.local_triples()
+        return sp.csr_matrix((vals, (rows, cols)), shape=(self.local_rows, self.shape[1]))
 
     def to_global(self, root=0):
         """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere; ``root=None``:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import _core
 from .._collective import mpi
@@ -32,10 +31,11 @@ def _lowest_grid(forest, pz):
 
 
 def _destinations(ki, kj, structure, forests, grid):
-    """The rank (a layer's first) that factors entry (ki, kj) of the permuted matrix."""
+    """The rank (a layer's first) that factors entry (ki, kj) of the permuted matrix: the
+    one of the supernode holding column min(ki, kj)."""
     px, py, pz = grid
-    s = structure.sn_of[np.minimum(ki, kj)]
-    return _lowest_grid(np.asarray(forests)[s], pz) * (px * py)
+    of_supernode = _lowest_grid(np.asarray(forests), pz) * (px * py)
+    return of_supernode[structure.sn_of][np.minimum(ki, kj)]
 
 
 def _inverse(order):
@@ -82,22 +82,24 @@ def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid,
     """Collective on ``A.comm`` (``A`` a ParCSR). Returns ``(lu, recorded, seconds,
     replaced)``: this layer-first rank's factors of its forests (a ``_core.SupernodalLU``;
     None on the other ranks), its recorded CommStats, the seconds of ``redistribute``
-    (entries to grids), ``allocate`` and ``numeric`` (slowest rank each), and the tiny pivots
+    (entries to grids and arranged by rows and columns there), ``allocate`` (the factors'
+    memory) and ``numeric`` (factoring and the inter-grid messages; slowest rank each), and the tiny pivots
     replaced on all grids. A zero pivot anywhere is a ValueError on every rank."""
     MPI = mpi()
     comm = A.comm
     px, py, pz = grid
-    n = A.shape[0]
     t0 = time.perf_counter()
-    local = A.local_matrix().tocoo()
-    rows = np.asarray(A.owned_rows())[local.row]
-    entries = np.empty(local.nnz, dtype=_ENTRY)
-    ki, kj = _inverse(row_order)[rows], _inverse(col_order)[local.col]
-    entries["i"], entries["j"] = ki, kj
-    entries["v"] = pivoting.row_scale[rows] * local.data * pivoting.col_scale[local.col]
-    dest = _destinations(ki, kj, structure, forests, grid)
-    entries = entries[np.argsort(dest, kind="stable")]
+    local_rows, cols, vals = A.local_triples()
+    rows = np.asarray(A.owned_rows())[local_rows]
+    entries = np.empty(rows.size, dtype=_ENTRY)
+    entries["i"] = _inverse(row_order)[rows]
+    entries["j"] = _inverse(col_order)[cols]
+    entries["v"] = pivoting.row_scale[rows] * vals * pivoting.col_scale[cols]
+    dest = _destinations(entries["i"], entries["j"], structure, forests, grid)
     send = np.bincount(dest, minlength=comm.size).astype(np.int64)
+    targets = np.flatnonzero(send)
+    if targets.size > 1:  # grouped by destination (few: the grids' first ranks)
+        entries = np.concatenate([entries[dest == t] for t in targets])
     recv = np.asarray(comm.alltoall(send.tolist()), dtype=np.int64)
     got = np.empty(int(recv.sum()), dtype=_ENTRY)
     w = _ENTRY.itemsize
@@ -107,19 +109,12 @@ def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid,
 
     comm.Alltoallv([entries.view(np.uint8), send * w, displs(send), MPI.BYTE],
                    [got.view(np.uint8), recv * w, displs(recv), MPI.BYTE])
+    del entries
     entries_row = _stats_row(send, recv, comm.rank, topo, w)
-    if got.size or comm.rank % (px * py) == 0:
-        P = sp.csr_matrix((got["v"], (got["i"], got["j"])), shape=(n, n))
-        T = P.T.tocsr()
-        arrays = (P.indptr, P.indices, P.data, T.indptr, T.indices, T.data)
-    else:
-        arrays = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int32),
-                  np.zeros(0, np.int32), np.zeros(0))
-    i32 = np.int32
-    arrays = tuple(a.astype(i32) if a.dtype.kind == "i" else a for a in arrays)
     redistribute_s = time.perf_counter() - t0
-    lu, ok, error, recorded, numeric_s, allocate_s = _core.factor_3d(
-        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=i32), *arrays, float(anorm),
+    lu, ok, error, recorded, numeric_s, allocate_s, arrange_s = _core.factor_3d(
+        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=np.int32),
+        np.ascontiguousarray(got["i"]), np.ascontiguousarray(got["j"]), np.ascontiguousarray(got["v"]), float(anorm),
         float(zero_pivot), bool(replace_tiny))
     failed = comm.allreduce(0 if ok else 1, op=MPI.MAX)
     if failed:
@@ -128,6 +123,6 @@ def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid,
     recorded = np.asarray(recorded).copy()
     recorded[0] = entries_row
     seconds = {k: comm.allreduce(v, op=MPI.MAX) for k, v in
-               (("redistribute", redistribute_s), ("allocate", allocate_s), ("numeric", numeric_s))}
+               (("redistribute", redistribute_s + arrange_s), ("allocate", allocate_s), ("numeric", numeric_s))}
     replaced = comm.allreduce(0 if lu is None else int(lu.tiny_pivots_replaced), op=MPI.SUM)
     return lu, CommStats(recorded), seconds, replaced

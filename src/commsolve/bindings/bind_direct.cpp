@@ -13,6 +13,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "direct/block_layout.hpp"
@@ -125,34 +126,36 @@ void bind_direct(nb::module_& m) {
 
   m.def("factor_3d", [](std::int64_t comm, const Topology& topo, int px, int py, int pz, In<std::int64_t> sn_start,
                         In<std::int64_t> rows_ptr, In<std::int32_t> rows, In<std::int32_t> forest,
-                        In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, In<std::int32_t> t_indptr,
-                        In<std::int32_t> t_indices, In<double> t_data, double anorm, double zero_pivot,
-                        bool replace_tiny) {
+                        In<std::int32_t> entry_rows, In<std::int32_t> entry_cols, In<double> entry_values,
+                        double anorm, double zero_pivot, bool replace_tiny) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
     const ProcessGrid3D grid{px, py, pz};
     check_grid_3d(grid);
     f.validate(supernodal_etree(sym));
-    const bool has_entries = indptr.shape(0) > 0;
-    if (has_entries && (static_cast<std::int64_t>(indptr.shape(0)) != sym.n + 1 ||
-                        static_cast<std::int64_t>(t_indptr.shape(0)) != sym.n + 1))
-      throw nb::value_error("3D factorization: the entries' CSR must have n + 1 row pointers");
+    const std::size_t nnz = entry_rows.shape(0);
+    if (entry_cols.shape(0) != nnz || entry_values.shape(0) != nnz)
+      throw nb::value_error("3D factorization: entry rows, columns and values differ in length");
     MPI_Comm c = comm_from_handle(comm);
     Factor3DResult r;
+    double entries_seconds = 0.0;
     {
       nb::gil_scoped_release nogil;
-      r = factor_3d(c, topo, grid, sym, f,
-                    LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(),
-                              t_data.data()},
-                    anorm, LUOptions{zero_pivot, replace_tiny});
+      const auto t0 = std::chrono::steady_clock::now();
+      const LUEntryArrays a(sym.n, static_cast<std::int64_t>(nnz), entry_rows.data(), entry_cols.data(),
+                            entry_values.data());
+      entries_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r = factor_3d(c, topo, grid, sym, f, a.view(), anorm, LUOptions{zero_pivot, replace_tiny});
     }
     const double alloc = r.lu ? r.lu->allocate_seconds() : 0.0;
     nb::object rec = stats_array(r.recorded);
-    return nb::make_tuple(std::move(r.lu), r.ok, r.error, rec, r.numeric_seconds, alloc);
-  }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "indptr"_a,
-        "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a, "t_data"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a,
-        "Collective: the 3D factorization (direct/factor3d.hpp). On each layer's first rank (lu, ok, error, "
-        "recorded stats (steps, 8), numeric seconds, allocate seconds); lu is None elsewhere.");
+    return nb::make_tuple(std::move(r.lu), r.ok, r.error, rec, r.numeric_seconds, alloc, entries_seconds);
+  }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
+        "entry_rows"_a, "entry_cols"_a, "entry_values"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a,
+        "Collective: the 3D factorization (direct/factor3d.hpp) from this rank's entries of the permuted matrix "
+        "(triples; those of the supernodes its grid factors). On each layer's first rank (lu, ok, error, recorded "
+        "stats (steps, 8), numeric seconds, allocate seconds, seconds arranging the entries); lu is None "
+        "elsewhere.");
 
   m.def("factor_3d_planned", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                                 In<std::int32_t> forest, int px, int py, int pz, const Topology& topo) {

@@ -52,6 +52,30 @@ void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
 
 }  // namespace
 
+LUEntryArrays::LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
+                             const double* values) {
+  auto fill = [&](const std::int32_t* key, const std::int32_t* other, std::vector<std::int32_t>& ptr,
+                  std::vector<std::int32_t>& idx, std::vector<double>& val) {
+    ptr.assign(static_cast<std::size_t>(n) + 1, 0);
+    for (std::int64_t e = 0; e < nnz; ++e) {
+      if (key[e] < 0 || key[e] >= n || other[e] < 0 || other[e] >= n)
+        throw std::invalid_argument("LU entries: an index lies outside the matrix");
+      ++ptr[key[e] + 1];
+    }
+    for (std::int64_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+    idx.resize(static_cast<std::size_t>(nnz));
+    val.resize(static_cast<std::size_t>(nnz));
+    std::vector<std::int32_t> next(ptr.begin(), ptr.end() - 1);
+    for (std::int64_t e = 0; e < nnz; ++e) {
+      const std::int32_t at = next[key[e]]++;
+      idx[at] = other[e];
+      val[at] = values[e];
+    }
+  };
+  fill(rows, cols, indptr, indices, data);
+  fill(cols, rows, t_indptr, t_indices, t_data);
+}
+
 void PivotRule::apply(double& piv, std::int64_t column) {
   if (!std::isfinite(piv))
     throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +

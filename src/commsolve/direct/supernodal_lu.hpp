@@ -34,6 +34,19 @@ struct LUEntries {
   const double* t_data;
 };
 
+// LUEntries that own their arrays, built from (row, column, value) triples of an n x n
+// matrix (no duplicates) by counting sorts.
+struct LUEntryArrays {
+  std::vector<std::int32_t> indptr, indices, t_indptr, t_indices;
+  std::vector<double> data, t_data;
+
+  LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
+                const double* values);
+  LUEntries view() const {
+    return LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(), t_data.data()};
+  }
+};
+
 // Static pivoting's rules for one pivot (SuperLU_DIST's): a non-finite pivot is an error; one
 // with |p| <= zero_tol is an error unless tiny pivots are replaced, in which case every pivot
 // with |p| < tiny becomes sign(p) * tiny.
