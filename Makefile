@@ -1,6 +1,7 @@
 # make demo   installs what is missing, builds, runs the main job
 # make test   installs what is missing, builds, runs every test
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
+# make bench-factor   also installs SuperLU_DIST, compares the LU factorization with it
 # make bench-amg      also installs PETSc/hypre, compares AMG-PCG with BoomerAMG, GAMG, pyamg
 PYTHON ?= python3
 NP ?= 4
@@ -11,7 +12,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-amg clean
+.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -35,6 +36,10 @@ bench: build
 bench-sptrsv: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/sptrsv_vs_superlu.py
+
+bench-factor: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/factor_vs_superlu.py
 
 bench-amg: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers

@@ -4,16 +4,19 @@ matrix, same process count and grid.
 Per matrix and grid, runs alternate (commsolve, SuperLU_DIST, commsolve, ...) ``--runs``
 times; medians are reported. commsolve: ``commsolve sptrsv --json --repeat 1 --row-perm
 none`` (pddrive's MC64 is stripped from the Debian build; equilibration on, as pddrive's).
-Its phases: ``ordering`` (equilibration, nested dissection, symbolic), ``allocate`` (A
-permuted into the factor's order and the factors' memory obtained and touched),
-``numeric`` (the factorization proper) and ``distribute`` (blocks to their owners, inverted
-diagonal blocks). SuperLU_DIST's: COLPERM, SYMBFACT, DISTRIBUTE (which allocates and fills
-L and U with A) and FACTOR. Compared: numeric vs FACTOR, and the setup to the first solve
-(the sums). Memory: the peak resident set of the largest process of the run (from wait4),
-both sides with their launcher, matrix input and everything else a user's run holds.
+The matrix is a ParCSR (built distributed by rows), factored on the grids. Its phases:
+``ordering`` (rows gathered on rank 0, equilibration, nested dissection, symbolic, the
+message plan), ``redistribute`` (A's entries from their row owners to the grids that factor
+them, arranged there), ``allocate`` (the factors' memory obtained and touched), ``numeric``
+(the factorization and its inter-grid messages; 3D: each grid's first rank factors its
+forests) and ``distribute`` (blocks to the ranks of each grid, inverted diagonal blocks).
+SuperLU_DIST's: COLPERM, SYMBFACT, DISTRIBUTE (which allocates L and U and fills them with
+A) and FACTOR. Compared: numeric vs FACTOR, and the setup to the first solve (the sums).
+Memory: the peak resident set of the largest process of the run (from wait4), both sides with
+their launcher, matrix input and everything else a user's run holds.
 
-commsolve's numeric factorization still runs on one rank (the distributed factorization of
-issue 12 part 2 is not built): at P > 1 the other ranks wait, and its time is the serial one.
+Inside a grid commsolve factors on one rank (the grid's first), SuperLU_DIST on all of the
+grid's ranks: at 1x2 its second rank helps, ours waits.
 
     python bench/factor_vs_superlu.py [--matrices poisson2d9:1000,convdiff2d:1000]
                                       [--grids 1x1,1x2,1x1x2] [--runs 3]
@@ -35,7 +38,7 @@ from superlu_peer import PDDRIVE, PDDRIVE3D, run, summarize, superlu_run  # noqa
 
 from commsolve import gallery, io  # noqa: E402
 
-PHASES = ("ordering", "allocate", "numeric", "distribute", "total")
+PHASES = ("ordering", "redistribute", "allocate", "numeric", "distribute", "total")
 
 
 def ours_run(spec, grid):
@@ -98,7 +101,8 @@ def main():
                                                       "peak_rss_ratio", "nnz_ratio")}), flush=True)
     doc = {"benchmark": "factor_vs_superlu", "machine": machine(),
            "superlu_dist": "8.1.2 (Debian libsuperlu-dist-dev), pddrive/pddrive3d defaults",
-           "note": "commsolve's numeric factorization runs on one rank at every P (issue 12 part 2 not built)",
+           "note": "commsolve factors each grid's forests on the grid's first rank (no 2D factorization inside a "
+                   "grid yet); SuperLU_DIST uses every rank of a grid",
            "results": results}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -36,9 +36,10 @@ from superlu_peer import PDDRIVE, run, superlu  # noqa: E402
 
 from commsolve import gallery, io  # noqa: E402
 
+
 def ours(spec, px, py, repeat):
     text, _ = run(None, [sys.executable, "-m", "commsolve", "sptrsv", "--gen", spec, "-np", str(px * py), "--grid",
-                      f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--row-perm", "none", "--json"])
+                         f"{px}x{py}", "--tree", "binary", "--repeat", str(repeat), "--row-perm", "none", "--json"])
     r = json.loads(text[text.index("{"):])
     return {"solve_s": r["solve_s"], "l_plus_u_s": r["l_solve_s"] + r["u_solve_s"],
             "redistribute_s": r["redistribute_s"], "refine_s": r["refine_s"],

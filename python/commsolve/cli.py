@@ -223,7 +223,7 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
 
 @main.command()
 @click.option("--gen", metavar="SPEC", help="Gallery matrix, e.g. poisson2d9:1024.")
-@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file (read on rank 0).")
+@click.option("--matrix", type=click.Path(dir_okay=False), help="Matrix Market file (read in parallel).")
 @click.option("-np", "--np", "nprocs", type=int, default=None, help="Number of MPI ranks.")
 @click.option("--grid", default=None,
               help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "

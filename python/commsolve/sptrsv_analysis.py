@@ -5,13 +5,15 @@ symbolic structure alone (no MPI, no numeric factorization), and what it moves.
 For each algorithm: per-rank messages and bytes sent inside the grids (XY) and between them
 (Z), max and mean over ranks; the inter-grid synchronisation points of the slowest grid's
 program; the floating-point work per grid and its replication over the serial solve.
-``2d`` is priced on the squarest 2D grid with the same number of ranks.
+``2d`` is priced on the squarest 2D grid with the same number of ranks. Also the 3D
+factorization's inter-grid messages on the same grid (``factorization``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _core
 from .direct import ALGORITHMS, parse_grid, symbolic
 from .topology import blocked_topology
 from .workloads import forest_partition, sptrsv3d_summary
@@ -57,6 +59,7 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}
+    out["factorization"] = factor3d_summary(S, forests, (px, py, pz), topo)
     for a in algorithms:
         if a == "2d":
             g = parse_grid(None, P)
@@ -69,6 +72,27 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
         if progress is not None:
             progress(a)
     return out
+
+
+def factor3d_summary(structure, forests, grid, topo):
+    """The 3D factorization's inter-grid messages on ``grid`` (planned from the structure:
+    pending updates reduced between grids, factored ancestors broadcast back), per rank sent:
+    max and mean messages and bytes, and the grids' factor entries (max and mean)."""
+    px, py, pz = grid
+    steps = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), np.asarray(forests, np.int32), px, py, pz,
+                                               topo))[:, 1:3, :].sum(axis=1)
+    msgs, nbytes = steps[:, 0] + steps[:, 1], steps[:, 2] + steps[:, 3]
+    widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+    entries = widths * widths + 2 * widths * below
+    held = []
+    for z in range(pz):
+        f, path = pz - 1 + z, []
+        while f >= 0:
+            path.append(f)
+            f = (f - 1) // 2 if f > 0 else -1
+        held.append(int(entries[np.isin(forests, path)].sum()))
+    return {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
+            "mean_bytes": float(nbytes.mean()), "grid_entries_max": max(held), "grid_entries_mean": float(np.mean(held))}
 
 
 def format_sptrsv3d(r, matrix):
@@ -87,6 +111,11 @@ def format_sptrsv3d(r, matrix):
                      f"{xy['max_bytes'] / 1e6:>8.2f} / {xy['mean_bytes'] / 1e6:>6.2f}"
                      f"{z['max_msgs']:>7,} / {z['mean_msgs']:>5.1f}{z['max_bytes'] / 1e6:>8.3f} / {z['mean_bytes'] / 1e6:>4.2f}"
                      f"{s['sync_points']:>7}{max(s['flops_per_grid']):>16.3e}{s['replication']:>13.3f}")
+    f = r.get("factorization")
+    if f:
+        lines += ["", f"3D factorization, inter-grid (per rank sent, max / mean): {f['max_msgs']:,} / "
+                      f"{f['mean_msgs']:.1f} messages, {f['max_bytes'] / 1e6:,.2f} / {f['mean_bytes'] / 1e6:,.2f} MB; "
+                      f"factor entries per grid max / mean {f['grid_entries_max']:,} / {f['grid_entries_mean']:,.0f}"]
     return "\n".join(lines)
 
 

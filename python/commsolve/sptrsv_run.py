@@ -124,7 +124,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "solve_bandwidth_gbs": 8 * int(solver.nnz_LU) / solve_only / 1e9 if solve_only > 0 else None,
         "local_entries": [int(e) for e in entries],
         # per rank: the factor entries it stores (bytes), and its peak resident memory so far
-        # (the whole process: matrix, serial factors on the root, solve store, Python)
+        # (the whole process: matrix, the root's analysis, a grid's factors on its first rank, solve store, Python)
         "memory_per_rank": {"factor_bytes": _max_mean([8 * e for e in entries]),
                             "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,

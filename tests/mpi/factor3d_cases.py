@@ -93,13 +93,35 @@ for spec in FAMILIES:
                               diff=float(np.linalg.norm(x - ref) / np.linalg.norm(ref)),
                               phases=sorted(solver.factor_seconds))), flush=True)
 
-# Rows in the second half scaled down: their pivots fall below zero_pivot x ||A||_1 there.
-G = gallery.from_spec("poisson2d:20").tocsr()
+# Stored zeros linking far-apart unknowns: the default static pivoting (MC64's scaled
+# product) drops them from the pattern it orders; they must not travel to the grids.
+G = gallery.from_spec("poisson2d9:20").tocsr()
 n = G.shape[0]
-scale = np.where(np.arange(n) >= n // 2, 1e-8, 1.0)
+C = G.tocoo()
+S = sp.csr_matrix((np.concatenate([C.data, [0.0, 0.0]]), (np.concatenate([C.row, [0, n - 1]]),
+                                                          np.concatenate([C.col, [n - 1, 0]]))), shape=(n, n))
+assert S.nnz == G.nnz + 2
+D = cs.ParCSR.from_global(S, comm)
+solver = direct.factor(D, comm, grid=grid, **OPTIONS)
+b = np.ones(n)
+x = solver.solve(b, replicated=True)
+if comm.rank == 0:
+    print(json.dumps(dict(family="stored-zeros", resid=float(np.linalg.norm(G @ x - b) / np.linalg.norm(b)))),
+          flush=True)
+
+# The rows of the last grid's leaf forest scaled down: their pivots, and only theirs, fall
+# below zero_pivot x ||A||_1 (the ordering reads the pattern alone, so it is unchanged).
+G = gallery.from_spec("poisson2d:20").tocsr()
+opts = dict(OPTIONS, equil=False, row_perm="none", zero_pivot=1e-6)
+lu = direct.SparseLU(G, **opts)
+forests = np.asarray(forest_partition(lu.structure, pz, "nd"))
+leaf = np.flatnonzero(forests[lu.structure.sn_of] == 2 * pz - 2)  # factor columns of grid pz - 1's leaf
+if pz == 1:  # one grid: its later half (all of it would scale ||A||_1 alike)
+    leaf = np.arange(G.shape[0] // 2, G.shape[0])
+scale = np.ones(G.shape[0])
+scale[lu.row_order[leaf]] = 1e-8
 S = sp.csr_matrix(sp.diags(scale) @ G)
 D = cs.ParCSR.from_global(S, comm)
-opts = dict(OPTIONS, equil=False, row_perm="none", zero_pivot=1e-6)
 try:
     direct.factor(D, comm, grid=grid, **opts)
     error = None
@@ -109,5 +131,6 @@ errors = comm.gather(error, root=0)
 solver = direct.factor(D, comm, grid=grid, replace_tiny=True, **opts)
 if comm.rank == 0:
     serial = direct.SparseLU(S, replace_tiny=True, **opts)
-    print(json.dumps(dict(family="tiny-pivot", errors=errors, replaced=int(solver.tiny_pivots_replaced),
+    print(json.dumps(dict(family="tiny-pivot", errors=errors, leaf=[int(leaf.min()), int(leaf.max())],
+                          replaced=int(solver.tiny_pivots_replaced),
                           replaced_serial=int(serial.tiny_pivots_replaced))), flush=True)

@@ -5,7 +5,8 @@ COMMSOLVE_PERSISTENT=0) and print, per rank, what our plans say one repetition s
 Usage: mpiexec -n 4 python -m mpi4py tests/mpi/monitored.py 4 WORKLOAD K
 WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random restricted
 collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A and the
-Galerkin product P^T A P: variable-length row records). Rank 0 prints a JSON
+Galerkin product P^T A P: variable-length row records), factor3d (the 3D factorization's
+inter-grid reductions and ancestor broadcast on a 1x2x2 grid). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -100,6 +101,30 @@ elif workload == "spgemm":
     AA = cs.virtual.spgemm_record_stats(G, G, A.row_dist, A.row_dist, topo, "node-aware")
     AP, RAP = cs.virtual.galerkin_record_stats(G, Pg, A.row_dist, coarse, topo, "node-aware-2step")
     planned = sent(AA[comm.rank]) + sent(AP[comm.rank]) + sent(RAP[comm.rank])
+elif workload == "factor3d":
+    from commsolve import _core
+    from commsolve.direct import factor3d
+    from commsolve.direct.serial import analyze
+    from commsolve.workloads import forest_partition
+
+    G = gallery.from_spec("poisson2d9:30").tocsr()
+    A = cs.ParCSR.from_global(G, comm, topology=topo)
+    options = dict(max_supernode=16, levels=3)
+    lu = direct.SparseLU(G, **options)
+    _, B, _, _, _ = analyze(G, **options)
+    grid = (1, 2, 2)
+    forests = np.asarray(forest_partition(lu.structure, 2, "nd"), dtype=np.int32)
+    triples, _ = factor3d.entries_to_grids(A, lu.pivoting, lu.row_order, lu.col_order, lu.structure, forests, grid,
+                                           topo)
+    f, anorm = comm.py2f(), float(abs(B).sum(axis=0).max())
+
+    # The factorization's inter-grid messages (the entries' Alltoallv is a collective, which
+    # Open MPI counts among the point-to-point lines: it runs once, before).
+    def once():
+        _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False)
+
+    steps = _core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo)[comm.rank]
+    planned = np.asarray(steps)[1:3].sum(axis=0)[0:4].astype(np.int64)  # Z reduce and ancestor broadcast
 else:
     raise SystemExit(f"unknown workload {workload}")
 

@@ -213,7 +213,8 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     if isinstance(A, (str, os.PathLike)):
         A = ParCSR.from_file(A, comm)
     row_source = A
-    on_grids = hasattr(A, "to_global")  # a ParCSR: the grids factor it, no rank holds all the factors
+    on_grids = hasattr(A, "to_global")  # a ParCSR: the grids factor it
+    t_start = time.perf_counter()
     if on_grids:  # its rows come together on the root for static pivoting and the ordering
         A = A.to_global(root)
     topo = topology if isinstance(topology, _core.Topology) else run_agreed(
@@ -258,11 +259,12 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     dist = run_agreed(comm, _row_distribution, distribution, row_source, shape[0], comm)
     factor_stats = planned_factor = None
     if on_grids:
-        seconds = {"ordering": ordering_s}
         planned_factor = run_agreed(comm, lambda: None if comm.rank != root else planned_factor_stats(
             A, _row_owner(row_source.row_dist, comm.size), pivoting, row_order, col_order, structure, forests,
             (px, py, pz), topo))
         planned_factor = comm.scatter(planned_factor, root=root)
+        # on the root: the rows gathered, the analysis, its broadcast and the message plan
+        seconds = {"ordering": comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)}
         del lu
         lu, factor_stats, grid_seconds, replaced = factor_on_grids(
             row_source, pivoting, row_order, col_order, structure, forests, (px, py, pz), topo, anorm,
@@ -336,8 +338,10 @@ class DistributedLU:
     (the row of b factor row k reads / of x factor column k gives), ``shape``, ``nnz_LU`` (entries of
     L and U, diagonal blocks once), ``local_entries`` (factor entries stored on this rank,
     inverted diagonal blocks and replicated ancestors included), ``factor_seconds``
-    (``ordering``, ``allocate``, ``numeric``, ``distribute``, ``total``; as
-    :class:`SparseLU`'s) and, after a solve,
+    (``ordering``, ``allocate``, ``numeric``, ``distribute``, ``total``, and
+    ``redistribute`` when factored on the grids: see :func:`factor`), ``factor_stats`` and
+    ``planned_factor_stats`` (when factored on the grids: this rank's CommStats of the
+    factorization, steps as ``factor3d.FACTOR_STEPS``, recorded and planned) and, after a solve,
     ``solve_seconds``: the parts of the slowest rank's triangular solve (``redistribute_b``,
     ``l_solve``, ``z_comm``, ``u_solve``, ``redistribute_x``, ``redistribute`` = b + x and
     ``total``, all from C++ timers; total >= the sum of the parts), ``max`` (each part's

@@ -11,10 +11,10 @@ import time
 import numpy as np
 
 from .. import _core
-from .._collective import mpi
+from .._collective import agree, mpi
 from ..stats import CommStats
 
-__all__ = ["FACTOR_STEPS", "factor_on_grids", "planned_factor_stats"]
+__all__ = ["FACTOR_STEPS", "entries_to_grids", "factor_on_grids", "planned_factor_stats"]
 
 # The steps of the factorization's CommStats (C++ FactorStep): A's entries to their grids,
 # the inter-grid reduction of pending updates, the ancestor broadcast; the blocks sent from
@@ -24,10 +24,11 @@ _ENTRY = np.dtype([("i", np.int32), ("j", np.int32), ("v", np.float64)])
 
 
 def _lowest_grid(forest, pz):
-    """The lowest grid sharing each forest (heap index): ((f + 1) << level) - pz."""
-    nlev = int(pz).bit_length() - 1
-    depth = np.floor(np.log2(np.asarray(forest, dtype=np.float64) + 1)).astype(np.int64)
-    return ((np.asarray(forest, dtype=np.int64) + 1) << (nlev - depth)) - pz
+    """The lowest grid sharing each forest (heap index f at depth d = floor(log2(f + 1))):
+    ((f + 1) << (log2 pz - d)) - pz, as ForestPartition::lowest_grid."""
+    f = np.asarray(forest, dtype=np.int64) + 1
+    depth = np.frexp(f.astype(np.float64))[1].astype(np.int64) - 1  # exact for integers
+    return (f << (int(pz).bit_length() - 1 - depth)) - pz
 
 
 def _destinations(ki, kj, structure, forests, grid):
@@ -66,10 +67,11 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, st
     the pattern, the inter-grid steps from the structure (C++ factor_3d_planned)."""
     px, py, pz = grid
     coo = A_global.tocoo()
-    dest = _destinations(_inverse(row_order)[coo.row], _inverse(col_order)[coo.col], structure, forests, grid)
+    nonzero = coo.data != 0  # stored zeros do not travel (the symbolic pattern may lack them)
+    rows, cols = coo.row[nonzero], coo.col[nonzero]
+    dest = _destinations(_inverse(row_order)[rows], _inverse(col_order)[cols], structure, forests, grid)
     size = px * py * pz
-    counts = np.zeros((size, size), dtype=np.int64)
-    np.add.at(counts, (np.asarray(row_owner)[coo.row], dest), 1)
+    counts = np.bincount(np.asarray(row_owner)[rows] * size + dest, minlength=size * size).reshape(size, size)
     out = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), np.asarray(forests, dtype=np.int32), px, py,
                                              pz, topo)).copy()
     for r in range(size):
@@ -77,19 +79,16 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, st
     return [CommStats(a) for a in out]
 
 
-def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo, anorm, zero_pivot,
-                    replace_tiny):
-    """Collective on ``A.comm`` (``A`` a ParCSR). Returns ``(lu, recorded, seconds,
-    replaced)``: this layer-first rank's factors of its forests (a ``_core.SupernodalLU``;
-    None on the other ranks), its recorded CommStats, the seconds of ``redistribute``
-    (entries to grids and arranged by rows and columns there), ``allocate`` (the factors'
-    memory) and ``numeric`` (factoring and the inter-grid messages; slowest rank each), and the tiny pivots
-    replaced on all grids. A zero pivot anywhere is a ValueError on every rank."""
+def entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo):
+    """Collective on ``A.comm`` (``A`` a ParCSR). This rank's entries of the permuted,
+    scaled matrix sent to the grids' first ranks that factor them (one MPI_Alltoallv of
+    (row, column, value) records): ``(entries received as (i, j, v) arrays, the step's
+    recorded (8,) counts)``."""
     MPI = mpi()
     comm = A.comm
-    px, py, pz = grid
-    t0 = time.perf_counter()
     local_rows, cols, vals = A.local_triples()
+    nonzero = vals != 0  # stored zeros do not travel (the symbolic pattern may lack them)
+    local_rows, cols, vals = local_rows[nonzero], cols[nonzero], vals[nonzero]
     rows = np.asarray(A.owned_rows())[local_rows]
     entries = np.empty(rows.size, dtype=_ENTRY)
     entries["i"] = _inverse(row_order)[rows]
@@ -102,27 +101,47 @@ def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid,
         entries = np.concatenate([entries[dest == t] for t in targets])
     recv = np.asarray(comm.alltoall(send.tolist()), dtype=np.int64)
     got = np.empty(int(recv.sum()), dtype=_ENTRY)
-    w = _ENTRY.itemsize
+    # MPI counts and displacements are ints, in records here (16 bytes each)
+    limit = np.iinfo(np.int32).max
+    agree(comm, None if max(send.sum(), recv.sum()) <= limit else
+          f"the 3D factorization: more than {limit} entries to move on one rank (use more ranks)")
+    record = MPI.BYTE.Create_contiguous(_ENTRY.itemsize).Commit()
+    try:
+        comm.Alltoallv([entries.view(np.uint8), send, np.concatenate([[0], np.cumsum(send)[:-1]]), record],
+                       [got.view(np.uint8), recv, np.concatenate([[0], np.cumsum(recv)[:-1]]), record])
+    finally:
+        record.Free()
+    triples = tuple(np.ascontiguousarray(got[k]) for k in ("i", "j", "v"))
+    return triples, _stats_row(send, recv, comm.rank, topo, _ENTRY.itemsize)
 
-    def displs(c):
-        return np.concatenate([[0], np.cumsum(c)[:-1]]) * w
 
-    comm.Alltoallv([entries.view(np.uint8), send * w, displs(send), MPI.BYTE],
-                   [got.view(np.uint8), recv * w, displs(recv), MPI.BYTE])
-    del entries
-    entries_row = _stats_row(send, recv, comm.rank, topo, w)
+def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo, anorm, zero_pivot,
+                    replace_tiny):
+    """Collective on ``A.comm`` (``A`` a ParCSR): :func:`entries_to_grids`, then the C++
+    factorization. Returns ``(lu, recorded, seconds, replaced)``: this layer-first rank's
+    factors of its forests (a ``_core.SupernodalLU``; None on the other ranks), its
+    recorded CommStats, the seconds of ``redistribute`` (entries to grids and arranged by
+    rows and columns there), ``allocate`` (the factors' memory) and ``numeric`` (factoring
+    and the inter-grid messages; slowest rank each), and the tiny pivots replaced on all
+    grids. A zero pivot anywhere is a ValueError on every rank."""
+    MPI = mpi()
+    comm = A.comm
+    px, py, pz = grid
+    t0 = time.perf_counter()
+    triples, entries_row = entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo)
     redistribute_s = time.perf_counter() - t0
-    lu, ok, error, recorded, numeric_s, allocate_s, arrange_s = _core.factor_3d(
-        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=np.int32),
-        np.ascontiguousarray(got["i"]), np.ascontiguousarray(got["j"]), np.ascontiguousarray(got["v"]), float(anorm),
-        float(zero_pivot), bool(replace_tiny))
-    failed = comm.allreduce(0 if ok else 1, op=MPI.MAX)
-    if failed:
-        errors = [e for e in comm.allgather(error) if e]
+    lu, info = _core.factor_3d(
+        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=np.int32), *triples,
+        float(anorm), float(zero_pivot), bool(replace_tiny))
+    del triples
+    if comm.allreduce(0 if info["ok"] else 1, op=MPI.MAX):
+        # the grid where it started has the message; the others only know that one failed
+        errors = [e for e in comm.allgather(info["error"]) if e]
         raise ValueError(errors[0] if errors else "the 3D factorization failed on another rank")
-    recorded = np.asarray(recorded).copy()
+    recorded = np.asarray(info["recorded"]).copy()
     recorded[0] = entries_row
     seconds = {k: comm.allreduce(v, op=MPI.MAX) for k, v in
-               (("redistribute", redistribute_s + arrange_s), ("allocate", allocate_s), ("numeric", numeric_s))}
-    replaced = comm.allreduce(0 if lu is None else int(lu.tiny_pivots_replaced), op=MPI.SUM)
+               (("redistribute", redistribute_s + info["arrange_seconds"]), ("allocate", info["allocate_seconds"]),
+                ("numeric", info["numeric_seconds"]))}
+    replaced = comm.allreduce(int(info["replaced"]), op=MPI.SUM)
     return lu, CommStats(recorded), seconds, replaced

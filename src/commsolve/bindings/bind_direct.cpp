@@ -130,32 +130,33 @@ void bind_direct(nb::module_& m) {
                         double anorm, double zero_pivot, bool replace_tiny) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
-    const ProcessGrid3D grid{px, py, pz};
-    check_grid_3d(grid);
-    f.validate(supernodal_etree(sym));
     const std::size_t nnz = entry_rows.shape(0);
     if (entry_cols.shape(0) != nnz || entry_values.shape(0) != nnz)
       throw nb::value_error("3D factorization: entry rows, columns and values differ in length");
     MPI_Comm c = comm_from_handle(comm);
     Factor3DResult r;
-    double entries_seconds = 0.0;
     {
       nb::gil_scoped_release nogil;
-      const auto t0 = std::chrono::steady_clock::now();
-      const LUEntryArrays a(sym.n, static_cast<std::int64_t>(nnz), entry_rows.data(), entry_cols.data(),
-                            entry_values.data());
-      entries_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      r = factor_3d(c, topo, grid, sym, f, a.view(), anorm, LUOptions{zero_pivot, replace_tiny});
+      r = factor_3d(c, topo, ProcessGrid3D{px, py, pz}, sym, f,
+                    EntryTriples{static_cast<std::int64_t>(nnz), entry_rows.data(), entry_cols.data(),
+                                 entry_values.data()},
+                    anorm, LUOptions{zero_pivot, replace_tiny});
     }
-    const double alloc = r.lu ? r.lu->allocate_seconds() : 0.0;
-    nb::object rec = stats_array(r.recorded);
-    return nb::make_tuple(std::move(r.lu), r.ok, r.error, rec, r.numeric_seconds, alloc, entries_seconds);
+    nb::dict out;
+    out["ok"] = r.ok;
+    out["error"] = r.error;
+    out["recorded"] = stats_array(r.recorded);
+    out["replaced"] = r.replaced;
+    out["arrange_seconds"] = r.arrange_seconds;
+    out["allocate_seconds"] = r.allocate_seconds;
+    out["numeric_seconds"] = r.numeric_seconds;
+    return nb::make_tuple(std::move(r.lu), out);
   }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
         "entry_rows"_a, "entry_cols"_a, "entry_values"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a,
         "Collective: the 3D factorization (direct/factor3d.hpp) from this rank's entries of the permuted matrix "
-        "(triples; those of the supernodes its grid factors). On each layer's first rank (lu, ok, error, recorded "
-        "stats (steps, 8), numeric seconds, allocate seconds, seconds arranging the entries); lu is None "
-        "elsewhere.");
+        "(triples; those of the supernodes its grid factors). Returns (lu, info): lu on each layer's first rank "
+        "(None elsewhere); info: ok, error, recorded stats (steps, 8), replaced, and arrange, allocate and numeric "
+        "seconds.");
 
   m.def("factor_3d_planned", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                                 In<std::int32_t> forest, int px, int py, int pz, const Topology& topo) {

@@ -57,12 +57,12 @@ class ZeroedArray {
     if (bytes_ >= 4 * HugePageAllocator<T>::huge) madvise(p, bytes_, MADV_HUGEPAGE);  // advice only
     data_ = static_cast<T*>(p);
   }
-  ZeroedArray(ZeroedArray&& o) noexcept : data_(o.data_), n_(o.n_), bytes_(o.bytes_) { o.data_ = nullptr; }
+  ZeroedArray(ZeroedArray&& o) noexcept : data_(o.data_), n_(o.n_), bytes_(o.bytes_) { o.forget(); }
   ZeroedArray& operator=(ZeroedArray&& o) noexcept {
     if (this != &o) {
       release();
       data_ = o.data_, n_ = o.n_, bytes_ = o.bytes_;
-      o.data_ = nullptr;
+      o.forget();
     }
     return *this;
   }
@@ -84,7 +84,11 @@ class ZeroedArray {
  private:
   void release() noexcept {
     if (data_) munmap(data_, bytes_);
+    forget();
+  }
+  void forget() noexcept {
     data_ = nullptr;
+    n_ = bytes_ = 0;
   }
   T* data_ = nullptr;
   std::size_t n_ = 0, bytes_ = 0;

@@ -47,25 +47,38 @@ struct Factor3DPlan {
 
 Factor3DPlan factor_3d_plan(const SupernodalStructure& sym, const ForestPartition& forests);
 
-// Rank `rank`'s planned inter-grid messages (steps z_reduce and ancestor_bcast; every message
-// is a status header of 8 bytes and a payload of doubles) on `grid`, where grid z's first
-// rank does its inter-grid work.
+// Rank `rank`'s planned inter-grid messages (steps z_reduce and ancestor_bcast; each is a
+// 16-byte header, status and length, then the payload of doubles in chunks of 2^27) on
+// `grid`, where grid z's first rank does its inter-grid work.
 CommStats factor_3d_planned(const Factor3DPlan& plan, const SupernodalStructure& sym, const ProcessGrid3D& grid,
                             const Topology& topo, int rank);
 
 struct Factor3DResult {
   std::unique_ptr<SupernodalLU> lu;  // on each grid's first rank: the blocks of all its forests
   bool ok = true;                    // every grid factored without error (known on every first rank)
-  std::string error;                 // this grid's error, if it had one
+  std::string error;                 // the error that started on this grid, if one did
   CommStats recorded;                // this rank's inter-grid messages, as MPI counted them
-  double numeric_seconds = 0.0;      // factoring and inter-grid messages (storage allocation apart)
+  std::int64_t replaced = 0;         // tiny pivots replaced on this grid
+  double arrange_seconds = 0.0;      // A's entries arranged by rows and columns
+  double allocate_seconds = 0.0;     // the factors' storage and the update stack obtained and touched
+  double numeric_seconds = 0.0;      // factoring and the inter-grid messages
+};
+
+// A's entries on this rank, as (row, column, value) triples of the permuted, scaled matrix.
+struct EntryTriples {
+  std::int64_t nnz = 0;
+  const std::int32_t *rows = nullptr, *cols = nullptr;
+  const double* values = nullptr;
 };
 
 // Collective on comm (grid.size() ranks; the others return at once with an empty result).
-// `a`: on each grid's first rank, A's entries of the supernodes that grid factors (the
-// permuted, scaled matrix); `anorm`: ||A||_1 of the whole matrix. A zero pivot or another
-// numeric error on one grid is reported by every first rank (ok = false), never a hang.
+// `entries`: on each grid's first rank, A's entries of the supernodes that grid factors (no
+// duplicates); `anorm`: ||A||_1 of the whole matrix. A failure on one grid (a zero pivot, an
+// entry outside the structure, memory) is reported by every first rank (ok = false); no
+// grid waits for a message that does not come. Throws only on MPI errors and bad arguments
+// (which every rank sees alike).
 Factor3DResult factor_3d(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, const SupernodalStructure& sym,
-                         const ForestPartition& forests, const LUEntries& a, double anorm, const LUOptions& opts);
+                         const ForestPartition& forests, const EntryTriples& entries, double anorm,
+                         const LUOptions& opts);
 
 }  // namespace commsolve

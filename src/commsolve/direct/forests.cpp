@@ -65,17 +65,6 @@ void ForestPartition::validate(const std::vector<std::int32_t>& parent) const {
   }
 }
 
-std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym) {
-  const std::size_t ns = sym.sn_start.size() - 1;
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
-  for (std::size_t s = 0; s < ns; ++s)
-    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
-  std::vector<std::int32_t> parent(ns, -1);
-  for (std::size_t s = 0; s < ns; ++s)
-    if (sym.rows_ptr[s + 1] > sym.rows_ptr[s]) parent[s] = sn_of[sym.rows[sym.rows_ptr[s]]];
-  return parent;
-}
-
 ForestPartition nd_forests(std::int64_t nsuper, int pz, int root, const std::vector<int>& left,
                            const std::vector<int>& right, const std::vector<std::int64_t>& sn_first,
                            const std::vector<std::int64_t>& sn_last) {

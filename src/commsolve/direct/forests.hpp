@@ -55,8 +55,6 @@ struct ForestPartition {
 // supernode, the ancestor property).
 ForestPartition checked_forests(const SupernodalStructure& sym, std::vector<std::int32_t> forest, int pz);
 
-// Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
-std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
 
 // `nd`: the top log2(pz) levels of a nested-dissection separator tree (given by its nodes'
 // children, -1 at leaves, and the supernode range [sn_first, sn_last) each node holds): a

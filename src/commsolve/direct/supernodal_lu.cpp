@@ -54,6 +54,9 @@ void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
 
 LUEntryArrays::LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
                              const double* values) {
+  if (nnz > std::numeric_limits<std::int32_t>::max())
+    throw std::length_error("LU entries: " + std::to_string(nnz) + " entries on one grid, more than 32-bit "
+                            "row pointers hold (use more grids)");
   auto fill = [&](const std::int32_t* key, const std::int32_t* other, std::vector<std::int32_t>& ptr,
                   std::vector<std::int32_t>& idx, std::vector<double>& val) {
     ptr.assign(static_cast<std::size_t>(n) + 1, 0);
@@ -100,49 +103,8 @@ PivotRule PivotRule::scaled(double anorm, const LUOptions& opts) {
                    opts.replace_tiny};
 }
 
-// Supernodes in a postorder of the supernodal elimination forest (children in ascending
-// order), so the update matrices live on one stack: when a supernode comes, its children's
-// updates are the topmost.
-std::vector<std::int64_t> supernode_postorder(const std::vector<std::int64_t>& parent) {
-  const std::size_t ns = parent.size();
-  std::vector<std::int64_t> head(ns, -1), next(ns, -1), order;
-  order.reserve(ns);
-  for (std::size_t s = ns; s-- > 0;)
-    if (parent[s] >= 0) {
-      next[s] = head[parent[s]];
-      head[parent[s]] = static_cast<std::int64_t>(s);
-    }
-  std::vector<std::int64_t> stack;
-  for (std::size_t root = 0; root < ns; ++root) {
-    if (parent[root] >= 0) continue;
-    stack.push_back(static_cast<std::int64_t>(root));
-    while (!stack.empty()) {
-      const std::int64_t v = stack.back();
-      if (head[v] >= 0) {
-        const std::int64_t c = head[v];
-        head[v] = next[c];
-        stack.push_back(c);
-      } else {
-        order.push_back(v);
-        stack.pop_back();
-      }
-    }
-  }
-  return order;
-}
-
-std::vector<std::int64_t> supernode_parents(const SupernodalStructure& sym) {
-  const std::size_t ns = sym.sn_start.size() - 1;
-  std::vector<std::int64_t> parent(ns, -1), sn_of(static_cast<std::size_t>(sym.n));
-  for (std::size_t s = 0; s < ns; ++s)
-    for (std::int64_t j = sym.sn_start[s]; j < sym.sn_start[s + 1]; ++j) sn_of[j] = static_cast<std::int64_t>(s);
-  for (std::size_t s = 0; s < ns; ++s)  // the first row below is in the parent
-    if (sym.rows_ptr[s + 1] > sym.rows_ptr[s]) parent[s] = sn_of[sym.rows[sym.rows_ptr[s]]];
-  return parent;
-}
-
 SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held)
-    : sym_(sym), parent_(supernode_parents(sym_)) {
+    : sym_(sym), parent_(supernodal_etree(sym_)) {
   const std::size_t ns = sym_.sn_start.size() - 1;
   if (held.size() != ns) throw std::invalid_argument("supernodal LU: one held flag per supernode expected");
   // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major, one supernode after the
@@ -181,7 +143,7 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, c
     anorm = std::max(anorm, sum);
   }
   PivotRule rule = PivotRule::scaled(anorm, opts);
-  const std::vector<std::int64_t> order = supernode_postorder(parent_);
+  const std::vector<std::int64_t> order = forest_postorder(parent_);
   const auto t_alloc = std::chrono::steady_clock::now();
   ZeroedArray<double> stack(static_cast<std::size_t>(update_stack_size(order)));
   stack.prefault();
@@ -200,9 +162,10 @@ std::int64_t SupernodalLU::update_stack_size(const std::vector<std::int64_t>& or
   std::int64_t live = 0, peak = 0;
   for (std::int64_t s : order) {
     const std::int64_t r2 = below(s) * below(s);
-    peak = std::max(peak, live + r2);
-    live += r2 - child_area[s];
-    if (parent_[s] >= 0 && in[parent_[s]]) child_area[parent_[s]] += r2;
+    peak = std::max(peak, live + r2);  // formed on top of the children's updates
+    const bool stays = parent_[s] >= 0 && in[parent_[s]];  // else it leaves for `pending`
+    live += (stays ? r2 : 0) - child_area[s];
+    if (stays) child_area[parent_[s]] += r2;
   }
   return peak;
 }
@@ -314,10 +277,14 @@ void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, con
           for (std::int64_t i = k0; i < rc; ++i) fcol[rel[i]] += ucol[i];
         }
       }
-      // The children's updates are spent: this one takes their place.
-      std::memmove(stack.data() + base, F22, static_cast<std::size_t>(r * r) * sizeof(double));
-      update_off[s] = base;
-      top = base + r * r;
+      if (parent_[s] >= 0 && in[parent_[s]]) {  // the children's updates are spent: it takes their place
+        std::memmove(stack.data() + base, F22, static_cast<std::size_t>(r * r) * sizeof(double));
+        update_off[s] = base;
+        top = base + r * r;
+      } else {  // its parent comes later, elsewhere: it waits in `pending`
+        pending[s].assign(F22, F22 + r * r);
+        top = base;
+      }
     } else {
       top = base;
     }
@@ -325,12 +292,6 @@ void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, con
     for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
   }
-  // Updates whose parent lies beyond these supernodes wait for it.
-  for (std::int64_t s : order)
-    if (parent_[s] >= 0 && !in[parent_[s]]) {
-      const double* U = stack.data() + update_off[s];
-      pending[s].assign(U, U + below(s) * below(s));
-    }
   replaced_ = rule.replaced;
 }
 
@@ -343,6 +304,8 @@ std::int64_t SupernodalLU::nnz_LU() const {
 void SupernodalLU::solve(double* b, int nrhs) const {
   const std::int64_t n = sym_.n;
   const std::size_t ns = sym_.sn_start.size() - 1;
+  for (std::size_t s = 0; s < ns; ++s)
+    if (!holds(s)) throw std::logic_error("supernodal LU: solve needs every supernode's factors, this holds a part");
   std::vector<double> tmp;
   for (std::size_t s = 0; s < ns; ++s) {  // L y = b: diagonal block, then scatter L21 y_s below
     const std::int64_t f = sym_.sn_start[s], w = width(s), r = below(s);

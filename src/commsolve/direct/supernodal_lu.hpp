@@ -63,11 +63,6 @@ struct PivotRule {
 // factored yet, by supernode.
 using PendingUpdates = std::map<std::int64_t, std::vector<double>>;
 
-// Supernode s's parent in the supernodal elimination forest (-1 at roots), and a postorder
-// of that forest (children in ascending order).
-std::vector<std::int64_t> supernode_parents(const SupernodalStructure& sym);
-std::vector<std::int64_t> supernode_postorder(const std::vector<std::int64_t>& parent);
-
 class SupernodalLU {
  public:
   // The whole factorization, on this process.
@@ -79,9 +74,11 @@ class SupernodalLU {
   SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held);
 
   // Factors the supernodes of `order` (held ones, listed children first, in a postorder of
-  // the supernodes listed), from A's entries and their children's updates: on `stack` when
-  // factored in this call, else taken from `pending`. Updates whose parent is not listed are
-  // left in `pending`. `stack` holds at least update_stack_size(order) entries.
+  // the supernodes listed, and closed upwards inside the list: a supernode whose parent is
+  // not listed has no listed ancestor, as for a forest of a ForestPartition), from A's
+  // entries and their children's updates: on `stack` when factored in this call, else taken
+  // from `pending`. Updates whose parent is not listed go to `pending` as they are formed.
+  // `stack` holds at least update_stack_size(order) entries.
   void factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
                          PendingUpdates& pending, ZeroedArray<double>& stack);
   std::int64_t update_stack_size(const std::vector<std::int64_t>& order) const;
@@ -90,7 +87,6 @@ class SupernodalLU {
   void solve(double* b, int nrhs) const;
 
   const SupernodalStructure& structure() const { return sym_; }
-  const std::vector<std::int64_t>& parents() const { return parent_; }
   std::int64_t nnz_LU() const;  // stored entries of L and U (diagonal blocks counted once)
   std::int64_t tiny_pivots_replaced() const { return replaced_; }
   double flops() const { return flops_; }
@@ -115,7 +111,7 @@ class SupernodalLU {
   std::int64_t below(std::size_t s) const { return sym_.rows_ptr[s + 1] - sym_.rows_ptr[s]; }
 
   SupernodalStructure sym_;
-  std::vector<std::int64_t> parent_;                     // supernodal etree
+  std::vector<std::int32_t> parent_;                     // supernodal etree
   std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_ (-1: not held)
   ZeroedArray<double> values_;
   std::int64_t replaced_ = 0;

@@ -44,43 +44,56 @@ std::vector<int> elimination_tree(std::int64_t n, const std::int32_t* indptr, co
 // topological order of the tree, so the fill is unchanged, and every range keeps its columns.
 std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::vector<std::int64_t>& breaks) {
   const std::size_t n = parent.size();
-  std::vector<std::int64_t> range_end(n);
-  {
-    auto b = breaks.begin();
-    for (std::size_t j = 0; j < n; ++j) {
-      while (b != breaks.end() && *b <= static_cast<std::int64_t>(j)) ++b;
-      range_end[j] = b == breaks.end() ? static_cast<std::int64_t>(n) : *b;
-    }
+  std::vector<std::int32_t> local(n, -1);
+  auto b = breaks.begin();
+  for (std::size_t j = 0; j < n; ++j) {
+    while (b != breaks.end() && *b <= static_cast<std::int64_t>(j)) ++b;
+    const std::int64_t range_end = b == breaks.end() ? static_cast<std::int64_t>(n) : *b;
+    if (parent[j] >= 0 && parent[j] < range_end) local[j] = parent[j];
   }
-  auto local_parent = [&](std::size_t j) { return parent[j] >= 0 && parent[j] < range_end[j] ? parent[j] : -1; };
-  std::vector<int> head(n, -1), next(n, -1);
-  for (std::size_t j = n; j-- > 0;)  // build child lists in ascending order
-    if (local_parent(j) >= 0) {
+  const std::vector<std::int64_t> order = forest_postorder(local);
+  return std::vector<std::int32_t>(order.begin(), order.end());
+}
+
+}  // namespace
+
+std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym) {
+  const std::size_t ns = sym.sn_start.size() - 1;
+  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
+  for (std::size_t s = 0; s < ns; ++s)
+    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
+  std::vector<std::int32_t> parent(ns, -1);
+  for (std::size_t s = 0; s < ns; ++s)
+    if (sym.rows_ptr[s + 1] > sym.rows_ptr[s]) parent[s] = sn_of[sym.rows[sym.rows_ptr[s]]];
+  return parent;
+}
+
+std::vector<std::int64_t> forest_postorder(const std::vector<std::int32_t>& parent) {
+  const std::size_t n = parent.size();
+  std::vector<std::int64_t> head(n, -1), next(n, -1), order, stack;
+  order.reserve(n);
+  for (std::size_t j = n; j-- > 0;)  // child lists in ascending order
+    if (parent[j] >= 0) {
       next[j] = head[parent[j]];
-      head[parent[j]] = static_cast<int>(j);
+      head[parent[j]] = static_cast<std::int64_t>(j);
     }
-  std::vector<std::int32_t> post;
-  post.reserve(n);
-  std::vector<int> stack;
-  for (std::size_t r = 0; r < n; ++r) {
-    if (local_parent(r) >= 0) continue;
-    stack.push_back(static_cast<int>(r));
+  for (std::size_t root = 0; root < n; ++root) {
+    if (parent[root] >= 0) continue;
+    stack.push_back(static_cast<std::int64_t>(root));
     while (!stack.empty()) {
-      int v = stack.back();
+      const std::int64_t v = stack.back();
       if (head[v] >= 0) {  // descend into the next unvisited child
-        int c = head[v];
+        const std::int64_t c = head[v];
         head[v] = next[c];
         stack.push_back(c);
       } else {
-        post.push_back(v);
+        order.push_back(v);
         stack.pop_back();
       }
     }
   }
-  return post;
+  return order;
 }
-
-}  // namespace
 
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr_in, const std::int32_t* indices_in,
                                       int max_size, const std::vector<std::int64_t>& breaks, double relax,

@@ -18,6 +18,13 @@ struct SupernodalStructure {
   std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
 };
 
+// Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
+std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
+
+// A postorder of the forest given by `parent` (-1 at roots; parents after their children
+// or not), roots and children in ascending order.
+std::vector<std::int64_t> forest_postorder(const std::vector<std::int32_t>& parent);
+
 // `indptr`/`indices`: the full symmetric pattern (both triangles) of the already permuted
 // matrix; the diagonal may be absent. Supernodes hold at most `max_size` columns, and a new
 // one starts at every column listed in `breaks` (ascending; e.g. separator-tree node starts).
