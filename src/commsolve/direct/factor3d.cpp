@@ -170,8 +170,8 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Proce
   res.recorded.steps.resize(num_factor_steps);
   const int rank = inner.rank(), z = grid.z_of(rank);
   require(inner.size() == grid.size(), "3D factorization: the grid and the communicator differ in size");
-  if (rank != grid.layer(z).base) return res;
-  const Factor3DPlan plan = factor_3d_plan(sym, forests);
+  const bool first = rank == grid.layer(z).base;
+  const Factor3DPlan plan = first ? factor_3d_plan(sym, forests) : Factor3DPlan{};
   auto seconds = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -190,18 +190,26 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Proce
   };
   std::unique_ptr<LUEntryArrays> a;
   ZeroedArray<double> stack;
-  attempt([&] {
-    const auto t = std::chrono::steady_clock::now();
-    a = std::make_unique<LUEntryArrays>(sym.n, entries.nnz, entries.rows, entries.cols, entries.values);
-    res.arrange_seconds = seconds(t);
-    res.lu = std::make_unique<SupernodalLU>(sym, forests.mask(z));
-    std::int64_t stack_size = 0;
-    for (const auto& order : plan.factor[z]) stack_size = std::max(stack_size, res.lu->update_stack_size(order));
-    const auto t_stack = std::chrono::steady_clock::now();
-    stack = ZeroedArray<double>(static_cast<std::size_t>(stack_size));
-    stack.prefault();
-    res.allocate_seconds = res.lu->allocate_seconds() + seconds(t_stack);
-  });
+  if (first)
+    attempt([&] {
+      const auto t = std::chrono::steady_clock::now();
+      a = std::make_unique<LUEntryArrays>(sym.n, entries.nnz, entries.rows, entries.cols, entries.values);
+      res.arrange_seconds = seconds(t);
+    });
+  // Storage on every grid, then all start factoring together: a grid slower to allocate
+  // makes the others wait here, in the allocation phase, not in the numeric one.
+  const auto t_alloc = std::chrono::steady_clock::now();
+  if (first)
+    attempt([&] {
+      res.lu = std::make_unique<SupernodalLU>(sym, forests.mask(z));
+      std::int64_t stack_size = 0;
+      for (const auto& order : plan.factor[z]) stack_size = std::max(stack_size, res.lu->update_stack_size(order));
+      stack = ZeroedArray<double>(static_cast<std::size_t>(stack_size));
+      stack.prefault();
+    });
+  check_mpi(MPI_Barrier(comm), "MPI_Barrier");
+  res.allocate_seconds = seconds(t_alloc);
+  if (!first) return res;
   const auto t0 = std::chrono::steady_clock::now();
   PivotRule rule = PivotRule::scaled(anorm, opts);
   PendingUpdates pending;

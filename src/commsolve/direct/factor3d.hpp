@@ -60,7 +60,8 @@ struct Factor3DResult {
   CommStats recorded;                // this rank's inter-grid messages, as MPI counted them
   std::int64_t replaced = 0;         // tiny pivots replaced on this grid
   double arrange_seconds = 0.0;      // A's entries arranged by rows and columns
-  double allocate_seconds = 0.0;     // the factors' storage and the update stack obtained and touched
+  double allocate_seconds = 0.0;     // the factors' storage and the update stack obtained and touched,
+                                     // until every grid has them
   double numeric_seconds = 0.0;      // factoring and the inter-grid messages
 };
 
@@ -71,7 +72,8 @@ struct EntryTriples {
   const double* values = nullptr;
 };
 
-// Collective on comm (grid.size() ranks; the others return at once with an empty result).
+// Collective on comm (grid.size() ranks; those that are not a grid's first rank return with
+// an empty result once every grid has its storage).
 // `entries`: on each grid's first rank, A's entries of the supernodes that grid factors (no
 // duplicates); `anorm`: ||A||_1 of the whole matrix. A failure on one grid (a zero pivot, an
 // entry outside the structure, memory) is reported by every first rank (ok = false); no
