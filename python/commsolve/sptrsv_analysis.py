@@ -6,7 +6,7 @@ For each algorithm: per-rank messages and bytes sent inside the grids (XY) and b
 (Z), max and mean over ranks; the inter-grid synchronisation points of the slowest grid's
 program; the floating-point work per grid and its replication over the serial solve.
 ``2d`` is priced on the squarest 2D grid with the same number of ranks. Also the 3D
-factorization's inter-grid messages on the same grid (``factorization``).
+factorization's messages and factor memory per rank on the same grid (``factorization``).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}
-    out["factorization"] = factor3d_summary(S, forests, (px, py, pz), topo)
+    out["factorization"] = factor3d_summary(S, forests, (px, py, pz), topo, tree, seed, flat_threshold)
     for a in algorithms:
         if a == "2d":
             g = parse_grid(None, P)
@@ -74,25 +74,26 @@ def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd",
     return out
 
 
-def factor3d_summary(structure, forests, grid, topo):
-    """The 3D factorization's inter-grid messages on ``grid`` (planned from the structure:
-    pending updates reduced between grids, factored ancestors broadcast back), per rank sent:
-    max and mean messages and bytes, and the grids' factor entries (max and mean)."""
+def factor3d_summary(structure, forests, grid, topo, tree="binary", seed=0, flat_threshold=8):
+    """The distributed factorization on ``grid`` (planned from the structure: panels broadcast
+    inside the grids by ``tree``, ancestor updates reduced between grids, factored ancestors
+    broadcast back): per rank sent, max and mean messages and bytes inside the grids (XY)
+    and between them (Z), and the factor entries per rank (max and mean)."""
+    from .direct.factor3d import XY_FACTOR_STEPS, Z_FACTOR_STEPS
+
     px, py, pz = grid
-    steps = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), np.asarray(forests, np.int32), px, py, pz,
-                                               topo))[:, 1:3, :].sum(axis=1)
-    msgs, nbytes = steps[:, 0] + steps[:, 1], steps[:, 2] + steps[:, 3]
-    widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
-    entries = widths * widths + 2 * widths * below
-    held = []
-    for z in range(pz):
-        f, path = pz - 1 + z, []
-        while f >= 0:
-            path.append(f)
-            f = (f - 1) // 2 if f > 0 else -1
-        held.append(int(entries[np.isin(forests, path)].sum()))
-    return {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
-            "mean_bytes": float(nbytes.mean()), "grid_entries_max": max(held), "grid_entries_mean": float(np.mean(held))}
+    f = np.asarray(forests, np.int32)
+    steps = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), f, px, py, pz, topo, tree, seed,
+                                               flat_threshold))
+    out = {}
+    for name, idx in (("xy", XY_FACTOR_STEPS), ("z", Z_FACTOR_STEPS)):
+        sent = steps[:, list(idx), :].sum(axis=1)
+        msgs, nbytes = sent[:, 0] + sent[:, 1], sent[:, 2] + sent[:, 3]
+        out[name] = {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
+                     "mean_bytes": float(nbytes.mean())}
+    entries = _core.factor_entries_per_rank(*structure.core_arrays(), f, px, py, pz)
+    out.update(rank_entries_max=int(entries.max()), rank_entries_mean=float(entries.mean()))
+    return out
 
 
 def format_sptrsv3d(r, matrix):
@@ -113,9 +114,10 @@ def format_sptrsv3d(r, matrix):
                      f"{s['sync_points']:>7}{max(s['flops_per_grid']):>16.3e}{s['replication']:>13.3f}")
     f = r.get("factorization")
     if f:
-        lines += ["", f"3D factorization, inter-grid (per rank sent, max / mean): {f['max_msgs']:,} / "
-                      f"{f['mean_msgs']:.1f} messages, {f['max_bytes'] / 1e6:,.2f} / {f['mean_bytes'] / 1e6:,.2f} MB; "
-                      f"factor entries per grid max / mean {f['grid_entries_max']:,} / {f['grid_entries_mean']:,.0f}"]
+        lines += ["", "factorization (per rank sent, max / mean): " + "; ".join(
+            f"{label} {f[k]['max_msgs']:,} / {f[k]['mean_msgs']:,.1f} messages, {f[k]['max_bytes'] / 1e6:,.2f} / "
+            f"{f[k]['mean_bytes'] / 1e6:,.2f} MB" for k, label in (("xy", "XY"), ("z", "Z"))),
+            f"factor entries per rank max / mean {f['rank_entries_max']:,} / {f['rank_entries_mean']:,.0f}"]
     return "\n".join(lines)
 
 

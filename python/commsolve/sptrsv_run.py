@@ -35,8 +35,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
-    ordering on rank 0, the numeric factorization by each layer's first rank, see
-    :func:`~commsolve.direct.factor`) and spread over them; b (distributed by
+    ordering on rank 0, the numeric factorization by every rank of every grid, each ending
+    with its own blocks, see :func:`~commsolve.direct.factor`); b (distributed by
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
     median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:
     the grid and algorithm the simulator predicts fastest with ``profile`` (the ranking is in
@@ -124,7 +124,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "solve_bandwidth_gbs": 8 * int(solver.nnz_LU) / solve_only / 1e9 if solve_only > 0 else None,
         "local_entries": [int(e) for e in entries],
         # per rank: the factor entries it stores (bytes), and its peak resident memory so far
-        # (the whole process: matrix, the root's analysis, a grid's factors on its first rank, solve store, Python)
+        # (the whole process: matrix, the root's analysis, the factorization's buffers, solve store, Python)
         "memory_per_rank": {"factor_bytes": _max_mean([8 * e for e in entries]),
                             "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,

@@ -1,12 +1,15 @@
-"""MPI script: the 3D factorization on one process grid (direct/factor3d.hpp), from a
-row-distributed ParCSR, gallery families (symmetric, nonsymmetric, indefinite KKT, random).
+"""MPI script: the distributed factorization on one process grid (direct/factor3d.hpp and
+direct/factor_grid.hpp), from a row-distributed ParCSR, gallery families (symmetric,
+nonsymmetric, indefinite KKT, random).
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/factor3d_cases.py K PxQxZ
-Rank 0 prints one JSON line per family: the largest difference of any block on any grid
-from the serial factorization's (relative to the block), whether every grid's first rank
-holds exactly the supernodes of its forests, whether every rank's recorded CommStats equal
-its plan (computed from the whole matrix and the structure, no MPI), the residual and the
-distance to the serial solve of a solve through factor(); then one line for a tiny pivot on
+Rank 0 prints one JSON line per family: the largest difference of any rank's blocks from the
+serial (multifrontal) factorization's laid out the same way (relative to the largest entry of
+the supernode's part), whether the ranks of each grid together hold exactly the supernodes of
+its forests, whether each rank's store is as large as the virtual world counts and smaller
+than the whole factor, whether every rank's recorded CommStats equal its plan (computed from
+the whole matrix and the structure, no MPI), the residual and the distance to the serial
+solve of a solve through factor(); then one line for stored zeros, and one for a tiny pivot on
 one grid (an error on every rank, not a hang) and its replacement.
 """
 
@@ -18,7 +21,7 @@ import scipy.sparse as sp
 from mpi4py import MPI
 
 import commsolve as cs
-from commsolve import direct, gallery
+from commsolve import _core, direct, gallery
 from commsolve.direct import factor3d
 from commsolve.direct.serial import analyze
 from commsolve.topology import make_topology
@@ -43,18 +46,16 @@ def path_forests(z):
     return out
 
 
-def blocks_differ(lu, serial, forests):
-    """(largest relative block difference, every held flag right) on a grid's first rank."""
-    worst, held_ok = 0.0, True
-    mine = path_forests(comm.rank // (px * py))
-    for s in range(len(forests)):
-        held_ok &= lu.holds(s) == (int(forests[s]) in mine)
-        if not lu.holds(s):
-            continue
-        for (got, _, _), (ref, _, _) in zip(lu.blocks(s), serial._core.blocks(s)):
-            if ref.size:
-                worst = max(worst, float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-300)))
-    return worst, held_ok
+def blocks_differ(store, serial):
+    """(largest relative difference of this rank's blocks from the serial factors', the
+    supernodes it holds a part of)."""
+    got, ref = store.values(), store.reference(serial._core)
+    ks, _, offs, lens = store.pieces(*serial.structure.core_arrays())
+    worst = 0.0
+    for k, o, n in zip(ks, offs, lens):
+        scale = max(float(np.abs(ref[o:o + n]).max()), 1e-300)
+        worst = max(worst, float(np.abs(got[o:o + n] - ref[o:o + n]).max()) / scale)
+    return worst, set(int(k) for k in ks)
 
 
 def owners(D):
@@ -72,23 +73,34 @@ for spec in FAMILIES:
     _, B, _, _, _ = analyze(G, **OPTIONS)
     anorm = float(abs(B).sum(axis=0).max())
     forests = forest_partition(serial.structure, pz, "nd")
-    lu, recorded, seconds, replaced = factor3d.factor_on_grids(
+    store, recorded, seconds, replaced, flops = factor3d.factor_on_grids(
         D, serial.pivoting, serial.row_order, serial.col_order, serial.structure, forests, grid, topo, anorm, 1e-14,
         False)
-    worst, held_ok = blocks_differ(lu, serial, forests) if lu is not None else (0.0, True)
+    worst, held = blocks_differ(store, serial)
+    # the ranks of each grid together hold a part of every supernode of its forests, no other
+    layer = comm.Split(comm.rank // (px * py), comm.rank)
+    together = set().union(*layer.allgather(held))
+    layer.Free()
+    mine = path_forests(comm.rank // (px * py))
+    held_ok = together == {s for s in range(len(forests)) if int(forests[s]) in mine}
+    counted = _core.factor_entries_per_rank(*serial.structure.core_arrays(), np.asarray(forests, np.int32), *grid)
+    size_ok = store.size == counted[comm.rank] and (px * py == 1 or store.size < serial.nnz_LU)
     planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order,
                                             serial.structure, forests, grid, topo)
     stats_ok = comm.allreduce(recorded == planned[comm.rank], op=MPI.LAND)
-    inter_grid = comm.allreduce(int(recorded.array[1:3, :2].sum()))
+    inter_grid = comm.allreduce(int(recorded.array[list(factor3d.Z_FACTOR_STEPS), :2].sum()))
+    in_grid = comm.allreduce(int(recorded.array[list(factor3d.XY_FACTOR_STEPS), :2].sum()))
     worst = comm.allreduce(worst, op=MPI.MAX)
     held_ok = comm.allreduce(held_ok, op=MPI.LAND)
+    size_ok = comm.allreduce(bool(size_ok), op=MPI.LAND)
     solver = direct.factor(D, comm, grid=grid, **OPTIONS)
     b = np.random.default_rng(5).standard_normal(G.shape[0])
     x = solver.solve(b, replicated=True)
     if comm.rank == 0:
         ref = serial.solve(b)
         print(json.dumps(dict(family=spec.split(":")[0], block_diff=worst, held_ok=bool(held_ok),
-                              stats_ok=bool(stats_ok), inter_grid_msgs=inter_grid,
+                              size_ok=bool(size_ok), stats_ok=bool(stats_ok), inter_grid_msgs=inter_grid,
+                              in_grid_msgs=in_grid, flops=flops, serial_flops=serial._core.flops,
                               resid=float(np.linalg.norm(G @ x - b) / np.linalg.norm(b)),
                               diff=float(np.linalg.norm(x - ref) / np.linalg.norm(ref)),
                               phases=sorted(solver.factor_seconds))), flush=True)

@@ -5,8 +5,9 @@ COMMSOLVE_PERSISTENT=0) and print, per rank, what our plans say one repetition s
 Usage: mpiexec -n 4 python -m mpi4py tests/mpi/monitored.py 4 WORKLOAD K
 WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random restricted
 collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A and the
-Galerkin product P^T A P: variable-length row records), factor3d (the 3D factorization's
-inter-grid reductions and ancestor broadcast on a 1x2x2 grid). Rank 0 prints a JSON
+Galerkin product P^T A P: variable-length row records), factor3d (the distributed
+factorization on a 1x2x2 grid: panel broadcasts inside the grids, inter-grid reductions and
+the ancestor broadcast). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -118,13 +119,14 @@ elif workload == "factor3d":
                                            topo)
     f, anorm = comm.py2f(), float(abs(B).sum(axis=0).max())
 
-    # The factorization's inter-grid messages (the entries' Alltoallv is a collective, which
-    # Open MPI counts among the point-to-point lines: it runs once, before).
+    # The factorization's messages inside and between the grids (the entries' Alltoallv is a
+    # collective, which Open MPI counts among the point-to-point lines: it runs once, before).
     def once():
-        _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False)
+        _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False,
+                        "binary", 0, 8)
 
-    steps = _core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo)[comm.rank]
-    planned = np.asarray(steps)[1:3].sum(axis=0)[0:4].astype(np.int64)  # Z reduce and ancestor broadcast
+    steps = _core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo, "binary", 0, 8)[comm.rank]
+    planned = np.asarray(steps)[1:].sum(axis=0)[0:4].astype(np.int64)  # all but the entries' step
 else:
     raise SystemExit(f"unknown workload {workload}")
 

@@ -142,11 +142,13 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
     parallel into one): its rows are gathered on ``root`` for static pivoting, the ordering
     and the symbolic analysis only (as SuperLU_DIST does by default), then its entries go
-    from their row owners straight to the grids, which factor their forests in parallel (the
-    3D factorization, ``direct/factor3d.hpp``: each grid's first rank factors that grid's
-    fronts and sends its ranks their blocks, so with pz > 1 no rank holds all the factors; the
-    2D factorization inside a grid is not built). Or a scipy matrix on rank ``root`` (other
-    ranks may pass None): factored whole there as :class:`SparseLU` does, then distributed.
+    from their row owners straight to the ranks that factor their blocks: every rank of every
+    grid factors (right-looking supernodal LU on the grid's 2D block-cyclic layout, the
+    panels broadcast along process rows and columns by ``tree``; with pz > 1 the 3D
+    algorithm of ``direct/factor3d.hpp`` between the grids), and each rank ends holding its
+    own blocks: the factors never pass through one rank. Or a scipy matrix on rank ``root``
+    (other ranks may pass None): factored whole there as :class:`SparseLU` does, then
+    distributed.
     ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering). Then
     spread the factors over a ``grid = (px, py, pz)`` of ``comm``: the supernodal elimination
     tree is split into 2 pz - 1 forests (``partition``: ``"nd"``, the top log2 pz levels of
@@ -258,34 +260,37 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
                                                                ranking[0]["tree"])
     dist = run_agreed(comm, _row_distribution, distribution, row_source, shape[0], comm)
     factor_stats = planned_factor = None
+    solve_options = (options["algorithm"], options["tree"], options["seed"], options["flat_threshold"],
+                     options["allreduce"] == "packed")
+    arrays = (comm.py2f(), topo, px, py, pz, *structure.core_arrays(), forests, row_order, col_order, dist)
+    flops = None
     if on_grids:
+        trees = (options["tree"], options["seed"], options["flat_threshold"])
         planned_factor = run_agreed(comm, lambda: None if comm.rank != root else planned_factor_stats(
             A, _row_owner(row_source.row_dist, comm.size), pivoting, row_order, col_order, structure, forests,
-            (px, py, pz), topo))
+            (px, py, pz), topo, trees))
         planned_factor = comm.scatter(planned_factor, root=root)
         # on the root: the rows gathered, the analysis, its broadcast and the message plan
         seconds = {"ordering": comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)}
         del lu
-        lu, factor_stats, grid_seconds, replaced = factor_on_grids(
+        store, factor_stats, grid_seconds, replaced, flops = factor_on_grids(
             row_source, pivoting, row_order, col_order, structure, forests, (px, py, pz), topo, anorm,
             lu_options.get("zero_pivot", PIVOTING_DEFAULTS["zero_pivot"]),
-            lu_options.get("replace_tiny", PIVOTING_DEFAULTS["replace_tiny"]))
+            lu_options.get("replace_tiny", PIVOTING_DEFAULTS["replace_tiny"]), trees)
         seconds.update(grid_seconds)
         t0 = time.perf_counter()
-        source = -1
+        core = _core.TriSolve(*arrays, store, *solve_options)  # takes this rank's blocks over
+        del store
     else:
         seconds = {"ordering": ordering_s, "allocate": allocate_s, "numeric": numeric_s}
-        source = root
-    core = _core.TriSolve(
-        comm.py2f(), topo, px, py, pz, *structure.core_arrays(), forests, row_order, col_order, dist,
-        None if lu is None else lu._core if hasattr(lu, "_core") else lu, options["algorithm"], options["tree"],
-        options["seed"], options["flat_threshold"], options["allreduce"] == "packed", source)
-    del lu  # the serial factors or this grid's; every rank now holds its blocks
+        core = _core.TriSolve(*arrays, None if lu is None else lu._core, *solve_options, root)
+        del lu  # every rank now holds its blocks
     residual = _Residual(_distributed_matrix(A, row_source, dist, topo, comm, root))
     seconds["distribute"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     solver = DistributedLU(comm, core, structure, shape, (px, py, pz), forests, dist, topo, nnz, replaced, root,
                            seconds, dict(options, partition=partition), pivoting, residual)
     solver.factor_stats, solver.planned_factor_stats = factor_stats, planned_factor
+    solver.factor_flops = flops
     solver.row_order, solver.col_order = row_order, col_order
     solver.grid_ranking = ranking
     return solver

@@ -1,8 +1,10 @@
-"""The distributed 3D factorization's Python side (the numeric work is C++'s
-``direct/factor3d.hpp``): A's entries go from the ranks that own its rows straight to the
-grid that factors them (the layer's first rank of the lowest grid sharing the supernode's
-forest), then every grid factors its forests, reduces pending updates level by level and
-broadcasts the factored ancestors. The factors never pass through one rank."""
+"""The distributed factorization's Python side (the numeric work is C++'s
+``direct/factor3d.hpp`` and ``direct/factor_grid.hpp``): A's entries go from the ranks that
+own its rows straight to the rank that factors their block (on the lowest grid sharing the
+block's supernode, block (I, J) on layer rank (I mod px, J mod py)), then every rank of every
+grid factors: right-looking supernodal LU inside each grid, pending updates reduced between
+grids level by level, factored ancestors broadcast back. The factors never pass through
+one rank; each rank ends holding its blocks as the solve reads them."""
 
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ from .. import _core
 from .._collective import agree, mpi
 from ..stats import CommStats
 
-__all__ = ["FACTOR_STEPS", "entries_to_grids", "factor_on_grids", "planned_factor_stats"]
+__all__ = ["FACTOR_STEPS", "XY_FACTOR_STEPS", "Z_FACTOR_STEPS", "entries_to_grids", "factor_on_grids",
+           "planned_factor_stats"]
 
-# The steps of the factorization's CommStats (C++ FactorStep): A's entries to their grids,
-# the inter-grid reduction of pending updates, the ancestor broadcast; the blocks sent from
-# each layer's first rank to its layer (TriSolve) are not counted here.
-FACTOR_STEPS = ("entries to grids", "Z reduce (updates)", "ancestor broadcast", "layer distribute")
+# The steps of the factorization's CommStats (C++ FactorStep): A's entries to the ranks that
+# factor them, the broadcasts inside the grids (L panels along process rows, U rows down
+# process columns, the diagonal owner's with its inverse triangle), the inter-grid reduction
+# of ancestor updates, the ancestor broadcast.
+FACTOR_STEPS = ("entries to grids", "XY L panels", "XY U rows", "Z reduce (updates)", "ancestor broadcast")
+XY_FACTOR_STEPS, Z_FACTOR_STEPS = (1, 2), (3, 4)
 _ENTRY = np.dtype([("i", np.int32), ("j", np.int32), ("v", np.float64)])
 
 
@@ -32,11 +37,13 @@ def _lowest_grid(forest, pz):
 
 
 def _destinations(ki, kj, structure, forests, grid):
-    """The rank (a layer's first) that factors entry (ki, kj) of the permuted matrix: the
-    one of the supernode holding column min(ki, kj)."""
+    """The rank that factors entry (ki, kj) of the permuted matrix: in the layer of the lowest
+    grid sharing the forest of supernode min(I, J), the owner (I mod px, J mod py) of its
+    block (I, J), I and J the supernodes of row ki and column kj."""
     px, py, pz = grid
-    of_supernode = _lowest_grid(np.asarray(forests), pz) * (px * py)
-    return of_supernode[structure.sn_of][np.minimum(ki, kj)]
+    si, sj = structure.sn_of[ki], structure.sn_of[kj]
+    layer = _lowest_grid(np.asarray(forests), pz)[np.minimum(si, sj)]
+    return layer * (px * py) + (si % px) * py + sj % py
 
 
 def _inverse(order):
@@ -61,10 +68,12 @@ def _stats_row(counts_to, counts_from, rank, topo, entry_bytes):
     return row
 
 
-def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, structure, forests, grid, topo):
+def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, structure, forests, grid, topo,
+                         tree=("binary", 0, 8)):
     """Every rank's planned CommStats of the factorization (:data:`FACTOR_STEPS`), from the
     whole matrix (on one rank) and the owner of each of its rows: the entries' step from
-    the pattern, the inter-grid steps from the structure (C++ factor_3d_planned)."""
+    the pattern, the others from the structure (C++ factor_3d_planned) with the broadcast
+    trees ``tree`` = (shape, seed, flat_threshold)."""
     px, py, pz = grid
     coo = A_global.tocoo()
     nonzero = coo.data != 0  # stored zeros do not travel (the symbolic pattern may lack them)
@@ -73,7 +82,7 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, st
     size = px * py * pz
     counts = np.bincount(np.asarray(row_owner)[rows] * size + dest, minlength=size * size).reshape(size, size)
     out = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), np.asarray(forests, dtype=np.int32), px, py,
-                                             pz, topo)).copy()
+                                             pz, topo, *tree)).copy()
     for r in range(size):
         out[r, 0] = _stats_row(counts[r], counts[:, r], r, topo, _ENTRY.itemsize)
     return [CommStats(a) for a in out]
@@ -81,9 +90,9 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, st
 
 def entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo):
     """Collective on ``A.comm`` (``A`` a ParCSR). This rank's entries of the permuted,
-    scaled matrix sent to the grids' first ranks that factor them (one MPI_Alltoallv of
-    (row, column, value) records): ``(entries received as (i, j, v) arrays, the step's
-    recorded (8,) counts)``."""
+    scaled matrix sent to the ranks that factor their blocks (one MPI_Alltoallv of (row,
+    column, value) records): ``(entries received as (i, j, v) arrays, the step's recorded
+    (8,) counts)``."""
     MPI = mpi()
     comm = A.comm
     local_rows, cols, vals = A.local_triples()
@@ -97,8 +106,8 @@ def entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid
     dest = _destinations(entries["i"], entries["j"], structure, forests, grid)
     send = np.bincount(dest, minlength=comm.size).astype(np.int64)
     targets = np.flatnonzero(send)
-    if targets.size > 1:  # grouped by destination (few: the grids' first ranks)
-        entries = np.concatenate([entries[dest == t] for t in targets])
+    if targets.size > 1:  # grouped by destination
+        entries = entries[np.argsort(dest, kind="stable")]
     recv = np.asarray(comm.alltoall(send.tolist()), dtype=np.int64)
     got = np.empty(int(recv.sum()), dtype=_ENTRY)
     # MPI counts and displacements are ints, in records here (16 bytes each)
@@ -116,32 +125,35 @@ def entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid
 
 
 def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo, anorm, zero_pivot,
-                    replace_tiny):
+                    replace_tiny, tree=("binary", 0, 8)):
     """Collective on ``A.comm`` (``A`` a ParCSR): :func:`entries_to_grids`, then the C++
-    factorization. Returns ``(lu, recorded, seconds, replaced)``: this layer-first rank's
-    factors of its forests (a ``_core.SupernodalLU``; None on the other ranks), its
-    recorded CommStats, the seconds of ``redistribute`` (entries to grids and arranged by
-    rows and columns there), ``allocate`` (the factors' memory) and ``numeric`` (factoring
-    and the inter-grid messages; slowest rank each), and the tiny pivots replaced on all
-    grids. A zero pivot anywhere is a ValueError on every rank."""
+    factorization with broadcast trees ``tree`` = (shape, seed, flat_threshold). Returns
+    ``(store, recorded, seconds, replaced, flops)``: this rank's blocks (a
+    ``_core.BlockStore``, for ``_core.TriSolve``), its recorded CommStats, the seconds of
+    ``redistribute`` (entries to the ranks and added into their blocks), ``allocate`` (the
+    factors' memory) and ``numeric`` (factoring and the grids' messages; slowest rank each),
+    and the tiny pivots replaced and floating-point operations summed over the ranks. A zero
+    pivot anywhere is a ValueError on every rank, with the message of the rank where it
+    happened."""
     MPI = mpi()
     comm = A.comm
     px, py, pz = grid
     t0 = time.perf_counter()
     triples, entries_row = entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo)
     redistribute_s = time.perf_counter() - t0
-    lu, info = _core.factor_3d(
+    store, info = _core.factor_3d(
         comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=np.int32), *triples,
-        float(anorm), float(zero_pivot), bool(replace_tiny))
+        float(anorm), float(zero_pivot), bool(replace_tiny), *tree)
     del triples
     if comm.allreduce(0 if info["ok"] else 1, op=MPI.MAX):
-        # the grid where it started has the message; the others only know that one failed
+        # the rank where it started has the message; the others only know that one failed
         errors = [e for e in comm.allgather(info["error"]) if e]
-        raise ValueError(errors[0] if errors else "the 3D factorization failed on another rank")
+        raise ValueError(errors[0] if errors else "the distributed factorization failed on another rank")
     recorded = np.asarray(info["recorded"]).copy()
     recorded[0] = entries_row
     seconds = {k: comm.allreduce(v, op=MPI.MAX) for k, v in
                (("redistribute", redistribute_s + info["arrange_seconds"]), ("allocate", info["allocate_seconds"]),
                 ("numeric", info["numeric_seconds"]))}
     replaced = comm.allreduce(int(info["replaced"]), op=MPI.SUM)
-    return lu, CommStats(recorded), seconds, replaced
+    flops = comm.allreduce(float(info["flops"]), op=MPI.SUM)
+    return store, CommStats(recorded), seconds, replaced, flops

@@ -17,7 +17,9 @@
 #include <optional>
 
 #include "direct/block_layout.hpp"
+#include "direct/block_store.hpp"
 #include "direct/factor3d.hpp"
+#include "direct/factor_grid.hpp"
 #include "direct/forests.hpp"
 #include "direct/matching.hpp"
 #include "direct/solve_schedule.hpp"
@@ -124,12 +126,40 @@ void bind_direct(nb::module_& m) {
       .def_prop_ro("allocate_seconds", &SupernodalLU::allocate_seconds)
       .def_prop_ro("numeric_seconds", &SupernodalLU::numeric_seconds);
 
+  nb::class_<BlockStore>(m, "BlockStore", "One rank's blocks of the LU factors, as the distributed solve reads them.")
+      .def_prop_ro("size", [](const BlockStore& st) { return static_cast<std::int64_t>(st.values.size()); })
+      .def("values", [](const BlockStore& st) {
+        return to_numpy(std::vector<double>(st.values.data(), st.values.data() + st.values.size()));
+      }, "A copy of the values (layout: direct/block_layout.hpp, LocalLayout2D).")
+      .def("reference", [](const BlockStore& st, const SupernodalLU& lu) {
+        std::vector<double> out(st.values.size());
+        pack_blocks(lu, supernode_blocks(lu.structure()), st.layout, out.data());
+        return to_numpy(std::move(out));
+      }, "lu"_a, "The serial factors `lu` (a whole factorization) laid out as this store: what it should hold.")
+      .def("pieces", [](const BlockStore& st, In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
+                        In<std::int32_t> rows) {
+        const SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        const SupernodeBlocks blocks = supernode_blocks(sym);
+        const StoreIndex index(sym, blocks, st);
+        std::vector<std::int64_t> k_of, part_of, off, len;
+        for (std::int64_t k = 0; k + 1 < static_cast<std::int64_t>(sym.sn_start.size()); ++k)
+          for (FactorPart part : {part_diag, part_l, part_u})
+            for_each_piece(sym, blocks, st, index, k, part, true, [&](std::int64_t o, std::int64_t n) {
+              k_of.push_back(k), part_of.push_back(part), off.push_back(o), len.push_back(n);
+            });
+        return nb::make_tuple(to_numpy(std::move(k_of)), to_numpy(std::move(part_of)), to_numpy(std::move(off)),
+                              to_numpy(std::move(len)));
+      }, "sn_start"_a, "rows_ptr"_a, "rows"_a,
+           "(supernode, part (0 diagonal, 1 L panel, 2 U block), offset, length) of every piece of the store.");
+
   m.def("factor_3d", [](std::int64_t comm, const Topology& topo, int px, int py, int pz, In<std::int64_t> sn_start,
                         In<std::int64_t> rows_ptr, In<std::int32_t> rows, In<std::int32_t> forest,
                         In<std::int32_t> entry_rows, In<std::int32_t> entry_cols, In<double> entry_values,
-                        double anorm, double zero_pivot, bool replace_tiny) {
+                        double anorm, double zero_pivot, bool replace_tiny, const std::string& shape,
+                        std::uint64_t seed, int threshold) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
+    const TreeShape tree = solve_options("2d", shape, seed, threshold, true).shape;
     const std::size_t nnz = entry_rows.shape(0);
     if (entry_cols.shape(0) != nnz || entry_values.shape(0) != nnz)
       throw nb::value_error("3D factorization: entry rows, columns and values differ in length");
@@ -140,40 +170,56 @@ void bind_direct(nb::module_& m) {
       r = factor_3d(c, topo, ProcessGrid3D{px, py, pz}, sym, f,
                     EntryTriples{static_cast<std::int64_t>(nnz), entry_rows.data(), entry_cols.data(),
                                  entry_values.data()},
-                    anorm, LUOptions{zero_pivot, replace_tiny});
+                    anorm, LUOptions{zero_pivot, replace_tiny}, tree);
     }
     nb::dict out;
     out["ok"] = r.ok;
     out["error"] = r.error;
     out["recorded"] = stats_array(r.recorded);
     out["replaced"] = r.replaced;
+    out["flops"] = r.flops;
     out["arrange_seconds"] = r.arrange_seconds;
     out["allocate_seconds"] = r.allocate_seconds;
     out["numeric_seconds"] = r.numeric_seconds;
-    return nb::make_tuple(std::move(r.lu), out);
+    return nb::make_tuple(std::move(r.store), out);
   }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
-        "entry_rows"_a, "entry_cols"_a, "entry_values"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a,
+        "entry_rows"_a, "entry_cols"_a, "entry_values"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a, "shape"_a,
+        "seed"_a, "flat_threshold"_a,
         "Collective: the 3D factorization (direct/factor3d.hpp) from this rank's entries of the permuted matrix "
-        "(triples; those of the supernodes its grid factors). Returns (lu, info): lu on each layer's first rank "
-        "(None elsewhere); info: ok, error, recorded stats (steps, 8), replaced, and arrange, allocate and numeric "
-        "seconds.");
+        "(triples of the blocks it factors). Returns (store, info): this rank's BlockStore; info: ok, error, "
+        "recorded stats (steps, 8), replaced, flops, and arrange, allocate and numeric seconds.");
 
   m.def("factor_3d_planned", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
-                                In<std::int32_t> forest, int px, int py, int pz, const Topology& topo) {
+                                In<std::int32_t> forest, int px, int py, int pz, const Topology& topo,
+                                const std::string& shape, std::uint64_t seed, int threshold) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
+    const TreeShape tree = solve_options("2d", shape, seed, threshold, true).shape;
     const ProcessGrid3D grid{px, py, pz};
     check_grid_3d(grid);
     if (topo.size() != grid.size()) throw nb::value_error("3D factorization: topology and grid differ in size");
     std::vector<CommStats> all;
     {
       nb::gil_scoped_release nogil;
-      const Factor3DPlan plan = factor_3d_plan(sym, f);
-      for (int r = 0; r < grid.size(); ++r) all.push_back(factor_3d_planned(plan, sym, grid, topo, r));
+      all = factor_3d_planned(sym, f, grid, topo, tree);
     }
     return stats_array(all, false);
-  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "topology"_a,
-        "Every rank's planned inter-grid messages of the 3D factorization, shape (ranks, 4, 8) (FactorStep).");
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "topology"_a, "shape"_a, "seed"_a,
+        "flat_threshold"_a,
+        "Every rank's planned messages of the factorization, shape (ranks, 5, 8) (FactorStep; the entries' step "
+        "is left empty).");
+
+  m.def("factor_entries_per_rank", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                                      In<std::int32_t> forest, int px, int py, int pz) {
+    const SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+    std::vector<std::int64_t> out;
+    {
+      nb::gil_scoped_release nogil;
+      out = factor_entries_per_rank(sym, forests_from(forest, pz), ProcessGrid3D{px, py, pz});
+    }
+    return to_numpy(std::move(out));
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a,
+        "Every rank's factor entries (its block store's size) on a Px x Py x Pz grid.");
 
   m.def("triangular_solve_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr,
                                            In<std::int32_t> rows, int px, int py, bool upper) {
@@ -287,6 +333,22 @@ void bind_direct(nb::module_& m) {
       }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
            "row_order"_a, "col_order"_a, "dist"_a, "lu"_a.none(), "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a,
            "packed"_a, "root"_a)
+      .def("__init__", [](TriSolve* self, std::int64_t comm, const Topology& topo, int px, int py, int pz,
+                          In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                          In<std::int32_t> forest, In<std::int32_t> row_order, In<std::int32_t> col_order,
+                          const Distribution& dist, BlockStore& store, const std::string& algorithm,
+                          const std::string& shape, std::uint64_t seed, int threshold, bool packed) {
+        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
+        ForestPartition f = forests_from(forest, pz);
+        const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
+        MPI_Comm c = comm_from_handle(comm);
+        std::vector<std::int32_t> ro = to_vector(row_order), co = to_vector(col_order);
+        nb::gil_scoped_release nogil;
+        new (self) TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), ro, co, dist,
+                            std::move(store), o);
+      }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
+           "row_order"_a, "col_order"_a, "dist"_a, "store"_a, "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a,
+           "packed"_a, "Collective. Takes over this rank's store (from factor_3d; it is left empty).")
       .def("set_options", [](TriSolve& t, const std::string& algorithm, const std::string& shape, std::uint64_t seed,
                              int threshold, bool packed) {
         t.set_options(solve_options(algorithm, shape, seed, threshold, packed));

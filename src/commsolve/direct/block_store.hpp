@@ -18,11 +18,21 @@ namespace commsolve {
 
 struct BlockStore {
   LocalLayout2D layout;
-  HugeVector<double> values;              // layout.total entries
+  ZeroedArray<double> values;             // layout.total entries
   std::vector<std::int64_t> diag_index;   // supernode -> index in layout.diag_sn (-1 elsewhere)
   std::vector<std::int64_t> sol_off;      // per diagonal supernode: its first row in the solve vector
   std::int64_t sol_rows = 0;              // rows of the solve vector (sum of the diagonal widths)
 };
+
+// inv(L11) then inv(U11) (w x w each, column-major) into `out` from the LU of a diagonal
+// block (L11 unit lower, U11 upper; `lu` must not overlap `out`): the form the solve
+// applies by one product.
+void invert_diagonal_block(std::int64_t w, const double* lu, double* out);
+
+// Copies the blocks `layout` places on one rank out of the serial factors into `out`
+// (layout.total values); the diagonal blocks go as inv(L11) and inv(U11), computed here, so
+// the solve applies them by GEMM. Throws unless `lu` holds every supernode the layout lists.
+void pack_blocks(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out);
 
 // The layout of `rank`'s store (values not filled). Local.
 BlockStore block_store_layout(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid3D& grid,
@@ -30,9 +40,8 @@ BlockStore block_store_layout(const SupernodalStructure& sym, const SupernodeBlo
 
 // Collective on comm: `lu` (the serial factors, given on `root` only) packs every rank's
 // blocks there and sends them, one (chunked) message per rank; every rank's `store` (from
-// block_store_layout) receives its values. With root < 0 the factors are given on each
-// layer's first rank instead (those of its layer's forests: the 3D factorization's output),
-// which serves its own layer.
+// block_store_layout) receives its values. (The distributed factorization, factor3d.hpp,
+// leaves every rank with its store filled instead.)
 void distribute_blocks(MPI_Comm comm, int root, const SupernodalLU* lu, const SupernodeBlocks& blocks,
                        const ProcessGrid3D& grid, const ForestPartition& forests, BlockStore& store);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 
 #include "comm/inner_comm.hpp"
@@ -11,20 +12,14 @@ namespace commsolve {
 
 namespace {
 
-// The factorization's two tags (header, payload), from the inner communicator's counter.
+// The inter-grid steps' two tags (header, payload), from the inner communicator's counter.
 struct Tags {
   int header, payload;
 };
 
-std::int64_t update_entries(const SupernodalStructure& sym, std::int64_t s) {
-  const std::int64_t r = sym.rows_ptr[s + 1] - sym.rows_ptr[s];
-  return r * r;
-}
-
-std::int64_t block_entries(const SupernodalStructure& sym, std::int64_t s) {
-  const std::int64_t w = sym.sn_start[s + 1] - sym.sn_start[s], r = sym.rows_ptr[s + 1] - sym.rows_ptr[s];
-  return w * w + 2 * r * w;
-}
+// The phases' messages: one tag per level, so that a rank already in the next level's phase
+// cannot be mistaken for one of this level's.
+constexpr int first_phase_tag = 100;
 
 // Payloads travel in chunks of at most this many doubles (MPI counts are ints).
 constexpr std::int64_t chunk = std::int64_t{1} << 27;
@@ -71,217 +66,242 @@ void plan_step(StepStats& st, Locality where, std::int64_t doubles, bool send) {
   for (std::int64_t at = 0; at < doubles; at += chunk) add(8 * std::min(chunk, doubles - at));
 }
 
-}  // namespace
-
-Factor3DPlan factor_3d_plan(const SupernodalStructure& sym, const ForestPartition& forests) {
-  const std::vector<std::int32_t> parent = supernodal_etree(sym);
-  const std::vector<std::int64_t> order = forest_postorder(parent);
-  Factor3DPlan plan;
-  plan.pz = forests.pz;
-  plan.nlev = forests.nlev;
-  const int pz = plan.pz, nlev = plan.nlev;
-  plan.factor.assign(pz, std::vector<std::vector<std::int64_t>>(nlev + 1));
-  plan.reduce.assign(nlev + 1, std::vector<std::vector<std::int64_t>>(pz));
-  plan.bcast.assign(nlev + 1, std::vector<std::vector<std::int64_t>>(pz));
-  for (int z = 0; z < pz; ++z)
-    for (int l = 0; l <= nlev; ++l) {
-      const int f = forests.forest_at(z, l);
-      if (forests.lowest_grid(f) != z) continue;
-      for (std::int64_t s : order)
-        if (forests.forest[s] == f) plan.factor[z][l].push_back(s);
-    }
-  // Which updates wait where: after a grid factors a level, the updates of its supernodes
-  // whose parent it has not factored wait; at the next level the upper grid of each pair
-  // hands all of its waiting updates to the lower one.
-  std::vector<std::vector<std::int64_t>> waiting(pz);
-  std::vector<char> factored(parent.size(), 0);
-  for (int l = 0; l <= nlev; ++l) {
-    const int half = l > 0 ? 1 << (l - 1) : 0;
-    if (l > 0)
-      for (int z = half; z < pz; z += 2 * half) {
-        std::sort(waiting[z].begin(), waiting[z].end());
-        plan.reduce[l][z] = waiting[z];
-        waiting[z - half].insert(waiting[z - half].end(), waiting[z].begin(), waiting[z].end());
-        waiting[z].clear();
-      }
-    for (int z = 0; z < pz; ++z) {
-      if (l > 0 && z % (2 * half) != 0) continue;  // grids that handed their updates down
-      const std::vector<std::int64_t>& S = plan.factor[z][l];
-      for (std::int64_t s : S) factored[s] = 1;
-      std::vector<std::int64_t> still;
-      for (std::int64_t c : waiting[z])
-        if (!factored[parent[c]]) still.push_back(c);
-      for (std::int64_t s : S)
-        if (parent[s] >= 0 && !factored[parent[s]]) still.push_back(s);
-      waiting[z] = std::move(still);
-    }
+// What the lower grid z of a pair broadcasts at level l, from each rank (x, y): every part it
+// holds of the supernodes of its forests at levels >= l (indexed x py + y).
+std::vector<PartList> bcast_parts(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
+                                  const ForestPartition& forests, const ProcessGrid2D& layer, int z, int l) {
+  std::vector<PartList> out(static_cast<std::size_t>(layer.size()));
+  const std::vector<char> m = forests.mask(z, l, forests.nlev);
+  for (std::size_t k = 0; k < m.size(); ++k) {
+    if (!m[k]) continue;
+    const PartSizes ps = part_sizes(sym, blocks, layer, static_cast<std::int64_t>(k), true);
+    for (int x = 0; x < layer.px; ++x)
+      for (int y = 0; y < layer.py; ++y)
+        for (std::int8_t part : {part_diag, part_l, part_u})
+          if (ps.of(layer, static_cast<std::int64_t>(k), x, y, static_cast<FactorPart>(part)) > 0)
+            out[x * layer.py + y].emplace_back(static_cast<std::int32_t>(k), part);
   }
-  for (int l = 1; l <= nlev; ++l) {
-    const int half = 1 << (l - 1);
-    for (int z = 0; z < pz; z += 2 * half) {
-      const std::vector<char> m = forests.mask(z, l, nlev);
-      for (std::size_t s = 0; s < m.size(); ++s)
-        if (m[s]) plan.bcast[l][z].push_back(static_cast<std::int64_t>(s));
-    }
-  }
-  return plan;
+  return out;
 }
 
-CommStats factor_3d_planned(const Factor3DPlan& plan, const SupernodalStructure& sym, const ProcessGrid3D& grid,
-                            const Topology& topo, int rank) {
-  CommStats st;
-  st.steps.resize(num_factor_steps);
-  const int z = grid.z_of(rank);
-  if (rank != grid.layer(z).base) return st;
-  auto base = [&](int g) { return grid.layer(g).base; };
-  auto doubles = [&](const std::vector<std::int64_t>& list, bool blocks) {
-    std::int64_t n = 0;
-    for (std::int64_t s : list) n += blocks ? block_entries(sym, s) : update_entries(sym, s);
-    return n;
-  };
-  for (int l = 1; l <= plan.nlev; ++l) {
+// Doubles of a rank's parts in a list.
+std::int64_t list_size(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& layer, int x,
+                       int y, const PartList& list, bool inverted, std::vector<PartSizes>& cache) {
+  std::int64_t n = 0;
+  for (const auto& [k, part] : list) {
+    if (cache[k].l.empty()) cache[k] = part_sizes(sym, blocks, layer, k, inverted);
+    n += cache[k].of(layer, k, x, y, static_cast<FactorPart>(part));
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<char> phase_mask(const ForestPartition& forests, int z, int l) {
+  std::vector<char> m(forests.forest.size(), 0);
+  const int f = forests.forest_at(z, l);
+  if (forests.lowest_grid(f) != z) return m;
+  for (std::size_t s = 0; s < m.size(); ++s) m[s] = forests.forest[s] == f;
+  return m;
+}
+
+std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPartition& forests,
+                                   const ProcessGrid2D& layer, int z, int l) {
+  require(l >= 1 && l <= forests.nlev, "3D factorization: no reduction at level " + std::to_string(l));
+  const int g = forests.forest_at(z, l - 1);
+  // The heap subtree of forest g: forests at levels <= l - 1 whose ancestor there is g.
+  std::vector<char> in_sub(forests.forest.size(), 0);
+  for (std::size_t s = 0; s < in_sub.size(); ++s) {
+    const int f = forests.forest[s], lf = forests.level_of(f);
+    in_sub[s] = lf <= l - 1 && ((f + 1) >> (l - 1 - lf)) - 1 == g;
+  }
+  std::vector<PartList> out(static_cast<std::size_t>(layer.size()));
+  std::vector<std::int32_t> max_x, max_y;
+  for (std::size_t s = 0; s < in_sub.size(); ++s)
+    if (in_sub[s])
+      for_each_update_target(blocks, layer, static_cast<std::int64_t>(s), max_x, max_y,
+                             [&](int x, int y, std::int32_t k, FactorPart part) {
+                               if (!in_sub[k]) out[x * layer.py + y].emplace_back(k, part);
+                             });
+  for (PartList& list : out) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return out;
+}
+
+std::vector<CommStats> factor_3d_planned(const SupernodalStructure& sym, const ForestPartition& forests,
+                                         const ProcessGrid3D& grid, const Topology& topo, const TreeShape& shape) {
+  check_grid_3d(grid);
+  check_tree_shape(shape);
+  require(forests.pz == grid.pz && topo.size() == grid.size(), "3D factorization plan: grid, forests and topology differ");
+  const SupernodeBlocks blocks = supernode_blocks(sym);
+  std::vector<CommStats> st(static_cast<std::size_t>(grid.size()));
+  for (auto& s : st) s.steps.resize(num_factor_steps);
+  for (int z = 0; z < grid.pz; ++z)
+    for (int l = 0; l <= forests.nlev; ++l) {
+      const std::vector<char> m = phase_mask(forests, z, l);
+      if (std::find(m.begin(), m.end(), 1) == m.end()) continue;
+      add_phase_planned(factor_phase_collectives(sym, blocks, grid.layer(z), m), shape, topo, factor_xy, st);
+    }
+  const int ls = grid.layer_size();
+  const ProcessGrid2D shape2d = grid.layer(0);
+  std::vector<PartSizes> factored(sym.sn_start.size() - 1), inverted(sym.sn_start.size() - 1);
+  for (int l = 1; l <= forests.nlev; ++l) {
     const int half = 1 << (l - 1);
-    StepStats& red = st.steps[factor_z_reduce];
-    StepStats& bc = st.steps[factor_ancestor_bcast];
-    if (z % (2 * half) == half) {  // sends its waiting updates down, receives the ancestors
-      const Locality where = locality(topo, rank, base(z - half));
-      plan_step(red, where, doubles(plan.reduce[l][z], false), true);
-      plan_step(bc, where, doubles(plan.bcast[l][z - half], true), false);
-    } else if (z % (2 * half) == 0) {
-      const Locality where = locality(topo, rank, base(z + half));
-      plan_step(red, where, doubles(plan.reduce[l][z + half], false), false);
-      plan_step(bc, where, doubles(plan.bcast[l][z], true), true);
+    for (int z = half; z < grid.pz; z += 2 * half) {  // z sends its updates down, receives the ancestors
+      const std::vector<PartList> red = reduce_parts(blocks, forests, shape2d, z, l);
+      const std::vector<PartList> bc = bcast_parts(sym, blocks, forests, shape2d, z - half, l);
+      for (int q = 0; q < ls; ++q) {
+        const int up = z * ls + q, down = (z - half) * ls + q, x = q / grid.py, y = q % grid.py;
+        const Locality where = locality(topo, up, down);
+        const std::int64_t nr = list_size(sym, blocks, shape2d, x, y, red[q], false, factored);
+        const std::int64_t nb = list_size(sym, blocks, shape2d, x, y, bc[q], true, inverted);
+        plan_step(st[up].steps[factor_z_reduce], where, nr, true);
+        plan_step(st[down].steps[factor_z_reduce], where, nr, false);
+        plan_step(st[down].steps[factor_ancestor_bcast], where, nb, true);
+        plan_step(st[up].steps[factor_ancestor_bcast], where, nb, false);
+      }
     }
   }
   return st;
 }
 
+std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym, const ForestPartition& forests,
+                                                  const ProcessGrid3D& grid) {
+  check_grid_3d(grid);
+  require(forests.pz == grid.pz, "factor entries: forests and grid differ in Pz");
+  const SupernodeBlocks blocks = supernode_blocks(sym);
+  const ProcessGrid2D layer = grid.layer(0);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(grid.size()), 0);
+  for (std::size_t k = 0; k + 1 < sym.sn_start.size(); ++k) {
+    const PartSizes ps = part_sizes(sym, blocks, layer, static_cast<std::int64_t>(k), true);
+    const int f = forests.forest[k], first = forests.lowest_grid(f), kx = static_cast<int>(k % grid.px),
+              ky = static_cast<int>(k % grid.py);
+    for (int z = first; z < first + (1 << forests.level_of(f)); ++z) {  // the grids sharing its forest
+      std::int64_t* r = out.data() + static_cast<std::size_t>(z) * grid.layer_size();
+      r[kx * grid.py + ky] += ps.diag;
+      for (int x = 0; x < grid.px; ++x) r[x * grid.py + ky] += ps.l[x];
+      for (int y = 0; y < grid.py; ++y) r[kx * grid.py + y] += ps.u[y];
+    }
+  }
+  return out;
+}
+
 Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const ProcessGrid3D& grid,
                          const SupernodalStructure& sym, const ForestPartition& forests, const EntryTriples& entries,
-                         double anorm, const LUOptions& opts) {
+                         double anorm, const LUOptions& opts, const TreeShape& shape) {
   check_grid_3d(grid);
+  check_tree_shape(shape);
   require(forests.pz == grid.pz, "3D factorization: forests for Pz = " + std::to_string(forests.pz) + ", grid Pz = " +
                                      std::to_string(grid.pz));
   forests.validate(supernodal_etree(sym));
   const InnerComm inner(parent_comm, 2);
   const MPI_Comm comm = inner.get();
   const Tags tags{inner.tag_base(), inner.tag_base() + 1};
-  Factor3DResult res;
-  res.recorded.steps.resize(num_factor_steps);
-  const int rank = inner.rank(), z = grid.z_of(rank);
   require(inner.size() == grid.size(), "3D factorization: the grid and the communicator differ in size");
-  const bool first = rank == grid.layer(z).base;
-  const Factor3DPlan plan = first ? factor_3d_plan(sym, forests) : Factor3DPlan{};
+  require(topo.size() == grid.size(), "3D factorization: topology size differs from the communicator's");
+  const int rank = inner.rank(), z = grid.z_of(rank), ls = grid.layer_size();
+  const ProcessGrid2D layer = grid.layer(z);
+  const int q = rank - layer.base, x = q / grid.py, y = q % grid.py;
   auto seconds = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  // Any failure on this grid (a zero pivot, memory, a broken invariant) is caught, reported
-  // with its message, and from then on this grid only keeps the message schedule with a
-  // failed status, so that every grid learns of it and none waits for a message that will
-  // not come. Failures relayed from other grids leave `error` empty.
-  auto attempt = [&](auto&& step) {
-    if (!res.ok) return;
-    try {
-      step();
-    } catch (const std::exception& e) {
-      res.ok = false;
-      res.error = e.what();
-    }
-  };
-  std::unique_ptr<LUEntryArrays> a;
-  ZeroedArray<double> stack;
-  if (first)
-    attempt([&] {
-      const auto t = std::chrono::steady_clock::now();
-      a = std::make_unique<LUEntryArrays>(sym.n, entries.nnz, entries.rows, entries.cols, entries.values);
-      res.arrange_seconds = seconds(t);
-    });
-  // Storage on every grid, then all start factoring together: a grid slower to allocate
-  // makes the others wait here, in the allocation phase, not in the numeric one.
+  Factor3DResult res;
+  res.recorded.steps.resize(num_factor_steps);
+  const SupernodeBlocks blocks = supernode_blocks(sym);
+  // Storage and A's entries on every rank, then all start factoring together: a rank slower
+  // to allocate makes the others wait here, in the allocation phase, not in the numeric one;
+  // and a failure so far (memory, an entry out of place) ends it on every rank at once.
   const auto t_alloc = std::chrono::steady_clock::now();
-  if (first)
-    attempt([&] {
-      res.lu = std::make_unique<SupernodalLU>(sym, forests.mask(z));
-      std::int64_t stack_size = 0;
-      for (const auto& order : plan.factor[z]) stack_size = std::max(stack_size, res.lu->update_stack_size(order));
-      stack = ZeroedArray<double>(static_cast<std::size_t>(stack_size));
-      stack.prefault();
-    });
-  check_mpi(MPI_Barrier(comm), "MPI_Barrier");
-  res.allocate_seconds = seconds(t_alloc);
-  if (!first) return res;
+  std::unique_ptr<StoreIndex> index;
+  std::string early;
+  try {
+    res.store = block_store_layout(sym, blocks, grid, forests, rank);
+    res.store.values = ZeroedArray<double>(static_cast<std::size_t>(res.store.layout.total));
+    res.store.values.prefault();
+    res.allocate_seconds = seconds(t_alloc);
+    const auto t_arrange = std::chrono::steady_clock::now();
+    index = std::make_unique<StoreIndex>(sym, blocks, res.store);
+    assemble_entries(sym, blocks, *index, res.store, entries);
+    res.arrange_seconds = seconds(t_arrange);
+  } catch (const std::exception& e) {
+    early = e.what();
+  }
+  const auto t_wait = std::chrono::steady_clock::now();
+  int bad = early.empty() ? 0 : 1, any_bad = 0;
+  check_mpi(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  res.allocate_seconds += seconds(t_wait);
+  if (any_bad) {
+    res.ok = false;
+    res.error = early;
+    return res;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   PivotRule rule = PivotRule::scaled(anorm, opts);
-  PendingUpdates pending;
+  MessageEngine engine(comm, topo, 1, 0, factor_xy_steps);
+  engine.set_window(std::max(64, 8 * ls));
+  FactorExecutor exec(sym, blocks, res.store, *index, engine, rule);
   std::vector<double> buf;
-  auto base = [&](int g) { return grid.layer(g).base; };
+  double* v = res.store.values.data();
+  auto pack = [&](const PartList& list, bool inverted) {
+    buf.clear();
+    for (const auto& [k, part] : list)
+      for_each_piece(sym, blocks, res.store, *index, k, static_cast<FactorPart>(part), inverted,
+                     [&](std::int64_t off, std::int64_t len) { buf.insert(buf.end(), v + off, v + off + len); });
+  };
+  // Adds (reduce) or copies (broadcast) a received message into the parts of `list`.
+  auto unpack = [&](const PartList& list, bool inverted, bool add) {
+    std::size_t at = 0;
+    for (const auto& [k, part] : list)
+      for_each_piece(sym, blocks, res.store, *index, k, static_cast<FactorPart>(part), inverted,
+                     [&](std::int64_t off, std::int64_t len) {
+                       if (at + static_cast<std::size_t>(len) > buf.size())
+                         throw std::logic_error("3D factorization: an inter-grid message is too short");
+                       if (add)
+                         for (std::int64_t i = 0; i < len; ++i) v[off + i] += buf[at + static_cast<std::size_t>(i)];
+                       else
+                         std::copy(buf.begin() + static_cast<std::ptrdiff_t>(at),
+                                   buf.begin() + static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(len)),
+                                   v + off);
+                       at += static_cast<std::size_t>(len);
+                     });
+    if (at != buf.size()) throw std::logic_error("3D factorization: an inter-grid message is too long");
+  };
   StepStats& red = res.recorded.steps[factor_z_reduce];
   StepStats& bc = res.recorded.steps[factor_ancestor_bcast];
-  for (int l = 0; l <= plan.nlev; ++l) {
+  for (int l = 0; l <= forests.nlev; ++l) {
     const int half = l > 0 ? 1 << (l - 1) : 0;
-    if (l > 0 && z % (2 * half) == half) {  // hand the waiting updates down; this grid is done
-      buf.clear();
-      attempt([&] {
-        if (pending.size() != plan.reduce[l][z].size())
-          throw std::logic_error("3D factorization: waiting updates differ from the plan");
-        for (std::int64_t s : plan.reduce[l][z]) {
-          const std::vector<double>& u = pending.at(s);
-          buf.insert(buf.end(), u.begin(), u.end());
-        }
-      });
-      if (!res.ok) buf.clear();
-      send_step(comm, tags, topo, rank, base(z - half), res.ok ? 1 : 0, buf, red);
-      pending.clear();
+    if (l > 0 && z % (2 * half) == half) {  // hand the ancestors' updates down; this grid is done
+      if (exec.ok()) pack(reduce_parts(blocks, forests, layer, z, l)[q], false);
+      if (!exec.ok()) buf.clear();
+      send_step(comm, tags, topo, rank, rank - half * ls, exec.ok() ? 1 : 0, buf, red);
       break;
     }
     if (l > 0) {  // this grid factors level l: its partner's updates first
-      const std::int64_t status = recv_step(comm, tags, topo, rank, base(z + half), buf, red);
-      if (status == 0) res.ok = false;  // relayed: the failing grid has the message
-      attempt([&] {
-        std::size_t at = 0;
-        for (std::int64_t s : plan.reduce[l][z + half]) {
-          const std::size_t m = static_cast<std::size_t>(update_entries(sym, s));
-          if (at + m > buf.size()) throw std::logic_error("3D factorization: a reduction message is too short");
-          pending[s].assign(buf.begin() + static_cast<std::ptrdiff_t>(at),
-                            buf.begin() + static_cast<std::ptrdiff_t>(at + m));
-          at += m;
-        }
-        if (at != buf.size()) throw std::logic_error("3D factorization: a reduction message is too long");
-      });
+      if (recv_step(comm, tags, topo, rank, rank + half * ls, buf, red) == 0) exec.heard_failure();
+      if (exec.ok()) unpack(reduce_parts(blocks, forests, layer, z + half, l)[q], false, true);
     }
-    attempt([&] { res.lu->factor_supernodes(plan.factor[z][l], a->view(), rule, pending, stack); });
+    exec.run(factor_schedule(sym, blocks, layer, rank, phase_mask(forests, z, l), shape, topo), first_phase_tag + l);
   }
   // The factored ancestors go down the same pairs, top level first; the status with them.
-  for (int l = plan.nlev; l >= 1; --l) {
+  for (int l = forests.nlev; l >= 1; --l) {
     const int half = 1 << (l - 1);
     if (z % (2 * half) == 0) {
-      buf.clear();
-      attempt([&] {
-        for (std::int64_t s : plan.bcast[l][z]) {
-          const double* v = res.lu->values(static_cast<std::size_t>(s));
-          buf.insert(buf.end(), v, v + block_entries(sym, s));
-        }
-      });
-      if (!res.ok) buf.clear();
-      send_step(comm, tags, topo, rank, base(z + half), res.ok ? 1 : 0, buf, bc);
+      if (exec.ok()) pack(bcast_parts(sym, blocks, forests, layer, z, l)[q], true);
+      if (!exec.ok()) buf.clear();
+      send_step(comm, tags, topo, rank, rank + half * ls, exec.ok() ? 1 : 0, buf, bc);
     } else if (z % (2 * half) == half) {
-      const std::int64_t status = recv_step(comm, tags, topo, rank, base(z - half), buf, bc);
-      if (status == 0) res.ok = false;
-      attempt([&] {
-        std::size_t at = 0;
-        for (std::int64_t s : plan.bcast[l][z - half]) {
-          const std::size_t m = static_cast<std::size_t>(block_entries(sym, s));
-          if (at + m > buf.size()) throw std::logic_error("3D factorization: a broadcast message is too short");
-          std::copy(buf.begin() + static_cast<std::ptrdiff_t>(at),
-                    buf.begin() + static_cast<std::ptrdiff_t>(at + m), res.lu->values(static_cast<std::size_t>(s)));
-          at += m;
-        }
-        if (at != buf.size()) throw std::logic_error("3D factorization: a broadcast message is too long");
-      });
+      if (recv_step(comm, tags, topo, rank, rank - half * ls, buf, bc) == 0) exec.heard_failure();
+      if (exec.ok()) unpack(bcast_parts(sym, blocks, forests, layer, z - half, l)[q], true, false);
     }
   }
   res.numeric_seconds = seconds(t0);
+  for (int s = 0; s < factor_xy_steps; ++s) res.recorded.steps[factor_xy + s] = engine.recorded().steps[s];
+  res.ok = exec.ok();
+  res.error = exec.error();
   res.replaced = rule.replaced;
+  res.flops = exec.flops();
   return res;
 }
 

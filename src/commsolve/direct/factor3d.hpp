@@ -1,86 +1,86 @@
 // The 3D sparse LU factorization (Sao, Li, Vuduc, "A communication-avoiding 3D LU
 // factorization algorithm for sparse matrices", IPDPS'18; SuperLU_DIST's pdgstrf3d) on the
-// forests of a Px x Py x Pz grid (direct/forests.hpp), multifrontal:
-//   - each grid factors its leaf forest with no inter-grid communication;
-//   - level by level, the upper grid of each pair sends the Schur complements still waiting
-//     for an ancestor (its pending update matrices) to the lower one, which factors that
-//     level's forest (the multifrontal form of SuperLU_DIST's ancestor reduction);
-//   - the factored ancestors then travel down the same pairs (a binomial broadcast, as
-//     dbroadcastAncestor3d), so every grid holds the blocks of all its forests, the
-//     replicated layout the 3D triangular solve reads.
-// Within a grid the fronts are factored by the grid's first rank (the 2D block-cyclic
-// factorization inside a grid is not built); TriSolve then sends each rank of the grid its
-// blocks. Every inter-grid message is planned from the structure alone, so the traffic can be
-// counted for any grid in the virtual world, and recorded as it goes through MPI.
+// forests of a Px x Py x Pz grid (direct/forests.hpp), every rank of every grid factoring:
+//   - each grid factors its leaf forest on its own ranks (direct/factor_grid.hpp) with no
+//     inter-grid message; its updates to ancestor supernodes go into its own copy of their
+//     blocks (zeros to start with: A's entries of a supernode are on its lowest grid only);
+//   - level by level, each rank of the upper grid of a pair sends the parts of its ancestor
+//     blocks that its subtree's updates touched to the same rank of the lower grid, which adds
+//     them (SuperLU_DIST's dreduceAncestors3d) and factors that level's forest;
+//   - the factored ancestors then travel down the same pairs, top level first (a binomial
+//     broadcast, as dbroadcastAncestor3d), so every rank ends holding the blocks of its
+//     grid's forests exactly as the 3D triangular solve reads them: no rank ever holds more.
+// Every message is planned from the structure alone, so the traffic can be counted for any
+// grid in the virtual world, and is recorded as it goes through MPI.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/comm_stats.hpp"
+#include "direct/block_store.hpp"
+#include "direct/factor_grid.hpp"
 #include "direct/forests.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "topology/topology.hpp"
+#include "trees/tree_plan.hpp"
 
 namespace commsolve {
 
-// Steps of the factorization's statistics.
-enum FactorStep { factor_entries = 0, factor_z_reduce = 1, factor_ancestor_bcast = 2, factor_layer_distribute = 3 };
-inline constexpr int num_factor_steps = 4;
+// Steps of the factorization's statistics: A's entries to the ranks that factor them (moved
+// by Python, counted there), inside the grids (L panels along process rows, U rows down
+// process columns: FactorRole), between them.
+enum FactorStep { factor_entries = 0, factor_xy = 1, factor_z_reduce = 1 + factor_xy_steps, factor_ancestor_bcast };
+inline constexpr int num_factor_steps = factor_ancestor_bcast + 1;
 
-struct Factor3DPlan {
-  int pz = 1, nlev = 0;
-  // [z][l]: the supernodes grid z factors at level l, in postorder (empty unless z owns its
-  // level-l forest).
-  std::vector<std::vector<std::vector<std::int64_t>>> factor;
-  // [l][z], l >= 1: the supernodes whose pending updates grid z sends to grid z - 2^(l-1)
-  // at level l (ascending; empty unless z sends there).
-  std::vector<std::vector<std::vector<std::int64_t>>> reduce;
-  // [l][z], l >= 1: the supernodes whose factored blocks grid z sends to grid z + 2^(l-1)
-  // (its forests at levels >= l; ascending; empty unless z sends there).
-  std::vector<std::vector<std::vector<std::int64_t>>> bcast;
-};
+// (supernode, FactorPart) pairs: what an inter-grid message of one rank carries, in order.
+using PartList = std::vector<std::pair<std::int32_t, std::int8_t>>;
 
-Factor3DPlan factor_3d_plan(const SupernodalStructure& sym, const ForestPartition& forests);
+// The supernodes grid z factors at level l (those of its level-l forest, if it is the
+// lowest grid sharing that forest; else none).
+std::vector<char> phase_mask(const ForestPartition& forests, int z, int l);
 
-// Rank `rank`'s planned inter-grid messages (steps z_reduce and ancestor_bcast; each is a
-// 16-byte header, status and length, then the payload of doubles in chunks of 2^27) on
-// `grid`, where grid z's first rank does its inter-grid work.
-CommStats factor_3d_planned(const Factor3DPlan& plan, const SupernodalStructure& sym, const ProcessGrid3D& grid,
-                            const Topology& topo, int rank);
+// At level l >= 1 the upper grid z (z mod 2^l = 2^(l-1)) sends, from each rank (x, y), the
+// parts of ancestor supernodes that the updates of its subtree of forests (the level-(l-1)
+// forest's heap subtree: what it and the grids that reduced into it factored) touched.
+// Indexed x py + y.
+std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPartition& forests,
+                                   const ProcessGrid2D& layer, int z, int l);
+
+// Planned messages of every rank (steps as FactorStep; factor_entries left empty).
+std::vector<CommStats> factor_3d_planned(const SupernodalStructure& sym, const ForestPartition& forests,
+                                         const ProcessGrid3D& grid, const Topology& topo, const TreeShape& shape);
+
+// Every rank's factor entries (its block store's size: the parts of its grid's supernodes,
+// diagonal blocks inverted), without building the stores.
+std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym, const ForestPartition& forests,
+                                                  const ProcessGrid3D& grid);
 
 struct Factor3DResult {
-  std::unique_ptr<SupernodalLU> lu;  // on each grid's first rank: the blocks of all its forests
-  bool ok = true;                    // every grid factored without error (known on every first rank)
-  std::string error;                 // the error that started on this grid, if one did
-  CommStats recorded;                // this rank's inter-grid messages, as MPI counted them
-  std::int64_t replaced = 0;         // tiny pivots replaced on this grid
-  double arrange_seconds = 0.0;      // A's entries arranged by rows and columns
-  double allocate_seconds = 0.0;     // the factors' storage and the update stack obtained and touched,
-                                     // until every grid has them
-  double numeric_seconds = 0.0;      // factoring and the inter-grid messages
+  BlockStore store;               // this rank's blocks, as the solve reads them
+  bool ok = true;                 // this rank finished without hearing of a failure
+  std::string error;              // the failure that started on this rank, if one did
+  CommStats recorded;             // this rank's messages, as MPI counted them (entries step empty)
+  std::int64_t replaced = 0;      // tiny pivots replaced on this rank
+  double flops = 0.0;             // floating-point operations of this rank's factorization
+  double arrange_seconds = 0.0;   // A's entries added into the blocks
+  double allocate_seconds = 0.0;  // the store obtained and touched, until every rank has its own
+  double numeric_seconds = 0.0;   // factoring and the inter-grid messages
 };
 
-// A's entries on this rank, as (row, column, value) triples of the permuted, scaled matrix.
-struct EntryTriples {
-  std::int64_t nnz = 0;
-  const std::int32_t *rows = nullptr, *cols = nullptr;
-  const double* values = nullptr;
-};
-
-// Collective on comm (grid.size() ranks; those that are not a grid's first rank return with
-// an empty result once every grid has its storage).
-// `entries`: on each grid's first rank, A's entries of the supernodes that grid factors (no
-// duplicates); `anorm`: ||A||_1 of the whole matrix. A failure on one grid (a zero pivot, an
-// entry outside the structure, memory) is reported by every first rank (ok = false); no
-// grid waits for a message that does not come. Throws only on MPI errors and bad arguments
-// (which every rank sees alike).
+// Collective on comm (grid.size() ranks). `entries`: A's entries of the blocks this rank
+// factors (those of the supernodes its grid is the lowest to share, block (I, J) on layer
+// rank (I mod px, J mod py); no duplicates); `anorm`: ||A||_1 of the whole matrix; `shape`:
+// the trees of the broadcasts inside the grids. A failure anywhere (a zero pivot, an entry
+// outside the structure, memory) leaves ok = false on every rank it reaches and no rank
+// waiting for a message that does not come (the caller agrees on the outcome); it throws
+// only on MPI errors and bad arguments (which every rank sees alike).
 Factor3DResult factor_3d(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, const SupernodalStructure& sym,
                          const ForestPartition& forests, const EntryTriples& entries, double anorm,
-                         const LUOptions& opts);
+                         const LUOptions& opts, const TreeShape& shape);
 
 }  // namespace commsolve

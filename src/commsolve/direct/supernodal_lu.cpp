@@ -20,10 +20,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Unpivoted LU of the n x n column-major block A (leading dimension lda) in place, L unit
-// lower and U upper; `column` is A's first permuted column (for messages). Recursive halves
-// (Toledo's), so nearly all the work is in TRSM and GEMM; each pivot meets the rule when it is
-// final, exactly as in a right-looking elimination.
+}  // namespace
+
+// Recursive halves (Toledo's), so nearly all the work is in TRSM and GEMM; each pivot meets
+// the rule when it is final, exactly as in a right-looking elimination.
 void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
   if (n <= 16) {
     for (int k = 0; k < n; ++k) {
@@ -49,8 +49,6 @@ void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n2, n2, n1, -1.0, A21, lda, A12, lda, 1.0, A22, lda);
   dense_lu(n2, A22, lda, column + n1, rule);
 }
-
-}  // namespace
 
 LUEntryArrays::LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
                              const double* values) {

@@ -59,6 +59,11 @@ struct PivotRule {
   void apply(double& piv, std::int64_t column);                  // `column`: for the message
 };
 
+// Unpivoted LU of the n x n column-major block A (leading dimension lda) in place, L unit
+// lower and U upper, each pivot checked by `rule` when it is final; `column` is A's first
+// permuted column (for messages).
+void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule);
+
 // Schur complements (r x r, column-major) of factored supernodes whose parent has not been
 // factored yet, by supernode.
 using PendingUpdates = std::map<std::int64_t, std::vector<double>>;

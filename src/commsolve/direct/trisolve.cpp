@@ -25,6 +25,30 @@ TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& gri
                    const SolveOptions& opts, int root)
     : comm_(comm), topo_(topo), grid_(grid), rank_(comm_.rank()), sym_(std::move(sym)), forests_(std::move(forests)),
       dist_(std::move(dist)) {
+  check(row_order, col_order);
+  store_ = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
+  distribute_blocks(comm_.get(), root, lu, blocks_, grid_, forests_, store_);
+  finish(row_order, col_order, opts);
+}
+
+TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
+                   ForestPartition forests, const std::vector<std::int32_t>& row_order,
+                   const std::vector<std::int32_t>& col_order, Distribution dist, BlockStore store,
+                   const SolveOptions& opts)
+    : comm_(comm), topo_(topo), grid_(grid), rank_(comm_.rank()), sym_(std::move(sym)), forests_(std::move(forests)),
+      dist_(std::move(dist)), store_(std::move(store)) {
+  check(row_order, col_order);
+  const BlockStore expected = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
+  require(expected.layout.total == store_.layout.total &&
+              static_cast<std::int64_t>(store_.values.size()) == store_.layout.total &&
+              expected.layout.diag_sn == store_.layout.diag_sn && expected.layout.l_panel == store_.layout.l_panel &&
+              expected.layout.u_off == store_.layout.u_off,
+          "distributed solve: the factors given on rank " + std::to_string(rank_) +
+              " are not laid out for this rank of the grid");
+  finish(row_order, col_order, opts);
+}
+
+void TriSolve::check(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order) {
   check_grid_3d(grid_);
   const std::string g = std::to_string(grid_.px) + "x" + std::to_string(grid_.py) + "x" + std::to_string(grid_.pz);
   require(grid_.size() == comm_.size(), "distributed solve: a " + g + " grid needs " + std::to_string(grid_.size()) +
@@ -39,9 +63,10 @@ TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& gri
           "distributed solve: row and column orders must have one entry per unknown");
   forests_.validate(supernodal_etree(sym_));
   blocks_ = supernode_blocks(sym_);
-  store_ = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
-  distribute_blocks(comm_.get(), root, lu, blocks_, grid_, forests_, store_);
+}
 
+void TriSolve::finish(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order,
+                      const SolveOptions& opts) {
   // b's rows reach the rank solving their factor row; x leaves from it.
   const std::vector<std::int32_t> solver = column_solvers(sym_, grid_, forests_);
   b_move_ = rhs_move(row_order, solver);

@@ -39,8 +39,6 @@ class TriSolve {
  public:
   // Collective on comm (of grid.size() ranks). `lu` (the factors of the permuted matrix,
   // whose structure is `sym`) is given on rank `root` only; it sends every rank its blocks.
-  // With root < 0, each layer's first rank gives the factors of its layer's forests (from
-  // factor_3d) and sends its layer's ranks their blocks.
   // b and x are distributed by `dist`; row_order[k] is the row of b that factor row k reads,
   // col_order[k] the row of x that factor column k gives (the same with a symmetric
   // permutation; a row permutation for large diagonals makes them differ).
@@ -48,6 +46,11 @@ class TriSolve {
            ForestPartition forests, const std::vector<std::int32_t>& row_order,
            const std::vector<std::int32_t>& col_order, Distribution dist, const SupernodalLU* lu,
            const SolveOptions& opts, int root = 0);
+  // Collective on comm. Each rank gives its own store, filled (the distributed
+  // factorization's output, direct/factor3d.hpp); it is taken over, not copied.
+  TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
+           ForestPartition forests, const std::vector<std::int32_t>& row_order,
+           const std::vector<std::int32_t>& col_order, Distribution dist, BlockStore store, const SolveOptions& opts);
 
   // Another algorithm, tree shape or inter-grid packing for the next solves (local: every
   // rank must make the same change).
@@ -79,6 +82,11 @@ class TriSolve {
   RhsMove rhs_move(const std::vector<std::int32_t>& order, const std::vector<std::int32_t>& solver) const;
   HaloExecutor& executor(RhsMove& m, int nrhs);
   RhsMove& x_move() { return shared_move_ ? b_move_ : x_move_; }
+  // Checks the arguments and derives the block structure; then, once the store is filled,
+  // the moves of b and x and the schedules.
+  void check(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order);
+  void finish(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order,
+              const SolveOptions& opts);
 
   OwnedComm comm_;  // distribution of the factors and the inter-grid steps
   Topology topo_;

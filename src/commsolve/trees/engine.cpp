@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <string>
 
 #include "core/error.hpp"
@@ -28,7 +30,7 @@ std::int64_t bits_key(double d) {
 MessageEngine::MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted,
                              int nkinds)
     : comm_(comm), topo_(topo), rank_(comm_.rank()), max_values_(max_values) {
-  require(max_posted >= 1, "engine: at least one receive must be posted");
+  require(max_posted >= 0, "engine: the number of receives posted ahead cannot be negative");
   require(topo_.size() == comm_.size(), "engine: topology size differs from the communicator's");
   rbuf_.assign(static_cast<std::size_t>(max_posted), std::vector<double>(static_cast<std::size_t>(max_values + 1)));
   rreq_.assign(static_cast<std::size_t>(max_posted), MPI_REQUEST_NULL);
@@ -68,6 +70,7 @@ MessageEngine::~MessageEngine() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   cancel_posted();
+  // Queued sends (left by an error) are never started; those in flight are completed.
   if (!sreq_.empty()) MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE);
 }
 
@@ -77,42 +80,128 @@ void MessageEngine::post(std::size_t slot) {
             "MPI_Irecv");
 }
 
-void MessageEngine::send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind) {
-  std::vector<double> buf(static_cast<std::size_t>(n + 1));
+void MessageEngine::send(int dest, std::int64_t key, const double* a, std::int64_t na, const double* b,
+                         std::int64_t nb, int kind) {
+  const std::int64_t n = na + nb;
+  if (n + 1 > std::numeric_limits<int>::max())
+    throw std::length_error("engine: a message of " + std::to_string(n) + " values, more than an MPI count holds");
+  std::vector<double> buf = pool_.take(n + 1);
   buf[0] = key_bits(key);
-  std::copy(values, values + n, buf.begin() + 1);
-  sbuf_.push_back(std::move(buf));
-  sreq_.push_back(MPI_REQUEST_NULL);
-  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(n + 1), MPI_DOUBLE, dest, tag_, comm_.get(),
-                      &sreq_.back()),
-            "MPI_Isend");
+  if (na) std::copy(a, a + na, buf.begin() + 1);
+  if (nb) std::copy(b, b + nb, buf.begin() + 1 + na);
   stats_.steps[kind].add_send(locality(topo_, rank_, dest), 8 * (n + 1));
-  if (sreq_.size() >= 256) reap_sends(false);
-}
-
-// Frees the buffers of completed sends (all of them when `all`).
-void MessageEngine::reap_sends(bool all) {
-  if (all) {
-    check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-    sreq_.clear();
-    sbuf_.clear();
+  if (window_ > 0 && (static_cast<std::int64_t>(sreq_.size()) >= window_ || !queued_.empty())) {
+    queued_.emplace_back(dest, std::move(buf));
     return;
   }
-  std::size_t keep = 0;
-  for (std::size_t i = 0; i < sreq_.size(); ++i) {
-    int done = 0;
-    check_mpi(MPI_Test(&sreq_[i], &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (!done) {
-      sreq_[keep] = sreq_[i];
-      sbuf_[keep].swap(sbuf_[i]);
-      ++keep;
+  start(dest, std::move(buf));
+  if (window_ == 0 && (static_cast<std::int64_t>(sreq_.size()) >= reap_count_ || sbuf_values_ >= reap_values_))
+    reap_sends(false);
+}
+
+void MessageEngine::start(int dest, std::vector<double>&& buf) {
+  sbuf_values_ += static_cast<std::int64_t>(buf.size());
+  sbuf_.push_back(std::move(buf));
+  sreq_.push_back(MPI_REQUEST_NULL);
+  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(sbuf_.back().size()), MPI_DOUBLE, dest, tag_, comm_.get(),
+                      &sreq_.back()),
+            "MPI_Isend");
+}
+
+// Takes the completed sends out (their buffers back to the pool) and, with a window, starts
+// queued ones in their place. Returns whether sends remain queued.
+bool MessageEngine::pump() {
+  if (!sreq_.empty()) {
+    int ndone = 0;
+    done_.resize(sreq_.size());
+    check_mpi(MPI_Testsome(static_cast<int>(sreq_.size()), sreq_.data(), &ndone, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+    for (int i = 0; i < ndone; ++i) {  // completed requests are MPI_REQUEST_NULL now
+      sbuf_values_ -= static_cast<std::int64_t>(sbuf_[done_[i]].size());
+      pool_.give(std::move(sbuf_[done_[i]]));
     }
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < sreq_.size(); ++i)
+      if (sreq_[i] != MPI_REQUEST_NULL) {
+        sreq_[keep] = sreq_[i];
+        sbuf_[keep].swap(sbuf_[i]);
+        ++keep;
+      }
+    sreq_.resize(keep);
+    sbuf_.resize(keep);
   }
-  sreq_.resize(keep);
-  sbuf_.resize(keep);
+  while (!queued_.empty() && static_cast<std::int64_t>(sreq_.size()) < window_) {
+    start(queued_.front().first, std::move(queued_.front().second));
+    queued_.pop_front();
+  }
+  return !queued_.empty();
+}
+
+// Completes the sends (all of them when `all`, the queued ones started as the window allows).
+// Without a window, sends of large messages complete only once their receiver takes them, so
+// some may stay pending for long: the next look comes when twice as many sends (or values)
+// are held as after this one, so that the tests cost O(1) per send however many stay pending.
+void MessageEngine::reap_sends(bool all) {
+  if (all) {
+    while (pump()) {
+      int ndone = 0;  // the window is full: wait for one to finish, then start more
+      done_.resize(sreq_.size());
+      check_mpi(MPI_Waitsome(static_cast<int>(sreq_.size()), sreq_.data(), &ndone, done_.data(), MPI_STATUSES_IGNORE),
+                "MPI_Waitsome");
+      for (int i = 0; i < ndone; ++i) {
+        sbuf_values_ -= static_cast<std::int64_t>(sbuf_[done_[i]].size());
+        pool_.give(std::move(sbuf_[done_[i]]));
+      }
+    }
+    check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    for (auto& b : sbuf_) pool_.give(std::move(b));
+    sreq_.clear();
+    sbuf_.clear();
+    sbuf_values_ = 0;
+  } else {
+    pump();
+  }
+  reap_count_ = std::max<std::int64_t>(256, 2 * static_cast<std::int64_t>(sreq_.size()));
+  reap_values_ = std::max<std::int64_t>(std::int64_t{1} << 23, 2 * sbuf_values_);  // 64 MiB at least
+}
+
+// Each message probed, then received into a buffer of its size (max_posted = 0). Between
+// messages: queued sends are started as the window allows and idle work is done; the loop
+// blocks for a message only when neither is left (a queued send may be what a peer waits for).
+void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle) {
+  bool more = idle != nullptr;  // idle work may be left
+  for (std::int64_t arrived = 0; arrived < expected; ++arrived) {
+    MPI_Message msg;
+    MPI_Status st;
+    int found = 0;
+    while ((more || !queued_.empty()) && !found) {
+      check_mpi(MPI_Improbe(MPI_ANY_SOURCE, tag_, comm_.get(), &found, &msg, &st), "MPI_Improbe");
+      if (found) break;
+      if (!queued_.empty()) pump();
+      if (more) more = (*idle)();  // it may queue sends too
+    }
+    if (!found) check_mpi(MPI_Mprobe(MPI_ANY_SOURCE, tag_, comm_.get(), &msg, &st), "MPI_Mprobe");
+    int ndoubles = 0;
+    check_mpi(MPI_Get_count(&st, MPI_DOUBLE, &ndoubles), "MPI_Get_count");
+    if (ndoubles < 1) throw std::logic_error("engine: a message without its key");
+    rbuf_probed_.resize(static_cast<std::size_t>(ndoubles));
+    check_mpi(MPI_Mrecv(rbuf_probed_.data(), ndoubles, MPI_DOUBLE, &msg, &st), "MPI_Mrecv");
+    const std::int64_t key = bits_key(rbuf_probed_[0]);
+    const int kind = kind_of_ ? kind_of_(key) : 0;
+    stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
+    on_arrival(st.MPI_SOURCE, key, rbuf_probed_.data() + 1, ndoubles - 1);
+    more = idle != nullptr;  // an arrival may have made new idle work
+  }
+  reap_sends(true);
+}
+
+void MessageEngine::run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle) {
+  require(rreq_.empty(), "engine: idle work needs probe mode (max_posted = 0)");
+  run_probed(expected, on_arrival, &idle);
 }
 
 void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
+  if (rreq_.empty()) return run_probed(expected, on_arrival, nullptr);
   std::int64_t posted = 0, arrived = 0;
   for (std::size_t s = 0; s < rreq_.size() && posted < expected; ++s, ++posted) post(s);
   while (arrived < expected) {

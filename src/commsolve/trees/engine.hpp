@@ -7,11 +7,14 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "comm/comm_stats.hpp"
 #include "comm/mpi_executor.hpp"
+#include "core/buffer_pool.hpp"
 #include "trees/tree_plan.hpp"
 
 namespace commsolve {
@@ -21,19 +24,29 @@ class MessageEngine {
   // Collective on comm (duplicates it). Messages this rank receives hold a 64-bit key
   // followed by at most `max_values` doubles (a longer one is an MPI truncation error); at
   // most `max_posted` receives are posted at a time; statistics are kept for `nkinds` kinds
-  // of message.
+  // of message. With max_posted = 0 nothing is posted ahead: each message is probed and
+  // received at its own size (for messages from a few doubles to megabytes, where buffers
+  // of the largest size posted ahead would cost more memory than the messages).
   MessageEngine(MPI_Comm comm, const Topology& topo, std::int64_t max_values, int max_posted = 64, int nkinds = 2);
   ~MessageEngine();
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;
 
   // Sends key + values to `dest` now (the data is copied). `kind` indexes the statistics.
-  void send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind);
+  void send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind) {
+    send(dest, key, values, n, nullptr, 0, kind);
+  }
+  // The same with the values in two pieces (`a` then `b`), sent as one message.
+  void send(int dest, std::int64_t key, const double* a, std::int64_t na, const double* b, std::int64_t nb, int kind);
   // Receives `expected` messages, calling on_arrival(source, key, values, n) for each as it
   // comes (the callback may send; `values` is valid only during the call), then completes
   // every send.
   using Handler = std::function<void(int source, std::int64_t key, const double* values, std::int64_t n)>;
   void run(std::int64_t expected, const Handler& on_arrival);
+  // Probe mode only: between messages, while none is waiting, calls idle() (one piece of
+  // work that can wait, e.g. a trailing update) until it returns false; then blocks for the
+  // next message. Arrivals are handled between pieces, not after all of them.
+  void run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle);
   // What went through MPI, per kind, since construction; kind_of(key) classifies arrivals.
   const CommStats& recorded() const { return stats_; }
   void reset_recorded();
@@ -43,10 +56,19 @@ class MessageEngine {
   // of consecutive phases cannot be mistaken for each other.
   void reserve(std::int64_t max_values, int max_posted = 0);
   void set_tag(int tag) { tag_ = tag; }
+  // Probe mode only: at most `window` sends handed to MPI at once (0: no limit), the others
+  // queued here and started as earlier ones complete. A peer busy computing may leave
+  // thousands of messages unreceived, and Open MPI's progress engine then walks its pending
+  // sends at every call; a window keeps that list short.
+  void set_window(std::int64_t window) { window_ = window; }
 
  private:
   void post(std::size_t slot);
+  void run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle);
+  void start(int dest, std::vector<double>&& buf);
+  bool pump();
   void reap_sends(bool all);
+
   void cancel_posted();
 
   OwnedComm comm_;
@@ -58,6 +80,13 @@ class MessageEngine {
   std::vector<MPI_Request> rreq_;
   std::vector<std::vector<double>> sbuf_;
   std::vector<MPI_Request> sreq_;
+  std::int64_t sbuf_values_ = 0;  // doubles held by sends in flight
+  std::deque<std::pair<int, std::vector<double>>> queued_;  // (dest, message) not started yet
+  std::int64_t window_ = 0;
+  BufferPool pool_;                        // buffers of completed sends, for the next ones
+  std::vector<int> done_;                  // scratch of MPI_Testsome
+  std::vector<double> rbuf_probed_;        // the message received in probe mode
+  std::int64_t reap_count_ = 256, reap_values_ = std::int64_t{1} << 23;  // when to look for completed sends
   CommStats stats_;
   std::function<int(std::int64_t)> kind_of_;
 };
