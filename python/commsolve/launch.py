@@ -3,7 +3,9 @@ mpiexec command line. Used by the CLI's ``-np`` relaunch and by the tests."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,15 +30,27 @@ def mpi_env(nprocs, base=None):
     return env
 
 
+@functools.lru_cache(maxsize=None)
+def _quiet_flags(mpiexec):
+    """``["-q"]`` for Open MPI up to 4.x (its quiet option); later ones (PRRTE) and MPICH's
+    hydra refuse it."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    m = re.search(r"\((?:Open MPI|OpenRTE)\)\s+(\d+)\.", out)  # 4.x says OpenRTE, 5.x Open MPI
+    return ("-q",) if m and int(m.group(1)) <= 4 else ()
+
+
 def mpiexec_command(nprocs, args, python=None):
-    """``mpiexec -q -n N python -m mpi4py ARGS``: ``-m mpi4py`` makes an uncaught exception on
-    any rank abort the whole job instead of leaving the others waiting; ``-q`` keeps Open MPI's
-    own banners (job exited non-zero, MPI_ABORT was invoked) out of the error output, which
-    already says what went wrong."""
+    """``mpiexec [-q] -n N python -m mpi4py ARGS``: ``-m mpi4py`` makes an uncaught exception
+    on any rank abort the whole job instead of leaving the others waiting; ``-q`` (Open MPI
+    4) keeps Open MPI's own banners (job exited non-zero, MPI_ABORT was invoked) out of the
+    error output, which already says what went wrong."""
     mpiexec = shutil.which("mpiexec") or shutil.which("mpirun")
     if mpiexec is None:
         raise RuntimeError("mpiexec not found: install Open MPI (scripts/install-deps)")
-    return [mpiexec, "-q", "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
+    return [mpiexec, *_quiet_flags(mpiexec), "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
 
 
 def run_mpi(nprocs, args, timeout=300, **kwargs):

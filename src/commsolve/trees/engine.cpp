@@ -95,12 +95,31 @@ void MessageEngine::send(int dest, std::int64_t key, const double* a, std::int64
     return;
   }
   start(dest, std::move(buf));
-  if (window_ == 0 && (static_cast<std::int64_t>(sreq_.size()) >= reap_count_ || sbuf_values_ >= reap_values_))
-    reap_sends(false);
+  if (window_ == 0 && sreq_.size() >= 256) test_each();
+}
+
+// Without a window: every outstanding send tested on its own. Each test also drives Open
+// MPI's progress engine, which a rank inside a long handler otherwise never enters; the 2D
+// solve at 1x2 runs twice as long here when the tests are batched (measured: 0.37 s against
+// 0.19 s, poisson2d9:1000).
+void MessageEngine::test_each() {
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < sreq_.size(); ++i) {
+    int done = 0;
+    check_mpi(MPI_Test(&sreq_[i], &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) {
+      pool_.give(std::move(sbuf_[i]));
+    } else {
+      sreq_[keep] = sreq_[i];
+      sbuf_[keep].swap(sbuf_[i]);
+      ++keep;
+    }
+  }
+  sreq_.resize(keep);
+  sbuf_.resize(keep);
 }
 
 void MessageEngine::start(int dest, std::vector<double>&& buf) {
-  sbuf_values_ += static_cast<std::int64_t>(buf.size());
   sbuf_.push_back(std::move(buf));
   sreq_.push_back(MPI_REQUEST_NULL);
   check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(sbuf_.back().size()), MPI_DOUBLE, dest, tag_, comm_.get(),
@@ -116,10 +135,7 @@ bool MessageEngine::pump() {
     done_.resize(sreq_.size());
     check_mpi(MPI_Testsome(static_cast<int>(sreq_.size()), sreq_.data(), &ndone, done_.data(), MPI_STATUSES_IGNORE),
               "MPI_Testsome");
-    for (int i = 0; i < ndone; ++i) {  // completed requests are MPI_REQUEST_NULL now
-      sbuf_values_ -= static_cast<std::int64_t>(sbuf_[done_[i]].size());
-      pool_.give(std::move(sbuf_[done_[i]]));
-    }
+    for (int i = 0; i < ndone; ++i) pool_.give(std::move(sbuf_[done_[i]]));  // their requests are null now
     std::size_t keep = 0;
     for (std::size_t i = 0; i < sreq_.size(); ++i)
       if (sreq_[i] != MPI_REQUEST_NULL) {
@@ -137,32 +153,19 @@ bool MessageEngine::pump() {
   return !queued_.empty();
 }
 
-// Completes the sends (all of them when `all`, the queued ones started as the window allows).
-// Without a window, sends of large messages complete only once their receiver takes them, so
-// some may stay pending for long: the next look comes when twice as many sends (or values)
-// are held as after this one, so that the tests cost O(1) per send however many stay pending.
-void MessageEngine::reap_sends(bool all) {
-  if (all) {
-    while (pump()) {
-      int ndone = 0;  // the window is full: wait for one to finish, then start more
-      done_.resize(sreq_.size());
-      check_mpi(MPI_Waitsome(static_cast<int>(sreq_.size()), sreq_.data(), &ndone, done_.data(), MPI_STATUSES_IGNORE),
-                "MPI_Waitsome");
-      for (int i = 0; i < ndone; ++i) {
-        sbuf_values_ -= static_cast<std::int64_t>(sbuf_[done_[i]].size());
-        pool_.give(std::move(sbuf_[done_[i]]));
-      }
-    }
-    check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-    for (auto& b : sbuf_) pool_.give(std::move(b));
-    sreq_.clear();
-    sbuf_.clear();
-    sbuf_values_ = 0;
-  } else {
-    pump();
+// Completes every send, the queued ones started as the window allows.
+void MessageEngine::reap_sends() {
+  while (pump()) {
+    int ndone = 0;  // the window is full: wait for one to finish, then start more
+    done_.resize(sreq_.size());
+    check_mpi(MPI_Waitsome(static_cast<int>(sreq_.size()), sreq_.data(), &ndone, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+    for (int i = 0; i < ndone; ++i) pool_.give(std::move(sbuf_[done_[i]]));
   }
-  reap_count_ = std::max<std::int64_t>(256, 2 * static_cast<std::int64_t>(sreq_.size()));
-  reap_values_ = std::max<std::int64_t>(std::int64_t{1} << 23, 2 * sbuf_values_);  // 64 MiB at least
+  check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  for (auto& b : sbuf_) pool_.give(std::move(b));
+  sreq_.clear();
+  sbuf_.clear();
 }
 
 // Each message probed, then received into a buffer of its size (max_posted = 0). Between
@@ -192,7 +195,7 @@ void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival,
     on_arrival(st.MPI_SOURCE, key, rbuf_probed_.data() + 1, ndoubles - 1);
     more = idle != nullptr;  // an arrival may have made new idle work
   }
-  reap_sends(true);
+  reap_sends();
 }
 
 void MessageEngine::run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle) {
@@ -228,7 +231,7 @@ void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
       ++posted;
     }
   }
-  reap_sends(true);
+  reap_sends();
 }
 
 namespace {

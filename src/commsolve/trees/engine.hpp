@@ -67,7 +67,8 @@ class MessageEngine {
   void run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle);
   void start(int dest, std::vector<double>&& buf);
   bool pump();
-  void reap_sends(bool all);
+  void test_each();
+  void reap_sends();
 
   void cancel_posted();
 
@@ -80,13 +81,11 @@ class MessageEngine {
   std::vector<MPI_Request> rreq_;
   std::vector<std::vector<double>> sbuf_;
   std::vector<MPI_Request> sreq_;
-  std::int64_t sbuf_values_ = 0;  // doubles held by sends in flight
   std::deque<std::pair<int, std::vector<double>>> queued_;  // (dest, message) not started yet
   std::int64_t window_ = 0;
   BufferPool pool_;                        // buffers of completed sends, for the next ones
   std::vector<int> done_;                  // scratch of MPI_Testsome
   std::vector<double> rbuf_probed_;        // the message received in probe mode
-  std::int64_t reap_count_ = 256, reap_values_ = std::int64_t{1} << 23;  // when to look for completed sends
   CommStats stats_;
   std::function<int(std::int64_t)> kind_of_;
 };
