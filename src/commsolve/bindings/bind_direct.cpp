@@ -106,23 +106,6 @@ void bind_direct(nb::module_& m) {
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
       .def_prop_ro("flops", &SupernodalLU::flops)
-      .def("holds", [](const SupernodalLU& lu, std::int64_t s) {
-        if (s < 0 || s + 1 >= static_cast<std::int64_t>(lu.structure().sn_start.size()))
-          throw nb::index_error("no such supernode");
-        return lu.holds(static_cast<std::size_t>(s));
-      }, "s"_a)
-      .def("blocks", [](const SupernodalLU& lu, std::int64_t s) {
-        const SupernodalStructure& sym = lu.structure();
-        if (s < 0 || s + 1 >= static_cast<std::int64_t>(sym.sn_start.size()) || !lu.holds(static_cast<std::size_t>(s)))
-          throw nb::index_error("supernode not held here");
-        const std::size_t k = static_cast<std::size_t>(s);
-        const std::int64_t w = sym.sn_start[s + 1] - sym.sn_start[s], r = sym.rows_ptr[s + 1] - sym.rows_ptr[s];
-        auto copy = [](const double* p, std::int64_t rows, std::int64_t cols) {  // column-major -> (rows, cols)
-          std::vector<double> v(p, p + rows * cols);
-          return nb::make_tuple(to_numpy(std::move(v)), rows, cols);
-        };
-        return nb::make_tuple(copy(lu.diag(k), w, w), copy(lu.l21(k), r, w), copy(lu.u12(k), w, r));
-      }, "s"_a, "Copies of supernode s's blocks (diagonal, L21, U12), each as (column-major values, rows, cols).")
       .def_prop_ro("allocate_seconds", &SupernodalLU::allocate_seconds)
       .def_prop_ro("numeric_seconds", &SupernodalLU::numeric_seconds);
 

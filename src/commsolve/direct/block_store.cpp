@@ -17,17 +17,6 @@ namespace {
 constexpr int factors_tag = 3;
 constexpr std::int64_t chunk = std::int64_t{1} << 28;  // doubles per MPI call (count is an int)
 
-// Throws unless the layout's supernodes are all held by `lu`.
-void check_held(const SupernodalLU& lu, const LocalLayout2D& layout, const SupernodeBlocks& blocks) {
-  auto held = [&](std::int64_t k) {
-    if (!lu.holds(static_cast<std::size_t>(k)))
-      throw std::invalid_argument("factors: supernode " + std::to_string(k) + " is not held by these factors");
-  };
-  for (std::int32_t k : layout.diag_sn) held(k);
-  for (std::int32_t k : layout.l_col) held(k);
-  for (std::int64_t b : layout.u_block) held(blocks.col[b]);
-}
-
 void transfer(MPI_Comm comm, double* data, std::int64_t count, int peer, bool send) {
   for (std::int64_t at = 0; at < count; at += chunk) {
     const int c = static_cast<int>(std::min(chunk, count - at));
@@ -66,7 +55,6 @@ void invert_diagonal_block(std::int64_t w, const double* lu, double* out) {
 }
 
 void pack_blocks(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out) {
-  check_held(lu, layout, blocks);
   const SupernodalStructure& sym = lu.structure();
   auto width = [&](std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; };
   for (std::size_t d = 0; d < layout.diag_sn.size(); ++d) {

@@ -31,7 +31,7 @@ void invert_diagonal_block(std::int64_t w, const double* lu, double* out);
 
 // Copies the blocks `layout` places on one rank out of the serial factors into `out`
 // (layout.total values); the diagonal blocks go as inv(L11) and inv(U11), computed here, so
-// the solve applies them by GEMM. Throws unless `lu` holds every supernode the layout lists.
+// the solve applies them by GEMM.
 void pack_blocks(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out);
 
 // The layout of `rank`'s store (values not filled). Local.

@@ -50,33 +50,6 @@ void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule) {
   dense_lu(n2, A22, lda, column + n1, rule);
 }
 
-LUEntryArrays::LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
-                             const double* values) {
-  if (nnz > std::numeric_limits<std::int32_t>::max())
-    throw std::length_error("LU entries: " + std::to_string(nnz) + " entries on one grid, more than 32-bit "
-                            "row pointers hold (use more grids)");
-  auto fill = [&](const std::int32_t* key, const std::int32_t* other, std::vector<std::int32_t>& ptr,
-                  std::vector<std::int32_t>& idx, std::vector<double>& val) {
-    ptr.assign(static_cast<std::size_t>(n) + 1, 0);
-    for (std::int64_t e = 0; e < nnz; ++e) {
-      if (key[e] < 0 || key[e] >= n || other[e] < 0 || other[e] >= n)
-        throw std::invalid_argument("LU entries: an index lies outside the matrix");
-      ++ptr[key[e] + 1];
-    }
-    for (std::int64_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
-    idx.resize(static_cast<std::size_t>(nnz));
-    val.resize(static_cast<std::size_t>(nnz));
-    std::vector<std::int32_t> next(ptr.begin(), ptr.end() - 1);
-    for (std::int64_t e = 0; e < nnz; ++e) {
-      const std::int32_t at = next[key[e]]++;
-      idx[at] = other[e];
-      val[at] = values[e];
-    }
-  };
-  fill(rows, cols, indptr, indices, data);
-  fill(cols, rows, t_indptr, t_indices, t_data);
-}
-
 void PivotRule::apply(double& piv, std::int64_t column) {
   if (!std::isfinite(piv))
     throw std::runtime_error("non-finite pivot " + std::to_string(piv) + " at permuted column " +
@@ -101,20 +74,18 @@ PivotRule PivotRule::scaled(double anorm, const LUOptions& opts) {
                    opts.replace_tiny};
 }
 
-SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held)
+SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts)
     : sym_(sym), parent_(supernodal_etree(sym_)) {
   const std::size_t ns = sym_.sn_start.size() - 1;
-  if (held.size() != ns) throw std::invalid_argument("supernodal LU: one held flag per supernode expected");
   // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major, one supernode after the
   // other. The fronts are assembled in place there (zeros from the kernel); only each
   // front's Schur complement F22 (r x r) lives apart, on the update stack, until its parent
   // adds it in.
   std::int64_t total = 0;
-  diag_off_.assign(ns, -1);
-  l_off_.assign(ns, -1);
-  u_off_.assign(ns, -1);
+  diag_off_.resize(ns);
+  l_off_.resize(ns);
+  u_off_.resize(ns);
   for (std::size_t s = 0; s < ns; ++s) {
-    if (!held[s]) continue;
     const std::int64_t w = width(s), r = below(s);
     diag_off_[s] = total;
     l_off_[s] = total + w * w;
@@ -125,10 +96,6 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const std::vector<cha
   values_ = ZeroedArray<double>(static_cast<std::size_t>(total));
   values_.prefault();
   allocate_seconds_ = seconds_since(t_alloc);
-}
-
-SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts)
-    : SupernodalLU(sym, std::vector<char>(sym.sn_start.size() - 1, 1)) {
   const auto t_start = std::chrono::steady_clock::now();
   // ||A||_1 (largest column sum: the transpose's rows), the norm SuperLU_DIST scales its
   // pivot thresholds by.
@@ -142,51 +109,39 @@ SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, c
   }
   PivotRule rule = PivotRule::scaled(anorm, opts);
   const std::vector<std::int64_t> order = forest_postorder(parent_);
-  const auto t_alloc = std::chrono::steady_clock::now();
+  const auto t_stack = std::chrono::steady_clock::now();
   ZeroedArray<double> stack(static_cast<std::size_t>(update_stack_size(order)));
   stack.prefault();
-  const double stack_seconds = seconds_since(t_alloc);
+  const double stack_seconds = seconds_since(t_stack);
   allocate_seconds_ += stack_seconds;
-  PendingUpdates pending;
-  factor_supernodes(order, a, rule, pending, stack);
-  if (!pending.empty()) throw std::logic_error("supernodal LU: updates left over after the whole factorization");
+  factor_supernodes(order, a, rule, stack);
   numeric_seconds_ = seconds_since(t_start) - stack_seconds;
 }
 
 std::int64_t SupernodalLU::update_stack_size(const std::vector<std::int64_t>& order) const {
-  std::vector<char> in(parent_.size(), 0);
-  for (std::int64_t s : order) in[s] = 1;
   std::vector<std::int64_t> child_area(parent_.size(), 0);
   std::int64_t live = 0, peak = 0;
   for (std::int64_t s : order) {
-    const std::int64_t r2 = below(s) * below(s);
-    peak = std::max(peak, live + r2);  // formed on top of the children's updates
-    const bool stays = parent_[s] >= 0 && in[parent_[s]];  // else it leaves for `pending`
-    live += (stays ? r2 : 0) - child_area[s];
-    if (stays) child_area[parent_[s]] += r2;
+    const std::int64_t r2 = below(s) * below(s);  // rows below: a parent exists
+    peak = std::max(peak, live + r2);             // formed on top of the children's updates
+    live += r2 - child_area[s];
+    if (parent_[s] >= 0) child_area[parent_[s]] += r2;
   }
   return peak;
 }
 
 void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
-                                     PendingUpdates& pending, ZeroedArray<double>& stack) {
+                                     ZeroedArray<double>& stack) {
   const std::size_t ns = parent_.size();
-  std::vector<char> in(ns, 0);
-  for (std::int64_t s : order) {
-    if (!holds(static_cast<std::size_t>(s))) throw std::logic_error("supernodal LU: a supernode to factor has no storage");
-    in[s] = 1;
-  }
-  // Each supernode's children: those factored here (their updates on the stack, topmost when
-  // it comes, as `order` is a postorder of these supernodes) and those pending (elsewhere).
-  std::vector<std::vector<std::int64_t>> children(ns), outside(ns);
+  // Each supernode's children, whose updates are on the stack, topmost when it comes
+  // (`order` is a postorder).
+  std::vector<std::vector<std::int64_t>> children(ns);
   std::vector<std::int64_t> child_area(ns, 0);
   for (std::int64_t s : order)
-    if (parent_[s] >= 0 && in[parent_[s]]) {
+    if (parent_[s] >= 0) {
       children[parent_[s]].push_back(s);
       child_area[parent_[s]] += below(s) * below(s);
     }
-  for (const auto& [c, u] : pending)
-    if (parent_[c] >= 0 && in[parent_[c]]) outside[parent_[c]].push_back(c);
   if (static_cast<std::int64_t>(stack.size()) < update_stack_size(order))
     throw std::logic_error("supernodal LU: update stack too small");
   std::vector<std::int64_t> update_off(ns, -1);  // where each update sits on the stack
@@ -228,7 +183,6 @@ void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, con
       if (update_off[c] < base) throw std::logic_error("supernodal LU: an update is not on top of the stack");
       updates.emplace_back(c, stack.data() + update_off[c]);
     }
-    for (std::int64_t c : outside[s]) updates.emplace_back(c, pending.at(c).data());
     // Extend-add, part 1: the children's entries in the pivot rows and columns. A child's
     // rows are ascending, so their places in this front are too: the first k0 fall in the
     // pivot block, the rest below it.
@@ -275,18 +229,13 @@ void SupernodalLU::factor_supernodes(const std::vector<std::int64_t>& order, con
           for (std::int64_t i = k0; i < rc; ++i) fcol[rel[i]] += ucol[i];
         }
       }
-      if (parent_[s] >= 0 && in[parent_[s]]) {  // the children's updates are spent: it takes their place
-        std::memmove(stack.data() + base, F22, static_cast<std::size_t>(r * r) * sizeof(double));
-        update_off[s] = base;
-        top = base + r * r;
-      } else {  // its parent comes later, elsewhere: it waits in `pending`
-        pending[s].assign(F22, F22 + r * r);
-        top = base;
-      }
+      // the children's updates are spent: it takes their place (rows below: a parent exists)
+      std::memmove(stack.data() + base, F22, static_cast<std::size_t>(r * r) * sizeof(double));
+      update_off[s] = base;
+      top = base + r * r;
     } else {
       top = base;
     }
-    for (std::int64_t c : outside[s]) pending.erase(c);
     for (std::int64_t j = f; j < l; ++j) pos[j] = -1;
     for (std::int64_t k = 0; k < r; ++k) pos[rows[k]] = -1;
   }
@@ -302,8 +251,6 @@ std::int64_t SupernodalLU::nnz_LU() const {
 void SupernodalLU::solve(double* b, int nrhs) const {
   const std::int64_t n = sym_.n;
   const std::size_t ns = sym_.sn_start.size() - 1;
-  for (std::size_t s = 0; s < ns; ++s)
-    if (!holds(s)) throw std::logic_error("supernodal LU: solve needs every supernode's factors, this holds a part");
   std::vector<double> tmp;
   for (std::size_t s = 0; s < ns; ++s) {  // L y = b: diagonal block, then scatter L21 y_s below
     const std::int64_t f = sym_.sn_start[s], w = width(s), r = below(s);

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -34,19 +33,6 @@ struct LUEntries {
   const double* t_data;
 };
 
-// LUEntries that own their arrays, built from (row, column, value) triples of an n x n
-// matrix (no duplicates) by counting sorts.
-struct LUEntryArrays {
-  std::vector<std::int32_t> indptr, indices, t_indptr, t_indices;
-  std::vector<double> data, t_data;
-
-  LUEntryArrays(std::int64_t n, std::int64_t nnz, const std::int32_t* rows, const std::int32_t* cols,
-                const double* values);
-  LUEntries view() const {
-    return LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(), t_indices.data(), t_data.data()};
-  }
-};
-
 // Static pivoting's rules for one pivot (SuperLU_DIST's): a non-finite pivot is an error; one
 // with |p| <= zero_tol is an error unless tiny pivots are replaced, in which case every pivot
 // with |p| < tiny becomes sign(p) * tiny.
@@ -64,29 +50,10 @@ struct PivotRule {
 // permuted column (for messages).
 void dense_lu(int n, double* A, int lda, std::int64_t column, PivotRule& rule);
 
-// Schur complements (r x r, column-major) of factored supernodes whose parent has not been
-// factored yet, by supernode.
-using PendingUpdates = std::map<std::int64_t, std::vector<double>>;
-
 class SupernodalLU {
  public:
   // The whole factorization, on this process.
   SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts);
-
-  // Zeroed storage for the supernodes `held` marks (one flag per supernode), nothing
-  // factored: the pieces of a distributed factorization fill it by factor_supernodes, or
-  // by values() from another process.
-  SupernodalLU(const SupernodalStructure& sym, const std::vector<char>& held);
-
-  // Factors the supernodes of `order` (held ones, listed children first, in a postorder of
-  // the supernodes listed, and closed upwards inside the list: a supernode whose parent is
-  // not listed has no listed ancestor, as for a forest of a ForestPartition), from A's
-  // entries and their children's updates: on `stack` when factored in this call, else taken
-  // from `pending`. Updates whose parent is not listed go to `pending` as they are formed.
-  // `stack` holds at least update_stack_size(order) entries.
-  void factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
-                         PendingUpdates& pending, ZeroedArray<double>& stack);
-  std::int64_t update_stack_size(const std::vector<std::int64_t>& order) const;
 
   // Solves L U x = b in place for `nrhs` right-hand sides stored column by column (n x nrhs).
   void solve(double* b, int nrhs) const;
@@ -101,23 +68,26 @@ class SupernodalLU {
   double allocate_seconds() const { return allocate_seconds_; }
   double numeric_seconds() const { return numeric_seconds_; }
 
-  bool holds(std::size_t s) const { return diag_off_[s] >= 0; }
   // Supernode s's blocks, column-major: the diagonal block (w x w, L11 below the diagonal,
   // U11 on and above), L21 (r x w) and U12 (w x r); w its width, r the rows below it. The
   // three lie one after the other: values(s) is all of them, values_size(s) entries.
   const double* diag(std::size_t s) const { return values_.data() + diag_off_[s]; }
   const double* l21(std::size_t s) const { return values_.data() + l_off_[s]; }
   const double* u12(std::size_t s) const { return values_.data() + u_off_[s]; }
-  double* values(std::size_t s) { return values_.data() + diag_off_[s]; }
-  std::int64_t values_size(std::size_t s) const { return width(s) * width(s) + 2 * below(s) * width(s); }
 
  private:
+  // Factors every supernode in `order` (a postorder) from A's entries and its children's
+  // updates, kept on `stack` (at least update_stack_size(order) entries) until the parent
+  // adds them in.
+  void factor_supernodes(const std::vector<std::int64_t>& order, const LUEntries& a, PivotRule& rule,
+                         ZeroedArray<double>& stack);
+  std::int64_t update_stack_size(const std::vector<std::int64_t>& order) const;
   std::int64_t width(std::size_t s) const { return sym_.sn_start[s + 1] - sym_.sn_start[s]; }
   std::int64_t below(std::size_t s) const { return sym_.rows_ptr[s + 1] - sym_.rows_ptr[s]; }
 
   SupernodalStructure sym_;
   std::vector<std::int32_t> parent_;                     // supernodal etree
-  std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_ (-1: not held)
+  std::vector<std::int64_t> diag_off_, l_off_, u_off_;  // per supernode, into values_
   ZeroedArray<double> values_;
   std::int64_t replaced_ = 0;
   double flops_ = 0.0;
