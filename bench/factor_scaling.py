@@ -23,7 +23,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spmv_local import machine  # noqa: E402
+from spmv_local import machine, write_results  # noqa: E402
 from superlu_peer import run  # noqa: E402
 
 
@@ -67,10 +67,7 @@ def main():
                                                       "factor_bytes_max_over_whole")}), flush=True)
     doc = {"benchmark": "factor_scaling", "machine": dict(machine(), usable_cores=len(os.sched_getaffinity(0))),
            "results": results}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=2)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_results(args.out, doc)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spmv_local import machine  # noqa: E402
+from spmv_local import machine, write_results  # noqa: E402
 from superlu_peer import PDDRIVE, PDDRIVE3D, run, summarize, superlu_run  # noqa: E402
 
 from commsolve import gallery, io  # noqa: E402
@@ -103,10 +103,7 @@ def main():
            "note": "both codes factor on every rank of every grid; commsolve's numeric phase includes the "
                    "inverted diagonal blocks its solve applies",
            "results": results}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=2)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_results(args.out, doc)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,14 @@ def machine():
             "commsolve": commsolve.__version__}
 
 
+def write_results(path, doc):
+    """The benchmark's results as JSON at ``path`` (its folder made if missing)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def triad(reps=10):
     return list(_core.stream_triad_bandwidth(40_000_000, reps))
 

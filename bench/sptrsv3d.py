@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spmv_local import machine, triad  # noqa: E402
+from spmv_local import machine, triad, write_results  # noqa: E402
 
 from commsolve import direct, gallery  # noqa: E402
 from commsolve.launch import mpi_env  # noqa: E402
@@ -105,10 +105,7 @@ def main():
            "measured": runs,
            "virtual": [virtual(spec) for spec in filter(None, args.virtual.split(","))],
            "paper": PAPER}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=2)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_results(args.out, doc)
 
 
 if __name__ == "__main__":

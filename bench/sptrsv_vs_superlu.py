@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spmv_local import machine, triad  # noqa: E402
+from spmv_local import machine, triad, write_results  # noqa: E402
 
 from superlu_peer import PDDRIVE, run, superlu  # noqa: E402
 
@@ -88,10 +88,7 @@ def main():
             rec[who]["of_triad"] = rec[who]["bandwidth_gbs"] / triad_gbs
     doc = {"benchmark": "sptrsv_vs_superlu", "machine": machine(), "stream_triad_gbs": triad_gbs,
            "superlu_dist": "8.1.2 (Debian libsuperlu-dist-dev), pddrive defaults", "results": results}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=2)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_results(args.out, doc)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,21 @@ namespace {
 using RowMajor = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using RowMajorIn = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
+// A TriSolve's arguments from Python's, checked (both constructors).
+struct TriSolveArgs {
+  MPI_Comm comm;
+  SupernodalStructure sym;
+  ForestPartition forests;
+  std::vector<std::int32_t> row_order, col_order;
+  SolveOptions opts;
+  TriSolveArgs(std::int64_t handle, int pz, const In<std::int64_t>& sn_start, const In<std::int64_t>& rows_ptr,
+               const In<std::int32_t>& rows, const In<std::int32_t>& forest, const In<std::int32_t>& ro,
+               const In<std::int32_t>& co, const std::string& algorithm, const std::string& shape, std::uint64_t seed,
+               int threshold, bool packed)
+      : comm(comm_from_handle(handle)), sym(structure_from(sn_start, rows_ptr, rows)), forests(forests_from(forest, pz)),
+        row_order(to_vector(ro)), col_order(to_vector(co)), opts(solve_options(algorithm, shape, seed, threshold, packed)) {}
+};
+
 }  // namespace
 
 void bind_direct(nb::module_& m) {
@@ -305,14 +320,11 @@ void bind_direct(nb::module_& m) {
                           In<std::int32_t> forest, In<std::int32_t> row_order, In<std::int32_t> col_order,
                           const Distribution& dist, const SupernodalLU* lu, const std::string& algorithm,
                           const std::string& shape, std::uint64_t seed, int threshold, bool packed, int root) {
-        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
-        ForestPartition f = forests_from(forest, pz);
-        const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
-        MPI_Comm c = comm_from_handle(comm);
-        std::vector<std::int32_t> ro = to_vector(row_order), co = to_vector(col_order);
+        TriSolveArgs a(comm, pz, sn_start, rows_ptr, rows, forest, row_order, col_order, algorithm, shape, seed,
+                       threshold, packed);
         nb::gil_scoped_release nogil;
-        new (self)
-            TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), ro, co, dist, lu, o, root);
+        new (self) TriSolve(a.comm, topo, ProcessGrid3D{px, py, pz}, std::move(a.sym), std::move(a.forests), a.row_order,
+                            a.col_order, dist, lu, a.opts, root);
       }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
            "row_order"_a, "col_order"_a, "dist"_a, "lu"_a.none(), "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a,
            "packed"_a, "root"_a)
@@ -321,14 +333,11 @@ void bind_direct(nb::module_& m) {
                           In<std::int32_t> forest, In<std::int32_t> row_order, In<std::int32_t> col_order,
                           const Distribution& dist, BlockStore& store, const std::string& algorithm,
                           const std::string& shape, std::uint64_t seed, int threshold, bool packed) {
-        SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
-        ForestPartition f = forests_from(forest, pz);
-        const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
-        MPI_Comm c = comm_from_handle(comm);
-        std::vector<std::int32_t> ro = to_vector(row_order), co = to_vector(col_order);
+        TriSolveArgs a(comm, pz, sn_start, rows_ptr, rows, forest, row_order, col_order, algorithm, shape, seed,
+                       threshold, packed);
         nb::gil_scoped_release nogil;
-        new (self) TriSolve(c, topo, ProcessGrid3D{px, py, pz}, std::move(sym), std::move(f), ro, co, dist,
-                            std::move(store), o);
+        new (self) TriSolve(a.comm, topo, ProcessGrid3D{px, py, pz}, std::move(a.sym), std::move(a.forests), a.row_order,
+                            a.col_order, dist, std::move(store), a.opts);
       }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
            "row_order"_a, "col_order"_a, "dist"_a, "store"_a, "algorithm"_a, "shape"_a, "seed"_a, "flat_threshold"_a,
            "packed"_a, "Collective. Takes over this rank's store (from factor_3d; it is left empty).")
