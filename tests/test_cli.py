@@ -142,3 +142,16 @@ def test_sptrsv_3d_reports_xy_and_z_traffic(algorithm):
     # Pz = 2: the diagonal owners of the shared forest talk across the grids (ranks 0-1 with 2-3).
     assert sum(s["z"]["msgs_sent_intra"] + s["z"]["msgs_sent_inter"] for s in split) > 0
     assert r["comm_steps"][4:6] == ["Z reduce", "Z broadcast"]
+
+
+@pytest.mark.parametrize("kernel, flags, expected", [
+    ("Prescott", ["sse3", "avx2", "avx512f"], "OPENBLAS_CORETYPE=SkylakeX"),
+    ("Nehalem", ["sse4_2", "avx2"], "OPENBLAS_CORETYPE=Haswell"),
+    ("Prescott", ["sse3"], None),            # an old CPU: generic kernels are right
+    ("SkylakeX", ["avx2", "avx512f"], None),  # the right kernels
+])
+def test_blas_advice_names_the_kernels_to_select(kernel, flags, expected):
+    from commsolve.spmv_run import blas_advice
+
+    advice = blas_advice(kernel, flags)
+    assert (advice is None) if expected is None else (expected in advice and kernel in advice)

@@ -37,6 +37,16 @@ def _relaunch_or_check(nprocs):
     os.execvpe(cmd[0], cmd, mpi_env(nprocs))
 
 
+def _report(text):
+    """A command's result on rank 0, and below it any advice on this machine's BLAS."""
+    from .spmv_run import blas_advice
+
+    click.echo(text)
+    advice = blas_advice()
+    if advice:
+        click.echo(f"note: {advice}", err=True)
+
+
 def _fail(message, collective):
     """Report an error and end the job: once (rank 0) and cleanly when every rank has it,
     otherwise from this rank with MPI_Abort so the others do not wait forever."""
@@ -150,7 +160,7 @@ def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_chec
     if result is not None:
         from .spmv_run import format_spmv
 
-        click.echo(_json(result) if as_json else format_spmv(result))
+        _report(_json(result) if as_json else format_spmv(result))
         if result["rel_error_vs_scipy"] is not None and not result["rel_error_vs_scipy"] <= 1e-12:  # NaN fails
             _fail(f"result differs from scipy (relative error {result['rel_error_vs_scipy']:.2e})", True)
         if not result["stats_recorded_equal_planned"]:
@@ -279,7 +289,7 @@ def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, 
                       replace_tiny=replace_tiny, refine=refine, profile=profile,
                       progress=_progress(not as_json, desc="solve"))
     if result is not None:
-        click.echo(_json(result) if as_json else format_sptrsv(result))
+        _report(_json(result) if as_json else format_sptrsv(result))
         if not result["backward_error"] <= tol:  # NaN fails too
             _fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
         if not result["stats_recorded_equal_planned"]:
@@ -368,7 +378,7 @@ def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoo
     if result is not None:
         if plot:
             plot_levels(result, plot)
-        click.echo(_json(result) if as_json else format_amg(result))
+        _report(_json(result) if as_json else format_amg(result))
         if not result["converged"]:
             _fail(f"AMG-{accel} did not converge to {tol:g} in {maxiter} iterations "
                   f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)

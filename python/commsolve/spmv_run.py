@@ -8,13 +8,14 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from . import _core
 from ._collective import mpi
 from .gallery import parse_spec
 from .io import mmread
 from .parcsr import ParCSR
 from .stats import CommStats, format_summary, summarize
 
-__all__ = ["run_spmv", "format_spmv", "input_vector", "machine_info", "CHECK_LIMIT"]
+__all__ = ["run_spmv", "format_spmv", "input_vector", "machine_info", "blas_advice", "CHECK_LIMIT"]
 
 CHECK_LIMIT = 4_000_000  # rows up to which rank 0 rebuilds A and checks against scipy
 
@@ -103,9 +104,33 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
 
 
 def machine_info():
-    """Host, CPU and MPI library of this run, for results that travel."""
+    """Host, CPU, MPI library and BLAS kernels of this run, for results that travel."""
     return {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
-            "mpi": mpi().Get_library_version().splitlines()[0].strip()}
+            "mpi": mpi().Get_library_version().splitlines()[0].strip(), "blas_kernel": _core.blas_kernel()}
+
+
+# OpenBLAS's kernels for CPUs without AVX2; a DYNAMIC_ARCH build falls back to them on a CPU
+# it does not know (Debian's 0.3.21 on Sapphire Rapids picked Prescott).
+GENERIC_BLAS = ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai", "Coppermine",
+                "Northwood", "Banias", "Opteron", "Barcelona", "Bobcat", "Generic")
+
+
+def blas_advice(kernel=None, cpu_flags=None):
+    """A warning (or None) when OpenBLAS runs generic kernels on a CPU with AVX2 or AVX-512:
+    the dense work of the factorization then runs 1.8-3.8x slower (measured,
+    bench/results/factor_scaling_prescott.json). ``cpu_flags`` default: /proc/cpuinfo's."""
+    kernel = _core.blas_kernel() if kernel is None else kernel
+    if cpu_flags is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpu_flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+        except OSError:
+            cpu_flags = []
+    best = "SkylakeX" if "avx512f" in cpu_flags else "Haswell" if "avx2" in cpu_flags else None
+    if best is None or kernel.lower() not in {k.lower() for k in GENERIC_BLAS}:
+        return None
+    return (f"OpenBLAS runs its generic {kernel} kernels on a CPU with {'AVX-512' if best == 'SkylakeX' else 'AVX2'}; "
+            f"OPENBLAS_CORETYPE={best} selects the right ones (dense work here runs 1.8-3.8x faster with them)")
 
 
 def format_spmv(r):

@@ -15,6 +15,8 @@
 #include "sparse/partition.hpp"
 #include "topology/topology.hpp"
 
+extern "C" char* openblas_get_corename(void);
+
 namespace commsolve::bindings {
 
 using namespace nb::literals;
@@ -90,6 +92,8 @@ void bind_sparse(nb::module_& m) {
     return truncate_rows(n, indptr.data(), indices.data(), data.data(), factor, max_elements);
   }, "indptr"_a.noconvert(), "indices"_a.noconvert(), "data"_a.noconvert(), "factor"_a, "max_elements"_a,
         "Truncates a CSR's rows in place (hypre's trunc_factor, P_max_elmts); returns the entries kept.");
+  m.def("blas_kernel", [] { return std::string(openblas_get_corename()); },
+        "The CPU kernels OpenBLAS chose at load time (e.g. SkylakeX, Haswell, Prescott: generic).");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
         nb::call_guard<nb::gil_scoped_release>(), "Triad bandwidth of every repetition, bytes/s.");
   m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,
