@@ -6,8 +6,8 @@ Usage: mpiexec -n 4 python -m mpi4py tests/mpi/monitored.py 4 WORKLOAD K
 WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random restricted
 collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A and the
 Galerkin product P^T A P: variable-length row records), factor3d (the distributed
-factorization on a 1x2x2 grid: panel broadcasts inside the grids, inter-grid reductions and
-the ancestor broadcast). Rank 0 prints a JSON
+factorization on a 1x2x2 grid with binary trees and on a 2x2x1 grid with flat trees: panel
+broadcasts inside the grids, inter-grid reductions and the ancestor broadcast). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -113,20 +113,26 @@ elif workload == "factor3d":
     options = dict(max_supernode=16, levels=3)
     lu = direct.SparseLU(G, **options)
     _, B, _, _, _ = analyze(G, **options)
-    grid = (1, 2, 2)
-    forests = np.asarray(forest_partition(lu.structure, 2, "nd"), dtype=np.int32)
-    triples, _ = factor3d.entries_to_grids(A, lu.pivoting, lu.row_order, lu.col_order, lu.structure, forests, grid,
-                                           topo)
     f, anorm = comm.py2f(), float(abs(B).sum(axis=0).max())
+    # Two layouts: 1x2x2 with binary trees (inside and between grids) and 2x2x1 with flat
+    # trees (panels along process rows and down process columns, px > 1).
+    runs = []
+    for grid, shape in (((1, 2, 2), "binary"), ((2, 2, 1), "flat")):
+        forests = np.asarray(forest_partition(lu.structure, grid[2], "nd"), dtype=np.int32)
+        triples, _ = factor3d.entries_to_grids(A, lu.pivoting, lu.row_order, lu.col_order, lu.structure, forests,
+                                               grid, topo)
+        runs.append((grid, shape, forests, triples))
 
     # The factorization's messages inside and between the grids (the entries' Alltoallv is a
     # collective, which Open MPI counts among the point-to-point lines: it runs once, before).
     def once():
-        _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False,
-                        "binary", 0, 8)
+        for grid, shape, forests, triples in runs:
+            _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False,
+                            shape, 0, 8)
 
-    steps = _core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo, "binary", 0, 8)[comm.rank]
-    planned = np.asarray(steps)[1:].sum(axis=0)[0:4].astype(np.int64)  # all but the entries' step
+    planned = sum(np.asarray(_core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo, shape, 0,
+                                                     8)[comm.rank])[1:].sum(axis=0)[0:4].astype(np.int64)
+                  for grid, shape, forests, _ in runs)  # all steps but the entries'
 else:
     raise SystemExit(f"unknown workload {workload}")
 

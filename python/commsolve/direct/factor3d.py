@@ -125,9 +125,10 @@ def entries_to_grids(A, pivoting, row_order, col_order, structure, forests, grid
 
 
 def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid, topo, anorm, zero_pivot,
-                    replace_tiny, tree=("binary", 0, 8)):
+                    replace_tiny, tree=("binary", 0, 8), send_window=0):
     """Collective on ``A.comm`` (``A`` a ParCSR): :func:`entries_to_grids`, then the C++
-    factorization with broadcast trees ``tree`` = (shape, seed, flat_threshold). Returns
+    factorization with broadcast trees ``tree`` = (shape, seed, flat_threshold) and at most
+    ``send_window`` messages per rank handed to MPI at once (0: the default). Returns
     ``(store, recorded, seconds, replaced, flops)``: this rank's blocks (a
     ``_core.BlockStore``, for ``_core.TriSolve``), its recorded CommStats, the seconds of
     ``redistribute`` (entries to the ranks and added into their blocks), ``allocate`` (the
@@ -143,7 +144,7 @@ def factor_on_grids(A, pivoting, row_order, col_order, structure, forests, grid,
     redistribute_s = time.perf_counter() - t0
     store, info = _core.factor_3d(
         comm.py2f(), topo, px, py, pz, *structure.core_arrays(), np.asarray(forests, dtype=np.int32), *triples,
-        float(anorm), float(zero_pivot), bool(replace_tiny), *tree)
+        float(anorm), float(zero_pivot), bool(replace_tiny), *tree, int(send_window))
     del triples
     if comm.allreduce(0 if info["ok"] else 1, op=MPI.MAX):
         # the rank where it started has the message; the others only know that one failed

@@ -154,7 +154,8 @@ void bind_direct(nb::module_& m) {
                         In<std::int64_t> rows_ptr, In<std::int32_t> rows, In<std::int32_t> forest,
                         In<std::int32_t> entry_rows, In<std::int32_t> entry_cols, In<double> entry_values,
                         double anorm, double zero_pivot, bool replace_tiny, const std::string& shape,
-                        std::uint64_t seed, int threshold) {
+                        std::uint64_t seed, int threshold, std::int64_t send_window) {
+    if (send_window < 0) throw nb::value_error("send_window must be at least 0");
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     const ForestPartition f = forests_from(forest, pz);
     const TreeShape tree = solve_options("2d", shape, seed, threshold, true).shape;
@@ -168,7 +169,7 @@ void bind_direct(nb::module_& m) {
       r = factor_3d(c, topo, ProcessGrid3D{px, py, pz}, sym, f,
                     EntryTriples{static_cast<std::int64_t>(nnz), entry_rows.data(), entry_cols.data(),
                                  entry_values.data()},
-                    anorm, LUOptions{zero_pivot, replace_tiny}, tree);
+                    anorm, LUOptions{zero_pivot, replace_tiny}, tree, send_window);
     }
     nb::dict out;
     out["ok"] = r.ok;
@@ -182,7 +183,7 @@ void bind_direct(nb::module_& m) {
     return nb::make_tuple(std::move(r.store), out);
   }, "comm"_a, "topology"_a, "px"_a, "py"_a, "pz"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a,
         "entry_rows"_a, "entry_cols"_a, "entry_values"_a, "anorm"_a, "zero_pivot"_a, "replace_tiny"_a, "shape"_a,
-        "seed"_a, "flat_threshold"_a,
+        "seed"_a, "flat_threshold"_a, "send_window"_a = 0,
         "Collective: the 3D factorization (direct/factor3d.hpp) from this rank's entries of the permuted matrix "
         "(triples of the blocks it factors). Returns (store, info): this rank's BlockStore; info: ok, error, "
         "recorded stats (steps, 8), replaced, flops, and arrange, allocate and numeric seconds.");

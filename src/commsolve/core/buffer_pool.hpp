@@ -3,7 +3,7 @@
 // zeroed pages on first touch and the unmapping after (glibc maps blocks of 128 KiB and
 // more on their own), and a process reading this one's memory (Open MPI's single-copy
 // transfers) holds the lock that mapping needs. Buffers come in power-of-two capacities, one
-// free list per size class; small ones (under 4 KiB) are left to malloc.
+// free list per size class, 64 MiB kept at most; small ones (under 4 KiB) are left to malloc.
 #pragma once
 
 #include <bit>
@@ -15,8 +15,9 @@ namespace commsolve {
 
 class BufferPool {
  public:
-  // At most `per_class` buffers kept in each size class.
-  explicit BufferPool(std::size_t per_class = 32) : per_class_(per_class), free_(64) {}
+  // At most `per_class` buffers kept in each size class, and `max_values` doubles in all.
+  explicit BufferPool(std::size_t per_class = 32, std::size_t max_values = std::size_t{1} << 23)
+      : per_class_(per_class), max_values_(max_values), free_(64) {}
 
   // A buffer of n values (contents unspecified).
   std::vector<double> take(std::int64_t n) {
@@ -27,6 +28,7 @@ class BufferPool {
     if (!list.empty()) {
       buf = std::move(list.back());
       list.pop_back();
+      kept_ -= buf.capacity();
     } else {
       buf.reserve(std::bit_ceil(want));
     }
@@ -39,12 +41,14 @@ class BufferPool {
     const std::size_t c = buf.capacity();
     if (c < small || !std::has_single_bit(c)) return;
     auto& list = free_[std::bit_width(c - 1)];
-    if (list.size() < per_class_) list.push_back(std::move(buf));
+    if (list.size() >= per_class_ || kept_ + c > max_values_) return;
+    kept_ += c;
+    list.push_back(std::move(buf));
   }
 
  private:
   static constexpr std::size_t small = 512;
-  std::size_t per_class_;
+  std::size_t per_class_, max_values_, kept_ = 0;
   std::vector<std::vector<std::vector<double>>> free_;  // by log2(capacity)
 };
 

@@ -190,7 +190,7 @@ std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym
 
 Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const ProcessGrid3D& grid,
                          const SupernodalStructure& sym, const ForestPartition& forests, const EntryTriples& entries,
-                         double anorm, const LUOptions& opts, const TreeShape& shape) {
+                         double anorm, const LUOptions& opts, const TreeShape& shape, std::int64_t send_window) {
   check_grid_3d(grid);
   check_tree_shape(shape);
   require(forests.pz == grid.pz, "3D factorization: forests for Pz = " + std::to_string(forests.pz) + ", grid Pz = " +
@@ -240,7 +240,7 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Proce
   const auto t0 = std::chrono::steady_clock::now();
   PivotRule rule = PivotRule::scaled(anorm, opts);
   MessageEngine engine(comm, topo, 1, 0, factor_xy_steps);
-  engine.set_window(std::max(64, 8 * ls));
+  engine.set_window(send_window > 0 ? send_window : std::max(64, 8 * ls));
   FactorExecutor exec(sym, blocks, res.store, *index, engine, rule);
   std::vector<double> buf;
   double* v = res.store.values.data();

@@ -75,12 +75,17 @@ struct Factor3DResult {
 // Collective on comm (grid.size() ranks). `entries`: A's entries of the blocks this rank
 // factors (those of the supernodes its grid is the lowest to share, block (I, J) on layer
 // rank (I mod px, J mod py); no duplicates); `anorm`: ||A||_1 of the whole matrix; `shape`:
-// the trees of the broadcasts inside the grids. A failure anywhere (a zero pivot, an entry
-// outside the structure, memory) leaves ok = false on every rank it reaches and no rank
-// waiting for a message that does not come (the caller agrees on the outcome); it throws
-// only on MPI errors and bad arguments (which every rank sees alike).
+// the trees of the broadcasts inside the grids; `send_window`: the messages each rank hands
+// to MPI at once (MessageEngine::set_window; 0: max(64, 8 px py)). The factors' memory is obtained and A's
+// entries placed first, and a failure there (memory, an entry outside the structure) is
+// agreed on every rank before any factoring (ok = false everywhere, the message on the
+// failing rank). A failure in the numeric work (a zero, tiny or non-finite pivot) leaves
+// ok = false on every rank it reaches and no rank waiting for a message that does not come
+// (the caller agrees on the outcome). It throws on MPI errors and bad arguments (which every
+// rank sees alike); running out of memory for a message or an internal inconsistency during
+// the numeric phase throws on one rank (under `python -m mpi4py`: the job aborts).
 Factor3DResult factor_3d(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, const SupernodalStructure& sym,
                          const ForestPartition& forests, const EntryTriples& entries, double anorm,
-                         const LUOptions& opts, const TreeShape& shape);
+                         const LUOptions& opts, const TreeShape& shape, std::int64_t send_window = 0);
 
 }  // namespace commsolve

@@ -286,16 +286,19 @@ bool FactorExecutor::run(const FactorSchedule& sch, int tag) {
   sch_ = &sch;
   waiting_ = sch.waiting;
   engine_.set_tag(tag);
-  engine_.set_kind_of([&sch](std::int64_t key) { return static_cast<int>(sch.coll.role[key & ~failed_bit]); });
+  const std::int64_t ncoll = static_cast<std::int64_t>(sch.coll.set.size());
+  engine_.set_kind_of([&sch, ncoll](std::int64_t key) {
+    const std::int64_t c = key & ~failed_bit;
+    return c >= 0 && c < ncoll ? static_cast<int>(sch.coll.role[c]) : -1;  // -1: the engine refuses it
+  });
   for (auto it = sch.order.rbegin(); it != sch.order.rend(); ++it)  // the stack pops the lowest first
     if ((sch.parts[*it] & 1) && waiting_[*it] == 0) stack_.push_back(*it);
   drain();
   engine_.run(
       sch.arrivals.expected,
       [this](int, std::int64_t key, const double* values, std::int64_t n) { arrive(key, values, n); },
-      [this] { return finish_one(); });
-  while (finish_one()) {
-  }
+      [this] { return finish_one(); });  // which also finishes the updates left after the last message
+  engine_.set_kind_of(nullptr);
   for (std::int32_t k : sch.order) {
     if (sch.parts[k] && !done_[k])
       throw std::logic_error("factorization: supernode " + std::to_string(k) + " not finished when its phase ended");

@@ -19,7 +19,8 @@
 //
 // A phase factors the supernodes of one forest (all of them in 2D; direct/factor3d.hpp runs
 // one phase per forest level). Its updates to supernodes outside the phase (ancestors of a 3D
-// grid's forest) are applied to this grid's copy of their blocks and counted there later.
+// grid's forest) go into this grid's copy of their blocks; the inter-grid reduction
+// (factor3d) carries them to the grid that factors those supernodes.
 #pragma once
 
 #include <mpi.h>
@@ -178,15 +179,16 @@ class FactorExecutor {
   FactorExecutor(const SupernodalStructure& sym, const SupernodeBlocks& blocks, BlockStore& store,
                  const StoreIndex& index, MessageEngine& engine, PivotRule& rule);
 
-  // Factors the phase's supernodes. On a failure (a zero pivot, a non-finite value, an
-  // exception in the numeric work) the rank keeps sending what the schedule says, flagged,
-  // so no rank waits for a message that does not come; every rank it reaches learns that
-  // the factorization failed. Returns false if this rank failed or heard of a failure.
+  // Factors the phase's supernodes. On a failure in the numeric work (a zero or tiny pivot,
+  // a non-finite pivot, an exception in the dense kernels) the rank keeps sending what the
+  // schedule says, flagged, so no rank waits for a message that does not come; every rank
+  // it reaches learns that the factorization failed. Returns false if this rank failed or
+  // heard of a failure. Other exceptions (memory for a message, an internal inconsistency)
+  // leave this function: under `python -m mpi4py` they abort the job.
   bool run(const FactorSchedule& sch, int tag);
   const std::string& error() const { return error_; }  // the failure that started here, if one did
   bool ok() const { return ok_; }
-  void fail(const std::string& why);             // a failure found here outside a phase
-  void heard_failure() { ok_ = false; }          // one found elsewhere
+  void heard_failure() { ok_ = false; }  // a failure found elsewhere (another grid)
   double flops() const { return flops_; }
 
  private:
@@ -195,6 +197,7 @@ class FactorExecutor {
     std::vector<double> own;  // the values when they are not in the store
     bool ready = false;
   };
+  void fail(const std::string& why);
   void arrive(std::int64_t key, const double* values, std::int64_t n);
   // Sends `w2` values of an inverse triangle (may be 0) then `n` of a panel to the slot's
   // tree children.

@@ -46,6 +46,7 @@ void MessageEngine::reset_recorded() {
 void MessageEngine::reserve(std::int64_t max_values, int max_posted) {
   for (MPI_Request r : rreq_)
     if (r != MPI_REQUEST_NULL) throw std::logic_error("engine: reserve() while receives are posted");
+  require(max_posted == 0 || window_ == 0, "engine: receives posted ahead do not go with a send window");
   if (max_posted > 0 && static_cast<std::size_t>(max_posted) != rreq_.size()) {
     rreq_.assign(static_cast<std::size_t>(max_posted), MPI_REQUEST_NULL);
     rbuf_.resize(static_cast<std::size_t>(max_posted));
@@ -85,17 +86,33 @@ void MessageEngine::send(int dest, std::int64_t key, const double* a, std::int64
   const std::int64_t n = na + nb;
   if (n + 1 > std::numeric_limits<int>::max())
     throw std::length_error("engine: a message of " + std::to_string(n) + " values, more than an MPI count holds");
-  std::vector<double> buf = pool_.take(n + 1);
-  buf[0] = key_bits(key);
-  if (na) std::copy(a, a + na, buf.begin() + 1);
-  if (nb) std::copy(b, b + nb, buf.begin() + 1 + na);
-  stats_.steps[kind].add_send(locality(topo_, rank_, dest), 8 * (n + 1));
+  if (kind < 0 || kind >= static_cast<int>(stats_.steps.size()))
+    throw std::logic_error("engine: a message of unknown kind " + std::to_string(kind));
+  Outgoing out{dest, tag_, kind, pool_.take(n + 1)};
+  out.buf[0] = key_bits(key);
+  if (na) std::copy(a, a + na, out.buf.begin() + 1);
+  if (nb) std::copy(b, b + nb, out.buf.begin() + 1 + na);
   if (window_ > 0 && (static_cast<std::int64_t>(sreq_.size()) >= window_ || !queued_.empty())) {
-    queued_.emplace_back(dest, std::move(buf));
+    queued_.push_back(std::move(out));
     return;
   }
-  start(dest, std::move(buf));
+  start(std::move(out));
   if (window_ == 0 && sreq_.size() >= 256) test_each();
+}
+
+int MessageEngine::kind_of(std::int64_t key) const {
+  const int kind = kind_of_ ? kind_of_(key) : 0;
+  if (kind < 0 || kind >= static_cast<int>(stats_.steps.size()))
+    throw std::logic_error("engine: a message of unknown kind (key " + std::to_string(key) + ")");
+  return kind;
+}
+
+void MessageEngine::set_window(std::int64_t window) {
+  require(window >= 0, "engine: a negative send window");
+  // Queued sends start inside run()'s probe loop: with receives posted ahead, run() blocks in
+  // MPI_Waitany and a queued send a peer waits for would never start.
+  require(window == 0 || rreq_.empty(), "engine: a send window needs probe mode (max_posted = 0)");
+  window_ = window;
 }
 
 // Without a window: every outstanding send tested on its own. Each test also drives Open
@@ -119,12 +136,14 @@ void MessageEngine::test_each() {
   sbuf_.resize(keep);
 }
 
-void MessageEngine::start(int dest, std::vector<double>&& buf) {
-  sbuf_.push_back(std::move(buf));
+void MessageEngine::start(Outgoing&& out) {
+  const std::int64_t n = static_cast<std::int64_t>(out.buf.size());
+  sbuf_.push_back(std::move(out.buf));
   sreq_.push_back(MPI_REQUEST_NULL);
-  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(sbuf_.back().size()), MPI_DOUBLE, dest, tag_, comm_.get(),
+  check_mpi(MPI_Isend(sbuf_.back().data(), static_cast<int>(n), MPI_DOUBLE, out.dest, out.tag, comm_.get(),
                       &sreq_.back()),
             "MPI_Isend");
+  stats_.steps[out.kind].add_send(locality(topo_, rank_, out.dest), 8 * n);
 }
 
 // Takes the completed sends out (their buffers back to the pool) and, with a window, starts
@@ -147,7 +166,7 @@ bool MessageEngine::pump() {
     sbuf_.resize(keep);
   }
   while (!queued_.empty() && static_cast<std::int64_t>(sreq_.size()) < window_) {
-    start(queued_.front().first, std::move(queued_.front().second));
+    start(std::move(queued_.front()));
     queued_.pop_front();
   }
   return !queued_.empty();
@@ -190,11 +209,14 @@ void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival,
     rbuf_probed_.resize(static_cast<std::size_t>(ndoubles));
     check_mpi(MPI_Mrecv(rbuf_probed_.data(), ndoubles, MPI_DOUBLE, &msg, &st), "MPI_Mrecv");
     const std::int64_t key = bits_key(rbuf_probed_[0]);
-    const int kind = kind_of_ ? kind_of_(key) : 0;
+    const int kind = kind_of(key);
     stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
     on_arrival(st.MPI_SOURCE, key, rbuf_probed_.data() + 1, ndoubles - 1);
     more = idle != nullptr;  // an arrival may have made new idle work
   }
+  if (idle)  // its sends belong to this run (and its tag)
+    while ((*idle)()) {
+    }
   reap_sends();
 }
 
@@ -218,7 +240,7 @@ void MessageEngine::run(std::int64_t expected, const Handler& on_arrival) {
     // The handler reads the message in place (it only sends); the slot is reposted after.
     const double* msg = rbuf_[slot].data();
     const std::int64_t key = bits_key(msg[0]);
-    const int kind = kind_of_ ? kind_of_(key) : 0;
+    const int kind = kind_of(key);
     stats_.steps[kind].add_recv(locality(topo_, rank_, st.MPI_SOURCE), 8 * static_cast<std::int64_t>(ndoubles));
     try {
       on_arrival(st.MPI_SOURCE, key, msg + 1, ndoubles - 1);

@@ -1,7 +1,9 @@
 // A message-driven engine on non-blocking point-to-point MPI (no collectives, no
-// sub-communicators): a bounded number of any-source receives stays posted, every arrival
-// is handed to a callback, sends go out immediately. Restricted collectives run on it here;
-// the message-driven triangular solves (direct/solve_executor) drive the same loop.
+// sub-communicators): a bounded number of any-source receives stays posted (or, in probe
+// mode, each message is received at its size), every arrival is handed to a callback, sends
+// go out at once (in probe mode with a window: as the window allows, queued meanwhile).
+// Restricted collectives run on it here; the message-driven triangular solves
+// (direct/solve_executor) and the factorization (direct/factor_grid) drive the same loop.
 #pragma once
 
 #include <mpi.h>
@@ -32,7 +34,8 @@ class MessageEngine {
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;
 
-  // Sends key + values to `dest` now (the data is copied). `kind` indexes the statistics.
+  // Sends key + values to `dest` under the current tag (the data is copied): now, or with a
+  // window once earlier sends complete (inside run()). `kind` indexes the statistics.
   void send(int dest, std::int64_t key, const double* values, std::int64_t n, int kind) {
     send(dest, key, values, n, nullptr, 0, kind);
   }
@@ -40,14 +43,16 @@ class MessageEngine {
   void send(int dest, std::int64_t key, const double* a, std::int64_t na, const double* b, std::int64_t nb, int kind);
   // Receives `expected` messages, calling on_arrival(source, key, values, n) for each as it
   // comes (the callback may send; `values` is valid only during the call), then completes
-  // every send.
+  // every send made so far.
   using Handler = std::function<void(int source, std::int64_t key, const double* values, std::int64_t n)>;
   void run(std::int64_t expected, const Handler& on_arrival);
   // Probe mode only: between messages, while none is waiting, calls idle() (one piece of
   // work that can wait, e.g. a trailing update) until it returns false; then blocks for the
-  // next message. Arrivals are handled between pieces, not after all of them.
+  // next message. Arrivals are handled between pieces, not after all of them; after the
+  // last arrival the idle work is finished before the sends are completed.
   void run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle);
-  // What went through MPI, per kind, since construction; kind_of(key) classifies arrivals.
+  // What went through MPI, per kind, since construction (sends counted when handed to MPI);
+  // kind_of(key) classifies arrivals (a kind out of range is an error).
   const CommStats& recorded() const { return stats_; }
   void reset_recorded();
   void set_kind_of(std::function<int(std::int64_t)> f) { kind_of_ = std::move(f); }
@@ -60,12 +65,17 @@ class MessageEngine {
   // queued here and started as earlier ones complete. A peer busy computing may leave
   // thousands of messages unreceived, and Open MPI's progress engine then walks its pending
   // sends at every call; a window keeps that list short.
-  void set_window(std::int64_t window) { window_ = window; }
+  void set_window(std::int64_t window);
 
  private:
   void post(std::size_t slot);
   void run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle);
-  void start(int dest, std::vector<double>&& buf);
+  struct Outgoing {
+    int dest, tag, kind;
+    std::vector<double> buf;
+  };
+  void start(Outgoing&& out);
+  int kind_of(std::int64_t key) const;
   bool pump();
   void test_each();
   void reap_sends();
@@ -81,7 +91,7 @@ class MessageEngine {
   std::vector<MPI_Request> rreq_;
   std::vector<std::vector<double>> sbuf_;
   std::vector<MPI_Request> sreq_;
-  std::deque<std::pair<int, std::vector<double>>> queued_;  // (dest, message) not started yet
+  std::deque<Outgoing> queued_;            // messages not started yet (a window is full)
   std::int64_t window_ = 0;
   BufferPool pool_;                        // buffers of completed sends, for the next ones
   std::vector<int> done_;                  // scratch of MPI_Testsome
