@@ -96,10 +96,11 @@ def test_smoothed_aggregation_near_pyamg(mpi_cache, case):
     """Smoothed aggregation beside pyamg's with the same strength (symmetric, theta 0), the
     constant candidate unimproved, omega 4/3 over the Lanczos estimate of rho(D^-1 A) and the
     same Gauss-Seidel sweeps. The aggregates differ: ours grow around a distance-2 maximal
-    independent set (parallel, as ML's and Bell-Dalton-Olson's), pyamg's are greedy serial
-    ones, and ours come out larger. Stated tolerance: levels within 1, operator complexity
-    within 15 %, iterations at most 1.8 times pyamg's (57 against 36 on the 100^2 rotated
-    anisotropic problem, 14 against 10 on the 100^2 Laplacian)."""
+    independent set chosen in random order (parallel, as ML's and Bell-Dalton-Olson's) plus
+    aggregates of the points it leaves, pyamg's are greedy in the matrix's natural order.
+    Stated tolerance: levels within 1, operator complexity within 10 %, iterations at most
+    1.5 times pyamg's (measured: 12 against 10 on poisson2d:40, 8 against 7 on poisson3d:10,
+    34 against 28 on the anisotropic case, 45 against 36 on aniso2d:100 rotated 45 degrees)."""
     r = result(mpi_cache, 1, 1, case)["solves"]["sa"]
     A = cs.gallery.from_spec(case).tocsr()
     ml = pyamg.smoothed_aggregation_solver(A, max_coarse=10, improve_candidates=None,
@@ -108,8 +109,8 @@ def test_smoothed_aggregation_near_pyamg(mpi_cache, case):
     res = []
     ml.solve(np.cos(0.3 * np.arange(A.shape[0])), tol=1e-8, accel="cg", residuals=res)
     assert abs(len(ml.levels) - r["levels"]) <= 1
-    assert abs(ml.operator_complexity() - r["operator_complexity"]) <= 0.15 * ml.operator_complexity()
-    assert r["iterations"] <= 1.8 * (len(res) - 1)
+    assert abs(ml.operator_complexity() - r["operator_complexity"]) <= 0.10 * ml.operator_complexity()
+    assert r["iterations"] <= 1.5 * (len(res) - 1)
 
 
 def extended_i_reference(A, c_points, theta=0.25):

@@ -49,3 +49,23 @@ def test_truncation_by_hand():
     T = truncate(P, 0.5, 0).toarray()
     np.testing.assert_allclose(T[0], [1, 0, 0, 0, 0])
     np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0.3, 0.2] * np.array(0.6 / 0.5))
+
+
+def test_tentative_prolongator_fits_the_candidate_by_hand():
+    """One rank: aggregates {0, 1, 2} and {3, 4}, point 5 in none, candidate B = (1, 2, 2, 3,
+    4, 5). Each aggregate's part of B normalised (norms 3 and 5) gives P0, the norms are the
+    coarse candidate, and P0 B_c = B on the aggregated points (pyamg's fit_candidates); a
+    coarse level that kept the constant instead would not reproduce B."""
+    from mpi4py import MPI
+
+    from commsolve import ParCSR
+    from commsolve.amg.aggregation import tentative_prolongator
+    from commsolve.partition import Distribution
+
+    A = ParCSR.from_global(sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(6, 6), format="csr"), MPI.COMM_SELF)
+    agg = np.array([0, 0, 0, 1, 1, -1])
+    B = np.array([1.0, 2, 2, 3, 4, 5])
+    P0, Bc = tentative_prolongator(A, agg, Distribution.from_offsets(np.array([0, 2])), B)
+    np.testing.assert_allclose(P0.toarray(), [[1 / 3, 0], [2 / 3, 0], [2 / 3, 0], [0, 3 / 5], [0, 4 / 5], [0, 0]])
+    np.testing.assert_allclose(Bc, [3, 5])
+    np.testing.assert_allclose(P0 @ Bc, [1, 2, 2, 3, 4, 0])

@@ -130,6 +130,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     levels = []
     current = A
     ids = A.owned_rows()
+    candidate = np.ones(A.local_rows)  # smoothed aggregation's near-null space, this level's
     while True:
         t0 = time.perf_counter()
         k = len(levels)
@@ -157,7 +158,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             level.setup_s = time.perf_counter() - t0
             break
         if method == "sa":
-            P0 = aggregation.tentative_prolongator(current, agg, coarse)
+            P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
             Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, ids, o["prolongator_omega"],
                                                     strategy=strat)
         elif o["interpolation"] == "direct":
