@@ -305,8 +305,8 @@ class ParCSR:
     def local_block(self):
         """Local. This rank's rows as scipy CSR over its column space: owned columns first
         (local order), then the halo (:attr:`col_map` order); see :meth:`global_columns`."""
-        offd = self.block("offd_on_node") + self.block("offd_off_node")
-        return sp.csr_matrix(sp.hstack([self.block("diag"), offd], format="csr"))
+        indptr, indices, data = self._core.merged_rows()
+        return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.local_cols + len(self.col_map)))
 
     def global_columns(self):
         """Local. Global column of every column of :meth:`local_block`."""
@@ -325,8 +325,8 @@ class ParCSR:
 
     def local_matrix(self):
         """Local. This rank's rows (in local order) as scipy CSR over global columns."""
-        rows, cols, vals = self.local_triples()
-        return sp.csr_matrix((vals, (rows, cols)), shape=(self.local_rows, self.shape[1]))
+        indptr, indices, data = self._core.merged_rows(np.asarray(self.owned_cols(), dtype=np.int64))
+        return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.shape[1]))
 
     def to_global(self, root=0):
         """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere; ``root=None``:

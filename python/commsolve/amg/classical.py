@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import products
+from .. import _core, products
 
 __all__ = ["strength", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
            "hash_uniform"]
 
-U, C, F = 0.0, 1.0, -1.0  # point states (floats: they travel through the halo exchange)
+U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
 
 
 def hash_uniform(globals_, seed):
@@ -73,33 +73,14 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard"):
     the same whatever the partition). Points nobody depends on start fine. Each round, an
     undecided point whose weight beats every undecided neighbour in S + S^T becomes coarse,
     and undecided points that strongly depend on a new coarse point become fine; until none
-    is undecided anywhere."""
-    from mpi4py import MPI
-
+    is undecided anywhere (the rounds in C++)."""
     S = _to_parcsr(A, L, strong, strategy)
     ST = products.transpose_rows(S, strategy)  # S^T's rows on this rank (global columns)
-    n = L.shape[0]
     depends_on_me = np.diff(ST.indptr)
     w = depends_on_me + hash_uniform(ids, seed)
     G = _symmetrized(S, ST, strategy)
-    Gl = G.local_block()
-    grow, gcol = _rows(Gl), Gl.indices
-    Sl = S.local_block()
-    srow, scol = _rows(Sl), Sl.indices
     state = np.where(depends_on_me == 0, F, U)
-    wfull = np.concatenate([w, G.exchange(w)])
-    while True:
-        undecided = state == U
-        if A.comm.allreduce(int(undecided.sum()), op=MPI.SUM) == 0:
-            break
-        sfull = np.concatenate([state, G.exchange(state)])
-        beaten = (sfull[gcol] == U) & (wfull[gcol] > w[grow])
-        wins = undecided & (np.bincount(grow[beaten], minlength=n) == 0)
-        state[wins] = C
-        sfull = np.concatenate([state, S.exchange(state)])
-        to_fine = np.bincount(srow[sfull[scol] == C], minlength=n) > 0
-        state[(state == U) & to_fine] = F
-    return state
+    return _core.pmis_split(G._core, S._core, w, state, A.comm.py2f())
 
 
 def _symmetrized(S, ST, strategy):
@@ -157,8 +138,6 @@ def direct_interpolation(A, L, strong, state, cfull, ncoarse):
 def extended_i_interpolation(A, L, strong, cfull, ncoarse):
     """Collective. The rank's rows of the extended+i interpolation (C++; the rows of A held
     by off-process strong fine neighbours travel along A's halo plan)."""
-    from .. import _core
-
     indptr, indices, data = _core.extended_i_interpolation(
         A._core, L.indptr.astype(np.int32), L.indices.astype(np.int32), np.ascontiguousarray(L.data, dtype=np.float64),
         strong.astype(np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64), A.comm.py2f())
@@ -169,8 +148,6 @@ def truncate(P, factor=0.0, max_elements=0):
     """Drops the entries of each row below ``factor`` times its largest magnitude, then all
     but its ``max_elements`` largest (0: no limit), and rescales what is kept so the row sum
     stays (hypre's trunc_factor and P_max_elmts). C++, row by row."""
-    from .. import _core
-
     P = sp.csr_matrix(P)
     indptr = P.indptr.astype(np.int64)
     indices = P.indices.astype(np.int64)

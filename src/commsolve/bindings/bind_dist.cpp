@@ -5,6 +5,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 
 #include <cstring>
 
@@ -15,6 +16,7 @@
 #include "dist/par_csr.hpp"
 #include "dist/spgemm.hpp"
 #include "multigrid/interpolation.hpp"
+#include "multigrid/pmis.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 
@@ -123,6 +125,17 @@ void bind_dist(nb::module_& m) {
                             : throw nb::value_error("block is one of 'diag', 'offd_on_node', 'offd_off_node'");
         return nb::make_tuple(copy_numpy(b.indptr), copy_numpy(b.indices), copy_numpy(b.data), b.nrows, b.ncols);
       }, "which"_a)
+      .def("merged_rows", [](const ParCsr& A, std::optional<In<std::int64_t>> owned_globals) {
+        if (owned_globals) require_len(*owned_globals, A.local_cols(), "owned_globals");
+        GlobalRows r;
+        {
+          nb::gil_scoped_release nogil;
+          r = A.merged_rows(owned_globals ? owned_globals->data() : nullptr);
+        }
+        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)), to_numpy(std::move(r.data)));
+      }, "owned_globals"_a.none() = nb::none(),
+         "This rank's rows as one CSR (indptr, indices, data), columns ascending: over the column space [owned | "
+         "halo], or over global columns given each owned column's global index.")
       .def("recorded_stats_array", [](ParCsr& A, bool reverse) {
         return stats_array(reverse ? A.executor().recorded_reverse() : A.executor().recorded_forward());
       }, "reverse"_a = false)
@@ -184,6 +197,23 @@ void bind_dist(nb::module_& m) {
     return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "comm"_a,
      "Collective: this rank's rows of the extended+i interpolation (global coarse columns).");
+
+  m.attr("PMIS_UNDECIDED") = kUndecided;
+  m.attr("PMIS_COARSE") = kCoarse;
+  m.attr("PMIS_FINE") = kFine;
+  m.def("pmis_split", [](ParCsr& G, ParCsr& S, In<double> weight, In<double> state, std::int64_t comm) {
+    require_len(weight, G.local_rows(), "weight");
+    require_len(state, G.local_rows(), "state");
+    MPI_Comm c = comm_from_handle(comm);
+    std::vector<double> out;
+    {
+      nb::gil_scoped_release nogil;
+      out = pmis_split(G, S, to_vector(weight), to_vector(state), c);
+    }
+    return to_numpy(std::move(out));
+  }, "G"_a, "S"_a, "weight"_a, "state"_a, "comm"_a,
+     "Collective: PMIS's rounds from the initial states (0 undecided, -1 fine) -> every point's state (1 coarse, "
+     "-1 fine); G: S + S^T's pattern, S: the strength matrix.");
 
   // ---- variable-length records ----------------------------------------------------
   nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")

@@ -1,6 +1,7 @@
 #include "dist/par_csr.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "comm/plan_builder.hpp"
 #include "core/error.hpp"
@@ -85,6 +86,36 @@ void ParCsr::rmatvec(const double* x, double* y) {
   std::fill(y, y + pattern_.n_owned, 0.0);
   spmv_transpose_add(view(diag_), x, y);
   executor_->reverse_end(y);
+}
+
+GlobalRows ParCsr::merged_rows(const std::int64_t* owned_globals) const {
+  const std::int64_t n = diag_.nrows, n_owned = pattern_.n_owned;
+  const auto& halo = pattern_.halo_globals;
+  GlobalRows out;
+  out.nrows = n;
+  out.indptr.resize(n + 1, 0);
+  out.indices.reserve(local_nnz());
+  out.data.reserve(local_nnz());
+  std::vector<std::pair<std::int64_t, double>> row;
+  for (std::int64_t i = 0; i < n; ++i) {
+    row.clear();
+    for (std::int32_t k = diag_.indptr[i]; k < diag_.indptr[i + 1]; ++k) {
+      const std::int64_t c = diag_.indices[k];
+      row.emplace_back(owned_globals ? owned_globals[c] : c, diag_.data[k]);
+    }
+    for (const LocalCsr* o : {&offd_on_, &offd_off_})
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
+        const std::int64_t h = o->indices[k];
+        row.emplace_back(owned_globals ? halo[h] : n_owned + h, o->data[k]);
+      }
+    std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [c, v] : row) {
+      out.indices.push_back(c);
+      out.data.push_back(v);
+    }
+    out.indptr[i + 1] = static_cast<std::int64_t>(out.indices.size());
+  }
+  return out;
 }
 
 double ParCsr::spmv_bytes() const {

@@ -22,6 +22,13 @@
 
 namespace commsolve {
 
+// Rows of a sparse matrix with 64-bit column indices (global ones, or a rank's column space).
+struct GlobalRows {
+  std::int64_t nrows = 0;
+  std::vector<std::int64_t> indptr{0}, indices;
+  std::vector<double> data;
+};
+
 class ParCsr {
  public:
   // Collective on comm. `rows` are this rank's rows in row_dist's local order, with global
@@ -52,6 +59,11 @@ class ParCsr {
   const HaloPattern& pattern() const { return pattern_; }
   const CommPlan& plan() const { return executor_->plan(); }
   HaloExecutor& executor() { return *executor_; }
+  // This rank's rows as one CSR, each row's entries by ascending column: over its column
+  // space (owned columns' local indices, then n_owned + the halo index into col_map), or over
+  // global columns (`owned_globals`: the global index of each owned column; null for the
+  // column space).
+  GlobalRows merged_rows(const std::int64_t* owned_globals) const;
   // Bytes the local SpMV moves (three blocks, x, halo and y).
   double spmv_bytes() const;
 

@@ -18,13 +18,8 @@
 
 namespace commsolve {
 
-// This rank's rows of a distributed product: global column indices, ascending in each row,
-// exact zeros dropped (as scipy does) unless asked to keep them.
-struct GlobalRows {
-  std::int64_t nrows = 0;
-  std::vector<std::int64_t> indptr{0}, indices;
-  std::vector<double> data;
-};
+// A product's rows are GlobalRows (par_csr.hpp): global column indices, ascending in each
+// row, exact zeros dropped (as scipy does) unless asked to keep them.
 
 // One (column, value) pair of a sparse row: the record unit of row exchanges.
 struct RowEntry {
