@@ -126,9 +126,6 @@ def transpose_rows(A, strategy="standard"):
     global columns: each rank's rows of A travel, transposed, to the owners of their columns
     along A's halo plan in reverse."""
     _check_strategy(A.comm, strategy, "communication")
-    rows = A.owned_rows().astype(np.int64)
-    ident = np.arange(A.local_rows + 1, dtype=np.int64)
-    indptr, indices, data, _, _ = _core.transpose_product(A._core, ident, rows, np.ones(rows.size), A.comm.py2f(),
-                                                          strategy)
+    indptr, indices, data, _, _ = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
     return sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
 

@@ -75,6 +75,14 @@ def run_case(gen, part, strategy):
             out[f"{name}_err"] = relerr(Cg, R)
             out[f"{name}_nnz"] = [int(Cg.nnz), int(R.nnz)]
 
+    # This rank's rows of A^T and P^T (owned columns' rows), exactly scipy's transposes'.
+    for name, M, Mg in (("AT", A, G), ("PT", P, Pg)):
+        T = cs.products.transpose_rows(M, strategy)
+        R = sp.csr_matrix(Mg.T)[M.col_dist.owned(comm.rank)]
+        R.sort_indices()
+        same = T.shape == R.shape and np.array_equal(T.indptr, R.indptr) and np.array_equal(T.indices, R.indices)
+        out[f"{name}_exact"] = ok_everywhere(same and np.array_equal(T.data, R.data))
+
     # Galerkin: P^T A P.
     Ac, info = cs.galerkin(A, P, strategy=strategy, return_info=True)
     Acg = Ac.to_global(root=0)

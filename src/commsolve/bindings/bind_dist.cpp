@@ -175,6 +175,18 @@ void bind_dist(nb::module_& m) {
   }, "P"_a, "indptr"_a, "indices"_a, "data"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
      "Collective: this rank's rows of P^T M (M: this rank's rows, global columns).");
 
+  m.def("transpose_rows", [](const ParCsr& A, std::int64_t comm, const std::string& strategy) {
+    MPI_Comm c = comm_from_handle(comm);
+    ProductResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = transpose_rows(A, strategy, c);
+    }
+    return product_tuple(std::move(r));
+  }, "A"_a, "comm"_a, "strategy"_a,
+     "Collective: this rank's rows of A^T (A's column distribution, global columns) -> (indptr, indices, data, "
+     "plan, recorded stats).");
+
   m.def("extended_i_interpolation", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices,
                                        In<double> data, In<std::uint8_t> strong, In<std::int64_t> global,
                                        In<std::int64_t> coarse, std::int64_t comm) {

@@ -172,6 +172,35 @@ RecordSet row_records(const ParCsr& A) {
   return r;
 }
 
+// A rank's rows transposed over its column space [owned | halo]: column j's entries as
+// (local row, value), rows ascending.
+struct LocalTranspose {
+  std::vector<std::int64_t> ptr, row;
+  std::vector<double> val;
+};
+
+LocalTranspose local_transpose(const ParCsr& A) {
+  const std::int64_t n_owned = A.local_cols(), n_space = n_owned + static_cast<std::int64_t>(A.col_map().size());
+  LocalTranspose t;
+  t.ptr.assign(n_space + 1, 0);
+  const std::pair<const LocalCsr*, std::int64_t> blocks[] = {
+      {&A.diag(), 0}, {&A.offd_on_node(), n_owned}, {&A.offd_off_node(), n_owned}};
+  for (const auto& [b, shift] : blocks)
+    for (std::int32_t c : b->indices) ++t.ptr[shift + c + 1];
+  for (std::int64_t j = 0; j < n_space; ++j) t.ptr[j + 1] += t.ptr[j];
+  t.row.resize(t.ptr.back());
+  t.val.resize(t.ptr.back());
+  std::vector<std::int64_t> fill(t.ptr.begin(), t.ptr.end() - 1);
+  for (std::int64_t i = 0; i < A.local_rows(); ++i)
+    for (const auto& [b, shift] : blocks)
+      for (std::int32_t k = b->indptr[i]; k < b->indptr[i + 1]; ++k) {
+        const std::int64_t at = fill[shift + b->indices[k]]++;
+        t.row[at] = i;
+        t.val[at] = b->data[k];
+      }
+  return t;
+}
+
 // The plan of A's halo pattern: built for `strategy`, or a reused one checked to fit.
 CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, const CommPlan* reuse) {
   if (reuse == nullptr) return build_plan_mpi(A.pattern(), A.topology(), A.col_dist(), strategy, comm);
@@ -201,6 +230,14 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   const std::vector<std::int64_t> cols = compact({span_of(owned), span_of(halo)}, rows);
   Accumulator acc(cols.size());
   const LocalCsr& d = A.diag();
+  // Room for every product term (pages never written are never touched): no regrowth.
+  std::int64_t terms = 0;
+  for (std::int32_t c : d.indices) terms += rows[0].ptr[c + 1] - rows[0].ptr[c];
+  for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
+    for (std::int32_t c : o->indices) terms += rows[1].ptr[c + 1] - rows[1].ptr[c];
+  res.rows.indptr.reserve(A.local_rows() + 1);
+  res.rows.indices.reserve(terms);
+  res.rows.data.reserve(terms);
   for (std::int64_t i = 0; i < A.local_rows(); ++i) {
     for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) acc.add(d.data[k], rows[0], d.indices[k]);
     for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
@@ -218,23 +255,11 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   res.plan = halo_plan(P, strategy, comm, reuse);
   RecordExecutor exec(res.plan, P.topology(), comm, sizeof(RowEntry));
 
-  // P's local transpose over its column space [owned | halo]: T[j] lists (row i, p_ij).
   const std::int64_t n_owned = P.local_cols(), n_space = n_owned + static_cast<std::int64_t>(P.col_map().size());
-  std::vector<std::int64_t> tptr(n_space + 1, 0);
-  const std::vector<std::pair<const LocalCsr*, std::int64_t>> blocks = {
-      {&P.diag(), 0}, {&P.offd_on_node(), n_owned}, {&P.offd_off_node(), n_owned}};
-  for (const auto& [b, shift] : blocks)
-    for (std::int32_t c : b->indices) ++tptr[shift + c + 1];
-  for (std::int64_t j = 0; j < n_space; ++j) tptr[j + 1] += tptr[j];
-  std::vector<std::int64_t> trow(tptr.back()), fill(tptr.begin(), tptr.end() - 1);
-  std::vector<double> tval(tptr.back());
-  for (std::int64_t i = 0; i < P.local_rows(); ++i)
-    for (const auto& [b, shift] : blocks)
-      for (std::int32_t k = b->indptr[i]; k < b->indptr[i + 1]; ++k) {
-        const std::int64_t at = fill[shift + b->indices[k]]++;
-        trow[at] = i;
-        tval[at] = b->data[k];
-      }
+  const LocalTranspose t = local_transpose(P);
+  const std::vector<std::int64_t>& tptr = t.ptr;
+  const std::vector<std::int64_t>& trow = t.row;
+  const std::vector<double>& tval = t.val;
 
   // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
   // sent to their owners; then this rank's own rows, summed with what arrived for them.
@@ -254,10 +279,56 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
 
   cols = compact({span_of(M), span_of(arrived)}, m);
   Accumulator acc(cols.size());
+  std::int64_t terms = arrived.ptr.back();  // room for every term, as in spgemm
+  for (std::int64_t k = 0; k < tptr[n_owned]; ++k) terms += M.indptr[trow[k] + 1] - M.indptr[trow[k]];
+  res.rows.indptr.reserve(n_owned + 1);
+  res.rows.indices.reserve(terms);
+  res.rows.data.reserve(terms);
   for (std::int64_t j = 0; j < n_owned; ++j) {
     for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
     acc.add(1.0, m[1], j);
     acc.emit(cols, res.rows);
+  }
+  return res;
+}
+
+ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm) {
+  ProductResult res;
+  res.plan = halo_plan(A, strategy, comm, nullptr);
+  RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
+  const std::int64_t n_owned = A.local_cols();
+  const LocalTranspose t = local_transpose(A);
+  const std::vector<std::int64_t> globals = A.row_dist().owned(A.rank());
+
+  // The halo columns' entries, with global row indices, go to the columns' owners.
+  RecordSet halo;
+  const std::int64_t nh = static_cast<std::int64_t>(A.col_map().size());
+  halo.ptr.resize(nh + 1);
+  for (std::int64_t h = 0; h <= nh; ++h) halo.ptr[h] = t.ptr[n_owned + h] - t.ptr[n_owned];
+  halo.data.resize(halo.ptr.back() * sizeof(RowEntry));
+  auto* e = reinterpret_cast<RowEntry*>(halo.data.data());
+  for (std::int64_t k = t.ptr[n_owned]; k < t.ptr.back(); ++k) *e++ = {globals[t.row[k]], t.val[k]};
+  const RecordSet arrived = exec.reverse(view(halo));
+  res.recorded = exec.recorded_reverse();
+
+  // Each owned column: its local entries and those that arrived, rows ascending.
+  const auto* in = reinterpret_cast<const RowEntry*>(arrived.data.data());
+  GlobalRows& out = res.rows;
+  out.nrows = n_owned;
+  out.indptr.resize(n_owned + 1);
+  out.indices.reserve(t.ptr[n_owned] + arrived.ptr.back());
+  out.data.reserve(t.ptr[n_owned] + arrived.ptr.back());
+  std::vector<RowEntry> row;
+  for (std::int64_t j = 0; j < n_owned; ++j) {
+    row.clear();
+    for (std::int64_t k = t.ptr[j]; k < t.ptr[j + 1]; ++k) row.push_back({globals[t.row[k]], t.val[k]});
+    row.insert(row.end(), in + arrived.ptr[j], in + arrived.ptr[j + 1]);
+    std::sort(row.begin(), row.end(), [](const RowEntry& a, const RowEntry& b) { return a.col < b.col; });
+    for (const RowEntry& r : row) {
+      out.indices.push_back(r.col);
+      out.data.push_back(r.val);
+    }
+    out.indptr[j + 1] = static_cast<std::int64_t>(out.indices.size());
   }
   return res;
 }

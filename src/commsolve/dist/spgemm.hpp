@@ -47,4 +47,9 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
 ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
                                 const CommPlan* reuse = nullptr);
 
+// This rank's rows of A^T (distributed as A's columns; global columns, ascending).
+// Collective: the entries in halo columns travel to the columns' owners along A's plan in
+// reverse.
+ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm);
+
 }  // namespace commsolve
