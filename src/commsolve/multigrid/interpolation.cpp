@@ -72,16 +72,31 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
   RecordExecutor exec(A.plan(), A.topology(), comm, sizeof(CoarseEntry));
   const RecordSet halo = exec.forward(view(owned));
   const auto* he = reinterpret_cast<const CoarseEntry*>(halo.data.data());
-  std::vector<CoarseEntry> local_row;  // an owned row, unpacked on use
-  auto row_of = [&](std::int32_t c) -> RowRef {
-    if (c >= n_owned) {
-      const std::int64_t h = c - n_owned;
-      return {he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]};
+  // The rows of row i's strong fine neighbours, in the order its entries list them: halo rows
+  // in place, owned rows unpacked once per row i into `scratch` (reused across rows).
+  std::vector<CoarseEntry> scratch;
+  std::vector<std::int64_t> scratch_at;  // per neighbour: offset into scratch, or -1 (halo)
+  std::vector<RowRef> fine_rows;
+  auto gather_fine_rows = [&](std::int64_t i) {
+    scratch.clear();
+    scratch_at.clear();
+    fine_rows.clear();
+    for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
+      const std::int32_t c = v.indices[p];
+      if (c == i || !v.strong[p] || v.coarse[c] >= 0) continue;
+      if (c >= n_owned) {
+        const std::int64_t h = c - n_owned;
+        fine_rows.push_back({he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]});
+        scratch_at.push_back(-1);
+      } else {
+        scratch_at.push_back(static_cast<std::int64_t>(scratch.size()));
+        for (std::int32_t q = v.indptr[c]; q < v.indptr[c + 1]; ++q)
+          scratch.push_back({v.global[v.indices[q]], v.data[q], v.coarse[v.indices[q]], v.strong[q]});
+        fine_rows.push_back({nullptr, v.indptr[c + 1] - v.indptr[c]});
+      }
     }
-    local_row.clear();
-    for (std::int32_t p = v.indptr[c]; p < v.indptr[c + 1]; ++p)
-      local_row.push_back({v.global[v.indices[p]], v.data[p], v.coarse[v.indices[p]], v.strong[p]});
-    return {local_row.data(), static_cast<std::int64_t>(local_row.size())};
+    for (std::size_t k = 0; k < fine_rows.size(); ++k)
+      if (scratch_at[k] >= 0) fine_rows[k].e = scratch.data() + scratch_at[k];
   };
   auto diagonal = [](const RowRef& r, std::int64_t g) {
     for (std::int64_t q = 0; q < r.n; ++q)
@@ -90,8 +105,9 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
   };
 
   GlobalRows P;
+  P.indptr.reserve(n + 1);
   SmallSet hat;  // Ĉ_i and the weights
-  std::vector<double> denom;
+  std::vector<std::size_t> order;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t gi = v.global[i];
     if (v.coarse[i] >= 0) {  // a coarse point is its own coarse value
@@ -102,24 +118,19 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       continue;
     }
     hat.clear();
+    gather_fine_rows(i);
     double diag = 0.0;
     for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
       const std::int32_t c = v.indices[p];
-      if (c == i) {
-        diag += v.data[p];
-        continue;
-      }
-      if (!v.strong[p]) continue;
-      if (v.coarse[c] >= 0) {
-        hat.insert(v.coarse[c]);
-      } else {
-        const RowRef k = row_of(c);
-        for (std::int64_t q = 0; q < k.n; ++q)
-          if (k.e[q].strong && k.e[q].coarse >= 0) hat.insert(k.e[q].coarse);
-      }
+      if (c == i) diag += v.data[p];
+      else if (v.strong[p] && v.coarse[c] >= 0) hat.insert(v.coarse[c]);
     }
+    for (const RowRef& k : fine_rows)
+      for (std::int64_t q = 0; q < k.n; ++q)
+        if (k.e[q].strong && k.e[q].coarse >= 0) hat.insert(k.e[q].coarse);
     // Direct part: a_ij for neighbours in Ĉ_i; the rest of the weak ones lumped on the
     // diagonal; strong fine neighbours k distribute a_ik over Ĉ_i ∪ {i} by ā_kl.
+    std::size_t next_fine = 0;
     for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
       const std::int32_t c = v.indices[p];
       if (c == i) continue;
@@ -130,7 +141,7 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       } else if (!v.strong[p]) {
         diag += a;
       } else {  // strong fine neighbour k
-        const RowRef k = row_of(c);
+        const RowRef k = fine_rows[next_fine++];
         const double akk = diagonal(k, v.global[c]);
         double sum = 0.0;
         for (std::int64_t q = 0; q < k.n; ++q) {
@@ -156,7 +167,7 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
     }
     // Ĉ_i in ascending coarse order, weights -w_j / ã_ii (a row with no interpolatory
     // points, or a vanishing ã_ii, stays empty: the smoother alone handles that point).
-    std::vector<std::size_t> order(hat.keys.size());
+    order.resize(hat.keys.size());
     for (std::size_t q = 0; q < order.size(); ++q) order[q] = q;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return hat.keys[a] < hat.keys[b]; });
     if (diag != 0.0)
