@@ -44,11 +44,19 @@ def test_amg_text_and_plot(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_smoother_choices_are_the_library_s():
+    from commsolve.cli import amg_cmd
+
+    choices = next(o.type.choices for o in amg_cmd.params if o.name == "smoother")
+    assert tuple(choices) == cs.amg.SMOOTHERS
+
+
 def test_amg_smoothed_aggregation():
-    p = cli("amg", "--gen", "poisson3d:12", "-np", "2", "--method", "sa", "--json")
+    p = cli("amg", "--gen", "poisson3d:12", "-np", "2", "--method", "sa", "--smoother", "chebyshev", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert r["method"] == "sa" and r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
+    assert r["method"] == "sa" and r["smoother"] == "chebyshev"
+    assert r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
     assert 1 < r["operator_complexity"] < 2 and len(r["levels"]) >= 3
 
 

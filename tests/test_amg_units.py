@@ -69,3 +69,34 @@ def test_tentative_prolongator_fits_the_candidate_by_hand():
     np.testing.assert_allclose(P0.toarray(), [[1 / 3, 0], [2 / 3, 0], [2 / 3, 0], [0, 3 / 5], [0, 4 / 5], [0, 0]])
     np.testing.assert_allclose(Bc, [3, 5])
     np.testing.assert_allclose(P0 @ Bc, [1, 2, 2, 3, 4, 0])
+
+
+@pytest.mark.parametrize("zero", [False, True])
+def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
+    """One rank: after one Chebyshev sweep the error is T_k((theta - t) / delta) /
+    T_k(theta / delta) at each eigenvalue t of D^-1 A (the closed form, evaluated by numpy's
+    Chebyshev series in the eigenbasis, independent of the smoother's three-term recurrence),
+    and the interval's top lies above the largest eigenvalue."""
+    from mpi4py import MPI
+
+    from commsolve import ParCSR
+    from commsolve.amg.cycle import CHEBYSHEV_DEGREE, Smoother
+
+    G = sp.csr_matrix(gallery.from_spec("aniso2d:8,eps=0.1,theta=30"))
+    A = ParCSR.from_global(G, MPI.COMM_SELF)
+    sm = Smoother(A, "chebyshev")
+    lo, hi = sm.interval
+    d = G.diagonal()
+    lam, V = np.linalg.eigh(G.toarray() / np.sqrt(d)[:, None] / np.sqrt(d)[None, :])
+    assert lam.max() <= hi and lo == pytest.approx(0.3 / 1.1 * hi)
+    theta, delta = (hi + lo) / 2, (hi - lo) / 2
+    factor = np.polynomial.chebyshev.chebval((theta - lam) / delta, [0] * CHEBYSHEV_DEGREE + [1])
+    factor /= np.polynomial.chebyshev.chebval(theta / delta, [0] * CHEBYSHEV_DEGREE + [1])
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal(G.shape[0])
+    x = np.zeros(G.shape[0]) if zero else rng.standard_normal(G.shape[0])
+    e0 = x - np.linalg.solve(G.toarray(), b)
+    sm.pre(b, x, zero=zero)
+    # D^-1 A = D^-1/2 V diag(lam) V^T D^1/2, so the error map is D^-1/2 V diag(factor) V^T D^1/2.
+    want = (V @ (factor * (V.T @ (np.sqrt(d) * e0)))) / np.sqrt(d)
+    np.testing.assert_allclose(x - np.linalg.solve(G.toarray(), b), want, rtol=0, atol=1e-12 * np.abs(e0).max())

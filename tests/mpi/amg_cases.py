@@ -27,7 +27,8 @@ CASES = (("poisson2d:40", "auto"), ("poisson3d:10", "auto"), ("aniso2d:40,eps=0.
 # row) and both smoothers, with pyamg's direct interpolation for the comparison with it,
 # and smoothed aggregation. The "hybrid-gs" and "sa" hierarchies are checked level by level.
 SOLVERS = (("direct", {"smoother": "hybrid-gs", "interpolation": "direct"}), ("jacobi", {"smoother": "jacobi"}),
-           ("hybrid-gs", {"smoother": "hybrid-gs"}), ("sa", {"method": "sa"}))
+           ("hybrid-gs", {"smoother": "hybrid-gs"}), ("sa", {"method": "sa"}),
+           ("chebyshev", {"smoother": "chebyshev"}))
 CHECKED = ("hybrid-gs", "sa")
 
 

@@ -58,7 +58,7 @@ class MultilevelSolver:
         t0 = time.perf_counter()
         self.levels = build_hierarchy(A, method=method, strategy=strategy, profile=profile, progress=progress,
                                       **options)
-        self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega) for lvl in self.levels[:-1]]
+        self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega, lvl.ids) for lvl in self.levels[:-1]]
         self.coarse = CoarseSolver(self.levels[-1].A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother

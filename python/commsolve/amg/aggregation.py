@@ -16,9 +16,9 @@ import scipy.sparse as sp
 
 from .. import products
 from .classical import _rows, _symmetrized, _to_parcsr, coarse_numbering, hash_uniform
+from .spectrum import spectral_radius_dinv_a
 
-__all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator",
-           "spectral_radius_dinv_a"]
+__all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
 
 ROOT, OUT, UNDECIDED = 1.0, -1.0, 0.0
 
@@ -146,35 +146,6 @@ def tentative_prolongator(A, agg, coarse, candidate):
     # One entry per member row, in row order: B_i over its aggregate's norm, owned or halo.
     P0 = sp.csr_matrix((candidate[member] / nfull[Lb.indices], agg[member], Lb.indptr), shape=ones.shape)
     return P0, norms
-
-
-def spectral_radius_dinv_a(A, diag, ids, steps=15):
-    """Collective. The spectral radius of D^-1 A, as pyamg estimates it for symmetric A: the
-    largest Ritz value of ``steps`` Lanczos steps on D^-1/2 A D^-1/2 (similar to D^-1 A),
-    from a start vector hashed from the points' identities (so the same on any partition).
-    ``diag``: this rank's diagonal of A."""
-    from .cycle import dot as global_dot
-
-    def dot(u, v):
-        return global_dot(A.comm, u, v)
-
-    s = 1.0 / np.sqrt(np.abs(diag))
-    q = hash_uniform(ids, 12345) + 0.5
-    q /= np.sqrt(dot(q, q))
-    q_prev, beta = np.zeros_like(q), 0.0
-    alphas, betas = [], []
-    for _ in range(min(steps, A.shape[0])):
-        w = s * A.matvec(s * q) - beta * q_prev
-        alpha = dot(w, q)
-        w -= alpha * q
-        alphas.append(alpha)
-        beta = np.sqrt(max(dot(w, w), 0.0))
-        if beta <= 1e-12 * abs(alpha):
-            break
-        betas.append(beta)
-        q_prev, q = q, w / beta
-    T = np.diag(alphas) + np.diag(betas[: len(alphas) - 1], 1) + np.diag(betas[: len(alphas) - 1], -1)
-    return float(np.max(np.abs(np.linalg.eigvalsh(T))))
 
 
 def smoothed_prolongator(A, L, P0, coarse, ids, omega=4.0 / 3.0, strategy="standard"):

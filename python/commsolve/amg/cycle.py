@@ -8,8 +8,10 @@ interpolation, so the V-cycle stays symmetric for CG [relax_type 3/4]), ``l1-hyb
 (the same with the l1 term on the diagonal [relax_type 13/14]: convergent however the rows
 are split — a partition that cuts most couplings, strided say, leaves hybrid Gauss-Seidel
 an undamped Jacobi — at the price of weaker smoothing where many couplings are cut; Baker,
-Falgout, Kolev, Yang 2011). Only the Jacobi
-smoothers are independent of the partition; hybrid Gauss-Seidel on P ranks is a different
+Falgout, Kolev, Yang 2011), ``chebyshev`` (a Chebyshev polynomial in D^-1 A of degree
+CHEBYSHEV_DEGREE per sweep over [0.3, 1.1] x its largest eigenvalue, estimated by
+Lanczos [relax_type 16]; PETSc GAMG's default smoother kind). Only the Jacobi and
+Chebyshev smoothers are independent of the partition; hybrid Gauss-Seidel on P ranks is a different
 smoother from Gauss-Seidel on one, so iteration counts may differ with P.
 """
 
@@ -19,17 +21,22 @@ import numpy as np
 
 from .. import _core
 from .._collective import CollectiveError
+from .spectrum import global_dot as dot, spectral_radius_dinv_a
 
 __all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "dot"]
 
-SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi")
+SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev")
+# Chebyshev smoothing: the polynomial of this degree per sweep, damping the part of
+# D^-1 A's spectrum in [lower, upper] x the estimated largest eigenvalue (hypre's
+# defaults: order 2, fraction 0.3; the 1.1 guards the Lanczos estimate, which lies below).
+CHEBYSHEV_DEGREE, CHEBYSHEV_INTERVAL = 2, (0.3, 1.1)
 
 
 class Smoother:
     """What one level's smoother needs (its local block in int32 CSR over [owned | halo],
     the divisors) and the sweeps themselves."""
 
-    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None):
+    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None):
         if kind not in SMOOTHERS:
             raise ValueError(f"unknown smoother '{kind}' (known: {', '.join(SMOOTHERS)})")
         if sweeps < 1:
@@ -47,6 +54,28 @@ class Smoother:
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
         self.diag = np.ascontiguousarray(diag, dtype=np.float64)
+        if kind == "chebyshev":  # ids: the points' identities (the Lanczos start vector's seed)
+            lam = spectral_radius_dinv_a(A, self.diag, A.owned_rows() if ids is None else ids)
+            self.interval = (CHEBYSHEV_INTERVAL[0] * lam, CHEBYSHEV_INTERVAL[1] * lam)
+
+    def _chebyshev(self, b, x, zero):
+        """x += p(D^-1 A) D^-1 (b - A x), the error multiplied by T_k((theta - t) / delta) /
+        T_k(theta / delta) at each eigenvalue t of D^-1 A (Saad, Iterative Methods, Alg.
+        12.1; k = CHEBYSHEV_DEGREE matrix-vector products)."""
+        lo, hi = self.interval
+        theta, delta = (hi + lo) / 2, (hi - lo) / 2
+        sigma = theta / delta
+        rho = 1.0 / sigma
+        r = (b if zero else b - self.A.matvec(x)) / self.diag
+        d = r / theta
+        for k in range(CHEBYSHEV_DEGREE):
+            x += d
+            if k + 1 == CHEBYSHEV_DEGREE:
+                break
+            r -= self.A.matvec(d) / self.diag
+            rho_next = 1.0 / (2 * sigma - rho)
+            d = rho_next * rho * d + (2 * rho_next / delta) * r
+            rho = rho_next
 
     def _jacobi(self, b, x):
         x += self.omega * (b - self.A.matvec(x)) / self.diag
@@ -67,6 +96,8 @@ class Smoother:
         for k in range(self.sweeps):
             if self.kind.endswith("hybrid-gs"):
                 self._gs(b, x, True, zero and k == 0)
+            elif self.kind == "chebyshev":
+                self._chebyshev(b, x, zero and k == 0)
             else:
                 self._jacobi(b, x)
 
@@ -74,6 +105,8 @@ class Smoother:
         for _ in range(self.sweeps):
             if self.kind.endswith("hybrid-gs"):
                 self._gs(b, x, False, False)
+            elif self.kind == "chebyshev":
+                self._chebyshev(b, x, False)
             else:
                 self._jacobi(b, x)
 
@@ -113,15 +146,6 @@ def vcycle(levels, smoothers, coarse, b):
         smoothers[k].post(bs[k], x)
         xc = x
     return xc
-
-
-def dot(comm, u, v):
-    """Collective. The global dot product of two distributed vectors (this rank's parts)."""
-    from mpi4py import MPI
-
-    out = np.zeros(1)
-    comm.Allreduce(np.array([np.dot(u, v)]), out, op=MPI.SUM)
-    return float(out[0])
 
 
 def pcg(A, precondition, b, x, target, maxiter, history):
