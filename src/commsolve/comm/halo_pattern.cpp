@@ -23,8 +23,7 @@ HaloPattern recv_side_from_columns(int rank, const Distribution& cols, Visit vis
     if (g < 0 || g >= n)
       throw std::invalid_argument("halo pattern: column index " + std::to_string(g) +
                                   " outside [0, " + std::to_string(n) + ")");
-    int o = cols.owner(g);
-    if (o != rank) off.emplace_back(o, g);
+    if (!cols.owns(rank, g)) off.emplace_back(cols.owner(g), g);
   });
   std::sort(off.begin(), off.end());
   off.erase(std::unique(off.begin(), off.end()), off.end());

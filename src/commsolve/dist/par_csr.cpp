@@ -46,16 +46,18 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
   }
   diag_.ncols = pattern_.n_owned;
   offd_on_.ncols = offd_off_.ncols = nhalo;
+  diag_.indices.reserve(rows.indptr[rows.nrows]);  // most entries are the rank's own
+  diag_.data.reserve(rows.indptr[rows.nrows]);
   for (std::int64_t i = 0; i < rows.nrows; ++i) {
     for (std::int64_t k = rows.indptr[i]; k < rows.indptr[i + 1]; ++k) {
       std::int64_t g = rows.indices[k];
-      int owner = col_dist_.owner(g);
       LocalCsr* block;
       std::int32_t col;
-      if (owner == rank) {
+      if (col_dist_.owns(rank, g)) {
         block = &diag_;
-        col = static_cast<std::int32_t>(col_dist_.local_index(g));
+        col = static_cast<std::int32_t>(col_dist_.owned_index(rank, g));
       } else {
+        const int owner = col_dist_.owner(g);
         block = topo_.same_node(rank, owner) ? &offd_on_ : &offd_off_;
         col = halo_index(owner, g);
       }

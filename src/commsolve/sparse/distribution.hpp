@@ -25,6 +25,14 @@ class Distribution {
 
   int owner(std::int64_t g) const;
   std::int64_t local_index(std::int64_t g) const;
+  // Whether `rank` owns g (contiguous blocks: a range check, no search), and if so g's local
+  // index there.
+  bool owns(int rank, std::int64_t g) const {
+    return owner_.empty() ? g >= offsets_[rank] && g < offsets_[rank + 1] : owner_[g] == rank;
+  }
+  std::int64_t owned_index(int rank, std::int64_t g) const {
+    return owner_.empty() ? g - offsets_[rank] : local_[g];
+  }
   std::int64_t local_size(int rank) const;
   // Global indices owned by `rank`, in local order.
   std::vector<std::int64_t> owned(int rank) const;
