@@ -1,7 +1,9 @@
 #include "multigrid/interpolation.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "comm/record_executor.hpp"
@@ -25,26 +27,44 @@ struct RowRef {
   std::int64_t n;
 };
 
-// Positions of Ĉ_i's coarse indices in the row's weight accumulator (linear search: the
-// interpolatory sets hold tens of points).
-struct SmallSet {
-  std::vector<std::int64_t> keys;
-  std::vector<double> w;
+// Ĉ_i: its coarse indices with their weights, and each index's position. The coarse indices a
+// rank meets mostly fall in a window of the global range (its own and its neighbours'): a
+// direct map over it when it is at most a few times the entries seen, else a hash map.
+class CoarseSet {
+ public:
+  CoarseSet(std::int64_t lo, std::int64_t hi, std::int64_t entries)
+      : lo_(lo), direct_(hi >= lo && hi - lo < 8 * entries + 4096) {
+    if (direct_) at_.assign(hi - lo + 1, -1);
+  }
   std::int64_t find(std::int64_t k) const {
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] == k) return static_cast<std::int64_t>(i);
-    return -1;
+    if (direct_) return at_[k - lo_];
+    const auto it = hashed_.find(k);
+    return it == hashed_.end() ? -1 : it->second;
   }
   void insert(std::int64_t k) {
-    if (find(k) < 0) {
-      keys.push_back(k);
-      w.push_back(0.0);
-    }
+    if (find(k) >= 0) return;
+    const auto pos = static_cast<std::int32_t>(keys.size());
+    if (direct_) at_[k - lo_] = pos;
+    else hashed_.emplace(k, pos);
+    keys.push_back(k);
+    w.push_back(0.0);
   }
   void clear() {
+    if (direct_)
+      for (std::int64_t k : keys) at_[k - lo_] = -1;
+    else
+      hashed_.clear();
     keys.clear();
     w.clear();
   }
+  std::vector<std::int64_t> keys;
+  std::vector<double> w;
+
+ private:
+  std::int64_t lo_;
+  bool direct_;
+  std::vector<std::int32_t> at_;
+  std::unordered_map<std::int64_t, std::int32_t> hashed_;
 };
 
 }  // namespace
@@ -106,8 +126,21 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
 
   GlobalRows P;
   P.indptr.reserve(n + 1);
-  SmallSet hat;  // Ĉ_i and the weights
+  // The coarse indices this rank can meet: its column space's and the fetched rows'.
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+  const std::int64_t space = n_owned + static_cast<std::int64_t>(A.col_map().size());
+  auto widen = [&](std::int64_t c) {
+    if (c >= 0) {
+      lo = std::min(lo, c);
+      hi = std::max(hi, c);
+    }
+  };
+  for (std::int64_t c = 0; c < space; ++c) widen(v.coarse[c]);
+  for (std::int64_t k = 0; k < halo.ptr.back(); ++k) widen(he[k].coarse);
+  CoarseSet hat(lo, hi, space + halo.ptr.back());  // Ĉ_i and the weights
   std::vector<std::size_t> order;
+  constexpr std::int64_t kToDiag = -2;
+  std::vector<std::pair<std::int64_t, double>> targets;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t gi = v.global[i];
     if (v.coarse[i] >= 0) {  // a coarse point is its own coarse value
@@ -143,26 +176,23 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       } else {  // strong fine neighbour k
         const RowRef k = fine_rows[next_fine++];
         const double akk = diagonal(k, v.global[c]);
+        // Where each entry of row k goes (kToDiag: i itself, else a position in Ĉ_i); the
+        // entries that go nowhere are not kept. ā_kl keeps the couplings of opposite sign to a_kk.
+        targets.clear();
         double sum = 0.0;
         for (std::int64_t q = 0; q < k.n; ++q) {
           const CoarseEntry& e = k.e[q];
-          if (e.val * akk >= 0) continue;  // ā_kl keeps the couplings of opposite sign to a_kk
-          if (e.col == gi || (e.coarse >= 0 && hat.find(e.coarse) >= 0)) sum += e.val;
+          if (e.val * akk >= 0) continue;
+          const std::int64_t to = e.col == gi ? kToDiag : e.coarse >= 0 ? hat.find(e.coarse) : -1;
+          if (to == -1) continue;
+          targets.emplace_back(to, e.val);
+          sum += e.val;
         }
         if (sum == 0.0) {
           diag += a;
           continue;
         }
-        for (std::int64_t q = 0; q < k.n; ++q) {
-          const CoarseEntry& e = k.e[q];
-          if (e.val * akk >= 0) continue;
-          if (e.col == gi) {
-            diag += a * e.val / sum;
-          } else if (e.coarse >= 0) {
-            const std::int64_t j = hat.find(e.coarse);
-            if (j >= 0) hat.w[j] += a * e.val / sum;
-          }
-        }
+        for (const auto& [to, val] : targets) (to == kToDiag ? diag : hat.w[to]) += a * val / sum;
       }
     }
     // Ĉ_i in ascending coarse order, weights -w_j / ã_ii (a row with no interpolatory
