@@ -44,13 +44,6 @@ def test_amg_text_and_plot(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_smoother_choices_are_the_library_s():
-    from commsolve.cli import amg_cmd
-
-    choices = next(o.type.choices for o in amg_cmd.params if o.name == "smoother")
-    assert tuple(choices) == cs.amg.SMOOTHERS
-
-
 def test_amg_smoothed_aggregation():
     p = cli("amg", "--gen", "poisson3d:12", "-np", "2", "--method", "sa", "--smoother", "chebyshev", "--json")
     assert p.returncode == 0, p.stderr

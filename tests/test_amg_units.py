@@ -80,7 +80,7 @@ def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
     from mpi4py import MPI
 
     from commsolve import ParCSR
-    from commsolve.amg.cycle import CHEBYSHEV_DEGREE, Smoother
+    from commsolve.amg.cycle import CHEBYSHEV_DEGREE, CHEBYSHEV_FRACTION, Smoother
 
     G = sp.csr_matrix(gallery.from_spec("aniso2d:8,eps=0.1,theta=30"))
     A = ParCSR.from_global(G, MPI.COMM_SELF)
@@ -88,7 +88,7 @@ def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
     lo, hi = sm.interval
     d = G.diagonal()
     lam, V = np.linalg.eigh(G.toarray() / np.sqrt(d)[:, None] / np.sqrt(d)[None, :])
-    assert lam.max() <= hi and lo == pytest.approx(0.3 / 1.1 * hi)
+    assert lam.max() <= hi and lo == pytest.approx(CHEBYSHEV_FRACTION * hi)
     theta, delta = (hi + lo) / 2, (hi - lo) / 2
     factor = np.polynomial.chebyshev.chebval((theta - lam) / delta, [0] * CHEBYSHEV_DEGREE + [1])
     factor /= np.polynomial.chebyshev.chebval(theta / delta, [0] * CHEBYSHEV_DEGREE + [1])
@@ -100,3 +100,13 @@ def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
     # D^-1 A = D^-1/2 V diag(lam) V^T D^1/2, so the error map is D^-1/2 V diag(factor) V^T D^1/2.
     want = (V @ (factor * (V.T @ (np.sqrt(d) * e0)))) / np.sqrt(d)
     np.testing.assert_allclose(x - np.linalg.solve(G.toarray(), b), want, rtol=0, atol=1e-12 * np.abs(e0).max())
+
+
+def test_a_weight_for_a_smoother_that_takes_none_is_refused_before_the_setup():
+    from mpi4py import MPI
+
+    from commsolve import amg
+
+    A = sp.csr_matrix(gallery.from_spec("poisson2d:10"))
+    with pytest.raises(ValueError, match="omega weights the Jacobi smoothers; the chebyshev smoother takes none"):
+        amg.solver(A, MPI.COMM_SELF, smoother="chebyshev", omega=0.8)

@@ -26,6 +26,7 @@ def test_products_match_scipy(mpi_cache, k, ppn, case):
         assert r[f"{name}_nnz"][0] == r[f"{name}_nnz"][1], name
         assert r[f"{name}_stats_ok"], name
     assert r["AT_exact"] and r["PT_exact"]  # transposes, bit for bit
+    assert r["AT_stats_ok"] and r["PT_stats_ok"]
     assert r["RAP_err"] <= 1e-13
     assert r["RAP_rows_ok"] and r["RAP_stats_ok"]
     if not case.startswith("random"):  # symmetric A: so is P^T A P, to rounding

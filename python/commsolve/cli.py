@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from .amg.cycle import SMOOTHERS
 from .launch import mpi_env, mpiexec_command, under_mpiexec
 
 PARTITIONS = ("contiguous", "strided", "metis")
@@ -334,7 +335,7 @@ def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, hea
               default="auto", show_default=True, help="Exchange strategy of every level (auto: chosen per level).")
 @click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
               "inter-node messages).")
-@click.option("--smoother", type=click.Choice(["hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev"]),
+@click.option("--smoother", type=click.Choice(list(SMOOTHERS)),
               default="hybrid-gs",
               show_default=True)
 @click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")

@@ -121,11 +121,14 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}
 
 
-def transpose_rows(A, strategy="standard"):
+def transpose_rows(A, strategy="standard", return_info=False):
     """Collective. This rank's rows of A^T (distributed as A's columns) as scipy CSR over
-    global columns: each rank's rows of A travel, transposed, to the owners of their columns
-    along A's halo plan in reverse."""
+    global columns, stored zeros kept (as scipy's ``.T``): the owned columns' entries are
+    transposed in place, the halo columns' travel to their owners along A's halo plan in
+    reverse. With ``return_info``, also the exchange's plan and recorded statistics (the
+    ``"exchanges"`` of :func:`spgemm`)."""
     _check_strategy(A.comm, strategy, "communication")
-    indptr, indices, data, _, _ = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
-    return sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
+    indptr, indices, data, plan, stats = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
+    T = sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
+    return (T, {"exchanges": [_exchange("A^T", plan, stats, A)]}) if return_info else T
 

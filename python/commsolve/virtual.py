@@ -9,7 +9,8 @@ import scipy.sparse as sp
 from . import _core
 from .stats import CommStats
 
-__all__ = ["halo_patterns", "plans", "plan_stats", "record_stats", "spgemm_record_stats", "galerkin_record_stats"]
+__all__ = ["halo_patterns", "plans", "plan_stats", "record_stats", "spgemm_record_stats", "galerkin_record_stats",
+           "transpose_record_stats"]
 
 
 def halo_patterns(A, row_dist, col_dist=None, progress=None):
@@ -89,3 +90,14 @@ def galerkin_record_stats(A, P, row_dist, coarse_dist, topology, strategy, rap_s
         lengths.append(partial.getnnz(axis=1)[patterns[r].halo_globals])
     plan_list = _core.build_plans_virtual(patterns, topology, coarse_dist, rap_strategy or strategy)
     return ap, record_stats(plan_list, topology, lengths, reverse=True)
+
+
+def transpose_record_stats(A, row_dist, col_dist, topology, strategy):
+    """Planned CommStats, per rank, of forming A^T's rows (:func:`commsolve.products.transpose_rows`):
+    each rank's entries in each halo column travel as one record to the column's owner,
+    along the plan for A's halo in reverse."""
+    A = sp.csr_matrix(A)
+    patterns = halo_patterns(A, row_dist, col_dist)
+    lengths = [A[row_dist.owned(r)].getnnz(axis=0)[patterns[r].halo_globals] for r in range(topology.size)]
+    plan_list = _core.build_plans_virtual(patterns, topology, col_dist, strategy)
+    return record_stats(plan_list, topology, lengths, reverse=True)

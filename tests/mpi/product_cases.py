@@ -76,12 +76,15 @@ def run_case(gen, part, strategy):
             out[f"{name}_nnz"] = [int(Cg.nnz), int(R.nnz)]
 
     # This rank's rows of A^T and P^T (owned columns' rows), exactly scipy's transposes'.
+    # The entries that travel: what the virtual world plans for the halo columns, recorded.
     for name, M, Mg in (("AT", A, G), ("PT", P, Pg)):
-        T = cs.products.transpose_rows(M, strategy)
+        T, info = cs.products.transpose_rows(M, strategy, return_info=True)
         R = sp.csr_matrix(Mg.T)[M.col_dist.owned(comm.rank)]
         R.sort_indices()
         same = T.shape == R.shape and np.array_equal(T.indptr, R.indptr) and np.array_equal(T.indices, R.indices)
         out[f"{name}_exact"] = ok_everywhere(same and np.array_equal(T.data, R.data))
+        planned = cs.virtual.transpose_record_stats(Mg, M.row_dist, M.col_dist, topo, strategy)
+        out[f"{name}_stats_ok"] = ok_everywhere(info["exchanges"][0]["recorded"] == planned[comm.rank])
 
     # Galerkin: P^T A P.
     Ac, info = cs.galerkin(A, P, strategy=strategy, return_info=True)

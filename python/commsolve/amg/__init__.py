@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .._collective import CollectiveError, mpi
-from .cycle import SMOOTHERS, CoarseSolver, Smoother, dot, pcg, vcycle
+from .cycle import SMOOTHERS, CoarseSolver, Smoother, check_smoother, dot, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
@@ -52,13 +52,12 @@ class MultilevelSolver:
     """A set-up hierarchy (:attr:`levels`) and its V-cycle; :meth:`solve` runs it."""
 
     def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, **options):
-        if smoother not in SMOOTHERS:
-            raise ValueError(f"unknown smoother '{smoother}' (known: {', '.join(SMOOTHERS)})")
+        check_smoother(smoother, sweeps, omega)
         self.comm = A.comm
         t0 = time.perf_counter()
         self.levels = build_hierarchy(A, method=method, strategy=strategy, profile=profile, progress=progress,
                                       **options)
-        self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega, lvl.ids) for lvl in self.levels[:-1]]
+        self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega, lvl.ids, lvl.rho) for lvl in self.levels[:-1]]
         self.coarse = CoarseSolver(self.levels[-1].A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother

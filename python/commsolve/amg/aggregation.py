@@ -1,8 +1,9 @@
 """Smoothed aggregation, distributed (Vanek, Mandel, Brezina 1996; the parallel MIS-2
 aggregation of Bell, Dalton, Olson 2012 / Tuminaro's ML): symmetric strength of
-connection, aggregates grown around the points of a distance-2 maximal independent set,
-the tentative prolongator of the constant vector, and one damped-Jacobi smoothing step
-P = (I - omega D^-1 A) P0 through the distributed SpGEMM.
+connection, aggregates grown around the points of a distance-2 maximal independent set and
+of the points it leaves (MueLu's phase 2a), the tentative prolongator fitted to the level's
+near-null-space candidate (the constant on the finest level), and one damped-Jacobi
+smoothing step P = (I - omega / rho D^-1 A) P0 through the distributed SpGEMM.
 
 As in the classical module, every decision depends only on global indices and values (the
 MIS-2 weights and the spectral-radius start vector are hashed from global indices), so the
@@ -16,7 +17,6 @@ import scipy.sparse as sp
 
 from .. import products
 from .classical import _rows, _symmetrized, _to_parcsr, coarse_numbering, hash_uniform
-from .spectrum import spectral_radius_dinv_a
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
 
@@ -37,13 +37,14 @@ def symmetric_strength(A, L, theta):
 
 def _max_over(G, grow, gcol, own, through=None):
     """max(own_i, own_j for j neighbour of i in G), the halo's values exchanged; with
-    ``through`` (a boolean per owned point), only over the neighbours j where it holds."""
+    ``through`` (a boolean per column-space entry, owned then halo), only over the
+    neighbours j where it holds."""
     full = np.concatenate([own, G.exchange(own)])
     out = own.copy()
     if through is None:
         np.maximum.at(out, grow, full[gcol])
     else:
-        pick = np.concatenate([through, G.exchange(through.astype(float)) > 0])[gcol]
+        pick = through[gcol]
         np.maximum.at(out, grow[pick], full[gcol[pick]])
     return out
 
@@ -69,7 +70,9 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     distance 2 becomes a root; every point within distance 2 of a root leaves the race).
     A point next to roots joins the heaviest of them. Among the points left, those with at
     least ``MIN_LEFT_NEIGHBOURS`` neighbours left become roots of their own aggregates, in
-    rounds as before but within the left-over points (so the new aggregates are disjoint).
+    rounds: a candidate heavier than every candidate within distance 2 through left-over
+    points becomes a root and takes its left-over neighbours (so the new aggregates are
+    disjoint); the rest stay candidates while they keep enough left-over neighbours.
     A point still left joins the aggregate of its heaviest neighbour that has joined one.
     Points without strong neighbours join none (their rows of P0 are zero, as pyamg's).
     Weights are hashed from the points' identities ``ids`` (the fine-grid indices they
@@ -103,11 +106,10 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
         cand = left & (np.bincount(grow[left_full[gcol]], minlength=n) >= MIN_LEFT_NEIGHBOURS)
         if not anywhere(cand):
             break
-        m1 = np.where(left, _max_over(G, grow, gcol, np.where(cand, w, -1.0), through=left), -1.0)
-        new_root = cand & (w == _max_over(G, grow, gcol, m1, through=left))
+        m1 = np.where(left, _max_over(G, grow, gcol, np.where(cand, w, -1.0), through=left_full), -1.0)
+        new_root = cand & (w == _max_over(G, grow, gcol, m1, through=left_full))
         state[new_root] = ROOT
-        taken = _max_over(G, grow, gcol, new_root.astype(float), through=left) > 0
-        left &= ~taken
+        left &= ~(_max_over(G, grow, gcol, new_root.astype(float), through=left_full) > 0)
     cfull, coarse = coarse_numbering(A, np.where(state == ROOT, 1.0, -1.0))
     # Pass 1: the heaviest root among the neighbours (first roots before later ones);
     # pass 2: the heaviest assigned neighbour.
@@ -148,13 +150,13 @@ def tentative_prolongator(A, agg, coarse, candidate):
     return P0, norms
 
 
-def smoothed_prolongator(A, L, P0, coarse, ids, omega=4.0 / 3.0, strategy="standard"):
-    """Collective. P = (I - omega / rho(D^-1 A) D^-1 A) P0 (scipy CSR rows, global coarse
-    columns), with A P0 by the distributed SpGEMM."""
+def smoothed_prolongator(A, L, P0, coarse, rho, omega=4.0 / 3.0, strategy="standard"):
+    """Collective. P = (I - omega / rho D^-1 A) P0 (scipy CSR rows, global coarse columns),
+    ``rho`` the spectral radius of D^-1 A (:func:`spectral_radius_dinv_a`), with A P0 by the
+    distributed SpGEMM."""
     from ..parcsr import ParCSR
 
     P0p = ParCSR.from_local_rows(P0, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology)
     d = L.diagonal()[: A.local_rows]
-    rho = spectral_radius_dinv_a(A, d, ids)
     AP0 = products.spgemm(A, P0p, strategy=strategy).local_matrix()
     return sp.csr_matrix(P0 - sp.diags((omega / rho) / d) @ AP0)

@@ -9,7 +9,7 @@ interpolation, so the V-cycle stays symmetric for CG [relax_type 3/4]), ``l1-hyb
 are split — a partition that cuts most couplings, strided say, leaves hybrid Gauss-Seidel
 an undamped Jacobi — at the price of weaker smoothing where many couplings are cut; Baker,
 Falgout, Kolev, Yang 2011), ``chebyshev`` (a Chebyshev polynomial in D^-1 A of degree
-CHEBYSHEV_DEGREE per sweep over [0.3, 1.1] x its largest eigenvalue, estimated by
+CHEBYSHEV_DEGREE per sweep over [0.33, 1.1] x its largest eigenvalue, estimated by
 Lanczos [relax_type 16]; PETSc GAMG's default smoother kind). Only the Jacobi and
 Chebyshev smoothers are independent of the partition; hybrid Gauss-Seidel on P ranks is a different
 smoother from Gauss-Seidel on one, so iteration counts may differ with P.
@@ -26,21 +26,34 @@ from .spectrum import global_dot as dot, spectral_radius_dinv_a
 __all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "dot"]
 
 SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev")
-# Chebyshev smoothing: the polynomial of this degree per sweep, damping the part of
-# D^-1 A's spectrum in [lower, upper] x the estimated largest eigenvalue (hypre's
-# defaults: order 2, fraction 0.3; the 1.1 guards the Lanczos estimate, which lies below).
-CHEBYSHEV_DEGREE, CHEBYSHEV_INTERVAL = 2, (0.3, 1.1)
+# Chebyshev smoothing (hypre's hypre_ParCSRRelax_Cheby with its defaults, the smallest
+# eigenvalue taken as 0): the polynomial of this degree per sweep, damping D^-1 A's spectrum
+# in [fraction x upper, upper], upper = 1.1 x the estimated largest eigenvalue (the factor
+# guards the Lanczos estimate, which lies below it). PETSc's default interval is
+# [0.1, 1.1] x the estimate.
+CHEBYSHEV_DEGREE, CHEBYSHEV_FRACTION, CHEBYSHEV_UPPER = 2, 0.3, 1.1
+
+
+def check_smoother(kind, sweeps, omega):
+    """A ValueError for an unknown smoother, fewer than one sweep, or a weight for a smoother
+    that takes none."""
+    if kind not in SMOOTHERS:
+        raise ValueError(f"unknown smoother '{kind}' (known: {', '.join(SMOOTHERS)})")
+    if omega is not None and not kind.endswith("jacobi"):
+        raise ValueError(f"omega weights the Jacobi smoothers; the {kind} smoother takes none")
+    if sweeps < 1:
+        raise ValueError(f"smoothing sweeps must be at least 1, got {sweeps}")
 
 
 class Smoother:
     """What one level's smoother needs (its local block in int32 CSR over [owned | halo],
     the divisors) and the sweeps themselves."""
 
-    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None):
-        if kind not in SMOOTHERS:
-            raise ValueError(f"unknown smoother '{kind}' (known: {', '.join(SMOOTHERS)})")
-        if sweeps < 1:
-            raise ValueError(f"smoothing sweeps must be at least 1, got {sweeps}")
+    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None):
+        """Collective for ``chebyshev`` without ``rho`` (the spectral radius of D^-1 A, which
+        smoothed aggregation has estimated already; else Lanczos from a start vector hashed
+        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight."""
+        check_smoother(kind, sweeps, omega)
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
         L = A.local_block()
@@ -54,9 +67,11 @@ class Smoother:
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
         self.diag = np.ascontiguousarray(diag, dtype=np.float64)
-        if kind == "chebyshev":  # ids: the points' identities (the Lanczos start vector's seed)
-            lam = spectral_radius_dinv_a(A, self.diag, A.owned_rows() if ids is None else ids)
-            self.interval = (CHEBYSHEV_INTERVAL[0] * lam, CHEBYSHEV_INTERVAL[1] * lam)
+        if kind == "chebyshev":
+            if rho is None:
+                rho = spectral_radius_dinv_a(A, self.diag, A.owned_rows() if ids is None else ids)
+            upper = CHEBYSHEV_UPPER * rho
+            self.interval = (CHEBYSHEV_FRACTION * upper, upper)
 
     def _chebyshev(self, b, x, zero):
         """x += p(D^-1 A) D^-1 (b - A x), the error multiplied by T_k((theta - t) / delta) /

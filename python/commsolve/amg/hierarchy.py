@@ -15,6 +15,7 @@ from .. import products
 from .._collective import agree
 from ..stats import summarize
 from . import aggregation, classical
+from .spectrum import spectral_radius_dinv_a
 
 __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAULTS"]
 
@@ -42,6 +43,8 @@ class Level:
     ids: np.ndarray = None         # each of this rank's points' fine-grid index (its random weights' seed)
     c_points: np.ndarray = None    # this level's global indices of the rank's coarse points (classical)
     #                                or aggregate roots (sa), in coarse order
+    candidate: np.ndarray = None   # sa: the near-null-space vector P0 fits (this rank's entries)
+    rho: float = None              # sa: the estimated spectral radius of D^-1 A (also Chebyshev's)
     setup_s: float = 0.0
 
     @property
@@ -137,7 +140,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         strat = per_level[min(k, len(per_level) - 1)]
         if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
             current = _rebuild(current, strat, profile)
-        level = Level(current, strategy=current.plan.strategy, ids=ids)
+        level = Level(current, strategy=current.plan.strategy, ids=ids,
+                      candidate=candidate if method == "sa" else None)
         levels.append(level)
         if current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]:
             _check_level(current, k)
@@ -158,8 +162,9 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             level.setup_s = time.perf_counter() - t0
             break
         if method == "sa":
+            level.rho = spectral_radius_dinv_a(current, L.diagonal()[: current.local_rows], ids)
             P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
-            Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, ids, o["prolongator_omega"],
+            Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, level.rho, o["prolongator_omega"],
                                                     strategy=strat)
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)

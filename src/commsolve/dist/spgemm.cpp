@@ -230,14 +230,6 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   const std::vector<std::int64_t> cols = compact({span_of(owned), span_of(halo)}, rows);
   Accumulator acc(cols.size());
   const LocalCsr& d = A.diag();
-  // Room for every product term (pages never written are never touched): no regrowth.
-  std::int64_t terms = 0;
-  for (std::int32_t c : d.indices) terms += rows[0].ptr[c + 1] - rows[0].ptr[c];
-  for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
-    for (std::int32_t c : o->indices) terms += rows[1].ptr[c + 1] - rows[1].ptr[c];
-  res.rows.indptr.reserve(A.local_rows() + 1);
-  res.rows.indices.reserve(terms);
-  res.rows.data.reserve(terms);
   for (std::int64_t i = 0; i < A.local_rows(); ++i) {
     for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) acc.add(d.data[k], rows[0], d.indices[k]);
     for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
@@ -279,11 +271,6 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
 
   cols = compact({span_of(M), span_of(arrived)}, m);
   Accumulator acc(cols.size());
-  std::int64_t terms = arrived.ptr.back();  // room for every term, as in spgemm
-  for (std::int64_t k = 0; k < tptr[n_owned]; ++k) terms += M.indptr[trow[k] + 1] - M.indptr[trow[k]];
-  res.rows.indptr.reserve(n_owned + 1);
-  res.rows.indices.reserve(terms);
-  res.rows.data.reserve(terms);
   for (std::int64_t j = 0; j < n_owned; ++j) {
     for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
     acc.add(1.0, m[1], j);
