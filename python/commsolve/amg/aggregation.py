@@ -15,13 +15,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import products
+from .. import _core, products
 from .classical import _rows, _symmetrized, _to_parcsr, coarse_numbering, hash_uniform
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
-
-ROOT, OUT, UNDECIDED = 1.0, -1.0, 0.0
-
 
 def symmetric_strength(A, L, theta):
     """Boolean mask over the entries of the local block: a_ij (i != j) is strong when
@@ -33,20 +30,6 @@ def symmetric_strength(A, L, theta):
     rows = _rows(L)
     off = L.indices != rows
     return off & (np.abs(L.data) >= theta * np.sqrt(d[rows] * dfull[L.indices])) & (L.data != 0)
-
-
-def _max_over(G, grow, gcol, own, through=None):
-    """max(own_i, own_j for j neighbour of i in G), the halo's values exchanged; with
-    ``through`` (a boolean per column-space entry, owned then halo), only over the
-    neighbours j where it holds."""
-    full = np.concatenate([own, G.exchange(own)])
-    out = own.copy()
-    if through is None:
-        np.maximum.at(out, grow, full[gcol])
-    else:
-        pick = through[gcol]
-        np.maximum.at(out, grow[pick], full[gcol[pick]])
-    return out
 
 
 # A point left out of the first aggregates starts one of its own when at least this many of
@@ -77,8 +60,6 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     Points without strong neighbours join none (their rows of P0 are zero, as pyamg's).
     Weights are hashed from the points' identities ``ids`` (the fine-grid indices they
     descend from)."""
-    from mpi4py import MPI
-
     S = _to_parcsr(A, L, strong, strategy)
     ST = products.transpose_rows(S, strategy)
     G = _symmetrized(S, ST, strategy)
@@ -86,34 +67,13 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     grow, gcol = _rows(Gl), Gl.indices
     n = L.shape[0]
     w = hash_uniform(ids, seed)
-
-    def anywhere(mask):
-        return A.comm.allreduce(int(np.count_nonzero(mask)), op=MPI.SUM) > 0
-
     isolated = np.diff(Gl.indptr) == 0
-    state = np.where(isolated, OUT, UNDECIDED)
-    while anywhere(state == UNDECIDED):
-        live = np.where(state == UNDECIDED, w, -1.0)
-        m2 = _max_over(G, grow, gcol, _max_over(G, grow, gcol, live))
-        new_root = (state == UNDECIDED) & (w == m2)
-        state[new_root] = ROOT
-        near = _max_over(G, grow, gcol, _max_over(G, grow, gcol, new_root.astype(float)))
-        state[(state == UNDECIDED) & (near > 0)] = OUT
-    first = state == ROOT
-    left = ~isolated & ~first & (_max_over(G, grow, gcol, first.astype(float)) == 0)
-    while True:  # roots among the left-over points, distance 2 apart through left-over points
-        left_full = np.concatenate([left, G.exchange(left.astype(float)) > 0])
-        cand = left & (np.bincount(grow[left_full[gcol]], minlength=n) >= MIN_LEFT_NEIGHBOURS)
-        if not anywhere(cand):
-            break
-        m1 = np.where(left, _max_over(G, grow, gcol, np.where(cand, w, -1.0), through=left_full), -1.0)
-        new_root = cand & (w == _max_over(G, grow, gcol, m1, through=left_full))
-        state[new_root] = ROOT
-        left &= ~(_max_over(G, grow, gcol, new_root.astype(float), through=left_full) > 0)
-    cfull, coarse = coarse_numbering(A, np.where(state == ROOT, 1.0, -1.0))
+    kind = _core.aggregate_roots(G._core, w, MIN_LEFT_NEIGHBOURS, A.comm.py2f())  # the rounds, in C++
+    first, roots = kind == _core.FIRST_ROOT, kind != _core.NOT_ROOT
+    cfull, coarse = coarse_numbering(A, np.where(roots, 1.0, -1.0))
     # Pass 1: the heaviest root among the neighbours (first roots before later ones);
     # pass 2: the heaviest assigned neighbour.
-    agg = np.where(state == ROOT, cfull[:n], -1).astype(np.int64)
+    agg = np.where(roots, cfull[:n], -1).astype(np.int64)
     wfull = np.concatenate([w + first, G.exchange(w + first)])
     for _ in range(2):
         afull = np.concatenate([agg, G.exchange(agg.astype(float)).astype(np.int64)])
@@ -125,7 +85,7 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     if np.any((agg < 0) & ~isolated):
         raise RuntimeError("aggregation left connected points without an aggregate (distance-2 maximality "
                            "violated)")
-    return agg, coarse, state == ROOT
+    return agg, coarse, roots
 
 
 def tentative_prolongator(A, agg, coarse, candidate):

@@ -16,7 +16,7 @@
 #include "dist/par_csr.hpp"
 #include "dist/spgemm.hpp"
 #include "multigrid/interpolation.hpp"
-#include "multigrid/pmis.hpp"
+#include "multigrid/independent_sets.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 
@@ -226,6 +226,22 @@ void bind_dist(nb::module_& m) {
   }, "G"_a, "S"_a, "weight"_a, "state"_a, "comm"_a,
      "Collective: PMIS's rounds from the initial states (0 undecided, -1 fine) -> every point's state (1 coarse, "
      "-1 fine); G: S + S^T's pattern, S: the strength matrix.");
+
+  m.attr("NOT_ROOT") = kNotRoot;
+  m.attr("FIRST_ROOT") = kFirstRoot;
+  m.attr("LATER_ROOT") = kLaterRoot;
+  m.def("aggregate_roots", [](ParCsr& G, In<double> weight, int min_left_neighbours, std::int64_t comm) {
+    require_len(weight, G.local_rows(), "weight");
+    MPI_Comm c = comm_from_handle(comm);
+    std::vector<std::int8_t> out;
+    {
+      nb::gil_scoped_release nogil;
+      out = aggregate_roots(G, to_vector(weight), min_left_neighbours, c);
+    }
+    return to_numpy(std::move(out));
+  }, "G"_a, "weight"_a, "min_left_neighbours"_a, "comm"_a,
+     "Collective: smoothed aggregation's roots over the symmetric strength graph G (per point NOT_ROOT, "
+     "FIRST_ROOT: the distance-2 independent set, LATER_ROOT: roots among the points it leaves).");
 
   // ---- variable-length records ----------------------------------------------------
   nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")

@@ -1,0 +1,159 @@
+#include "multigrid/independent_sets.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+// Calls f(k) for every entry of row i, k its column-space index ([owned | halo]).
+template <class F>
+void for_each_column(const ParCsr& A, std::int64_t i, F&& f) {
+  const LocalCsr& d = A.diag();
+  for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) f(static_cast<std::int64_t>(d.indices[k]));
+  const std::int64_t n_owned = A.local_cols();
+  for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
+    for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) f(n_owned + o->indices[k]);
+}
+
+// `full` = [owned values | their halo along A's plan].
+void exchange_into(ParCsr& A, const std::vector<double>& owned, std::vector<double>& full) {
+  const std::size_t n = owned.size(), nh = A.col_map().size();
+  full.resize(n + nh);
+  std::copy(owned.begin(), owned.end(), full.begin());
+  A.executor().begin(owned.data());
+  const double* h = A.executor().end();
+  std::copy(h, h + nh, full.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+// max(own_i, full_k over row i's entries k [where through[k]]), `full` = [own | halo].
+std::vector<double> max_over_row(const ParCsr& G, const std::vector<double>& own, const std::vector<double>& full,
+                                 const std::vector<double>* through) {
+  std::vector<double> out(own);
+  for (std::int64_t i = 0; i < G.local_rows(); ++i)
+    for_each_column(G, i, [&](std::int64_t k) {
+      if ((through == nullptr || (*through)[k] > 0) && full[k] > out[i]) out[i] = full[k];
+    });
+  return out;
+}
+
+bool anywhere(bool local, MPI_Comm comm) {
+  int mine = local ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
+  return any != 0;
+}
+
+}  // namespace
+
+std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& weight,
+                               std::vector<double> state, MPI_Comm comm) {
+  const std::int64_t n = G.local_rows();
+  require(S.local_rows() == n && G.local_cols() == n && S.local_cols() == n &&
+              static_cast<std::int64_t>(weight.size()) == n && static_cast<std::int64_t>(state.size()) == n,
+          "pmis_split: G, S, the weights and the states must cover the same points");
+  std::vector<double> wfull, gfull, sfull;
+  exchange_into(G, weight, wfull);
+  std::vector<std::int64_t> winners;
+  while (true) {
+    long long undecided = std::count(state.begin(), state.end(), kUndecided), total = 0;
+    MPI_Allreduce(&undecided, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+    if (total == 0) break;
+    exchange_into(G, state, gfull);
+    winners.clear();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (state[i] != kUndecided) continue;
+      bool wins = true;
+      for_each_column(G, i, [&](std::int64_t k) { wins = wins && !(gfull[k] == kUndecided && wfull[k] > weight[i]); });
+      if (wins) winners.push_back(i);
+    }
+    for (std::int64_t i : winners) state[i] = kCoarse;
+    exchange_into(S, state, sfull);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (state[i] != kUndecided) continue;
+      bool to_fine = false;
+      for_each_column(S, i, [&](std::int64_t k) { to_fine = to_fine || sfull[k] == kCoarse; });
+      if (to_fine) state[i] = kFine;
+    }
+  }
+  return state;
+}
+
+std::vector<std::int8_t> aggregate_roots(ParCsr& G, const std::vector<double>& weight, int min_left_neighbours,
+                                         MPI_Comm comm) {
+  const std::int64_t n = G.local_rows();
+  require(G.local_cols() == n && static_cast<std::int64_t>(weight.size()) == n,
+          "aggregate_roots: G and the weights must cover the same points");
+  auto degree = [&](std::int64_t i) {
+    std::int64_t d = G.diag().indptr[i + 1] - G.diag().indptr[i];
+    for (const LocalCsr* o : {&G.offd_on_node(), &G.offd_off_node()}) d += o->indptr[i + 1] - o->indptr[i];
+    return d;
+  };
+  std::vector<std::int8_t> root(n, kNotRoot);
+  std::vector<double> full, m, near;
+  // Distance-2 maximal independent set: 1 undecided, 0 out (isolated points start out).
+  std::vector<char> undecided(n);
+  for (std::int64_t i = 0; i < n; ++i) undecided[i] = degree(i) > 0;
+  auto hop2 = [&](std::vector<double> own) {  // max over the closed distance-2 neighbourhood
+    exchange_into(G, own, full);
+    own = max_over_row(G, own, full, nullptr);
+    exchange_into(G, own, full);
+    return max_over_row(G, own, full, nullptr);
+  };
+  while (anywhere(std::find(undecided.begin(), undecided.end(), 1) != undecided.end(), comm)) {
+    std::vector<double> live(n, -1.0);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (undecided[i]) live[i] = weight[i];
+    m = hop2(live);
+    std::vector<double> fresh(n, 0.0);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (undecided[i] && weight[i] == m[i]) {
+        root[i] = kFirstRoot;
+        fresh[i] = 1.0;
+      }
+    near = hop2(fresh);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (near[i] > 0) undecided[i] = 0;
+  }
+  // Left-over points: with neighbours, none of them (nor themselves) a first root.
+  std::vector<double> first(n, 0.0), left(n, 0.0), left_full;
+  for (std::int64_t i = 0; i < n; ++i) first[i] = root[i] == kFirstRoot ? 1.0 : 0.0;
+  exchange_into(G, first, full);
+  near = max_over_row(G, first, full, nullptr);
+  for (std::int64_t i = 0; i < n; ++i) left[i] = degree(i) > 0 && near[i] == 0 ? 1.0 : 0.0;
+  while (true) {
+    exchange_into(G, left, left_full);
+    std::vector<double> cand(n, -1.0);
+    bool any = false;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (left[i] == 0) continue;
+      int count = 0;
+      for_each_column(G, i, [&](std::int64_t k) { count += left_full[k] > 0; });
+      if (count >= min_left_neighbours) {
+        cand[i] = weight[i];
+        any = true;
+      }
+    }
+    if (!anywhere(any, comm)) break;
+    exchange_into(G, cand, full);
+    m = max_over_row(G, cand, full, &left_full);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (left[i] == 0) m[i] = -1.0;
+    exchange_into(G, m, full);
+    m = max_over_row(G, m, full, &left_full);
+    std::vector<double> fresh(n, 0.0);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (cand[i] >= 0 && weight[i] == m[i]) {
+        root[i] = kLaterRoot;
+        fresh[i] = 1.0;
+      }
+    exchange_into(G, fresh, full);
+    near = max_over_row(G, fresh, full, &left_full);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (near[i] > 0) left[i] = 0.0;
+  }
+  return root;
+}
+
+}  // namespace commsolve
