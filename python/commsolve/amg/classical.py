@@ -58,9 +58,10 @@ def _to_parcsr(A, L, mask, like):
     """The sub-pattern ``mask`` of L as a ParCSR of ones over A's distributions."""
     from ..parcsr import ParCSR
 
-    gcols = A.global_columns()
-    rows = _rows(L)[mask]
-    local = sp.csr_matrix((np.ones(rows.size), (rows, gcols[L.indices[mask]])), shape=(L.shape[0], A.shape[1]))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(_rows(L)[mask], minlength=L.shape[0]))])
+    cols = A.global_columns()[L.indices[mask]]
+    local = sp.csr_matrix((np.ones(cols.size), cols, indptr), shape=(L.shape[0], A.shape[1]))
+    local.sort_indices()
     return ParCSR.from_local_rows(local, A.comm, row_dist=A.row_dist, col_dist=A.col_dist, topology=A.topology,
                                   strategy=like)
 
