@@ -55,9 +55,13 @@ class MultilevelSolver:
         check_smoother(smoother, sweeps, omega)
         self.comm = A.comm
         t0 = time.perf_counter()
+        self.smoothers = []  # built as each level completes, from the block the setup has at hand
+
+        def add_smoother(lvl, local):
+            self.smoothers.append(Smoother(lvl.A, smoother, sweeps, omega, lvl.ids, lvl.rho, local))
+
         self.levels = build_hierarchy(A, method=method, strategy=strategy, profile=profile, progress=progress,
-                                      **options)
-        self.smoothers = [Smoother(lvl.A, smoother, sweeps, omega, lvl.ids, lvl.rho) for lvl in self.levels[:-1]]
+                                      on_level=add_smoother, **options)
         self.coarse = CoarseSolver(self.levels[-1].A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother

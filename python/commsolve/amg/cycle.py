@@ -49,14 +49,15 @@ class Smoother:
     """What one level's smoother needs (its local block in int32 CSR over [owned | halo],
     the divisors) and the sweeps themselves."""
 
-    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None):
+    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None, local=None):
         """Collective for ``chebyshev`` without ``rho`` (the spectral radius of D^-1 A, which
         smoothed aggregation has estimated already; else Lanczos from a start vector hashed
-        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight."""
+        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight.
+        ``local``: A's local block if the caller has it (:meth:`ParCSR.local_block`)."""
         check_smoother(kind, sweeps, omega)
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
-        L = A.local_block()
+        L = A.local_block() if local is None else local
         n = L.shape[0]
         self.full = np.zeros(L.shape[1])  # [owned | halo] values of x during a sweep
         self.indptr = L.indptr.astype(np.int32)

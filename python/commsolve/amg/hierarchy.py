@@ -86,11 +86,14 @@ def _rebuild(A, strategy, profile):
                                   topology=A.topology, strategy=strategy, profile=profile)
 
 
-def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, **options):
+def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
+                    **options):
     """Collective. The levels of an AMG hierarchy (``method`` "classical" or "sa") for the
     ParCSR ``A``.
 
     ``strategy``: one name for every level, or a list (one per level, the last repeated).
+    ``on_level(level, L)`` is called once a level other than the coarsest is complete, with
+    its operator's local block (collective if it is).
     Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has at
     most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength threshold:
     classical 0.25, sa 0.0 by default); classical
@@ -184,6 +187,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
         level.exchanges = info["exchanges"]
         level.setup_s = time.perf_counter() - t0
+        if on_level:
+            on_level(level, L)
         if progress:
             progress(k + 1, nc)
         current = Ac
