@@ -254,14 +254,25 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   const std::vector<double>& tval = t.val;
 
   // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
-  // sent to their owners; then this rank's own rows, summed with what arrived for them.
+  // sent to their owners; then this rank's own rows, summed with what arrived for them. The
+  // first read only the rows of M that P's halo columns touch (the boundary), copied apart.
+  std::vector<std::int64_t> sub_row(M.nrows, -1);
+  GlobalRows boundary;
+  for (std::int64_t k = tptr[n_owned]; k < tptr[n_space]; ++k) {
+    const std::int64_t i = trow[k];
+    if (sub_row[i] >= 0) continue;
+    sub_row[i] = boundary.nrows++;
+    boundary.indices.insert(boundary.indices.end(), M.indices.begin() + M.indptr[i], M.indices.begin() + M.indptr[i + 1]);
+    boundary.data.insert(boundary.data.end(), M.data.begin() + M.indptr[i], M.data.begin() + M.indptr[i + 1]);
+    boundary.indptr.push_back(static_cast<std::int64_t>(boundary.indices.size()));
+  }
   std::vector<CompactRows> m;
-  std::vector<std::int64_t> cols = compact({span_of(M)}, m);
+  std::vector<std::int64_t> cols = compact({span_of(boundary)}, m);
   GlobalRows partial;
   {
     Accumulator acc(cols.size());
     for (std::int64_t j = n_owned; j < n_space; ++j) {
-      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
+      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], sub_row[trow[k]]);
       acc.emit(cols, partial, true);
     }
   }
