@@ -313,15 +313,10 @@ class ParCSR:
         return np.concatenate([self.owned_cols(), np.asarray(self.col_map, dtype=np.int64)])
 
     def local_triples(self):
-        """Local. This rank's entries as (local row, global column, value) arrays."""
-        owned, halo = self.owned_cols(), np.asarray(self.col_map)
-        rows, cols, vals = [], [], []
-        for which, to_global in (("diag", owned), ("offd_on_node", halo), ("offd_off_node", halo)):
-            b = self.block(which).tocoo()
-            rows.append(b.row)
-            cols.append(to_global[b.col])
-            vals.append(b.data)
-        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        """Local. This rank's entries as (local row, global column, value) arrays, row by row,
+        columns ascending."""
+        M = self.local_matrix()
+        return np.repeat(np.arange(self.local_rows), np.diff(M.indptr)), M.indices, M.data
 
     def local_matrix(self):
         """Local. This rank's rows (in local order) as scipy CSR over global columns."""
