@@ -20,6 +20,7 @@ from .classical import _rows, _symmetrized, _to_parcsr, coarse_numbering, hash_u
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
 
+
 def symmetric_strength(A, L, theta):
     """Boolean mask over the entries of the local block: a_ij (i != j) is strong when
     |a_ij| >= theta sqrt(|a_ii a_jj|) (pyamg's 'symmetric' measure; theta = 0: every

@@ -101,15 +101,9 @@ GlobalRows ParCsr::merged_rows(const std::int64_t* owned_globals) const {
   std::vector<std::pair<std::int64_t, double>> row;
   for (std::int64_t i = 0; i < n; ++i) {
     row.clear();
-    for (std::int32_t k = diag_.indptr[i]; k < diag_.indptr[i + 1]; ++k) {
-      const std::int64_t c = diag_.indices[k];
-      row.emplace_back(owned_globals ? owned_globals[c] : c, diag_.data[k]);
-    }
-    for (const LocalCsr* o : {&offd_on_, &offd_off_})
-      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
-        const std::int64_t h = o->indices[k];
-        row.emplace_back(owned_globals ? halo[h] : n_owned + h, o->data[k]);
-      }
+    for_each_in_row(i, [&](std::int64_t k, double a) {
+      row.emplace_back(owned_globals == nullptr ? k : k < n_owned ? owned_globals[k] : halo[k - n_owned], a);
+    });
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [c, v] : row) {
       out.indices.push_back(c);

@@ -59,6 +59,15 @@ class ParCsr {
   const HaloPattern& pattern() const { return pattern_; }
   const CommPlan& plan() const { return executor_->plan(); }
   HaloExecutor& executor() { return *executor_; }
+  // Calls f(k, a) for every entry a of row i, k its column-space index (owned columns' local
+  // indices, then n_owned + the halo index into col_map): the diagonal block's entries first.
+  template <class F>
+  void for_each_in_row(std::int64_t i, F&& f) const {
+    for (std::int32_t p = diag_.indptr[i]; p < diag_.indptr[i + 1]; ++p)
+      f(static_cast<std::int64_t>(diag_.indices[p]), diag_.data[p]);
+    for (const LocalCsr* o : {&offd_on_, &offd_off_})
+      for (std::int32_t p = o->indptr[i]; p < o->indptr[i + 1]; ++p) f(pattern_.n_owned + o->indices[p], o->data[p]);
+  }
   // This rank's rows as one CSR, each row's entries by ascending column: over its column
   // space (owned columns' local indices, then n_owned + the halo index into col_map), or over
   // global columns (`owned_globals`: the global index of each owned column; null for the

@@ -183,21 +183,17 @@ LocalTranspose local_transpose(const ParCsr& A) {
   const std::int64_t n_owned = A.local_cols(), n_space = n_owned + static_cast<std::int64_t>(A.col_map().size());
   LocalTranspose t;
   t.ptr.assign(n_space + 1, 0);
-  const std::pair<const LocalCsr*, std::int64_t> blocks[] = {
-      {&A.diag(), 0}, {&A.offd_on_node(), n_owned}, {&A.offd_off_node(), n_owned}};
-  for (const auto& [b, shift] : blocks)
-    for (std::int32_t c : b->indices) ++t.ptr[shift + c + 1];
+  for (std::int64_t i = 0; i < A.local_rows(); ++i) A.for_each_in_row(i, [&](std::int64_t k, double) { ++t.ptr[k + 1]; });
   for (std::int64_t j = 0; j < n_space; ++j) t.ptr[j + 1] += t.ptr[j];
   t.row.resize(t.ptr.back());
   t.val.resize(t.ptr.back());
   std::vector<std::int64_t> fill(t.ptr.begin(), t.ptr.end() - 1);
   for (std::int64_t i = 0; i < A.local_rows(); ++i)
-    for (const auto& [b, shift] : blocks)
-      for (std::int32_t k = b->indptr[i]; k < b->indptr[i + 1]; ++k) {
-        const std::int64_t at = fill[shift + b->indices[k]]++;
-        t.row[at] = i;
-        t.val[at] = b->data[k];
-      }
+    A.for_each_in_row(i, [&](std::int64_t k, double a) {
+      const std::int64_t at = fill[k]++;
+      t.row[at] = i;
+      t.val[at] = a;
+    });
   return t;
 }
 

@@ -11,11 +11,7 @@ namespace {
 // Calls f(k) for every entry of row i, k its column-space index ([owned | halo]).
 template <class F>
 void for_each_column(const ParCsr& A, std::int64_t i, F&& f) {
-  const LocalCsr& d = A.diag();
-  for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) f(static_cast<std::int64_t>(d.indices[k]));
-  const std::int64_t n_owned = A.local_cols();
-  for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
-    for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) f(n_owned + o->indices[k]);
+  A.for_each_in_row(i, [&](std::int64_t k, double) { f(k); });
 }
 
 // `full` = [owned values | their halo along A's plan].
@@ -86,8 +82,8 @@ std::vector<std::int8_t> aggregate_roots(ParCsr& G, const std::vector<double>& w
   require(G.local_cols() == n && static_cast<std::int64_t>(weight.size()) == n,
           "aggregate_roots: G and the weights must cover the same points");
   auto degree = [&](std::int64_t i) {
-    std::int64_t d = G.diag().indptr[i + 1] - G.diag().indptr[i];
-    for (const LocalCsr* o : {&G.offd_on_node(), &G.offd_off_node()}) d += o->indptr[i + 1] - o->indptr[i];
+    std::int64_t d = 0;
+    for_each_column(G, i, [&](std::int64_t) { ++d; });
     return d;
   };
   std::vector<std::int8_t> root(n, kNotRoot);
