@@ -35,6 +35,16 @@ def test_amg_json_reports_hierarchy_and_solve():
     assert r["setup_s"] > 0 and r["solve_s"] > 0
 
 
+def test_amg_hmis_coarsening():
+    """On the 5-point Laplacian on one rank HMIS's Ruge-Stueben pass splits red-black: the
+    first coarse grid is half the grid (an odd side: the larger colour)."""
+    p = cli("amg", "--gen", "poisson2d:21", "--coarsening", "hmis", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["coarsening"] == "hmis" and r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
+    assert r["levels"][1]["rows"] == (21 * 21 + 1) // 2
+
+
 def test_amg_text_and_plot(tmp_path):
     png = tmp_path / "levels.png"
     p = cli("amg", "--gen", "poisson2d:30", "-np", "2", "--smoother", "jacobi", "--plot", str(png))
@@ -94,6 +104,9 @@ def test_zero_diagonal_on_a_coarse_level_names_it(tmp_path):
     (["amg", "--gen", "poisson2d:8", "--theta", "0"], "must lie in (0, 1)"),
     (["amg", "--gen", "poisson2d:8", "--method", "sa", "--interpolation", "direct"],
      "--interpolation is an option of --method classical"),
+    (["amg", "--gen", "poisson2d:8", "--method", "sa", "--coarsening", "hmis"],
+     "--coarsening is an option of --method classical"),
+    (["amg", "--gen", "poisson2d:8", "--coarsening", "rs"], "Invalid value for '--coarsening'"),
     (["amg", "--gen", "poisson2d:8", "--smoother", "sor"], "Invalid value for '--smoother'"),
     (["amg", "--gen", "poisson2d:8", "--matrix", "x.mtx"], "exactly one of --gen SPEC or --matrix FILE"),
     (["amg", "--gen", "poisson2d:8", "--tol", "2"], "must lie in (0, 1)"),

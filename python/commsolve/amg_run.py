@@ -44,7 +44,8 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
     s = ml.last_solve
     return {
         "matrix": gen if gen is not None else str(matrix), "rows": int(A.shape[0]), "nnz": int(levels[0]["nnz"]),
-        "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn, "method": method, "smoother": smoother,
+        "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn, "method": method,
+        "coarsening": (options.get("coarsening") or "pmis") if method == "classical" else None, "smoother": smoother,
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
         "setup_s": ml.setup_s, "solve_s": s["solve_s"], "iterations": s["iterations"], "converged": s["converged"],
@@ -58,7 +59,7 @@ def format_amg(r):
     """The text report of :func:`run_amg`'s result."""
     head = [f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros on {r['nranks']} rank(s), "
             f"{r['nodes']} node(s)",
-            f"AMG         {r['method']}, smoother {r['smoother']}, strategy {r['strategy']}: {len(r['levels'])} levels, "
+            f"AMG         {r['method']}{' (' + r['coarsening'] + ')' if r['coarsening'] else ''}, smoother {r['smoother']}, strategy {r['strategy']}: {len(r['levels'])} levels, "
             f"operator complexity {r['operator_complexity']:.3f}, grid complexity {r['grid_complexity']:.3f}"]
     cols = f"{'level':>6}{'rows':>12}{'nnz':>14}{'complexity':>12}  {'strategy':<18}{'inter msgs':>11}{'intra msgs':>11}"
     rows = [f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"

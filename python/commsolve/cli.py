@@ -15,7 +15,9 @@ import sys
 
 import click
 
+from .amg.classical import COARSENINGS
 from .amg.cycle import SMOOTHERS
+from .amg.hierarchy import INTERPOLATIONS
 from .launch import mpi_env, mpiexec_command, under_mpiexec
 
 PARTITIONS = ("contiguous", "strided", "metis")
@@ -340,7 +342,10 @@ def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, hea
               show_default=True)
 @click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")
 @click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--interpolation", type=click.Choice(["ext+i", "direct"]), default=None,
+@click.option("--coarsening", type=click.Choice(list(COARSENINGS)), default=None,
+              help="Classical C/F splitting (default pmis: the same hierarchy on any partition; hmis: "
+              "Ruge-Stueben within each rank first, hypre's default).")
+@click.option("--interpolation", type=click.Choice(list(INTERPOLATIONS)), default=None,
               help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
 @click.option("--accel", type=click.Choice(["cg", "none"]), default="cg", show_default=True)
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: _tolerance(v))
@@ -348,15 +353,16 @@ def _analyze_amg(gen, matrix, procs, ppn, layout, partition, strategy, plot, hea
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (rank 0).")
 def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
-            interpolation, accel, tol, maxiter, plot, as_json):
+            coarsening, interpolation, accel, tol, maxiter, plot, as_json):
     """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
     the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
     if theta is not None and not (0 < theta < 1 or (method == "sa" and theta == 0)):
         raise click.BadParameter(f"must lie in (0, 1) ([0, 1) for sa), got {theta}", param_hint="--theta")
-    if interpolation is not None and method != "classical":
-        raise click.UsageError("--interpolation is an option of --method classical")
+    for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
+        if value is not None and method != "classical":
+            raise click.UsageError(f"{name} is an option of --method classical")
     _check_plot_path(plot, "--plot")
     _relaunch_or_check(nprocs)
     from mpi4py import MPI
@@ -373,7 +379,7 @@ def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoo
     result = _guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
                       strategy=strategy, profile=profile, smoother=smoother, tol=tol,
                       accel=None if accel == "none" else accel, maxiter=maxiter, progress=progress, theta=theta,
-                      max_coarse=max_coarse, interpolation=interpolation)
+                      max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation)
     if progress is not None:
         levels_bar.close()
     if result is not None:

@@ -110,10 +110,8 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     _same_distribution(A.comm, A.row_dist, A.col_dist, "galerkin: A's rows and columns must be distributed alike")
     _same_distribution(A.comm, A.row_dist, P.row_dist, "galerkin: P's rows must be distributed as A's")
     plan_ap, plan_rap = _reused(reuse, [A, P])
-    # A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
-    ip, ix, dv, plan_ap, stats_ap = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, plan_ap, True)
-    indptr, indices, data, plan_rap, stats_rap = _core.transpose_product(
-        P._core, ip, ix, dv, A.comm.py2f(), strategy, plan_rap)
+    indptr, indices, data, plan_ap, stats_ap, plan_rap, stats_rap = _core.galerkin(
+        A._core, P._core, A.comm.py2f(), strategy, plan_ap, plan_rap)
     n = P.shape[1]
     C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy, profile)
     if not return_info:

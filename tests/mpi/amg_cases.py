@@ -25,10 +25,12 @@ assert comm.size == expected, f"launched with {comm.size} ranks, expected {expec
 CASES = (("poisson2d:40", "auto"), ("poisson3d:10", "auto"), ("aniso2d:40,eps=0.01,theta=30", "standard"))
 # (name, options): classical AMG with its defaults (extended+i interpolation, 4 entries per
 # row) and both smoothers, with pyamg's direct interpolation for the comparison with it,
-# and smoothed aggregation. The "hybrid-gs" and "sa" hierarchies are checked level by level.
+# and smoothed aggregation, and HMIS coarsening. The "hybrid-gs" and "sa" hierarchies are
+# checked level by level.
 SOLVERS = (("direct", {"smoother": "hybrid-gs", "interpolation": "direct"}), ("jacobi", {"smoother": "jacobi"}),
            ("hybrid-gs", {"smoother": "hybrid-gs"}), ("sa", {"method": "sa"}),
-           ("chebyshev", {"smoother": "chebyshev"}))
+           ("chebyshev", {"smoother": "chebyshev"}), ("hmis", {"coarsening": "hmis"}),
+           ("hmis-direct", {"coarsening": "hmis", "interpolation": "direct"}))
 CHECKED = ("hybrid-gs", "sa")
 
 
@@ -97,6 +99,21 @@ for gen, strategy in CASES:
                      "rows": [lv["rows"] for lv in levels], "nnz": [lv["nnz"] for lv in levels],
                      "strategies": [lv["strategy"] for lv in levels], "stats_ok": all_ok(ok),
                      "galerkin_err": worst(errs) if errs else 0.0}
+    # HMIS's first split against pyamg's strength of the gathered matrix: every point that
+    # strongly depends on another strongly depends on a coarse point, unless it is one.
+    cpts = comm.gather(hierarchies["hmis"].levels[0].c_points, root=0)
+    if comm.rank == 0:
+        import pyamg
+
+        S = pyamg.strength.classical_strength_of_connection(G, theta=0.25, norm="min").tocsr()
+        S.setdiag(0)
+        S.eliminate_zeros()
+        coarse = np.zeros(G.shape[0], dtype=bool)
+        coarse[np.concatenate(cpts)] = True
+        has_strong = np.diff(S.indptr) > 0
+        strong_c = (S @ coarse.astype(float)) > 0
+        out["hmis_split"] = {"coarse": int(coarse.sum()),
+                             "uncovered": int(np.sum(has_strong & ~coarse & ~strong_c))}
     # Level 0's P untruncated, with the coarse points, for the test's own extended+i reference.
     ml0 = cs.amg.solver(A, strategy=strategy, pmax=0, max_levels=2)
     P0 = ml0.levels[0].P.to_global(root=0)

@@ -96,8 +96,7 @@ elif workload == "spgemm":
     # Open MPI counts among these point-to-point lines.
     def once():
         _core.spgemm(A._core, A._core, f, "node-aware", first["exchanges"][0]["plan"])
-        ip, ix, dv, _, _ = _core.spgemm(A._core, P._core, f, "node-aware-2step", second["exchanges"][0]["plan"], True)
-        _core.transpose_product(P._core, ip, ix, dv, f, "node-aware-2step", second["exchanges"][1]["plan"])
+        _core.galerkin(A._core, P._core, f, "node-aware-2step", *(e["plan"] for e in second["exchanges"]))
 
     AA = cs.virtual.spgemm_record_stats(G, G, A.row_dist, A.row_dist, topo, "node-aware")
     AP, RAP = cs.virtual.galerkin_record_stats(G, Pg, A.row_dist, coarse, topo, "node-aware-2step")

@@ -1,5 +1,5 @@
-"""Algebraic multigrid, distributed (issue 13): classical AMG (PMIS coarsening, extended+i or
-direct interpolation) or smoothed aggregation (MIS-2 aggregates, Jacobi-smoothed tentative
+"""Algebraic multigrid, distributed (issue 13): classical AMG (PMIS or HMIS coarsening,
+extended+i or direct interpolation) or smoothed aggregation (MIS-2 aggregates, Jacobi-smoothed tentative
 prolongator), Galerkin coarse operators by distributed SpGEMM, a communication strategy per
 level, used as the preconditioner of CG or on its own.
 

@@ -24,8 +24,8 @@ INTERPOLATIONS = ("ext+i", "direct")
 # hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
 # interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
 # simplest (no truncation by default).
-SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "interpolation": None, "trunc": 0.0,
-                  "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
+SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "coarsening": None, "interpolation": None,
+                  "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
 THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
 COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank
 
@@ -97,7 +97,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has at
     most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength threshold:
     classical 0.25, sa 0.0 by default); classical
-    only: ``interpolation`` ("ext+i", the default, or "direct"), ``trunc`` (truncation factor
+    only: ``coarsening`` ("pmis", the default: the same hierarchy on any partition, or
+    "hmis": a Ruge-Stueben pass within each rank first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"), ``trunc`` (truncation factor
     of P), ``pmax`` (most entries per row of P; default 4 for ext+i, no limit for direct; 0:
     no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
     times rho(D^-1 A): 4/3)."""
@@ -107,12 +108,16 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     if unknown:
         raise ValueError(f"unknown AMG option(s) {', '.join(sorted(unknown))} (known: {', '.join(SETUP_DEFAULTS)})")
     o = {**SETUP_DEFAULTS, **options}
-    if method == "sa" and (o["interpolation"] is not None or o["pmax"] is not None or o["trunc"] != 0):
-        raise ValueError("interpolation, pmax and trunc are options of classical AMG; smoothed aggregation "
-                         "smooths its tentative prolongator (prolongator_omega)")
+    if method == "sa" and (o["coarsening"] is not None or o["interpolation"] is not None or o["pmax"] is not None
+                           or o["trunc"] != 0):
+        raise ValueError("coarsening, interpolation, pmax and trunc are options of classical AMG; smoothed "
+                         "aggregation smooths its tentative prolongator (prolongator_omega)")
     if method == "classical" and o["prolongator_omega"] != SETUP_DEFAULTS["prolongator_omega"]:
         raise ValueError("prolongator_omega is an option of smoothed aggregation (method='sa')")
     o["interpolation"] = o["interpolation"] or "ext+i"
+    o["coarsening"] = o["coarsening"] or "pmis"
+    if o["coarsening"] not in classical.COARSENINGS:
+        raise ValueError(f"unknown coarsening '{o['coarsening']}' (known: {', '.join(classical.COARSENINGS)})")
     if o["interpolation"] not in INTERPOLATIONS:
         raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: {', '.join(INTERPOLATIONS)})")
     pmax = (4 if o["interpolation"] == "ext+i" else 0) if o["pmax"] is None else int(o["pmax"])
@@ -153,7 +158,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         L = _check_level(current, k)
         if method == "classical":
             strong = classical.strength(L, o["theta"])
-            state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy)
+            state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
+                                   coarsening=o["coarsening"])
             cfull, coarse = classical.coarse_numbering(current, state)
             kept = state == classical.C
         else:

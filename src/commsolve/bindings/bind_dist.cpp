@@ -156,24 +156,23 @@ void bind_dist(nb::module_& m) {
     return product_tuple(std::move(r));
   }, "A"_a, "B"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(), "keep_zeros"_a = false,
      "Collective: this rank's rows of A B -> (indptr, indices, data, plan, recorded stats).");
-  m.def("transpose_product", [](const ParCsr& P, In<std::int64_t> indptr, In<std::int64_t> indices, In<double> data,
-                                std::int64_t comm, const std::string& strategy, const CommPlan* reuse) {
-    auto v = rows_view(indptr, indices);
-    require_len(data, indices.shape(0), "data");
-    GlobalRows M;
-    M.nrows = v.nrows;
-    M.indptr = to_vector(indptr);
-    M.indices = to_vector(indices);
-    M.data = to_vector(data);
+  m.def("galerkin", [](const ParCsr& A, const ParCsr& P, std::int64_t comm, const std::string& strategy,
+                       const CommPlan* reuse_ap, const CommPlan* reuse_rap) {
     MPI_Comm c = comm_from_handle(comm);
-    ProductResult r;
+    ProductResult ap, rap;
     {
       nb::gil_scoped_release nogil;
-      r = transpose_product(P, M, strategy, c, reuse);
+      // A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
+      ap = spgemm(A, P, strategy, c, reuse_ap, true);
+      rap = transpose_product(P, ap.rows, strategy, c, reuse_rap);
+      ap.rows = GlobalRows();
     }
-    return product_tuple(std::move(r));
-  }, "P"_a, "indptr"_a, "indices"_a, "data"_a, "comm"_a, "strategy"_a, "reuse"_a.none() = nb::none(),
-     "Collective: this rank's rows of P^T M (M: this rank's rows, global columns).");
+    return nb::make_tuple(to_numpy(std::move(rap.rows.indptr)), to_numpy(std::move(rap.rows.indices)),
+                          to_numpy(std::move(rap.rows.data)), std::move(ap.plan), stats_array(ap.recorded),
+                          std::move(rap.plan), stats_array(rap.recorded));
+  }, "A"_a, "P"_a, "comm"_a, "strategy"_a, "reuse_ap"_a.none() = nb::none(), "reuse_rap"_a.none() = nb::none(),
+     "Collective: this rank's rows of P^T (A P) -> (indptr, indices, data, A P's plan and recorded stats, "
+     "P^T (A P)'s plan and recorded stats).");
 
   m.def("transpose_rows", [](const ParCsr& A, std::int64_t comm, const std::string& strategy) {
     MPI_Comm c = comm_from_handle(comm);
@@ -224,8 +223,18 @@ void bind_dist(nb::module_& m) {
     }
     return to_numpy(std::move(out));
   }, "G"_a, "S"_a, "weight"_a, "state"_a, "comm"_a,
-     "Collective: PMIS's rounds from the initial states (0 undecided, -1 fine) -> every point's state (1 coarse, "
-     "-1 fine); G: S + S^T's pattern, S: the strength matrix.");
+     "Collective: PMIS's rounds from the initial states (0 undecided, -1 fine, 1 coarse: chosen beforehand, as "
+     "HMIS) -> every point's state (1 coarse, -1 fine); G: S + S^T's pattern, S: the strength matrix.");
+
+  m.def("rs_first_pass", [](const ParCsr& S) {
+    std::vector<char> c;
+    {
+      nb::gil_scoped_release nogil;
+      c = rs_first_pass(S);
+    }
+    return to_numpy(std::vector<std::uint8_t>(c.begin(), c.end()));
+  }, "S"_a, "Local: the first pass of Ruge-Stueben coarsening over the rank's own points (S's diagonal block) -> "
+            "1 for each coarse point.");
 
   m.attr("NOT_ROOT") = kNotRoot;
   m.attr("FIRST_ROOT") = kFirstRoot;

@@ -22,11 +22,50 @@ bool same_distribution(const Distribution& a, const Distribution& b) {
   return true;
 }
 
-// Rows with column indices into a compact numbering of the columns that occur.
-struct CompactRows {
-  std::vector<std::int64_t> ptr{0};
-  std::vector<std::int32_t> col;
-  std::vector<double> val;
+// Global columns numbered compactly: `cols` holds the distinct columns that occur, ascending,
+// and index(g) is g's position there. The columns of one rank's rows mostly fall in a window
+// of the global range (its own and its neighbours' indices): when the window is at most a
+// few times the number of entries, a direct map over it finds them in linear time; otherwise
+// they are sorted and searched.
+class ColumnIndex {
+ public:
+  // visit(f) calls f(g) for every column that occurs (any order, repeats allowed); it is
+  // called twice.
+  template <class Visit>
+  explicit ColumnIndex(const Visit& visit) {
+    std::int64_t total = 0, hi = -1;
+    visit([&](std::int64_t g) {
+      ++total;
+      lo_ = std::min(lo_, g);
+      hi = std::max(hi, g);
+    });
+    direct_ = total > 0 && hi - lo_ < 8 * total + 4096;
+    if (direct_) {
+      at_.assign(hi - lo_ + 1, -1);
+      visit([&](std::int64_t g) { at_[g - lo_] = 0; });
+      for (std::int64_t c = 0; c <= hi - lo_; ++c)
+        if (at_[c] == 0) {
+          at_[c] = static_cast<std::int32_t>(cols.size());
+          cols.push_back(lo_ + c);
+        }
+    } else {
+      cols.reserve(total);
+      visit([&](std::int64_t g) { cols.push_back(g); });
+      std::sort(cols.begin(), cols.end());
+      cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    }
+    require(cols.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
+  }
+  std::int32_t index(std::int64_t g) const {
+    return direct_ ? at_[g - lo_]
+                   : static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), g) - cols.begin());
+  }
+  std::vector<std::int64_t> cols;
+
+ private:
+  std::int64_t lo_ = std::numeric_limits<std::int64_t>::max();
+  bool direct_ = false;
+  std::vector<std::int32_t> at_;  // window position -> compact column (direct map only)
 };
 
 // Rows whose (column, value) entries lie in memory with a stride: records of RowEntry, or a
@@ -37,9 +76,12 @@ struct EntrySpan {
   const std::int64_t* col;
   const double* val;
   std::int64_t stride;  // elements between consecutive entries (2 for RowEntry, 1 for arrays)
-  std::int64_t size() const { return ptr[nrows]; }
   std::int64_t c(std::int64_t k) const { return col[k * stride]; }
   double v(std::int64_t k) const { return val[k * stride]; }
+  template <class F>
+  void for_each_column(F&& f) const {
+    for (std::int64_t k = 0; k < ptr[nrows]; ++k) f(c(k));
+  }
 };
 
 EntrySpan span_of(const RecordSet& r) {
@@ -49,69 +91,27 @@ EntrySpan span_of(const RecordSet& r) {
 
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
-// The distinct global columns of several row sets, ascending; each set renumbered into it.
-// The columns of one rank's rows mostly fall in a window of the global range (its own and
-// its neighbours' indices): when the window is at most a few times the number of entries, a
-// direct map over it finds them in linear time; otherwise they are sorted.
-std::vector<std::int64_t> compact(const std::vector<EntrySpan>& sets, std::vector<CompactRows>& out) {
-  std::int64_t total = 0, lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
-  for (const EntrySpan& s : sets) {
-    total += s.size();
-    for (std::int64_t k = 0; k < s.size(); ++k) {
-      lo = std::min(lo, s.c(k));
-      hi = std::max(hi, s.c(k));
-    }
-  }
-  std::vector<std::int64_t> cols;
-  std::vector<std::int32_t> direct;  // window position -> compact column (direct map only)
-  const bool windowed = total > 0 && hi - lo < 8 * total + 4096;
-  if (windowed) {
-    direct.assign(hi - lo + 1, -1);
-    for (const EntrySpan& s : sets)
-      for (std::int64_t k = 0; k < s.size(); ++k) direct[s.c(k) - lo] = 0;
-    for (std::int64_t c = 0; c <= hi - lo; ++c)
-      if (direct[c] == 0) {
-        direct[c] = static_cast<std::int32_t>(cols.size());
-        cols.push_back(lo + c);
-      }
-  } else {
-    cols.reserve(total);
-    for (const EntrySpan& s : sets)
-      for (std::int64_t k = 0; k < s.size(); ++k) cols.push_back(s.c(k));
-    std::sort(cols.begin(), cols.end());
-    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
-  }
-  require(cols.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
-  out.clear();
-  for (const EntrySpan& s : sets) {
-    CompactRows c;
-    c.ptr.assign(s.ptr, s.ptr + s.nrows + 1);
-    c.col.resize(s.size());
-    c.val.resize(s.size());
-    for (std::int64_t k = 0; k < s.size(); ++k) {
-      c.col[k] = windowed ? direct[s.c(k) - lo]
-                          : static_cast<std::int32_t>(std::lower_bound(cols.begin(), cols.end(), s.c(k)) - cols.begin());
-      c.val[k] = s.v(k);
-    }
-    out.push_back(std::move(c));
-  }
-  return cols;
-}
-
-// Gustavson's dense accumulator over compact columns: add() rows scaled, then emit() the
-// row (columns ascending, exact zeros dropped) and reset for the next.
+// Gustavson's dense accumulator over compact columns. A product runs it twice: count()
+// sizes the result row by row (so the output is allocated once), then add() sums the scaled
+// entries and emit() writes the row (columns ascending, exact zeros dropped unless kept) and
+// resets for the next.
 class Accumulator {
  public:
-  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), seen_(ncols, 0) {}
-  void add(double scale, const CompactRows& B, std::int64_t row) {
-    for (std::int64_t k = B.ptr[row]; k < B.ptr[row + 1]; ++k) {
-      const std::int32_t c = B.col[k];
-      if (!seen_[c]) {
-        seen_[c] = 1;
-        touched_.push_back(c);
-      }
-      value_[c] += scale * B.val[k];
+  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), stamp_(ncols, -1) {}
+  // Symbolic: column c occurs in row `row` (rows counted in increasing order).
+  void count(std::int32_t c, std::int64_t row) {
+    if (stamp_[c] != row) {
+      stamp_[c] = row;
+      ++counted_;
     }
+  }
+  std::int64_t counted() const { return counted_; }
+  void add(std::int32_t c, double v) {
+    if (stamp_[c] != kNumeric) {
+      stamp_[c] = kNumeric;
+      touched_.push_back(c);
+    }
+    value_[c] += v;
   }
   void emit(const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros = false) {
     std::sort(touched_.begin(), touched_.end());
@@ -121,54 +121,65 @@ class Accumulator {
         out.data.push_back(value_[c]);
       }
       value_[c] = 0.0;
-      seen_[c] = 0;
+      stamp_[c] = -1;
     }
     touched_.clear();
     out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
     ++out.nrows;
   }
+  // Between the passes: the result's storage for the counted entries.
+  void reserve(GlobalRows& out, std::int64_t rows) {
+    std::fill(stamp_.begin(), stamp_.end(), -1);
+    out.indptr.reserve(out.indptr.size() + rows);
+    out.indices.reserve(out.indices.size() + counted_);
+    out.data.reserve(out.data.size() + counted_);
+  }
 
  private:
+  static constexpr std::int64_t kNumeric = std::numeric_limits<std::int64_t>::max();
   std::vector<double> value_;
-  std::vector<char> seen_;
+  std::vector<std::int64_t> stamp_;  // symbolic: the last row that met the column; numeric: kNumeric if touched
   std::vector<std::int32_t> touched_;
+  std::int64_t counted_ = 0;
 };
 
-RecordSet to_records(const GlobalRows& rows, std::int64_t first, std::int64_t count) {
+RecordSet to_records(const GlobalRows& rows) {
   RecordSet r;
-  r.ptr.resize(count + 1);
-  const std::int64_t base = rows.indptr[first];
-  for (std::int64_t i = 0; i <= count; ++i) r.ptr[i] = rows.indptr[first + i] - base;
+  r.ptr = rows.indptr;
   r.data.resize(r.ptr.back() * sizeof(RowEntry));
   auto* e = reinterpret_cast<RowEntry*>(r.data.data());
-  for (std::int64_t k = 0; k < r.ptr.back(); ++k) e[k] = {rows.indices[base + k], rows.data[base + k]};
+  for (std::int64_t k = 0; k < r.ptr.back(); ++k) e[k] = {rows.indices[k], rows.data[k]};
   return r;
 }
 
-// A's rows as records of (global column, value): diag columns through the column
-// distribution, off-process columns through col_map; local row order, columns as stored.
-RecordSet row_records(const ParCsr& A) {
+// The global column of every entry of A's column space (owned columns, then the halo).
+std::vector<std::int64_t> space_globals(const ParCsr& A) {
+  const Distribution& cd = A.col_dist();
+  const std::int64_t n_owned = A.local_cols();
+  std::vector<std::int64_t> g(n_owned + A.col_map().size());
+  for (std::int64_t k = 0; k < n_owned; ++k) g[k] = cd.global_index(A.rank(), k);
+  std::copy(A.col_map().begin(), A.col_map().end(), g.begin() + n_owned);
+  return g;
+}
+
+// The records (global column, value) of A's rows that some rank's halo holds (`sent`: local
+// row indices, repeats allowed); every other row's record is empty.
+RecordSet sent_row_records(const ParCsr& A, const std::vector<std::int64_t>& globals,
+                           const std::vector<std::int32_t>& sent) {
   const std::int64_t n = A.local_rows();
-  const LocalCsr* blocks[] = {&A.diag(), &A.offd_on_node(), &A.offd_off_node()};
+  std::vector<char> is_sent(n, 0);
+  for (std::int32_t i : sent) is_sent[i] = 1;
   RecordSet r;
   r.ptr.assign(n + 1, 0);
   for (std::int64_t i = 0; i < n; ++i) {
-    r.ptr[i + 1] = r.ptr[i];
-    for (const LocalCsr* b : blocks) r.ptr[i + 1] += b->indptr[i + 1] - b->indptr[i];
+    std::int64_t len = 0;
+    if (is_sent[i]) A.for_each_in_row(i, [&](std::int64_t, double) { ++len; });
+    r.ptr[i + 1] = r.ptr[i] + len;
   }
   r.data.resize(r.ptr.back() * sizeof(RowEntry));
   auto* e = reinterpret_cast<RowEntry*>(r.data.data());
-  const Distribution& cd = A.col_dist();
-  const std::int64_t first_col = cd.is_contiguous() ? cd.offsets()[A.rank()] : -1;
-  const std::vector<std::int64_t>& cmap = A.col_map();
-  for (std::int64_t i = 0, at = 0; i < n; ++i) {
-    for (std::int32_t k = blocks[0]->indptr[i]; k < blocks[0]->indptr[i + 1]; ++k) {
-      const std::int32_t c = blocks[0]->indices[k];
-      e[at++] = {first_col >= 0 ? first_col + c : cd.global_index(A.rank(), c), blocks[0]->data[k]};
-    }
-    for (const LocalCsr* o : {blocks[1], blocks[2]})
-      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) e[at++] = {cmap[o->indices[k]], o->data[k]};
-  }
+  for (std::int64_t i = 0; i < n; ++i)
+    if (is_sent[i]) A.for_each_in_row(i, [&](std::int64_t k, double a) { *e++ = {globals[k], a}; });
   return r;
 }
 
@@ -218,19 +229,42 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   ProductResult res;
   res.plan = halo_plan(A, strategy, comm, reuse);
   RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
-  const RecordSet owned = row_records(B);
-  const RecordSet halo = exec.forward(view(owned));
+  const std::vector<std::int64_t> b_globals = space_globals(B);
+  const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, A.pattern().send_idx)));
   res.recorded = exec.recorded_forward();
 
-  std::vector<CompactRows> rows;  // [0]: B's own rows, [1]: the fetched ones (A's halo order)
-  const std::vector<std::int64_t> cols = compact({span_of(owned), span_of(halo)}, rows);
-  Accumulator acc(cols.size());
+  // B's own rows are read in place, through its column space's compact numbering; the
+  // fetched rows (A's halo order) are renumbered once.
+  const EntrySpan f = span_of(fetched);
+  const ColumnIndex idx([&](const auto& visit) {
+    for (std::int64_t g : b_globals) visit(g);
+    f.for_each_column(visit);
+  });
+  std::vector<std::int32_t> b_space(b_globals.size());
+  for (std::size_t k = 0; k < b_globals.size(); ++k) b_space[k] = idx.index(b_globals[k]);
+  std::vector<std::int32_t> f_col(f.ptr[f.nrows]);
+  for (std::int64_t k = 0; k < f.ptr[f.nrows]; ++k) f_col[k] = idx.index(f.c(k));
+
+  Accumulator acc(idx.cols.size());
   const LocalCsr& d = A.diag();
-  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
-    for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) acc.add(d.data[k], rows[0], d.indices[k]);
+  // Every (compact column, A entry times B entry) of row i of A B, to `use`.
+  auto row_terms = [&](std::int64_t i, const auto& use) {
+    for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) {
+      const double a = d.data[k];
+      B.for_each_in_row(d.indices[k], [&](std::int64_t c, double b) { use(b_space[c], a * b); });
+    }
     for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
-      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) acc.add(o->data[k], rows[1], o->indices[k]);
-    acc.emit(cols, res.rows, keep_zeros);
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
+        const double a = o->data[k];
+        const std::int32_t h = o->indices[k];
+        for (std::int64_t q = f.ptr[h]; q < f.ptr[h + 1]; ++q) use(f_col[q], a * f.v(q));
+      }
+  };
+  for (std::int64_t i = 0; i < A.local_rows(); ++i) row_terms(i, [&](std::int32_t c, double) { acc.count(c, i); });
+  acc.reserve(res.rows, A.local_rows());
+  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
+    row_terms(i, [&](std::int32_t c, double v) { acc.add(c, v); });
+    acc.emit(idx.cols, res.rows, keep_zeros);
   }
   return res;
 }
@@ -250,39 +284,45 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   const std::vector<double>& tval = t.val;
 
   // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
-  // sent to their owners; then this rank's own rows, summed with what arrived for them. The
-  // first read only the rows of M that P's halo columns touch (the boundary), copied apart.
-  std::vector<std::int64_t> sub_row(M.nrows, -1);
-  GlobalRows boundary;
-  for (std::int64_t k = tptr[n_owned]; k < tptr[n_space]; ++k) {
-    const std::int64_t i = trow[k];
-    if (sub_row[i] >= 0) continue;
-    sub_row[i] = boundary.nrows++;
-    boundary.indices.insert(boundary.indices.end(), M.indices.begin() + M.indptr[i], M.indices.begin() + M.indptr[i + 1]);
-    boundary.data.insert(boundary.data.end(), M.data.begin() + M.indptr[i], M.data.begin() + M.indptr[i + 1]);
-    boundary.indptr.push_back(static_cast<std::int64_t>(boundary.indices.size()));
-  }
-  std::vector<CompactRows> m;
-  std::vector<std::int64_t> cols = compact({span_of(boundary)}, m);
-  GlobalRows partial;
-  {
-    Accumulator acc(cols.size());
-    for (std::int64_t j = n_owned; j < n_space; ++j) {
-      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], sub_row[trow[k]]);
-      acc.emit(cols, partial, true);
+  // sent to their owners; then this rank's own rows, summed with what arrived for them.
+  // Row j of P^T M sums row i of M times P(i, j) over column j of P (`tptr`, `trow`).
+  auto product_rows = [&](std::int64_t first, std::int64_t last, const ColumnIndex& idx, const RecordSet* extra,
+                          GlobalRows& out, bool keep_zeros) {
+    Accumulator acc(idx.cols.size());
+    auto terms = [&](std::int64_t j, const auto& use) {
+      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) {
+        const std::int64_t i = trow[k];
+        const double p = tval[k];
+        for (std::int64_t q = M.indptr[i]; q < M.indptr[i + 1]; ++q) use(idx.index(M.indices[q]), p * M.data[q]);
+      }
+      if (extra != nullptr) {
+        const EntrySpan e = span_of(*extra);
+        for (std::int64_t q = e.ptr[j - first]; q < e.ptr[j - first + 1]; ++q) use(idx.index(e.c(q)), e.v(q));
+      }
+    };
+    for (std::int64_t j = first; j < last; ++j) terms(j, [&](std::int32_t c, double) { acc.count(c, j); });
+    acc.reserve(out, last - first);
+    for (std::int64_t j = first; j < last; ++j) {
+      terms(j, [&](std::int32_t c, double v) { acc.add(c, v); });
+      acc.emit(idx.cols, out, keep_zeros);
     }
-  }
-  const RecordSet halo = to_records(partial, 0, partial.nrows);
-  const RecordSet arrived = exec.reverse(view(halo));
+  };
+  // Only the rows of M that P's halo columns touch (the boundary) feed the partial rows.
+  const ColumnIndex boundary_idx([&](const auto& visit) {
+    for (std::int64_t k = tptr[n_owned]; k < tptr[n_space]; ++k)
+      for (std::int64_t q = M.indptr[trow[k]]; q < M.indptr[trow[k] + 1]; ++q) visit(M.indices[q]);
+  });
+  GlobalRows partial;
+  product_rows(n_owned, n_space, boundary_idx, nullptr, partial, true);
+  const RecordSet arrived = exec.reverse(view(to_records(partial)));
   res.recorded = exec.recorded_reverse();
 
-  cols = compact({span_of(M), span_of(arrived)}, m);
-  Accumulator acc(cols.size());
-  for (std::int64_t j = 0; j < n_owned; ++j) {
-    for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) acc.add(tval[k], m[0], trow[k]);
-    acc.add(1.0, m[1], j);
-    acc.emit(cols, res.rows);
-  }
+  const EntrySpan in = span_of(arrived);
+  const ColumnIndex idx([&](const auto& visit) {
+    for (std::int64_t g : M.indices) visit(g);
+    in.for_each_column(visit);
+  });
+  product_rows(0, n_owned, idx, &arrived, res.rows, false);
   return res;
 }
 

@@ -52,6 +52,18 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
   std::vector<double> wfull, gfull, sfull;
   exchange_into(G, weight, wfull);
   std::vector<std::int64_t> winners;
+  // Undecided points with a strong connection to a coarse point become fine: after each
+  // round's winners, and first of all for coarse points given in `state` (HMIS).
+  auto fine_next_to_coarse = [&] {
+    exchange_into(S, state, sfull);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (state[i] != kUndecided) continue;
+      bool to_fine = false;
+      for_each_column(S, i, [&](std::int64_t k) { to_fine = to_fine || sfull[k] == kCoarse; });
+      if (to_fine) state[i] = kFine;
+    }
+  };
+  if (anywhere(std::find(state.begin(), state.end(), kCoarse) != state.end(), comm)) fine_next_to_coarse();
   while (true) {
     long long undecided = std::count(state.begin(), state.end(), kUndecided), total = 0;
     MPI_Allreduce(&undecided, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
@@ -65,15 +77,69 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
       if (wins) winners.push_back(i);
     }
     for (std::int64_t i : winners) state[i] = kCoarse;
-    exchange_into(S, state, sfull);
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (state[i] != kUndecided) continue;
-      bool to_fine = false;
-      for_each_column(S, i, [&](std::int64_t k) { to_fine = to_fine || sfull[k] == kCoarse; });
-      if (to_fine) state[i] = kFine;
-    }
+    fine_next_to_coarse();
   }
   return state;
+}
+
+std::vector<char> rs_first_pass(const ParCsr& S) {
+  const LocalCsr& s = S.diag();
+  const std::int64_t n = s.nrows;
+  // S^T over the rank's own points: who depends on each point.
+  std::vector<std::int32_t> tptr(n + 1, 0), trow(s.indptr[n]);
+  for (std::int32_t k = 0; k < s.indptr[n]; ++k) ++tptr[s.indices[k] + 1];
+  for (std::int64_t j = 0; j < n; ++j) tptr[j + 1] += tptr[j];
+  {
+    std::vector<std::int32_t> fill(tptr.begin(), tptr.end() - 1);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) trow[fill[s.indices[k]]++] = static_cast<std::int32_t>(i);
+  }
+  // Undecided points in buckets by measure (doubly linked lists, newest first); a measure
+  // grows by at most one per dependant, so 2 max|S^T_i| + 1 buckets suffice.
+  enum : char { kU = 0, kC = 1, kF = 2 };
+  std::vector<char> state(n, kU);
+  std::vector<std::int64_t> measure(n);
+  std::int64_t top = 0;
+  for (std::int64_t i = 0; i < n; ++i) top = std::max<std::int64_t>(top, measure[i] = tptr[i + 1] - tptr[i]);
+  std::vector<std::int64_t> head(2 * top + 2, -1), next(n, -1), prev(n, -1);
+  auto unlink = [&](std::int64_t i) {
+    if (prev[i] >= 0) next[prev[i]] = next[i];
+    else head[measure[i]] = next[i];
+    if (next[i] >= 0) prev[next[i]] = prev[i];
+  };
+  auto link = [&](std::int64_t i) {
+    prev[i] = -1;
+    next[i] = head[measure[i]];
+    if (next[i] >= 0) prev[next[i]] = i;
+    head[measure[i]] = i;
+    top = std::max(top, measure[i]);
+  };
+  auto move_by = [&](std::int64_t i, std::int64_t d) {
+    unlink(i);
+    measure[i] += d;
+    link(i);
+  };
+  for (std::int64_t i = 0; i < n; ++i) link(i);
+  while (true) {
+    while (top > 0 && head[top] < 0) --top;
+    if (top == 0) break;  // what is left has no undecided dependant: not coarse
+    const std::int64_t i = head[top];
+    unlink(i);
+    state[i] = kC;
+    for (std::int32_t q = tptr[i]; q < tptr[i + 1]; ++q) {  // its dependants become fine...
+      const std::int32_t j = trow[q];
+      if (state[j] != kU) continue;
+      unlink(j);
+      state[j] = kF;
+      for (std::int32_t k = s.indptr[j]; k < s.indptr[j + 1]; ++k)  // ...and what they depend on gains
+        if (state[s.indices[k]] == kU) move_by(s.indices[k], 1);
+    }
+    for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k)  // what i depends on loses i
+      if (state[s.indices[k]] == kU && measure[s.indices[k]] > 0) move_by(s.indices[k], -1);
+  }
+  std::vector<char> coarse(n);
+  for (std::int64_t i = 0; i < n; ++i) coarse[i] = state[i] == kC;
+  return coarse;
 }
 
 std::vector<std::int8_t> aggregate_roots(ParCsr& G, const std::vector<double>& weight, int min_left_neighbours,

@@ -18,13 +18,22 @@ namespace commsolve {
 inline constexpr double kUndecided = 0.0, kCoarse = 1.0, kFine = -1.0;
 
 // Collective on comm. `state`: this rank's points, kFine for those nobody depends on, the
-// rest kUndecided; returned decided. `weight`: each point's weight (distinct across the
+// rest kUndecided or (HMIS) kCoarse for coarse points chosen beforehand, next to which
+// undecided points become fine before the first round; returned decided. `weight`: each point's weight (distinct across the
 // graph). G: the pattern of S + S^T, S: the strength matrix (rows: the points that depend on
 // the columns), both over the same rows. Each round, an undecided point whose weight beats
 // every undecided neighbour in G becomes coarse; then undecided points with a strong
 // connection to a coarse point become fine; until no rank has an undecided point.
 std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& weight,
                                std::vector<double> state, MPI_Comm comm);
+
+// The first pass of Ruge-Stueben coarsening over this rank's own points (S's diagonal block:
+// strong connections to points it owns), the first stage of HMIS (hypre's coarsening 10): the
+// undecided point with the largest measure (initially how many points depend on it; ties to
+// the newest in its bucket) becomes coarse, the undecided points that depend on it fine, and
+// the measures of what those depend on grow by one, of what it depends on drop by one; until
+// every undecided point has measure 0. Local. Returns 1 for the coarse points.
+std::vector<char> rs_first_pass(const ParCsr& S);
 
 // Root kinds of smoothed aggregation (per owned point).
 inline constexpr std::int8_t kNotRoot = 0, kFirstRoot = 1, kLaterRoot = 2;
