@@ -3,7 +3,7 @@ every rank, ``cs.amg.solver`` (METHOD classical or sa, strategy auto) and CG to 
 b = 1. Setup and solve are each timed between barriers (the slowest rank's time), REPEAT
 times. Rank 0 prints one JSON line.
 
-    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD]
+    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD [COARSENING]]
 """
 
 import json
@@ -17,6 +17,7 @@ import commsolve as cs
 
 spec, repeat = sys.argv[1], int(sys.argv[2])
 method = sys.argv[3] if len(sys.argv) > 3 else "classical"
+options = {"coarsening": sys.argv[4]} if len(sys.argv) > 4 else {}
 comm = MPI.COMM_WORLD
 A = cs.ParCSR.from_spec(spec, comm)
 b = np.ones(A.local_rows)
@@ -24,7 +25,7 @@ runs = []
 for _ in range(repeat):
     comm.Barrier()
     t0 = time.perf_counter()
-    ml = cs.amg.solver(A, method=method, strategy="auto")
+    ml = cs.amg.solver(A, method=method, strategy="auto", **options)
     comm.Barrier()
     setup = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -37,4 +38,4 @@ for _ in range(repeat):
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:
-    print(json.dumps({"peer": f"commsolve {method}", "nranks": comm.size, "runs": runs}), flush=True)
+    print(json.dumps({"peer": " ".join(["commsolve", method, *options.values()]), "nranks": comm.size, "runs": runs}), flush=True)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core, products
-from .classical import _rows, _symmetrized, _to_parcsr, coarse_numbering, hash_uniform
+from .classical import _rows, coarse_numbering, hash_uniform, strength_graphs
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
 
@@ -61,9 +61,7 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     Points without strong neighbours join none (their rows of P0 are zero, as pyamg's).
     Weights are hashed from the points' identities ``ids`` (the fine-grid indices they
     descend from)."""
-    S = _to_parcsr(A, L, strong, strategy)
-    ST = products.transpose_rows(S, strategy)
-    G = _symmetrized(S, ST, strategy)
+    _, G, _ = strength_graphs(A, L, strong, strategy)
     Gl = G.local_block()
     grow, gcol = _rows(Gl), Gl.indices
     n = L.shape[0]

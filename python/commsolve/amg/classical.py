@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .. import _core, products
 
-__all__ = ["strength", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
+__all__ = ["strength", "strength_graphs", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
            "hash_uniform"]
 
 U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
@@ -43,29 +43,31 @@ def _diagonal(L):
     return L.diagonal()[: L.shape[0]]
 
 
+def _i32(a):
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
 def strength(L, theta):
     """Boolean mask over the entries of the local block L: a_ij is a strong connection of
     row i when -s a_ij >= theta max_k (-s a_ik) over k != i, s the sign of a_ii (hypre's
     classical measure; pyamg's ``norm='min'``). Rows whose largest such value is not
-    positive have no strong connections."""
-    rows = _rows(L)
-    s = -np.sign(_diagonal(L))[rows] * L.data
-    s[L.indices == rows] = -np.inf
-    m = np.full(L.shape[0], -np.inf)
-    np.maximum.at(m, rows, s)
-    return (s >= theta * m[rows]) & (m[rows] > 0) & (L.indices != rows)
+    positive have no strong connections. C++, row by row."""
+    return _core.classical_strength(_i32(L.indptr), _i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64),
+                                    float(theta)).view(bool)
 
 
-def _to_parcsr(A, L, mask, like):
-    """The sub-pattern ``mask`` of L as a ParCSR of ones over A's distributions."""
+def strength_graphs(A, L, strong, strategy):
+    """Collective. The strength matrix S (the entries ``strong`` masks in L, ones), the
+    pattern of S + S^T (a point's neighbours in either direction) as ParCSRs over A's
+    distributions with halo plans of ``strategy``, and |S^T_i| (how many points depend on
+    each of the rank's points; S^T's columns travel to their owners). C++."""
     from ..parcsr import ParCSR
 
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(_rows(L)[mask], minlength=L.shape[0]))])
-    cols = A.global_columns()[L.indices[mask]]
-    local = sp.csr_matrix((np.ones(cols.size), cols, indptr), shape=(L.shape[0], A.shape[1]))
-    local.sort_indices()
-    return ParCSR.from_local_rows(local, A.comm, row_dist=A.row_dist, col_dist=A.col_dist, topology=A.topology,
-                                  strategy=like)
+    S, G, depends_on_me = _core.strength_graphs(A._core, _i32(L.indptr), _i32(L.indices),
+                                                np.ascontiguousarray(L.data, dtype=np.float64),
+                                                np.ascontiguousarray(strong, dtype=np.uint8), strategy, A.comm.py2f())
+    wrap = lambda core: ParCSR(core, A.comm, A.topology, A.row_dist, A.col_dist)  # noqa: E731
+    return wrap(S), wrap(G), depends_on_me
 
 
 def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
@@ -85,25 +87,13 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
     depends on the partition."""
     if coarsening not in COARSENINGS:
         raise ValueError(f"unknown coarsening '{coarsening}' (known: {', '.join(COARSENINGS)})")
-    S = _to_parcsr(A, L, strong, strategy)
-    ST = products.transpose_rows(S, strategy)  # S^T's rows on this rank (global columns)
-    depends_on_me = np.diff(ST.indptr)
+    S, G, depends_on_me = strength_graphs(A, L, strong, strategy)
     w = depends_on_me + hash_uniform(ids, seed)
-    G = _symmetrized(S, ST, strategy)
     state = np.where(depends_on_me == 0, F, U)
     if coarsening == "hmis":
         interior = np.diff(S.block("offd_on_node").indptr) + np.diff(S.block("offd_off_node").indptr) == 0
         state[(_core.rs_first_pass(S._core) == 1) & interior] = C
     return _core.pmis_split(G._core, S._core, w, state, A.comm.py2f())
-
-
-def _symmetrized(S, ST, strategy):
-    """S + S^T (pattern) as a ParCSR: a point's neighbours in either direction."""
-    from ..parcsr import ParCSR
-
-    local = S.local_matrix() + ST
-    return ParCSR.from_local_rows(local, S.comm, row_dist=S.row_dist, col_dist=S.col_dist, topology=S.topology,
-                                  strategy=strategy)
 
 
 def coarse_numbering(A, state):
@@ -153,8 +143,8 @@ def extended_i_interpolation(A, L, strong, cfull, ncoarse):
     """Collective. The rank's rows of the extended+i interpolation (C++; the rows of A held
     by off-process strong fine neighbours travel along A's halo plan)."""
     indptr, indices, data = _core.extended_i_interpolation(
-        A._core, L.indptr.astype(np.int32), L.indices.astype(np.int32), np.ascontiguousarray(L.data, dtype=np.float64),
-        strong.astype(np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64), A.comm.py2f())
+        A._core, _i32(L.indptr), _i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64),
+        np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64), A.comm.py2f())
     return sp.csr_matrix((data, indices, indptr), shape=(L.shape[0], ncoarse))
 
 

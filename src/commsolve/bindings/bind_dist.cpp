@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include <cstring>
 
@@ -16,6 +17,7 @@
 #include "dist/par_csr.hpp"
 #include "dist/spgemm.hpp"
 #include "multigrid/interpolation.hpp"
+#include "multigrid/strength.hpp"
 #include "multigrid/independent_sets.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
@@ -25,6 +27,16 @@ namespace commsolve::bindings {
 using namespace nb::literals;
 
 namespace {
+
+LocalRowsView local_rows_view(const In<std::int32_t>& indptr, const In<std::int32_t>& indices, const In<double>& data) {
+  const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+  if (n < 0 || indptr.data()[0] != 0) throw nb::value_error("indptr must start at 0");
+  for (std::int64_t i = 0; i < n; ++i)
+    if (indptr.data()[i + 1] < indptr.data()[i]) throw nb::value_error("indptr must be non-decreasing");
+  require_len(indices, indptr.data()[n], "indices");
+  require_len(data, indptr.data()[n], "data");
+  return {n, indptr.data(), indices.data(), data.data()};
+}
 
 nb::tuple product_tuple(ProductResult&& r) {
   return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
@@ -208,6 +220,34 @@ void bind_dist(nb::module_& m) {
     return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "comm"_a,
      "Collective: this rank's rows of the extended+i interpolation (global coarse columns).");
+
+  m.def("classical_strength", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, double theta) {
+    const LocalRowsView L = local_rows_view(indptr, indices, data);
+    std::vector<std::uint8_t> strong;
+    {
+      nb::gil_scoped_release nogil;
+      strong = classical_strength(L, theta);
+    }
+    return to_numpy(std::move(strong));
+  }, "indptr"_a, "indices"_a, "data"_a, "theta"_a,
+     "Local: 1 for each strong entry of the rank's rows (column space; hypre's classical measure).");
+  m.def("strength_graphs", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                              In<std::uint8_t> strong, const std::string& strategy, std::int64_t comm) {
+    require_len(indptr, A.local_rows() + 1, "indptr");
+    const LocalRowsView L = local_rows_view(indptr, indices, data);
+    require_len(strong, indices.shape(0), "strong");
+    const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
+    for (std::size_t k = 0; k < indices.shape(0); ++k)
+      if (indices.data()[k] < 0 || indices.data()[k] >= space) throw nb::value_error("column outside the column space");
+    MPI_Comm c = comm_from_handle(comm);
+    StrengthGraphs g;
+    {
+      nb::gil_scoped_release nogil;
+      g = strength_graphs(A, L, strong.data(), strategy, c);
+    }
+    return nb::make_tuple(std::move(g.S), std::move(g.G), to_numpy(std::move(g.depends_on_me)));
+  }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "strategy"_a, "comm"_a,
+     "Collective: (S, the pattern of S + S^T, |S^T_i| per owned point) for the strong entries of A's rows.");
 
   m.attr("PMIS_UNDECIDED") = kUndecided;
   m.attr("PMIS_COARSE") = kCoarse;

@@ -1,0 +1,70 @@
+#include "multigrid/strength.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "dist/spgemm.hpp"
+
+namespace commsolve {
+
+std::vector<std::uint8_t> classical_strength(const LocalRowsView& L, double theta) {
+  std::vector<std::uint8_t> strong(L.indptr[L.nrows], 0);
+  for (std::int64_t i = 0; i < L.nrows; ++i) {
+    double diag = 0.0;
+    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
+      if (L.indices[p] == i) diag += L.data[p];
+    const double s = diag < 0 ? 1.0 : diag > 0 ? -1.0 : 0.0;  // -sign(a_ii)
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
+      if (L.indices[p] != i) m = std::max(m, s * L.data[p]);
+    if (!(m > 0)) continue;
+    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
+      strong[p] = L.indices[p] != i && s * L.data[p] >= theta * m;
+  }
+  return strong;
+}
+
+StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const std::uint8_t* strong,
+                               const std::string& strategy, MPI_Comm comm) {
+  const std::int64_t n = L.nrows, n_owned = A.local_cols();
+  std::vector<std::int64_t> global(n_owned + A.col_map().size());
+  for (std::int64_t k = 0; k < n_owned; ++k) global[k] = A.col_dist().global_index(A.rank(), k);
+  std::copy(A.col_map().begin(), A.col_map().end(), global.begin() + n_owned);
+
+  GlobalRows s;
+  s.nrows = n;
+  s.indptr.resize(n + 1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
+      if (strong[p]) s.indices.push_back(global[L.indices[p]]);
+    std::sort(s.indices.begin() + s.indptr[i], s.indices.end());
+    s.indptr[i + 1] = static_cast<std::int64_t>(s.indices.size());
+  }
+  auto pattern = [&](const GlobalRows& r) {  // a ParCsr of ones (collective)
+    const std::vector<double> ones(std::max<std::size_t>(r.indices.size(), 1), 1.0);
+    return std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{r.nrows, r.indptr.data(), r.indices.data()},
+                                    ones.data(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
+  };
+  StrengthGraphs out;
+  out.S = pattern(s);
+  const GlobalRows t = transpose_rows(*out.S, strategy, comm).rows;  // S^T's rows: who depends on each point
+
+  GlobalRows g;
+  g.nrows = n;
+  g.indptr.resize(n + 1);
+  out.depends_on_me.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    out.depends_on_me[i] = static_cast<double>(t.indptr[i + 1] - t.indptr[i]);
+    const auto first = static_cast<std::ptrdiff_t>(g.indices.size());
+    g.indices.insert(g.indices.end(), s.indices.begin() + s.indptr[i], s.indices.begin() + s.indptr[i + 1]);
+    g.indices.insert(g.indices.end(), t.indices.begin() + t.indptr[i], t.indices.begin() + t.indptr[i + 1]);
+    std::inplace_merge(g.indices.begin() + first, g.indices.begin() + first + (s.indptr[i + 1] - s.indptr[i]),
+                       g.indices.end());
+    g.indices.erase(std::unique(g.indices.begin() + first, g.indices.end()), g.indices.end());
+    g.indptr[i + 1] = static_cast<std::int64_t>(g.indices.size());
+  }
+  out.G = pattern(g);
+  return out;
+}
+
+}  // namespace commsolve

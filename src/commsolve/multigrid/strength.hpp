@@ -1,0 +1,42 @@
+// Strength of connection for classical AMG and the graphs its coarsening walks: the strong
+// entries of a rank's rows (hypre's classical measure), the strength matrix S as a ParCsr,
+// and S + S^T (a point's neighbours in either direction) with how many points depend on
+// each point (the columns of S^T travel to their owners along S's halo plan in reverse).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/par_csr.hpp"
+
+namespace commsolve {
+
+// A rank's rows over its column space (owned columns' local indices, then n_owned + the halo
+// index), borrowed: ParCsr::merged_rows's layout.
+struct LocalRowsView {
+  std::int64_t nrows;
+  const std::int32_t* indptr;
+  const std::int32_t* indices;
+  const double* data;
+};
+
+// 1 for each strong entry: a_ij (j != i) with -s a_ij >= theta max_k (-s a_ik) over k != i,
+// s the sign of a_ii, in rows whose largest such value is positive (pyamg's norm='min').
+std::vector<std::uint8_t> classical_strength(const LocalRowsView& L, double theta);
+
+struct StrengthGraphs {
+  std::unique_ptr<ParCsr> S;          // the strong entries (ones), A's distributions
+  std::unique_ptr<ParCsr> G;          // the pattern of S + S^T (ones)
+  std::vector<double> depends_on_me;  // per owned point: |S^T_i|
+};
+
+// Collective on comm. `strong` masks L's entries (L: A's rows as above); both graphs get
+// halo plans of `strategy`.
+StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const std::uint8_t* strong,
+                               const std::string& strategy, MPI_Comm comm);
+
+}  // namespace commsolve
