@@ -32,6 +32,13 @@ def test_strategies_agree_with_standard(result):
 
 
 @pytest.mark.parametrize("result", CASES, ids=IDS, indirect=True)
+def test_with_strategy_replans_without_rebuilding(result):
+    """ParCSR.with_strategy on the standard matrix: the plan of building it with the
+    strategy, the same product, its exchange recorded as planned."""
+    assert result["with_strategy_ok"]
+
+
+@pytest.mark.parametrize("result", CASES, ids=IDS, indirect=True)
 def test_rmatvec_matches_scipy(result):
     assert result["rmatvec_err"] <= 1e-12
 

@@ -65,6 +65,14 @@ def _distribution(how, n, comm, global_matrix=None, seed=0):
     return Distribution.from_owners(comm.bcast(own, root=0), comm.size)
 
 
+def check_strategy(comm, strategy):
+    """Collective. A CollectiveError on every rank unless ``strategy`` names a communication
+    strategy (``standard``, ``node-aware``, ``node-aware-2step``, ``auto``)."""
+    names = _core.strategy_names()
+    agree(comm, None if strategy in names else
+          f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
+
+
 class ParCSR:
     """Row-distributed sparse matrix: on-process block, off-process block split on-node /
     off-node, and a halo-exchange plan run by persistent MPI requests.
@@ -118,27 +126,32 @@ class ParCSR:
         agree(comm, None if col_dist.global_size == ncols else
               f"column distribution covers {col_dist.global_size} columns, the matrix has {ncols}")
         topo = run_agreed(comm, resolve_topology, topology, comm)
-        names = _core.strategy_names()
-        agree(comm, None if strategy in names else
-              f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
+        check_strategy(comm, strategy)
         if strategy == "auto" and profile is not None:
-            from .model import CostModel
-
-            cost = run_agreed(comm, CostModel, profile)
-            best = None
-            for candidate in ("standard", "node-aware-2step", "node-aware"):
-                A = cls.from_local_rows(local, comm, row_dist=row_dist, col_dist=col_dist, topology=topo,
-                                        strategy=candidate)
-                t = cost.price_mpi(comm, A.plan, topo)
-                if best is None or t < best[0]:
-                    best = (t, A)
-            return best[1]
+            return cls.from_local_rows(local, comm, row_dist=row_dist, col_dist=col_dist, topology=topo,
+                                       strategy="standard").with_strategy("auto", profile)
         core = _core.ParCsr(
             local.indptr.astype(np.int64), local.indices.astype(np.int64),
             np.ascontiguousarray(local.data, dtype=np.float64),
             row_dist, col_dist, topo, comm.py2f(), strategy,
         )
         return cls(core, comm, topo, row_dist, col_dist)
+
+    def with_strategy(self, strategy, profile=None):
+        """Collective. This matrix with its halo plan built for ``strategy`` (the blocks
+        copied, the halo pattern kept: no all-to-all). ``"auto"`` with a machine ``profile``
+        keeps the strategy whose plan the cost model prices cheapest; without one, the
+        strategy with the fewest inter-node messages on the busiest rank."""
+        check_strategy(self.comm, strategy)
+        if strategy == "auto" and profile is not None:
+            from .model import CostModel
+
+            cost = run_agreed(self.comm, CostModel, profile)
+            priced = [(cost.price_mpi(self.comm, B.plan, self.topology), B)
+                      for B in map(self.with_strategy, ("standard", "node-aware-2step", "node-aware"))]
+            return min(priced, key=lambda tb: tb[0])[1]
+        core = self._core.with_strategy(self.comm.py2f(), strategy)
+        return ParCSR(core, self.comm, self.topology, self.row_dist, self.col_dist)
 
     @classmethod
     def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,

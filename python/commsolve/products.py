@@ -21,15 +21,10 @@ import scipy.sparse as sp
 
 from . import _core
 from ._collective import agree
+from .parcsr import check_strategy
 from .stats import CommStats
 
 __all__ = ["spgemm", "galerkin", "transpose_rows"]
-
-
-def _check_strategy(comm, strategy, what):
-    names = _core.strategy_names()
-    agree(comm, None if strategy in names else
-          f"unknown {what} strategy '{strategy}' (known: {', '.join(names)})")
 
 
 def _same_comm(A, B):
@@ -82,7 +77,7 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
     dict from an earlier product with the same A, whose plan is used again (a numeric
     re-setup; building a node-aware plan is itself collective)."""
     _same_comm(A, B)
-    _check_strategy(A.comm, strategy, "communication")
+    check_strategy(A.comm, strategy)
     agree(A.comm, None if A.shape[1] == B.shape[0] else
           f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
     (plan,) = _reused(reuse, [A])
@@ -102,7 +97,7 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     ``return_info``, the exchanges' plans and recorded statistics as in :func:`spgemm`;
     ``reuse`` as there (same A and P structure)."""
     _same_comm(A, P)
-    _check_strategy(A.comm, strategy, "communication")
+    check_strategy(A.comm, strategy)
     agree(A.comm, None if A.shape[0] == A.shape[1] == P.shape[0] else
           f"galerkin: A is {A.shape[0]} x {A.shape[1]}, P is {P.shape[0]} x {P.shape[1]}")
     # P^T (A P) pairs row i of A P (A's rows) with row i of P, and A P needs P's rows where
@@ -125,7 +120,7 @@ def transpose_rows(A, strategy="standard", return_info=False):
     transposed in place, the halo columns' travel to their owners along A's halo plan in
     reverse. With ``return_info``, also the exchange's plan and recorded statistics (the
     ``"exchanges"`` of :func:`spgemm`)."""
-    _check_strategy(A.comm, strategy, "communication")
+    check_strategy(A.comm, strategy)
     indptr, indices, data, plan, stats = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
     T = sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
     return (T, {"exchanges": [_exchange("A^T", plan, stats, A)]}) if return_info else T

@@ -91,6 +91,12 @@ for gen, part, source, strategy in cases.suite(suite_name):
     # The same product with the standard strategy, for the 1e-13 agreement between strategies.
     S = cs.ParCSR.from_global(G, comm, partition=part, topology=ppn) if strategy != "standard" else A
     ys = S.gather(S.matvec(S.distribute(xg)))
+    # The standard matrix re-planned for this strategy: the same plan as building it so, the
+    # same product, and its own exchange recorded as planned.
+    W = S.with_strategy(strategy)
+    yw = W.gather(W.matvec(W.distribute(xg)))
+    w_ok = same(plan_arrays(W.plan), plan_arrays(A.plan)) and W.recorded_stats() == W.planned_stats()
+    with_strategy_ok = comm.allreduce(int(w_ok), op=MPI.MIN) == 1
     if comm.rank == 0:
         vplans = cs.virtual.plans(G, A.row_dist, strategy=strategy, topology=A.topology)
         vpatterns = cs.virtual.halo_patterns(G, A.row_dist)
@@ -106,6 +112,7 @@ for gen, part, source, strategy in cases.suite(suite_name):
             "steps": len(A.plan.steps),
             "matvec_err": relerr(yg, G @ xg),
             "vs_standard_err": relerr(yg, ys),
+            "with_strategy_ok": with_strategy_ok and relerr(yw, yg) <= 1e-13,
             "rmatvec_err": relerr(wg, G.T @ zg),
             "stats_ok": stats_ok,
             "virtual_ok": bool(virtual_ok),

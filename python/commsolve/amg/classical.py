@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _core, products
+from .. import _core
 
 __all__ = ["strength", "strength_graphs", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
            "hash_uniform"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import products
 from .._collective import agree
+from ..parcsr import check_strategy
 from ..stats import summarize
 from . import aggregation, classical
 from .spectrum import spectral_radius_dinv_a
@@ -78,14 +79,6 @@ def _check_level(A, k):
     return L
 
 
-def _rebuild(A, strategy, profile):
-    """A with its halo plan for ``strategy`` ("auto": priced with ``profile`` if given)."""
-    from ..parcsr import ParCSR
-
-    return ParCSR.from_local_rows(A.local_matrix(), A.comm, row_dist=A.row_dist, col_dist=A.col_dist,
-                                  topology=A.topology, strategy=strategy, profile=profile)
-
-
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
                     **options):
     """Collective. The levels of an AMG hierarchy (``method`` "classical" or "sa") for the
@@ -136,7 +129,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                 "diagonal block square)")
     per_level = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
     for s in per_level:
-        products._check_strategy(A.comm, s, "communication")
+        check_strategy(A.comm, s)
 
     levels = []
     current = A
@@ -147,7 +140,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         k = len(levels)
         strat = per_level[min(k, len(per_level) - 1)]
         if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
-            current = _rebuild(current, strat, profile)
+            current = current.with_strategy(strat, profile)
         level = Level(current, strategy=current.plan.strategy, ids=ids,
                       candidate=candidate if method == "sa" else None)
         levels.append(level)

@@ -84,6 +84,11 @@ void bind_dist(nb::module_& m) {
         new (self) ParCsr(view, values.data(), rows, cols, topo, c, strategy);
       }, "indptr"_a, "indices"_a, "values"_a, "row_dist"_a, "col_dist"_a, "topology"_a, "comm"_a,
            "strategy"_a = "standard")
+      .def("with_strategy", [](const ParCsr& A, std::int64_t comm, const std::string& strategy) {
+        MPI_Comm c = comm_from_handle(comm);
+        nb::gil_scoped_release nogil;
+        return std::make_unique<ParCsr>(A, c, strategy);
+      }, "comm"_a, "strategy"_a, "Collective: a copy whose halo plan is built for `strategy`.")
       .def("matvec", [](ParCsr& A, In<double> x, Out<double> y) {
         require_len(x, A.local_cols(), "x");
         require_len(y, A.local_rows(), "y");

@@ -71,6 +71,17 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
   executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }
 
+ParCsr::ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy)
+    : row_dist_(other.row_dist_),
+      col_dist_(other.col_dist_),
+      topo_(other.topo_),
+      pattern_(other.pattern_),
+      diag_(other.diag_),
+      offd_on_(other.offd_on_),
+      offd_off_(other.offd_off_),
+      executor_(std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_,
+                                               comm)) {}
+
 void ParCsr::matvec(const double* x, double* y) {
   executor_->begin(x);
   spmv(view(diag_), x, y);

@@ -37,6 +37,10 @@ class ParCsr {
   ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribution row_dist,
          Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy);
 
+  // Collective. A copy of `other` (the same rows, distributions and halo pattern) whose halo
+  // plan is built for `strategy`: no all-to-all, only the plan's own setup.
+  ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy);
+
   // y = A x. Collective. x: local_cols() entries (owned part of the column distribution),
   // y: local_rows() entries. Overlaps the on-process product with the halo exchange
   // (thesis Algorithm 5.1).
