@@ -38,4 +38,5 @@ for _ in range(repeat):
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:
-    print(json.dumps({"peer": " ".join(["commsolve", method, *options.values()]), "nranks": comm.size, "runs": runs}), flush=True)
+    peer = " ".join(["commsolve", method, *options.values()])
+    print(json.dumps({"peer": peer, "nranks": comm.size, "runs": runs}), flush=True)

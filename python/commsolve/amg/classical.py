@@ -1,6 +1,6 @@
 """Classical (Ruge-Stueben) coarsening, distributed: strength of connection, PMIS or HMIS
-C/F splitting, direct and extended+i interpolation, each on the rank's own rows with halo exchanges for
-what neighbours own (hypre BoomerAMG's algorithms; De Sterck, Yang, Heys 2006 for PMIS).
+C/F splitting, direct and extended+i interpolation, each on the rank's own rows with halo
+exchanges for what neighbours own (hypre BoomerAMG's algorithms; De Sterck, Yang, Heys 2006 for PMIS).
 
 With PMIS every decision depends only on global indices and values, never on the
 partition: its random weights are a hash of (seed, global index), so the hierarchy on any
@@ -15,8 +15,8 @@ import scipy.sparse as sp
 
 from .. import _core
 
-__all__ = ["strength", "strength_graphs", "pmis", "coarse_numbering", "direct_interpolation", "extended_i_interpolation", "truncate",
-           "hash_uniform"]
+__all__ = ["strength", "strength_graphs", "pmis", "check_coarsening", "coarse_numbering", "direct_interpolation",
+           "extended_i_interpolation", "truncate", "hash_uniform"]
 
 U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
 COARSENINGS = ("pmis", "hmis")
@@ -70,6 +70,12 @@ def strength_graphs(A, L, strong, strategy):
     return wrap(S), wrap(G), depends_on_me
 
 
+def check_coarsening(name):
+    """A ValueError unless ``name`` is one of :data:`COARSENINGS`."""
+    if name not in COARSENINGS:
+        raise ValueError(f"unknown coarsening '{name}' (known: {', '.join(COARSENINGS)})")
+
+
 def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
     """Collective. PMIS or HMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
 
@@ -85,8 +91,7 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
     rank's point start the rounds as coarse. It coarsens like Ruge-Stueben inside a rank
     (better interpolation than PMIS's random choice, fewer iterations), but the split then
     depends on the partition."""
-    if coarsening not in COARSENINGS:
-        raise ValueError(f"unknown coarsening '{coarsening}' (known: {', '.join(COARSENINGS)})")
+    check_coarsening(coarsening)
     S, G, depends_on_me = strength_graphs(A, L, strong, strategy)
     w = depends_on_me + hash_uniform(ids, seed)
     state = np.where(depends_on_me == 0, F, U)
@@ -144,7 +149,8 @@ def extended_i_interpolation(A, L, strong, cfull, ncoarse):
     by off-process strong fine neighbours travel along A's halo plan)."""
     indptr, indices, data = _core.extended_i_interpolation(
         A._core, _i32(L.indptr), _i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64),
-        np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64), A.comm.py2f())
+        np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64),
+        A.comm.py2f())
     return sp.csr_matrix((data, indices, indptr), shape=(L.shape[0], ncoarse))
 
 

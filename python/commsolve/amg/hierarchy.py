@@ -89,11 +89,11 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     its operator's local block (collective if it is).
     Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has at
     most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength threshold:
-    classical 0.25, sa 0.0 by default); classical
-    only: ``coarsening`` ("pmis", the default: the same hierarchy on any partition, or
-    "hmis": a Ruge-Stueben pass within each rank first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"), ``trunc`` (truncation factor
-    of P), ``pmax`` (most entries per row of P; default 4 for ext+i, no limit for direct; 0:
-    no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
+    classical 0.25, sa 0.0 by default); classical only: ``coarsening`` ("pmis", the default:
+    the same hierarchy on any partition, or "hmis": a Ruge-Stueben pass within each rank
+    first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"),
+    ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P; default 4 for
+    ext+i, no limit for direct; 0: no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
     times rho(D^-1 A): 4/3)."""
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
@@ -109,8 +109,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         raise ValueError("prolongator_omega is an option of smoothed aggregation (method='sa')")
     o["interpolation"] = o["interpolation"] or "ext+i"
     o["coarsening"] = o["coarsening"] or "pmis"
-    if o["coarsening"] not in classical.COARSENINGS:
-        raise ValueError(f"unknown coarsening '{o['coarsening']}' (known: {', '.join(classical.COARSENINGS)})")
+    classical.check_coarsening(o["coarsening"])
     if o["interpolation"] not in INTERPOLATIONS:
         raise ValueError(f"unknown interpolation '{o['interpolation']}' (known: {', '.join(INTERPOLATIONS)})")
     pmax = (4 if o["interpolation"] == "ext+i" else 0) if o["pmax"] is None else int(o["pmax"])

@@ -105,7 +105,6 @@ class Accumulator {
       ++counted_;
     }
   }
-  std::int64_t counted() const { return counted_; }
   void add(std::int32_t c, double v) {
     if (stamp_[c] != kNumeric) {
       stamp_[c] = kNumeric;
