@@ -38,6 +38,18 @@ LocalRowsView local_rows_view(const In<std::int32_t>& indptr, const In<std::int3
   return {n, indptr.data(), indices.data(), data.data()};
 }
 
+// A's rows over its column space: local_rows_view's checks, one row per local row of A and
+// every column inside [owned | halo].
+LocalRowsView column_space_rows(const ParCsr& A, const In<std::int32_t>& indptr, const In<std::int32_t>& indices,
+                                const In<double>& data) {
+  require_len(indptr, A.local_rows() + 1, "indptr");
+  const LocalRowsView L = local_rows_view(indptr, indices, data);
+  const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
+  for (std::size_t k = 0; k < indices.shape(0); ++k)
+    if (indices.data()[k] < 0 || indices.data()[k] >= space) throw nb::value_error("column outside the column space");
+  return L;
+}
+
 nb::tuple product_tuple(ProductResult&& r) {
   return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
                         to_numpy(std::move(r.rows.data)), std::move(r.plan), stats_array(r.recorded));
@@ -206,16 +218,12 @@ void bind_dist(nb::module_& m) {
   m.def("extended_i_interpolation", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices,
                                        In<double> data, In<std::uint8_t> strong, In<std::int64_t> global,
                                        In<std::int64_t> coarse, std::int64_t comm) {
-    const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
-    require_len(indptr, A.local_rows() + 1, "indptr");
-    require_len(data, indices.shape(0), "data");
+    const LocalRowsView L = column_space_rows(A, indptr, indices, data);
     require_len(strong, indices.shape(0), "strong");
     const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
     require_len(global, space, "global");
     require_len(coarse, space, "coarse");
-    for (std::size_t k = 0; k < indices.shape(0); ++k)
-      if (indices.data()[k] < 0 || indices.data()[k] >= space) throw nb::value_error("column outside the column space");
-    CoarseningView v{n, indptr.data(), indices.data(), data.data(), strong.data(), global.data(), coarse.data()};
+    const CoarseningView v{L, strong.data(), global.data(), coarse.data()};
     MPI_Comm c = comm_from_handle(comm);
     GlobalRows P;
     {
@@ -238,12 +246,8 @@ void bind_dist(nb::module_& m) {
      "Local: 1 for each strong entry of the rank's rows (column space; hypre's classical measure).");
   m.def("strength_graphs", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
                               In<std::uint8_t> strong, const std::string& strategy, std::int64_t comm) {
-    require_len(indptr, A.local_rows() + 1, "indptr");
-    const LocalRowsView L = local_rows_view(indptr, indices, data);
+    const LocalRowsView L = column_space_rows(A, indptr, indices, data);
     require_len(strong, indices.shape(0), "strong");
-    const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
-    for (std::size_t k = 0; k < indices.shape(0); ++k)
-      if (indices.data()[k] < 0 || indices.data()[k] >= space) throw nb::value_error("column outside the column space");
     MPI_Comm c = comm_from_handle(comm);
     StrengthGraphs g;
     {

@@ -11,17 +11,14 @@
 
 #include "dist/par_csr.hpp"
 #include "dist/spgemm.hpp"
+#include "multigrid/strength.hpp"
 
 namespace commsolve {
 
-// One rank's rows of A over its column space [owned | halo] (a CSR with int32 columns), with
-// per entry whether it is a strong connection, and per column-space entry its global index
-// and coarse global index (-1: a fine point). Borrowed.
-struct CoarseningView {
-  std::int64_t nrows;
-  const std::int32_t* indptr;
-  const std::int32_t* indices;
-  const double* data;
+// One rank's rows of A over its column space (LocalRowsView), with per entry whether it is a
+// strong connection, and per column-space entry its global index and coarse global index
+// (-1: a fine point). Borrowed.
+struct CoarseningView : LocalRowsView {
   const std::uint8_t* strong;
   const std::int64_t* global;  // per column-space entry
   const std::int64_t* coarse;  // per column-space entry, -1 for fine points
