@@ -102,6 +102,15 @@ for gen, strategy in CASES:
     # HMIS's first split against pyamg's strength of the gathered matrix: every point that
     # strongly depends on another strongly depends on a coarse point, unless it is one.
     cpts = comm.gather(hierarchies["hmis"].levels[0].c_points, root=0)
+    # The rank's interior first-pass coarse points (no strong dependency on another rank)
+    # stay coarse: HMIS is not PMIS.
+    from commsolve.amg.classical import strength, strength_graphs
+
+    L = A.local_block()
+    S, _, _ = strength_graphs(A, L, strength(L, 0.25), "standard")
+    interior = np.diff(S.block("offd_on_node").indptr) + np.diff(S.block("offd_off_node").indptr) == 0
+    kept = A.owned_rows()[(cs._core.rs_first_pass(S._core) == 1) & interior]
+    hmis_keeps = all_ok(np.isin(kept, hierarchies["hmis"].levels[0].c_points).all() and kept.size > 0)
     if comm.rank == 0:
         import pyamg
 
@@ -112,7 +121,7 @@ for gen, strategy in CASES:
         coarse[np.concatenate(cpts)] = True
         has_strong = np.diff(S.indptr) > 0
         strong_c = (S @ coarse.astype(float)) > 0
-        out["hmis_split"] = {"coarse": int(coarse.sum()),
+        out["hmis_split"] = {"coarse": int(coarse.sum()), "keeps_first_pass": hmis_keeps,
                              "uncovered": int(np.sum(has_strong & ~coarse & ~strong_c))}
     # Level 0's P untruncated, with the coarse points, for the test's own extended+i reference.
     ml0 = cs.amg.solver(A, strategy=strategy, pmax=0, max_levels=2)

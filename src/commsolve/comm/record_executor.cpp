@@ -9,6 +9,14 @@
 
 namespace commsolve {
 
+std::vector<char> sent_entries(const CommPlan& plan) {
+  std::vector<char> sent(plan.n_owned, 0);
+  for (const PlanStep& st : plan.steps)
+    for (std::int32_t i : st.send_idx)
+      if (i < plan.n_owned) sent[i] = 1;
+  return sent;
+}
+
 namespace {
 
 void require_int_count(std::int64_t bytes) {

@@ -45,6 +45,10 @@ inline RecordsView view(const RecordSet& r) { return {r.size(), r.ptr.data(), r.
 // Message bytes: the int64 length header of each entry, then the units.
 constexpr std::int64_t record_header_bytes = 8;
 
+// Per owned entry of `plan` (n_owned of them): 1 if some step sends it, the only owned
+// records a forward run reads (the others may be left empty).
+std::vector<char> sent_entries(const CommPlan& plan);
+
 // Runs one rank's plan on records. Construction is collective on `comm` (see InnerComm); every
 // forward and reverse call is collective, in the same order on every rank.
 class RecordExecutor {

@@ -161,13 +161,11 @@ std::vector<std::int64_t> space_globals(const ParCsr& A) {
   return g;
 }
 
-// The records (global column, value) of A's rows that some rank's halo holds (`sent`: local
-// row indices, repeats allowed); every other row's record is empty.
-RecordSet sent_row_records(const ParCsr& A, const std::vector<std::int64_t>& globals,
-                           const std::vector<std::int32_t>& sent) {
+// The records (global column, value) of A's rows that `plan` sends (the owned entries its
+// steps read); every other row's record is empty.
+RecordSet sent_row_records(const ParCsr& A, const std::vector<std::int64_t>& globals, const CommPlan& plan) {
   const std::int64_t n = A.local_rows();
-  std::vector<char> is_sent(n, 0);
-  for (std::int32_t i : sent) is_sent[i] = 1;
+  const std::vector<char> is_sent = sent_entries(plan);
   RecordSet r;
   r.ptr.assign(n + 1, 0);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -229,7 +227,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   res.plan = halo_plan(A, strategy, comm, reuse);
   RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
   const std::vector<std::int64_t> b_globals = space_globals(B);
-  const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, A.pattern().send_idx)));
+  const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, res.plan)));
   res.recorded = exec.recorded_forward();
 
   // B's own rows are read in place, through its column space's compact numbering; the

@@ -53,9 +53,11 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
   exchange_into(G, weight, wfull);
   std::vector<std::int64_t> winners;
   // Undecided points with a strong connection to a coarse point become fine: after each
-  // round's winners, and first of all for coarse points given in `state` (HMIS).
-  auto fine_next_to_coarse = [&] {
+  // round's winners, and first of all for coarse points given in `state` (HMIS; as hypre's
+  // first round there, only the rank's own coarse points count: nothing is exchanged yet).
+  auto fine_next_to_coarse = [&](bool own_only) {
     exchange_into(S, state, sfull);
+    if (own_only) std::fill(sfull.begin() + n, sfull.end(), kUndecided);
     for (std::int64_t i = 0; i < n; ++i) {
       if (state[i] != kUndecided) continue;
       bool to_fine = false;
@@ -63,7 +65,7 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
       if (to_fine) state[i] = kFine;
     }
   };
-  if (anywhere(std::find(state.begin(), state.end(), kCoarse) != state.end(), comm)) fine_next_to_coarse();
+  if (anywhere(std::find(state.begin(), state.end(), kCoarse) != state.end(), comm)) fine_next_to_coarse(true);
   while (true) {
     long long undecided = std::count(state.begin(), state.end(), kUndecided), total = 0;
     MPI_Allreduce(&undecided, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
@@ -77,7 +79,7 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
       if (wins) winners.push_back(i);
     }
     for (std::int64_t i : winners) state[i] = kCoarse;
-    fine_next_to_coarse();
+    fine_next_to_coarse(false);
   }
   return state;
 }
@@ -85,6 +87,7 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
 std::vector<char> rs_first_pass(const ParCsr& S) {
   const LocalCsr& s = S.diag();
   const std::int64_t n = s.nrows;
+  require(S.local_cols() == n, "rs_first_pass: S's diagonal block must be square (rows and columns distributed alike)");
   // S^T over the rank's own points: who depends on each point.
   std::vector<std::int32_t> tptr(n + 1, 0), trow(s.indptr[n]);
   for (std::int32_t k = 0; k < s.indptr[n]; ++k) ++tptr[s.indices[k] + 1];
@@ -94,48 +97,61 @@ std::vector<char> rs_first_pass(const ParCsr& S) {
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) trow[fill[s.indices[k]]++] = static_cast<std::int32_t>(i);
   }
-  // Undecided points in buckets by measure (doubly linked lists, newest first); a measure
-  // grows by at most one per dependant, so 2 max|S^T_i| + 1 buckets suffice.
+  // Undecided points in buckets by measure, each bucket a FIFO (doubly linked: a point whose
+  // measure changes goes to the back of its new bucket); a measure grows by at most one per
+  // dependant, so 2 max|S^T_i| + 1 buckets suffice.
   enum : char { kU = 0, kC = 1, kF = 2 };
   std::vector<char> state(n, kU);
   std::vector<std::int64_t> measure(n);
   std::int64_t top = 0;
   for (std::int64_t i = 0; i < n; ++i) top = std::max<std::int64_t>(top, measure[i] = tptr[i + 1] - tptr[i]);
-  std::vector<std::int64_t> head(2 * top + 2, -1), next(n, -1), prev(n, -1);
+  std::vector<std::int64_t> head(2 * top + 2, -1), tail(2 * top + 2, -1), next(n, -1), prev(n, -1);
   auto unlink = [&](std::int64_t i) {
-    if (prev[i] >= 0) next[prev[i]] = next[i];
-    else head[measure[i]] = next[i];
-    if (next[i] >= 0) prev[next[i]] = prev[i];
+    (prev[i] >= 0 ? next[prev[i]] : head[measure[i]]) = next[i];
+    (next[i] >= 0 ? prev[next[i]] : tail[measure[i]]) = prev[i];
   };
   auto link = [&](std::int64_t i) {
-    prev[i] = -1;
-    next[i] = head[measure[i]];
-    if (next[i] >= 0) prev[next[i]] = i;
-    head[measure[i]] = i;
+    next[i] = -1;
+    prev[i] = tail[measure[i]];
+    (prev[i] >= 0 ? next[prev[i]] : head[measure[i]]) = i;
+    tail[measure[i]] = i;
     top = std::max(top, measure[i]);
   };
-  auto move_by = [&](std::int64_t i, std::int64_t d) {
-    unlink(i);
-    measure[i] += d;
-    link(i);
+  // Fine: each undecided point `i` depends on gains one (it has one more fine dependant to
+  // interpolate), moved to the back of its bucket once `linked`.
+  auto make_fine = [&](std::int64_t i, bool linked) {
+    state[i] = kF;
+    for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) {
+      const std::int32_t c = s.indices[k];
+      if (state[c] != kU) continue;
+      if (linked) unlink(c);
+      ++measure[c];
+      if (linked) link(c);
+    }
   };
-  for (std::int64_t i = 0; i < n; ++i) link(i);
+  for (std::int64_t i = 0; i < n; ++i)  // nobody depends on it: fine (hypre's Ruge, in index order)
+    if (measure[i] == 0) make_fine(i, false);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (state[i] == kU) link(i);
   while (true) {
     while (top > 0 && head[top] < 0) --top;
-    if (top == 0) break;  // what is left has no undecided dependant: not coarse
-    const std::int64_t i = head[top];
+    if (top == 0) break;
+    const std::int64_t i = head[top];  // the largest measure, the longest in its bucket
     unlink(i);
     state[i] = kC;
-    for (std::int32_t q = tptr[i]; q < tptr[i + 1]; ++q) {  // its dependants become fine...
+    for (std::int32_t q = tptr[i]; q < tptr[i + 1]; ++q) {  // its dependants become fine
       const std::int32_t j = trow[q];
       if (state[j] != kU) continue;
       unlink(j);
-      state[j] = kF;
-      for (std::int32_t k = s.indptr[j]; k < s.indptr[j + 1]; ++k)  // ...and what they depend on gains
-        if (state[s.indices[k]] == kU) move_by(s.indices[k], 1);
+      make_fine(j, true);
     }
-    for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k)  // what i depends on loses i
-      if (state[s.indices[k]] == kU && measure[s.indices[k]] > 0) move_by(s.indices[k], -1);
+    for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) {  // what i depends on loses i
+      const std::int32_t c = s.indices[k];
+      if (state[c] != kU) continue;
+      unlink(c);
+      if (--measure[c] > 0) link(c);
+      else make_fine(c, true);  // nobody left depends on it
+    }
   }
   std::vector<char> coarse(n);
   for (std::int64_t i = 0; i < n; ++i) coarse[i] = state[i] == kC;

@@ -28,11 +28,13 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
                                std::vector<double> state, MPI_Comm comm);
 
 // The first pass of Ruge-Stueben coarsening over this rank's own points (S's diagonal block:
-// strong connections to points it owns), the first stage of HMIS (hypre's coarsening 10): the
-// undecided point with the largest measure (initially how many points depend on it; ties to
-// the newest in its bucket) becomes coarse, the undecided points that depend on it fine, and
-// the measures of what those depend on grow by one, of what it depends on drop by one; until
-// every undecided point has measure 0. Local. Returns 1 for the coarse points.
+// strong connections to points it owns), the first stage of HMIS (hypre's coarsening 10,
+// hypre_BoomerAMGCoarsenRuge's first pass): the measure of a point is how many undecided or
+// fine points depend on it. Points with measure 0 become fine first, in index order, each
+// point they depend on gaining one. Then the undecided point with the largest measure (ties:
+// the longest in its bucket) becomes coarse, the undecided points that depend on it fine
+// (what they depend on gains one), and what it depends on loses one (at 0: fine). Local.
+// Returns 1 for the coarse points.
 std::vector<char> rs_first_pass(const ParCsr& S);
 
 // Root kinds of smoothed aggregation (per owned point).

@@ -74,10 +74,7 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
   require(n == A.local_rows() && n == n_owned, "extended+i interpolation: the view must be the rank's block of a square A");
   // The owned rows other ranks' halos hold, as records (the rest left empty: nobody fetches
   // them); this rank's own rows are read in place.
-  std::vector<char> sent(n, 0);
-  for (const PlanStep& st : A.plan().steps)
-    for (std::int32_t i : st.send_idx)
-      if (i < n) sent[i] = 1;
+  const std::vector<char> sent = sent_entries(A.plan());
   RecordSet owned;
   owned.ptr.assign(n + 1, 0);
   for (std::int64_t i = 0; i < n; ++i) owned.ptr[i + 1] = owned.ptr[i] + (sent[i] ? v.indptr[i + 1] - v.indptr[i] : 0);

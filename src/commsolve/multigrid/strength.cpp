@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
+#include "core/error.hpp"
 #include "dist/spgemm.hpp"
 
 namespace commsolve {
@@ -27,6 +29,8 @@ std::vector<std::uint8_t> classical_strength(const LocalRowsView& L, double thet
 StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const std::uint8_t* strong,
                                const std::string& strategy, MPI_Comm comm) {
   const std::int64_t n = L.nrows, n_owned = A.local_cols();
+  require(n == A.local_rows() && n == n_owned, "strength graphs: A must be square with rows and columns distributed "
+                                               "alike (rank " + std::to_string(A.rank()) + ")");
   std::vector<std::int64_t> global(n_owned + A.col_map().size());
   for (std::int64_t k = 0; k < n_owned; ++k) global[k] = A.col_dist().global_index(A.rank(), k);
   std::copy(A.col_map().begin(), A.col_map().end(), global.begin() + n_owned);
