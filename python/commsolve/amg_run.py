@@ -57,9 +57,11 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
 
 def format_amg(r):
     """The text report of :func:`run_amg`'s result."""
+    coarsening = f" ({r['coarsening']})" if r["coarsening"] else ""
     head = [f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros on {r['nranks']} rank(s), "
             f"{r['nodes']} node(s)",
-            f"AMG         {r['method']}{' (' + r['coarsening'] + ')' if r['coarsening'] else ''}, smoother {r['smoother']}, strategy {r['strategy']}: {len(r['levels'])} levels, "
+            f"AMG         {r['method']}{coarsening}, smoother {r['smoother']}, strategy {r['strategy']}: "
+            f"{len(r['levels'])} levels, "
             f"operator complexity {r['operator_complexity']:.3f}, grid complexity {r['grid_complexity']:.3f}"]
     cols = f"{'level':>6}{'rows':>12}{'nnz':>14}{'complexity':>12}  {'strategy':<18}{'inter msgs':>11}{'intra msgs':>11}"
     rows = [f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"

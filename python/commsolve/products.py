@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._collective import agree
-from .parcsr import check_strategy
+from .parcsr import ParCSR, check_strategy
 from .stats import CommStats
 
 __all__ = ["spgemm", "galerkin", "transpose_rows"]
@@ -49,8 +49,6 @@ def _exchange(kernel, plan, stats, M):
 
 
 def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy, profile=None):
-    from .parcsr import ParCSR
-
     local = sp.csr_matrix((data, indices, indptr), shape=shape)
     return ParCSR.from_local_rows(local, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
                                   strategy=spmv_strategy, profile=profile)

@@ -43,8 +43,11 @@ def _diagonal(L):
     return L.diagonal()[: L.shape[0]]
 
 
-def _i32(a):
-    return np.ascontiguousarray(a, dtype=np.int32)
+def _csr_arrays(L):
+    """L's arrays as the C++ kernels take them (int32 indices, float64 values; no copy when
+    they already are)."""
+    i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+    return i32(L.indptr), i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64)
 
 
 def strength(L, theta):
@@ -52,8 +55,7 @@ def strength(L, theta):
     row i when -s a_ij >= theta max_k (-s a_ik) over k != i, s the sign of a_ii (hypre's
     classical measure; pyamg's ``norm='min'``). Rows whose largest such value is not
     positive have no strong connections. C++, row by row."""
-    return _core.classical_strength(_i32(L.indptr), _i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64),
-                                    float(theta)).view(bool)
+    return _core.classical_strength(*_csr_arrays(L), float(theta)).view(bool)
 
 
 def strength_graphs(A, L, strong, strategy):
@@ -63,9 +65,8 @@ def strength_graphs(A, L, strong, strategy):
     each of the rank's points; S^T's columns travel to their owners). C++."""
     from ..parcsr import ParCSR
 
-    S, G, depends_on_me = _core.strength_graphs(A._core, _i32(L.indptr), _i32(L.indices),
-                                                np.ascontiguousarray(L.data, dtype=np.float64),
-                                                np.ascontiguousarray(strong, dtype=np.uint8), strategy, A.comm.py2f())
+    S, G, depends_on_me = _core.strength_graphs(A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8),
+                                                strategy, A.comm.py2f())
     wrap = lambda core: ParCSR(core, A.comm, A.topology, A.row_dist, A.col_dist)  # noqa: E731
     return wrap(S), wrap(G), depends_on_me
 
@@ -148,8 +149,7 @@ def extended_i_interpolation(A, L, strong, cfull, ncoarse):
     """Collective. The rank's rows of the extended+i interpolation (C++; the rows of A held
     by off-process strong fine neighbours travel along A's halo plan)."""
     indptr, indices, data = _core.extended_i_interpolation(
-        A._core, _i32(L.indptr), _i32(L.indices), np.ascontiguousarray(L.data, dtype=np.float64),
-        np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64),
+        A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64),
         A.comm.py2f())
     return sp.csr_matrix((data, indices, indptr), shape=(L.shape[0], ncoarse))
 

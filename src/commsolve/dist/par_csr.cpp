@@ -125,6 +125,13 @@ GlobalRows ParCsr::merged_rows(const std::int64_t* owned_globals) const {
   return out;
 }
 
+std::vector<std::int64_t> ParCsr::space_globals() const {
+  std::vector<std::int64_t> g(pattern_.n_owned + pattern_.n_halo());
+  for (std::int64_t k = 0; k < pattern_.n_owned; ++k) g[k] = col_dist_.global_index(rank(), k);
+  std::copy(pattern_.halo_globals.begin(), pattern_.halo_globals.end(), g.begin() + pattern_.n_owned);
+  return g;
+}
+
 double ParCsr::spmv_bytes() const {
   // diag and both offd blocks, x and halo read, y read-modify-written for the offd passes.
   double b = diag_.spmv_bytes();

@@ -77,6 +77,8 @@ class ParCsr {
   // global columns (`owned_globals`: the global index of each owned column; null for the
   // column space).
   GlobalRows merged_rows(const std::int64_t* owned_globals) const;
+  // The global column of every column-space entry (owned columns, then the halo).
+  std::vector<std::int64_t> space_globals() const;
   // Bytes the local SpMV moves (three blocks, x, halo and y).
   double spmv_bytes() const;
 

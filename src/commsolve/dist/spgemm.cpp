@@ -91,13 +91,26 @@ EntrySpan span_of(const RecordSet& r) {
 
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
-// Gustavson's dense accumulator over compact columns. A product runs it twice: count()
-// sizes the result row by row (so the output is allocated once), then add() sums the scaled
-// entries and emit() writes the row (columns ascending, exact zeros dropped unless kept) and
-// resets for the next.
+// Gustavson's dense accumulator over compact columns, run in two passes by accumulate_rows:
+// count() sizes the result row by row, then add() sums the scaled entries and emit() writes
+// the row (columns ascending, exact zeros dropped unless kept) and resets for the next.
 class Accumulator {
  public:
   explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), stamp_(ncols, -1) {}
+  // Rows first..last-1 of a product into `out`: `terms(j, use)` calls use(compact column,
+  // value) for every term of row j. A symbolic pass sizes the output, so it is allocated once.
+  template <class Terms>
+  void accumulate_rows(std::int64_t first, std::int64_t last, const Terms& terms,
+                       const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros) {
+    for (std::int64_t j = first; j < last; ++j) terms(j, [&](std::int32_t c, double) { count(c, j); });
+    reserve(out, last - first);
+    for (std::int64_t j = first; j < last; ++j) {
+      terms(j, [&](std::int32_t c, double v) { add(c, v); });
+      emit(global, out, keep_zeros);
+    }
+  }
+
+ private:
   // Symbolic: column c occurs in row `row` (rows counted in increasing order).
   void count(std::int32_t c, std::int64_t row) {
     if (stamp_[c] != row) {
@@ -134,7 +147,6 @@ class Accumulator {
     out.data.reserve(out.data.size() + counted_);
   }
 
- private:
   static constexpr std::int64_t kNumeric = std::numeric_limits<std::int64_t>::max();
   std::vector<double> value_;
   std::vector<std::int64_t> stamp_;  // symbolic: the last row that met the column; numeric: kNumeric if touched
@@ -149,16 +161,6 @@ RecordSet to_records(const GlobalRows& rows) {
   auto* e = reinterpret_cast<RowEntry*>(r.data.data());
   for (std::int64_t k = 0; k < r.ptr.back(); ++k) e[k] = {rows.indices[k], rows.data[k]};
   return r;
-}
-
-// The global column of every entry of A's column space (owned columns, then the halo).
-std::vector<std::int64_t> space_globals(const ParCsr& A) {
-  const Distribution& cd = A.col_dist();
-  const std::int64_t n_owned = A.local_cols();
-  std::vector<std::int64_t> g(n_owned + A.col_map().size());
-  for (std::int64_t k = 0; k < n_owned; ++k) g[k] = cd.global_index(A.rank(), k);
-  std::copy(A.col_map().begin(), A.col_map().end(), g.begin() + n_owned);
-  return g;
 }
 
 // The records (global column, value) of A's rows that `plan` sends (the owned entries its
@@ -226,7 +228,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   ProductResult res;
   res.plan = halo_plan(A, strategy, comm, reuse);
   RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
-  const std::vector<std::int64_t> b_globals = space_globals(B);
+  const std::vector<std::int64_t> b_globals = B.space_globals();
   const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, res.plan)));
   res.recorded = exec.recorded_forward();
 
@@ -257,12 +259,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
         for (std::int64_t q = f.ptr[h]; q < f.ptr[h + 1]; ++q) use(f_col[q], a * f.v(q));
       }
   };
-  for (std::int64_t i = 0; i < A.local_rows(); ++i) row_terms(i, [&](std::int32_t c, double) { acc.count(c, i); });
-  acc.reserve(res.rows, A.local_rows());
-  for (std::int64_t i = 0; i < A.local_rows(); ++i) {
-    row_terms(i, [&](std::int32_t c, double v) { acc.add(c, v); });
-    acc.emit(idx.cols, res.rows, keep_zeros);
-  }
+  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros);
   return res;
 }
 
@@ -297,12 +294,7 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
         for (std::int64_t q = e.ptr[j - first]; q < e.ptr[j - first + 1]; ++q) use(idx.index(e.c(q)), e.v(q));
       }
     };
-    for (std::int64_t j = first; j < last; ++j) terms(j, [&](std::int32_t c, double) { acc.count(c, j); });
-    acc.reserve(out, last - first);
-    for (std::int64_t j = first; j < last; ++j) {
-      terms(j, [&](std::int32_t c, double v) { acc.add(c, v); });
-      acc.emit(idx.cols, out, keep_zeros);
-    }
+    acc.accumulate_rows(first, last, terms, idx.cols, out, keep_zeros);
   };
   // Only the rows of M that P's halo columns touch (the boundary) feed the partial rows.
   const ColumnIndex boundary_idx([&](const auto& visit) {
@@ -323,9 +315,9 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   return res;
 }
 
-ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm) {
+ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm, const CommPlan* reuse) {
   ProductResult res;
-  res.plan = halo_plan(A, strategy, comm, nullptr);
+  res.plan = halo_plan(A, strategy, comm, reuse);
   RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
   const std::int64_t n_owned = A.local_cols();
   const LocalTranspose t = local_transpose(A);

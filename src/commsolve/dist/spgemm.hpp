@@ -49,7 +49,8 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
 
 // This rank's rows of A^T (distributed as A's columns; global columns, ascending).
 // Collective: the entries in halo columns travel to the columns' owners along A's plan in
-// reverse.
-ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm);
+// reverse. `reuse` as for spgemm (e.g. A's own halo plan: then no collective builds one).
+ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_Comm comm,
+                             const CommPlan* reuse = nullptr);
 
 }  // namespace commsolve

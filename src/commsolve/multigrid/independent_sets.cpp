@@ -56,8 +56,12 @@ std::vector<double> pmis_split(ParCsr& G, ParCsr& S, const std::vector<double>& 
   // round's winners, and first of all for coarse points given in `state` (HMIS; as hypre's
   // first round there, only the rank's own coarse points count: nothing is exchanged yet).
   auto fine_next_to_coarse = [&](bool own_only) {
-    exchange_into(S, state, sfull);
-    if (own_only) std::fill(sfull.begin() + n, sfull.end(), kUndecided);
+    if (own_only) {
+      sfull.assign(state.begin(), state.end());
+      sfull.resize(n + S.col_map().size(), kUndecided);
+    } else {
+      exchange_into(S, state, sfull);
+    }
     for (std::int64_t i = 0; i < n; ++i) {
       if (state[i] != kUndecided) continue;
       bool to_fine = false;

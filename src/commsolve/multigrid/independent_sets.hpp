@@ -19,8 +19,8 @@ inline constexpr double kUndecided = 0.0, kCoarse = 1.0, kFine = -1.0;
 
 // Collective on comm. `state`: this rank's points, kFine for those nobody depends on, the
 // rest kUndecided or (HMIS) kCoarse for coarse points chosen beforehand, next to which
-// undecided points become fine before the first round; returned decided. `weight`: each point's weight (distinct across the
-// graph). G: the pattern of S + S^T, S: the strength matrix (rows: the points that depend on
+// undecided points become fine before the first round; returned decided. `weight`: each
+// point's weight (distinct across the graph). G: the pattern of S + S^T, S: the strength matrix (rows: the points that depend on
 // the columns), both over the same rows. Each round, an undecided point whose weight beats
 // every undecided neighbour in G becomes coarse; then undecided points with a strong
 // connection to a coarse point become fine; until no rank has an undecided point.

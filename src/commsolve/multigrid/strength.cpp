@@ -31,9 +31,7 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   const std::int64_t n = L.nrows, n_owned = A.local_cols();
   require(n == A.local_rows() && n == n_owned, "strength graphs: A must be square with rows and columns distributed "
                                                "alike (rank " + std::to_string(A.rank()) + ")");
-  std::vector<std::int64_t> global(n_owned + A.col_map().size());
-  for (std::int64_t k = 0; k < n_owned; ++k) global[k] = A.col_dist().global_index(A.rank(), k);
-  std::copy(A.col_map().begin(), A.col_map().end(), global.begin() + n_owned);
+  const std::vector<std::int64_t> global = A.space_globals();
 
   GlobalRows s;
   s.nrows = n;
@@ -51,7 +49,8 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   };
   StrengthGraphs out;
   out.S = pattern(s);
-  const GlobalRows t = transpose_rows(*out.S, strategy, comm).rows;  // S^T's rows: who depends on each point
+  // S^T's rows (who depends on each point), along S's own halo plan.
+  const GlobalRows t = transpose_rows(*out.S, strategy, comm, &out.S->plan()).rows;
 
   GlobalRows g;
   g.nrows = n;
