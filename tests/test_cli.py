@@ -129,7 +129,7 @@ def test_sptrsv_text_output_and_matrix_file(tmp_path):
 
 
 
-@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d"])
+@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d-baseline-async", "3d"])
 def test_sptrsv_3d_reports_xy_and_z_traffic(algorithm):
     p = cli("sptrsv", "--gen", "poisson2d9:40", "-np", "4", "--grid", "1x2x2", "--algorithm", algorithm,
             "--nrhs", "2", "--repeat", "2", "--json")

@@ -234,7 +234,7 @@ def test_rank_grids_orders_by_the_simulated_time(profile):
     S = symbolic(gallery.poisson2d9(32), 8)
     topo = make_topology(nodes=[r // 4 for r in range(8)], size=8)
     ranking = rank_grids(S, topo, profile)  # binary and flat trees
-    assert len(ranking) == 2 * sum(1 if g[2] == 1 else 2 for g in candidate_grids(8))
+    assert len(ranking) == 2 * sum(1 if g[2] == 1 else 3 for g in candidate_grids(8))
     assert {r["tree"] for r in ranking} == {"binary", "flat"}
     assert ranking[0]["predicted_s"] < ranking[-1]["predicted_s"]  # the choice matters here
     for entry in (ranking[0], ranking[-1]):  # each time is that configuration's, simulated on its own
@@ -247,7 +247,8 @@ def test_cli_simulate_auto_ranks_every_grid():
             "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    # 2x4x1 (2d); 2x2x2, 1x4x2, 1x2x4 and 1x1x8 (3d-baseline and 3d each); binary and flat trees
+    # 2x4x1 (2d); 2x2x2, 1x4x2, 1x2x4 and 1x1x8 (3d-baseline and 3d each, --algorithm's default);
+    # binary and flat trees
     assert r["best"] == r["ranking"][0] and len(r["ranking"]) == 18
     assert all(a["predicted_s"] <= b["predicted_s"] for a, b in zip(r["ranking"], r["ranking"][1:]))
     for args, message in ((["--grid", "auto"], "--grid auto needs --procs"),
@@ -498,3 +499,30 @@ def test_engine_overhead_fit_recovers_it(tmp_path, profile):
     assert profile.engine_overhead == 0.0  # the caller's profile is left as it was
     # a solve predicted slower than measured even without it: 0, never negative
     assert fit_engine_overhead(profile, ("x", 1e-9, sched, topo))[0] == 0.0
+
+
+def test_synchronous_levels_take_one_supernode_at_a_time(profile):
+    # L(2,0), L(2,1): supernodes 0 and 1 under 2, all in the root forest of a 1x2x2 grid, so
+    # grid 1 only sends its (zero) sums up and waits for x, and grid 0 solves the three
+    # supernodes with ICS'19's synchronous upper level: per supernode a reduction over the
+    # whole process row (both ranks; root: column k mod 2) and a broadcast down its column
+    # (one rank: no message), taken in order. Grid 0's ranks 0 and 1 start once grid 1's
+    # packed sums (16 and 8 bytes) are in. L: rank 1 sends sum(0) to rank 0 (the first
+    # message of every rank's order), then waits in reduction 1 for rank 0's, which rank 0
+    # sends only after it solved 0 (A = 2 alpha + 24/R); rank 1 solves 1 at B = A + alpha +
+    # 16/R, applies L(2,1) and sends sum(2): rank 0 solves 2 at C = B + alpha + 16/R. U (U =
+    # L^T, both blocks on rank 0, descending): rank 1's empty sum(2) arrives at C, rank 0
+    # solves 2 and sends sum(1) (D = C + o + alpha + 16/R at rank 1), rank 1 solves 1 and
+    # sends its empty sum(0) (E = D + alpha + 16/R at rank 0), which then sends x(0), x(2)
+    # (16 bytes) to grid 1: 7 alpha + 104/R + o. Message-driven, rank 0 would send sum(1)
+    # at once and rank 1 need not wait for it in order.
+    S = structure(3, {0: [2], 1: [2]})
+    topo = make_topology(nodes=[0] * 4, size=4)
+    forests = np.zeros(3, np.int32)
+    sync = cs.sim.simulate(cs.sim.solve_schedule(S, (1, 2, 2), "3d-baseline", forests=forests, tree="flat",
+                                                 distribute_rhs=False), topo, profile)
+    assert sync.predicted_s == pytest.approx(7 * ALPHA + 104 / RATE + O, rel=1e-9)
+    assert int(sync.messages[:, 0].sum()) == 6 + 4  # three sums each way inside grid 0; four inter-grid
+    free = cs.sim.simulate(cs.sim.solve_schedule(S, (1, 2, 2), "3d-baseline-async", forests=forests, tree="flat",
+                                                 distribute_rhs=False), topo, profile)
+    assert free.predicted_s < sync.predicted_s - ALPHA

@@ -93,18 +93,25 @@ def test_programs_of_the_three_algorithms():
     U = lambda lo, hi: ("U", lo, hi, 0)  # noqa: E731
     R = lambda s: ("Z-reduce", 0, 0, s)  # noqa: E731
     B = lambda s: ("Z-broadcast", 0, 0, s)  # noqa: E731
-    # ICS'19 on 4 grids: climb with a reduction after each level, the upper partner goes idle.
+    Ls = lambda lo, hi: ("L-sync", lo, hi, 0)  # noqa: E731
+    Us = lambda lo, hi: ("U-sync", lo, hi, 0)  # noqa: E731
+    # ICS'19 on 4 grids: climb with a reduction after each level, the upper partner goes idle;
+    # the leaf forests message-driven, those above one supernode at a time (pdgstrs3d).
     assert workloads.solve_program("3d-baseline", 0, 4) == (
-        [L(0, 0), R(1), L(1, 1), R(2), L(2, 2), U(2, 2), B(2), U(1, 1), B(1), U(0, 0)], 4)
+        [L(0, 0), R(1), Ls(1, 1), R(2), Ls(2, 2), Us(2, 2), B(2), Us(1, 1), B(1), U(0, 0)], 4)
     assert workloads.solve_program("3d-baseline", 1, 4) == ([L(0, 0), R(1), B(1), U(0, 0)], 1)
     assert workloads.solve_program("3d-baseline", 2, 4) == (
-        [L(0, 0), R(1), L(1, 1), R(2), B(2), U(1, 1), B(1), U(0, 0)], 3)
+        [L(0, 0), R(1), Ls(1, 1), R(2), B(2), Us(1, 1), B(1), U(0, 0)], 3)
+    # The same levels, every forest message-driven.
+    assert workloads.solve_program("3d-baseline-async", 0, 4) == (
+        [L(0, 0), R(1), L(1, 1), R(2), L(2, 2), U(2, 2), B(2), U(1, 1), B(1), U(0, 0)], 4)
     # SC'23: one L phase over all forests, the sparse allreduce, one U phase.
     assert workloads.solve_program("3d", 0, 4) == ([L(0, 2), R(1), R(2), B(2), B(1), U(0, 2)], 1)
     assert workloads.solve_program("3d", 3, 4) == ([L(0, 2), R(1), B(1), U(0, 2)], 1)
     assert workloads.solve_program("2d", 0, 1) == ([L(0, 0), U(0, 0)], 0)
     for pz in (2, 4, 8, 16, 32):
-        assert max(workloads.solve_program("3d-baseline", z, pz)[1] for z in range(pz)) == 2 * (pz.bit_length() - 1)
+        for base in ("3d-baseline", "3d-baseline-async"):
+            assert max(workloads.solve_program(base, z, pz)[1] for z in range(pz)) == 2 * (pz.bit_length() - 1)
         assert max(workloads.solve_program("3d", z, pz)[1] for z in range(pz)) == 1
     with pytest.raises(ValueError, match="the 2d algorithm needs Pz = 1"):
         workloads.solve_program("2d", 0, 2)
@@ -153,6 +160,31 @@ def test_phase_collectives_involve_exactly_the_active_blocks(structure, upper):
             assert solve[k] and got[kind, k] == set()
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_synchronous_phases_span_whole_process_rows_and_columns(structure, upper):
+    """As MPI_Reduce over the row communicator and MPI_Bcast over the column communicator:
+    the same collectives as the restricted phase, each over every rank of the diagonal
+    owner's process column (broadcasts) or row (reductions), rooted at the diagonal owner."""
+    S, px, py, base = structure, 2, 3, 12
+    f = workloads.forest_partition(S, 4, "nd")
+    solve, context = np.isin(f, [1]).astype(np.int8), np.isin(f, [0]).astype(np.int8)
+    args = (*S.core_arrays(), px, py, base, upper, solve, context)
+    restricted, whole = _core.phase_collectives(*args), _core.phase_collectives(*args, whole_lines=True)
+    assert whole.id.tolist() == restricted.id.tolist()
+    ns, id0 = S.nsuper, (2 * S.nsuper if upper else 0)
+    for c, cid in enumerate(whole.id.tolist()):
+        key = cid - id0
+        k = key % ns
+        row, col = k % px, k % py
+        if key < ns:
+            want = {base + r * py + col for r in range(px)}
+        else:
+            want = {base + row * py + q for q in range(py)}
+        part = whole.part[whole.part_ptr[c]:whole.part_ptr[c + 1]].tolist()
+        assert whole.root[c] == base + row * py + col and part[0] == whole.root[c]
+        assert sorted(part) == sorted(want), (key, part)
+
+
 def hand_z_bytes(S, f, pz, nrhs):
     """Inter-grid bytes sent in one solve, counted from the forests: at step l every pair of
     grids (z, z + 2^(l-1)) with z mod 2^l = 0 moves, once each way (reduce, broadcast), the
@@ -165,7 +197,7 @@ def hand_z_bytes(S, f, pz, nrhs):
     return total
 
 
-@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d"])
+@pytest.mark.parametrize("algorithm", ["3d-baseline", "3d-baseline-async", "3d"])
 @pytest.mark.parametrize("pz,nrhs", [(2, 1), (4, 3), (8, 1)])
 def test_virtual_inter_grid_volume_matches_a_hand_count(structure, algorithm, pz, nrhs):
     grid = (2, 2, pz)
@@ -185,7 +217,7 @@ def test_one_layer_3d_is_the_2d_solve(structure, tree):
     topo = make_topology(size=6, ppn=2)
     f = np.zeros(structure.nsuper, np.int32)
     two = workloads.sptrsv3d_stats(structure, (2, 3, 1), "2d", tree, topo, forests=f)
-    for alg in ("3d", "3d-baseline"):
+    for alg in ("3d", "3d-baseline", "3d-baseline-async"):
         three = workloads.sptrsv3d_stats(structure, (2, 3, 1), alg, tree, topo, forests=f)
         assert all(a == b for a, b in zip(two, three))
 

@@ -244,8 +244,10 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
               "with --profile.")
 @click.option("--profile", default=None,
               help="With --grid auto: the machine profile to simulate with (commsolve calibrate writes one).")
-@click.option("--algorithm", type=click.Choice(["2d", "3d-baseline", "3d"]), default=None,
-              help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19) or 3d (SC'23) [default: 2d if Pz = 1, else 3d].")
+@click.option("--algorithm", type=click.Choice(["2d", "3d-baseline", "3d-baseline-async", "3d"]), default=None,
+              help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19, upper levels one supernode at a time), "
+              "3d-baseline-async (its levels, every one message-driven) or 3d (SC'23) "
+              "[default: 2d if Pz = 1, else 3d].")
 @click.option("--partition", type=click.Choice(["nd", "greedy"]), default="nd", show_default=True,
               help="Forests of the 3D layout: top separator-tree levels, or SuperLU_DIST's greedy balance.")
 @click.option("--allreduce", type=click.Choice(["packed", "per-supernode"]), default="packed", show_default=True,

@@ -1,6 +1,6 @@
 """The factor-and-solve run behind ``commsolve sptrsv``: supernodal LU, factors spread over
-a 2D or 3D process grid, distributed triangular solves (2d, 3d-baseline or 3d), and what
-they cost."""
+a 2D or 3D process grid, distributed triangular solves (2d, 3d-baseline, 3d-baseline-async
+or 3d), and what they cost."""
 
 from __future__ import annotations
 

@@ -57,10 +57,9 @@ elif workload == "trees":
     planned = sum(sent(s) for s in trees.stats(plans, C, topo))
 elif workload == "sptrsv":
     A = gallery.poisson2d9(30) if comm.rank == 0 else None
-    runs = [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo), "2d"),
-            (direct.factor(A, comm, grid=(1, 2, 2), topology=topo, allreduce="per-supernode"), "3d-baseline"),
-            (None, "3d")]
-    runs[2] = (runs[1][0], "3d")
+    three_d = direct.factor(A, comm, grid=(1, 2, 2), topology=topo, allreduce="per-supernode")
+    runs = [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo), "2d")]
+    runs += [(three_d, alg) for alg in ("3d-baseline", "3d-baseline-async", "3d")]
 
     def once():
         for s, alg in runs:

@@ -33,7 +33,7 @@ for spec in FAMILIES:
     for part in ("nd", "greedy"):
         solver = direct.factor(A, comm, grid=grid, partition=part, distribution=dist, topology=2, **OPTIONS)
         ref = direct.SparseLU(A, **OPTIONS).solve(B) if comm.rank == 0 else None
-        for algorithm in ("3d-baseline", "3d"):
+        for algorithm in ("3d-baseline", "3d-baseline-async", "3d"):
             for allreduce in ("packed", "per-supernode"):
                 for tree in ("binary", "flat"):
                     solver.set_options(algorithm=algorithm, allreduce=allreduce, tree=tree)

@@ -12,7 +12,13 @@ triangular solves (``algorithm``):
 ``3d-baseline``  the 3D solve of Sao et al. (ICS'19): Pz grids each hold a forest of the
                  elimination tree and its ancestors; the L-solve climbs level by level with
                  an inter-grid exchange of partial sums after each, the U-solve comes back
-                 down (2 log2 Pz inter-grid synchronisations)
+                 down (2 log2 Pz inter-grid synchronisations). As SuperLU_DIST's
+                 ``pdgstrs3d`` (the SC'23 paper's baseline), the leaf forests are solved
+                 message-driven and those above one supernode at a time: a reduction over
+                 the whole process row, the diagonal solve, a broadcast down the whole
+                 process column (its MPI_Reduce and MPI_Bcast per supernode)
+``3d-baseline-async``  the same levels and inter-grid steps, every forest message-driven
+                 over the restricted trees of the 2D solve
 ``3d``           the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests at
                  once, one sparse allreduce of the ancestors' partial solutions over the
                  grids, then every grid's U-solve (one synchronisation)

@@ -28,7 +28,7 @@ __all__ = ["factor", "DistributedLU", "parse_grid", "SOLVE_STEPS", "XY_STEPS", "
 SOLVE_STEPS = ("L broadcast", "L reduce", "U broadcast", "U reduce", "Z reduce", "Z broadcast", "b to diagonal",
                "x from diagonal")
 XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3), (4, 5), (6, 7)
-ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d
+ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d-baseline-async, 3d
 MAX_AUTO_PZ = 32  # the most layers grid="auto" tries: the SC'23 paper's range (its best was near 16)
 PARTITIONS = ("nd", "greedy")
 ALLREDUCE = ("packed", "per-supernode")
@@ -157,8 +157,8 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     their ancestors, block (I, J) on its process (I mod px, J mod py), rank
     z px py + row py + column.
 
-    ``algorithm``: ``"2d"`` (the default when pz = 1), ``"3d"`` (the default otherwise) or
-    ``"3d-baseline"``; ``tree``: the intra-grid broadcast and reduction tree shape;
+    ``algorithm``: ``"2d"`` (the default when pz = 1), ``"3d"`` (the default otherwise),
+    ``"3d-baseline"`` or ``"3d-baseline-async"``; ``tree``: the intra-grid broadcast and reduction tree shape;
     ``allreduce``: inter-grid messages ``"packed"`` (one per pair of ranks and step, as the
     SC'23 paper describes) or ``"per-supernode"`` (as SuperLU_DIST sends them);
     ``distribution``: how b and x are distributed by rows (default: a ParCSR's row
@@ -393,7 +393,7 @@ class DistributedLU:
         return self._residual.A
 
     def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None):
-        """Collective. Another algorithm (``"3d"`` and ``"3d-baseline"`` share the layout),
+        """Collective. Another algorithm (the 3D ones share the layout),
         tree shape or inter-grid packing for the next solves, same factors; every rank must
         ask for the same (checked: a mismatch is an error on every rank, not a hang)."""
         new = dict(self._options)

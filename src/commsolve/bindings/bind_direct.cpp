@@ -227,12 +227,14 @@ void bind_direct(nb::module_& m) {
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "upper"_a);
 
   m.def("phase_collectives", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows, int px,
-                                int py, int base, bool upper, In<std::int8_t> solve, In<std::int8_t> context) {
+                                int py, int base, bool upper, In<std::int8_t> solve, In<std::int8_t> context,
+                                bool whole_lines) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     auto mask = [](const In<std::int8_t>& a) { return std::vector<char>(a.data(), a.data() + a.shape(0)); };
     return phase_collectives(sym, supernode_blocks(sym), ProcessGrid2D{px, py, base}, upper, mask(solve),
-                             mask(context));
-  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "base"_a, "upper"_a, "solve"_a, "context"_a);
+                             mask(context), whole_lines);
+  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "base"_a, "upper"_a, "solve"_a, "context"_a,
+        "whole_lines"_a = false);
 
   m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
     const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
@@ -279,14 +281,15 @@ void bind_direct(nb::module_& m) {
     std::vector<nb::tuple> ops;
     const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, forest_levels(pz));
     for (const SolveOp& op : program) {
-      const char* kind = op.kind == SolveOp::phase ? (op.upper ? "U" : "L")
+      const char* kind = op.kind == SolveOp::phase ? (op.upper ? (op.sync ? "U-sync" : "U") : (op.sync ? "L-sync" : "L"))
                          : op.kind == SolveOp::z_reduce ? "Z-reduce" : "Z-broadcast";
       ops.push_back(nb::make_tuple(kind, op.lo, op.hi, op.step));
     }
     return nb::make_tuple(ops, synchronisation_points(program));
   }, "algorithm"_a, "z"_a, "pz"_a,
-        "Grid z's program: ([(kind, lo, hi, step), ...], synchronisation points). kind: L, U (a solve phase of "
-        "the forests at levels lo..hi), Z-reduce, Z-broadcast (inter-grid step).");
+        "Grid z's program: ([(kind, lo, hi, step), ...], synchronisation points). kind: L, U (a message-driven "
+        "solve phase of the forests at levels lo..hi), L-sync, U-sync (the same, one supernode at a time), "
+        "Z-reduce, Z-broadcast (inter-grid step).");
   m.def("grid_flops", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
                          In<std::int32_t> forest, int pz, const std::string& algorithm) {
     return to_numpy(grid_flops(structure_from(sn_start, rows_ptr, rows), forests_from(forest, pz),

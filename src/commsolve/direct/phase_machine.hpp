@@ -6,6 +6,11 @@
 // its solution forwarded down its broadcast tree and applied to the local blocks that use
 // it, which may complete more sums (a work stack, no recursion).
 //
+// A synchronous phase (PhaseSchedule::order, ICS'19's forests above the leaves) takes its
+// entries one at a time in that order, as a rank in a blocking MPI_Reduce / MPI_Bcast per
+// supernode does: messages for later entries are added (sums) or held (solutions) until
+// their turn.
+//
 // A Backend provides (`x`: a solution w x nrhs, nullptr for a backend without numbers):
 //   void send(int dest, std::int64_t key, const double* x, std::int64_t n, bool broadcast);
 //   const double* lower_panel(std::int32_t col, const double* x);  // panel(col) x: the L blocks of a column
@@ -20,6 +25,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "direct/block_layout.hpp"
@@ -36,6 +42,10 @@ class PhaseMachine {
   // The work that needs no message: sums with nothing to wait for (in solve order) and, in
   // a U phase, the context supernodes whose solution this rank already holds.
   void start() {
+    if (synchronous()) {
+      advance();
+      return;
+    }
     const std::size_t m = ph_.key.size();
     for (std::size_t q = 0; q < m; ++q) {
       const std::size_t e = ph_.upper ? q : m - 1 - q;  // the stack pops the last pushed first
@@ -55,21 +65,26 @@ class PhaseMachine {
     if (e < 0 || len != ph_.width[e] * nrhs)
       throw std::logic_error("solve phase: unexpected message (key " + std::to_string(key) + ")");
     const auto i = static_cast<std::int32_t>(e);
-    if (ph_.is_broadcast(e)) {
+    if (ph_.is_broadcast(e) && synchronous()) {
+      held_[i].assign(values, values == nullptr ? values : values + len);  // the backend's buffer is reused
+    } else if (ph_.is_broadcast(e)) {
       forward(i, values);
       use(i, values);
     } else {
       b_.add_message(i, values, len);
       contributed(i);
     }
-    drain();
+    synchronous() ? advance() : drain();
   }
 
   std::int64_t solved() const { return solved_; }
+  // Every entry of a synchronous phase taken (always true for a message-driven one).
+  bool finished() const { return next_ == ph_.order.size(); }
 
  private:
+  bool synchronous() const { return !ph_.order.empty(); }
   void contributed(std::int32_t e) {
-    if (--pending_[e] == 0) stack_.push_back(e);
+    if (--pending_[e] == 0 && !synchronous()) stack_.push_back(e);
   }
   void forward(std::int32_t e, const double* x) {
     for (std::int64_t c = ph_.child_ptr[e]; c < ph_.child_ptr[e + 1]; ++c)
@@ -114,6 +129,31 @@ class PhaseMachine {
       fire(e);
     }
   }
+  // A synchronous phase: the next entries in order, as long as each is complete. A
+  // broadcast rooted here is a context supernode's known solution (U); one this rank solves
+  // went on with its reduction and is not in the order.
+  void advance() {
+    for (; next_ < ph_.order.size(); ++next_) {
+      const std::int32_t e = ph_.order[next_];
+      if (!ph_.is_broadcast(e)) {
+        if (pending_[e] != 0) return;
+        fire(e);
+        continue;
+      }
+      if (ph_.parent[e] < 0) {
+        const double* x = b_.known(e);
+        forward(e, x);
+        use(e, x);
+        continue;
+      }
+      const auto it = held_.find(e);
+      if (it == held_.end()) return;
+      const double* x = it->second.empty() ? nullptr : it->second.data();
+      forward(e, x);
+      use(e, x);
+      held_.erase(it);
+    }
+  }
 
   const PhaseSchedule& ph_;
   const LocalLayout2D& layout_;
@@ -121,6 +161,8 @@ class PhaseMachine {
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stack_;
   std::int64_t solved_ = 0;
+  std::size_t next_ = 0;                                        // synchronous: the entry it is at
+  std::unordered_map<std::int32_t, std::vector<double>> held_;  // synchronous: solutions come early
 };
 
 }  // namespace commsolve

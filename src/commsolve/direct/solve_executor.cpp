@@ -156,7 +156,7 @@ void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag)
   engine_.run(ph.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
     machine.arrive(key, values, len, nrhs);
   });
-  if (machine.solved() != ph.solved_here)
+  if (machine.solved() != ph.solved_here || !machine.finished())
     throw std::logic_error("solve phase: " + std::to_string(ph.solved_here - machine.solved()) +
                            " supernodes left unsolved after all messages arrived");
 }

@@ -11,15 +11,18 @@
 namespace commsolve {
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names = {"2d", "3d-baseline", "3d"};
+  static const std::vector<std::string> names = {"2d", "3d-baseline", "3d-baseline-async", "3d"};
   return names;
 }
 
 SolveAlgorithm parse_algorithm(const std::string& name) {
   if (name == "2d") return SolveAlgorithm::two_d;
   if (name == "3d-baseline") return SolveAlgorithm::baseline_3d;
+  if (name == "3d-baseline-async") return SolveAlgorithm::baseline_3d_async;
   if (name == "3d") return SolveAlgorithm::new_3d;
-  throw std::invalid_argument("unknown solve algorithm '" + name + "' (known: 2d, 3d-baseline, 3d)");
+  std::string known;
+  for (const std::string& n : algorithm_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown solve algorithm '" + name + "' (known: " + known + ")");
 }
 
 namespace {
@@ -37,8 +40,12 @@ std::pair<int, bool> z_role(int z, int step, bool reduce) {
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
   require(nlev >= 0 && z >= 0 && z < (1 << nlev),
           "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
-  auto phase = [](bool upper, int lo, int hi) { return SolveOp{SolveOp::phase, upper, lo, hi, 0}; };
-  auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, step}; };
+  // ICS'19's forests above the leaves go one supernode at a time (SuperLU_DIST's pdgstrs3d).
+  const bool sync_above_leaves = alg == SolveAlgorithm::baseline_3d;
+  auto phase = [&](bool upper, int lo, int hi) {
+    return SolveOp{SolveOp::phase, upper, lo, hi, sync_above_leaves && lo > 0, 0};
+  };
+  auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, false, step}; };
   std::vector<SolveOp> ops;
   switch (alg) {
     case SolveAlgorithm::two_d:
@@ -54,6 +61,7 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
       ops.push_back(phase(true, 0, nlev));
       break;
     case SolveAlgorithm::baseline_3d:
+    case SolveAlgorithm::baseline_3d_async:
       for (int l = 0; l <= nlev && z % (1 << l) == 0; ++l) {
         ops.push_back(phase(false, l, l));
         if (l == nlev) break;
@@ -93,13 +101,20 @@ std::vector<char> phase_context_mask(const ForestPartition& forests, int z, cons
   return forests.mask(z, op.hi + 1, forests.nlev);
 }
 
+CollectiveSet op_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& layer,
+                             const ForestPartition& forests, int z, const SolveOp& op) {
+  return phase_collectives(sym, blocks, layer, op.upper, phase_solve_mask(forests, z, op),
+                           phase_context_mask(forests, z, op), op.sync);
+}
+
 std::int64_t PhaseSchedule::entry(std::int64_t k) const {
   const auto it = std::lower_bound(key.begin(), key.end(), k);
   return it != key.end() && *it == k ? it - key.begin() : -1;
 }
 
 PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
-                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve) {
+                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve,
+                         bool sync) {
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
   auto solved = [&](std::int64_t k) { return solve.empty() || solve[k] != 0; };
   auto find = [](const std::vector<std::int32_t>& sorted, std::int64_t k) -> std::int32_t {
@@ -167,6 +182,17 @@ PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& 
       }
       ph.u_ptr.push_back(static_cast<std::int64_t>(ph.u_pos.size()));
     }
+  }
+  if (sync) {
+    for (std::size_t i = 0; i < m; ++i)  // a broadcast rooted here of a solved supernode goes with its reduction
+      if (!ph.is_broadcast(static_cast<std::int64_t>(i)) || ph.parent[i] >= 0 ||
+          std::binary_search(ph.starts.begin(), ph.starts.end(), static_cast<std::int32_t>(i)))
+        ph.order.push_back(static_cast<std::int32_t>(i));
+    std::sort(ph.order.begin(), ph.order.end(), [&](std::int32_t a, std::int32_t b) {
+      const std::int64_t sa = ph.supernode(a), sb = ph.supernode(b);
+      if (sa != sb) return upper ? sa > sb : sa < sb;
+      return !ph.is_broadcast(a) && ph.is_broadcast(b);
+    });
   }
   return ph;
 }
@@ -246,8 +272,7 @@ std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const
     const ProcessGrid2D layer = grid.layer(z);
     for (const SolveOp& op : solve_program(alg, z, forests.nlev)) {
       if (op.kind == SolveOp::phase) {
-        const CollectiveSet set = phase_collectives(sym, blocks, layer, op.upper, phase_solve_mask(forests, z, op),
-                                                    phase_context_mask(forests, z, op));
+        const CollectiveSet set = op_collectives(sym, blocks, layer, forests, z, op);
         const std::vector<CommStats> per = tree_stats_virtual(set, shape, topo, nrhs);
         for (int r = layer.base; r < layer.base + layer.size(); ++r) {
           stats[r].steps[op.upper ? u_broadcast : l_broadcast] += per[r].steps[0];

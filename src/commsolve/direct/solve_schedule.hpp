@@ -8,7 +8,13 @@
 //  - "3d-baseline" (Sao et al., ICS'19; SuperLU_DIST NEW3DSOLVE=0): the L-solve climbs the
 //    forest levels; after its level-l forest, the grid z with z mod 2^(l+1) = 2^l sends the
 //    partial sums of its ancestor supernodes to grid z - 2^l and goes idle; the U-solve
-//    comes back down, x of the ancestors sent to z + 2^l. 2 log2 Pz synchronisations.
+//    comes back down, x of the ancestors sent to z + 2^l. 2 log2 Pz synchronisations. As
+//    SuperLU_DIST's pdgstrs3d, the leaf forests are solved message-driven and the forests
+//    above one supernode at a time: a reduction of its sums over the whole process row, the
+//    diagonal solve, a broadcast of its solution over the whole process column, each rank
+//    taking the supernodes in order (MPI_Reduce / MPI_Bcast per supernode there).
+//  - "3d-baseline-async": the same levels and inter-grid steps, every forest message-driven
+//    over the restricted trees (the baseline with the 2D solve's intra-grid schedule).
 //  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests at once
 //    (ancestors with b set to 0 except on their lowest grid, so their y are partial sums),
 //    one SparseAllReduce (Algorithm 2) of the ancestors' y over the grids, then every grid
@@ -29,8 +35,8 @@
 
 namespace commsolve {
 
-enum class SolveAlgorithm { two_d, baseline_3d, new_3d };
-SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline" | "3d"
+enum class SolveAlgorithm { two_d, baseline_3d, baseline_3d_async, new_3d };
+SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline" | "3d-baseline-async" | "3d"
 const std::vector<std::string>& algorithm_names();
 
 // The steps of a solve's CommStats. XY: inside a grid; Z: between grids; then the moves of
@@ -43,6 +49,7 @@ struct SolveOp {
   Kind kind = phase;
   bool upper = false;  // phase: a U-solve phase
   int lo = 0, hi = 0;  // phase: solves the grid's forests at levels lo..hi; those above are context
+  bool sync = false;   // phase: one supernode at a time over whole process rows and columns
   int step = 0;        // inter-grid step 1..nlev: grids z and z +- 2^(step - 1)
 };
 
@@ -50,6 +57,11 @@ struct SolveOp {
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev);
 // Points where a grid waits for another between its solve phases (runs of inter-grid steps).
 int synchronisation_points(const std::vector<SolveOp>& program);
+
+// The collectives of phase op `op` of grid z (`layer`): phase_collectives of its solve and
+// context masks, over whole process rows and columns for a synchronous phase. Local.
+CollectiveSet op_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& layer,
+                             const ForestPartition& forests, int z, const SolveOp& op);
 
 // One rank's part of one solve phase: the collectives it takes part in ("entries", in
 // ascending key order: K for the broadcast of x(K), ns + K for the reduction of K's sums),
@@ -77,6 +89,11 @@ struct PhaseSchedule {
   std::vector<std::int64_t> u_pos;       //    (their positions in the layout)
   std::vector<std::int32_t> u_target;    //    and the entry each adds to
   std::vector<std::int32_t> starts;      // U: context broadcasts rooted here (their x is known)
+  // A synchronous phase: the entries in the order this rank takes them, one at a time
+  // (supernodes ascending in L, descending in U; a supernode's reduction before its
+  // broadcast; broadcasts this rank roots after its own reduction are left out). Empty:
+  // message-driven.
+  std::vector<std::int32_t> order;
 
   bool is_broadcast(std::int64_t e) const { return key[e] < ns; }
   std::int64_t supernode(std::int64_t e) const { return is_broadcast(e) ? key[e] : key[e] - ns; }
@@ -85,9 +102,11 @@ struct PhaseSchedule {
 
 // One rank's schedule of the phase whose collectives are `set` (phase_collectives of its
 // grid), given its tree links (`plan`, from build_tree_plan or build_tree_plans_virtual)
-// and its blocks (`layout`). `solve`/`context` as phase_collectives. Local.
+// and its blocks (`layout`). `solve`/`context` as phase_collectives; `sync` gives the order
+// of a synchronous phase. Local.
 PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
-                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve);
+                         const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve,
+                         bool sync = false);
 
 // Planned statistics of a phase into `stats` (steps l_/u_broadcast, l_/u_reduce): every
 // message an 8-byte key and nrhs x width doubles.

@@ -86,11 +86,9 @@ void TriSolve::set_options(const SolveOptions& opts) {
   for (std::size_t i = 0; i < program.size(); ++i) {
     const SolveOp& op = program[i];
     if (op.kind == SolveOp::phase) {
-      const std::vector<char> solve = phase_solve_mask(forests_, z, op);
-      const CollectiveSet set =
-          phase_collectives(sym_, blocks_, layer, op.upper, solve, phase_context_mask(forests_, z, op));
+      const CollectiveSet set = op_collectives(sym_, blocks_, layer, forests_, z, op);
       phases[i] = make_phase(sym_, blocks_, store_.layout, set, build_tree_plan(set, rank_, opts.shape, topo_), op.upper,
-                             solve);
+                             phase_solve_mask(forests_, z, op), op.sync);
     } else {
       zsteps[i] = build_z_step(forests_, grid_, rank_, op.step, op.kind == SolveOp::z_reduce);
     }

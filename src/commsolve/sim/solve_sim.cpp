@@ -164,7 +164,7 @@ class SolveProcess final : public Process {
 
   void leave() {  // the current stage is complete
     if (stage_ >= 0 && stage_ < n_ && (*p_.ops)[stage_].kind == SolveOp::phase) {
-      if (machine_->solved() != p_.phases[stage_].solved_here)
+      if (machine_->solved() != p_.phases[stage_].solved_here || !machine_->finished())
         throw std::logic_error("simulated solve phase: rank " + std::to_string(rank_) + " left " +
                                std::to_string(p_.phases[stage_].solved_here - machine_->solved()) +
                                " supernodes unsolved after all messages arrived");
@@ -279,11 +279,10 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
       const SolveOp& op = ops[i];
       if (op.kind == SolveOp::phase) {
         const std::vector<char> solve = phase_solve_mask(forests, z, op);
-        const CollectiveSet set =
-            phase_collectives(sym, blocks, layer, op.upper, solve, phase_context_mask(forests, z, op));
+        const CollectiveSet set = op_collectives(sym, blocks, layer, forests, z, op);
         const std::vector<TreePlan> plans = build_tree_plans_virtual(set, in.shape, topo);
         for (int r = layer.base; r < layer.base + layer.size(); ++r)
-          progs[r].phases[i] = make_phase(sym, blocks, progs[r].layout, set, plans[r], op.upper, solve);
+          progs[r].phases[i] = make_phase(sym, blocks, progs[r].layout, set, plans[r], op.upper, solve, op.sync);
       } else {
         std::vector<ZStep> steps = layer_z_steps(forests, grid, z, op.step, op.kind == SolveOp::z_reduce);
         for (int q = 0; q < layer.size(); ++q) progs[layer.base + q].zsteps[i] = std::move(steps[q]);
