@@ -232,7 +232,7 @@ void bind_direct(nb::module_& m) {
     SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
     auto mask = [](const In<std::int8_t>& a) { return std::vector<char>(a.data(), a.data() + a.shape(0)); };
     return phase_collectives(sym, supernode_blocks(sym), ProcessGrid2D{px, py, base}, upper, mask(solve),
-                             mask(context), whole_lines);
+                             mask(context), SyncParts{whole_lines, whole_lines});
   }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "px"_a, "py"_a, "base"_a, "upper"_a, "solve"_a, "context"_a,
         "whole_lines"_a = false);
 
@@ -281,7 +281,8 @@ void bind_direct(nb::module_& m) {
     std::vector<nb::tuple> ops;
     const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, forest_levels(pz));
     for (const SolveOp& op : program) {
-      const char* kind = op.kind == SolveOp::phase ? (op.upper ? (op.sync ? "U-sync" : "U") : (op.sync ? "L-sync" : "L"))
+      const bool sync = op.sync.solved;
+      const char* kind = op.kind == SolveOp::phase ? (op.upper ? (sync ? "U-sync" : "U") : (sync ? "L-sync" : "L"))
                          : op.kind == SolveOp::z_reduce ? "Z-reduce" : "Z-broadcast";
       ops.push_back(nb::make_tuple(kind, op.lo, op.hi, op.step));
     }

@@ -45,7 +45,7 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
 
 CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                 const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
-                                const std::vector<char>& context, bool whole_lines) {
+                                const std::vector<char>& context, SyncParts sync) {
   require(grid.px >= 1 && grid.py >= 1,
           "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
@@ -61,7 +61,7 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   };
   auto add = [&](std::int64_t id, CollectiveKind kind, std::int64_t k) {
     const int root = grid.diag_owner(k);
-    if (whole_lines) {  // broadcasts down K's process column, reductions along its process row
+    if (solved(k) ? sync.solved : sync.context) {  // broadcasts down K's process column, reductions along its process row
       part.clear();
       const bool column = kind == CollectiveKind::broadcast;
       for (int q = 0; q < (column ? grid.px : grid.py); ++q)

@@ -53,12 +53,16 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
 // reduction per solved I and per context I that some block adds to (its root keeps the
 // partial sum). U phase: a broadcast per solved J and per context J that some block reads,
 // a reduction per solved K. triangular_solve_collectives is the phase that solves all.
-// `whole_lines`: each collective spans the whole process column (broadcasts) or row
-// (reductions) of its diagonal owner, as MPI_Bcast / MPI_Reduce over the column and row
+// The collectives of the parts in `sync` span the whole process column (broadcasts) or row
+// (reductions) of their diagonal owner, as MPI_Bcast / MPI_Reduce over the column and row
 // communicators do, instead of only the owners of the blocks involved.
+struct SyncParts {  // which of a phase's supernodes go one at a time (ICS'19's upper levels)
+  bool solved = false;   // the supernodes it solves
+  bool context = false;  // the context ones (L: their partial sums; U: their known solutions)
+};
 CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                 const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
-                                const std::vector<char>& context, bool whole_lines = false);
+                                const std::vector<char>& context, SyncParts sync = {});
 
 // One rank's share of the factors, as offsets into one array of values: the diagonal blocks
 // it owns (inv(L(K,K)) then inv(U(K,K)), w x w each), its L blocks of column K stacked into

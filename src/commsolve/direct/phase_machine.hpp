@@ -6,10 +6,10 @@
 // its solution forwarded down its broadcast tree and applied to the local blocks that use
 // it, which may complete more sums (a work stack, no recursion).
 //
-// A synchronous phase (PhaseSchedule::order, ICS'19's forests above the leaves) takes its
-// entries one at a time in that order, as a rank in a blocking MPI_Reduce / MPI_Bcast per
-// supernode does: messages for later entries are added (sums) or held (solutions) until
-// their turn.
+// The synchronous part of a phase (PhaseSchedule::order: ICS'19's forests above the leaves
+// and its ancestors) is taken one entry at a time in that order, as a rank in a blocking
+// MPI_Reduce / MPI_Bcast per supernode does: messages for later entries are added (sums)
+// or held (solutions) until their turn. The rest of the phase goes message-driven meanwhile.
 //
 // A Backend provides (`x`: a solution w x nrhs, nullptr for a backend without numbers):
 //   void send(int dest, std::int64_t key, const double* x, std::int64_t n, bool broadcast);
@@ -42,21 +42,19 @@ class PhaseMachine {
   // The work that needs no message: sums with nothing to wait for (in solve order) and, in
   // a U phase, the context supernodes whose solution this rank already holds.
   void start() {
-    if (synchronous()) {
-      advance();
-      return;
-    }
     const std::size_t m = ph_.key.size();
     for (std::size_t q = 0; q < m; ++q) {
       const std::size_t e = ph_.upper ? q : m - 1 - q;  // the stack pops the last pushed first
-      if (!ph_.is_broadcast(static_cast<std::int64_t>(e)) && pending_[e] == 0) stack_.push_back(static_cast<std::int32_t>(e));
+      if (!ph_.is_broadcast(static_cast<std::int64_t>(e)) && pending_[e] == 0 && !ph_.gated[e])
+        stack_.push_back(static_cast<std::int32_t>(e));
     }
     for (std::int32_t e : ph_.starts) {
+      if (ph_.gated[e]) continue;
       const double* x = b_.known(e);
       forward(e, x);
       use(e, x);
     }
-    drain();
+    progress();
   }
 
   // One message: a supernode's solution (broadcast) or a child's partial sum (reduction).
@@ -65,7 +63,7 @@ class PhaseMachine {
     if (e < 0 || len != ph_.width[e] * nrhs)
       throw std::logic_error("solve phase: unexpected message (key " + std::to_string(key) + ")");
     const auto i = static_cast<std::int32_t>(e);
-    if (ph_.is_broadcast(e) && synchronous()) {
+    if (ph_.is_broadcast(e) && ph_.gated[e]) {
       held_[i].assign(values, values == nullptr ? values : values + len);  // the backend's buffer is reused
     } else if (ph_.is_broadcast(e)) {
       forward(i, values);
@@ -74,17 +72,16 @@ class PhaseMachine {
       b_.add_message(i, values, len);
       contributed(i);
     }
-    synchronous() ? advance() : drain();
+    progress();
   }
 
   std::int64_t solved() const { return solved_; }
-  // Every entry of a synchronous phase taken (always true for a message-driven one).
+  // Every entry of the synchronous part taken (true when there is none).
   bool finished() const { return next_ == ph_.order.size(); }
 
  private:
-  bool synchronous() const { return !ph_.order.empty(); }
   void contributed(std::int32_t e) {
-    if (--pending_[e] == 0 && !synchronous()) stack_.push_back(e);
+    if (--pending_[e] == 0 && !ph_.gated[e]) stack_.push_back(e);
   }
   void forward(std::int32_t e, const double* x) {
     for (std::int64_t c = ph_.child_ptr[e]; c < ph_.child_ptr[e + 1]; ++c)
@@ -129,9 +126,16 @@ class PhaseMachine {
       fire(e);
     }
   }
-  // A synchronous phase: the next entries in order, as long as each is complete. A
-  // broadcast rooted here is a context supernode's known solution (U); one this rank solves
-  // went on with its reduction and is not in the order.
+  // The message-driven work, then the synchronous part's next entries as long as each is
+  // complete, until neither can move (one may complete the other's sums).
+  void progress() {
+    do {
+      drain();
+      advance();
+    } while (!stack_.empty());
+  }
+  // A broadcast of the synchronous part rooted here is a context supernode's known solution
+  // (U); one this rank solves went on with its reduction and is not in the order.
   void advance() {
     for (; next_ < ph_.order.size(); ++next_) {
       const std::int32_t e = ph_.order[next_];
@@ -161,8 +165,8 @@ class PhaseMachine {
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stack_;
   std::int64_t solved_ = 0;
-  std::size_t next_ = 0;                                        // synchronous: the entry it is at
-  std::unordered_map<std::int32_t, std::vector<double>> held_;  // synchronous: solutions come early
+  std::size_t next_ = 0;                                        // the synchronous part's entry it is at
+  std::unordered_map<std::int32_t, std::vector<double>> held_;  // its solutions that came early
 };
 
 }  // namespace commsolve

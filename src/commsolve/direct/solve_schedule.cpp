@@ -40,12 +40,13 @@ std::pair<int, bool> z_role(int z, int step, bool reduce) {
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
   require(nlev >= 0 && z >= 0 && z < (1 << nlev),
           "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
-  // ICS'19's forests above the leaves go one supernode at a time (SuperLU_DIST's pdgstrs3d).
-  const bool sync_above_leaves = alg == SolveAlgorithm::baseline_3d;
+  // ICS'19's forests above the leaves, and the ancestors of every phase, go one supernode at
+  // a time (SuperLU_DIST's pdgstrs3d).
+  const bool ics19 = alg == SolveAlgorithm::baseline_3d;
   auto phase = [&](bool upper, int lo, int hi) {
-    return SolveOp{SolveOp::phase, upper, lo, hi, sync_above_leaves && lo > 0, 0};
+    return SolveOp{SolveOp::phase, upper, lo, hi, SyncParts{ics19 && lo > 0, ics19}, 0};
   };
-  auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, false, step}; };
+  auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, {}, step}; };
   std::vector<SolveOp> ops;
   switch (alg) {
     case SolveAlgorithm::two_d:
@@ -114,7 +115,7 @@ std::int64_t PhaseSchedule::entry(std::int64_t k) const {
 
 PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
                          const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve,
-                         bool sync) {
+                         SyncParts sync) {
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
   auto solved = [&](std::int64_t k) { return solve.empty() || solve[k] != 0; };
   auto find = [](const std::vector<std::int32_t>& sorted, std::int64_t k) -> std::int32_t {
@@ -183,17 +184,20 @@ PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& 
       ph.u_ptr.push_back(static_cast<std::int64_t>(ph.u_pos.size()));
     }
   }
-  if (sync) {
-    for (std::size_t i = 0; i < m; ++i)  // a broadcast rooted here of a solved supernode goes with its reduction
-      if (!ph.is_broadcast(static_cast<std::int64_t>(i)) || ph.parent[i] >= 0 ||
-          std::binary_search(ph.starts.begin(), ph.starts.end(), static_cast<std::int32_t>(i)))
-        ph.order.push_back(static_cast<std::int32_t>(i));
-    std::sort(ph.order.begin(), ph.order.end(), [&](std::int32_t a, std::int32_t b) {
-      const std::int64_t sa = ph.supernode(a), sb = ph.supernode(b);
-      if (sa != sb) return upper ? sa > sb : sa < sb;
-      return !ph.is_broadcast(a) && ph.is_broadcast(b);
-    });
+  ph.gated.assign(m, 0);
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::int64_t k = ph.supernode(static_cast<std::int64_t>(i));
+    if (!(solved(k) ? sync.solved : sync.context)) continue;
+    // a broadcast this rank roots for a supernode it solves goes on with its reduction
+    if (ph.is_broadcast(static_cast<std::int64_t>(i)) && ph.parent[i] < 0 && solved(k)) continue;
+    ph.order.push_back(static_cast<std::int32_t>(i));
+    ph.gated[i] = 1;
   }
+  std::sort(ph.order.begin(), ph.order.end(), [&](std::int32_t a, std::int32_t b) {
+    const std::int64_t sa = ph.supernode(a), sb = ph.supernode(b);
+    if (sa != sb) return upper ? sa > sb : sa < sb;
+    return !ph.is_broadcast(a) && ph.is_broadcast(b);
+  });
   return ph;
 }
 

@@ -12,7 +12,9 @@
 //    SuperLU_DIST's pdgstrs3d, the leaf forests are solved message-driven and the forests
 //    above one supernode at a time: a reduction of its sums over the whole process row, the
 //    diagonal solve, a broadcast of its solution over the whole process column, each rank
-//    taking the supernodes in order (MPI_Reduce / MPI_Bcast per supernode there).
+//    taking the supernodes in order (MPI_Reduce / MPI_Bcast per supernode there). So are
+//    the ancestors in every phase: their partial sums reduced (L) and their solutions
+//    broadcast (U) one supernode at a time, as pdgstrs3d does around its inter-grid sends.
 //  - "3d-baseline-async": the same levels and inter-grid steps, every forest message-driven
 //    over the restricted trees (the baseline with the 2D solve's intra-grid schedule).
 //  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests at once
@@ -49,7 +51,7 @@ struct SolveOp {
   Kind kind = phase;
   bool upper = false;  // phase: a U-solve phase
   int lo = 0, hi = 0;  // phase: solves the grid's forests at levels lo..hi; those above are context
-  bool sync = false;   // phase: one supernode at a time over whole process rows and columns
+  SyncParts sync;      // phase: which supernodes go one at a time over whole process rows and columns
   int step = 0;        // inter-grid step 1..nlev: grids z and z +- 2^(step - 1)
 };
 
@@ -59,7 +61,7 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev);
 int synchronisation_points(const std::vector<SolveOp>& program);
 
 // The collectives of phase op `op` of grid z (`layer`): phase_collectives of its solve and
-// context masks, over whole process rows and columns for a synchronous phase. Local.
+// context masks and its synchronous parts. Local.
 CollectiveSet op_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& layer,
                              const ForestPartition& forests, int z, const SolveOp& op);
 
@@ -89,11 +91,12 @@ struct PhaseSchedule {
   std::vector<std::int64_t> u_pos;       //    (their positions in the layout)
   std::vector<std::int32_t> u_target;    //    and the entry each adds to
   std::vector<std::int32_t> starts;      // U: context broadcasts rooted here (their x is known)
-  // A synchronous phase: the entries in the order this rank takes them, one at a time
+  // The synchronous parts' entries in the order this rank takes them, one at a time
   // (supernodes ascending in L, descending in U; a supernode's reduction before its
-  // broadcast; broadcasts this rank roots after its own reduction are left out). Empty:
-  // message-driven.
+  // broadcast; broadcasts this rank roots after its own reduction are left out); the other
+  // entries go message-driven.
   std::vector<std::int32_t> order;
+  std::vector<char> gated;               // per entry: in `order`
 
   bool is_broadcast(std::int64_t e) const { return key[e] < ns; }
   std::int64_t supernode(std::int64_t e) const { return is_broadcast(e) ? key[e] : key[e] - ns; }
@@ -102,11 +105,10 @@ struct PhaseSchedule {
 
 // One rank's schedule of the phase whose collectives are `set` (phase_collectives of its
 // grid), given its tree links (`plan`, from build_tree_plan or build_tree_plans_virtual)
-// and its blocks (`layout`). `solve`/`context` as phase_collectives; `sync` gives the order
-// of a synchronous phase. Local.
+// and its blocks (`layout`). `solve`/`context` and `sync` as phase_collectives. Local.
 PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const LocalLayout2D& layout,
                          const CollectiveSet& set, const TreePlan& plan, bool upper, const std::vector<char>& solve,
-                         bool sync = false);
+                         SyncParts sync = {});
 
 // Planned statistics of a phase into `stats` (steps l_/u_broadcast, l_/u_reduce): every
 // message an 8-byte key and nrhs x width doubles.
