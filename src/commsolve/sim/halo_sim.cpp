@@ -42,7 +42,8 @@ class HaloProcess : public Process {
           sim.copy(rank_, 16.0 * static_cast<double>(st.send_idx.size()) * block_, xy_comm);  // pack
           for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
             const std::int64_t values = st.send_count(i) * block_;
-            sim.send(rank_, st.send_peers[i], op, static_cast<int>(step_), 0, values, 8 * values, xy_comm);
+            sim.send(rank_, st.send_peers[i], op, static_cast<int>(step_), 0, values, 8 * values, xy_comm,
+                     Receives::known_source);
           }
           posted_ = true;
         }
@@ -88,7 +89,7 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
   procs.reserve(plans.size());
   for (const CommPlan& p : plans) procs.push_back(std::make_unique<HaloProcess>(p, block, repeat));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), Receives::known_source, keep);
+  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

@@ -6,12 +6,10 @@
 namespace commsolve::sim {
 
 Simulator::Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-                     Receives receives, Recording keep)
+                     Recording keep)
     : topo_(topo),
       net_(net),
       cpu_(cpu),
-      match_(receives == Receives::any_source ? net.any_source : 0.0),
-      engine_(receives == Receives::any_source ? net.engine_overhead : 0.0),
       keep_timeline_(keep.timeline),
       keep_trace_(keep.trace) {
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
@@ -25,8 +23,13 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   recorded_.assign(P, CommStats{std::vector<StepStats>(static_cast<std::size_t>(steps))});
 }
 
-double Simulator::latency(int where, int proto) const {
-  return std::max(0.0, net_.alpha[where][proto] - 2 * net_.overhead) + match_;
+double Simulator::latency(int where, int proto, Receives how) const {
+  return std::max(0.0, net_.alpha[where][proto] - 2 * net_.overhead) +
+         (how == Receives::any_source ? net_.any_source : 0.0);
+}
+
+double Simulator::end_cost(Receives how) const {
+  return net_.overhead + (how == Receives::any_source ? net_.engine_overhead : 0.0);
 }
 
 int Simulator::level(int a, int b) const {
@@ -75,8 +78,8 @@ void Simulator::copy(int rank, double bytes, int category) {
 }
 
 void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
-                     std::int64_t bytes, int category) {
-  spend(rank, net_.overhead + engine_, category);
+                     std::int64_t bytes, int category, Receives receives) {
+  spend(rank, end_cost(receives), category);
   const int where = level(rank, dest);
   const int proto = net_.protocol(bytes);
   const double rate = net_.rate[where][proto];
@@ -95,6 +98,7 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   m.values = values;
   m.bytes = bytes;
   m.category = category;
+  m.receives = receives;
   m.sent = clock_[rank];
   m.seq = seq_++;
   if (where == 2 && net_.injection[proto] > 0) {
@@ -102,7 +106,7 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
     m.arrival = start;  // >= every event handled so far: the heap stays in time order
     m.left = left;
   } else {
-    m.arrival = left + latency(where, proto);
+    m.arrival = left + latency(where, proto, receives);
   }
   if (keep_trace_) trace_[static_cast<std::size_t>(rank)].push_back({TraceOp::send, dest, bytes, m.seq, 0.0});
   ++times_[rank].sent;
@@ -127,7 +131,7 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
       const int where = level(m.src, m.dest), proto = net_.protocol(m.bytes);
       double& node = node_free_[topo_.node_of(m.src)];
       node = std::max(node, m.arrival) + s / net_.injection[proto];
-      m.arrival = std::max(m.left, node) + latency(where, proto);
+      m.arrival = std::max(m.left, node) + latency(where, proto, m.receives);
       m.departing = false;
       heap_.push(m);
       continue;
@@ -140,7 +144,7 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
     if (procs[r]->done())
       throw std::logic_error("simulator: rank " + std::to_string(r) + " finished its program but was sent a message "
                              "(from rank " + std::to_string(m.src) + ")");
-    spend(r, net_.overhead + engine_, m.category);
+    spend(r, end_cost(m.receives), m.category);
     if (keep_trace_) trace_[static_cast<std::size_t>(r)].push_back({TraceOp::recv, m.src, m.bytes, m.seq, 0.0});
     ++times_[r].received;
     recorded_[r].steps[m.step].add_recv(locality(topo_, m.src, r), m.bytes);

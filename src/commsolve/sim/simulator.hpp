@@ -37,8 +37,9 @@ struct NetworkModel {
   std::int64_t short_max = 512, eager_max = 8192;
   double overhead = 0.3e-6;  // CPU seconds per message end
   // Added to the latency of a message taken by an any-source engine (posted any-source
-  // receives completed by MPI_Waitany, as the solves and restricted collectives receive)
-  // over one received from a known source (as a halo exchange): matching cost.
+  // receives completed by MPI_Waitany, as the solve phases and restricted collectives
+  // receive) over one received from a known source (a halo exchange, an inter-grid step,
+  // the moves of b and x): matching cost.
   double any_source = 0.0;
   // CPU seconds per message end (sent or handled) in commsolve's message engine beyond o:
   // its bookkeeping (buffers, keys, counters) and MPI progress; fitted to a 2-rank solve.
@@ -63,8 +64,9 @@ struct Recording {
   bool trace = false;     // per rank, the operations in order (GOAL export)
 };
 
-// How the simulated program receives: from known sources (a halo exchange's pre-posted
-// receives) or through an any-source engine (NetworkModel::any_source added per message).
+// How a message is received: from a known source (a halo exchange's pre-posted receives, a
+// blocking MPI_Recv from its peer) or through the any-source message engine
+// (NetworkModel::any_source and engine_overhead added to that message).
 enum class Receives { known_source, any_source };
 
 // What a rank's time went to.
@@ -78,6 +80,7 @@ struct Message {
   std::int64_t values = 0;  // doubles carried (for the receiver's bookkeeping)
   std::int64_t bytes = 0;
   int category = xy_comm;
+  Receives receives = Receives::known_source;
   double sent = 0, arrival = 0;
   std::int64_t seq = 0;     // send order, to break ties in arrival time
   // Waiting for its node's injection: `arrival` is then when it reaches the node's
@@ -137,7 +140,7 @@ class Simulator {
  public:
   // `steps`: how many statistics steps messages are counted in.
   Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-            Receives receives, Recording keep = {});
+            Recording keep = {});
 
   // Runs every rank's process to completion. Throws std::logic_error naming the ranks left
   // waiting if the messages run out first (a deadlock in the program).
@@ -147,7 +150,7 @@ class Simulator {
   double now(int rank) const { return clock_[rank]; }
   void compute(int rank, double flops, double bytes, int category = fp);
   void send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values, std::int64_t bytes,
-            int category);
+            int category, Receives receives);
   // A local copy or pack of `bytes` (memory traffic, counted as the given category).
   void copy(int rank, double bytes, int category);
 
@@ -167,7 +170,8 @@ class Simulator {
  private:
   void spend(int rank, double seconds, int category);
   int level(int a, int b) const;
-  double latency(int where, int proto) const;  // L = alpha - 2 o, plus any-source matching
+  double latency(int where, int proto, Receives how) const;  // L = alpha - 2 o, plus any-source matching
+  double end_cost(Receives how) const;  // CPU seconds at either end of a message
   struct Later {
     bool operator()(const Message& a, const Message& b) const {
       return a.arrival != b.arrival ? a.arrival > b.arrival : a.seq > b.seq;
@@ -176,8 +180,6 @@ class Simulator {
   Topology topo_;
   NetworkModel net_;
   ComputeModel cpu_;
-  double match_;   // net_.any_source for an any-source program, else 0
-  double engine_;  // net_.engine_overhead for an any-source program, else 0
   bool keep_timeline_, keep_trace_;
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);

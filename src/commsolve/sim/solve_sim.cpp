@@ -52,7 +52,7 @@ class SimBackend {
 
   void send(int dest, std::int64_t key, const double*, std::int64_t n, bool broadcast) {
     const int step = ph_.upper ? (broadcast ? u_broadcast : u_reduce) : (broadcast ? l_broadcast : l_reduce);
-    sim_.send(rank_, dest, tag_, step, key, n * nrhs_, 8 + 8 * n * nrhs_, xy_comm);
+    sim_.send(rank_, dest, tag_, step, key, n * nrhs_, 8 + 8 * n * nrhs_, xy_comm, Receives::any_source);
   }
   const double* lower_panel(std::int32_t col, const double*) {
     const double M = static_cast<double>(layout_.l_rows[col]), w = sh_.width(layout_.l_col[col]);
@@ -122,7 +122,8 @@ class SolveProcess final : public Process {
     need_ = m.recvs;
     sim_->copy(rank_, 2 * rows_bytes(m.packed), redistribute);
     for (const auto& [peer, rows] : m.sends)
-      sim_->send(rank_, peer, tag, step, 0, rows * sh_.nrhs, static_cast<std::int64_t>(rows_bytes(rows)), redistribute);
+      sim_->send(rank_, peer, tag, step, 0, rows * sh_.nrhs, static_cast<std::int64_t>(rows_bytes(rows)), redistribute,
+                 Receives::known_source);
   }
 
   void enter_op(int i) {
@@ -154,11 +155,11 @@ class SolveProcess final : public Process {
     for (std::int32_t k : st.sn) {
       const std::int64_t n = (sh_.sym.sn_start[k + 1] - sh_.sym.sn_start[k]) * sh_.nrhs;
       total += n;
-      if (!sh_.packed_z) sim_->send(rank_, st.peer, tag_, step, k, n, 8 * n, z_comm);
+      if (!sh_.packed_z) sim_->send(rank_, st.peer, tag_, step, k, n, 8 * n, z_comm, Receives::known_source);
     }
     if (sh_.packed_z) {
       sim_->copy(rank_, 16.0 * static_cast<double>(total), z_comm);
-      sim_->send(rank_, st.peer, tag_, step, 0, total, 8 * total, z_comm);
+      sim_->send(rank_, st.peer, tag_, step, 0, total, 8 * total, z_comm, Receives::known_source);
     }
   }
 
@@ -304,8 +305,8 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
   procs.reserve(progs.size());
   for (const RankProgram& p : progs) procs.push_back(std::make_unique<SolveProcess>(shared, p));
   // The phases receive through the message engine; the b/x moves and inter-grid steps from
-  // known sources, priced alike here (they are a small share of the messages).
-  Simulator sim(topo, net, cpu, num_solve_steps, Receives::any_source, keep);
+  // known sources (each send says which).
+  Simulator sim(topo, net, cpu, num_solve_steps, keep);
   sim.run(procs);
   const auto t2 = clock::now();
 

@@ -31,7 +31,7 @@ class CollectivesProcess : public Process {
     int rank = 0;
     void send(int dest, std::int64_t c, std::size_t, std::int64_t n, int kind) {
       sim->copy(rank, 16.0 * static_cast<double>(n), xy_comm);  // the engine copies the values out
-      sim->send(rank, dest, 0, kind, c, n, 8 * (n + 1), xy_comm);
+      sim->send(rank, dest, 0, kind, c, n, 8 * (n + 1), xy_comm, Receives::any_source);
     }
     void store(std::size_t, const double*, std::int64_t n) { sim->copy(rank, 16.0 * static_cast<double>(n), fp); }
     void add(std::size_t, const double*, std::int64_t n) {
@@ -56,7 +56,7 @@ SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape,
   procs.reserve(plans.size());
   for (TreePlan& p : plans) procs.push_back(std::make_unique<CollectivesProcess>(set, std::move(p)));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, 2, Receives::any_source, keep);
+  Simulator sim(topo, net, cpu, 2, keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
