@@ -392,6 +392,66 @@ def test_goal_export_matches_every_send_with_its_receive(tmp_path, profile):
                           str(tmp_path / "no.goal"))
 
 
+def replay_goal(path, L, o, G):
+    """LogGOPSim's model run over a GOAL file, written here apart from the C++ simulator:
+    every rank does its operations in order; ``calc n`` takes n ns; a send takes o of the
+    CPU, then its bytes s take s G of the rank's interface (after its earlier messages) and
+    arrive L later; a receive waits for its message (matched by tag) and takes o.
+    ``L(src, dst)`` and ``G(src, dst)`` by pair. Returns the last rank's finish, seconds."""
+    import re
+
+    ranks, r = {}, None
+    for line in open(path):
+        if m := re.match(r"rank (\d+) \{", line):
+            r = int(m.group(1))
+            ranks[r] = []
+        elif m := re.match(r"l\d+: (calc|send|recv) (\d+)(?:b (?:to|from) (\d+) tag (\d+))?$", line.strip()):
+            ranks[r].append((m.group(1), int(m.group(2)), int(m.group(3) or -1), int(m.group(4) or -1)))
+    cpu = {q: 0.0 for q in ranks}
+    nic = {q: 0.0 for q in ranks}
+    at = {q: 0 for q in ranks}
+    arrival = {}  # tag -> when the message is in
+    moved = True
+    while moved:  # run every rank as far as its messages allow
+        moved = False
+        for q, ops in ranks.items():
+            while at[q] < len(ops):
+                kind, n, peer, tag = ops[at[q]]
+                if kind == "calc":
+                    cpu[q] += n * 1e-9
+                elif kind == "send":
+                    cpu[q] += o
+                    nic[q] = max(cpu[q], nic[q]) + n * G(q, peer)
+                    arrival[tag] = nic[q] + L(q, peer)
+                elif tag in arrival:
+                    cpu[q] = max(cpu[q], arrival[tag]) + o
+                else:
+                    break
+                at[q] += 1
+                moved = True
+    assert all(at[q] == len(ops) for q, ops in ranks.items()), "a receive whose send never comes"
+    return max(cpu.values()), sum(op[0] == "calc" for ops in ranks.values() for op in ops)
+
+
+@pytest.mark.parametrize("algorithm", ["2d", "3d-baseline", "3d"])
+def test_goal_export_replays_to_the_simulated_time(tmp_path, algorithm):
+    """The exported schedule, run by an independent LogGOP replay with the profile's figures
+    as L = alpha - 2 o, o and G = 1 / R (one protocol, no engine or injection terms), ends
+    when the simulator says: the file holds the whole run, in order, with its costs."""
+    prof = load_profile_text(tmp_path, profile_text(flop_rate=4e9, bandwidth=1e10, call_overhead=2e-8,
+                                                    copy_rate=2e10))
+    grid = (2, 2, 1) if algorithm == "2d" else (2, 1, 2)
+    nodes = [0, 0, 1, 1]
+    sched = cs.sim.solve_schedule(symbolic(gallery.poisson2d9(20), grid[2]), grid, algorithm)
+    r = cs.sim.simulate(sched, make_topology(nodes=nodes, size=4), prof, trace=True)
+    cs.sim.write_goal(r, str(tmp_path / "s.goal"))
+    inter = lambda a, b: nodes[a] != nodes[b]  # noqa: E731
+    t, calcs = replay_goal(tmp_path / "s.goal", L=lambda a, b: (10 if inter(a, b) else 1) * ALPHA - 2 * O, o=O,
+                           G=lambda a, b: 1 / (RATE / 10 if inter(a, b) else RATE))
+    assert calcs > 0 and int(r.messages[:, 0].sum()) > 0
+    assert abs(t - r.predicted_s) <= 1e-9 * calcs  # each calc rounded to a nanosecond in the file
+
+
 def test_solve_fit_recovers_the_compute_model(tmp_path):
     # "measured" times made by the simulator with a known call overhead and bandwidth: the
     # fit finds a model that predicts them (to the grid's resolution) and values near those
