@@ -158,7 +158,8 @@ void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag)
   });
   if (machine.solved() != ph.solved_here || !machine.finished())
     throw std::logic_error("solve phase: " + std::to_string(ph.solved_here - machine.solved()) +
-                           " supernodes left unsolved after all messages arrived");
+                           " supernodes left unsolved after all messages arrived" +
+                           (machine.finished() ? "" : ", its synchronous part unfinished"));
 }
 
 void run_z_step(MPI_Comm comm, const ZStep& st, bool reduce, bool packed, const SupernodalStructure& sym,

@@ -168,7 +168,8 @@ class SolveProcess final : public Process {
       if (machine_->solved() != p_.phases[stage_].solved_here || !machine_->finished())
         throw std::logic_error("simulated solve phase: rank " + std::to_string(rank_) + " left " +
                                std::to_string(p_.phases[stage_].solved_here - machine_->solved()) +
-                               " supernodes unsolved after all messages arrived");
+                               " supernodes unsolved after all messages arrived" +
+                               (machine_->finished() ? "" : ", its synchronous part unfinished"));
       machine_.reset();
       backend_.reset();
     }
