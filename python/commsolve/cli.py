@@ -18,6 +18,7 @@ import click
 from .amg.classical import COARSENINGS
 from .amg.cycle import SMOOTHERS
 from .amg.hierarchy import INTERPOLATIONS
+from .direct import ALGORITHMS
 from .launch import mpi_env, mpiexec_command, under_mpiexec
 
 PARTITIONS = ("contiguous", "strided", "metis")
@@ -244,7 +245,7 @@ def analyze(gen, matrix, procs, ppn, layout, partition, strategy, plot, heatmap,
               "with --profile.")
 @click.option("--profile", default=None,
               help="With --grid auto: the machine profile to simulate with (commsolve calibrate writes one).")
-@click.option("--algorithm", type=click.Choice(["2d", "3d-baseline", "3d-baseline-async", "3d"]), default=None,
+@click.option("--algorithm", type=click.Choice(ALGORITHMS), default=None,
               help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19, upper levels one supernode at a time), "
               "3d-baseline-async (its levels, every one message-driven) or 3d (SC'23) "
               "[default: 2d if Pz = 1, else 3d].")

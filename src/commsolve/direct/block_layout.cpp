@@ -61,7 +61,7 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   };
   auto add = [&](std::int64_t id, CollectiveKind kind, std::int64_t k) {
     const int root = grid.diag_owner(k);
-    if (solved(k) ? sync.solved : sync.context) {  // broadcasts down K's process column, reductions along its process row
+    if (sync.covers(solved(k))) {  // broadcasts down K's process column, reductions along its process row
       part.clear();
       const bool column = kind == CollectiveKind::broadcast;
       for (int q = 0; q < (column ? grid.px : grid.py); ++q)

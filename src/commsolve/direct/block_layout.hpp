@@ -59,6 +59,7 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
 struct SyncParts {  // which of a phase's supernodes go one at a time (ICS'19's upper levels)
   bool solved = false;   // the supernodes it solves
   bool context = false;  // the context ones (L: their partial sums; U: their known solutions)
+  bool covers(bool solved_here) const { return solved_here ? solved : context; }
 };
 CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                 const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,

@@ -144,18 +144,13 @@ class PhaseMachine {
         fire(e);
         continue;
       }
-      if (ph_.parent[e] < 0) {
-        const double* x = b_.known(e);
-        forward(e, x);
-        use(e, x);
-        continue;
-      }
-      const auto it = held_.find(e);
-      if (it == held_.end()) return;
-      const double* x = it->second.empty() ? nullptr : it->second.data();
+      const bool known = ph_.parent[e] < 0;
+      auto it = held_.end();
+      if (!known && (it = held_.find(e)) == held_.end()) return;  // its solution has not come yet
+      const double* x = known ? b_.known(e) : it->second.empty() ? nullptr : it->second.data();
       forward(e, x);
       use(e, x);
-      held_.erase(it);
+      if (!known) held_.erase(it);
     }
   }
 

@@ -187,7 +187,7 @@ PhaseSchedule make_phase(const SupernodalStructure& sym, const SupernodeBlocks& 
   ph.gated.assign(m, 0);
   for (std::size_t i = 0; i < m; ++i) {
     const std::int64_t k = ph.supernode(static_cast<std::int64_t>(i));
-    if (!(solved(k) ? sync.solved : sync.context)) continue;
+    if (!sync.covers(solved(k))) continue;
     // a broadcast this rank roots for a supernode it solves goes on with its reduction
     if (ph.is_broadcast(static_cast<std::int64_t>(i)) && ph.parent[i] < 0 && solved(k)) continue;
     ph.order.push_back(static_cast<std::int32_t>(i));
