@@ -11,7 +11,7 @@ whether the simulated traffic equals what every rank recorded through MPI. P = 4
 cores (oversubscribed): reported apart, as its times measure waiting for a core, which the
 simulator does not model.
 
-    python bench/simulate_validation.py [--matrices poisson2d9:500,poisson3d:40] [--nprocs 1,2,4]
+    python bench/simulate_validation.py [--matrices poisson2d9:180,poisson2d9:500,poisson3d:40] [--nprocs 1,2,4]
                                         [--halo "poisson2d:400;poisson3d27:40;random:rows=20000,nnz_per_row=20"]
                                         [--repeat 10] [--halo-repeat 300]
                                         [--out bench/results/simulate_validation.json]
@@ -48,7 +48,7 @@ def run(nprocs, args, timeout=3600):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--matrices", default="poisson2d9:500,poisson3d:40")
+    ap.add_argument("--matrices", default="poisson2d9:180,poisson2d9:500,poisson3d:40")
     ap.add_argument("--nprocs", default="1,2,4")
     ap.add_argument("--halo", default="poisson2d:400;poisson3d27:40;random:rows=20000,nnz_per_row=20",
                     help="matrices of the halo exchanges, separated by semicolons")

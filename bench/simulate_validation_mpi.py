@@ -52,6 +52,7 @@ def solves(layouts):
                 line(workload="solve", grid=list(grid), algorithm=algorithm, measured_s=median["total"],
                      measured_parts_s={k: v for k, v in median.items() if k != "max"},
                      runs_total_s=[t["total"] for t in times], predicted_s=r.predicted_s, breakdown=r.breakdown(),
+                     ranks_in_cache=int(r.in_cache.sum()),
                      simulated_traffic_equals_recorded=all(np.array_equal(a, s.array)
                                                            for a, s in zip(recorded, r.recorded)))
             comm.Barrier()

@@ -9,8 +9,8 @@ import pytest
 
 from commsolve.launch import mpi_env
 from commsolve.model import load_profile
-from commsolve.model.calibrate import (CACHE_SHAPES, SIZES, STREAM_SHAPES, choose_thresholds, fit_compute,
-                                       fit_gamma, fit_injection, fit_postal, fit_profile)
+from commsolve.model.calibrate import (CACHE_SHAPES, SIZES, STREAM_SHAPES, SWEEP_SHAPE, choose_thresholds, fit_cache,
+                                       fit_compute, fit_gamma, fit_injection, fit_postal, fit_profile)
 
 TRUE = {"short": (1.0e-6, 2.0e9), "eager": (3.0e-6, 5.0e9), "rend": (2.0e-5, 1.0e10)}
 SHORT_MAX, EAGER_MAX = 1024, 65536
@@ -83,6 +83,38 @@ def test_compute_fit_recovers_parameters():
     assert fit["copy_rate"] == pytest.approx(2e10, rel=1e-9)
     with pytest.raises(ValueError, match="cannot fit"):
         fit_compute({"unit": 1.0, "cache": [(8, 8, 0.5)], "stream": [(8, 8, 0.5)], "pack": [(8, 1.0)]})
+
+
+MIB = 1 << 20
+
+
+def test_cache_fit_finds_where_the_rate_falls():
+    # rates (GB/s) over working sets of 1..128 MiB: L2 then a last-level plateau of 30 that
+    # ends after 32 MiB, memory 14. From cache: the rates >= 1.5 x 14 = 21 (1..32 MiB), whose
+    # median is 30; the cache ends at the largest read at >= 0.9 x 30 = 27: 32 MiB a rank,
+    # timed by 2 ranks at once, so 64 MiB a node.
+    sweep = [(b * MIB, r * 1e9) for b, r in zip([1, 2, 4, 8, 16, 32, 64, 128], [40, 30, 30, 30, 30, 29, 15, 14])]
+    assert fit_cache(sweep, 14e9, 2) == (64 * MIB, pytest.approx(30e9))
+    assert fit_cache(sweep, 14e9, 1)[0] == 32 * MIB
+    # a rate that sags half-way down the cliff (45 MiB at 24 GB/s) is not counted as cache
+    assert fit_cache(sorted(sweep + [(45 * MIB, 24e9)]), 14e9, 1)[0] == 32 * MIB
+    assert fit_cache([(b, 14e9) for b, _ in sweep], 14e9, 2) is None  # no faster working set: no cache
+    assert fit_cache([(b, float("nan")) for b, _ in sweep], 14e9, 2) is None  # NaN is never cache
+
+
+def test_compute_fit_takes_the_cache_from_the_sweep():
+    c, B = 1e-8, 1e10
+    m, w = SWEEP_SHAPE
+
+    def t(b, rate):
+        return c + 8.0 * (m * w + m + w) / rate
+
+    kernels = {"unit": c, "cache": [(m, w, t(0, 3 * B))], "stream": [(m, w, t(0, B))], "pack": [(100, 1e-8)],
+               "sweep": [(b * MIB, t(b, 3 * B if b <= 16 else B)) for b in (1, 4, 16, 64, 256)], "sharing": 4}
+    fit = fit_compute(kernels)
+    assert fit["cache_bytes"] == 64 * MIB and fit["cache_bandwidth"] == pytest.approx(3 * B, rel=1e-9)
+    kernels["sweep"] = [(b * MIB, t(b, B)) for b in (1, 4, 16, 64, 256)]
+    assert "cache_bytes" not in fit_compute(kernels)
 
 
 def test_calibrate_command(tmp_path):

@@ -20,9 +20,11 @@ ALPHA, RATE, O = 2.0e-6, 1.0e9, 0.3e-6  # intra-node short messages; overhead o 
 MSG = 16  # bytes of a one-value solve message: the key (8) and the value (8)
 
 
-def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True, copy_rate=1e30):
+def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True, copy_rate=1e30,
+                 cache=None):
     """Every intra-node protocol with ALPHA and RATE (inter-node 10x slower); compute free by
-    default, so that a schedule's time is its messages' alone."""
+    default, so that a schedule's time is its messages' alone. ``cache``: (bytes per node,
+    bandwidth) of a last-level cache."""
     lines = ['name = "handmade"', "short_max = 512", "eager_max = 8192", "gamma = 0.0", "delta = 0.0", "ppn = 64",
              f"overhead = {overhead!r}", "[intra_node]"]
     lines += [f"{p} = {{ alpha = {ALPHA!r}, rate = {RATE!r} }}" for p in ("short", "eager", "rend")]
@@ -31,6 +33,8 @@ def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, 
     if compute:
         lines += ["[compute]", f"flop_rate = {flop_rate!r}", f"bandwidth = {bandwidth!r}",
                   f"call_overhead = {call_overhead!r}", f"copy_rate = {copy_rate!r}"]
+        if cache is not None:
+            lines += [f"cache_bytes = {cache[0]!r}", f"cache_bandwidth = {cache[1]!r}"]
     return "\n".join(lines) + "\n"
 
 
@@ -100,6 +104,32 @@ def test_compute_priced_by_flops_bytes_and_calls(tmp_path):
     r, _ = simulate(structure(1, {}), (1, 1, 1), load_profile(str(path)))
     assert r.predicted_s == pytest.approx(2 * (1e-3 + 2 / 1e3), rel=1e-9)
     assert r.breakdown()["fp_s"] == pytest.approx(r.predicted_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes, cache_bytes, fits", [([0], 16, True), ([0], 15, False), ([0, 0], 32, True),
+                                                       ([0, 0], 31, False), ([0, 1], 16, True)])
+def test_cache_decides_each_ranks_bandwidth(tmp_path, nodes, cache_bytes, fits):
+    # Width-1 supernodes, one per rank, no messages: a rank's factor is its diagonal block,
+    # stored as 2 w^2 values = 16 bytes, and its solve is two calls of 8 (w^2 + 2 w) = 24
+    # bytes each. It streams them at the cache's rate if 16 bytes fit its share of its
+    # node's cache (cache_bytes / ranks on the node), else at the memory's: 48 / B.
+    prof = load_profile_text(tmp_path, profile_text(bandwidth=1e3, cache=(float(cache_bytes), 1e4)))
+    P = len(nodes)
+    sched = cs.sim.solve_schedule(structure(P, {}), (1, P, 1), "2d", tree="flat", distribute_rhs=False)
+    r = cs.sim.simulate(sched, make_topology(nodes=nodes, size=P), prof)
+    assert r.in_cache.tolist() == [fits] * P
+    assert r.predicted_s == pytest.approx(48 / (1e4 if fits else 1e3), rel=1e-9)
+    assert r.to_dict()["ranks_in_cache"] == (P if fits else 0)
+
+
+def test_profile_cache_fields_come_together(tmp_path):
+    prof = load_profile_text(tmp_path, profile_text(cache=(6.4e7, 2e10)))
+    again = load_profile_text(tmp_path, prof.to_toml(), "again")
+    assert again.compute["cache_bytes"] == 6.4e7 and again.compute["cache_bandwidth"] == 2e10
+    with pytest.raises(ProfileError, match="cache_bytes without cache_bandwidth"):
+        load_profile_text(tmp_path, profile_text() + "cache_bytes = 1e6\n", "half")
+    with pytest.raises(ProfileError, match="compute.cache_bandwidth"):
+        load_profile_text(tmp_path, profile_text(cache=(1e6, float("nan"))), "nan")
 
 
 def test_inter_node_messages_use_inter_node_figures(profile):
@@ -290,6 +320,28 @@ def test_halo_exchange_by_hand(profile):
     assert again.predicted_s == pytest.approx(3 * r.predicted_s, rel=1e-9)  # nothing overlaps: each waits
 
 
+@pytest.mark.parametrize("nodes, entries", [([0, 0, 0, 0], 3), ([0, 1, 1, 0], 5)])
+def test_queue_search_by_hand(tmp_path, nodes, entries):
+    # An arrow matrix, a row per rank: rank 0 posts receives from ranks 1, 2, 3 in that
+    # order. On one node the messages arrive in that order, each at the queue's head: 3
+    # entries searched. With ranks 1 and 2 on another node, rank 3's message comes first and
+    # searches past the receives for 1 and 2 (3 entries), then 1's and 2's find theirs at
+    # the head: 5. Rank 0 spends gamma per entry (as calc in its trace; copies are free
+    # here); ranks 1-3, each receiving rank 0's one message, one entry.
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(np.eye(4) * 4 + np.eye(4)[[0]].T @ np.ones((1, 4)) + np.ones((4, 1)) @ np.eye(4)[[0]])
+    topo = make_topology(nodes=nodes, size=4)
+    sched = cs.sim.halo_schedule(A, 4, topo, "standard")
+    gamma = 1e-7
+    prof = load_profile_text(tmp_path, profile_text().replace("gamma = 0.0", f"gamma = {gamma!r}"))
+    r = cs.sim.simulate(sched, topo, prof, trace=True)
+    calc = [r.trace[(r.trace[:, 0] == q) & (r.trace[:, 1] == 0), 5].sum() for q in range(4)]
+    assert calc == pytest.approx([entries * gamma, gamma, gamma, gamma], rel=1e-6)
+    base = cs.sim.simulate(sched, topo, load_profile_text(tmp_path, profile_text(), "free"))
+    assert r.predicted_s > base.predicted_s
+
+
 @pytest.mark.parametrize("strategy", ["standard", "node-aware", "node-aware-2step"])
 @pytest.mark.parametrize("partition", ["contiguous", "metis"])
 def test_simulated_halo_traffic_equals_the_plan(profile, strategy, partition):
@@ -452,24 +504,33 @@ def test_goal_export_replays_to_the_simulated_time(tmp_path, algorithm):
     assert abs(t - r.predicted_s) <= 1e-9 * calcs  # each calc rounded to a nanosecond in the file
 
 
-def test_solve_fit_recovers_the_compute_model(tmp_path):
-    # "measured" times made by the simulator with a known call overhead and bandwidth: the
-    # fit finds a model that predicts them (to the grid's resolution) and values near those
+@pytest.mark.parametrize("cached", [False, True])
+def test_solve_fit_recovers_the_compute_model(tmp_path, cached):
+    # "measured" times made by the simulator with a known call overhead and bandwidth (and a
+    # cache 3x faster that holds the smaller factors, timed by 2 ranks at once, so each had
+    # half of it): the fit finds a model that predicts them (to the grid's resolution) and
+    # values near those, the cache's size and its ratio to memory kept
     from commsolve.sim.calibration import fit_solve_compute
 
-    true = tmp_path / "true.toml"
-    true.write_text(profile_text(flop_rate=4e9, bandwidth=6e9, call_overhead=1.5e-7, copy_rate=3e10))
-    start = tmp_path / "start.toml"
-    start.write_text(profile_text(flop_rate=4e9, bandwidth=1.2e10, call_overhead=1e-8, copy_rate=3e10))
+    node_cache = 2 * 2e6  # per rank 2 MB: the factors of poisson2d9:40 and poisson3d:10 fit, the others not
+    true = load_profile_text(tmp_path, profile_text(flop_rate=4e9, bandwidth=6e9, call_overhead=1.5e-7, copy_rate=3e10,
+                                                    cache=(node_cache / 2, 1.8e10) if cached else None), "true")
+    start = profile_text(flop_rate=4e9, bandwidth=1.2e10, call_overhead=1e-8, copy_rate=3e10,
+                         cache=(node_cache, 3.6e10) if cached else None)
     topo = make_topology(nodes=[0], size=1)
     solves = []
-    for spec in ("poisson2d9:40", "poisson3d:10", "poisson2d9:70"):
+    for spec in ("poisson2d9:40", "poisson3d:10", "poisson2d9:70", "poisson3d:14"):
         sched = cs.sim.solve_schedule(symbolic(gallery.from_spec(spec)), (1, 1, 1), "2d")
-        solves.append((spec, cs.sim.simulate(sched, topo, str(true)).predicted_s, sched, topo))
-    fitted, report = fit_solve_compute(str(start), solves, points=16)
+        solves.append((spec, cs.sim.simulate(sched, topo, true).predicted_s, sched, topo))
+    fitted, report = fit_solve_compute(load_profile_text(tmp_path, start, "start"), solves, sharing=2 if cached else 1,
+                                       points=16)
     assert all(0.9 < s["ratio"] < 1.1 for s in report["solves"]), report["solves"]
+    assert sorted({s["in_cache"] for s in report["solves"]}) == ([False, True] if cached else [False])
     assert 0.5 * 6e9 < fitted["bandwidth"] < 2 * 6e9 and 0.3 * 1.5e-7 < fitted["call_overhead"] < 3 * 1.5e-7
     assert fitted["flop_rate"] == 4e9 and fitted["copy_rate"] == 3e10  # kept from the micro-benchmarks
+    if cached:
+        assert fitted["cache_bytes"] == node_cache
+        assert fitted["cache_bandwidth"] / fitted["bandwidth"] == pytest.approx(3.0)
 
 
 def test_engine_costs_apply_to_engine_messages_only(tmp_path):

@@ -799,11 +799,17 @@ def format_calibration(prof, report, path):
         f = report["solve_fit"]
         micro, fitted = f["micro_benchmarks"], f["fitted"]
         lines.append(f"compute: flop rate {fitted['flop_rate'] / 1e9:.2f} GF/s, copy rate {fitted['copy_rate'] / 1e9:.1f} "
-                     f"GB/s (micro-benchmarks); call overhead {fitted['call_overhead'] * 1e9:.0f} ns, bandwidth "
+                     f"GB/s (micro-benchmarks); call overhead {fitted['call_overhead'] * 1e9:.0f} ns, memory bandwidth "
                      f"{fitted['bandwidth'] / 1e9:.2f} GB/s fitted to 1-rank solves (micro-benchmarks: "
                      f"{micro['call_overhead'] * 1e9:.0f} ns, {micro['bandwidth'] / 1e9:.2f} GB/s)")
-        lines.append("  solves: " + ", ".join(f"{s['matrix']} {s['ratio']:.2f}" for s in f["solves"])
-                     + " (predicted / measured)")
+        if "cache_bytes" in fitted:
+            lines.append(f"  last-level cache: {fitted['cache_bytes'] / 2 ** 20:.0f} MiB per node, read at "
+                         f"{fitted['cache_bandwidth'] / 1e9:.2f} GB/s (micro-benchmark "
+                         f"{micro['cache_bandwidth'] / 1e9:.2f} GB/s, scaled as the memory's)")
+        else:
+            lines.append("  last-level cache: none found (no working set read much faster than memory): not modelled")
+        lines.append("  solves: " + ", ".join(f"{s['matrix']} {s['ratio']:.2f}{' (in cache)' if s['in_cache'] else ''}"
+                                              for s in f["solves"]) + " (predicted / measured)")
     if "engine_fit" in report:
         e = report["engine_fit"]
         lines.append(f"message engine: {e['engine_overhead'] * 1e6:.3f} us per message end beyond o, fitted to "
@@ -867,7 +873,7 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
         return
     stem = os.path.splitext(os.path.basename(output))[0]
     prof, report = fit_profile(meas, name or stem, short_max, eager_max)
-    prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves)
+    prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves, meas["kernels"]["sharing"])
     if engine is not None:
         prof.engine_overhead, report["engine_fit"] = fit_engine_overhead(prof, engine)
     prof.save(output)

@@ -6,11 +6,11 @@ with several ranks per node and at least two nodes, an injection test with every
 one node sending to a partner on another at once; the thesis' HighVolumePingPong
 (Algorithm 3.1) with matched and with reversed tags; for the simulator, the CPU time of
 posting a send (LogGP's o), what a message costs more through the any-source message
-engine, and the solve's block kernel timed on every rank at once, in cache and streaming
-from memory. Fits (pure functions, testable on synthetic data): alpha
+engine, and the solve's block kernel timed on every rank at once, in cache, streaming
+from memory and over growing working sets (where the last-level cache ends). Fits (pure functions, testable on synthetic data): alpha
 and R_b per protocol range by least squares on relative error, R_N from the injection
 test, gamma from the reversed-minus-matched times (eq. 3.1), the compute model's call
-overhead, flop rate and bandwidth (:func:`fit_compute`).
+overhead, flop rate, bandwidth and cache (:func:`fit_compute`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from .profile import PROTOCOLS, MachineProfile
 
-__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_compute", "fit_profile",
+__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_cache", "fit_compute", "fit_profile",
            "plot_calibration"]
 
 SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB; protocol switches then refined (_refine)
@@ -31,8 +31,15 @@ HVPP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 HVPP_BYTES = 8
 # The solve's panel products (m, w) timed for the compute model, one right-hand side.
 CACHE_SHAPES = [(32, 8), (64, 16), (128, 32)]  # a working set of 256 KiB: in cache
-STREAM_SHAPES = [(64, 16), (128, 32), (512, 64)]  # a working set of 128 MiB: from memory
-CACHE_BYTES, STREAM_BYTES = 1 << 18, 1 << 27
+STREAM_SHAPES = [(64, 16), (128, 32), (512, 64)]  # a working set of 512 MiB: from memory
+CACHE_BYTES, STREAM_BYTES = 1 << 18, 1 << 29
+# The last-level cache: the panel product over working sets of 1 MiB .. 512 MiB (steps of
+# sqrt 2, quick: 2); where its rate falls to the memory's is the rank's share of the cache.
+SWEEP_SHAPE = (64, 16)
+SWEEP_BYTES = [int(2 ** (20 + k / 2)) for k in range(19)]
+QUICK_SWEEP_BYTES = SWEEP_BYTES[::2]
+CACHE_RATIO = 1.5  # working sets read at least this times faster than memory come from a cache
+CACHE_KEEP = 0.9  # the cache ends at the largest working set still read at this fraction of its rate
 PACK_SIZES = [256, 4096]  # doubles gathered through an index array (a message's pack), in cache
 
 
@@ -114,23 +121,53 @@ def fit_gamma(counts, t_matched, t_reversed):
     return max(0.0, float(np.sum(extra * n2) / np.sum(n2 * n2)))
 
 
+def fit_cache(sweep, bandwidth, sharing):
+    """``(cache_bytes, cache_bandwidth)`` of the last-level cache from the panel product's
+    rates over growing working sets (``sweep``: ``[(bytes, bytes/s)]``, timed by ``sharing``
+    ranks of one node at once). The working sets read at least CACHE_RATIO times faster
+    than the memory ``bandwidth`` come from a cache; the cache's rate is their median rate,
+    and a rank's share of it the largest working set still read at CACHE_KEEP of that rate
+    (the cliff is sharp: a solve sweeping a little more than the cache misses throughout),
+    so the node's cache is that share times ``sharing``. None when no working set is that
+    much faster (no cache level to model)."""
+    fast = [(b, r) for b, r in sweep if r >= CACHE_RATIO * bandwidth]
+    if not fast:
+        return None
+    rate = float(np.median([r for _, r in fast]))
+    share = max(b for b, r in fast if r >= CACHE_KEEP * rate)
+    return float(share * sharing), rate
+
+
 def fit_compute(kernels):
     """The simulator's compute model from kernel timings (:func:`measure`'s ``kernels``:
-    seconds per call of a 1 x 1 product and of the in-cache and streaming shapes):
-    call_overhead is the 1 x 1 call, flop_rate the median in-cache rate 2 m w / (t - c),
-    bandwidth the median streaming rate 8 (m w + m + w) / (t - c), copy_rate the median
-    rate of packs, 16 bytes (read and write) per value."""
+    seconds per call of a 1 x 1 product, of the in-cache and streaming shapes and of the
+    working-set sweep): call_overhead is the 1 x 1 call, flop_rate the median in-cache rate
+    2 m w / (t - c), bandwidth the median streaming rate 8 (m w + m + w) / (t - c),
+    copy_rate the median rate of packs, 16 bytes (read and write) per value, and the cache
+    (:func:`fit_cache`) where the sweep finds one."""
     c = float(kernels["unit"])
 
+    def rate(m, w, t, work):
+        return work(m, w) / (t - c) if t > c else None
+
     def rates(rows, work):
-        vals = [work(m, w) / (t - c) for m, w, t in rows if t > c]
+        vals = [v for m, w, t in rows if (v := rate(m, w, t, work)) is not None]
         if not vals:
             raise ValueError("kernel timings no slower than an empty call: cannot fit the compute model")
         return float(np.median(vals))
 
+    def streamed(m, w):
+        return 8.0 * (m * w + m + w)
+
     fit = {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
-           "bandwidth": rates(kernels["stream"], lambda m, w: 8.0 * (m * w + m + w)), "call_overhead": c,
+           "bandwidth": rates(kernels["stream"], streamed), "call_overhead": c,
            "copy_rate": float(np.median([16.0 * n / t for n, t in kernels["pack"]]))}
+    if "sweep" in kernels:
+        m, w = SWEEP_SHAPE
+        sweep = [(b, v) for b, t in kernels["sweep"] if (v := rate(m, w, t, streamed)) is not None]
+        cache = fit_cache(sweep, fit["bandwidth"], kernels["sharing"])
+        if cache is not None:
+            fit["cache_bytes"], fit["cache_bandwidth"] = cache
     if not all(np.isfinite(v) and v >= 0 for v in fit.values()):  # NaN fails too
         raise ValueError(f"kernel timings give a compute model that is not finite and positive: {fit}")
     return fit
@@ -286,8 +323,9 @@ def _hvpp(comm, a, b, counts, reversed_tags, samples):
 
 
 def _kernels(comm, quick):
-    """Every rank times the solve's panel product at once (the memory bandwidth a rank gets
-    while its node's other ranks stream too); the mean over ranks of each timing."""
+    """Every rank times the solve's panel product at once (the memory bandwidth and the
+    share of the cache a rank gets while its node's other ranks stream too); the mean over
+    ranks of each timing, and how many ranks shared this host (``sharing``)."""
     from .. import _core
 
     least = 0.02 if quick else 0.1
@@ -303,6 +341,8 @@ def _kernels(comm, quick):
 
     return {"unit": timed(1, 1, 1 << 12), "cache": [(m, w, timed(m, w, CACHE_BYTES)) for m, w in CACHE_SHAPES],
             "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES],
+            "sweep": [(b, timed(*SWEEP_SHAPE, b)) for b in (QUICK_SWEEP_BYTES if quick else SWEEP_BYTES)],
+            "sharing": comm.allgather(_mpi().Get_processor_name()).count(_mpi().Get_processor_name()),
             "pack": [(n, packed(n)) for n in PACK_SIZES]}
 
 

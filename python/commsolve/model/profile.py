@@ -14,7 +14,10 @@ any-source engine receives it, as the solves do; default 0), ``engine_overhead``
 per message end in commsolve's message engine beyond o; default 0) and a ``[compute]`` table: ``flop_rate`` (flop/s per
 rank for the small dense block products of a solve), ``bandwidth`` (bytes/s per rank of
 memory traffic), ``call_overhead`` (seconds per kernel call) and ``copy_rate`` (bytes/s
-per rank of packing and copying message data, which sits in cache).
+per rank of packing and copying message data, which sits in cache), and optionally the
+last-level cache: ``cache_bytes`` (per node, shared by its ranks) and ``cache_bandwidth``
+(bytes/s per rank reading from it; a rank whose factor fits its share streams it at this
+rate instead of ``bandwidth``).
 
 Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4); ``cori-haswell`` and
 ``perlmutter-cpu`` (the SC'23 paper's machines, with the simulator's fields; each figure's
@@ -29,10 +32,11 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "load_profile", "bundled_profiles"]
+__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "CACHE_FIELDS", "load_profile", "bundled_profiles"]
 
 LEVELS = ("intra_socket", "intra_node", "inter_node")
 COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")
+CACHE_FIELDS = ("cache_bytes", "cache_bandwidth")  # optional in [compute]: both or neither
 PROTOCOLS = ("short", "eager", "rend")
 _BUNDLED = os.path.join(os.path.dirname(__file__), "profiles")
 
@@ -57,7 +61,7 @@ class MachineProfile:
     overhead: float | None = None  # LogGP o, seconds per message end
     any_source: float = 0.0  # seconds added per message an any-source engine receives
     engine_overhead: float = 0.0  # CPU seconds per message end in commsolve's engine, beyond o
-    compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate
+    compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate[, cache_bytes, cache_bandwidth]
 
     def protocol(self, nbytes):
         """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
@@ -129,6 +133,12 @@ class MachineProfile:
                 positive(compute[k], f"compute.{k}")
             if not 0 <= compute["call_overhead"] < math.inf:
                 raise ProfileError(f"{source}: field 'compute.call_overhead' must be >= 0 and finite")
+            given = [k for k in CACHE_FIELDS if k in d["compute"]]
+            if given and len(given) != len(CACHE_FIELDS):
+                raise ProfileError(f"{source}: [compute] gives {given[0]} without "
+                                   f"{[k for k in CACHE_FIELDS if k not in given][0]} (the cache needs both)")
+            for k in given:
+                compute[k] = positive(need(d["compute"], k, "compute."), f"compute.{k}")
         return cls(name=d.get("name", os.path.splitext(os.path.basename(source))[0]), alpha=alpha, rate=rate,
                    injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
                    ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
@@ -156,7 +166,8 @@ class MachineProfile:
                     extra = f", injection = {self.injection[p]!r}"
                 lines.append(f"{p} = {{ alpha = {self.alpha[level, p]!r}, rate = {self.rate[level, p]!r}{extra} }}")
         if self.compute is not None:
-            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS]
+            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS + CACHE_FIELDS
+                                          if k in self.compute]
         return "\n".join(lines) + "\n"
 
     def save(self, path):

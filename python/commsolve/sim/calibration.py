@@ -8,7 +8,8 @@ ranks together), factors small training matrices on its own (``MPI_COMM_SELF``) 
 their 1-rank solves; the call overhead c and the bandwidth B are then the values for which
 the simulator predicts those times best (least squares on the logarithms, over a grid), the
 flop rate and the copy rate stay the micro-benchmarks'. The training matrices are not the
-ones the validation bench checks against.
+ones the validation bench checks against. Where the micro-benchmarks found a last-level
+cache, the fit scales its rate with the memory's, keeping their ratio and the cache's size.
 
 With two ranks or more, the message engine's own cost per message (buffers, keys, counters,
 MPI progress: what a message costs the solve beyond the overhead o of posting it) is fitted
@@ -30,8 +31,9 @@ from .solve import schedule_of, simulate_solve
 __all__ = ["TRAINING", "QUICK_TRAINING", "ENGINE_TRAINING", "measure_solves", "fit_solve_compute",
            "measure_engine_solve", "fit_engine_overhead"]
 
-TRAINING = ("poisson2d9:160", "poisson2d9:240", "poisson3d:24", "poisson3d:30")  # factors beyond the caches
-QUICK_TRAINING = ("poisson2d9:160", "poisson3d:24")
+# Factors that fit a rank's share of this machine's last-level cache and factors well beyond it.
+TRAINING = ("poisson2d9:120", "poisson2d9:280", "poisson3d:20", "poisson3d:32")
+QUICK_TRAINING = ("poisson2d9:120", "poisson3d:32")
 ENGINE_TRAINING = "poisson2d9:160"  # a 2D solve on 1 x 2 ranks: a message for every few block products
 
 
@@ -65,34 +67,46 @@ def measure_solves(comm, specs=TRAINING, repeat=9):
     return out if comm.rank == 0 else None
 
 
-def fit_solve_compute(profile, solves, points=24):
+def _scaled(compute, c, scale):
+    """``compute`` with call overhead ``c`` and both bandwidths (memory, cache) times ``scale``."""
+    out = dict(compute, call_overhead=float(c), bandwidth=float(compute["bandwidth"] * scale))
+    if "cache_bandwidth" in out:
+        out["cache_bandwidth"] = float(compute["cache_bandwidth"] * scale)
+    return out
+
+
+def fit_solve_compute(profile, solves, sharing=1, points=24):
     """``(compute dict, report)``: the profile's compute model with the call overhead and the
-    bandwidth that make the simulator's 1-rank predictions of ``solves``
-    (:func:`measure_solves`) closest to the measured times (log least squares over a grid
-    around the micro-benchmarks' values)."""
+    scale of its bandwidths (memory and cache alike: the micro-benchmarks' ratio and cache
+    size are kept) that make the simulator's 1-rank predictions of ``solves``
+    (:func:`measure_solves`, timed by ``sharing`` ranks of a node at once, so each had that
+    share of the cache) closest to the measured times (log least squares over a grid)."""
     _check_measured(solves)
     prof = dataclasses.replace(simulation_profile(profile))  # a copy: the caller's stays as it was
     base = dict(prof.compute)
+    shared = dict(base, cache_bytes=base["cache_bytes"] / sharing) if "cache_bytes" in base else base
     cs = np.concatenate([[0.0], np.geomspace(1e-9, 2e-6, points)])
-    bs = np.geomspace(base["bandwidth"] / 16, base["bandwidth"] * 2, points)
+    scales = np.geomspace(1 / 16, 2, points)
     measured = np.log([t for _, t, _, _ in solves])
 
-    def predict(c, bw):
-        prof.compute = dict(base, call_overhead=float(c), bandwidth=float(bw))
+    def predict(c, scale):
+        prof.compute = _scaled(shared, c, scale)
         return np.array([simulate_solve(s, topo, prof).predicted_s for _, _, s, topo in solves])
 
     best = None
     for c in cs:
-        for bw in bs:
-            err = float(np.sum((np.log(predict(c, bw)) - measured) ** 2))
+        for scale in scales:
+            err = float(np.sum((np.log(predict(c, scale)) - measured) ** 2))
             if best is None or err < best[0]:
-                best = (err, c, bw)
-    _, c, bw = best
-    fitted = dict(base, call_overhead=float(c), bandwidth=float(bw))
-    pred = predict(c, bw)
-    report = {"micro_benchmarks": base, "fitted": fitted,
-              "solves": [{"matrix": spec, "measured_s": t, "predicted_s": float(p), "ratio": float(p / t)}
-                         for (spec, t, _, _), p in zip(solves, pred)],
+                best = (err, c, scale)
+    _, c, scale = best
+    pred = predict(c, scale)
+    in_cache = [bool(simulate_solve(s, topo, prof).in_cache[0]) for _, _, s, topo in solves]
+    fitted = _scaled(base, c, scale)
+    report = {"micro_benchmarks": base, "fitted": fitted, "bandwidth_scale": float(scale), "sharing": int(sharing),
+              "solves": [{"matrix": spec, "measured_s": t, "predicted_s": float(p), "ratio": float(p / t),
+                          "in_cache": hit}
+                         for (spec, t, _, _), p, hit in zip(solves, pred, in_cache)],
               "rms_log_error": float(np.sqrt(best[0] / len(solves)))}
     return fitted, report
 

@@ -1,7 +1,8 @@
 """The simulator's models from a machine profile (:mod:`commsolve.model.profile`): the
 network (alpha and rate per locality and protocol, the node's injection limit, the CPU
-overhead o per message end) and the compute (flop rate, memory bandwidth, call overhead and
-the rate of copies and packs of message data, per rank)."""
+overhead o per message end, the queue search gamma) and the compute (flop rate, memory bandwidth, call overhead, the
+rate of copies and packs of message data, per rank, and the last-level cache where the
+profile gives one)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,12 @@ def network_model(profile, ppn):
     if prof.has_level("intra_socket") and prof.sockets_per_node > 1:
         socket = max(1, int(ppn) // prof.sockets_per_node)
     return _core.NetworkModel(alpha, rate, injection, int(prof.short_max), int(prof.eager_max), float(prof.overhead),
-                              socket, float(prof.any_source), float(prof.engine_overhead))
+                              socket, float(prof.any_source), float(prof.engine_overhead), float(prof.gamma))
 
 
 def compute_model(profile):
     prof = simulation_profile(profile)
     c = prof.compute
     return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]),
-                              float(c["copy_rate"]))
+                              float(c["copy_rate"]), float(c.get("cache_bytes", 0.0)),
+                              float(c.get("cache_bandwidth", 0.0)))

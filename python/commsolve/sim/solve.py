@@ -91,13 +91,15 @@ class SimResult:
     the compute model's call overhead); ``recorded``: per rank, what it sent and received
     through the simulated network (CommStats, steps as the MPI run's); ``critical_path``:
     (rank, time) hops back from the slowest rank's finish along the messages it waited for;
-    ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank, kind 0 calc / 1 send /
+    ``in_cache``: per rank, whether its factor fits its share of the last-level cache (read
+    at the cache's rate); ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank, kind 0 calc / 1 send /
     2 recv, peer, bytes, tag, seconds) rows, each rank's in order (both when asked for)."""
 
     predicted_s: float
     times: np.ndarray
     messages: np.ndarray
     calls: np.ndarray
+    in_cache: np.ndarray
     recorded: list
     critical_path: np.ndarray
     timeline: np.ndarray
@@ -111,7 +113,7 @@ class SimResult:
     def from_core(cls, d, info=None):
         return cls(predicted_s=float(d["predicted"]), times=np.asarray(d["times"]),
                    messages=np.asarray(d["messages"]).reshape(-1, 2), calls=np.asarray(d["calls"]),
-                   recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
+                   in_cache=np.asarray(d["in_cache"]).astype(bool), recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
                    critical_path=np.asarray(d["critical_path"]).reshape(-1, 2),
                    timeline=np.asarray(d["timeline"]).reshape(-1, 4),
                    trace=np.asarray(d["trace"]).reshape(-1, 6), events=int(d["events"]),
@@ -145,7 +147,7 @@ class SimResult:
                 "breakdown": self.breakdown(),
                 "per_rank_max_s": {c: float(v.max(initial=0.0)) for c, v in per.items()},
                 "per_rank_mean_s": {c: float(v.mean()) if v.size else 0.0 for c, v in per.items()},
-                "messages": int(self.messages[:, 0].sum()),
+                "messages": int(self.messages[:, 0].sum()), "ranks_in_cache": int(self.in_cache.sum()),
                 "bytes": int(sum(s.array[:, [2, 3]].sum() for s in self.recorded)),
                 "critical_path": {"hops": int(max(len(path_ranks) - 1, 0)),
                                   "ranks": len(set(path_ranks.tolist())),

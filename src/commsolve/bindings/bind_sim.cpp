@@ -35,14 +35,16 @@ nb::object times_array(const std::vector<sim::RankTime>& times) {
 nb::dict result_dict(const sim::SimResult& r) {
   nb::dict d;
   d["times"] = times_array(r.times);
-  std::vector<std::int64_t> msgs, calls;
+  std::vector<std::int64_t> msgs, calls, in_cache;
   for (const sim::RankTime& t : r.times) {
     msgs.push_back(t.sent);
     msgs.push_back(t.received);
     calls.push_back(t.calls);
+    in_cache.push_back(t.in_cache ? 1 : 0);
   }
-  d["messages"] = to_numpy(std::move(msgs));  // per rank: sent, received
-  d["calls"] = to_numpy(std::move(calls));    // per rank: kernel calls
+  d["messages"] = to_numpy(std::move(msgs));      // per rank: sent, received
+  d["calls"] = to_numpy(std::move(calls));        // per rank: kernel calls
+  d["in_cache"] = to_numpy(std::move(in_cache));  // per rank: 1 if its working set fits its cache share
   d["recorded"] = stats_array(r.recorded, false);
   std::vector<double> path;
   for (const auto& [rank, t] : r.critical_path) {
@@ -71,7 +73,8 @@ void bind_sim(nb::module_& m) {
   nb::class_<sim::NetworkModel>(m, "NetworkModel", "The simulator's network: alpha and rate per locality and protocol.")
       .def("__init__", [](sim::NetworkModel* self, const std::vector<double>& alpha, const std::vector<double>& rate,
                           const std::vector<double>& injection, std::int64_t short_max, std::int64_t eager_max,
-                          double overhead, int socket_size, double any_source, double engine_overhead) {
+                          double overhead, int socket_size, double any_source, double engine_overhead,
+                          double gamma) {
         if (alpha.size() != 9 || rate.size() != 9 || injection.size() != 3)
           throw nb::value_error("NetworkModel: alpha and rate need 9 values (3 localities x 3 protocols), "
                                 "injection 3");
@@ -85,30 +88,37 @@ void bind_sim(nb::module_& m) {
           }
         for (int p = 0; p < 3; ++p) self->injection[p] = injection[p];
         if (!(0 <= short_max && short_max <= eager_max) || !(overhead >= 0) || socket_size < 0 ||
-            !(any_source >= 0) || !(engine_overhead >= 0))
+            !(any_source >= 0) || !(engine_overhead >= 0) || !(gamma >= 0))
           throw nb::value_error("NetworkModel: need 0 <= short_max <= eager_max, overhead >= 0, socket_size >= 0, "
-                                "any_source >= 0, engine_overhead >= 0");
+                                "any_source >= 0, engine_overhead >= 0, gamma >= 0");
         self->any_source = any_source;
+        self->gamma = gamma;
         self->engine_overhead = engine_overhead;
         self->short_max = short_max;
         self->eager_max = eager_max;
         self->overhead = overhead;
         self->socket_size = socket_size;
       }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a,
-         "any_source"_a = 0.0, "engine_overhead"_a = 0.0)
+         "any_source"_a = 0.0, "engine_overhead"_a = 0.0, "gamma"_a = 0.0)
       .def_ro("overhead", &sim::NetworkModel::overhead);
   nb::class_<sim::ComputeModel>(m, "ComputeModel",
-                                "The simulator's compute: flop rate, bandwidth, call overhead, copy rate.")
+                                "The simulator's compute: flop rate, memory bandwidth, call overhead, copy rate, last-level "
+                                "cache per node and its bandwidth (0, 0: no cache modelled).")
       .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead,
-                          double copy_rate) {
+                          double copy_rate, double cache_bytes, double cache_bandwidth) {
         if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0) || !(copy_rate > 0))
           throw nb::value_error("ComputeModel: flop_rate, bandwidth and copy_rate must be > 0, call_overhead >= 0");
-        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead, copy_rate};
-      }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a, "copy_rate"_a)
+        if (!(cache_bytes >= 0) || !(cache_bandwidth >= 0) || (cache_bytes > 0) != (cache_bandwidth > 0))
+          throw nb::value_error("ComputeModel: cache_bytes and cache_bandwidth must both be > 0 (a cache) or both 0");
+        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead, copy_rate, cache_bytes, cache_bandwidth};
+      }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a, "copy_rate"_a, "cache_bytes"_a = 0.0,
+         "cache_bandwidth"_a = 0.0)
       .def_ro("flop_rate", &sim::ComputeModel::flop_rate)
       .def_ro("bandwidth", &sim::ComputeModel::bandwidth)
       .def_ro("call_overhead", &sim::ComputeModel::call_overhead)
-      .def_ro("copy_rate", &sim::ComputeModel::copy_rate);
+      .def_ro("copy_rate", &sim::ComputeModel::copy_rate)
+      .def_ro("cache_bytes", &sim::ComputeModel::cache_bytes)
+      .def_ro("cache_bandwidth", &sim::ComputeModel::cache_bandwidth);
 
   m.def("time_panel_products", [](std::int64_t m_, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
     nb::gil_scoped_release nogil;

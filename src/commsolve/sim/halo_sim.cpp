@@ -1,7 +1,9 @@
 #include "sim/halo_sim.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <unordered_map>
 #include <string>
 #include <stdexcept>
 
@@ -24,6 +26,11 @@ class HaloProcess : public Process {
     if (msg.op < 0 || static_cast<std::size_t>(msg.op) >= arrived_.size())
       throw std::logic_error("simulated halo exchange: rank " + std::to_string(rank_) + " got a message of step " +
                              std::to_string(msg.op) + " beyond its plan");
+    if (posted_ && msg.op == current_op()) {
+      match(sim, msg.src);
+    } else {
+      unexpected_[msg.op].push_back(msg.src);  // its receive is not posted yet
+    }
     ++arrived_[static_cast<std::size_t>(msg.op)];  // into the space directly: no copy
     advance(sim);
   }
@@ -39,6 +46,23 @@ class HaloProcess : public Process {
         const PlanStep& st = plan_.steps[step_];
         const int op = static_cast<int>(static_cast<std::size_t>(run_) * nsteps + step_);
         if (!posted_) {
+          // The receives are posted first, in the plan's order; each finds its message if it
+          // came early, searching the unexpected ones in their order of arrival.
+          queue_.assign(st.recv_peers.begin(), st.recv_peers.end());
+          if (auto it = unexpected_.find(op); it != unexpected_.end()) {
+            std::vector<int>& early = it->second;
+            for (std::size_t q = 0; q < queue_.size();) {
+              auto hit = std::find(early.begin(), early.end(), queue_[q]);
+              if (hit == early.end()) {
+                ++q;
+                continue;
+              }
+              sim.search(rank_, static_cast<std::int64_t>(hit - early.begin()) + 1, xy_comm);
+              early.erase(hit);
+              queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
+            }
+            unexpected_.erase(it);
+          }
           sim.copy(rank_, 16.0 * static_cast<double>(st.send_idx.size()) * block_, xy_comm);  // pack
           for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
             const std::int64_t values = st.send_count(i) * block_;
@@ -58,12 +82,26 @@ class HaloProcess : public Process {
     }
   }
 
+  int current_op() const { return static_cast<int>(static_cast<std::size_t>(run_) * plan_.steps.size() + step_); }
+  // A message of the current step finds its receive in the posted queue: gamma for every
+  // entry up to it.
+  void match(Simulator& sim, int src) {
+    auto it = std::find(queue_.begin(), queue_.end(), src);
+    if (it == queue_.end())
+      throw std::logic_error("simulated halo exchange: rank " + std::to_string(rank_) + " got a message from " +
+                             std::to_string(src) + " it posted no receive for");
+    sim.search(rank_, static_cast<std::int64_t>(it - queue_.begin()) + 1, xy_comm);
+    queue_.erase(it);
+  }
+
   const CommPlan& plan_;
   int block_, repeat_;
   int rank_ = 0, run_ = 0;
   std::size_t step_ = 0;
   bool posted_ = false;
   std::vector<int> arrived_;  // per (run, step): receives in
+  std::vector<int> queue_;    // the current step's posted receives not yet matched (their sources)
+  std::unordered_map<int, std::vector<int>> unexpected_;  // per (run, step): sources of early messages
 };
 
 }  // namespace

@@ -15,6 +15,7 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
   const std::size_t P = static_cast<std::size_t>(topo.size());
   clock_.assign(P, 0.0);
+  bandwidth_.assign(P, cpu.bandwidth);
   nic_free_.assign(P, 0.0);
   node_free_.assign(static_cast<std::size_t>(topo.num_nodes()), 0.0);
   times_.assign(P, RankTime{});
@@ -64,8 +65,14 @@ void Simulator::trace_calc(int rank, double seconds) {
   }
 }
 
+void Simulator::set_working_set(int rank, double bytes) {
+  const int node_ranks = static_cast<int>(topo_.ranks_on_node(topo_.node_of(rank)).size());
+  times_[rank].in_cache = cpu_.fits_cache(bytes, node_ranks);
+  bandwidth_[rank] = times_[rank].in_cache ? cpu_.cache_bandwidth : cpu_.bandwidth;
+}
+
 void Simulator::compute(int rank, double flops, double bytes, int category) {
-  const double t = cpu_.time(flops, bytes);
+  const double t = cpu_.time(flops, bytes, bandwidth_[rank]);
   ++times_[rank].calls;
   trace_calc(rank, t);
   spend(rank, t, category);
@@ -75,6 +82,13 @@ void Simulator::copy(int rank, double bytes, int category) {
   if (bytes <= 0) return;
   trace_calc(rank, bytes / cpu_.copy_rate);
   spend(rank, bytes / cpu_.copy_rate, category);
+}
+
+void Simulator::search(int rank, std::int64_t entries, int category) {
+  if (entries <= 0 || net_.gamma <= 0) return;
+  const double t = net_.gamma * static_cast<double>(entries);
+  trace_calc(rank, t);
+  spend(rank, t, category);
 }
 
 void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,

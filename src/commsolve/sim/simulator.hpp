@@ -5,12 +5,14 @@
 // A message of s bytes from rank r to rank q (locality intra-socket, intra-node or inter-node,
 // protocol by size: short, eager, rendezvous) costs the sender's CPU the overhead o, leaves once r's NIC is
 // free (s / R_b of it), and for inter-node traffic once the node's injection (s / R_N) is
-// free too; it arrives L = alpha - 2 o after it left; the receiver's CPU pays o. (The
-// queue-search and contention terms of the cost models are left out here.) alpha and R_b are the profile's
+// free too; it arrives L = alpha - 2 o after it left; the receiver's CPU pays o, and gamma
+// per entry its match searches where a process says (the halo exchange's known-source
+// receives; link contention, delta, is left out). alpha and R_b are the profile's
 // (commsolve calibrate fits them), so an isolated message takes alpha + s / R_b, as
 // measured. Arrival order decides the order of any-source receives. Computation costs
-// the kernel's call overhead plus max(flops / F, bytes / B); a copy or pack of message data
-// (small, recently touched: in cache) bytes / C.
+// the kernel's call overhead plus max(flops / F, bytes / B), B the cache's rate for a rank
+// whose working set fits its share of the last-level cache and the memory's otherwise; a
+// copy or pack of message data (small, recently touched: in cache) bytes / C.
 //
 // What a rank does is a Process: it is started at time 0 and handed every message that
 // arrives for it (it may compute and send while handling one). The simulator accounts each
@@ -44,17 +46,30 @@ struct NetworkModel {
   // CPU seconds per message end (sent or handled) in commsolve's message engine beyond o:
   // its bookkeeping (buffers, keys, counters) and MPI progress; fitted to a 2-rank solve.
   double engine_overhead = 0.0;
+  // CPU seconds per entry a message's match searches in a queue of receives posted from
+  // known sources (one queue, in posting order, as MPICH keeps it; the cost models' gamma).
+  double gamma = 0.0;
   int socket_size = 0;       // ranks per socket (by local rank on the node); 0: no socket level
   int protocol(std::int64_t bytes) const { return bytes <= short_max ? 0 : bytes <= eager_max ? 1 : 2; }
 };
 
 struct ComputeModel {
   double flop_rate = 1e10;      // per rank, flop/s
-  double bandwidth = 1e10;      // per rank, bytes/s
+  double bandwidth = 1e10;      // per rank, bytes/s from memory
   double call_overhead = 0.0;   // seconds per kernel call
   double copy_rate = 1e10;      // per rank, bytes/s of copies and packs of message data (in cache)
-  double time(double flops, double bytes) const {
-    return call_overhead + std::max(flops / flop_rate, bytes / bandwidth);
+  // The last-level cache: bytes per node (0: not modelled) and the rate a rank reads from it.
+  // A rank whose working set (the matrix data its kernels stream, e.g. its factor blocks)
+  // fits its share of its node's cache (cache_bytes / the node's ranks) keeps it there from
+  // one solve to the next and streams it at cache_bandwidth; a larger one streams from
+  // memory at bandwidth (a cyclic sweep over more than the cache misses throughout).
+  double cache_bytes = 0.0;
+  double cache_bandwidth = 0.0;
+  bool fits_cache(double working_set, int node_ranks) const {
+    return cache_bytes > 0 && cache_bandwidth > 0 && working_set * std::max(node_ranks, 1) <= cache_bytes;
+  }
+  double time(double flops, double bytes, double rate) const {
+    return call_overhead + std::max(flops / flop_rate, bytes / rate);
   }
 };
 
@@ -106,6 +121,7 @@ struct RankTime {
   double by_category[num_categories] = {0, 0, 0, 0, 0};
   std::int64_t sent = 0, received = 0;
   std::int64_t calls = 0;  // compute() calls (kernel calls, each paying the call overhead)
+  bool in_cache = false;   // its working set fits its share of the cache (Simulator::set_working_set)
 };
 
 // One operation of a rank's trace (for export to LogGOPSim's GOAL format): a computation
@@ -149,10 +165,16 @@ class Simulator {
   // The API processes use while the simulator hands them control (on `rank`).
   double now(int rank) const { return clock_[rank]; }
   void compute(int rank, double flops, double bytes, int category = fp);
+  // Before run(): the bytes `rank`'s kernels stream each time through (its working set),
+  // which decide whether compute() reads them from the cache or from memory.
+  void set_working_set(int rank, double bytes);
   void send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values, std::int64_t bytes,
             int category, Receives receives);
   // A local copy or pack of `bytes` (memory traffic, counted as the given category).
   void copy(int rank, double bytes, int category);
+  // Matching a message against a queue of posted receives (or a receive against the
+  // unexpected messages): `entries` searched, gamma each.
+  void search(int rank, std::int64_t entries, int category);
 
   const std::vector<RankTime>& times() const { return times_; }
   // What went through the simulated network, per rank and statistics step (as CommStats:
@@ -184,6 +206,7 @@ class Simulator {
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);
   std::vector<double> clock_, nic_free_, node_free_;
+  std::vector<double> bandwidth_;  // per rank: the compute model's cache or memory rate
   std::vector<RankTime> times_;
   std::vector<CommStats> recorded_;
   std::vector<Interval> timeline_;

@@ -308,6 +308,7 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
   // The phases receive through the message engine; the b/x moves and inter-grid steps from
   // known sources (each send says which).
   Simulator sim(topo, net, cpu, num_solve_steps, keep);
+  for (int r = 0; r < grid.size(); ++r) sim.set_working_set(r, 8.0 * static_cast<double>(progs[r].layout.total));
   sim.run(procs);
   const auto t2 = clock::now();
 
