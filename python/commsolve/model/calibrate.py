@@ -7,10 +7,11 @@ one node sending to a partner on another at once; the thesis' HighVolumePingPong
 (Algorithm 3.1) with matched and with reversed tags; for the simulator, the CPU time of
 posting a send (LogGP's o), what a message costs more through the any-source message
 engine, and the solve's block kernel timed on every rank at once, in cache, streaming
-from memory and over growing working sets (where the last-level cache ends). Fits (pure functions, testable on synthetic data): alpha
-and R_b per protocol range by least squares on relative error, R_N from the injection
-test, gamma from the reversed-minus-matched times (eq. 3.1), the compute model's call
-overhead, flop rate, bandwidth and cache (:func:`fit_compute`).
+from memory and over growing working sets (where the last-level cache ends). Fits (pure
+functions, testable on synthetic data): alpha and R_b per protocol range by least squares
+on relative error, R_N from the injection test, gamma from the reversed-minus-matched
+times (eq. 3.1), the compute model's call overhead, flop rate, bandwidth and cache
+(:func:`fit_compute`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import numpy as np
 
 from .profile import PROTOCOLS, MachineProfile
 
-__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_cache", "fit_compute", "fit_profile",
-           "plot_calibration"]
+__all__ = ["measure", "fit_postal", "choose_thresholds", "fit_injection", "fit_gamma", "fit_cache", "fit_compute",
+           "fit_profile", "plot_calibration"]
 
 SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB; protocol switches then refined (_refine)
 REFINE_STEPS = 5  # bisections of the gap around each protocol switch (to 1/32 of it)

@@ -32,7 +32,8 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "CACHE_FIELDS", "load_profile", "bundled_profiles"]
+__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "CACHE_FIELDS", "load_profile",
+           "bundled_profiles"]
 
 LEVELS = ("intra_socket", "intra_node", "inter_node")
 COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")

@@ -113,7 +113,8 @@ class SimResult:
     def from_core(cls, d, info=None):
         return cls(predicted_s=float(d["predicted"]), times=np.asarray(d["times"]),
                    messages=np.asarray(d["messages"]).reshape(-1, 2), calls=np.asarray(d["calls"]),
-                   in_cache=np.asarray(d["in_cache"]).astype(bool), recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
+                   in_cache=np.asarray(d["in_cache"]).astype(bool),
+                   recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
                    critical_path=np.asarray(d["critical_path"]).reshape(-1, 2),
                    timeline=np.asarray(d["timeline"]).reshape(-1, 4),
                    trace=np.asarray(d["trace"]).reshape(-1, 6), events=int(d["events"]),

@@ -156,6 +156,9 @@ def format_simulation(out, matrix):
                      + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES)
                      + f"{r['messages']:>11,}{(eps or 0):>11.2e}")
     others = [f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]]
+    if any(r.get("ranks_in_cache") for r in out["algorithms"].values()):
+        lines.append("ranks whose factor fits their share of the last-level cache: "
+                     + ", ".join(f"{a} {r['ranks_in_cache']:,}" for a, r in out["algorithms"].items()))
     lines.append("")
     lines.append(f"fastest: {out['fastest']}" + ("; " + ", ".join(others) if others else ""))
     return "\n".join(lines)

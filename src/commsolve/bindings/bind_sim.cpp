@@ -102,8 +102,8 @@ void bind_sim(nb::module_& m) {
          "any_source"_a = 0.0, "engine_overhead"_a = 0.0, "gamma"_a = 0.0)
       .def_ro("overhead", &sim::NetworkModel::overhead);
   nb::class_<sim::ComputeModel>(m, "ComputeModel",
-                                "The simulator's compute: flop rate, memory bandwidth, call overhead, copy rate, last-level "
-                                "cache per node and its bandwidth (0, 0: no cache modelled).")
+                                "The simulator's compute: flop rate, memory bandwidth, call overhead, copy rate, "
+                                "last-level cache per node and its bandwidth (0, 0: no cache modelled).")
       .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead,
                           double copy_rate, double cache_bytes, double cache_bandwidth) {
         if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0) || !(copy_rate > 0))

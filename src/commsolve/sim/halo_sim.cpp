@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <unordered_map>
-#include <string>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include "core/error.hpp"
 
