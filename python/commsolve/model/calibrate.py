@@ -328,7 +328,9 @@ def _kernels(comm, quick):
     share of the cache a rank gets while its node's other ranks stream too); the mean over
     ranks of each timing, and how many ranks shared this host (``sharing``)."""
     from .. import _core
+    from ..topology import make_topology
 
+    host = make_topology(comm=comm)  # the real node layout: the ranks that share this cache
     least = 0.02 if quick else 0.1
 
     def timed(m, w, working_set):
@@ -343,7 +345,7 @@ def _kernels(comm, quick):
     return {"unit": timed(1, 1, 1 << 12), "cache": [(m, w, timed(m, w, CACHE_BYTES)) for m, w in CACHE_SHAPES],
             "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES],
             "sweep": [(b, timed(*SWEEP_SHAPE, b)) for b in (QUICK_SWEEP_BYTES if quick else SWEEP_BYTES)],
-            "sharing": comm.allgather(_mpi().Get_processor_name()).count(_mpi().Get_processor_name()),
+            "sharing": len(host.ranks_on_node(host.node_of(comm.rank))),
             "pack": [(n, packed(n)) for n in PACK_SIZES]}
 
 

@@ -89,25 +89,24 @@ def fit_solve_compute(profile, solves, sharing=1, points=24):
     scales = np.geomspace(1 / 16, 2, points)
     measured = np.log([t for _, t, _, _ in solves])
 
-    def predict(c, scale):
+    def simulate(c, scale):
         prof.compute = _scaled(shared, c, scale)
-        return np.array([simulate_solve(s, topo, prof).predicted_s for _, _, s, topo in solves])
+        return [simulate_solve(s, topo, prof) for _, _, s, topo in solves]
 
     best = None
     for c in cs:
         for scale in scales:
-            err = float(np.sum((np.log(predict(c, scale)) - measured) ** 2))
+            runs = simulate(c, scale)
+            err = float(np.sum((np.log([r.predicted_s for r in runs]) - measured) ** 2))
             if best is None or err < best[0]:
-                best = (err, c, scale)
-    _, c, scale = best
-    pred = predict(c, scale)
-    in_cache = [bool(simulate_solve(s, topo, prof).in_cache[0]) for _, _, s, topo in solves]
+                best = (err, c, scale, runs)
+    err, c, scale, runs = best
     fitted = _scaled(base, c, scale)
     report = {"micro_benchmarks": base, "fitted": fitted, "bandwidth_scale": float(scale), "sharing": int(sharing),
-              "solves": [{"matrix": spec, "measured_s": t, "predicted_s": float(p), "ratio": float(p / t),
-                          "in_cache": hit}
-                         for (spec, t, _, _), p, hit in zip(solves, pred, in_cache)],
-              "rms_log_error": float(np.sqrt(best[0] / len(solves)))}
+              "solves": [{"matrix": spec, "measured_s": t, "predicted_s": r.predicted_s, "ratio": r.predicted_s / t,
+                          "in_cache": bool(r.in_cache[0])}
+                         for (spec, t, _, _), r in zip(solves, runs)],
+              "rms_log_error": float(np.sqrt(err / len(solves)))}
     return fitted, report
 
 

@@ -1,8 +1,8 @@
 """The simulator's models from a machine profile (:mod:`commsolve.model.profile`): the
 network (alpha and rate per locality and protocol, the node's injection limit, the CPU
-overhead o per message end, the queue search gamma) and the compute (flop rate, memory bandwidth, call overhead, the
-rate of copies and packs of message data, per rank, and the last-level cache where the
-profile gives one)."""
+overhead o per message end, the queue search gamma) and the compute (flop rate, memory
+bandwidth, call overhead, the rate of copies and packs of message data, per rank, and the
+last-level cache where the profile gives one)."""
 
 from __future__ import annotations
 

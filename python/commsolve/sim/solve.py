@@ -92,8 +92,9 @@ class SimResult:
     through the simulated network (CommStats, steps as the MPI run's); ``critical_path``:
     (rank, time) hops back from the slowest rank's finish along the messages it waited for;
     ``in_cache``: per rank, whether its factor fits its share of the last-level cache (read
-    at the cache's rate); ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank, kind 0 calc / 1 send /
-    2 recv, peer, bytes, tag, seconds) rows, each rank's in order (both when asked for)."""
+    at the cache's rate); ``timeline``: (rank, category, begin, end) rows; ``trace``: (rank,
+    kind 0 calc / 1 send / 2 recv, peer, bytes, tag, seconds) rows, each rank's in order
+    (both when asked for)."""
 
     predicted_s: float
     times: np.ndarray

@@ -50,17 +50,11 @@ class HaloProcess : public Process {
           // came early, searching the unexpected ones in their order of arrival.
           queue_.assign(st.recv_peers.begin(), st.recv_peers.end());
           if (auto it = unexpected_.find(op); it != unexpected_.end()) {
-            std::vector<int>& early = it->second;
-            for (std::size_t q = 0; q < queue_.size();) {
-              auto hit = std::find(early.begin(), early.end(), queue_[q]);
-              if (hit == early.end()) {
-                ++q;
-                continue;
+            for (const int peer : st.recv_peers)
+              if (const std::int64_t searched = take(it->second, peer)) {
+                sim.search(rank_, searched, xy_comm);
+                take(queue_, peer);
               }
-              sim.search(rank_, static_cast<std::int64_t>(hit - early.begin()) + 1, xy_comm);
-              early.erase(hit);
-              queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
-            }
             unexpected_.erase(it);
           }
           sim.copy(rank_, 16.0 * static_cast<double>(st.send_idx.size()) * block_, xy_comm);  // pack
@@ -83,15 +77,23 @@ class HaloProcess : public Process {
   }
 
   int current_op() const { return static_cast<int>(static_cast<std::size_t>(run_) * plan_.steps.size() + step_); }
+  // Removes `src` from a queue (posted receives or unexpected messages, in order); returns
+  // the entries searched to reach it, 0 if it is not there.
+  static std::int64_t take(std::vector<int>& queue, int src) {
+    const auto it = std::find(queue.begin(), queue.end(), src);
+    if (it == queue.end()) return 0;
+    const std::int64_t searched = (it - queue.begin()) + 1;
+    queue.erase(it);
+    return searched;
+  }
   // A message of the current step finds its receive in the posted queue: gamma for every
   // entry up to it.
   void match(Simulator& sim, int src) {
-    auto it = std::find(queue_.begin(), queue_.end(), src);
-    if (it == queue_.end())
+    const std::int64_t searched = take(queue_, src);
+    if (searched == 0)
       throw std::logic_error("simulated halo exchange: rank " + std::to_string(rank_) + " got a message from " +
                              std::to_string(src) + " it posted no receive for");
-    sim.search(rank_, static_cast<std::int64_t>(it - queue_.begin()) + 1, xy_comm);
-    queue_.erase(it);
+    sim.search(rank_, searched, xy_comm);
   }
 
   const CommPlan& plan_;

@@ -15,7 +15,6 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
   const std::size_t P = static_cast<std::size_t>(topo.size());
   clock_.assign(P, 0.0);
-  bandwidth_.assign(P, cpu.bandwidth);
   nic_free_.assign(P, 0.0);
   node_free_.assign(static_cast<std::size_t>(topo.num_nodes()), 0.0);
   times_.assign(P, RankTime{});
@@ -68,11 +67,10 @@ void Simulator::trace_calc(int rank, double seconds) {
 void Simulator::set_working_set(int rank, double bytes) {
   const int node_ranks = static_cast<int>(topo_.ranks_on_node(topo_.node_of(rank)).size());
   times_[rank].in_cache = cpu_.fits_cache(bytes, node_ranks);
-  bandwidth_[rank] = times_[rank].in_cache ? cpu_.cache_bandwidth : cpu_.bandwidth;
 }
 
 void Simulator::compute(int rank, double flops, double bytes, int category) {
-  const double t = cpu_.time(flops, bytes, bandwidth_[rank]);
+  const double t = cpu_.time(flops, bytes, times_[rank].in_cache ? cpu_.cache_bandwidth : cpu_.bandwidth);
   ++times_[rank].calls;
   trace_calc(rank, t);
   spend(rank, t, category);

@@ -206,7 +206,6 @@ class Simulator {
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);
   std::vector<double> clock_, nic_free_, node_free_;
-  std::vector<double> bandwidth_;  // per rank: the compute model's cache or memory rate
   std::vector<RankTime> times_;
   std::vector<CommStats> recorded_;
   std::vector<Interval> timeline_;
