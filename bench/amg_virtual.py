@@ -20,7 +20,7 @@ sys.path.insert(0, HERE)
 from spmv_local import machine  # noqa: E402
 
 from commsolve.amg.analysis import analyze_amg, format_amg_analysis  # noqa: E402
-from commsolve.plots import plot_amg_levels  # noqa: E402
+from commsolve.runs.plots import plot_amg_levels  # noqa: E402
 
 CASES = (("poisson3d:64", "classical"), ("poisson3d:64", "sa"), ("poisson3d27:40", "classical"))
 

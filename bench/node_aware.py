@@ -20,7 +20,7 @@ import sys
 import time
 
 import commsolve
-from commsolve.analysis import analyze
+from commsolve.runs.analysis import analyze
 from commsolve.launch import run_mpi
 
 HERE = os.path.dirname(os.path.abspath(__file__))

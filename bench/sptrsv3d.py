@@ -35,7 +35,7 @@ from spmv_local import machine, triad, write_results  # noqa: E402
 
 from commsolve import direct, gallery  # noqa: E402
 from commsolve.launch import mpi_env  # noqa: E402
-from commsolve.sptrsv_analysis import analyse_sptrsv3d  # noqa: E402
+from commsolve.runs.sptrsv_analysis import analyse_sptrsv3d  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYOUTS = {1: ["1x1x1"], 2: ["1x2x1", "2x1x1", "1x1x2"], 4: ["2x2x1", "1x4x1", "1x2x2", "2x1x2", "1x1x4"]}

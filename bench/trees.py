@@ -23,7 +23,7 @@ sys.path.insert(0, HERE)
 
 from spmv_local import machine  # noqa: E402
 
-from commsolve import gallery, make_topology, trees, workloads  # noqa: E402
+from commsolve import direct, gallery, make_topology, trees, workloads  # noqa: E402
 
 
 def main():
@@ -35,7 +35,7 @@ def main():
     args = ap.parse_args()
     Pr, Pc = (int(v) for v in args.grid.split("x"))
     t0 = time.perf_counter()
-    S = workloads.supernodal_structure(gallery.from_spec(args.gen), 32)
+    S = direct.supernodal_structure(gallery.from_spec(args.gen), 32, "nd", relax=0, relax_subtree=0)
     C = workloads.selinv_collectives(S, (Pr, Pc))
     topo = make_topology(nodes=[r // args.ppn for r in range(Pr * Pc)], size=Pr * Pc)
     shapes = ["flat", "binary", "shifted-binary", "need-ordered", "node-aware"]

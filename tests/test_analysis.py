@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from commsolve import gallery, make_topology, virtual
-from commsolve.analysis import analyze, volume_matrix
+from commsolve.runs.analysis import analyze, volume_matrix
 from commsolve.partition import partition
 
 

@@ -151,7 +151,7 @@ def test_sptrsv_3d_reports_xy_and_z_traffic(algorithm):
     ("SkylakeX", ["avx2", "avx512f"], None),  # the right kernels
 ])
 def test_blas_advice_names_the_kernels_to_select(kernel, flags, expected):
-    from commsolve.spmv_run import blas_advice
+    from commsolve.runs.spmv import blas_advice
 
     advice = blas_advice(kernel, flags)
     assert (advice is None) if expected is None else (expected in advice and kernel in advice)

@@ -98,7 +98,7 @@ def test_2d_solve_collectives_follow_the_block_cyclic_layout(px, py, upper):
 
     A = gallery.poisson2d9(20)
     st = direct.SparseLU(A, max_supernode=8, levels=3).structure
-    C = _core.triangular_solve_collectives(*st.core_arrays(), px, py, upper)
+    C = _core.triangular_solve_collectives(st, px, py, upper)
     C.validate(px * py)
     ns = st.nsuper
     sn_of = st.sn_of

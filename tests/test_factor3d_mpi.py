@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 from conftest import json_lines, mpirun
 
-from commsolve import _core, gallery
-from commsolve.direct import SparseLU
+from commsolve import _core, gallery, trees
+from commsolve.direct import SparseLU, forest_partition, make_layout
 from commsolve.direct.factor3d import planned_factor_stats
 from commsolve.topology import make_topology
-from commsolve.workloads import forest_partition
 
 GRIDS = [(1, 1, 2), (1, 1, 4), (1, 2, 1), (2, 1, 1), (1, 2, 2), (2, 2, 1), (2, 2, 2), (3, 2, 1)]
 FAMILIES = ["poisson2d9", "convdiff2d", "poisson3d", "kkt3d", "random"]
@@ -92,7 +91,7 @@ def test_planned_inter_grid_traffic_matches_a_count_by_hand(pz):
     forests = forest_partition(st, pz, "nd")
     topo = make_topology(ppn=min(4, pz), size=pz)
     planned = planned_factor_stats(A.tocsr(), np.zeros(A.shape[0], dtype=np.int64), lu.pivoting, lu.row_order,
-                                   lu.col_order, st, forests, (1, 1, pz), topo)
+                                   lu.col_order, make_layout(st, (1, 1, pz), forests), topo)
     widths, below = np.diff(st.sn_start), np.diff(st.rows_ptr)
     row_sns = [np.unique(st.sn_of[st.rows[st.rows_ptr[s]:st.rows_ptr[s + 1]]]) for s in range(st.nsuper)]
 
@@ -132,7 +131,8 @@ def test_planned_inter_grid_traffic_matches_a_count_by_hand(pz):
     assert total[:, 0:4].sum() == total[:, 4:8].sum() and (total[:, 2] + total[:, 3]).sum() > 0
     assert not sum(p.array[1:3] for p in planned).any()  # one rank per grid: nothing inside the grids
     f = np.asarray(forests, np.int32)
-    assert _core.factor_3d_planned(*st.core_arrays(), f, 1, 1, pz, topo, "binary", 0, 8).shape == (pz, 5, 8)
+    assert _core.factor_3d_planned(make_layout(st, (1, 1, pz), f), topo, trees.TreeShape("binary", 0, 8)).shape == (
+        pz, 5, 8)
 
 
 def test_planned_panel_broadcasts_match_a_count_by_hand():
@@ -145,7 +145,8 @@ def test_planned_panel_broadcasts_match_a_count_by_hand():
     px, py = 2, 3
     topo = make_topology(ppn=6, size=6)
     planned = planned_factor_stats(A.tocsr(), np.zeros(A.shape[0], dtype=np.int64), lu.pivoting, lu.row_order,
-                                   lu.col_order, st, np.zeros(st.nsuper, np.int32), (px, py, 1), topo, ("flat", 0, 8))
+                                   lu.col_order, make_layout(st, (px, py, 1), np.zeros(st.nsuper, np.int32)), topo,
+                                   trees.TreeShape("flat", 0, 8))
     msgs, nbytes = np.zeros((2, 6), int), np.zeros((2, 6), int)  # [L, U] sent per rank
     for k in range(st.nsuper):
         w = int(st.sn_start[k + 1] - st.sn_start[k])

@@ -125,7 +125,7 @@ def test_stats_pricing_matches_plan_pricing_when_sizes_are_uniform():
 
 
 def test_analyze_with_profile_auto_picks_cheapest():
-    from commsolve.analysis import analyze
+    from commsolve.runs.analysis import analyze
     r = analyze(64, 8, ["standard", "node-aware", "node-aware-2step", "auto"],
                 gen="random:rows=6400,nnz_per_row=25", profile="bluewaters")
     times = {s: r["strategies"][s]["model"]["time_s"] for s in ("standard", "node-aware", "node-aware-2step")}
@@ -139,7 +139,7 @@ def test_mpi_auto_by_model_matches_virtual_choice(spec):
     import subprocess
     import sys
 
-    from commsolve.analysis import analyze
+    from commsolve.runs.analysis import analyze
     from commsolve.launch import mpi_env
 
     p = subprocess.run([sys.executable, "-m", "commsolve", "spmv", "--gen", spec, "-np", "4", "--ppn", "2",

@@ -5,14 +5,14 @@ import pytest
 import scipy.sparse as sp
 
 from commsolve import gallery
-from commsolve.workloads import supernodal_structure
+from commsolve.direct import supernodal_structure
 
 CASES = [("poisson2d9:60", 3), ("poisson3d:14", 2), ("aniso2d:50,theta=30", 4), ("random:rows=800,nnz_per_row=5", 2)]
 
 
 def structure(spec, levels, relax_subtree, max_size=16):
     A = gallery.from_spec(spec)
-    return A, supernodal_structure(A, max_size, "tree", levels, relax_subtree=relax_subtree)
+    return A, supernodal_structure(A, max_size, "tree", levels, relax=0, relax_subtree=relax_subtree)
 
 
 RELAX = pytest.mark.parametrize("relax_subtree", [0, 16])  # 16: postorder renumbering too
@@ -72,17 +72,17 @@ def test_supernodes_stay_inside_tree_nodes(spec, levels, relax_subtree):
 
 def test_fill_close_to_metis_nested_dissection():
     A = gallery.poisson2d9(120)
-    tree = supernodal_structure(A, 32, "tree", 4).nnz_L
-    nd = supernodal_structure(A, 32, "nd").nnz_L
+    tree = supernodal_structure(A, 32, "tree", 4, relax=0, relax_subtree=0).nnz_L
+    nd = supernodal_structure(A, 32, "nd", relax=0, relax_subtree=0).nnz_L
     assert tree <= 1.25 * nd
 
 
 def test_zero_levels_is_one_subdomain_and_disconnected_graphs_work():
     A = gallery.poisson2d(10)
-    S = supernodal_structure(A, 8, "tree", 0)
+    S = supernodal_structure(A, 8, "tree", 0, relax=0, relax_subtree=0)
     assert S.tree.num_nodes == 1 and S.tree.col_end[0] == 100
     two_blocks = sp.block_diag([gallery.poisson2d(8), gallery.poisson2d(8)]).tocsr()
-    S2 = supernodal_structure(two_blocks, 8, "tree", 3)
+    S2 = supernodal_structure(two_blocks, 8, "tree", 3, relax=0, relax_subtree=0)
     assert sorted(S2.perm) == list(range(128))
     with pytest.raises(ValueError, match="levels must be >= 0"):
         supernodal_structure(A, 8, "tree", -1)

@@ -14,7 +14,8 @@ from commsolve import gallery
 from commsolve.direct import ALGORITHMS, symbolic
 from commsolve.model.profile import ProfileError, load_profile
 from commsolve.topology import make_topology
-from commsolve.workloads import SupernodalStructure, sptrsv3d_stats
+from commsolve.direct import SupernodalStructure
+from commsolve.workloads import sptrsv3d_stats
 
 ALPHA, RATE, O = 2.0e-6, 1.0e9, 0.3e-6  # intra-node short messages; overhead o per message end
 MSG = 16  # bytes of a one-value solve message: the key (8) and the value (8)
@@ -252,7 +253,7 @@ def test_cli_simulate_errors(args, message):
 
 
 def test_candidate_grids():
-    from commsolve.sim.study import candidate_grids
+    from commsolve.tune import candidate_grids
 
     grids = candidate_grids(64)
     assert all(px * py * pz == 64 and px <= py <= 4 * px and pz & (pz - 1) == 0 and pz <= 32
@@ -263,7 +264,7 @@ def test_candidate_grids():
 
 
 def test_rank_grids_orders_by_the_simulated_time(profile):
-    from commsolve.sim.study import candidate_grids, rank_grids
+    from commsolve.tune import candidate_grids, rank_grids
 
     S = symbolic(gallery.poisson2d9(32), 8)
     topo = make_topology(nodes=[r // 4 for r in range(8)], size=8)
@@ -396,7 +397,7 @@ def test_collectives_by_hand(profile):
 def test_simulated_collectives_traffic_equals_the_plan(profile, shape):
     from commsolve import trees, workloads
 
-    S = workloads.supernodal_structure(gallery.poisson3d(10), 16)
+    S = cs.direct.supernodal_structure(gallery.poisson3d(10), 16)
     C = workloads.selinv_collectives(S, (4, 4))
     topo = make_topology(nodes=[r // 4 for r in range(16)], size=16)
     r = cs.sim.simulate(cs.sim.CollectivesSchedule(C, shape), topo, profile)
@@ -584,7 +585,7 @@ def test_node_injection_is_shared_in_time_order(tmp_path):
         C_ = Collectives([1, 2], ["broadcast"] * 2, roots, [[roots[0], roots[0] + 2], [roots[1], roots[1] + 2]],
                          counts)
         r = cs.sim.simulate(cs.sim.CollectivesSchedule(C_, "flat"), topo, str(path))
-        assert r.times[small_receiver, 5] == pytest.approx(small_done, rel=1e-9)
+        assert r.finish[small_receiver] == pytest.approx(small_done, rel=1e-9)
         # the large one waits for nothing but its pack and the injection: 16 N / C + o + 8 (N + 1) / R_N ...
         big_done = 16 * big / C + o + 8 * (big + 1) / R_N + (alpha - 2 * o) + o + 16 * big / C
         assert r.predicted_s == pytest.approx(big_done, rel=1e-9)

@@ -6,7 +6,9 @@ where b's rows go)."""
 import numpy as np
 import pytest
 
-from commsolve import _core, direct, gallery, workloads
+from mpi4py import MPI
+
+from commsolve import _core, direct, gallery, sim, workloads
 from commsolve.topology import make_topology
 
 SPECS = ["poisson2d9:40", "poisson3d:10", "random:rows=600,nnz_per_row=5"]
@@ -18,7 +20,7 @@ def structure(request):
 
 
 def etree(S):
-    return _core.supernodal_etree(*S.core_arrays())
+    return _core.supernodal_etree(S)
 
 
 def heap_ancestors(f):
@@ -42,18 +44,18 @@ def chain(z, pz):
 @pytest.mark.parametrize("method", ["nd", "greedy"])
 @pytest.mark.parametrize("pz", [1, 2, 4, 8])
 def test_forests_cover_every_supernode_and_keep_parents_above(structure, method, pz):
-    f = workloads.forest_partition(structure, pz, method)
+    f = direct.forest_partition(structure, pz, method)
     assert f.shape == (structure.nsuper,) and f.min() >= 0 and f.max() < 2 * pz - 1
     parent = etree(structure)
     for s, p in enumerate(parent):
         if p >= 0:
             assert f[p] in heap_ancestors(f[s]), (s, p, f[s], f[p])
-    _core.validate_forests(*structure.core_arrays(), f, pz)  # the core's own check agrees
+    _core.validate_forests(structure, f, pz)  # the core's own check agrees
 
 
 def test_nd_forests_are_the_top_separator_levels(structure):
     t = structure.tree
-    f = workloads.forest_partition(structure, 4, "nd")
+    f = direct.forest_partition(structure, 4, "nd")
     root = t.root
     assert set(f[t.sn_first[root]:t.sn_last[root]]) <= {0}
     for child, heap in ((t.left[root], 1), (t.right[root], 2)):
@@ -65,7 +67,7 @@ def test_nd_forests_are_the_top_separator_levels(structure):
 
 def test_greedy_forests_balance_the_leaves():
     S = direct.symbolic(gallery.poisson2d9(60), pz=4, max_supernode=16)
-    f = workloads.forest_partition(S, 4, "greedy")
+    f = direct.forest_partition(S, 4, "greedy")
     w = np.diff(S.sn_start).astype(float)
     depth = np.zeros(S.nsuper)
     parent = etree(S)
@@ -84,8 +86,8 @@ def test_greedy_forests_balance_the_leaves():
 ])
 def test_bad_forests_are_refused(structure, pz, bad, msg):
     with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
-        f = workloads.forest_partition(structure, 2, "greedy")
-        _core.validate_forests(*structure.core_arrays(), bad(f) if bad else f, pz)
+        f = direct.forest_partition(structure, 2, "greedy")
+        _core.validate_forests(structure, bad(f) if bad else f, pz)
 
 
 def test_programs_of_the_three_algorithms():
@@ -129,10 +131,10 @@ def blocks(S):
 @pytest.mark.parametrize("upper", [False, True])
 def test_phase_collectives_involve_exactly_the_active_blocks(structure, upper):
     S, px, py, base = structure, 2, 3, 12
-    f = workloads.forest_partition(S, 4, "nd")
+    f = direct.forest_partition(S, 4, "nd")
     solve = np.isin(f, [1]).astype(np.int8)            # grid 0's level-1 forest
     context = np.isin(f, [0]).astype(np.int8)          # and its ancestor
-    C = _core.phase_collectives(*S.core_arrays(), px, py, base, upper, solve, context)
+    C = _core.phase_collectives(S, px, py, base, upper, solve, context)
     ns = S.nsuper
     owner = lambda i, j: base + (i % px) * py + (j % py)  # noqa: E731
     want = {}
@@ -166,9 +168,9 @@ def test_synchronous_phases_span_whole_process_rows_and_columns(structure, upper
     the same collectives as the restricted phase, each over every rank of the diagonal
     owner's process column (broadcasts) or row (reductions), rooted at the diagonal owner."""
     S, px, py, base = structure, 2, 3, 12
-    f = workloads.forest_partition(S, 4, "nd")
+    f = direct.forest_partition(S, 4, "nd")
     solve, context = np.isin(f, [1]).astype(np.int8), np.isin(f, [0]).astype(np.int8)
-    args = (*S.core_arrays(), px, py, base, upper, solve, context)
+    args = (S, px, py, base, upper, solve, context)
     restricted, whole = _core.phase_collectives(*args), _core.phase_collectives(*args, whole_lines=True)
     assert whole.id.tolist() == restricted.id.tolist()
     ns, id0 = S.nsuper, (2 * S.nsuper if upper else 0)
@@ -202,7 +204,7 @@ def hand_z_bytes(S, f, pz, nrhs):
 def test_virtual_inter_grid_volume_matches_a_hand_count(structure, algorithm, pz, nrhs):
     grid = (2, 2, pz)
     topo = make_topology(size=4 * pz, ppn=4)
-    f = workloads.forest_partition(structure, pz, "nd")
+    f = direct.forest_partition(structure, pz, "nd")
     stats = workloads.sptrsv3d_stats(structure, grid, algorithm, "binary", topo, forests=f, nrhs=nrhs)
     arr = np.stack([s.array for s in stats])
     assert arr[:, 4:6, 2:4].sum() == hand_z_bytes(structure, f, pz, nrhs)
@@ -213,23 +215,36 @@ def test_virtual_inter_grid_volume_matches_a_hand_count(structure, algorithm, pz
 
 
 @pytest.mark.parametrize("tree", ["binary", "flat"])
-def test_one_layer_3d_is_the_2d_solve(structure, tree):
+def test_one_layer_3d_is_refused_as_factor_refuses_it(structure, tree):
+    """The 3D algorithms on one layer would run the 2D solve's schedule; factor refuses them
+    (a 2D grid runs the 2d algorithm), and so do the virtual-world count and the simulator:
+    one rule (C++ check_algorithm_grid)."""
     topo = make_topology(size=6, ppn=2)
     f = np.zeros(structure.nsuper, np.int32)
-    two = workloads.sptrsv3d_stats(structure, (2, 3, 1), "2d", tree, topo, forests=f)
+    assert workloads.sptrsv3d_stats(structure, (2, 3, 1), "2d", tree, topo, forests=f)
     for alg in ("3d", "3d-baseline", "3d-baseline-async"):
-        three = workloads.sptrsv3d_stats(structure, (2, 3, 1), alg, tree, topo, forests=f)
-        assert all(a == b for a, b in zip(two, three))
+        with pytest.raises(ValueError, match=f"the {alg} algorithm needs a 3D grid"):
+            workloads.sptrsv3d_stats(structure, (2, 3, 1), alg, tree, topo, forests=f)
+        with pytest.raises(ValueError, match=f"the {alg} algorithm needs a 3D grid"):
+            sim.solve_schedule(structure, (2, 3, 1), alg, tree=tree)
+        with pytest.raises(ValueError, match=f"the {alg} algorithm needs a 3D grid"):
+            direct.factor(gallery.poisson2d(6), MPI.COMM_SELF, grid=(1, 1, 1), algorithm=alg)
+    # and the 2d algorithm on two layers, which factor refuses with this message on 2 ranks
+    # (tests/test_errors_mpi.py, case "algorithm")
+    for refuses in (lambda: sim.solve_schedule(structure, (1, 1, 2), "2d", tree=tree),
+                    lambda: workloads.sptrsv3d_stats(structure, (1, 1, 2), "2d", tree, make_topology(size=2, ppn=2))):
+        with pytest.raises(ValueError, match="the 2d algorithm needs Pz = 1, the grid has Pz = 2"):
+            refuses()
 
 
 def test_replicated_work_per_grid(structure):
     pz = 4
-    f = workloads.forest_partition(structure, pz, "greedy")
+    f = direct.forest_partition(structure, pz, "greedy")
     w = np.diff(structure.sn_start).astype(float)
     r = np.diff(structure.rows_ptr).astype(float)
     cost = 2 * 2 * w * (w + r)  # L and U
-    new = _core.grid_flops(*structure.core_arrays(), f, pz, "3d")
-    base = _core.grid_flops(*structure.core_arrays(), f, pz, "3d-baseline")
+    new = _core.grid_flops(direct.make_layout(structure, (1, 1, pz), f), "3d")
+    base = _core.grid_flops(direct.make_layout(structure, (1, 1, pz), f), "3d-baseline")
     for z in range(pz):
         assert new[z] == pytest.approx(cost[np.isin(f, chain(z, pz))].sum())
     # the baseline solves each forest once, on its lowest grid: no replication
@@ -241,7 +256,7 @@ def test_replicated_work_per_grid(structure):
 
 def test_b_goes_to_the_diagonal_owner_on_the_lowest_grid(structure):
     px, py, pz, P = 2, 2, 4, 16
-    f = workloads.forest_partition(structure, pz, "nd")
+    f = direct.forest_partition(structure, pz, "nd")
     dist = direct.Distribution.contiguous(int(structure.sn_start[-1]), P)
     topo = make_topology(size=P, ppn=4)
     stats = workloads.sptrsv3d_stats(structure, (px, py, pz), "3d", "binary", topo, forests=f,

@@ -5,7 +5,7 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import amg, direct, gallery, io, model, partition, sim, stats, trees, virtual, workloads
+from . import amg, direct, gallery, io, model, partition, sim, stats, trees, tune, virtual, workloads
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
@@ -20,7 +20,7 @@ install_abort_hook()  # one rank's uncaught exception aborts the job, even under
 
 __all__ = [
     "CollectiveError", "CommPlan", "amg", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
-    "trees", "workloads",
+    "sim", "trees", "tune", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual", "galerkin", "spgemm",
 ]

@@ -65,12 +65,15 @@ def _distribution(how, n, comm, global_matrix=None, seed=0):
     return Distribution.from_owners(comm.bcast(own, root=0), comm.size)
 
 
+# How halo values travel (C++ strategy_names): standard, node-aware, node-aware-2step, auto.
+STRATEGIES = tuple(_core.strategy_names())
+
+
 def check_strategy(comm, strategy):
     """Collective. A CollectiveError on every rank unless ``strategy`` names a communication
-    strategy (``standard``, ``node-aware``, ``node-aware-2step``, ``auto``)."""
-    names = _core.strategy_names()
-    agree(comm, None if strategy in names else
-          f"unknown communication strategy '{strategy}' (known: {', '.join(names)})")
+    strategy (:data:`STRATEGIES`)."""
+    agree(comm, None if strategy in STRATEGIES else
+          f"unknown communication strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
 
 
 class ParCSR:

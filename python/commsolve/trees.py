@@ -28,11 +28,12 @@ import numpy as np
 from . import _core
 from .stats import CommStats
 
-__all__ = ["Collectives", "SHAPES", "check_shape", "plan", "plans", "stats", "virtual_stats", "run", "random_collectives",
-           "volume_summary", "price", "choose_threshold"]
+__all__ = ["Collectives", "SHAPES", "TreeShape", "tree_shape", "check_shape", "plan", "plans", "stats", "virtual_stats",
+           "run", "random_collectives", "volume_summary", "price", "choose_threshold"]
 
 KINDS = {"broadcast": 0, "reduce": 1}
 SHAPES = tuple(_core.tree_shape_names())
+TreeShape = _core.TreeShape  # name, seed, flat_threshold; unset parts take C++'s defaults
 
 
 class Collectives:
@@ -79,35 +80,45 @@ class Collectives:
         return len(self.ids)
 
 
+def tree_shape(shape=None, seed=None, flat_threshold=None):
+    """A :class:`TreeShape`: ``shape`` itself if it is one, else the shape named ``shape``
+    with ``seed`` and ``flat_threshold``; what is None takes C++'s default (binary, 0, 8). A
+    ValueError names the known shapes (the core's rule, ``check_tree_shape``)."""
+    if isinstance(shape, TreeShape):
+        return shape
+    if shape is not None and not isinstance(shape, str):
+        raise ValueError(f"a tree shape is a name (known: {', '.join(SHAPES)}), got {shape!r}")
+    return TreeShape(shape, None if seed is None else int(seed), None if flat_threshold is None else int(flat_threshold))
+
+
 def check_shape(shape):
-    """``shape`` if it names a tree shape, else a ValueError listing them (Python's early
-    check of the rule the core applies, ``check_tree_shape``)."""
-    if shape not in SHAPES:
-        raise ValueError(f"unknown tree shape '{shape}' (known: {', '.join(SHAPES)})")
+    """``shape`` if it names a tree shape, else a ValueError listing them (the core's rule)."""
+    tree_shape(shape)
     return shape
 
 
-def _validated(collectives, topology, shape):
-    check_shape(shape)
+def _validated(collectives, topology, shape, seed, flat_threshold):
+    tree = tree_shape(shape, seed, flat_threshold)
     collectives.core.validate(topology.size)
+    return tree
 
 
-def plans(collectives, topology, shape="binary", seed=0, flat_threshold=8):
+def plans(collectives, topology, shape=None, seed=None, flat_threshold=None):
     """Every rank's TreePlan (virtual world, no MPI)."""
-    _validated(collectives, topology, shape)
-    return _core.build_tree_plans_virtual(collectives.core, shape, seed, flat_threshold, topology)
+    tree = _validated(collectives, topology, shape, seed, flat_threshold)
+    return _core.build_tree_plans_virtual(collectives.core, tree, topology)
 
 
-def plan(collectives, rank, topology, shape="binary", seed=0, flat_threshold=8):
+def plan(collectives, rank, topology, shape=None, seed=None, flat_threshold=None):
     """This rank's TreePlan, built alone (no communication)."""
-    _validated(collectives, topology, shape)
-    return _core.build_tree_plan(collectives.core, rank, shape, seed, flat_threshold, topology)
+    tree = _validated(collectives, topology, shape, seed, flat_threshold)
+    return _core.build_tree_plan(collectives.core, rank, tree, topology)
 
 
-def virtual_stats(collectives, topology, shape="binary", seed=0, flat_threshold=8):
+def virtual_stats(collectives, topology, shape=None, seed=None, flat_threshold=None):
     """Every rank's planned CommStats, computed without keeping the plans (for large sets)."""
-    _validated(collectives, topology, shape)
-    arr = _core.tree_stats_virtual(collectives.core, shape, seed, flat_threshold, topology)
+    tree = _validated(collectives, topology, shape, seed, flat_threshold)
+    arr = _core.tree_stats_virtual(collectives.core, tree, topology)
     return [CommStats(a) for a in arr]
 
 
@@ -182,7 +193,7 @@ def price(plan_list, collectives, topology, profile):
                                              np.array(peer, int), np.array(nbytes, float), nrecv)
 
 
-def choose_threshold(collectives, topology, profile, candidates=(1, 2, 4, 8, 16, 32, 64, 128), seed=0):
+def choose_threshold(collectives, topology, profile, candidates=(1, 2, 4, 8, 16, 32, 64, 128), seed=None):
     """The ``auto`` shape's flat threshold with the lowest predicted time under ``profile``;
     returns ``(threshold, {threshold: predicted seconds})``."""
     times = {t: price(plans(collectives, topology, "auto", seed, t), collectives, topology, profile).time

@@ -23,9 +23,9 @@ from mpi4py import MPI
 import commsolve as cs
 from commsolve import _core, direct, gallery
 from commsolve.direct import factor3d
+from commsolve.direct import forest_partition, make_layout
 from commsolve.direct.serial import analyze
 from commsolve.topology import make_topology
-from commsolve.workloads import forest_partition
 
 FAMILIES = ["poisson2d9:24", "convdiff2d:24", "poisson3d:8", "kkt3d:4", "random:rows=300,nnz_per_row=5"]
 OPTIONS = dict(max_supernode=16, levels=3)
@@ -50,7 +50,7 @@ def blocks_differ(store, serial):
     """(largest relative difference of this rank's blocks from the serial factors', the
     supernodes it holds a part of)."""
     got, ref = store.values(), store.reference(serial._core)
-    ks, _, offs, lens = store.pieces(*serial.structure.core_arrays())
+    ks, _, offs, lens = store.pieces(serial.structure)
     if not np.isfinite(got).all():
         return np.inf, set(int(k) for k in ks)
     worst = 0.0
@@ -75,9 +75,10 @@ for spec in FAMILIES:
     _, B, _, _, _ = analyze(G, **OPTIONS)
     anorm = float(abs(B).sum(axis=0).max())
     forests = forest_partition(serial.structure, pz, "nd")
-    store, recorded, seconds, replaced, flops = factor3d.factor_on_grids(
-        D, serial.pivoting, serial.row_order, serial.col_order, serial.structure, forests, grid, topo, anorm, 1e-14,
-        False)
+    layout = make_layout(serial.structure, grid, forests)
+    store, report = factor3d.factor_on_grids(D, serial.pivoting, serial.row_order, serial.col_order, layout, topo,
+                                             anorm, 1e-14, False)
+    recorded, flops = report.recorded, report.flops
     worst, held = blocks_differ(store, serial)
     # the ranks of each grid together hold a part of every supernode of its forests, no other
     layer = comm.Split(comm.rank // (px * py), comm.rank)
@@ -85,19 +86,18 @@ for spec in FAMILIES:
     layer.Free()
     mine = path_forests(comm.rank // (px * py))
     held_ok = together == {s for s in range(len(forests)) if int(forests[s]) in mine}
-    counted = _core.factor_entries_per_rank(*serial.structure.core_arrays(), np.asarray(forests, np.int32), *grid)
+    counted = _core.factor_entries_per_rank(layout)
     size_ok = store.size == counted[comm.rank] and (px * py == 1 or store.size < serial.nnz_LU)
-    planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order,
-                                            serial.structure, forests, grid, topo)
+    planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order, layout,
+                                            topo)
     stats_ok = comm.allreduce(recorded == planned[comm.rank], op=MPI.LAND)
     inter_grid = comm.allreduce(int(recorded.array[list(factor3d.Z_FACTOR_STEPS), :2].sum()))
     in_grid = comm.allreduce(int(recorded.array[list(factor3d.XY_FACTOR_STEPS), :2].sum()))
     # One send at a time handed to MPI: messages wait in the engine's queue (the window's
     # paths, sends left after the last arrival among them); the blocks must come out the
     # same up to the order of the sums, which the order of arrivals decides.
-    narrow, *_ = factor3d.factor_on_grids(
-        D, serial.pivoting, serial.row_order, serial.col_order, serial.structure, forests, grid, topo, anorm, 1e-14,
-        False, send_window=1)
+    narrow, _ = factor3d.factor_on_grids(D, serial.pivoting, serial.row_order, serial.col_order, layout, topo, anorm,
+                                         1e-14, False, send_window=1)
     narrow_diff = max(comm.allgather(blocks_differ(narrow, serial)[0]), key=lambda v: (np.isnan(v), v))
     worst = max(comm.allgather(worst), key=lambda v: (np.isnan(v), v))  # NaN wins
     held_ok = comm.allreduce(held_ok, op=MPI.LAND)

@@ -102,9 +102,8 @@ elif workload == "spgemm":
     planned = sent(AA[comm.rank]) + sent(AP[comm.rank]) + sent(RAP[comm.rank])
 elif workload == "factor3d":
     from commsolve import _core
-    from commsolve.direct import factor3d
+    from commsolve.direct import factor3d, make_layout
     from commsolve.direct.serial import analyze
-    from commsolve.workloads import forest_partition
 
     G = gallery.from_spec("poisson2d9:30").tocsr()
     A = cs.ParCSR.from_global(G, comm, topology=topo)
@@ -114,23 +113,19 @@ elif workload == "factor3d":
     f, anorm = comm.py2f(), float(abs(B).sum(axis=0).max())
     # Two layouts: 1x2x2 with binary trees (inside and between grids) and 2x2x1 with flat
     # trees (panels along process rows and down process columns, px > 1).
-    runs = []
-    for grid, shape in (((1, 2, 2), "binary"), ((2, 2, 1), "flat")):
-        forests = np.asarray(forest_partition(lu.structure, grid[2], "nd"), dtype=np.int32)
-        triples, _ = factor3d.entries_to_grids(A, lu.pivoting, lu.row_order, lu.col_order, lu.structure, forests,
-                                               grid, topo)
-        runs.append((grid, shape, forests, triples))
+    triples = factor3d.local_entries(A, lu.pivoting, lu.row_order, lu.col_order)  # this rank's rows' entries
+    owner = np.repeat(np.arange(comm.size), [A.row_dist.local_size(r) for r in range(comm.size)])
+    runs = [(make_layout(lu.structure, grid, partition="nd"), cs.trees.TreeShape(shape))
+            for grid, shape in (((1, 2, 2), "binary"), ((2, 2, 1), "flat"))]
 
-    # The factorization's messages inside and between the grids (the entries' Alltoallv is a
-    # collective, which Open MPI counts among the point-to-point lines: it runs once, before).
+    # Every step of the factorization, the entries' move by its plan included, against the
+    # plan counted from the whole matrix (the entries' step from A's pattern and its rows' owners).
     def once():
-        for grid, shape, forests, triples in runs:
-            _core.factor_3d(f, topo, *grid, *lu.structure.core_arrays(), forests, *triples, anorm, 1e-14, False,
-                            shape, 0, 8)
+        for layout, shape in runs:
+            _core.factor_3d(f, topo, layout, *triples, anorm, 1e-14, False, shape, 0)
 
-    planned = sum(np.asarray(_core.factor_3d_planned(*lu.structure.core_arrays(), forests, *grid, topo, shape, 0,
-                                                     8)[comm.rank])[1:].sum(axis=0)[0:4].astype(np.int64)
-                  for grid, shape, forests, _ in runs)  # all steps but the entries'
+    planned = sum(sent(factor3d.planned_factor_stats(G, owner, lu.pivoting, lu.row_order, lu.col_order, layout, topo,
+                                                     shape)[comm.rank]) for layout, shape in runs)
 else:
     raise SystemExit(f"unknown workload {workload}")
 

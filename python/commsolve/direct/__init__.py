@@ -44,13 +44,24 @@ Example
 True
 """
 
+from .. import _core
 from ..partition import Distribution
-from .distributed import (ALGORITHMS, ALLREDUCE, MAX_AUTO_PZ, PARTITIONS, REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS,
-                          XY_STEPS, Z_STEPS, DistributedLU, factor, parse_grid)
+from .distributed import Analysis, FactorReport, factor, register_tuner
+from .options import (ALGORITHMS, ALLREDUCE, AUTO, ProcessGrid3D, SolveOptions, is_auto, make_layout, parse_grid,
+                      solve_options)
 from .pivoting import ROW_PERMS, StaticPivoting, static_pivoting
 from .refinement import ITMAX
-from .serial import LU_DEFAULTS, SparseLU, symbolic
+from .serial import PIVOTING_DEFAULTS, SparseLU
+from .solver import REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS, XY_STEPS, Z_STEPS, DistributedLU
+from .symbolic import (FOREST_PARTITIONS, LU_DEFAULTS, ORDERINGS, SupernodalStructure, SymbolicOptions,
+                       forest_partition, supernodal_structure, symbolic)
 
-__all__ = ["SparseLU", "factor", "DistributedLU", "parse_grid", "symbolic", "static_pivoting", "StaticPivoting",
-           "Distribution", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS", "ALGORITHMS",
-           "PARTITIONS", "ALLREDUCE", "ROW_PERMS", "LU_DEFAULTS", "ITMAX", "MAX_AUTO_PZ"]
+SolveLayout = _core.SolveLayout
+RhsMap = _core.RhsMap
+
+__all__ = ["SparseLU", "factor", "DistributedLU", "register_tuner", "Analysis", "FactorReport",
+           "symbolic", "supernodal_structure", "forest_partition", "SupernodalStructure", "SymbolicOptions",
+           "make_layout", "SolveLayout", "SolveOptions", "RhsMap", "ProcessGrid3D", "parse_grid", "solve_options",
+           "is_auto", "static_pivoting", "StaticPivoting", "Distribution",
+           "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS", "ALGORITHMS", "FOREST_PARTITIONS",
+           "ALLREDUCE", "AUTO", "ORDERINGS", "ROW_PERMS", "LU_DEFAULTS", "PIVOTING_DEFAULTS", "ITMAX"]

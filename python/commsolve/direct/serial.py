@@ -9,38 +9,14 @@ import time
 import numpy as np
 
 from .. import _core
-from ..workloads import supernodal_structure
 from .pivoting import ROW_PERMS, checked_matrix, static_pivoting
 from .refinement import ITMAX, iterative_refinement
+from .symbolic import LU_DEFAULTS, symbolic
 
-__all__ = ["SparseLU", "symbolic", "analyze", "LU_DEFAULTS", "PIVOTING_DEFAULTS", "levels_for", "rhs_array"]
-
-# The supernodal pipeline's defaults, shared by SparseLU, factor and the virtual-world analyses.
-LU_DEFAULTS = {"max_supernode": 128, "ordering": "tree", "levels": 4, "relax": 0.3, "relax_subtree": 32}
-
+__all__ = ["SparseLU", "analyze", "PIVOTING_DEFAULTS", "rhs_array"]
 
 # Static pivoting's defaults (SuperLU_DIST's pdgssvx): SparseLU's and factor's.
 PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "zero_pivot": 1e-14}
-
-
-def levels_for(levels, pz):
-    """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz)."""
-    return max(int(levels), int(pz).bit_length() - 1)
-
-
-def symbolic(A, pz=1, **options):
-    """The supernodal structure that :class:`SparseLU` (``options`` as its own) and
-    :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A`` (the
-    matrix as factored, after any row permutation: the pattern of A + A^T is what counts):
-    what the virtual-world analyses of the distributed solves read."""
-    if A.shape[0] == 0:
-        raise ValueError("the matrix has no rows (0 x 0): nothing to factor")
-    unknown = set(options) - set(LU_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
-    o = {**LU_DEFAULTS, **options}
-    return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
-                                o["relax_subtree"])
 
 
 def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
@@ -112,7 +88,7 @@ class SparseLU:
         i32 = np.int32
         try:
             self._core = _core.SupernodalLU(
-                *self.structure.core_arrays(), P.indptr.astype(i32), P.indices.astype(i32), P.data,
+                self.structure, P.indptr.astype(i32), P.indices.astype(i32), P.data,
                 T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
         except RuntimeError as e:  # a zero or non-finite pivot
             raise ValueError(str(e)) from e
@@ -121,7 +97,8 @@ class SparseLU:
         self.shape = A.shape
         self.row_order = self.pivoting.row_order(perm)  # b's row for factor row k
         self.col_order = np.asarray(perm)               # x's row for factor column k
-        self._A, self._absA = A, abs(A)
+        self.matrix = A  # as checked: square float64 CSR
+        self._absA = abs(A)
         self._nz = int(np.diff(A.indptr).max()) + 1
         self.berr = self.refine_steps = None
 
@@ -149,7 +126,7 @@ class SparseLU:
         default, SuperLU_DIST's ``IterRefine``), iterative refinement; ``berr`` holds the
         componentwise backward error of each right-hand side either way."""
         B, one = rhs_array(b, self.shape[0])
-        A, absA = self._A, self._absA
+        A, absA = self.matrix, self._absA
         X, self.berr, self.refine_steps = iterative_refinement(
             self._solve_once, lambda x, cols: B[:, cols] - A @ x, lambda v: absA @ v, B, self._solve_once(B),
             self._nz, max_steps=ITMAX if refine else 0)

@@ -14,7 +14,8 @@ from .collectives import CollectivesSchedule, simulate_collectives
 from .goal import write_goal
 from .halo import HaloSchedule, halo_schedule, simulate_halo
 from .models import compute_model, network_model, simulation_profile
-from .solve import CATEGORIES, SimResult, SolveSchedule, schedule_of, simulate_solve, solve_schedule
+from .result import SimResult
+from .solve import CATEGORIES, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
 __all__ = ["simulate", "simulate_solve", "simulate_halo", "simulate_collectives", "solve_schedule", "schedule_of",
            "halo_schedule", "SolveSchedule", "HaloSchedule", "CollectivesSchedule", "SimResult", "CATEGORIES",

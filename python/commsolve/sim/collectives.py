@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .. import _core, trees
 from .models import compute_model, network_model, simulation_profile
-from .solve import SimResult
+from .result import SimResult
 
 __all__ = ["CollectivesSchedule", "simulate_collectives"]
 
@@ -17,12 +17,17 @@ __all__ = ["CollectivesSchedule", "simulate_collectives"]
 @dataclass
 class CollectivesSchedule:
     """A set of restricted collectives (:class:`commsolve.trees.Collectives`) and the tree
-    shape that carries them."""
+    shape that carries them (a name, with ``seed`` and ``flat_threshold``; C++'s defaults
+    where None)."""
 
     collectives: object
-    shape: str = "binary"
-    seed: int = 0
-    flat_threshold: int = 8
+    shape: str | None = None
+    seed: int | None = None
+    flat_threshold: int | None = None
+
+    @property
+    def tree(self):
+        return trees.tree_shape(self.shape, self.seed, self.flat_threshold)
 
 
 def simulate_collectives(schedule, topology, profile, timeline=False, trace=False):
@@ -30,12 +35,11 @@ def simulate_collectives(schedule, topology, profile, timeline=False, trace=Fals
     ``profile``'s models; returns a :class:`~commsolve.sim.SimResult` (statistics steps: 0
     broadcasts, 1 reductions)."""
     s = schedule
-    trees.check_shape(s.shape)
+    tree = s.tree
     s.collectives.core.validate(topology.size)
     prof = simulation_profile(profile)
     t0 = time.perf_counter()
-    d = _core.simulate_collectives(s.collectives.core, s.shape, int(s.seed), int(s.flat_threshold), topology,
-                                   network_model(prof, topology.max_ppn), compute_model(prof), bool(timeline),
-                                   bool(trace))
-    info = {"workload": "trees", "shape": s.shape, "profile": prof.name, "wall_s": time.perf_counter() - t0}
+    d = _core.simulate_collectives(s.collectives.core, tree, topology, network_model(prof, topology.max_ppn),
+                                   compute_model(prof), bool(timeline), bool(trace))
+    info = {"workload": "trees", "shape": tree.name, "profile": prof.name, "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .. import _core, virtual
 from ..partition import partition as partition_rows
 from .models import compute_model, network_model, simulation_profile
-from .solve import SimResult
+from .result import SimResult
 
 __all__ = ["HaloSchedule", "halo_schedule", "simulate_halo", "STRATEGIES"]
 

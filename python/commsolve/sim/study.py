@@ -1,29 +1,25 @@
-"""``commsolve simulate``: the 2D and 3D triangular solves of one matrix simulated at a
-virtual scale with a machine profile, side by side (as ``trees --workload sptrsv3d`` counts
-them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and a timeline; the
-ranking of every grid (``--grid auto``); the SpMV's halo exchange per strategy; selected
-inversion's restricted collectives per tree shape."""
+"""Studies with the simulator (``commsolve simulate``): the 2D and 3D triangular solves of one
+matrix at a virtual scale with a machine profile, side by side (as ``commsolve trees
+sptrsv3d`` counts them), with the per-rank load balance (the SC'23 paper's Figures 7-8) and
+a timeline; the SpMV's halo exchange per strategy; selected inversion's restricted
+collectives per tree shape. Choosing a grid by simulation is :mod:`commsolve.tune`'s."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..direct import ALGORITHMS, MAX_AUTO_PZ, parse_grid, symbolic
+from ..direct import ALGORITHMS, make_layout, parse_grid, solve_options, symbolic
 from ..topology import blocked_topology
-from ..workloads import forest_partition
-from .models import simulation_profile
 from .collectives import CollectivesSchedule, simulate_collectives
 from .halo import halo_schedule, simulate_halo
-from .solve import CATEGORIES, check_algorithm, simulate_solve, solve_schedule
+from .models import simulation_profile
+from .solve import CATEGORIES, SolveSchedule, contiguous_rhs, simulate_solve
 
 __all__ = ["simulate_algorithms", "simulate_strategies", "simulate_shapes", "format_halo", "format_shapes",
-           "format_simulation", "plot_balance", "plot_timeline", "candidate_grids",
-           "rank_grids", "format_ranking", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "MAX_AUTO_PZ", "AUTO_TREES", "check_ranks"]
+           "format_simulation", "plot_balance", "plot_timeline", "MAX_SIM_RANKS", "MAX_TIMELINE_RANKS", "check_ranks"]
 
 MAX_SIM_RANKS = 1 << 17      # every rank's schedule is held at once
 MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
-ASPECT = 4                   # candidate 2D grids: Px <= Py <= ASPECT Px (or the squarest)
-AUTO_TREES = ("binary", "flat")  # the tree shapes --grid auto compares by default
 
 
 def check_ranks(P):
@@ -31,15 +27,8 @@ def check_ranks(P):
         raise ValueError(f"{P:,} ranks: the simulator holds every rank's schedule at once, at most {MAX_SIM_RANKS:,}")
 
 
-def _check_algorithms(algorithms):
-    if not algorithms:
-        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
-    for a in algorithms:
-        check_algorithm(a)
-
-
-def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", partition="nd", allreduce="packed",
-                        nrhs=1, structure=None, seed=0, flat_threshold=8, timeline=False, trace=False,
+def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, partition="nd", allreduce=None,
+                        nrhs=1, structure=None, seed=None, flat_threshold=None, timeline=False, trace=False,
                         distribute_rhs=True, progress=None, **lu_options):
     """Simulates each of ``algorithms`` on ``grid`` ("PxQxR" or a triple; ``2d`` on the
     squarest 2D grid with as many ranks) for ``A`` (or its symbolic ``structure``), with
@@ -49,23 +38,23 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree="binary", p
     px, py, pz = parse_grid(grid, None)
     P = px * py * pz
     check_ranks(P)
-    _check_algorithms(algorithms)
+    if not algorithms:
+        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
+    options = {a: solve_options(1 if a == "2d" else pz, a, tree, seed, flat_threshold, allreduce) for a in algorithms}
     ppn = int(ppn or prof.ppn)
     if ppn < 1:
         raise ValueError(f"ppn must be at least 1, got {ppn}")
     S = symbolic(A, pz, **lu_options) if structure is None else structure
-    forests = forest_partition(S, pz, partition)
     topo = blocked_topology(P, ppn)
-    out = {"rows": int(S.sn_start[-1]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "grid": [px, py, pz],
+    layouts = {}  # 2d runs on the squarest 2D grid with as many ranks; the 3D algorithms share theirs
+    out = {"rows": int(S.n), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), "grid": [px, py, pz],
            "nranks": P, "ppn": topo.max_ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
     results = {}
     for a in algorithms:
-        if a == "2d":
-            sched = solve_schedule(S, parse_grid(None, P), "2d", tree=tree, nrhs=nrhs, seed=seed,
-                                   flat_threshold=flat_threshold, distribute_rhs=distribute_rhs)
-        else:
-            sched = solve_schedule(S, (px, py, pz), a, forests=forests, tree=tree, allreduce=allreduce, nrhs=nrhs,
-                                   seed=seed, flat_threshold=flat_threshold, distribute_rhs=distribute_rhs)
+        g = parse_grid(None, P) if a == "2d" else (px, py, pz)
+        if g not in layouts:
+            layouts[g] = make_layout(S, g, partition=partition)
+        sched = SolveSchedule(layouts[g], options[a], int(nrhs), contiguous_rhs(S, P) if distribute_rhs else None)
         results[a] = r = simulate_solve(sched, topo, prof, timeline=timeline, trace=trace)
         out["algorithms"][a] = r.to_dict()
         if progress is not None:
@@ -102,7 +91,8 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
     return out, results
 
 
-def simulate_shapes(collectives, topology, shapes, profile, seed=0, flat_threshold=8, timeline=False, trace=False):
+def simulate_shapes(collectives, topology, shapes, profile, seed=None, flat_threshold=None, timeline=False,
+                    trace=False):
     """Restricted ``collectives`` on ``topology`` per tree shape. Returns ``(summary dict,
     {shape: SimResult})``."""
     prof = simulation_profile(profile)
@@ -164,8 +154,8 @@ def format_simulation(out, matrix):
     return "\n".join(lines)
 
 
-_COLORS = {"fp": "tab:blue", "xy_comm": "tab:orange", "z_comm": "tab:green", "redistribute": "tab:purple",
-           "idle": "lightgray"}
+_COLORS = {"fp": "tab:blue", "compute": "tab:blue", "xy_comm": "tab:orange", "comm": "tab:orange",
+           "z_comm": "tab:green", "redistribute": "tab:purple", "idle": "lightgray"}
 
 
 def _pyplot():
@@ -185,8 +175,8 @@ def plot_balance(results, path, title):
     for ax, (a, r) in zip(axes[0], results.items()):
         per = r.per_rank()
         x = np.arange(r.nranks)
-        ax.stackplot(x, *[per[c] * 1e3 for c in CATEGORIES], labels=CATEGORIES,
-                     colors=[_COLORS[c] for c in CATEGORIES], step="mid")
+        ax.stackplot(x, *[per[c] * 1e3 for c in r.categories], labels=r.categories,
+                     colors=[_COLORS.get(c) for c in r.categories], step="mid")
         where = f" ({'x'.join(map(str, r.info['grid']))})" if "grid" in r.info else ""
         ax.set(title=f"{a}{where}: {r.predicted_s * 1e3:.3g} ms", xlabel="rank")
         ax.grid(alpha=0.3)
@@ -205,78 +195,17 @@ def plot_timeline(results, path, title):
                                                         * len(results)), squeeze=False)
     for ax, (a, r) in zip(axes[:, 0], results.items()):
         tl = r.timeline
-        for k, c in enumerate(CATEGORIES):
+        for k, c in enumerate(r.categories):
             rows = tl[tl[:, 1] == k]
             for rank in np.unique(rows[:, 0]).astype(int):
                 seg = rows[rows[:, 0] == rank]
                 ax.broken_barh(list(zip(seg[:, 2] * 1e3, (seg[:, 3] - seg[:, 2]) * 1e3)), (rank - 0.4, 0.8),
-                               color=_COLORS[c], label=c if rank == rows[0, 0] else None)
+                               color=_COLORS.get(c), label=c if rank == rows[0, 0] else None)
         ax.set(ylabel="rank", xlim=(0, r.predicted_s * 1e3), ylim=(r.nranks - 0.5, -0.5),
                title=a + (f" ({'x'.join(map(str, r.info['grid']))})" if "grid" in r.info else ""))
-        ax.legend(fontsize=7, loc="upper right", ncol=len(CATEGORIES))
+        ax.legend(fontsize=7, loc="upper right", ncol=len(r.categories))
     axes[-1, 0].set_xlabel("time (ms)")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def candidate_grids(nranks, max_pz=MAX_AUTO_PZ):
-    """The grids ``--grid auto`` compares for ``nranks`` ranks: Pz every power of two up to
-    ``max_pz``; for each, the Px x Py with Px <= Py <= 4 Px (the squarest when none is)."""
-    out = []
-    pz = 1
-    while pz <= min(int(nranks), int(max_pz)):
-        if nranks % pz == 0:
-            q = nranks // pz
-            pairs = [(a, q // a) for a in range(1, int(np.sqrt(q)) + 1) if q % a == 0 and q // a <= ASPECT * a]
-            out += [(px, py, pz) for px, py in (pairs or [parse_grid(None, q)[:2]])]
-        pz *= 2
-    return out
-
-
-def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_TREES, partition="nd",
-               allreduce="packed", nrhs=1, max_pz=MAX_AUTO_PZ, seed=0, flat_threshold=8, progress=None):
-    """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks, every
-    algorithm that runs on it and every tree shape of ``trees`` (a name or a sequence),
-    simulated with ``profile`` on ``topology``; the list of ``{grid, algorithm, tree,
-    predicted_s, breakdown}``, fastest first."""
-    trees = [trees] if isinstance(trees, str) else list(trees)
-    check_ranks(topology.size)
-    _check_algorithms(algorithms)
-    prof = simulation_profile(profile)
-    P = topology.size
-    runs = []
-    grids = candidate_grids(P, max_pz)
-    forests = {}
-    for g in grids:
-        algs = [a for a in algorithms if (a == "2d") == (g[2] == 1)]
-        for a in algs:
-            if g[2] not in forests:
-                forests[g[2]] = forest_partition(structure, g[2], partition)
-            for tree in trees:
-                sched = solve_schedule(structure, g, a, forests=forests[g[2]], tree=tree, allreduce=allreduce,
-                                       nrhs=nrhs, seed=seed, flat_threshold=flat_threshold)
-                r = simulate_solve(sched, topology, prof)
-                runs.append({"grid": list(g), "algorithm": a, "tree": tree, "predicted_s": r.predicted_s,
-                             "breakdown": r.breakdown()})
-        if progress is not None:
-            progress(g)
-    if not runs:
-        raise ValueError(f"no grid of {P} ranks runs any of {', '.join(algorithms)}")
-    return sorted(runs, key=lambda r: r["predicted_s"])
-
-
-def format_ranking(ranking, top=10):
-    best = ranking[0]["predicted_s"]
-    lines = [f"{'rank':>4}  {'grid':>10}  {'algorithm':<12}{'tree':<15}{'predicted ms':>13}{'vs best':>9}{'fp':>9}"
-             f"{'XY comm':>9}{'Z comm':>9}{'b/x':>8}"]
-    for i, r in enumerate(ranking[:top]):
-        b = r["breakdown"]
-        lines.append(f"{i + 1:>4}  {'x'.join(map(str, r['grid'])):>10}  {r['algorithm']:<12}{r['tree']:<15}"
-                     f"{r['predicted_s'] * 1e3:>13.3f}{r['predicted_s'] / best:>8.2f}x"
-                     f"{b['fp_s'] * 1e3:>9.3f}{b['xy_comm_s'] * 1e3:>9.3f}{b['z_comm_s'] * 1e3:>9.3f}"
-                     f"{b['redistribute_s'] * 1e3:>8.3f}")
-    if len(ranking) > top:
-        lines.append(f"      ... {len(ranking) - top} more")
-    return "\n".join(lines)

@@ -17,13 +17,13 @@ using namespace nb::literals;
 
 namespace {
 
-// Per rank: seconds by category, finish; (ranks, num_categories + 1) float64.
-nb::object times_array(const std::vector<sim::RankTime>& times) {
-  const std::size_t cols = sim::num_categories + 1;
+// Per rank: seconds by category (the workload's, then idle), finish; (ranks, categories + 1).
+nb::object times_array(const std::vector<sim::RankTime>& times, std::size_t categories) {
+  const std::size_t cols = categories + 1;
   std::vector<double> v;
   v.reserve(times.size() * cols);
   for (const sim::RankTime& t : times) {
-    v.insert(v.end(), t.by_category, t.by_category + sim::num_categories);
+    v.insert(v.end(), t.by_category.begin(), t.by_category.end());
     v.push_back(t.finish);
   }
   auto* heap = new std::vector<double>(std::move(v));
@@ -34,7 +34,8 @@ nb::object times_array(const std::vector<sim::RankTime>& times) {
 
 nb::dict result_dict(const sim::SimResult& r) {
   nb::dict d;
-  d["times"] = times_array(r.times);
+  d["categories"] = r.categories;
+  d["times"] = times_array(r.times, r.categories.size());
   std::vector<std::int64_t> msgs, calls, in_cache;
   for (const sim::RankTime& t : r.times) {
     msgs.push_back(t.sent);
@@ -67,9 +68,7 @@ nb::dict result_dict(const sim::SimResult& r) {
   return d;
 }
 
-}  // namespace
-
-void bind_sim(nb::module_& m) {
+void bind_models(nb::module_& m) {
   nb::class_<sim::NetworkModel>(m, "NetworkModel", "The simulator's network: alpha and rate per locality and protocol.")
       .def("__init__", [](sim::NetworkModel* self, const std::vector<double>& alpha, const std::vector<double>& rate,
                           const std::vector<double>& injection, std::int64_t short_max, std::int64_t eager_max,
@@ -119,6 +118,9 @@ void bind_sim(nb::module_& m) {
       .def_ro("copy_rate", &sim::ComputeModel::copy_rate)
       .def_ro("cache_bytes", &sim::ComputeModel::cache_bytes)
       .def_ro("cache_bandwidth", &sim::ComputeModel::cache_bandwidth);
+}
+
+void bind_timing(nb::module_& m) {
 
   m.def("time_panel_products", [](std::int64_t m_, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
     nb::gil_scoped_release nogil;
@@ -142,6 +144,10 @@ void bind_sim(nb::module_& m) {
   }, "comm"_a, "partner"_a, "first"_a, "bytes"_a, "reps"_a, "posted"_a = 0,
         "One-way seconds of a bytes-byte message with partner, over reps round trips (both ranks call it); "
         "posted > 0: sent and received as commsolve's engines do (Isend; any-source receives, Waitany).");
+}
+
+void bind_replays(nb::module_& m) {
+  m.def("solve_categories", &sim::solve_categories, "What a simulated solve's time goes to (idle added).");
   m.def("simulate_halo", [](const std::vector<CommPlan>& plans, const Topology& topo, int block, int repeat,
                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
     sim::SimResult r;
@@ -151,56 +157,42 @@ void bind_sim(nb::module_& m) {
     }
     return result_dict(r);
   }, "plans"_a, "topology"_a, "block"_a, "repeat"_a, "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
-        "Every rank's halo-exchange plan replayed as the MPI executor runs it: times per rank (fp, xy_comm, "
-        "z_comm, redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted.");
-  m.def("simulate_collectives", [](const CollectiveSet& set, const std::string& shape, std::uint64_t seed,
-                                   int threshold, const Topology& topo, const sim::NetworkModel& net,
-                                   const sim::ComputeModel& cpu, bool timeline, bool trace) {
+        "Every rank's halo-exchange plan replayed as the MPI executor runs it: categories (comm, idle), times per "
+        "rank, messages, recorded statistics, critical path, timeline, predicted.");
+  m.def("simulate_collectives", [](const CollectiveSet& set, const TreeShape& tree, const Topology& topo,
+                                   const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline,
+                                   bool trace) {
     sim::SimResult r;
     {
       nb::gil_scoped_release nogil;
-      r = sim::simulate_collectives(set, TreeShape{shape, seed, threshold}, topo, net, cpu, {timeline, trace});
+      r = sim::simulate_collectives(set, tree, topo, net, cpu, {timeline, trace});
     }
     return result_dict(r);
-  }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a,
+  }, "collectives"_a, "tree"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
+        "Every rank's restricted collectives replayed as the MPI engine runs them (all in flight at once): "
+        "categories compute, comm, idle.");
+  m.def("simulate_solve", [](const SolveLayout& layout, const SolveOptions& opts, int nrhs, const RhsMap* rhs,
+                             const Topology& topo, const sim::NetworkModel& net, const sim::ComputeModel& cpu,
+                             bool timeline, bool trace) {
+    sim::SimResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = sim::simulate_solve(layout, opts, nrhs, rhs, topo, net, cpu, {timeline, trace});
+    }
+    return result_dict(r);
+  }, "layout"_a, "options"_a, "nrhs"_a, "rhs"_a.none(), "topology"_a, "network"_a, "compute"_a, "timeline"_a,
         "trace"_a = false,
-        "Every rank's restricted collectives replayed as the MPI engine runs them (all in flight at once).");
-  m.def("simulate_solve", [](In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
-                             In<std::int32_t> forest, int px, int py, int pz, const std::string& algorithm,
-                             const std::string& shape, std::uint64_t seed, int threshold, const Topology& topo,
-                             int nrhs, bool packed, const Distribution* dist,
-                             std::optional<In<std::int32_t>> row_order, std::optional<In<std::int32_t>> col_order,
-                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
-    const SupernodalStructure sym = structure_from(sn_start, rows_ptr, rows);
-    const ForestPartition f = forests_from(forest, pz);
-    const SolveOptions o = solve_options(algorithm, shape, seed, threshold, packed);
-    std::vector<std::int32_t> ro, co;
-    if (row_order) ro = to_vector(*row_order);
-    if (col_order) co = to_vector(*col_order);
-    sim::SolveSimInput in;
-    in.sym = &sym;
-    in.grid = ProcessGrid3D{px, py, pz};
-    in.forests = &f;
-    in.algorithm = o.algorithm;
-    in.shape = o.shape;
-    in.packed_z = packed;
-    in.nrhs = nrhs;
-    if (dist != nullptr) {
-      in.dist = dist;
-      in.row_order = &ro;
-      in.col_order = &co;
-    }
-    sim::SimResult r;
-    {
-      nb::gil_scoped_release nogil;
-      r = sim::simulate_solve(in, topo, net, cpu, {timeline, trace});
-    }
-    return result_dict(r);
-  }, "sn_start"_a, "rows_ptr"_a, "rows"_a, "forest"_a, "px"_a, "py"_a, "pz"_a, "algorithm"_a, "shape"_a, "seed"_a,
-        "flat_threshold"_a, "topology"_a, "nrhs"_a, "packed"_a, "dist"_a.none(), "row_order"_a.none(),
-        "col_order"_a.none(), "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
-        "One solve replayed in the simulator: a dict of per-rank times (ranks, categories + 1: fp, xy_comm, z_comm, "
-        "redistribute, idle, finish), messages, recorded statistics, critical path, timeline, predicted, events.");
+        "One solve replayed in the simulator: categories (fp, xy_comm, z_comm, redistribute, idle), per-rank times "
+        "(ranks, categories + 1: the last the finish), messages, recorded statistics, critical path, timeline, "
+        "predicted, events.");
+}
+
+}  // namespace
+
+void bind_sim(nb::module_& m) {
+  bind_models(m);
+  bind_timing(m);
+  bind_replays(m);
 }
 
 }  // namespace commsolve::bindings

@@ -5,9 +5,13 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+#include <tuple>
 
 #include "bindings/common.hpp"
-
 #include "trees/engine.hpp"
 #include "trees/tree_plan.hpp"
 #include "topology/topology.hpp"
@@ -34,6 +38,32 @@ void bind_trees(nb::module_& m) {
       .def("validate", &CollectiveSet::validate, "nranks"_a)
       .def("__len__", &CollectiveSet::size);
   m.def("tree_shape_names", &tree_shape_names);
+  nb::class_<TreeShape>(m, "TreeShape",
+                        "How restricted collectives become trees: a shape name (tree_shape_names), the seed of the "
+                        "shifted trees, and the flat threshold of auto. Unset arguments take the C++ defaults.")
+      .def("__init__", [](TreeShape* self, std::optional<std::string> name, std::optional<std::uint64_t> seed,
+                          std::optional<int> flat_threshold) {
+        TreeShape t;
+        if (name) t.name = *name;
+        if (seed) t.seed = *seed;
+        if (flat_threshold) t.flat_threshold = *flat_threshold;
+        check_tree_shape(t);
+        new (self) TreeShape(std::move(t));
+      }, "name"_a = nb::none(), "seed"_a = nb::none(), "flat_threshold"_a = nb::none())
+      .def_ro("name", &TreeShape::name)
+      .def_ro("seed", &TreeShape::seed)
+      .def_ro("flat_threshold", &TreeShape::flat_threshold)
+      .def("__eq__", [](const TreeShape& a, const TreeShape& b) {
+        return a.name == b.name && a.seed == b.seed && a.flat_threshold == b.flat_threshold;
+      })
+      .def("__repr__", [](const TreeShape& t) {
+        return "TreeShape('" + t.name + "', seed=" + std::to_string(t.seed) + ", flat_threshold=" +
+               std::to_string(t.flat_threshold) + ")";
+      })
+      .def("__getstate__", [](const TreeShape& t) { return nb::make_tuple(t.name, t.seed, t.flat_threshold); })
+      .def("__setstate__", [](TreeShape& t, const std::tuple<std::string, std::uint64_t, int>& state) {
+        new (&t) TreeShape{std::get<0>(state), std::get<1>(state), std::get<2>(state)};
+      });
   nb::class_<TreePlan>(m, "TreePlan", "One rank's parent and children in every collective it takes part in.")
       .def_ro("rank", &TreePlan::rank)
       .def_ro("nranks", &TreePlan::nranks)
@@ -47,25 +77,22 @@ void bind_trees(nb::module_& m) {
       .def("stats_array", [](const TreePlan& p, const CollectiveSet& s, const Topology& t) {
         return stats_array(tree_stats(p, s, t));
       }, "collectives"_a, "topology"_a, "Planned statistics, shape (2, 8): broadcasts, reductions.");
-  m.def("build_tree_plans_virtual", [](const CollectiveSet& s, const std::string& shape, std::uint64_t seed,
-                                       int threshold, const Topology& t) {
-    return build_tree_plans_virtual(s, TreeShape{shape, seed, threshold}, t);
-  }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a, nb::call_guard<nb::gil_scoped_release>());
-  m.def("tree_stats_virtual", [](const CollectiveSet& s, const std::string& shape, std::uint64_t seed, int threshold,
-                                 const Topology& t) {
+  m.def("build_tree_plans_virtual", [](const CollectiveSet& s, const TreeShape& shape, const Topology& t) {
+    return build_tree_plans_virtual(s, shape, t);
+  }, "collectives"_a, "shape"_a, "topology"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def("tree_stats_virtual", [](const CollectiveSet& s, const TreeShape& shape, const Topology& t) {
     std::vector<CommStats> all;
     {
       nb::gil_scoped_release nogil;
-      all = tree_stats_virtual(s, TreeShape{shape, seed, threshold}, t);
+      all = tree_stats_virtual(s, shape, t);
     }
     return stats_array(all, false);
-  }, "collectives"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a,
+  }, "collectives"_a, "shape"_a, "topology"_a,
         "Every rank's planned statistics, shape (ranks, 2, 8), without keeping plans.");
-  m.def("build_tree_plan", [](const CollectiveSet& s, int rank, const std::string& shape, std::uint64_t seed,
-                              int threshold, const Topology& t) {
+  m.def("build_tree_plan", [](const CollectiveSet& s, int rank, const TreeShape& shape, const Topology& t) {
     s.validate(t.size());
-    return build_tree_plan(s, rank, TreeShape{shape, seed, threshold}, t);
-  }, "collectives"_a, "rank"_a, "shape"_a, "seed"_a, "flat_threshold"_a, "topology"_a);
+    return build_tree_plan(s, rank, shape, t);
+  }, "collectives"_a, "rank"_a, "shape"_a, "topology"_a);
   m.def("run_collectives", [](const CollectiveSet& s, const TreePlan& plan, Out<double> flat, const Topology& t,
                               std::int64_t comm, int max_posted) {
     std::vector<std::vector<double>> data;

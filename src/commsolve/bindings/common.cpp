@@ -13,19 +13,6 @@ MPI_Comm comm_from_handle(std::int64_t fortran_handle) {
   return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
 }
 
-SupernodalStructure structure_from(const In<std::int64_t>& sn_start, const In<std::int64_t>& rows_ptr,
-                                   const In<std::int32_t>& rows) {
-  SupernodalStructure sym;
-  sym.sn_start.assign(sn_start.data(), sn_start.data() + sn_start.shape(0));
-  sym.rows_ptr.assign(rows_ptr.data(), rows_ptr.data() + rows_ptr.shape(0));
-  sym.rows.assign(rows.data(), rows.data() + rows.shape(0));
-  if (sym.sn_start.size() < 2 || sym.sn_start.front() != 0 || sym.rows_ptr.size() != sym.sn_start.size() ||
-      sym.rows_ptr.back() != static_cast<std::int64_t>(sym.rows.size()))
-    throw nb::value_error("supernodal structure: sn_start, rows_ptr and rows disagree");
-  sym.n = sym.sn_start.back();
-  return sym;
-}
-
 namespace {
 
 // Per step: [msgs_sent, bytes_sent, msgs_recv, bytes_recv] x [intra, inter], flattened to 8.
@@ -50,21 +37,6 @@ nb::object stats_array(const std::vector<CommStats>& all, bool squeeze) {
 }
 
 nb::object stats_array(const CommStats& s) { return stats_array(std::vector<CommStats>{s}, true); }
-
-ForestPartition forests_from(const In<std::int32_t>& forest, int pz) {
-  ForestPartition f;
-  f.pz = pz;
-  f.nlev = forest_levels(pz);
-  f.forest = to_vector(forest);
-  return f;
-}
-
-SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
-                           bool packed) {
-  const TreeShape tree{shape, seed, threshold};
-  check_tree_shape(tree);
-  return SolveOptions{parse_algorithm(algorithm), tree, packed};
-}
 
 
 }  // namespace commsolve::bindings

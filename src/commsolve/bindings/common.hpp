@@ -12,9 +12,6 @@
 
 #include "comm/comm_stats.hpp"
 #include "comm/halo_pattern.hpp"
-#include "direct/forests.hpp"
-#include "direct/symbolic.hpp"
-#include "direct/trisolve.hpp"
 
 namespace commsolve::bindings {
 
@@ -62,27 +59,28 @@ GlobalRowsView<Index> rows_view(const In<Index>& indptr, const In<Index>& indice
 
 MPI_Comm comm_from_handle(std::int64_t fortran_handle);
 
-// A supernodal structure from its arrays (n is the last column start), checked for shape.
-SupernodalStructure structure_from(const In<std::int64_t>& sn_start, const In<std::int64_t>& rows_ptr,
-                                   const In<std::int32_t>& rows);
-
 // Statistics of several ranks as one array of shape (ranks, steps, 8) (or (steps, 8)): per
 // step [msgs_sent, bytes_sent, msgs_recv, bytes_recv] x [intra, inter].
 nb::object stats_array(const std::vector<CommStats>& all, bool squeeze);
 nb::object stats_array(const CommStats& s);
 
-// Forests of a 3D grid from the per-supernode forest index, and solve options from their
-// names (checked).
-ForestPartition forests_from(const In<std::int32_t>& forest, int pz);
-SolveOptions solve_options(const std::string& algorithm, const std::string& shape, std::uint64_t seed, int threshold,
-                           bool packed);
+// A read-only numpy view of a vector held by a bound object: return it from a property or
+// method with the reference_internal policy (a def_prop_ro's default), which keeps the object
+// alive while the view lives.
+template <class T>
+nb::ndarray<nb::numpy, const T, nb::ndim<1>> view(const std::vector<T>& v) {
+  return nb::ndarray<nb::numpy, const T, nb::ndim<1>>(v.data(), {v.size()});
+}
 
 // One function per layer, each binding its part of the core into the module.
 void bind_sparse(nb::module_& m);
 void bind_comm(nb::module_& m);
 void bind_trees(nb::module_& m);
-void bind_direct(nb::module_& m);
-void bind_dist(nb::module_& m);
+void bind_symbolic(nb::module_& m);
+void bind_layout(nb::module_& m);
+void bind_factor(nb::module_& m);
+void bind_solve(nb::module_& m);
+void bind_parcsr(nb::module_& m);
 void bind_sim(nb::module_& m);
 
 }  // namespace commsolve::bindings

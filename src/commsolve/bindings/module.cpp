@@ -20,7 +20,10 @@ NB_MODULE(_core, m) {
   bind_sparse(m);
   bind_comm(m);
   bind_trees(m);
-  bind_direct(m);
-  bind_dist(m);
+  bind_symbolic(m);
+  bind_layout(m);
+  bind_factor(m);
+  bind_solve(m);
+  bind_parcsr(m);
   bind_sim(m);
 }

@@ -7,6 +7,7 @@
 
 #include "comm/inner_comm.hpp"
 #include "core/error.hpp"
+#include "direct/entry_move.hpp"
 
 namespace commsolve {
 
@@ -130,12 +131,13 @@ std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPa
   return out;
 }
 
-std::vector<CommStats> factor_3d_planned(const SupernodalStructure& sym, const ForestPartition& forests,
-                                         const ProcessGrid3D& grid, const Topology& topo, const TreeShape& shape) {
-  check_grid_3d(grid);
+std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topology& topo, const TreeShape& shape) {
+  const SupernodalStructure& sym = layout.sym();
+  const ProcessGrid3D& grid = layout.grid();
+  const ForestPartition& forests = layout.forests();
+  const SupernodeBlocks& blocks = layout.blocks();
   check_tree_shape(shape);
-  require(forests.pz == grid.pz && topo.size() == grid.size(), "3D factorization plan: grid, forests and topology differ");
-  const SupernodeBlocks blocks = supernode_blocks(sym);
+  require(topo.size() == grid.size(), "3D factorization plan: grid and topology differ in size");
   std::vector<CommStats> st(static_cast<std::size_t>(grid.size()));
   for (auto& s : st) s.steps.resize(num_factor_steps);
   for (int z = 0; z < grid.pz; ++z)
@@ -167,11 +169,11 @@ std::vector<CommStats> factor_3d_planned(const SupernodalStructure& sym, const F
   return st;
 }
 
-std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym, const ForestPartition& forests,
-                                                  const ProcessGrid3D& grid) {
-  check_grid_3d(grid);
-  require(forests.pz == grid.pz, "factor entries: forests and grid differ in Pz");
-  const SupernodeBlocks blocks = supernode_blocks(sym);
+std::vector<std::int64_t> factor_entries_per_rank(const SolveLayout& layout) {
+  const SupernodalStructure& sym = layout.sym();
+  const ProcessGrid3D& grid = layout.grid();
+  const ForestPartition& forests = layout.forests();
+  const SupernodeBlocks& blocks = layout.blocks();
   const ProcessGrid2D layer = grid.layer(0);
   std::vector<std::int64_t> out(static_cast<std::size_t>(grid.size()), 0);
   for (std::size_t k = 0; k + 1 < sym.sn_start.size(); ++k) {
@@ -188,14 +190,17 @@ std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym
   return out;
 }
 
-Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const ProcessGrid3D& grid,
-                         const SupernodalStructure& sym, const ForestPartition& forests, const EntryTriples& entries,
-                         double anorm, const LUOptions& opts, const TreeShape& shape, std::int64_t send_window) {
-  check_grid_3d(grid);
+Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const SolveLayout& layout,
+                         const EntryTriples& mine, double anorm, const LUOptions& opts, const TreeShape& shape,
+                         std::int64_t send_window) {
+  const SupernodalStructure& sym = layout.sym();
+  const ProcessGrid3D& grid = layout.grid();
+  const ForestPartition& forests = layout.forests();
+  const SupernodeBlocks& blocks = layout.blocks();
   check_tree_shape(shape);
-  require(forests.pz == grid.pz, "3D factorization: forests for Pz = " + std::to_string(forests.pz) + ", grid Pz = " +
-                                     std::to_string(grid.pz));
-  forests.validate(supernodal_etree(sym));
+  const auto t_move = std::chrono::steady_clock::now();
+  const MovedEntries moved = move_entries(parent_comm, topo, layout, mine);
+  const EntryTriples entries = moved.triples();
   const InnerComm inner(parent_comm, 2);
   const MPI_Comm comm = inner.get();
   const Tags tags{inner.tag_base(), inner.tag_base() + 1};
@@ -209,7 +214,9 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Proce
   };
   Factor3DResult res;
   res.recorded.steps.resize(num_factor_steps);
-  const SupernodeBlocks blocks = supernode_blocks(sym);
+  res.recorded.steps[factor_entries] = moved.recorded;
+  res.planned_entries = moved.planned;
+  res.move_seconds = seconds(t_move);
   // Storage and A's entries on every rank, then all start factoring together: a rank slower
   // to allocate makes the others wait here, in the allocation phase, not in the numeric one;
   // and a failure so far (memory, an entry out of place) ends it on every rank at once.

@@ -25,14 +25,15 @@
 #include "direct/block_store.hpp"
 #include "direct/factor_grid.hpp"
 #include "direct/forests.hpp"
+#include "direct/solve_layout.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "topology/topology.hpp"
 #include "trees/tree_plan.hpp"
 
 namespace commsolve {
 
-// Steps of the factorization's statistics: A's entries to the ranks that factor them (moved
-// by Python, counted there), inside the grids (L panels along process rows, U rows down
+// Steps of the factorization's statistics: A's entries to the ranks that factor them
+// (direct/entry_move.hpp), inside the grids (L panels along process rows, U rows down
 // process columns: FactorRole), between them.
 enum FactorStep { factor_entries = 0, factor_xy = 1, factor_z_reduce = 1 + factor_xy_steps, factor_ancestor_bcast };
 inline constexpr int num_factor_steps = factor_ancestor_bcast + 1;
@@ -51,41 +52,42 @@ std::vector<char> phase_mask(const ForestPartition& forests, int z, int l);
 std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPartition& forests,
                                    const ProcessGrid2D& layer, int z, int l);
 
-// Planned messages of every rank (steps as FactorStep; factor_entries left empty).
-std::vector<CommStats> factor_3d_planned(const SupernodalStructure& sym, const ForestPartition& forests,
-                                         const ProcessGrid3D& grid, const Topology& topo, const TreeShape& shape);
+// Planned messages of every rank (steps as FactorStep; factor_entries left empty: it
+// depends on where A's rows are, which only the ranks holding them know).
+std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topology& topo, const TreeShape& shape);
 
 // Every rank's factor entries (its block store's size: the parts of its grid's supernodes,
 // diagonal blocks inverted), without building the stores.
-std::vector<std::int64_t> factor_entries_per_rank(const SupernodalStructure& sym, const ForestPartition& forests,
-                                                  const ProcessGrid3D& grid);
+std::vector<std::int64_t> factor_entries_per_rank(const SolveLayout& layout);
 
 struct Factor3DResult {
   BlockStore store;               // this rank's blocks, as the solve reads them
   bool ok = true;                 // this rank finished without hearing of a failure
   std::string error;              // the failure that started on this rank, if one did
-  CommStats recorded;             // this rank's messages, as MPI counted them (entries step empty)
+  CommStats recorded;             // this rank's messages, as MPI counted them
+  StepStats planned_entries;      // the entries' move as its plan says (factor_3d_planned has the rest)
   std::int64_t replaced = 0;      // tiny pivots replaced on this rank
   double flops = 0.0;             // floating-point operations of this rank's factorization
+  double move_seconds = 0.0;      // A's entries sent to the ranks that factor them
   double arrange_seconds = 0.0;   // A's entries added into the blocks
   double allocate_seconds = 0.0;  // the store obtained and touched, until every rank has its own
   double numeric_seconds = 0.0;   // factoring and the inter-grid messages
 };
 
-// Collective on comm (grid.size() ranks). `entries`: A's entries of the blocks this rank
-// factors (those of the supernodes its grid is the lowest to share, block (I, J) on layer
-// rank (I mod px, J mod py); no duplicates); `anorm`: ||A||_1 of the whole matrix; `shape`:
-// the trees of the broadcasts inside the grids; `send_window`: the messages each rank hands
-// to MPI at once (MessageEngine::set_window; 0: max(64, 8 px py)). The factors' memory is obtained and A's
-// entries placed first, and a failure there (memory, an entry outside the structure) is
-// agreed on every rank before any factoring (ok = false everywhere, the message on the
-// failing rank). A failure in the numeric work (a zero, tiny or non-finite pivot) leaves
-// ok = false on every rank it reaches and no rank waiting for a message that does not come
-// (the caller agrees on the outcome). It throws on MPI errors and bad arguments (which every
-// rank sees alike); running out of memory for a message or an internal inconsistency during
-// the numeric phase throws on one rank (under `python -m mpi4py`: the job aborts).
-Factor3DResult factor_3d(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, const SupernodalStructure& sym,
-                         const ForestPartition& forests, const EntryTriples& entries, double anorm,
-                         const LUOptions& opts, const TreeShape& shape, std::int64_t send_window = 0);
+// Collective on comm (the layout's grid.size() ranks). `entries`: this rank's entries of the
+// permuted, scaled matrix (any of them: they are moved first to the ranks that factor their
+// blocks, move_entries; no duplicates over the ranks); `anorm`: ||A||_1 of the whole matrix;
+// `shape`: the trees of the broadcasts inside the grids; `send_window`: the messages each
+// rank hands to MPI at once (MessageEngine::set_window; 0: max(64, 8 px py)). The factors'
+// memory is obtained and A's entries placed first, and a failure there (memory, an entry
+// outside the structure) is agreed on every rank before any factoring (ok = false
+// everywhere, the message on the failing rank). A failure in the numeric work (a zero, tiny
+// or non-finite pivot) leaves ok = false on every rank it reaches and no rank waiting for a
+// message that does not come (the caller agrees on the outcome). It throws on MPI errors and
+// bad arguments (which every rank sees alike); running out of memory for a message or an
+// internal inconsistency during the numeric phase throws on one rank (under `python -m
+// mpi4py`: the job aborts).
+Factor3DResult factor_3d(MPI_Comm comm, const Topology& topo, const SolveLayout& layout, const EntryTriples& entries,
+                         double anorm, const LUOptions& opts, const TreeShape& shape, std::int64_t send_window = 0);
 
 }  // namespace commsolve

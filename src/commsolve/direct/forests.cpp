@@ -10,15 +10,24 @@
 
 namespace commsolve {
 
-void check_grid_3d(const ProcessGrid3D& grid) {
-  require(grid.px >= 1 && grid.py >= 1 && grid.pz >= 1,
-          "grid dimensions must be positive, got " + std::to_string(grid.px) + "x" + std::to_string(grid.py) + "x" +
-              std::to_string(grid.pz));
-  require((grid.pz & (grid.pz - 1)) == 0, "Pz must be a power of two, got " + std::to_string(grid.pz));
+namespace {
+
+void check_pz(int pz, const std::string& spelled) {
+  require(pz >= 1 && (pz & (pz - 1)) == 0, "Pz must be a power of two, got " + spelled);
+}
+
+}  // namespace
+
+void check_grid_3d(const ProcessGrid3D& grid, const std::string& spelled) {
+  const std::string name = spelled.empty() ? std::to_string(grid.px) + "x" + std::to_string(grid.py) + "x" +
+                                                 std::to_string(grid.pz)
+                                           : spelled;
+  require(grid.px >= 1 && grid.py >= 1 && grid.pz >= 1, "grid dimensions must be positive, got " + name);
+  check_pz(grid.pz, name);
 }
 
 int forest_levels(int pz) {
-  check_grid_3d(ProcessGrid3D{1, 1, pz});
+  check_pz(pz, std::to_string(pz));
   int l = 0;
   while ((1 << l) < pz) ++l;
   return l;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "direct/block_layout.hpp"
@@ -26,8 +27,9 @@ struct ProcessGrid3D {
   ProcessGrid2D layer(int z) const { return ProcessGrid2D{px, py, z * px * py}; }
 };
 
-// Throws std::invalid_argument unless every dimension is positive and pz a power of two.
-void check_grid_3d(const ProcessGrid3D& grid);
+// Throws std::invalid_argument unless every dimension is positive and pz a power of two;
+// `spelled` names the grid in the message (default: PxQxR).
+void check_grid_3d(const ProcessGrid3D& grid, const std::string& spelled = "");
 // log2(pz), the levels below the root forest; throws unless pz is a power of two.
 int forest_levels(int pz);
 

@@ -8,6 +8,21 @@
 
 namespace commsolve {
 
+void RhsMap::check(std::int64_t n, int nranks, const std::string& who) const {
+  require(dist.nranks() == nranks && dist.global_size() == n,
+          who + ": the row distribution covers " + std::to_string(dist.global_size()) + " rows on " +
+              std::to_string(dist.nranks()) + " ranks; need " + std::to_string(n) + " on " + std::to_string(nranks));
+  for (const auto* order : {&row_order, &col_order}) {
+    require(static_cast<std::int64_t>(order->size()) == n,
+            who + ": row and column orders must have one entry per unknown");
+    std::vector<char> seen(static_cast<std::size_t>(n), 0);
+    for (std::int32_t g : *order) {
+      require(g >= 0 && g < n && !seen[g], who + ": the row and column orders must be permutations");
+      seen[g] = 1;
+    }
+  }
+}
+
 std::vector<std::int32_t> column_solvers(const SupernodalStructure& sym, const ProcessGrid3D& grid,
                                          const ForestPartition& forests) {
   const std::size_t ns = sym.sn_start.size() - 1;

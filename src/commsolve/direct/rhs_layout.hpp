@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/halo_pattern.hpp"
@@ -15,6 +16,17 @@
 #include "sparse/distribution.hpp"
 
 namespace commsolve {
+
+// How b and x meet a solve: their distribution by rows, the row of b that factor row k reads
+// (row_order[k]) and the row of x that factor column k gives (col_order[k]). The orders are
+// the ordering's permutation, and differ when rows were permuted for a large diagonal.
+struct RhsMap {
+  Distribution dist;
+  std::vector<std::int32_t> row_order, col_order;
+  // Throws std::invalid_argument unless the distribution covers n rows on nranks ranks and
+  // both orders are permutations of n (`who` names the caller).
+  void check(std::int64_t n, int nranks, const std::string& who) const;
+};
 
 // The rank that solves every permuted column.
 std::vector<std::int32_t> column_solvers(const SupernodalStructure& sym, const ProcessGrid3D& grid,

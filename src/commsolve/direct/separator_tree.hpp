@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace commsolve {
@@ -20,7 +21,12 @@ struct SeparatorTree {
   std::vector<int> level;              // root 0
   std::vector<std::int64_t> col_start; // node k owns permuted columns [col_start[k], col_end[k])
   std::vector<std::int64_t> col_end;
+  // Filled by symbolic_analysis (direct/symbolic.hpp): node k holds supernodes
+  // [sn_first[k], sn_last[k]) of the structure it was built for.
+  std::vector<std::int64_t> sn_first, sn_last;
   int num_nodes() const { return static_cast<int>(parent.size()); }
+  // [first, end) of the permuted columns of node k's whole subtree (contiguous in postorder).
+  std::pair<std::int64_t, std::int64_t> subtree_columns(int k) const;
 };
 
 // `xadj`/`adjncy`: symmetric adjacency graph without self loops. A subgraph too small to

@@ -15,6 +15,31 @@ const std::vector<std::string>& algorithm_names() {
   return names;
 }
 
+const std::string& algorithm_name(SolveAlgorithm alg) { return algorithm_names()[static_cast<std::size_t>(alg)]; }
+
+void check_algorithm_grid(SolveAlgorithm alg, int pz) {
+  const std::string name = algorithm_name(alg);
+  if (alg == SolveAlgorithm::two_d)
+    require(pz == 1, "the 2d algorithm needs Pz = 1, the grid has Pz = " + std::to_string(pz) +
+                         " (the 2d solve runs on a Px x Py x 1 grid; use 3d or 3d-baseline on a 3D grid)");
+  else
+    require(pz >= 2, "the " + name + " algorithm needs a 3D grid (Pz >= 2, e.g. 1x2x2); a 2D grid runs the 2d "
+                     "algorithm");
+}
+
+SolveAlgorithm default_algorithm(int pz) { return pz == 1 ? SolveAlgorithm::two_d : SolveAlgorithm::new_3d; }
+
+const std::vector<std::string>& allreduce_names() {
+  static const std::vector<std::string> names = {"packed", "per-supernode"};
+  return names;
+}
+
+bool parse_allreduce(const std::string& name) {
+  if (name == "packed") return true;
+  if (name == "per-supernode") return false;
+  throw std::invalid_argument("unknown allreduce variant '" + name + "' (known: packed, per-supernode)");
+}
+
 SolveAlgorithm parse_algorithm(const std::string& name) {
   if (name == "2d") return SolveAlgorithm::two_d;
   if (name == "3d-baseline") return SolveAlgorithm::baseline_3d;
@@ -47,10 +72,10 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
     return SolveOp{SolveOp::phase, upper, lo, hi, SyncParts{ics19 && lo > 0, ics19}, 0};
   };
   auto zop = [](SolveOp::Kind kind, int step) { return SolveOp{kind, false, 0, 0, {}, step}; };
+  check_algorithm_grid(alg, 1 << nlev);
   std::vector<SolveOp> ops;
   switch (alg) {
     case SolveAlgorithm::two_d:
-      require(nlev == 0, "the 2d algorithm needs Pz = 1 (use 3d or 3d-baseline on a 3D grid)");
       ops = {phase(false, 0, 0), phase(true, 0, 0)};
       break;
     case SolveAlgorithm::new_3d:
@@ -256,69 +281,6 @@ void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& s
     if (!packed) st.send ? s.add_send(where, bytes) : s.add_recv(where, bytes);
   }
   if (packed) st.send ? s.add_send(where, total) : s.add_recv(where, total);
-}
-
-std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const ProcessGrid3D& grid,
-                                           const ForestPartition& forests, SolveAlgorithm alg,
-                                           const TreeShape& shape, const Topology& topo, int nrhs, bool packed,
-                                           const Distribution* dist, const std::vector<std::int32_t>* row_order,
-                                           const std::vector<std::int32_t>* col_order) {
-  check_grid_3d(grid);
-  require(topo.size() == grid.size(), "solve statistics: topology of " + std::to_string(topo.size()) +
-                                          " ranks for a grid of " + std::to_string(grid.size()));
-  require(forests.pz == grid.pz, "solve statistics: forests for Pz = " + std::to_string(forests.pz) +
-                                     ", grid has Pz = " + std::to_string(grid.pz));
-  forests.validate(supernodal_etree(sym));
-  const SupernodeBlocks blocks = supernode_blocks(sym);
-  std::vector<CommStats> stats(static_cast<std::size_t>(grid.size()));
-  for (auto& s : stats) s.steps.resize(num_solve_steps);
-  for (int z = 0; z < grid.pz; ++z) {
-    const ProcessGrid2D layer = grid.layer(z);
-    for (const SolveOp& op : solve_program(alg, z, forests.nlev)) {
-      if (op.kind == SolveOp::phase) {
-        const CollectiveSet set = op_collectives(sym, blocks, layer, forests, z, op);
-        const std::vector<CommStats> per = tree_stats_virtual(set, shape, topo, nrhs);
-        for (int r = layer.base; r < layer.base + layer.size(); ++r) {
-          stats[r].steps[op.upper ? u_broadcast : l_broadcast] += per[r].steps[0];
-          stats[r].steps[op.upper ? u_reduce : l_reduce] += per[r].steps[1];
-        }
-        continue;
-      }
-      const bool reduce = op.kind == SolveOp::z_reduce;
-      const std::vector<ZStep> by_rank = layer_z_steps(forests, grid, z, op.step, reduce);
-      for (int q = 0; q < layer.size(); ++q)
-        add_z_stats(stats[layer.base + q], by_rank[q], sym, topo, layer.base + q, reduce, packed, nrhs);
-    }
-  }
-  if (dist != nullptr && row_order != nullptr && col_order != nullptr) {
-    require(dist->nranks() == grid.size(), "solve statistics: a distribution over " + std::to_string(dist->nranks()) +
-                                               " ranks for a grid of " + std::to_string(grid.size()));
-    const std::vector<std::int32_t> solver = column_solvers(sym, grid, forests);
-    for (const HaloPattern& p : rhs_patterns(*dist, *row_order, solver))
-      stats[p.rank].steps[b_to_diagonal] += plan_stats(standard_plan(p), topo, 8 * nrhs).steps[0];
-    for (const HaloPattern& p : rhs_patterns(*dist, *col_order, solver))
-      stats[p.rank].steps[x_from_diagonal] += plan_stats(standard_plan(p), topo, 8 * nrhs).reversed().steps[0];
-  }
-  return stats;
-}
-
-std::vector<double> grid_flops(const SupernodalStructure& sym, const ForestPartition& forests, SolveAlgorithm alg) {
-  forests.validate(supernodal_etree(sym));
-  const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
-  std::vector<double> per_sn(static_cast<std::size_t>(ns));
-  for (std::int64_t k = 0; k < ns; ++k) {
-    const double w = static_cast<double>(sym.sn_start[k + 1] - sym.sn_start[k]);
-    per_sn[k] = 2.0 * w * (w + static_cast<double>(sym.rows_ptr[k + 1] - sym.rows_ptr[k]));
-  }
-  std::vector<double> out(static_cast<std::size_t>(forests.pz), 0.0);
-  for (int z = 0; z < forests.pz; ++z)
-    for (const SolveOp& op : solve_program(alg, z, forests.nlev))
-      if (op.kind == SolveOp::phase) {
-        const std::vector<char> m = phase_solve_mask(forests, z, op);
-        for (std::int64_t k = 0; k < ns; ++k)
-          if (m[k]) out[z] += per_sn[k];
-      }
-  return out;
 }
 
 }  // namespace commsolve

@@ -40,6 +40,25 @@ namespace commsolve {
 enum class SolveAlgorithm { two_d, baseline_3d, baseline_3d_async, new_3d };
 SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline" | "3d-baseline-async" | "3d"
 const std::vector<std::string>& algorithm_names();
+const std::string& algorithm_name(SolveAlgorithm alg);
+// The algorithm/Pz rule: 2d runs on one layer (Pz = 1), the 3D algorithms on two or more.
+// Throws std::invalid_argument saying which grid the algorithm needs.
+void check_algorithm_grid(SolveAlgorithm alg, int pz);
+// The algorithm a grid runs when none is asked for: 2d on one layer, 3d on more.
+SolveAlgorithm default_algorithm(int pz);
+
+// The inter-grid messages: "packed" (one per pair of ranks and step, as the SC'23 paper
+// describes) or "per-supernode" (one per supernode, as SuperLU_DIST sends them).
+const std::vector<std::string>& allreduce_names();
+bool parse_allreduce(const std::string& name);  // true: packed; throws for an unknown name
+
+// How a solve runs on its layout. The member initialisers are the defaults of every entry
+// point (Python reads them from here).
+struct SolveOptions {
+  SolveAlgorithm algorithm = SolveAlgorithm::two_d;
+  TreeShape shape;        // intra-grid broadcast and reduction trees
+  bool packed_z = true;   // inter-grid steps: one packed message (else one per supernode)
+};
 
 // The steps of a solve's CommStats. XY: inside a grid; Z: between grids; then the moves of
 // b from its row distribution to the diagonal owners and of x back.
@@ -135,20 +154,5 @@ void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& s
 // The masks of a phase op of grid z: solved supernodes and context (ancestors above hi).
 std::vector<char> phase_solve_mask(const ForestPartition& forests, int z, const SolveOp& op);
 std::vector<char> phase_context_mask(const ForestPartition& forests, int z, const SolveOp& op);
-
-// Every rank's planned statistics of one solve, built in one process without MPI. The moves
-// of b and x (steps b_to_diagonal, x_from_diagonal) are counted when `dist` (the rows'
-// distribution) and the orders (row_order[k]: the row of b factor row k reads; col_order[k]:
-// the row of x factor column k gives) are given.
-std::vector<CommStats> solve_stats_virtual(const SupernodalStructure& sym, const ProcessGrid3D& grid,
-                                           const ForestPartition& forests, SolveAlgorithm alg,
-                                           const TreeShape& shape, const Topology& topo, int nrhs, bool packed,
-                                           const Distribution* dist = nullptr,
-                                           const std::vector<std::int32_t>* row_order = nullptr,
-                                           const std::vector<std::int32_t>* col_order = nullptr);
-
-// Floating-point operations per grid of one solve with one right-hand side (L and U): a
-// solved supernode K of width w with r rows below costs 2 w (w + r) per triangle.
-std::vector<double> grid_flops(const SupernodalStructure& sym, const ForestPartition& forests, SolveAlgorithm alg);
 
 }  // namespace commsolve

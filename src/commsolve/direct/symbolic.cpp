@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +18,42 @@ std::int64_t SupernodalStructure::nnz_L() const {
     total += w * (w + 1) / 2 + w * (rows_ptr[s + 1] - rows_ptr[s]);
   }
   return total;
+}
+
+void SupernodalStructure::validate() const {
+  require(sn_start.size() >= 2 && sn_start.front() == 0 && sn_start.back() == n && n >= 1,
+          "supernodal structure: sn_start must run from 0 to n >= 1");
+  for (std::size_t s = 0; s + 1 < sn_start.size(); ++s)
+    require(sn_start[s] < sn_start[s + 1], "supernodal structure: supernode " + std::to_string(s) + " is empty");
+  require(rows_ptr.size() == sn_start.size() && rows_ptr.front() == 0 &&
+              rows_ptr.back() == static_cast<std::int64_t>(rows.size()),
+          "supernodal structure: sn_start, rows_ptr and rows disagree");
+  for (std::size_t s = 0; s + 1 < rows_ptr.size(); ++s)
+    require(rows_ptr[s] <= rows_ptr[s + 1], "supernodal structure: rows_ptr decreases at supernode " +
+                                                std::to_string(s));
+  for (std::int32_t r : rows) require(r >= 0 && r < n, "supernodal structure: a row index outside [0, n)");
+  require(perm.empty() || static_cast<std::int64_t>(perm.size()) == n,
+          "supernodal structure: perm must have one entry per unknown");
+  std::vector<char> seen(perm.size(), 0);
+  for (std::int32_t p : perm) {
+    require(p >= 0 && p < n && !seen[p], "supernodal structure: perm is not a permutation");
+    seen[p] = 1;
+  }
+}
+
+const std::vector<std::string>& ordering_names() {
+  static const std::vector<std::string> names = {"nd", "tree", "natural"};
+  return names;
+}
+
+void SymbolicOptions::check() const {
+  const auto& known = ordering_names();
+  if (std::find(known.begin(), known.end(), ordering) == known.end())
+    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, natural)");
+  require(max_supernode >= 1, "max_supernode must be at least 1, got " + std::to_string(max_supernode));
+  require(levels >= 0, "levels must be >= 0, got " + std::to_string(levels));
+  require(relax >= 0, "relax must be >= 0, got " + std::to_string(relax));
+  require(relax_subtree >= 0, "relax_subtree must be >= 0, got " + std::to_string(relax_subtree));
 }
 
 namespace {
@@ -247,6 +284,51 @@ std::vector<std::int32_t> metis_nested_dissection(std::int64_t n, const std::int
                             iperm.data());
   if (status != METIS_OK) throw std::runtime_error("METIS_NodeND failed with status " + std::to_string(status));
   return perm;
+}
+
+SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                      const SymbolicOptions& opts) {
+  opts.check();
+  require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  SeparatorTree tree;
+  std::vector<std::int32_t> order;
+  std::vector<std::int64_t> breaks;
+  if (opts.ordering == "nd") {
+    order = metis_nested_dissection(n, xadj, adjncy);
+  } else if (opts.ordering == "tree") {
+    tree = separator_tree(n, xadj, adjncy, opts.levels);
+    order = std::move(tree.perm);
+    tree.perm.clear();
+    breaks.assign(tree.col_start.begin(), tree.col_start.end());
+    std::sort(breaks.begin(), breaks.end());
+    breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+  } else {
+    order.resize(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+  }
+  // The graph in the new order: row k is row order[k], its columns renumbered and sorted.
+  std::vector<std::int32_t> inv(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) inv[order[k]] = static_cast<std::int32_t>(k);
+  std::vector<std::int32_t> ptr(static_cast<std::size_t>(n) + 1, 0), idx;
+  idx.reserve(static_cast<std::size_t>(xadj[n]));
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (std::int32_t p = xadj[order[k]]; p < xadj[order[k] + 1]; ++p) idx.push_back(inv[adjncy[p]]);
+    std::sort(idx.begin() + ptr[k], idx.end());
+    ptr[k + 1] = static_cast<std::int32_t>(idx.size());
+  }
+  SupernodalStructure s = symbolic_cholesky(n, ptr.data(), idx.data(), opts.max_supernode, breaks, opts.relax,
+                                            opts.relax_subtree);
+  s.perm.resize(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) s.perm[k] = order[s.post[k]];
+  for (std::size_t k = 0; k < tree.col_start.size(); ++k) {  // each node's supernodes
+    auto first = [&](std::int64_t col) {
+      return std::lower_bound(s.sn_start.begin(), s.sn_start.end(), col) - s.sn_start.begin();
+    };
+    tree.sn_first.push_back(first(tree.col_start[k]));
+    tree.sn_last.push_back(first(tree.col_end[k]));
+  }
+  s.tree = std::move(tree);
+  return s;
 }
 
 }  // namespace commsolve

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "direct/separator_tree.hpp"
 
 namespace commsolve {
 
@@ -15,8 +18,39 @@ struct SupernodalStructure {
   std::vector<std::int64_t> rows_ptr;   // rows of L below supernode s's diagonal block:
   std::vector<std::int32_t> rows;       //   rows[rows_ptr[s], rows_ptr[s+1]), ascending
   std::vector<std::int32_t> post;       // relabelling applied (new column k was column post[k])
+  // From symbolic_analysis: the ordering (perm[k]: the original index of the k-th eliminated
+  // unknown) and, with ordering "tree", the separator tree it kept (no nodes otherwise).
+  std::vector<std::int32_t> perm;
+  SeparatorTree tree;
   std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
+  std::int64_t nsuper() const { return static_cast<std::int64_t>(sn_start.size()) - 1; }
+  // Throws std::invalid_argument unless the arrays agree (sn_start from 0 to n, rows_ptr one
+  // longer than the supernodes and ending at rows' length, rows inside [0, n), perm a
+  // permutation of n unknowns or empty).
+  void validate() const;
 };
+
+// How symbolic_analysis orders and groups the unknowns. The member initialisers are the
+// defaults of every entry point (SparseLU, factor, the virtual-world analyses, the CLI):
+// Python reads them from here.
+struct SymbolicOptions {
+  int max_supernode = 128;        // most columns per supernode
+  std::string ordering = "tree";  // nd (METIS nested dissection) | tree (keeps the separator tree) | natural
+  int levels = 4;                 // tree: separator-tree levels kept (a 3D layout needs log2 Pz)
+  double relax = 0.3;             // amalgamation: the share of explicit zeros a merged supernode may store
+  int relax_subtree = 32;         // elimination subtrees of at most this many columns become one supernode
+  // Throws std::invalid_argument naming the option that is out of range or unknown.
+  void check() const;
+};
+const std::vector<std::string>& ordering_names();  // nd, tree, natural
+
+// The supernodal structure of a matrix whose symmetric pattern (A + A^T, no diagonal) is the
+// graph `xadj`/`adjncy`: the ordering, the graph permuted by it, the symbolic factorization
+// (symbolic_cholesky with the options' supernode limits and amalgamation) and, with ordering
+// "tree", each separator-tree node's supernodes. `perm` composes the ordering with the
+// postorder renumbering.
+SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                      const SymbolicOptions& opts);
 
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);

@@ -19,25 +19,22 @@ constexpr int first_phase_tag = 20, first_z_tag = 1000;
 
 }  // namespace
 
-TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-                   ForestPartition forests, const std::vector<std::int32_t>& row_order,
-                   const std::vector<std::int32_t>& col_order, Distribution dist, const SupernodalLU* lu,
-                   const SolveOptions& opts, int root)
-    : comm_(comm), topo_(topo), grid_(grid), rank_(comm_.rank()), sym_(std::move(sym)), forests_(std::move(forests)),
-      dist_(std::move(dist)) {
-  check(row_order, col_order);
+TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout, RhsMap rhs,
+                   const SupernodalLU* lu, const SolveOptions& opts, int root)
+    : comm_(comm), topo_(topo), layout_(std::move(layout)), sym_(layout_->sym()), grid_(layout_->grid()),
+      forests_(layout_->forests()), blocks_(layout_->blocks()), rank_(comm_.rank()), rhs_(std::move(rhs)) {
+  check();
   store_ = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
   distribute_blocks(comm_.get(), root, lu, blocks_, grid_, forests_, store_);
-  finish(row_order, col_order, opts);
+  finish(opts);
 }
 
-TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-                   ForestPartition forests, const std::vector<std::int32_t>& row_order,
-                   const std::vector<std::int32_t>& col_order, Distribution dist, BlockStore store,
-                   const SolveOptions& opts)
-    : comm_(comm), topo_(topo), grid_(grid), rank_(comm_.rank()), sym_(std::move(sym)), forests_(std::move(forests)),
-      dist_(std::move(dist)), store_(std::move(store)) {
-  check(row_order, col_order);
+TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout, RhsMap rhs,
+                   BlockStore store, const SolveOptions& opts)
+    : comm_(comm), topo_(topo), layout_(std::move(layout)), sym_(layout_->sym()), grid_(layout_->grid()),
+      forests_(layout_->forests()), blocks_(layout_->blocks()), rank_(comm_.rank()), rhs_(std::move(rhs)),
+      store_(std::move(store)) {
+  check();
   const BlockStore expected = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
   require(expected.layout.total == store_.layout.total &&
               static_cast<std::int64_t>(store_.values.size()) == store_.layout.total &&
@@ -45,39 +42,28 @@ TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& gri
               expected.layout.u_off == store_.layout.u_off,
           "distributed solve: the factors given on rank " + std::to_string(rank_) +
               " are not laid out for this rank of the grid");
-  finish(row_order, col_order, opts);
+  finish(opts);
 }
 
-void TriSolve::check(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order) {
-  check_grid_3d(grid_);
-  const std::string g = std::to_string(grid_.px) + "x" + std::to_string(grid_.py) + "x" + std::to_string(grid_.pz);
-  require(grid_.size() == comm_.size(), "distributed solve: a " + g + " grid needs " + std::to_string(grid_.size()) +
-                                            " ranks, the communicator has " + std::to_string(comm_.size()));
+void TriSolve::check() {
+  check_grid_ranks(grid_, comm_.size(), grid_name(grid_));
   require(topo_.size() == comm_.size(), "distributed solve: topology size differs from the communicator's");
-  require(forests_.pz == grid_.pz, "distributed solve: forests for Pz = " + std::to_string(forests_.pz) + ", grid " + g);
-  require(dist_.nranks() == comm_.size() && dist_.global_size() == sym_.n,
-          "distributed solve: the row distribution covers " + std::to_string(dist_.global_size()) + " rows on " +
-              std::to_string(dist_.nranks()) + " ranks; need " + std::to_string(sym_.n) + " on " +
-              std::to_string(comm_.size()));
-  require(static_cast<std::int64_t>(row_order.size()) == sym_.n && static_cast<std::int64_t>(col_order.size()) == sym_.n,
-          "distributed solve: row and column orders must have one entry per unknown");
-  forests_.validate(supernodal_etree(sym_));
-  blocks_ = supernode_blocks(sym_);
+  rhs_.check(sym_.n, comm_.size(), "distributed solve");
 }
 
-void TriSolve::finish(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order,
-                      const SolveOptions& opts) {
+void TriSolve::finish(const SolveOptions& opts) {
   // b's rows reach the rank solving their factor row; x leaves from it.
   const std::vector<std::int32_t> solver = column_solvers(sym_, grid_, forests_);
-  b_move_ = rhs_move(row_order, solver);
-  shared_move_ = row_order == col_order;
-  if (!shared_move_) x_move_ = rhs_move(col_order, solver);
+  b_move_ = rhs_move(rhs_.row_order, solver);
+  shared_move_ = rhs_.row_order == rhs_.col_order;
+  if (!shared_move_) x_move_ = rhs_move(rhs_.col_order, solver);
   engine_ = std::make_unique<MessageEngine>(comm_.get(), topo_, 1, 64, num_solve_steps);
   exec_ = std::make_unique<PhaseExecutor>(sym_, blocks_, store_, *engine_, kernels_);
   set_options(opts);
 }
 
 void TriSolve::set_options(const SolveOptions& opts) {
+  layout_->check(opts);
   const int z = grid_.z_of(rank_);
   std::vector<SolveOp> program = solve_program(opts.algorithm, z, forests_.nlev);
   std::vector<PhaseSchedule> phases(program.size());
@@ -109,7 +95,7 @@ void TriSolve::set_options(const SolveOptions& opts) {
 
 TriSolve::RhsMove TriSolve::rhs_move(const std::vector<std::int32_t>& order,
                                      const std::vector<std::int32_t>& solver) const {
-  const HaloPattern pattern = rhs_pattern(rank_, dist_, order, solver);
+  const HaloPattern pattern = rhs_pattern(rank_, rhs_.dist, order, solver);
   std::unordered_map<std::int64_t, std::int64_t> halo_of;
   for (std::size_t h = 0; h < pattern.halo_globals.size(); ++h) halo_of[pattern.halo_globals[h]] = static_cast<std::int64_t>(h);
   RhsMove m;
@@ -120,7 +106,7 @@ TriSolve::RhsMove TriSolve::rhs_move(const std::vector<std::int32_t>& order,
     for (std::int64_t j = sym_.sn_start[k]; j < sym_.sn_start[k + 1]; ++j) {
       if (solver[j] != rank_) continue;
       const std::int64_t row = store_.sol_off[d] + j - sym_.sn_start[k], g = order[j];
-      m.src[row] = dist_.owner(g) == rank_ ? dist_.local_index(g) : -1 - halo_of.at(g);
+      m.src[row] = rhs_.dist.owner(g) == rank_ ? rhs_.dist.local_index(g) : -1 - halo_of.at(g);
     }
   }
   return m;

@@ -19,7 +19,9 @@
 #include "comm/mpi_executor.hpp"
 #include "direct/block_store.hpp"
 #include "direct/forests.hpp"
+#include "direct/rhs_layout.hpp"
 #include "direct/solve_executor.hpp"
+#include "direct/solve_layout.hpp"
 #include "direct/solve_schedule.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "sparse/distribution.hpp"
@@ -29,28 +31,17 @@
 
 namespace commsolve {
 
-struct SolveOptions {
-  SolveAlgorithm algorithm = SolveAlgorithm::two_d;
-  TreeShape shape;           // intra-grid broadcast and reduction trees
-  bool packed_z = true;      // inter-grid steps: one packed message (else one per supernode)
-};
-
 class TriSolve {
  public:
-  // Collective on comm (of grid.size() ranks). `lu` (the factors of the permuted matrix,
-  // whose structure is `sym`) is given on rank `root` only; it sends every rank its blocks.
-  // b and x are distributed by `dist`; row_order[k] is the row of b that factor row k reads,
-  // col_order[k] the row of x that factor column k gives (the same with a symmetric
-  // permutation; a row permutation for large diagonals makes them differ).
-  TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-           ForestPartition forests, const std::vector<std::int32_t>& row_order,
-           const std::vector<std::int32_t>& col_order, Distribution dist, const SupernodalLU* lu,
-           const SolveOptions& opts, int root = 0);
+  // Collective on comm (of the layout's grid.size() ranks). `lu` (the factors of the
+  // permuted matrix, whose structure is the layout's) is given on rank `root` only; it sends
+  // every rank its blocks. b and x meet the solve as `rhs` says.
+  TriSolve(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout, RhsMap rhs,
+           const SupernodalLU* lu, const SolveOptions& opts, int root = 0);
   // Collective on comm. Each rank gives its own store, filled (the distributed
   // factorization's output, direct/factor3d.hpp); it is taken over, not copied.
-  TriSolve(MPI_Comm comm, const Topology& topo, const ProcessGrid3D& grid, SupernodalStructure sym,
-           ForestPartition forests, const std::vector<std::int32_t>& row_order,
-           const std::vector<std::int32_t>& col_order, Distribution dist, BlockStore store, const SolveOptions& opts);
+  TriSolve(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout, RhsMap rhs,
+           BlockStore store, const SolveOptions& opts);
 
   // Another algorithm, tree shape or inter-grid packing for the next solves (local: every
   // rank must make the same change).
@@ -67,8 +58,9 @@ class TriSolve {
   CommStats planned(int nrhs) const;
   const CommStats& recorded() const { return recorded_; }  // of the last solve
   std::int64_t local_entries() const { return static_cast<std::int64_t>(store_.values.size()); }
-  std::int64_t local_rows() const { return dist_.local_size(rank_); }
-  const ProcessGrid3D& grid() const { return grid_; }
+  std::int64_t local_rows() const { return rhs_.dist.local_size(rank_); }
+  const SolveLayout& layout() const { return *layout_; }
+  const SolveOptions& options() const { return opts_; }
 
  private:
   // How b reaches the solve vector (forward) or x leaves it (in reverse): a plan, its
@@ -82,20 +74,20 @@ class TriSolve {
   RhsMove rhs_move(const std::vector<std::int32_t>& order, const std::vector<std::int32_t>& solver) const;
   HaloExecutor& executor(RhsMove& m, int nrhs);
   RhsMove& x_move() { return shared_move_ ? b_move_ : x_move_; }
-  // Checks the arguments and derives the block structure; then, once the store is filled,
-  // the moves of b and x and the schedules.
-  void check(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order);
-  void finish(const std::vector<std::int32_t>& row_order, const std::vector<std::int32_t>& col_order,
-              const SolveOptions& opts);
+  // Checks the arguments; then, once the store is filled, the moves of b and x and the
+  // schedules.
+  void check();
+  void finish(const SolveOptions& opts);
 
   OwnedComm comm_;  // distribution of the factors and the inter-grid steps
   Topology topo_;
-  ProcessGrid3D grid_;
+  std::shared_ptr<const SolveLayout> layout_;
+  const SupernodalStructure& sym_;  // the layout's parts
+  const ProcessGrid3D& grid_;
+  const ForestPartition& forests_;
+  const SupernodeBlocks& blocks_;
   int rank_ = 0;
-  SupernodalStructure sym_;
-  ForestPartition forests_;
-  Distribution dist_;
-  SupernodeBlocks blocks_;
+  RhsMap rhs_;
   BlockStore store_;
   SolveOptions opts_;
   std::vector<SolveOp> program_;       // this rank's grid's program

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "dist/par_csr.hpp"
+#include "parcsr/par_csr.hpp"
 
 namespace commsolve {
 

@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "dist/par_csr.hpp"
-#include "dist/spgemm.hpp"
+#include "parcsr/par_csr.hpp"
+#include "parcsr/spgemm.hpp"
 #include "multigrid/strength.hpp"
 
 namespace commsolve {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "dist/spgemm.hpp"
+#include "parcsr/spgemm.hpp"
 
 namespace commsolve {
 

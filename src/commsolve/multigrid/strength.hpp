@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/par_csr.hpp"
+#include "parcsr/par_csr.hpp"
 
 namespace commsolve {
 

@@ -10,7 +10,15 @@
 #include "core/error.hpp"
 
 namespace commsolve::sim {
+
+const std::vector<std::string>& halo_categories() {
+  static const std::vector<std::string> names = {"comm"};
+  return names;
+}
+
 namespace {
+
+constexpr int comm = 0;  // halo_categories()
 
 class HaloProcess : public Process {
  public:
@@ -35,7 +43,7 @@ class HaloProcess : public Process {
     advance(sim);
   }
   bool done() const override { return run_ == repeat_; }
-  int waiting_category() const override { return xy_comm; }
+  int waiting_category() const override { return comm; }
 
  private:
   // Runs steps while their receives are in; returns when one waits.
@@ -52,16 +60,16 @@ class HaloProcess : public Process {
           if (auto it = unexpected_.find(op); it != unexpected_.end()) {
             for (const int peer : st.recv_peers)
               if (const std::int64_t searched = take(it->second, peer)) {
-                sim.search(rank_, searched, xy_comm);
+                sim.search(rank_, searched, comm);
                 take(queue_, peer);
               }
             unexpected_.erase(it);
           }
-          sim.copy(rank_, 16.0 * static_cast<double>(st.send_idx.size()) * block_, xy_comm);  // pack
+          sim.copy(rank_, 16.0 * static_cast<double>(st.send_idx.size()) * block_, comm);  // pack
           for (std::size_t i = 0; i < st.send_peers.size(); ++i) {
             const std::int64_t values = st.send_count(i) * block_;
-            sim.send(rank_, st.send_peers[i], op, static_cast<int>(step_), 0, values, 8 * values, xy_comm,
-                     Receives::known_source);
+            sim.send(rank_, {.dest = st.send_peers[i], .op = op, .step = static_cast<int>(step_), .values = values,
+                             .bytes = 8 * values, .category = comm});
           }
           posted_ = true;
         }
@@ -70,7 +78,7 @@ class HaloProcess : public Process {
         posted_ = false;
         continue;
       }
-      sim.copy(rank_, 16.0 * static_cast<double>(plan_.copy_src.size()) * block_, xy_comm);
+      sim.copy(rank_, 16.0 * static_cast<double>(plan_.copy_src.size()) * block_, comm);
       step_ = 0;
       ++run_;
     }
@@ -93,7 +101,7 @@ class HaloProcess : public Process {
     if (searched == 0)
       throw std::logic_error("simulated halo exchange: rank " + std::to_string(rank_) + " got a message from " +
                              std::to_string(src) + " it posted no receive for");
-    sim.search(rank_, searched, xy_comm);
+    sim.search(rank_, searched, comm);
   }
 
   const CommPlan& plan_;
@@ -129,7 +137,7 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
   procs.reserve(plans.size());
   for (const CommPlan& p : plans) procs.push_back(std::make_unique<HaloProcess>(p, block, repeat));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), keep);
+  Simulator sim(topo, net, cpu, static_cast<int>(std::max<std::size_t>(steps, 1)), halo_categories(), keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace commsolve::sim {
 
 Simulator::Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-                     Recording keep)
+                     std::vector<std::string> categories, Recording keep)
     : topo_(topo),
       net_(net),
       cpu_(cpu),
+      categories_(std::move(categories)),
       keep_timeline_(keep.timeline),
       keep_trace_(keep.trace) {
   if (keep.trace) trace_.assign(static_cast<std::size_t>(topo.size()), {});
@@ -17,7 +19,9 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   clock_.assign(P, 0.0);
   nic_free_.assign(P, 0.0);
   node_free_.assign(static_cast<std::size_t>(topo.num_nodes()), 0.0);
-  times_.assign(P, RankTime{});
+  RankTime zero;
+  zero.by_category.assign(categories_.size() + 1, 0.0);
+  times_.assign(P, zero);
   waits_.assign(P, {});
   last_interval_.assign(P, -1);
   recorded_.assign(P, CommStats{std::vector<StepStats>(static_cast<std::size_t>(steps))});
@@ -39,8 +43,18 @@ int Simulator::level(int a, int b) const {
   return 1;
 }
 
+int Simulator::slot(int category) const {
+  const int n = static_cast<int>(categories_.size());
+  if (category == idle) return n;
+  if (category < 0 || category >= n)
+    throw std::logic_error("simulator: time category " + std::to_string(category) + " outside the workload's " +
+                           std::to_string(n));
+  return category;
+}
+
 void Simulator::spend(int rank, double seconds, int category) {
   if (seconds <= 0) return;
+  category = slot(category);
   if (keep_timeline_) {
     std::int64_t& last = last_interval_[rank];
     if (last >= 0 && timeline_[last].category == category && timeline_[last].end == clock_[rank]) {
@@ -89,9 +103,10 @@ void Simulator::search(int rank, std::int64_t entries, int category) {
   spend(rank, t, category);
 }
 
-void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values,
-                     std::int64_t bytes, int category, Receives receives) {
-  spend(rank, end_cost(receives), category);
+void Simulator::send(int rank, const Send& msg) {
+  spend(rank, end_cost(msg.receives), msg.category);
+  const int dest = msg.dest;
+  const std::int64_t bytes = msg.bytes;
   const int where = level(rank, dest);
   const int proto = net_.protocol(bytes);
   const double rate = net_.rate[where][proto];
@@ -102,15 +117,8 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
   const double left = start + static_cast<double>(bytes) / rate;
   nic_free_[rank] = left;
   Message m;
+  static_cast<Send&>(m) = msg;
   m.src = rank;
-  m.dest = dest;
-  m.op = op;
-  m.step = step;
-  m.key = key;
-  m.values = values;
-  m.bytes = bytes;
-  m.category = category;
-  m.receives = receives;
   m.sent = clock_[rank];
   m.seq = seq_++;
   if (where == 2 && net_.injection[proto] > 0) {
@@ -118,11 +126,11 @@ void Simulator::send(int rank, int dest, int op, int step, std::int64_t key, std
     m.arrival = start;  // >= every event handled so far: the heap stays in time order
     m.left = left;
   } else {
-    m.arrival = left + latency(where, proto, receives);
+    m.arrival = left + latency(where, proto, msg.receives);
   }
   if (keep_trace_) trace_[static_cast<std::size_t>(rank)].push_back({TraceOp::send, dest, bytes, m.seq, 0.0});
   ++times_[rank].sent;
-  recorded_[rank].steps[step].add_send(locality(topo_, rank, dest), bytes);
+  recorded_[rank].steps[msg.step].add_send(locality(topo_, rank, dest), bytes);
   heap_.push(m);
 }
 
@@ -178,6 +186,8 @@ double Simulator::predicted() const {
 
 SimResult Simulator::result(double build_seconds, double run_seconds) const {
   SimResult res;
+  res.categories = categories_;
+  res.categories.push_back("idle");
   res.times = times_;
   res.recorded = recorded_;
   res.critical_path = critical_path();

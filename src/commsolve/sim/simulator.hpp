@@ -84,18 +84,27 @@ struct Recording {
 // (NetworkModel::any_source and engine_overhead added to that message).
 enum class Receives { known_source, any_source };
 
-// What a rank's time went to.
-enum Category : int { fp = 0, xy_comm, z_comm, redistribute, idle, num_categories };
+// What a rank's time goes to is named by the workload that runs on the engine: each lists
+// its categories (an enum of its own and their names, e.g. the solves' fp, xy_comm, z_comm,
+// redistribute) when it makes the Simulator; the engine adds one more, `idle`, after them:
+// the time a rank waited with nothing to do (unless its process says what it waited for).
+inline constexpr int idle = -1;  // the engine's own category, wherever a category is taken
 
-struct Message {
-  int src = 0, dest = 0;
+// A message a process sends (Simulator::send).
+struct Send {
+  int dest = 0;
   int op = 0;               // the program step it belongs to (as an MPI tag)
   int step = 0;             // the statistics step it is counted in
   std::int64_t key = 0;     // what it carries (a supernode, a collective, a plan step)
   std::int64_t values = 0;  // doubles carried (for the receiver's bookkeeping)
   std::int64_t bytes = 0;
-  int category = xy_comm;
+  int category = idle;      // what the sender's and the receiver's overheads count as
   Receives receives = Receives::known_source;
+};
+
+// A message in flight: what was sent, by whom, and when it arrives.
+struct Message : Send {
+  int src = 0;
   double sent = 0, arrival = 0;
   std::int64_t seq = 0;     // send order, to break ties in arrival time
   // Waiting for its node's injection: `arrival` is then when it reaches the node's
@@ -118,7 +127,7 @@ class Process {
 
 struct RankTime {
   double finish = 0;
-  double by_category[num_categories] = {0, 0, 0, 0, 0};
+  std::vector<double> by_category;  // the workload's categories, then idle
   std::int64_t sent = 0, received = 0;
   std::int64_t calls = 0;  // compute() calls (kernel calls, each paying the call overhead)
   bool in_cache = false;   // its working set fits its share of the cache (Simulator::set_working_set)
@@ -142,6 +151,7 @@ struct Interval {  // for timelines of small runs
 
 // What a simulation gives back (Simulator::result).
 struct SimResult {
+  std::vector<std::string> categories;  // the workload's, then "idle"; RankTime::by_category's order
   std::vector<RankTime> times;       // per rank
   std::vector<CommStats> recorded;   // per rank and statistics step
   std::vector<std::pair<int, double>> critical_path;
@@ -154,9 +164,10 @@ struct SimResult {
 
 class Simulator {
  public:
-  // `steps`: how many statistics steps messages are counted in.
+  // `steps`: how many statistics steps messages are counted in; `categories`: the names of
+  // the workload's time categories (ids 0, 1, ... as its processes pass them; idle added).
   Simulator(const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, int steps,
-            Recording keep = {});
+            std::vector<std::string> categories, Recording keep = {});
 
   // Runs every rank's process to completion. Throws std::logic_error naming the ranks left
   // waiting if the messages run out first (a deadlock in the program).
@@ -164,12 +175,11 @@ class Simulator {
 
   // The API processes use while the simulator hands them control (on `rank`).
   double now(int rank) const { return clock_[rank]; }
-  void compute(int rank, double flops, double bytes, int category = fp);
+  void compute(int rank, double flops, double bytes, int category);
   // Before run(): the bytes `rank`'s kernels stream each time through (its working set),
   // which decide whether compute() reads them from the cache or from memory.
   void set_working_set(int rank, double bytes);
-  void send(int rank, int dest, int op, int step, std::int64_t key, std::int64_t values, std::int64_t bytes,
-            int category, Receives receives);
+  void send(int rank, const Send& msg);
   // A local copy or pack of `bytes` (memory traffic, counted as the given category).
   void copy(int rank, double bytes, int category);
   // Matching a message against a queue of posted receives (or a receive against the
@@ -191,6 +201,7 @@ class Simulator {
 
  private:
   void spend(int rank, double seconds, int category);
+  int slot(int category) const;  // idle after the workload's categories
   int level(int a, int b) const;
   double latency(int where, int proto, Receives how) const;  // L = alpha - 2 o, plus any-source matching
   double end_cost(Receives how) const;  // CPU seconds at either end of a message
@@ -202,6 +213,7 @@ class Simulator {
   Topology topo_;
   NetworkModel net_;
   ComputeModel cpu_;
+  std::vector<std::string> categories_;
   bool keep_timeline_, keep_trace_;
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);

@@ -13,6 +13,11 @@
 
 namespace commsolve::sim {
 
+const std::vector<std::string>& solve_categories() {
+  static const std::vector<std::string> names = {"fp", "xy_comm", "z_comm", "redistribute"};
+  return names;
+}
+
 namespace {
 
 // Message tags as TriSolve's: a phase is first_phase_tag + its index in the grid's program,
@@ -52,11 +57,12 @@ class SimBackend {
 
   void send(int dest, std::int64_t key, const double*, std::int64_t n, bool broadcast) {
     const int step = ph_.upper ? (broadcast ? u_broadcast : u_reduce) : (broadcast ? l_broadcast : l_reduce);
-    sim_.send(rank_, dest, tag_, step, key, n * nrhs_, 8 + 8 * n * nrhs_, xy_comm, Receives::any_source);
+    sim_.send(rank_, {.dest = dest, .op = tag_, .step = step, .key = key, .values = n * nrhs_,
+                      .bytes = 8 + 8 * n * nrhs_, .category = xy_comm, .receives = Receives::any_source});
   }
   const double* lower_panel(std::int32_t col, const double*) {
     const double M = static_cast<double>(layout_.l_rows[col]), w = sh_.width(layout_.l_col[col]);
-    sim_.compute(rank_, 2 * M * w * nrhs_, 8 * (M * w + (M + w) * nrhs_));
+    sim_.compute(rank_, 2 * M * w * nrhs_, 8 * (M * w + (M + w) * nrhs_), fp);
     return nullptr;
   }
   void scatter(std::int64_t p, std::int32_t, const double*) {
@@ -66,13 +72,13 @@ class SimBackend {
   void upper_block(std::int64_t p, std::int32_t, const double*) {
     const std::int64_t blk = layout_.u_block[p];
     const double w = sh_.width(sh_.blocks.col[blk]), m = static_cast<double>(sh_.blocks.hi[blk] - sh_.blocks.lo[blk]);
-    sim_.compute(rank_, 2 * w * m * nrhs_, 8 * (w * m + 2 * (m + w) * nrhs_));  // with the gather of x's rows
+    sim_.compute(rank_, 2 * w * m * nrhs_, 8 * (w * m + 2 * (m + w) * nrhs_), fp);  // with the gather of x's rows
   }
   void add_message(std::int32_t, const double*, std::int64_t n) { sim_.copy(rank_, 16.0 * static_cast<double>(n), fp); }
   const double* settle(std::int32_t e) {
     const double w = static_cast<double>(ph_.width[e]);
     sim_.copy(rank_, 16 * w * nrhs_, fp);
-    if (ph_.solves[e]) sim_.compute(rank_, 2 * w * w * nrhs_, 8 * (w * w + 2 * w * nrhs_));
+    if (ph_.solves[e]) sim_.compute(rank_, 2 * w * w * nrhs_, 8 * (w * w + 2 * w * nrhs_), fp);
     return nullptr;
   }
   const double* known(std::int32_t) { return nullptr; }
@@ -122,8 +128,8 @@ class SolveProcess final : public Process {
     need_ = m.recvs;
     sim_->copy(rank_, 2 * rows_bytes(m.packed), redistribute);
     for (const auto& [peer, rows] : m.sends)
-      sim_->send(rank_, peer, tag, step, 0, rows * sh_.nrhs, static_cast<std::int64_t>(rows_bytes(rows)), redistribute,
-                 Receives::known_source);
+      sim_->send(rank_, {.dest = peer, .op = tag, .step = step, .values = rows * sh_.nrhs,
+                         .bytes = static_cast<std::int64_t>(rows_bytes(rows)), .category = redistribute});
   }
 
   void enter_op(int i) {
@@ -155,11 +161,14 @@ class SolveProcess final : public Process {
     for (std::int32_t k : st.sn) {
       const std::int64_t n = (sh_.sym.sn_start[k + 1] - sh_.sym.sn_start[k]) * sh_.nrhs;
       total += n;
-      if (!sh_.packed_z) sim_->send(rank_, st.peer, tag_, step, k, n, 8 * n, z_comm, Receives::known_source);
+      if (!sh_.packed_z)
+        sim_->send(rank_, {.dest = st.peer, .op = tag_, .step = step, .key = k, .values = n, .bytes = 8 * n,
+                           .category = z_comm});
     }
     if (sh_.packed_z) {
       sim_->copy(rank_, 16.0 * static_cast<double>(total), z_comm);
-      sim_->send(rank_, st.peer, tag_, step, 0, total, 8 * total, z_comm, Receives::known_source);
+      sim_->send(rank_, {.dest = st.peer, .op = tag_, .step = step, .values = total, .bytes = 8 * total,
+                         .category = z_comm});
     }
   }
 
@@ -244,28 +253,24 @@ void set_moves(std::vector<RankProgram>& progs, const std::vector<HaloPattern>& 
 
 }  // namespace
 
-SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const NetworkModel& net,
-                         const ComputeModel& cpu, Recording keep) {
+SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, int nrhs, const RhsMap* rhs,
+                         const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, Recording keep) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  require(in.sym != nullptr && in.forests != nullptr, "simulated solve: structure and forests are required");
-  const SupernodalStructure& sym = *in.sym;
-  const ForestPartition& forests = *in.forests;
-  const ProcessGrid3D& grid = in.grid;
-  check_grid_3d(grid);
+  layout.check(opts);
+  const SupernodalStructure& sym = layout.sym();
+  const ForestPartition& forests = layout.forests();
+  const ProcessGrid3D& grid = layout.grid();
+  const SupernodeBlocks& blocks = layout.blocks();
   require(topo.size() == grid.size(), "simulated solve: topology of " + std::to_string(topo.size()) +
                                           " ranks for a grid of " + std::to_string(grid.size()));
-  require(forests.pz == grid.pz, "simulated solve: forests for Pz = " + std::to_string(forests.pz) +
-                                     ", grid has Pz = " + std::to_string(grid.pz));
-  require(in.nrhs >= 1, "simulated solve: nrhs must be at least 1");
-  forests.validate(supernodal_etree(sym));
-  const SupernodeBlocks blocks = supernode_blocks(sym);
+  require(nrhs >= 1, "simulated solve: nrhs must be at least 1");
 
   std::vector<RankProgram> progs(static_cast<std::size_t>(grid.size()));
   std::vector<std::vector<SolveOp>> programs(static_cast<std::size_t>(grid.pz));
   for (int z = 0; z < grid.pz; ++z) {
     const ProcessGrid2D layer = grid.layer(z);
-    programs[z] = solve_program(in.algorithm, z, forests.nlev);
+    programs[z] = solve_program(opts.algorithm, z, forests.nlev);
     const std::vector<SolveOp>& ops = programs[z];
     std::vector<LocalLayout2D> layouts =
         local_layouts_2d(sym, blocks, layer, grid.pz > 1 ? forests.mask(z) : std::vector<char>{});
@@ -282,7 +287,7 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
       if (op.kind == SolveOp::phase) {
         const std::vector<char> solve = phase_solve_mask(forests, z, op);
         const CollectiveSet set = op_collectives(sym, blocks, layer, forests, z, op);
-        const std::vector<TreePlan> plans = build_tree_plans_virtual(set, in.shape, topo);
+        const std::vector<TreePlan> plans = build_tree_plans_virtual(set, opts.shape, topo);
         for (int r = layer.base; r < layer.base + layer.size(); ++r)
           progs[r].phases[i] = make_phase(sym, blocks, progs[r].layout, set, plans[r], op.upper, solve, op.sync);
       } else {
@@ -291,23 +296,21 @@ SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const Ne
       }
     }
   }
-  if (in.dist != nullptr) {
-    require(in.row_order != nullptr && in.col_order != nullptr, "simulated solve: a distribution needs both orders");
-    require(in.dist->nranks() == grid.size() && in.dist->global_size() == sym.n,
-            "simulated solve: the row distribution does not match the grid and the matrix");
+  if (rhs != nullptr) {
+    rhs->check(sym.n, grid.size(), "simulated solve");
     const std::vector<std::int32_t> solver = column_solvers(sym, grid, forests);
-    set_moves(progs, rhs_patterns(*in.dist, *in.row_order, solver), false);
-    set_moves(progs, rhs_patterns(*in.dist, *in.col_order, solver), true);
+    set_moves(progs, rhs_patterns(rhs->dist, rhs->row_order, solver), false);
+    set_moves(progs, rhs_patterns(rhs->dist, rhs->col_order, solver), true);
   }
   const auto t1 = clock::now();
 
-  const Shared shared{sym, blocks, in.nrhs, in.packed_z};
+  const Shared shared{sym, blocks, nrhs, opts.packed_z};
   std::vector<std::unique_ptr<Process>> procs;
   procs.reserve(progs.size());
   for (const RankProgram& p : progs) procs.push_back(std::make_unique<SolveProcess>(shared, p));
   // The phases receive through the message engine; the b/x moves and inter-grid steps from
   // known sources (each send says which).
-  Simulator sim(topo, net, cpu, num_solve_steps, keep);
+  Simulator sim(topo, net, cpu, num_solve_steps, solve_categories(), keep);
   for (int r = 0; r < grid.size(); ++r) sim.set_working_set(r, 8.0 * static_cast<double>(progs[r].layout.total));
   sim.run(procs);
   const auto t2 = clock::now();

@@ -12,32 +12,23 @@
 // (inter-grid steps, including waiting for the partner grid), redistribution (b and x).
 #pragma once
 
-#include <cstdint>
+#include <string>
 #include <vector>
 
-#include "direct/forests.hpp"
-#include "direct/solve_schedule.hpp"
+#include "direct/rhs_layout.hpp"
+#include "direct/solve_layout.hpp"
 #include "sim/simulator.hpp"
-#include "sparse/distribution.hpp"
 
 namespace commsolve::sim {
 
-struct SolveSimInput {
-  const SupernodalStructure* sym = nullptr;
-  ProcessGrid3D grid;
-  const ForestPartition* forests = nullptr;
-  SolveAlgorithm algorithm = SolveAlgorithm::two_d;
-  TreeShape shape;
-  bool packed_z = true;
-  int nrhs = 1;
-  // The rows' distribution and orders (as solve_stats_virtual); without them b and x are
-  // taken to sit on the diagonal owners already (no redistribution).
-  const Distribution* dist = nullptr;
-  const std::vector<std::int32_t>* row_order = nullptr;
-  const std::vector<std::int32_t>* col_order = nullptr;
-};
+// What a solve's time goes to (the simulator's categories for this workload; idle added).
+enum SolveCategory : int { fp = 0, xy_comm, z_comm, redistribute };
+const std::vector<std::string>& solve_categories();  // fp, xy_comm, z_comm, redistribute
 
-SimResult simulate_solve(const SolveSimInput& in, const Topology& topo, const NetworkModel& net,
-                         const ComputeModel& cpu, Recording keep = {});
+// One solve on `layout` with `opts` and `nrhs` right-hand sides. With `rhs` (the rows'
+// distribution and orders, as solve_stats_virtual) b and x move as the MPI solve moves them;
+// without, they are taken to sit on the diagonal owners already (no redistribution).
+SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, int nrhs, const RhsMap* rhs,
+                         const Topology& topo, const NetworkModel& net, const ComputeModel& cpu, Recording keep = {});
 
 }  // namespace commsolve::sim

@@ -7,7 +7,15 @@
 #include "trees/collective_machine.hpp"
 
 namespace commsolve::sim {
+
+const std::vector<std::string>& collectives_categories() {
+  static const std::vector<std::string> names = {"compute", "comm"};
+  return names;
+}
+
 namespace {
+
+enum : int { compute = 0, comm };  // collectives_categories()
 
 class CollectivesProcess : public Process {
  public:
@@ -23,19 +31,20 @@ class CollectivesProcess : public Process {
     machine_->arrive(msg.key, nullptr, msg.values);
   }
   bool done() const override { return arrived_ == expected_; }
-  int waiting_category() const override { return xy_comm; }
+  int waiting_category() const override { return comm; }
 
  private:
   struct Backend {
     Simulator* sim = nullptr;
     int rank = 0;
     void send(int dest, std::int64_t c, std::size_t, std::int64_t n, int kind) {
-      sim->copy(rank, 16.0 * static_cast<double>(n), xy_comm);  // the engine copies the values out
-      sim->send(rank, dest, 0, kind, c, n, 8 * (n + 1), xy_comm, Receives::any_source);
+      sim->copy(rank, 16.0 * static_cast<double>(n), comm);  // the engine copies the values out
+      sim->send(rank, {.dest = dest, .step = kind, .key = c, .values = n, .bytes = 8 * (n + 1), .category = comm,
+                       .receives = Receives::any_source});
     }
-    void store(std::size_t, const double*, std::int64_t n) { sim->copy(rank, 16.0 * static_cast<double>(n), fp); }
+    void store(std::size_t, const double*, std::int64_t n) { sim->copy(rank, 16.0 * static_cast<double>(n), compute); }
     void add(std::size_t, const double*, std::int64_t n) {
-      sim->compute(rank, static_cast<double>(n), 24.0 * static_cast<double>(n));
+      sim->compute(rank, static_cast<double>(n), 24.0 * static_cast<double>(n), compute);
     }
   };
   const CollectiveSet& set_;
@@ -56,7 +65,7 @@ SimResult simulate_collectives(const CollectiveSet& set, const TreeShape& shape,
   procs.reserve(plans.size());
   for (TreePlan& p : plans) procs.push_back(std::make_unique<CollectivesProcess>(set, std::move(p)));
   const auto t1 = clock::now();
-  Simulator sim(topo, net, cpu, 2, keep);
+  Simulator sim(topo, net, cpu, 2, collectives_categories(), keep);
   sim.run(procs);
   const auto t2 = clock::now();
   return sim.result(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());

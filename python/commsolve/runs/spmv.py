@@ -8,12 +8,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from . import _core
-from ._collective import mpi
-from .gallery import parse_spec
-from .io import mmread
-from .parcsr import ParCSR
-from .stats import CommStats, format_summary, summarize
+from .. import _core
+from .._collective import mpi
+from ..gallery import parse_spec
+from ..io import mmread
+from ..parcsr import ParCSR
+from ..stats import CommStats, format_summary, summarize
 
 __all__ = ["run_spmv", "format_spmv", "input_vector", "machine_info", "blas_advice", "CHECK_LIMIT"]
 

@@ -7,12 +7,12 @@ import time
 
 import numpy as np
 
-from . import _core, gallery, virtual
-from .io import mmread
-from .model import CostModel
-from .partition import partition
-from .stats import summarize
-from .topology import make_topology
+from .. import _core, gallery, virtual
+from ..io import mmread
+from ..model import CostModel
+from ..partition import partition
+from ..stats import summarize
+from ..topology import make_topology
 
 __all__ = ["analyze", "volume_matrix", "SUMMARY_FIELDS"]
 

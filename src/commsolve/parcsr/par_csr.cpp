@@ -1,4 +1,4 @@
-#include "dist/par_csr.hpp"
+#include "parcsr/par_csr.hpp"
 
 #include <algorithm>
 #include <utility>

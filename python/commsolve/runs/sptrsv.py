@@ -8,13 +8,14 @@ import resource
 
 import numpy as np
 
-from ._collective import mpi, run_agreed
-from .direct.factor3d import FACTOR_STEPS
-from .direct import REDISTRIBUTE_STEPS, SOLVE_STEPS, XY_STEPS, Z_STEPS, factor, parse_grid
-from .gallery import parse_spec
-from .parcsr import ParCSR
-from .spmv_run import machine_info
-from .stats import FIELDS, CommStats, format_summary, summarize
+from .._collective import mpi, run_agreed
+from ..direct import (LU_DEFAULTS, REDISTRIBUTE_STEPS, SOLVE_STEPS, XY_STEPS, Z_STEPS, factor, is_auto,
+                      parse_grid)
+from ..direct.factor3d import FACTOR_STEPS
+from ..gallery import parse_spec
+from ..parcsr import ParCSR
+from .spmv import machine_info
+from ..stats import FIELDS, CommStats, format_summary, summarize
 
 __all__ = ["run_sptrsv", "format_sptrsv", "TIME_KEYS"]
 
@@ -31,7 +32,8 @@ def _sent(stats, steps):
 
 
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, repeat=5, ppn=None,
-               max_supernode=128, relax_subtree=32, algorithm=None, partition="nd", allreduce="packed",
+               max_supernode=LU_DEFAULTS["max_supernode"], relax_subtree=LU_DEFAULTS["relax_subtree"], algorithm=None,
+               partition="nd", allreduce=None,
                equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
@@ -46,8 +48,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     if nrhs < 1 or repeat < 1:
         raise ValueError(f"nrhs and repeat must be at least 1, got {nrhs} and {repeat}")
     MPI = mpi()
-    auto = isinstance(grid, str) and grid.strip().lower() == "auto"
-    if not auto:
+    if not is_auto(grid):
         grid = run_agreed(comm, parse_grid, grid, comm.size)
 
     parse_spec(gen) if gen is not None else None  # a bad spec: a clear error, on every rank

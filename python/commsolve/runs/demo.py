@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from . import gallery, virtual
+from .. import gallery, virtual
 from .flagship import run_flagship
-from .partition import partition
-from .spmv_run import format_spmv, run_spmv
-from .stats import summarize
-from .topology import make_topology
+from ..partition import partition
+from .spmv import format_spmv, run_spmv
+from ..stats import summarize
+from ..topology import make_topology
 
 CASES = (
     ("poisson3d:48", "contiguous"),

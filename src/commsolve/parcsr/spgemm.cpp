@@ -1,4 +1,4 @@
-#include "dist/spgemm.hpp"
+#include "parcsr/spgemm.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -14,8 +14,8 @@
 
 #include "comm/inner_comm.hpp"
 #include "comm/record_executor.hpp"
-#include "dist/par_csr.hpp"
-#include "dist/spgemm.hpp"
+#include "parcsr/par_csr.hpp"
+#include "parcsr/spgemm.hpp"
 #include "multigrid/interpolation.hpp"
 #include "multigrid/strength.hpp"
 #include "multigrid/independent_sets.hpp"
@@ -81,10 +81,7 @@ nb::tuple run_records(RecordExecutor& X, const In<std::int64_t>& ptr, const In<s
   return record_tuple(std::move(r));
 }
 
-}  // namespace
-
-void bind_dist(nb::module_& m) {
-  // ---- distributed matrix ---------------------------------------------------------
+void bind_matrix(nb::module_& m) {
   nb::class_<ParCsr>(m, "ParCsr", "Row-distributed sparse matrix (collective construction).")
       .def("__init__", [](ParCsr* self, In<std::int64_t> indptr, In<std::int64_t> indices, In<double> values,
                           const Distribution& rows, const Distribution& cols, const Topology& topo,
@@ -173,7 +170,9 @@ void bind_dist(nb::module_& m) {
       .def_prop_ro("reverse_runs", [](ParCsr& A) { return A.executor().reverse_runs(); })
       .def("reset_recorded", [](ParCsr& A) { A.executor().reset_recorded(); });
 
-  // ---- products ------------------------------------------------------------------
+}
+
+void bind_products(nb::module_& m) {
   m.def("spgemm", [](const ParCsr& A, const ParCsr& B, std::int64_t comm, const std::string& strategy,
                      const CommPlan* reuse, bool keep_zeros) {
     MPI_Comm c = comm_from_handle(comm);
@@ -234,6 +233,9 @@ void bind_dist(nb::module_& m) {
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "comm"_a,
      "Collective: this rank's rows of the extended+i interpolation (global coarse columns).");
 
+}
+
+void bind_coarsening(nb::module_& m) {
   m.def("classical_strength", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, double theta) {
     const LocalRowsView L = local_rows_view(indptr, indices, data);
     std::vector<std::uint8_t> strong;
@@ -301,7 +303,9 @@ void bind_dist(nb::module_& m) {
      "Collective: smoothed aggregation's roots over the symmetric strength graph G (per point NOT_ROOT, "
      "FIRST_ROOT: the distance-2 independent set, LATER_ROOT: roots among the points it leaves).");
 
-  // ---- variable-length records ----------------------------------------------------
+}
+
+void bind_records(nb::module_& m) {
   nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")
       .def("__init__", [](RecordExecutor* self, const CommPlan& plan, const Topology& topo, std::int64_t comm,
                           int unit_bytes) {
@@ -326,6 +330,15 @@ void bind_dist(nb::module_& m) {
      "Planned statistics of moving records along every rank's plan, shape (ranks, steps, 8).");
   m.def("inner_comm_count", &InnerComm::live_duplicates,
         "Communicator duplicates commsolve objects hold in this process.");
+}
+
+}  // namespace
+
+void bind_parcsr(nb::module_& m) {
+  bind_matrix(m);
+  bind_products(m);
+  bind_coarsening(m);
+  bind_records(m);
 }
 
 }  // namespace commsolve::bindings

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from . import amg
-from ._collective import mpi
-from .gallery import parse_spec
-from .io import mmread
-from .parcsr import ParCSR
-from .spmv_run import CHECK_LIMIT, machine_info
+from .. import amg
+from .._collective import mpi
+from ..gallery import parse_spec
+from ..io import mmread
+from ..parcsr import ParCSR
+from .spmv import CHECK_LIMIT, machine_info
 
 __all__ = ["run_amg", "format_amg"]
 

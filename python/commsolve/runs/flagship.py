@@ -12,10 +12,10 @@ import time
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from ._collective import mpi, run_agreed
-from .direct import REDISTRIBUTE_STEPS, XY_STEPS, Z_STEPS, factor, parse_grid, symbolic
-from .gallery import from_spec
-from .sim.study import format_simulation, simulate_algorithms
+from .._collective import mpi, run_agreed
+from ..direct import REDISTRIBUTE_STEPS, XY_STEPS, Z_STEPS, factor, parse_grid, symbolic
+from ..gallery import from_spec
+from ..sim.study import format_simulation, simulate_algorithms
 from .sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d
 
 __all__ = ["run_flagship", "flagship_layouts"]

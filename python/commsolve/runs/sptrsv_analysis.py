@@ -1,5 +1,4 @@
-"""The distributed triangular solves at virtual scale (``commsolve trees --workload
-sptrsv3d``): every rank's solve plan for each algorithm, built in one process from the
+"""The distributed triangular solves at virtual scale (``commsolve trees sptrsv3d``): every rank's solve plan for each algorithm, built in one process from the
 symbolic structure alone (no MPI, no numeric factorization), and what it moves.
 
 For each algorithm: per-rank messages and bytes sent inside the grids (XY) and between them
@@ -13,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
-from .direct import ALGORITHMS, parse_grid, symbolic
-from .topology import blocked_topology
-from .workloads import forest_partition, sptrsv3d_summary
+from .. import _core
+from ..direct import ALGORITHMS, make_layout, parse_grid, symbolic
+from ..direct.factor3d import XY_FACTOR_STEPS, Z_FACTOR_STEPS
+from ..topology import blocked_topology
+from ..trees import tree_shape
+from ..workloads import sptrsv3d_summary
 
 __all__ = ["analyse_sptrsv3d", "format_sptrsv3d", "plot_sptrsv3d", "MAX_VIRTUAL_RANKS", "MAX_LAYERS"]
 
@@ -24,74 +25,51 @@ MAX_VIRTUAL_RANKS = 1 << 22  # per-rank statistics of 4M ranks: a few GB
 MAX_LAYERS = 1024            # the SC'23 paper goes to 32; every layer scans every supernode
 
 
-def analyse_sptrsv3d(A, grid, algorithms, tree="binary", ppn=16, partition="nd", allreduce="packed", nrhs=1,
-                     structure=None, progress=None, seed=0, flat_threshold=8, **lu_options):
+def analyse_sptrsv3d(A, grid, algorithms, tree=None, ppn=16, partition="nd", allreduce=None, nrhs=1,
+                     structure=None, progress=None, seed=None, flat_threshold=None, **lu_options):
     """``grid``: (px, py, pz) or "PxQxR"; ``algorithms``: names from
     :data:`commsolve.direct.ALGORITHMS`; ``structure``: the symbolic structure if already
     computed (``A`` may then be None), else :func:`commsolve.direct.symbolic` of ``A`` with
     ``lu_options``."""
-    if isinstance(grid, str):
-        try:
-            dims = [int(v) for v in grid.lower().split("x")]
-        except ValueError:
-            raise ValueError(f"grid must look like 16x16x8, got {grid!r}") from None
-    else:
-        dims = [int(v) for v in grid]
-    if any(d < 1 for d in dims):
-        raise ValueError(f"grid dimensions must be positive, got {grid}")
-    if int(np.prod([float(d) for d in dims])) > MAX_VIRTUAL_RANKS:
-        raise ValueError(f"a {'x'.join(map(str, dims))} grid has more ranks than the virtual world handles here "
-                         f"({MAX_VIRTUAL_RANKS:,})")
-    px, py, pz = parse_grid(tuple(dims), int(np.prod(dims)))
+    px, py, pz = parse_grid(grid, None, MAX_VIRTUAL_RANKS, "the virtual world")
     if pz > MAX_LAYERS:
         raise ValueError(f"Pz = {pz}: at most {MAX_LAYERS} layers (every layer scans every supernode)")
     if not algorithms:
         raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
-    for a in algorithms:
-        if a not in ALGORITHMS:
-            raise ValueError(f"unknown solve algorithm {a!r} (known: {', '.join(ALGORITHMS)})")
     P = px * py * pz
     S = symbolic(A, pz, **lu_options) if structure is None else structure
-    forests = forest_partition(S, pz, partition)
+    layout = make_layout(S, (px, py, pz), partition=partition)
+    forests = np.asarray(layout.forests)
     topo = blocked_topology(P, ppn)
     widths = np.diff(S.sn_start)
-    out = {"rows": int(S.sn_start[-1]), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
+    out = {"rows": int(S.n), "grid": [px, py, pz], "nranks": P, "ppn": ppn, "partition": partition,
            "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L),
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}
-    out["factorization"] = factor3d_summary(S, forests, (px, py, pz), topo, tree, seed, flat_threshold)
+    out["factorization"] = factor3d_summary(layout, topo, tree, seed, flat_threshold)
     for a in algorithms:
-        if a == "2d":
-            g = parse_grid(None, P)
-            r = sptrsv3d_summary(S, g, "2d", tree, topo, forests=np.zeros(S.nsuper, np.int32), nrhs=nrhs, seed=seed,
-                                 flat_threshold=flat_threshold)
-        else:
-            r = sptrsv3d_summary(S, (px, py, pz), a, tree, topo, forests=forests, nrhs=nrhs, allreduce=allreduce,
-                                 seed=seed, flat_threshold=flat_threshold)
-        out["algorithms"][a] = r
+        grid_a = (parse_grid(None, P), None) if a == "2d" else (layout.grid, layout.forests)
+        out["algorithms"][a] = sptrsv3d_summary(S, grid_a[0], a, tree, topo, forests=grid_a[1], nrhs=nrhs,
+                                                allreduce=None if a == "2d" else allreduce, seed=seed,
+                                                flat_threshold=flat_threshold)
         if progress is not None:
             progress(a)
     return out
 
 
-def factor3d_summary(structure, forests, grid, topo, tree="binary", seed=0, flat_threshold=8):
-    """The distributed factorization on ``grid`` (planned from the structure: panels broadcast
-    inside the grids by ``tree``, ancestor updates reduced between grids, factored ancestors
-    broadcast back): per rank sent, max and mean messages and bytes inside the grids (XY)
-    and between them (Z), and the factor entries per rank (max and mean)."""
-    from .direct.factor3d import XY_FACTOR_STEPS, Z_FACTOR_STEPS
-
-    px, py, pz = grid
-    f = np.asarray(forests, np.int32)
-    steps = np.asarray(_core.factor_3d_planned(*structure.core_arrays(), f, px, py, pz, topo, tree, seed,
-                                               flat_threshold))
+def factor3d_summary(layout, topo, tree=None, seed=None, flat_threshold=None):
+    """The distributed factorization on ``layout`` (planned from the structure: panels
+    broadcast inside the grids by ``tree``, ancestor updates reduced between grids, factored
+    ancestors broadcast back): per rank sent, max and mean messages and bytes inside the
+    grids (XY) and between them (Z), and the factor entries per rank (max and mean)."""
+    steps = np.asarray(_core.factor_3d_planned(layout, topo, tree_shape(tree, seed, flat_threshold)))
     out = {}
     for name, idx in (("xy", XY_FACTOR_STEPS), ("z", Z_FACTOR_STEPS)):
         sent = steps[:, list(idx), :].sum(axis=1)
         msgs, nbytes = sent[:, 0] + sent[:, 1], sent[:, 2] + sent[:, 3]
         out[name] = {"max_msgs": int(msgs.max()), "mean_msgs": float(msgs.mean()), "max_bytes": int(nbytes.max()),
                      "mean_bytes": float(nbytes.mean())}
-    entries = _core.factor_entries_per_rank(*structure.core_arrays(), f, px, py, pz)
+    entries = _core.factor_entries_per_rank(layout)
     out.update(rank_entries_max=int(entries.max()), rank_entries_mean=float(entries.mean()))
     return out
 

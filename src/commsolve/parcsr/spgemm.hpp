@@ -14,7 +14,7 @@
 
 #include "comm/comm_plan.hpp"
 #include "comm/comm_stats.hpp"
-#include "dist/par_csr.hpp"
+#include "parcsr/par_csr.hpp"
 
 namespace commsolve {
 

@@ -1,0 +1,80 @@
+"""``commsolve amg``: algebraic multigrid as the preconditioner of CG, under MPI."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..amg import METHODS, SMOOTHERS
+from ..amg.classical import COARSENINGS
+from ..amg.hierarchy import INTERPOLATIONS
+from .common import (as_json_text, check_plot_path, fail, guarded, json_option, matrix_options, need_one_source,
+                     np_option, ppn_option, progress, relaunch_or_check, report, row_partition_option,
+                     strategy_option, tolerance)
+
+
+@click.command(name="amg")
+@matrix_options("poisson3d:64", "Matrix Market file (symmetric positive definite).")
+@np_option()
+@ppn_option()
+@row_partition_option
+@click.option("--method", type=click.Choice(METHODS), default=METHODS[0], show_default=True,
+              help="classical (PMIS, extended+i) or sa (smoothed aggregation, MIS-2 aggregates).")
+@strategy_option(default="auto", help="Exchange strategy of every level (auto: chosen per level).")
+@click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
+              "inter-node messages).")
+@click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="hybrid-gs", show_default=True)
+@click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")
+@click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--coarsening", type=click.Choice(list(COARSENINGS)), default=None,
+              help="Classical C/F splitting (default pmis: the same hierarchy on any partition; hmis: "
+              "Ruge-Stueben within each rank first, hypre's default).")
+@click.option("--interpolation", type=click.Choice(list(INTERPOLATIONS)), default=None,
+              help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
+@click.option("--accel", type=click.Choice(["cg", "none"]), default="cg", show_default=True)
+@click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: tolerance(v))
+@click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
+@json_option()
+def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
+            coarsening, interpolation, accel, tol, maxiter, plot, as_json):
+    """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
+    the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
+    need_one_source(gen, matrix)
+    if theta is not None and not (0 < theta < 1 or (method == "sa" and theta == 0)):
+        raise click.BadParameter(f"must lie in (0, 1) ([0, 1) for sa), got {theta}", param_hint="--theta")
+    for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
+        if value is not None and method != "classical":
+            raise click.UsageError(f"{name} is an option of --method classical")
+    check_plot_path(plot, "--plot")
+    relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from ..runs.amg import format_amg, plot_levels, run_amg
+
+    levels_bar = None
+    if progress(not as_json) is not None:
+        from tqdm import tqdm
+
+        levels_bar = tqdm(desc="AMG setup", unit="level", leave=False, file=sys.stderr, disable=None)
+    result = guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
+                     strategy=strategy, profile=profile, smoother=smoother, tol=tol,
+                     accel=None if accel == "none" else accel, maxiter=maxiter,
+                     progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1), theta=theta,
+                     max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation)
+    if levels_bar is not None:
+        levels_bar.close()
+    if result is None:
+        return
+    if plot:
+        plot_levels(result, plot)
+    report(as_json_text(result) if as_json else format_amg(result))
+    if not result["converged"]:
+        fail(f"AMG-{accel} did not converge to {tol:g} in {maxiter} iterations "
+             f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
+    res = result["rel_residual_vs_scipy"]
+    if res is not None and not res <= 10 * tol:  # NaN fails
+        fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
+    if not result["stats_recorded_equal_planned"]:
+        fail("recorded communication statistics differ from the plans'", True)

@@ -1,0 +1,112 @@
+"""``commsolve analyze spmv|amg``: every rank's plans at virtual scale, built in one process
+(no MPI), per strategy."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..parcsr import STRATEGIES
+from .common import (WorkloadGroup, as_json_text, check_plot_path, json_option, matrix_options, need_one_source,
+                     offline, ppn_option, refuse, row_partition_option, split_list, workload_hint)
+
+CONCRETE = ",".join(s for s in STRATEGIES if s != "auto")
+
+
+@click.group(cls=WorkloadGroup, legacy={"spmv": "spmv", "amg": "amg"}, default="spmv")
+def analyze():
+    """Every rank's communication plans at virtual scale, built in one process (no MPI):
+    one matrix's halo exchange (spmv) or every level of its AMG hierarchy (amg)."""
+
+
+def _virtual_options(f):
+    f = click.option("--strategy", default=CONCRETE, show_default=True, help="Comma-separated strategies to compare.")(f)
+    f = ppn_option(required=True, help="Virtual ranks per node.")(f)
+    f = click.option("--procs", type=click.IntRange(1), required=True, help="Virtual ranks.")(f)
+    return matrix_options("random:rows_per_rank=1000,nnz_per_row=100")(f)
+
+
+def _profile_option(f):
+    return click.option("--profile", help="Machine profile (bundled name such as bluewaters, or a TOML file): adds "
+                        "the modelled exchange time and makes auto choose by it.")(f)
+
+
+@analyze.command(name="spmv")
+@_virtual_options
+@click.option("--layout", type=click.Choice(["smp", "round-robin"]), default="smp", show_default=True)
+@row_partition_option
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the strategies' per-rank traffic.")
+@click.option("--heatmap", type=click.Path(dir_okay=False), help="PNG of the volume between nodes (or ranks).")
+@click.option("--heatmap-level", type=click.Choice(["node", "rank"]), default="node", show_default=True)
+@_profile_option
+@json_option("Print the result as JSON.")
+def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, heatmap, heatmap_level, profile,
+                 as_json):
+    """One matrix's halo plan for every virtual rank, per strategy."""
+    need_one_source(gen, matrix)
+    check_plot_path(plot, "--plot")
+    check_plot_path(heatmap, "--heatmap")
+    from tqdm import tqdm
+
+    from ..runs.analysis import analyze as run_analysis
+    from ..runs.analysis import format_analysis
+
+    bars = {}
+
+    def progress(stage, done, total):
+        if stage not in bars:
+            bars[stage] = tqdm(total=total, desc=stage, unit="rank" if stage == "patterns" else "strategy",
+                               leave=False, file=sys.stderr, disable=None)
+        bars[stage].update(done - bars[stage].n)
+
+    try:
+        result = offline(run_analysis, procs, ppn, split_list(strategy), gen=gen, matrix=matrix,
+                         partition_method=partition, layout=layout, heatmap_level=heatmap_level if heatmap else None,
+                         profile=profile, progress=progress, oom="try fewer ranks or a smaller matrix")
+    finally:
+        for b in bars.values():
+            b.close()
+    if plot:
+        from ..runs.plots import plot_strategies
+
+        plot_strategies(result, plot)
+    if heatmap:
+        from ..runs.plots import plot_volumes
+
+        plot_volumes(result, heatmap)
+    result.pop("volumes", None)
+    click.echo(as_json_text(result) if as_json else format_analysis(result))
+
+
+@analyze.command(name="amg")
+@_virtual_options
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
+@_profile_option
+@json_option("Print the result as JSON.")
+@refuse("--heatmap", "--layout", "--partition", "--heatmap-level",
+        message=lambda ctx, name: "the amg analysis distributes every level as a run does (contiguous rows, SMP "
+        f"layout); --heatmap, --layout and --partition are for {workload_hint(ctx, 'analyze', 'spmv', 'spmv')}")
+def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, as_json):
+    """Every level of the matrix's AMG hierarchy, set up once in-process: per level and
+    strategy, the busiest rank's messages of one SpMV and of the Galerkin product."""
+    need_one_source(gen, matrix)
+    check_plot_path(plot, "--plot")
+    from tqdm import tqdm
+
+    from ..amg.analysis import analyze_amg as run_analysis
+    from ..amg.analysis import format_amg_analysis
+
+    bar = tqdm(desc="AMG levels", unit="level", leave=False, file=sys.stderr, disable=None)
+    try:
+        result = offline(run_analysis, procs, ppn, gen=gen, matrix=matrix, profile=profile,
+                         strategies=split_list(strategy),
+                         progress=lambda k, n: (setattr(bar, "total", n), bar.update(k - bar.n)),
+                         oom="try fewer ranks or a smaller matrix")
+    finally:
+        bar.close()
+    if plot:
+        from ..runs.plots import plot_amg_levels
+
+        plot_amg_levels(result, plot)
+    click.echo(as_json_text(result) if as_json else format_amg_analysis(result))

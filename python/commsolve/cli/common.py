@@ -1,0 +1,299 @@
+"""What the commands share: running under MPI (the ``-np`` relaunch, errors reported once or
+the job aborted), JSON output, progress bars, and option decorators whose choices come from
+the library's own lists (so the CLI never spells out a list the library keeps)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import click
+
+from .. import partition, trees
+from ..direct import ALGORITHMS, ALLREDUCE, FOREST_PARTITIONS, LU_DEFAULTS
+from ..launch import mpi_env, mpiexec_command, under_mpiexec
+from ..parcsr import STRATEGIES
+
+__all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
+           "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_2d", "WorkloadGroup",
+           "workload_hint", "refuse", "matrix_options", "np_option", "ppn_option", "json_option", "tree_seed_options",
+           "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
+           "max_supernode_option", "ROW_PARTITIONS", "TREE"]
+
+ROW_PARTITIONS = partition.METHODS  # how rows are split over ranks (contiguous, strided, metis)
+TREE = trees.TreeShape()  # the tree options' defaults, as C++ sets them
+
+
+# ---- running under MPI -------------------------------------------------------------
+
+def relaunch_or_check(nprocs):
+    """Returns normally when this process should do the work (as an MPI rank): without
+    mpiexec around it, relaunches the same command line as ``mpiexec -n N python -m mpi4py
+    -m commsolve ...``; started by mpiexec, checks that the world has N ranks."""
+    if nprocs is None:
+        return
+    if nprocs < 1:
+        raise click.BadParameter(f"must be at least 1, got {nprocs}", param_hint="-np")
+    if under_mpiexec():
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.size != nprocs:
+            fail(f"-np {nprocs} given, but mpiexec started {MPI.COMM_WORLD.size} ranks", collective=True)
+        return
+    # The same arguments, -np included: under mpiexec it is checked against the world size.
+    cmd = mpiexec_command(nprocs, ["-m", "commsolve", *sys.argv[1:]])
+    os.execvpe(cmd[0], cmd, mpi_env(nprocs))
+
+
+def report(text):
+    """A command's result on rank 0, and below it any advice on this machine's BLAS."""
+    from ..runs.spmv import blas_advice
+
+    click.echo(text)
+    advice = blas_advice()
+    if advice:
+        click.echo(f"note: {advice}", err=True)
+
+
+def fail(message, collective):
+    """Report an error and end the job: once (rank 0) and cleanly when every rank has it,
+    otherwise from this rank with MPI_Abort so the others do not wait forever."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.rank
+    if collective or comm.size == 1:
+        if rank == 0:
+            click.echo(f"commsolve: error: {message}", err=True)
+        # Every rank knows: finish MPI cleanly (python -m mpi4py would turn a non-zero
+        # SystemExit into MPI_Abort); rank 0 carries the failing status.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        MPI.Finalize()
+        os._exit(1 if rank == 0 else 0)
+    click.echo(f"commsolve: error on rank {rank}: {message}", err=True)
+    sys.stderr.flush()
+    comm.Abort(1)
+
+
+def guarded(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on an MPI rank, its errors reported by :func:`fail`."""
+    from .._collective import CollectiveError
+
+    try:
+        return fn(*args, **kwargs)
+    except CollectiveError as e:
+        fail(str(e), collective=True)
+    except (ValueError, OSError, RuntimeError) as e:
+        fail(str(e), collective=False)
+    except MemoryError:
+        fail("out of memory (try a smaller problem, or more ranks)", collective=False)
+
+
+def offline(fn, *args, oom="try a smaller problem", **kwargs):
+    """``fn(*args, **kwargs)`` in one process (no MPI): its errors as clean CLI errors."""
+    try:
+        return fn(*args, **kwargs)
+    except (ValueError, OSError) as e:  # ProfileError is a ValueError
+        raise click.ClickException(str(e)) from None
+    except MemoryError:
+        raise click.ClickException(f"out of memory: {oom}") from None
+
+
+# ---- output ------------------------------------------------------------------------
+
+def _finite(obj):
+    """``obj`` with every non-finite float (and numpy scalar) made JSON-safe: NaN and
+    infinities become null, which JSON has, instead of the bare NaN it has not."""
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # numpy arrays and scalars
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def as_json_text(obj):
+    return json.dumps(_finite(obj), indent=2, allow_nan=False)
+
+
+def tolerance(value):
+    if not (0 < value < 1):  # NaN fails too
+        raise click.BadParameter(f"must lie in (0, 1), got {value}", param_hint="--tol")
+    return value
+
+
+def progress(enabled, desc="SpMV"):
+    """A wrapper that shows a progress bar over an iterable on rank 0 (None elsewhere)."""
+    from mpi4py import MPI
+
+    if not enabled or MPI.COMM_WORLD.rank != 0:
+        return None
+    from tqdm import tqdm
+
+    return lambda it: tqdm(it, desc=desc, unit="run", leave=False, file=sys.stderr, disable=None)
+
+
+def check_plot_path(path, option="--plot"):
+    """A plot's folder must exist before the work, not be found missing after it."""
+    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(path))} does not exist",
+                                 param_hint=option)
+
+
+# ---- inputs ------------------------------------------------------------------------
+
+def split_list(text):
+    """A comma-separated list, blanks dropped."""
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def need_one_source(gen, matrix):
+    if (gen is None) == (matrix is None):
+        raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+
+
+def load_matrix(gen, matrix):
+    """The whole matrix of --gen SPEC or --matrix FILE, in this process."""
+    from .. import gallery
+    from ..io import mmread
+
+    return gallery.from_spec(gen) if gen else mmread(matrix)
+
+
+def grid_2d(grid, most):
+    """(Pr, Pc) from --grid "PrxPc": positive, at most ``most`` ranks."""
+    try:
+        pr, pc = (int(v) for v in grid.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
+    if pr < 1 or pc < 1 or pr * pc > most:
+        raise click.BadParameter(f"a {pr}x{pc} grid: dimensions must be positive and the ranks at most {most:,}",
+                                 param_hint="--grid")
+    return pr, pc
+
+
+# ---- command groups by workload, and the spellings they replace ---------------------
+
+class WorkloadGroup(click.Group):
+    """A command whose workloads are subcommands (``commsolve simulate sptrsv``). The former
+    spelling, one command with ``--workload NAME`` (``legacy`` maps each old NAME to its
+    subcommand; ``default`` when it was left out), still works for one release: it is
+    rewritten to the subcommand with a deprecation notice on stderr."""
+
+    def __init__(self, *args, legacy=None, default=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.legacy, self.default = dict(legacy or {}), default
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = self._rewrite(ctx, list(args))
+        return super().parse_args(ctx, args)
+
+    def _rewrite(self, ctx, args):
+        old, rest = None, []
+        it = iter(args)
+        for a in it:
+            if a == "--workload":
+                old = next(it, None)
+            elif a.startswith("--workload="):
+                old = a.split("=", 1)[1]
+            else:
+                rest.append(a)
+        if old is not None and old not in self.legacy:
+            raise click.BadParameter(f"'{old}' is not one of {', '.join(map(repr, self.legacy))}",
+                                     param_hint="'--workload'")
+        sub = self.legacy[old] if old is not None else self.default
+        spelled = f"commsolve {ctx.info_name}" + (f" --workload {old}" if old is not None else "")
+        click.echo(f"commsolve: '{spelled}' is deprecated and will be removed in the next release; "
+                   f"use 'commsolve {ctx.info_name} {sub}'", err=True)
+        ctx.meta["commsolve.legacy"] = True
+        return [sub, *rest]
+
+
+def workload_hint(ctx, group, sub, legacy_name):
+    """How to name another workload in a message: ``--workload NAME`` to a user of the
+    former spelling, ``'commsolve GROUP SUB'`` otherwise."""
+    if ctx.meta.get("commsolve.legacy"):
+        return f"--workload {legacy_name}"
+    return f"'commsolve {group} {sub}'"
+
+
+def refuse(*names, message):
+    """Hidden options ``names`` that another workload takes: given here, a usage error
+    saying where they belong (``message(ctx, name)``) instead of click's 'no such option'."""
+    def callback(ctx, param, value):
+        if value not in (None, False, ()):
+            raise click.UsageError(message(ctx, param.opts[0]))
+        return value
+
+    def decorate(f):
+        for name in names:
+            f = click.option(name, hidden=True, expose_value=False, callback=callback, is_eager=False)(f)
+        return f
+
+    return decorate
+
+
+# ---- options, their choices from the library ---------------------------------------
+
+def matrix_options(example="poisson2d:512", file_help="Matrix Market file."):
+    def decorate(f):
+        f = click.option("--matrix", type=click.Path(dir_okay=False), help=file_help)(f)
+        return click.option("--gen", metavar="SPEC", help=f"Gallery matrix, e.g. {example}.")(f)
+    return decorate
+
+
+def np_option(default=None, help="Number of MPI ranks."):
+    return click.option("-np", "--np", "nprocs", type=int, default=default, show_default=default is not None,
+                        help=help)
+
+
+def ppn_option(required=False, default=None, help="Virtual ranks per node (default: the real node layout)."):
+    return click.option("--ppn", type=click.IntRange(1), required=required, default=default,
+                        show_default=default is not None, help=help)
+
+
+def json_option(help="Print the result as JSON (rank 0)."):
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def tree_seed_options(f):
+    f = click.option("--flat-threshold", type=click.IntRange(1), default=TREE.flat_threshold, show_default=True,
+                     help="auto trees: flat up to this many participants.")(f)
+    return click.option("--seed", type=int, default=TREE.seed, show_default=True, help="Seed of the shifted trees.")(f)
+
+
+def strategy_option(default="standard", with_auto=True, help="Halo-exchange strategy."):
+    choices = [s for s in STRATEGIES if with_auto or s != "auto"]
+    return click.option("--strategy", type=click.Choice(choices), default=default, show_default=True, help=help)
+
+
+def row_partition_option(f):
+    return click.option("--partition", type=click.Choice(ROW_PARTITIONS), default="contiguous", show_default=True,
+                        help="How rows are split over the ranks.")(f)
+
+
+def forest_partition_option(default="nd", help="Forests of the 3D layout: top separator-tree levels, or "
+                            "SuperLU_DIST's greedy balance."):
+    return click.option("--partition", type=click.Choice(FOREST_PARTITIONS), default=default, show_default=True,
+                        help=help)
+
+
+def allreduce_option(f):
+    return click.option("--allreduce", type=click.Choice(ALLREDUCE), default=ALLREDUCE[0], show_default=True,
+                        help="Inter-grid messages: one per pair and step, or one per supernode.")(f)
+
+
+def max_supernode_option(f):
+    return click.option("--max-supernode", type=click.IntRange(1), default=LU_DEFAULTS["max_supernode"],
+                        show_default=True, help="Most columns in one supernode.")(f)
+
+
+ALGORITHM_CHOICE = click.Choice(ALGORITHMS)
+TREE_CHOICE = click.Choice(trees.SHAPES)

@@ -1,0 +1,236 @@
+"""``commsolve simulate sptrsv|spmv|trees``: predicted times at scale, every rank's schedule
+(the one the MPI code runs) replayed by the discrete-event simulator with a machine
+profile's network and compute models."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..direct import AUTO, is_auto
+from ..parcsr import STRATEGIES
+from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, check_plot_path, forest_partition_option,
+                     grid_2d, json_option, load_matrix, matrix_options, max_supernode_option, need_one_source,
+                     offline, refuse, split_list, tree_seed_options, workload_hint, ROW_PARTITIONS)
+from .trees import ALL_SHAPES
+
+
+@click.group(cls=WorkloadGroup, legacy={"sptrsv3d": "sptrsv", "spmv": "spmv", "trees": "trees"}, default="sptrsv")
+def simulate():
+    """Predict at scale: the 2D and 3D triangular solves (sptrsv), the SpMV's halo exchange
+    per strategy (spmv) or selected inversion's restricted collectives per tree shape
+    (trees), every rank's schedule replayed with a machine profile."""
+
+
+def _common(f):
+    """Options every workload of the simulator takes: the matrix, the profile, the ranks per
+    node, the plots, the GOAL export, JSON."""
+    f = json_option("Print the result as JSON.")(f)
+    f = click.option("--goal", type=click.Path(dir_okay=False),
+                     help="Write each simulated schedule in LogGOPSim's GOAL text format (several: NAME-<case>.goal)."
+                     )(f)
+    f = click.option("--timeline", type=click.Path(dir_okay=False),
+                     help="PNG: Gantt chart of every rank (small runs only).")(f)
+    f = click.option("--plot", type=click.Path(dir_okay=False), help="PNG: every rank's predicted time by category.")(f)
+    f = click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")(f)
+    f = click.option("--profile", default="cori-haswell", show_default=True,
+                     help="Machine profile: a bundled name or a TOML file with [compute] and overhead "
+                     "(commsolve calibrate writes them).")(f)
+    return matrix_options("poisson2d9:2048")(f)
+
+
+def _outputs(plot, timeline, goal, nranks):
+    from ..sim.study import MAX_TIMELINE_RANKS
+
+    check_plot_path(plot)
+    check_plot_path(timeline, "--timeline")
+    check_plot_path(goal, "--goal")
+    if timeline and nranks is not None and nranks > MAX_TIMELINE_RANKS:
+        raise click.BadParameter(f"a timeline of {nranks:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}",
+                                 param_hint="--timeline")
+    return {"plot": plot, "timeline": timeline, "goal": goal}
+
+
+def _write_outputs(results, outputs, title):
+    """--plot, --timeline and --goal of a simulation (results: {name: SimResult})."""
+    from ..sim import write_goal
+    from ..sim.study import plot_balance, plot_timeline
+
+    if outputs["plot"]:
+        plot_balance(results, outputs["plot"], title)
+    if outputs["timeline"]:
+        plot_timeline(results, outputs["timeline"], title)
+    if outputs["goal"]:
+        stem, ext = os.path.splitext(outputs["goal"])
+        for name, r in results.items():
+            path = outputs["goal"] if len(results) == 1 else f"{stem}-{name}{ext or '.goal'}"
+            n = offline(write_goal, r, path)
+            click.echo(f"GOAL schedule of {name}: {n:,} operations written to {path}", err=True)
+
+
+@simulate.command(name="sptrsv")
+@_common
+@click.option("--grid", required=True, help=f"Px x Py x Pz grid of the 3D solves, e.g. 16x16x8 (2d runs on the "
+              f"squarest 2D grid of as many ranks); '{AUTO}' ranks every grid of --procs ranks.")
+@click.option("--procs", type=click.IntRange(1), default=None, help=f"Ranks, with --grid {AUTO}.")
+@click.option("--algorithm", default=None, help="Comma-separated solve algorithms [default: 2d,3d-baseline,3d; 2d "
+              "alone on a 2D grid].")
+@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
+@click.option("--tree", default=None, help=f"Broadcast/reduction tree shape [default: {TREE.name}]; with --grid "
+              f"{AUTO}, comma-separated shapes to compare [default: binary,flat].")
+@forest_partition_option()
+@allreduce_option
+@max_supernode_option
+@tree_seed_options
+@refuse("--strategy", message=lambda ctx, name: f"--strategy belongs to {workload_hint(ctx, 'simulate', 'spmv', 'spmv')}")
+def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid, procs, algorithm, nrhs, tree,
+                    partition, allreduce, max_supernode, seed, flat_threshold):
+    """The 2D and 3D triangular solves on a grid: predicted time, the slowest rank's breakdown,
+    critical path. With --grid auto --procs N, every grid of N ranks (Pz a power of two up to
+    32, Px <= Py <= 4 Px) and algorithm, fastest first."""
+    need_one_source(gen, matrix)
+    if is_auto(grid) != (procs is not None):
+        raise click.UsageError(f"--grid {AUTO} needs --procs" if procs is None else f"--procs goes with --grid {AUTO}")
+    if is_auto(grid):
+        if plot or timeline or goal:
+            raise click.UsageError("--plot, --timeline and --goal show one grid: simulate the chosen grid with them")
+        return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
+                              max_supernode, seed, flat_threshold, as_json)
+    if tree is not None and "," in tree:
+        raise click.BadParameter(f"one tree shape (several go with 'commsolve simulate trees' or --grid {AUTO})",
+                                 param_hint="--tree")
+    from tqdm import tqdm
+
+    from ..direct import parse_grid
+    from ..sim.study import format_simulation, simulate_algorithms
+
+    dims = offline(parse_grid, grid, None)
+    algorithms = split_list(algorithm or ("2d,3d-baseline,3d" if dims[2] > 1 else "2d"))
+    outputs = _outputs(plot, timeline, goal, dims[0] * dims[1] * dims[2])
+
+    def run():
+        A = load_matrix(gen, matrix)
+        with tqdm(total=len(algorithms), desc="simulating", leave=False, file=sys.stderr, disable=None) as bar:
+            return simulate_algorithms(A, dims, algorithms, profile, ppn=ppn, tree=tree, partition=partition,
+                                       allreduce=allreduce, nrhs=nrhs, seed=seed, flat_threshold=flat_threshold,
+                                       timeline=bool(timeline), trace=bool(goal), progress=lambda _: bar.update(),
+                                       max_supernode=max_supernode)
+
+    out, results = offline(run, oom="try a smaller grid or matrix")
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "sptrsv3d", **out}
+    _write_outputs(results, outputs, f"{name} on {out['nranks']:,} ranks, profile {out['profile']}")
+    click.echo(as_json_text(out) if as_json else format_simulation(out, name))
+
+
+def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode,
+                   seed, flat_threshold, as_json):
+    from tqdm import tqdm
+
+    from ..direct import symbolic
+    from ..sim import simulation_profile
+    from ..sim.study import check_ranks
+    from ..topology import blocked_topology
+    from ..tune import AUTO_TREES, auto_max_pz, candidate_grids, format_ranking, rank_grids
+
+    def run():
+        shapes = split_list(tree) if tree else list(AUTO_TREES)
+        check_ranks(procs)
+        prof = simulation_profile(profile)
+        A = load_matrix(gen, matrix)
+        S = symbolic(A, auto_max_pz(procs), max_supernode=max_supernode)
+        topo = blocked_topology(procs, ppn or prof.ppn)
+        with tqdm(total=len(candidate_grids(procs)), desc="grids", leave=False, file=sys.stderr, disable=None) as bar:
+            ranking = rank_grids(S, topo, prof, split_list(algorithm or "2d,3d-baseline,3d"), trees=shapes, partition=partition,
+                                 allreduce=allreduce, nrhs=nrhs, seed=seed, flat_threshold=flat_threshold,
+                                 progress=lambda _: bar.update())
+        return S, topo, prof, shapes, ranking
+
+    S, topo, prof, shapes, ranking = offline(run)
+    name = gen or str(matrix)
+    out = {"matrix": name, "nranks": procs, "ppn": topo.max_ppn, "profile": prof.name, "trees": shapes,
+           "best": ranking[0], "ranking": ranking}
+    if as_json:
+        click.echo(as_json_text(out))
+        return
+    click.echo(f"{name}: {int(S.n):,} rows on {procs:,} ranks, {topo.max_ppn} per node, profile {prof.name}; "
+               f"{len(ranking)} configurations simulated")
+    click.echo(format_ranking(ranking))
+    b = ranking[0]
+    click.echo(f"best: --grid {'x'.join(map(str, b['grid']))} --algorithm {b['algorithm']} --tree {b['tree']}")
+
+
+_SOLVE_OPTIONS = ("--algorithm", "--tree", "--allreduce", "--max-supernode", "--seed", "--flat-threshold")
+
+
+@simulate.command(name="spmv")
+@_common
+@click.option("--procs", type=click.IntRange(1), required=True, help="Ranks the rows are split over.")
+@click.option("--strategy", default=",".join(s for s in STRATEGIES if s != "auto"), show_default=True,
+              help="Comma-separated halo strategies.")
+@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Vectors exchanged at once.")
+@click.option("--partition", type=click.Choice(ROW_PARTITIONS), default="contiguous", show_default=True,
+              help="How rows are split over the ranks.")
+@refuse("--grid", message=lambda ctx, name: f"{workload_hint(ctx, 'simulate', 'spmv', 'spmv')} takes --procs N "
+        "(rows split over N ranks), not --grid")
+@refuse(*_SOLVE_OPTIONS, message=lambda ctx, name: f"{name} belongs to "
+        f"{workload_hint(ctx, 'simulate', 'sptrsv', 'sptrsv3d')}")
+def simulate_spmv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, procs, strategy, nrhs, partition):
+    """The SpMV's halo exchange on --procs ranks per --strategy: each rank's plan, step by
+    step, as the MPI executor runs it."""
+    need_one_source(gen, matrix)
+    from ..sim.study import format_halo, simulate_strategies
+
+    outputs = _outputs(plot, timeline, goal, procs)
+    out, results = offline(lambda: simulate_strategies(load_matrix(gen, matrix), procs, split_list(strategy), profile,
+                                                       ppn=ppn, partition=partition, block=nrhs,
+                                                       timeline=bool(timeline), trace=bool(goal)))
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "spmv", **out}
+    _write_outputs(results, outputs, f"{name} halo exchange on {procs:,} ranks, profile {out['profile']}")
+    click.echo(as_json_text(out) if as_json else format_halo(out, name))
+
+
+@simulate.command(name="trees")
+@_common
+@click.option("--grid", required=True, help="Process grid PrxPc.")
+@click.option("--tree", default=ALL_SHAPES, show_default=True, help="Comma-separated tree shapes.")
+@max_supernode_option
+@tree_seed_options
+@refuse("--procs", "--strategy", "--algorithm", "--nrhs", "--partition", "--allreduce",
+        message=lambda ctx, name: f"{name} is not an option of "
+        f"{workload_hint(ctx, 'simulate', 'trees', 'trees')}")
+def simulate_trees(gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid, tree, max_supernode, seed,
+                   flat_threshold):
+    """Selected inversion's restricted collectives per tree shape, all in flight at once (the
+    engine's own logic)."""
+    need_one_source(gen, matrix)
+    from .. import trees as rc
+    from .. import workloads
+    from ..direct import symbolic
+    from ..sim import simulation_profile
+    from ..sim.study import MAX_SIM_RANKS, format_shapes, simulate_shapes
+    from ..topology import blocked_topology
+
+    shapes = split_list(tree)
+    pr, pc = grid_2d(grid, MAX_SIM_RANKS)
+    outputs = _outputs(plot, timeline, goal, pr * pc)
+
+    def run():
+        for s in shapes:
+            rc.check_shape(s)
+        prof = simulation_profile(profile)
+        S = symbolic(load_matrix(gen, matrix), max_supernode=max_supernode)
+        C = workloads.selinv_collectives(S, (pr, pc))
+        topo = blocked_topology(pr * pc, ppn or prof.ppn)
+        return simulate_shapes(C, topo, shapes, prof, seed=seed, flat_threshold=flat_threshold,
+                               timeline=bool(timeline), trace=bool(goal))
+
+    out, results = offline(run)
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "trees", "grid": [pr, pc], **out}
+    _write_outputs(results, outputs, f"{name}: selected inversion's collectives on {pr}x{pc}, profile "
+                                     f"{out['profile']}")
+    click.echo(as_json_text(out) if as_json else format_shapes(out, name))

@@ -1,0 +1,74 @@
+"""``commsolve sptrsv``: supernodal LU on a 2D or 3D process grid and the distributed
+triangular solves, under MPI."""
+
+from __future__ import annotations
+
+import click
+
+from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
+from .common import (ALGORITHM_CHOICE, TREE_CHOICE, allreduce_option, as_json_text, fail, forest_partition_option,
+                     guarded, json_option, matrix_options, max_supernode_option, need_one_source, np_option, ppn_option,
+                     progress,
+                     relaunch_or_check, report, tolerance)
+
+
+@click.command()
+@matrix_options("poisson2d9:1024", "Matrix Market file (read in parallel).")
+@np_option()
+@click.option("--grid", default=None,
+              help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
+              f"squarest 2D grid, P <= Q); '{AUTO}': the grid and algorithm the simulator predicts fastest "
+              "with --profile.")
+@click.option("--profile", default=None,
+              help=f"With --grid {AUTO}: the machine profile to simulate with (commsolve calibrate writes one).")
+@click.option("--algorithm", type=ALGORITHM_CHOICE, default=None,
+              help="Triangular solve: 2d (Pz = 1), 3d-baseline (ICS'19, upper levels one supernode at a time), "
+              "3d-baseline-async (its levels, every one message-driven) or 3d (SC'23) "
+              "[default: 2d if Pz = 1, else 3d].")
+@forest_partition_option()
+@allreduce_option
+@click.option("--tree", type=TREE_CHOICE, default=None,
+              help=f"Broadcast and reduction tree shape inside a grid [default: binary; with --grid {AUTO}, binary "
+              "and flat are compared].")
+@click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
+@click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
+@max_supernode_option
+@click.option("--relax-subtree", type=click.IntRange(0), default=LU_DEFAULTS["relax_subtree"], show_default=True,
+              help="Elimination subtrees of at most this many columns become one supernode.")
+@ppn_option()
+@click.option("--equil/--no-equil", default=True, show_default=True,
+              help="Equilibrate (row and column scaling) where the matrix is badly scaled.")
+@click.option("--row-perm", type=click.Choice(ROW_PERMS), default=ROW_PERMS[0], show_default=True,
+              help="Row permutation for a large diagonal (MC64's job, with its scaling), or none.")
+@click.option("--replace-tiny", is_flag=True, help="Replace tiny pivots by sqrt(eps) ||A|| instead of failing.")
+@click.option("--refine/--no-refine", default=True, show_default=True,
+              help="Iterative refinement after each solve (timed apart).")
+@click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: tolerance(v),
+              help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
+@json_option()
+def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
+           relax_subtree, ppn, equil, row_perm, replace_tiny, refine, tol, as_json):
+    """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
+    and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
+    the solve's communication per rank inside the grids (XY) and between them (Z)."""
+    need_one_source(gen, matrix)
+    if is_auto(grid) != (profile is not None):
+        raise click.UsageError(f"--grid {AUTO} needs --profile (a machine profile to simulate with; 'commsolve "
+                               f"calibrate' writes one), and --profile goes with --grid {AUTO}")
+    relaunch_or_check(nprocs)
+    from mpi4py import MPI
+
+    from ..runs.sptrsv import format_sptrsv, run_sptrsv
+
+    result = guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
+                     repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
+                     algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
+                     replace_tiny=replace_tiny, refine=refine, profile=profile,
+                     progress=progress(not as_json, desc="solve"))
+    if result is None:
+        return
+    report(as_json_text(result) if as_json else format_sptrsv(result))
+    if not result["backward_error"] <= tol:  # NaN fails too
+        fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
+    if not result["stats_recorded_equal_planned"]:
+        fail("recorded communication statistics differ from the plan's", True)

@@ -1,0 +1,233 @@
+"""The distributed solver object that :func:`~commsolve.direct.factor` returns: factors spread
+over a process grid (a C++ ``TriSolve``) and the solves with iterative refinement."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._collective import CollectiveError, agree, agree_on, mpi, run_agreed
+from ..stats import CommStats
+from .options import solve_options
+from .refinement import ITMAX, iterative_refinement
+from .serial import rhs_array
+
+__all__ = ["DistributedLU", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS"]
+
+# The steps of a solve's CommStats: inside a grid (XY), between grids (Z), and the moves of b
+# to the ranks that solve and of x back.
+SOLVE_STEPS = ("L broadcast", "L reduce", "U broadcast", "U reduce", "Z reduce", "Z broadcast", "b to diagonal",
+               "x from diagonal")
+XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3), (4, 5), (6, 7)
+# A solve's parts, as the C++ timers measure them on every rank.
+TIME_PARTS = ("redistribute_b", "l_solve", "z_comm", "u_solve", "redistribute_x", "total")
+
+
+class Residual:
+    """b - A x and |A| |x| for x distributed by rows: A as a ParCSR (its halo exchange), |A|
+    as its local rows over [owned entries | halo]. Collective construction."""
+
+    def __init__(self, A):
+        self.A = A
+        local = A.local_matrix().tocoo()
+        owned = A.owned_cols()
+        halo = np.asarray(A.col_map)
+        where = np.full(A.shape[1], -1, dtype=np.int64)
+        where[owned] = np.arange(owned.size)
+        where[halo] = owned.size + np.arange(halo.size)
+        self.abs_local = sp.csr_matrix((np.abs(local.data), (local.row, where[local.col])),
+                                       shape=(A.local_rows, owned.size + halo.size))
+        self.nz = A.comm.allreduce(int(np.diff(self.abs_local.indptr).max(initial=0)), op=mpi().MAX) + 1
+
+    def residual(self, B):
+        return lambda x, cols: np.column_stack([B[:, c] - self.A.matvec(x[:, k]) for k, c in enumerate(cols)]) \
+            if len(cols) else np.zeros((B.shape[0], 0))
+
+    def abs_product(self, V):
+        return np.column_stack([self.abs_local @ np.concatenate([V[:, k], self.A.exchange(V[:, k])])
+                                for k in range(V.shape[1])]) if V.shape[1] else V.copy()
+
+
+class DistributedLU:
+    """LU factors spread over a process grid (from :func:`~commsolve.direct.factor`); solve
+    many times.
+
+    Built from a few objects: the ``_core.TriSolve`` holding this rank's blocks, the
+    ``layout`` (a SolveLayout: structure, grid, forests), the root's ``analysis`` (shape,
+    structure, static pivoting, orders, nnz(L+U); :class:`~commsolve.direct.distributed.Analysis`),
+    the ``rhs`` map (how b and x are distributed), the ``report`` of the factorization
+    (:class:`~commsolve.direct.distributed.FactorReport`) and the :class:`Residual` that
+    refinement multiplies by.
+
+    Attributes: ``grid`` (px, py, pz), ``algorithm``, ``tree``, ``allreduce``, ``partition``,
+    ``forests`` (each supernode's forest, heap order), ``distribution`` (of b and x),
+    ``pivoting`` (static pivoting: scales, row permutation), ``row_order`` / ``col_order``
+    (the row of b factor row k reads / of x factor column k gives), ``shape``, ``nnz_LU``
+    (entries of L and U, diagonal blocks once), ``local_entries`` (factor entries stored on
+    this rank, inverted diagonal blocks and replicated ancestors included), ``factor_seconds``
+    (``ordering``, ``allocate``, ``numeric``, ``distribute``, ``total``, and ``redistribute``
+    when factored on the grids: see :func:`~commsolve.direct.factor`), ``factor_stats`` and
+    ``planned_factor_stats`` (when factored on the grids: this rank's CommStats of the
+    factorization, steps as ``factor3d.FACTOR_STEPS``, recorded and planned), ``factor_flops``,
+    ``grid_ranking`` (grid="auto": every simulated configuration, fastest first) and, after a
+    solve, ``solve_seconds``: the parts of the slowest rank's triangular solve
+    (``redistribute_b``, ``l_solve``, ``z_comm``, ``u_solve``, ``redistribute_x``,
+    ``redistribute`` = b + x and ``total``, all from C++ timers; total >= the sum of the
+    parts), ``max`` (each part's largest value over the ranks: a rank that takes no part in
+    the inter-grid steps may be the slowest) and ``refine`` (the slowest rank's seconds of
+    iterative refinement, corrections included); ``berr`` (the componentwise backward error
+    per right-hand side) and ``refine_steps``.
+    """
+
+    def __init__(self, comm, core, layout, analysis, rhs, topology, report, residual, *, partition, root=0):
+        self.comm, self._core, self.layout, self.analysis = comm, core, layout, analysis
+        self.topology, self.report, self._residual = topology, report, residual
+        self.partition, self.root = partition, root
+        self.distribution = rhs.distribution
+        mine = self.distribution.owned(comm.rank)
+        self._row_scale, self._col_scale = analysis.pivoting.row_scale[mine], analysis.pivoting.col_scale[mine]
+        self.solve_seconds = self.berr = self.refine_steps = None
+        self._nrhs = self._stats = None
+
+    structure = property(lambda self: self.analysis.structure)
+    shape = property(lambda self: self.analysis.shape)
+    pivoting = property(lambda self: self.analysis.pivoting)
+    row_order = property(lambda self: self.analysis.row_order)
+    col_order = property(lambda self: self.analysis.col_order)
+    nnz_LU = property(lambda self: self.analysis.nnz_LU)
+    grid = property(lambda self: tuple(self.layout.grid))
+    forests = property(lambda self: self.layout.forests)
+    options = property(lambda self: self._core.options)  # the SolveOptions of the next solves
+    algorithm = property(lambda self: self.options.algorithm)
+    tree = property(lambda self: self.options.tree.name)
+    allreduce = property(lambda self: self.options.allreduce)
+    tiny_pivots_replaced = property(lambda self: self.report.replaced)
+    factor_seconds = property(lambda self: self.report.seconds)
+    factor_stats = property(lambda self: self.report.recorded)
+    planned_factor_stats = property(lambda self: self.report.planned)
+    factor_flops = property(lambda self: self.report.flops)
+    grid_ranking = property(lambda self: self.report.ranking)
+
+    @property
+    def local_entries(self):
+        return self._core.local_entries
+
+    @property
+    def local_rows(self):
+        """Rows of b and x on this rank."""
+        return self._core.local_rows
+
+    @property
+    def residual_matrix(self):
+        """A distributed like b and x (a ParCSR): what the residuals of the backward error and
+        of iterative refinement multiply by (one product and one halo exchange of |x| per
+        right-hand side and measurement; its own statistics)."""
+        return self._residual.A
+
+    def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None):
+        """Collective. Another algorithm (the 3D ones share the layout), tree shape or
+        inter-grid packing for the next solves, same factors; what is not given stays as it
+        is. Every rank must ask for the same (checked: a mismatch is an error on every rank,
+        not a hang)."""
+        now = self.options
+        new = run_agreed(self.comm, solve_options, self.grid[2], algorithm or now.algorithm,
+                         tree or now.tree.name, now.tree.seed if seed is None else seed,
+                         now.tree.flat_threshold if flat_threshold is None else flat_threshold,
+                         allreduce or now.allreduce)
+        agree_on(self.comm, "set_options", repr(new))
+        self._core.set_options(new)
+
+    def set_tree(self, tree, seed=None, flat_threshold=None):
+        """Collective. Use another tree shape for the next solves (see :meth:`set_options`)."""
+        self.set_options(tree=tree, seed=seed, flat_threshold=flat_threshold)
+
+    def solve(self, b, replicated=False, refine=True):
+        """Collective. ``x`` with ``A x = b``.
+
+        ``b``: this rank's rows of the right-hand sides, shape ``(local_rows,)`` or
+        ``(local_rows, nrhs)``, in the order of ``distribution.owned(rank)``; x comes back
+        the same way. With ``replicated=True``, ``b`` is the whole ``(n,)`` or ``(n, nrhs)``
+        array, read on the root rank only, and every rank gets the whole x. ``refine``:
+        iterative refinement (the default, SuperLU_DIST's); ``berr`` is measured either way.
+        """
+        if replicated:
+            return self._solve_replicated(b, refine)
+        B, one, error = None, False, None
+        try:
+            B, one = rhs_array(b, self.local_rows, f"b on rank {self.comm.rank} (its rows)")
+        except ValueError as e:
+            error = str(e)
+        every = agree(self.comm, error, where="DistributedLU.solve", value=None if B is None else B.shape[1])
+        if len(set(every)) != 1:
+            raise CollectiveError(f"b has {', '.join(map(str, every))} columns on ranks "
+                                  f"{', '.join(map(str, range(len(every))))}: every rank must give the same number")
+        times = []
+
+        def once(R):
+            bs = np.ascontiguousarray(self._row_scale[:, None] * R)
+            X = np.empty_like(bs)
+            times.append(self._core.solve(bs, X))
+            return X * self._col_scale[:, None]
+
+        X = once(B)
+        self._stats = self._core.recorded_stats_array()  # of the main solve, before any correction
+        t0 = time.perf_counter()
+        X, self.berr, self.refine_steps = iterative_refinement(
+            once, self._residual.residual(B), self._residual.abs_product, B, X, self._residual.nz, self._allmax,
+            max_steps=ITMAX if refine else 0)
+        self._record_times(times[0], time.perf_counter() - t0)
+        self._nrhs = B.shape[1]
+        return X.ravel() if one else X
+
+    def _allmax(self, v):
+        """Collective: the elementwise maximum of ``v`` over the ranks (NaN wins)."""
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        out = np.empty_like(v)
+        self.comm.Allreduce(np.where(np.isnan(v), np.inf, v), out, op=mpi().MAX)
+        nan = np.empty(v.shape, dtype=np.int8)
+        self.comm.Allreduce(np.isnan(v).astype(np.int8), nan, op=mpi().MAX)
+        return np.where(nan > 0, np.nan, out)
+
+    def _solve_replicated(self, b, refine):
+        dist, comm = self.distribution, self.comm
+
+        def check():
+            return rhs_array(b, self.shape[0]) if comm.rank == self.root else (None, None)
+
+        B, one = run_agreed(comm, check)
+        parts = None if B is None else [B[dist.owned(r)] for r in range(comm.size)]
+        x_local = self.solve(comm.scatter(parts, root=self.root), refine=refine)
+        pieces = comm.allgather(x_local)
+        X = np.empty((self.shape[0], pieces[0].shape[1]))
+        for r, piece in enumerate(pieces):
+            X[dist.owned(r)] = piece
+        one = comm.bcast(one, root=self.root)
+        return X.ravel() if one else X
+
+    def _record_times(self, mine, refine_s):
+        every = np.array(self.comm.allgather([mine[k] for k in TIME_PARTS] + [refine_s]))
+        every = np.column_stack([every, every[:, 0] + every[:, 4]])  # redistribute = b + x
+
+        def parts(row):
+            return dict(zip(TIME_PARTS + ("refine", "redistribute"), map(float, row)))
+
+        self.solve_seconds = parts(every[int(np.argmax(every[:, TIME_PARTS.index("total")]))])
+        self.solve_seconds["refine"] = float(every[:, len(TIME_PARTS)].max())
+        self.solve_seconds["max"] = parts(every.max(axis=0))
+
+    def stats(self):
+        """This rank's recorded CommStats of the last solve's triangular solve (the first, not
+        the refinement's corrections; steps: :data:`SOLVE_STEPS`)."""
+        if self._stats is None:
+            raise ValueError("no solve has run yet")
+        return CommStats(self._stats)
+
+    def planned_stats(self, nrhs=None):
+        """This rank's planned CommStats of a solve with ``nrhs`` right-hand sides (default:
+        the last solve's)."""
+        nrhs = self._nrhs if nrhs is None else nrhs
+        if nrhs is None:
+            raise ValueError("give nrhs (no solve has run yet)")
+        return CommStats(self._core.planned_stats_array(int(nrhs)))

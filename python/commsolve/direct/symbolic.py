@@ -1,0 +1,78 @@
+"""The symbolic analysis of a supernodal factor (C++ ``direct/symbolic.hpp``): the ordering
+(METIS nested dissection, or recursive separators keeping the top levels of the separator
+tree, or the natural order), the supernodal structure of L (relaxed supernodes, SuperLU's
+amalgamation) and the forests a 3D process grid splits it into.
+
+The structure is one C++ value type, :class:`SupernodalStructure`, read by every layout,
+plan and simulation of a factor; its options' defaults are C++'s
+(:class:`SymbolicOptions`), shared by :class:`~commsolve.direct.SparseLU`,
+:func:`~commsolve.direct.factor`, the virtual-world analyses and the CLI.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from ..partition import adjacency_graph
+
+__all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "FOREST_PARTITIONS",
+           "supernodal_structure", "symbolic", "levels_for", "forest_partition"]
+
+SupernodalStructure = _core.SupernodalStructure
+SeparatorTree = _core.SeparatorTree
+SymbolicOptions = _core.SymbolicOptions
+ORDERINGS = tuple(_core.ordering_names())
+FOREST_PARTITIONS = tuple(_core.forest_partition_names())
+_DEFAULTS = SymbolicOptions()
+# The supernodal pipeline's defaults (read from C++), as SparseLU's and factor's keywords.
+LU_DEFAULTS = {k: getattr(_DEFAULTS, k) for k in ("max_supernode", "ordering", "levels", "relax", "relax_subtree")}
+
+
+def levels_for(levels, pz):
+    """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz)."""
+    return max(int(levels), int(pz).bit_length() - 1)
+
+
+def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, relax=None, relax_subtree=None):
+    """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
+
+    ``ordering``: ``"nd"`` (METIS nested dissection), ``"tree"`` (recursive METIS vertex
+    separators keeping the top ``levels`` levels as an explicit binary separator tree,
+    supernodes split at its node boundaries) or ``"natural"``. Supernodes hold at most
+    ``max_supernode`` columns; ``relax > 0`` amalgamates a supernode into its parent while
+    the merged supernode stores at most that fraction of explicit zeros; ``relax_subtree >
+    0`` renumbers in elimination-tree postorder and makes every subtree of at most that many
+    columns one supernode (SuperLU's relaxed supernodes). Options left out take
+    :data:`LU_DEFAULTS` (C++'s); ``relax=0, relax_subtree=0`` give the exact structure of
+    symbolic Cholesky."""
+    options = SymbolicOptions(max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
+                              relax_subtree=relax_subtree)
+    G = adjacency_graph(A)
+    return _core.symbolic_analysis(G.indptr, G.indices, options)
+
+
+def symbolic(A, pz=1, **options):
+    """The supernodal structure that :class:`~commsolve.direct.SparseLU` (``options`` as
+    its own) and :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for
+    ``A`` (the matrix as factored, after any row permutation: the pattern of A + A^T is what
+    counts): what the virtual-world analyses of the distributed solves read."""
+    if A.shape[0] == 0:
+        raise ValueError("the matrix has no rows (0 x 0): nothing to factor")
+    unknown = set(options) - set(LU_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
+    o = {**LU_DEFAULTS, **options}
+    return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
+                                o["relax_subtree"])
+
+
+def forest_partition(structure, pz, method="nd", imbalance=0.2):
+    """Each supernode's forest (heap index in [0, 2 pz - 1)) for a 3D grid with ``pz`` layers.
+
+    ``"nd"``: the top log2 pz levels of the structure's separator tree (``ordering="tree"``,
+    built with at least that many ``levels``, as :func:`symbolic` does; a graph too small to
+    split that deep leaves the layers below a leaf empty); ``"greedy"``: SuperLU_DIST's
+    load-balancing split of the supernodal elimination tree (weight size x depth, bins
+    within ``imbalance``)."""
+    return np.asarray(_core.forest_partition(structure, int(pz), method, float(imbalance)))

@@ -1,0 +1,123 @@
+"""Tuning above the solvers: a grid, algorithm and tree shape chosen by simulation.
+
+``grid="auto"`` is not the solver's business: :func:`commsolve.direct.factor` takes explicit
+options, and when asked for ``"auto"`` it calls the tuner registered here (this module sits
+above both :mod:`commsolve.direct` and :mod:`commsolve.sim` and imports them; neither
+imports it). After the root's symbolic analysis, every candidate grid of the ranks
+(:func:`candidate_grids`), every algorithm that runs on it and every tree shape compared is
+simulated with the machine profile (:func:`rank_grids`), and the fastest is factored.
+``commsolve simulate sptrsv --grid auto`` prints the same ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import direct
+from .direct import ALGORITHMS, make_layout, parse_grid, solve_options
+from .sim.models import simulation_profile
+from .sim.solve import SolveSchedule, contiguous_rhs, simulate_solve
+from .sim.study import check_ranks
+from .trees import check_shape
+
+__all__ = ["AUTO_TREES", "MAX_AUTO_PZ", "ASPECT", "candidate_grids", "rank_grids", "format_ranking", "auto_max_pz",
+           "SimulatedTuner"]
+
+MAX_AUTO_PZ = 32  # the most layers grid="auto" tries: the SC'23 paper's range (its best was near 16)
+ASPECT = 4  # candidate 2D grids: Px <= Py <= ASPECT Px (or the squarest)
+AUTO_TREES = ("binary", "flat")  # the tree shapes grid="auto" compares by default
+
+
+def auto_max_pz(nranks, max_pz=MAX_AUTO_PZ):
+    """The most layers grid='auto' tries: the largest power of two up to min(nranks, max_pz)."""
+    return 1 << (min(int(nranks), int(max_pz)).bit_length() - 1)
+
+
+def candidate_grids(nranks, max_pz=MAX_AUTO_PZ):
+    """The grids ``--grid auto`` compares for ``nranks`` ranks: Pz every power of two up to
+    ``max_pz``; for each, the Px x Py with Px <= Py <= 4 Px (the squarest when none is)."""
+    out = []
+    pz = 1
+    while pz <= min(int(nranks), int(max_pz)):
+        if nranks % pz == 0:
+            q = nranks // pz
+            pairs = [(a, q // a) for a in range(1, int(np.sqrt(q)) + 1) if q % a == 0 and q // a <= ASPECT * a]
+            out += [(px, py, pz) for px, py in (pairs or [parse_grid(None, q)[:2]])]
+        pz *= 2
+    return out
+
+
+def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_TREES, partition="nd",
+               allreduce=None, nrhs=1, max_pz=MAX_AUTO_PZ, seed=None, flat_threshold=None, progress=None):
+    """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks, every
+    algorithm that runs on it (the algorithm/Pz rule) and every tree shape of ``trees`` (a
+    name or a sequence), simulated with ``profile`` on ``topology``; the list of ``{grid,
+    algorithm, tree, predicted_s, breakdown}``, fastest first."""
+    trees = [trees] if isinstance(trees, str) else list(trees)
+    for shape in trees:
+        check_shape(shape)
+    check_ranks(topology.size)
+    if not algorithms:
+        raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
+    for a in algorithms:
+        solve_options(1 if a == "2d" else 2, a)  # a known name
+    prof = simulation_profile(profile)
+    P = topology.size
+    rhs = contiguous_rhs(structure, P)
+    runs = []
+    for g in candidate_grids(P, max_pz):
+        layout = make_layout(structure, g, partition=partition)
+        for a in (a for a in algorithms if (a == "2d") == (g[2] == 1)):
+            for tree in trees:
+                options = solve_options(g[2], a, tree, seed, flat_threshold, allreduce)
+                r = simulate_solve(SolveSchedule(layout, options, int(nrhs), rhs), topology, prof)
+                runs.append({"grid": list(g), "algorithm": a, "tree": tree, "predicted_s": r.predicted_s,
+                             "breakdown": r.breakdown()})
+        if progress is not None:
+            progress(g)
+    if not runs:
+        raise ValueError(f"no grid of {P} ranks runs any of {', '.join(algorithms)}")
+    return sorted(runs, key=lambda r: r["predicted_s"])
+
+
+def format_ranking(ranking, top=10):
+    best = ranking[0]["predicted_s"]
+    lines = [f"{'rank':>4}  {'grid':>10}  {'algorithm':<12}{'tree':<15}{'predicted ms':>13}{'vs best':>9}{'fp':>9}"
+             f"{'XY comm':>9}{'Z comm':>9}{'b/x':>8}"]
+    for i, r in enumerate(ranking[:top]):
+        b = r["breakdown"]
+        lines.append(f"{i + 1:>4}  {'x'.join(map(str, r['grid'])):>10}  {r['algorithm']:<12}{r['tree']:<15}"
+                     f"{r['predicted_s'] * 1e3:>13.3f}{r['predicted_s'] / best:>8.2f}x"
+                     f"{b['fp_s'] * 1e3:>9.3f}{b['xy_comm_s'] * 1e3:>9.3f}{b['z_comm_s'] * 1e3:>9.3f}"
+                     f"{b['redistribute_s'] * 1e3:>8.3f}")
+    if len(ranking) > top:
+        lines.append(f"      ... {len(ranking) - top} more")
+    return "\n".join(lines)
+
+
+class SimulatedTuner:
+    """What :func:`commsolve.direct.factor` calls for ``grid="auto"`` (registered on import):
+    the simulator's ranking of every grid, algorithm and tree shape."""
+
+    @staticmethod
+    def check(profile, algorithm, trees):
+        if profile is None:
+            raise ValueError("grid='auto' needs a machine profile (profile=...; 'commsolve calibrate' writes "
+                             "one for this machine)")
+        simulation_profile(profile)
+        for shape in trees:
+            check_shape(shape)
+
+    @staticmethod
+    def max_pz(nranks):
+        return auto_max_pz(nranks)
+
+    @staticmethod
+    def rank(structure, topology, profile, request):
+        return rank_grids(structure, topology, profile, [request.algorithm] if request.algorithm else ALGORITHMS,
+                          trees=request.trees or AUTO_TREES, partition=request.partition,
+                          allreduce=request.allreduce, seed=request.seed, flat_threshold=request.flat_threshold,
+                          max_pz=request.max_pz)
+
+
+direct.register_tuner(SimulatedTuner())

@@ -1,0 +1,143 @@
+// The numeric factorizations: serial supernodal LU, a rank's block store, and the 3D
+// factorization on a SolveLayout (its entry move, its plan, its memory per rank).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/common.hpp"
+#include "direct/block_layout.hpp"
+#include "direct/block_store.hpp"
+#include "direct/entry_move.hpp"
+#include "direct/factor3d.hpp"
+#include "direct/factor_grid.hpp"
+#include "direct/supernodal_lu.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve::bindings {
+
+using namespace nb::literals;
+
+namespace {
+
+using Orientation = nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu>;
+
+void bind_serial(nb::module_& m) {
+  nb::class_<SupernodalLU>(m, "SupernodalLU", "Supernodal LU without pivoting (multifrontal, serial).")
+      .def("__init__", [](SupernodalLU* self, const SupernodalStructure& sym, In<std::int32_t> indptr,
+                          In<std::int32_t> indices, In<double> data, In<std::int32_t> t_indptr,
+                          In<std::int32_t> t_indices, In<double> t_data, double zero_pivot, bool replace_tiny) {
+        if (sym.n != static_cast<std::int64_t>(indptr.shape(0)) - 1)
+          throw nb::value_error("supernodal LU: structure and matrix disagree");
+        nb::gil_scoped_release nogil;
+        new (self) SupernodalLU(sym,
+                                LUEntries{indptr.data(), indices.data(), data.data(), t_indptr.data(),
+                                          t_indices.data(), t_data.data()},
+                                LUOptions{zero_pivot, replace_tiny});
+      }, "structure"_a, "indptr"_a, "indices"_a, "data"_a, "t_indptr"_a, "t_indices"_a, "t_data"_a, "zero_pivot"_a,
+           "replace_tiny"_a)
+      .def("solve", [](const SupernodalLU& lu, Orientation b) {
+        if (static_cast<std::int64_t>(b.shape(0)) != lu.structure().n) throw nb::value_error("b has the wrong length");
+        nb::gil_scoped_release nogil;
+        lu.solve(b.data(), static_cast<int>(b.shape(1)));
+      }, "b"_a.noconvert())
+      .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
+      .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
+      .def_prop_ro("flops", &SupernodalLU::flops)
+      .def_prop_ro("allocate_seconds", &SupernodalLU::allocate_seconds)
+      .def_prop_ro("numeric_seconds", &SupernodalLU::numeric_seconds);
+
+  nb::class_<BlockStore>(m, "BlockStore", "One rank's blocks of the LU factors, as the distributed solve reads them.")
+      .def_prop_ro("size", [](const BlockStore& st) { return static_cast<std::int64_t>(st.values.size()); })
+      .def("values", [](const BlockStore& st) {
+        return to_numpy(std::vector<double>(st.values.data(), st.values.data() + st.values.size()));
+      }, "A copy of the values (layout: direct/block_layout.hpp, LocalLayout2D).")
+      .def("reference", [](const BlockStore& st, const SupernodalLU& lu) {
+        std::vector<double> out(st.values.size());
+        pack_blocks(lu, supernode_blocks(lu.structure()), st.layout, out.data());
+        return to_numpy(std::move(out));
+      }, "lu"_a, "The serial factors `lu` (a whole factorization) laid out as this store: what it should hold.")
+      .def("pieces", [](const BlockStore& st, const SupernodalStructure& sym) {
+        const SupernodeBlocks blocks = supernode_blocks(sym);
+        const StoreIndex index(sym, blocks, st);
+        std::vector<std::int64_t> k_of, part_of, off, len;
+        for (std::int64_t k = 0; k < sym.nsuper(); ++k)
+          for (FactorPart part : {part_diag, part_l, part_u})
+            for_each_piece(sym, blocks, st, index, k, part, true, [&](std::int64_t o, std::int64_t n) {
+              k_of.push_back(k), part_of.push_back(part), off.push_back(o), len.push_back(n);
+            });
+        return nb::make_tuple(to_numpy(std::move(k_of)), to_numpy(std::move(part_of)), to_numpy(std::move(off)),
+                              to_numpy(std::move(len)));
+      }, "structure"_a,
+           "(supernode, part (0 diagonal, 1 L panel, 2 U block), offset, length) of every piece of the store.");
+}
+
+nb::dict factor_info(const Factor3DResult& r) {
+  nb::dict out;
+  out["ok"] = r.ok;
+  out["error"] = r.error;
+  out["recorded"] = stats_array(r.recorded);
+  out["planned_entries"] = stats_array(CommStats{{r.planned_entries}});
+  out["replaced"] = r.replaced;
+  out["flops"] = r.flops;
+  out["move_seconds"] = r.move_seconds;
+  out["arrange_seconds"] = r.arrange_seconds;
+  out["allocate_seconds"] = r.allocate_seconds;
+  out["numeric_seconds"] = r.numeric_seconds;
+  return out;
+}
+
+void bind_distributed(nb::module_& m) {
+  m.def("factor_3d", [](std::int64_t comm, const Topology& topo, const SolveLayout& layout, In<std::int32_t> rows,
+                        In<std::int32_t> cols, In<double> values, double anorm, double zero_pivot, bool replace_tiny,
+                        const TreeShape& tree, std::int64_t send_window) {
+    if (send_window < 0) throw nb::value_error("send_window must be at least 0");
+    const std::size_t nnz = rows.shape(0);
+    if (cols.shape(0) != nnz || values.shape(0) != nnz)
+      throw nb::value_error("3D factorization: entry rows, columns and values differ in length");
+    MPI_Comm c = comm_from_handle(comm);
+    Factor3DResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = factor_3d(c, topo, layout,
+                    EntryTriples{static_cast<std::int64_t>(nnz), rows.data(), cols.data(), values.data()}, anorm,
+                    LUOptions{zero_pivot, replace_tiny}, tree, send_window);
+    }
+    nb::dict info = factor_info(r);
+    return nb::make_tuple(std::move(r.store), info);
+  }, "comm"_a, "topology"_a, "layout"_a, "rows"_a, "cols"_a, "values"_a, "anorm"_a, "zero_pivot"_a,
+        "replace_tiny"_a, "tree"_a, "send_window"_a = 0,
+        "Collective: the 3D factorization (direct/factor3d.hpp) of this rank's entries (any of the permuted, scaled "
+        "matrix: they are moved by a plan to the ranks that factor them first). Returns (store, info): this rank's "
+        "BlockStore; info: ok, error, recorded stats (steps, 8), the entry move's planned stats (1, 8), replaced, "
+        "flops, and move, arrange, allocate and numeric seconds.");
+  m.def("factor_3d_planned", [](const SolveLayout& layout, const Topology& topo, const TreeShape& tree) {
+    std::vector<CommStats> all;
+    {
+      nb::gil_scoped_release nogil;
+      all = factor_3d_planned(layout, topo, tree);
+    }
+    return stats_array(all, false);
+  }, "layout"_a, "topology"_a, "tree"_a,
+        "Every rank's planned messages of the factorization, shape (ranks, 5, 8) (FactorStep; the entries' step, "
+        "which depends on where A's rows are, is left empty).");
+  m.def("factor_entries_per_rank", [](const SolveLayout& layout) {
+    return to_numpy(factor_entries_per_rank(layout));
+  }, "layout"_a, "Every rank's factor entries (its block store's size).");
+  m.def("entry_destinations", [](const SolveLayout& layout, In<std::int32_t> rows, In<std::int32_t> cols) {
+    require_len(cols, rows.shape(0), "cols");
+    const std::vector<double> none(rows.shape(0), 0.0);
+    return to_numpy(entry_destinations(
+        layout, EntryTriples{static_cast<std::int64_t>(rows.shape(0)), rows.data(), cols.data(), none.data()}));
+  }, "layout"_a, "rows"_a, "cols"_a, "The rank that factors each entry (rows[e], cols[e]) of the permuted matrix.");
+}
+
+}  // namespace
+
+void bind_factor(nb::module_& m) {
+  bind_serial(m);
+  bind_distributed(m);
+}
+
+}  // namespace commsolve::bindings

@@ -1,0 +1,208 @@
+// The symbolic side of the direct solvers: orderings, the supernodal structure as one bound
+// value type (what every layout, plan and simulation of a factor reads), its options with
+// their defaults, and the large-diagonal matching of static pivoting.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+#include "bindings/common.hpp"
+#include "direct/matching.hpp"
+#include "direct/symbolic.hpp"
+
+namespace commsolve::bindings {
+
+using namespace nb::literals;
+
+namespace {
+
+void bind_separator_tree(nb::module_& m) {
+  nb::class_<SeparatorTree>(m, "SeparatorTree",
+                            "The nested-dissection tree an ordering kept, in postorder (root last): node k owns "
+                            "permuted columns [col_start[k], col_end[k]) and supernodes [sn_first[k], sn_last[k]); "
+                            "internal nodes separate their two children, leaves are subdomains.")
+      .def_prop_ro("parent", [](const SeparatorTree& t) { return view(t.parent); })
+      .def_prop_ro("left", [](const SeparatorTree& t) { return view(t.left); })
+      .def_prop_ro("right", [](const SeparatorTree& t) { return view(t.right); })
+      .def_prop_ro("level", [](const SeparatorTree& t) { return view(t.level); })
+      .def_prop_ro("col_start", [](const SeparatorTree& t) { return view(t.col_start); })
+      .def_prop_ro("col_end", [](const SeparatorTree& t) { return view(t.col_end); })
+      .def_prop_ro("sn_first", [](const SeparatorTree& t) { return view(t.sn_first); })
+      .def_prop_ro("sn_last", [](const SeparatorTree& t) { return view(t.sn_last); })
+      .def_prop_ro("num_nodes", &SeparatorTree::num_nodes)
+      .def_prop_ro("root", [](const SeparatorTree& t) { return t.num_nodes() - 1; })
+      .def("subtree_columns", &SeparatorTree::subtree_columns, "k"_a,
+           "[first, end) of the permuted columns of node k's whole subtree.");
+}
+
+// The arrays that make a structure, as (perm, parent, sn_start, rows_ptr, rows, post, tree's
+// eight arrays): what pickling carries (the structure is broadcast from the analysing rank).
+nb::tuple structure_state(const SupernodalStructure& s) {
+  const SeparatorTree& t = s.tree;
+  return nb::make_tuple(s.n, s.perm, s.parent, s.sn_start, s.rows_ptr, s.rows, s.post,
+                        nb::make_tuple(t.parent, t.left, t.right, t.level, t.col_start, t.col_end, t.sn_first,
+                                       t.sn_last));
+}
+
+SupernodalStructure structure_from_state(const nb::tuple& st) {
+  SupernodalStructure s;
+  s.n = nb::cast<std::int64_t>(st[0]);
+  s.perm = nb::cast<std::vector<std::int32_t>>(st[1]);
+  s.parent = nb::cast<std::vector<int>>(st[2]);
+  s.sn_start = nb::cast<std::vector<std::int64_t>>(st[3]);
+  s.rows_ptr = nb::cast<std::vector<std::int64_t>>(st[4]);
+  s.rows = nb::cast<std::vector<std::int32_t>>(st[5]);
+  s.post = nb::cast<std::vector<std::int32_t>>(st[6]);
+  const nb::tuple t = nb::cast<nb::tuple>(st[7]);
+  SeparatorTree& tree = s.tree;
+  tree.parent = nb::cast<std::vector<int>>(t[0]);
+  tree.left = nb::cast<std::vector<int>>(t[1]);
+  tree.right = nb::cast<std::vector<int>>(t[2]);
+  tree.level = nb::cast<std::vector<int>>(t[3]);
+  tree.col_start = nb::cast<std::vector<std::int64_t>>(t[4]);
+  tree.col_end = nb::cast<std::vector<std::int64_t>>(t[5]);
+  tree.sn_first = nb::cast<std::vector<std::int64_t>>(t[6]);
+  tree.sn_last = nb::cast<std::vector<std::int64_t>>(t[7]);
+  s.validate();
+  return s;
+}
+
+void bind_structure(nb::module_& m) {
+  nb::class_<SupernodalStructure>(
+      m, "SupernodalStructure",
+      "The supernodal structure of a factor (symbolic_analysis): the ordering perm (perm[k] is the original index "
+      "of the k-th eliminated unknown), the elimination tree, supernode s's columns [sn_start[s], sn_start[s+1]) "
+      "and the rows of L below its diagonal block rows[rows_ptr[s]:rows_ptr[s+1]], and the separator tree kept by "
+      "ordering 'tree' (None otherwise). Read-only; its arrays are views.")
+      .def("__init__", [](SupernodalStructure* self, In<std::int32_t> perm, In<std::int32_t> parent,
+                          In<std::int64_t> sn_start, In<std::int64_t> rows_ptr, In<std::int32_t> rows,
+                          std::optional<std::int64_t> nnz_L) {
+        SupernodalStructure s;
+        s.perm = to_vector(perm);
+        s.parent.assign(parent.data(), parent.data() + parent.shape(0));
+        s.sn_start = to_vector(sn_start);
+        s.rows_ptr = to_vector(rows_ptr);
+        s.rows = to_vector(rows);
+        s.n = s.sn_start.empty() ? 0 : s.sn_start.back();
+        s.post.resize(static_cast<std::size_t>(std::max<std::int64_t>(s.n, 0)));
+        for (std::size_t k = 0; k < s.post.size(); ++k) s.post[k] = static_cast<std::int32_t>(k);
+        s.validate();
+        if (nnz_L && *nnz_L != s.nnz_L())
+          throw nb::value_error(("supernodal structure: nnz_L " + std::to_string(*nnz_L) + " given, the arrays hold " +
+                                 std::to_string(s.nnz_L()))
+                                    .c_str());
+        new (self) SupernodalStructure(std::move(s));
+      }, "perm"_a, "parent"_a, "sn_start"_a, "rows_ptr"_a, "rows"_a, "nnz_L"_a = nb::none(),
+           "A structure given by its arrays (checked to agree), e.g. one written by hand for a test.")
+      .def_ro("n", &SupernodalStructure::n)
+      .def_prop_ro("perm", [](const SupernodalStructure& s) { return view(s.perm); })
+      .def_prop_ro("parent", [](const SupernodalStructure& s) { return view(s.parent); })
+      .def_prop_ro("sn_start", [](const SupernodalStructure& s) { return view(s.sn_start); })
+      .def_prop_ro("rows_ptr", [](const SupernodalStructure& s) { return view(s.rows_ptr); })
+      .def_prop_ro("rows", [](const SupernodalStructure& s) { return view(s.rows); })
+      .def_prop_ro("post", [](const SupernodalStructure& s) { return view(s.post); })
+      .def_prop_ro("nnz_L", &SupernodalStructure::nnz_L, "Nonzeros of L, diagonal blocks as dense triangles.")
+      .def_prop_ro("nsuper", &SupernodalStructure::nsuper)
+      .def_prop_ro("tree", [](const SupernodalStructure& s) -> const SeparatorTree* {
+        return s.tree.num_nodes() > 0 ? &s.tree : nullptr;
+      }, nb::rv_policy::reference_internal)
+      .def_prop_ro("sn_of", [](const SupernodalStructure& s) {
+        std::vector<std::int64_t> out(static_cast<std::size_t>(s.n));
+        for (std::int64_t k = 0; k < s.nsuper(); ++k)
+          for (std::int64_t c = s.sn_start[k]; c < s.sn_start[k + 1]; ++c) out[c] = k;
+        return to_numpy(std::move(out));
+      }, "The supernode of every column (a new array).")
+      .def("block_rows", [](const SupernodalStructure& s, std::int64_t k) {
+        if (k < 0 || k >= s.nsuper()) throw nb::index_error("supernode out of range");
+        std::vector<std::int64_t> sn, count;
+        std::int64_t at = 0;  // rows are ascending, so each block's rows are consecutive
+        for (std::int64_t p = s.rows_ptr[k]; p < s.rows_ptr[k + 1]; ++p) {
+          const std::int32_t r = s.rows[p];
+          while (s.sn_start[at + 1] <= r) ++at;
+          if (sn.empty() || sn.back() != at) {
+            sn.push_back(at);
+            count.push_back(0);
+          }
+          ++count.back();
+        }
+        return nb::make_tuple(to_numpy(std::move(sn)), to_numpy(std::move(count)));
+      }, "k"_a, "(supernodes I, rows in each) of the off-diagonal blocks L(I, k), ascending I.")
+      .def("__getstate__", &structure_state)
+      .def("__setstate__", [](SupernodalStructure& s, const nb::tuple& state) {
+        new (&s) SupernodalStructure(structure_from_state(state));
+      });
+  m.def("supernodal_etree", [](const SupernodalStructure& s) { return to_numpy(supernodal_etree(s)); },
+        "structure"_a, "Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).");
+}
+
+void bind_analysis(nb::module_& m) {
+  nb::class_<SymbolicOptions>(m, "SymbolicOptions",
+                              "How symbolic_analysis orders and groups; unset arguments take the C++ defaults, the "
+                              "defaults of every entry point.")
+      .def("__init__", [](SymbolicOptions* self, std::optional<int> max_supernode, std::optional<std::string> ordering,
+                          std::optional<int> levels, std::optional<double> relax, std::optional<int> relax_subtree) {
+        SymbolicOptions o;
+        if (max_supernode) o.max_supernode = *max_supernode;
+        if (ordering) o.ordering = *ordering;
+        if (levels) o.levels = *levels;
+        if (relax) o.relax = *relax;
+        if (relax_subtree) o.relax_subtree = *relax_subtree;
+        o.check();
+        new (self) SymbolicOptions(std::move(o));
+      }, "max_supernode"_a = nb::none(), "ordering"_a = nb::none(), "levels"_a = nb::none(), "relax"_a = nb::none(),
+           "relax_subtree"_a = nb::none())
+      .def_ro("max_supernode", &SymbolicOptions::max_supernode)
+      .def_ro("ordering", &SymbolicOptions::ordering)
+      .def_ro("levels", &SymbolicOptions::levels)
+      .def_ro("relax", &SymbolicOptions::relax)
+      .def_ro("relax_subtree", &SymbolicOptions::relax_subtree);
+  m.def("ordering_names", &ordering_names);
+  m.def("symbolic_analysis", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, const SymbolicOptions& opts) {
+    const auto g = rows_view(xadj, adjncy);
+    SupernodalStructure s;
+    {
+      nb::gil_scoped_release nogil;
+      s = symbolic_analysis(g.nrows, g.indptr, g.indices, opts);
+    }
+    return s;
+  }, "xadj"_a, "adjncy"_a, "options"_a,
+        "The supernodal structure of the matrix whose symmetric pattern (no diagonal) is the graph xadj/adjncy.");
+  m.def("metis_nested_dissection", [](In<std::int32_t> xadj, In<std::int32_t> adjncy) {
+    std::vector<std::int32_t> perm;
+    {
+      nb::gil_scoped_release nogil;
+      perm = metis_nested_dissection(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data());
+    }
+    return to_numpy(std::move(perm));
+  }, "xadj"_a, "adjncy"_a);
+  m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
+    const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(data, indices.shape(0), "data");
+    if (n < 1 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+      throw nb::value_error("large-diagonal matching: indptr and indices disagree");
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(indices.shape(0)); ++k)
+      if (indices.data()[k] < 0 || indices.data()[k] >= n) throw nb::value_error("column index out of range");
+    LargeDiagonal d;
+    {
+      nb::gil_scoped_release nogil;
+      d = large_diagonal_matching(n, indptr.data(), indices.data(), data.data());
+    }
+    return nb::make_tuple(to_numpy(std::move(d.row_of_col)), to_numpy(std::move(d.row_scale)),
+                          to_numpy(std::move(d.col_scale)), d.log_product);
+  }, "indptr"_a, "indices"_a, "data"_a,
+        "MC64-style (job 5) matching of a square CSR matrix: (row_of_col, row_scale, col_scale, log_product).");
+}
+
+}  // namespace
+
+void bind_symbolic(nb::module_& m) {
+  bind_separator_tree(m);
+  bind_structure(m);
+  bind_analysis(m);
+}
+
+}  // namespace commsolve::bindings

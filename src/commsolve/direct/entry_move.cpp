@@ -1,0 +1,118 @@
+#include "direct/entry_move.hpp"
+
+#include <bit>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "comm/comm_plan.hpp"
+#include "comm/halo_pattern.hpp"
+#include "comm/mpi_executor.hpp"
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+// An entry's row and column, both below 2^31, as the bits of one double (never read as a number).
+double pack_index(std::int32_t i, std::int32_t j) {
+  return std::bit_cast<double>((static_cast<std::uint64_t>(static_cast<std::uint32_t>(i)) << 32) |
+                               static_cast<std::uint32_t>(j));
+}
+
+void unpack_index(double packed, std::int32_t& i, std::int32_t& j) {
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(packed);
+  i = static_cast<std::int32_t>(bits >> 32);
+  j = static_cast<std::int32_t>(bits & 0xffffffffu);
+}
+
+}  // namespace
+
+std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriples& entries) {
+  const SupernodalStructure& sym = layout.sym();
+  const ProcessGrid3D& grid = layout.grid();
+  const ForestPartition& forests = layout.forests();
+  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
+  for (std::int64_t k = 0; k < sym.nsuper(); ++k)
+    for (std::int64_t c = sym.sn_start[k]; c < sym.sn_start[k + 1]; ++c) sn_of[c] = static_cast<std::int32_t>(k);
+  std::vector<int> dest(static_cast<std::size_t>(entries.nnz));
+  for (std::int64_t e = 0; e < entries.nnz; ++e) {
+    const std::int32_t i = entries.rows[e], j = entries.cols[e];
+    require(i >= 0 && i < sym.n && j >= 0 && j < sym.n, "entry (" + std::to_string(i) + ", " + std::to_string(j) +
+                                                            ") outside the " + std::to_string(sym.n) + " unknowns");
+    const std::int32_t I = sn_of[i], J = sn_of[j];
+    const int z = forests.lowest_grid(forests.forest[std::min(I, J)]);
+    dest[e] = grid.layer(z).owner(I, J);
+  }
+  return dest;
+}
+
+MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout& layout, const EntryTriples& mine) {
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  require(size == layout.grid().size() && topo.size() == size,
+          "moving entries: the grid, the topology and the communicator differ in size");
+  const std::vector<int> dest = entry_destinations(layout, mine);
+  std::vector<std::int64_t> send(static_cast<std::size_t>(size), 0), recv(static_cast<std::size_t>(size), 0);
+  for (int d : dest) ++send[d];
+  check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, comm), "MPI_Alltoall");
+  const std::int64_t limit = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t most = std::max(mine.nnz, std::accumulate(recv.begin(), recv.end(), std::int64_t{0}));
+  int too_many = most > limit ? 1 : 0, any = 0;
+  check_mpi(MPI_Allreduce(&too_many, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  require(any == 0, "the 3D factorization: more than " + std::to_string(limit) +
+                        " entries to move on one rank (use more ranks)");
+
+  // The pattern: owned entries are this rank's, in their order; the halo receives each
+  // source's entries in a block, sources ascending.
+  HaloPattern p;
+  p.rank = rank;
+  p.nranks = size;
+  p.n_owned = mine.nnz;
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) continue;
+    if (send[q] > 0) {
+      p.send_peers.push_back(q);
+      p.send_ptr.push_back(p.send_ptr.back() + send[q]);
+    }
+    if (recv[q] > 0) {
+      p.recv_peers.push_back(q);
+      p.recv_ptr.push_back(p.recv_ptr.back() + recv[q]);
+    }
+  }
+  p.halo_globals.resize(static_cast<std::size_t>(p.recv_ptr.back()));
+  std::iota(p.halo_globals.begin(), p.halo_globals.end(), 0);
+  std::vector<std::int64_t> next(p.send_ptr.begin(), p.send_ptr.end() - 1), slot(static_cast<std::size_t>(size), -1);
+  for (std::size_t i = 0; i < p.send_peers.size(); ++i) slot[p.send_peers[i]] = static_cast<std::int64_t>(i);
+  p.send_idx.resize(static_cast<std::size_t>(p.send_ptr.back()));
+  std::vector<double> owned(static_cast<std::size_t>(2 * mine.nnz));
+  MovedEntries out;
+  for (std::int64_t e = 0; e < mine.nnz; ++e) {
+    owned[2 * e] = pack_index(mine.rows[e], mine.cols[e]);
+    owned[2 * e + 1] = mine.values[e];
+    if (dest[e] == rank) {  // stays here
+      out.rows.push_back(mine.rows[e]);
+      out.cols.push_back(mine.cols[e]);
+      out.values.push_back(mine.values[e]);
+    } else {
+      p.send_idx[next[slot[dest[e]]]++] = static_cast<std::int32_t>(e);
+    }
+  }
+
+  HaloExecutor exec(standard_plan(p), topo, comm, 2);
+  exec.begin(owned.data());
+  const double* got = exec.end();
+  for (std::int64_t h = 0; h < p.n_halo(); ++h) {
+    std::int32_t i = 0, j = 0;
+    unpack_index(got[2 * h], i, j);
+    out.rows.push_back(i);
+    out.cols.push_back(j);
+    out.values.push_back(got[2 * h + 1]);
+  }
+  out.recorded = exec.recorded_forward().steps[0];
+  out.planned = plan_stats(exec.plan(), topo, 16).steps[0];
+  return out;
+}
+
+}  // namespace commsolve

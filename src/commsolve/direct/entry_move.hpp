@@ -1,0 +1,43 @@
+// A's entries on their way to the ranks that factor them: the first step of the 3D
+// factorization (direct/factor3d.hpp). Entry (i, j) of the permuted, scaled matrix goes to
+// the rank holding its block (I, J), I and J the supernodes of row i and column j: on the
+// lowest grid sharing the forest of supernode min(I, J), layer rank (I mod Px, J mod Py).
+//
+// The move is a plan like every other (DESIGN.md rule 1): who sends how many entries to whom
+// is a halo pattern whose send side each rank knows and whose receive side one exchange of
+// counts completes (as a halo pattern's send side is completed), made a standard CommPlan and
+// run by the halo executor, each entry two values (its row and column packed into one, its
+// value). So it is counted as it goes through MPI, and its plan knows its statistics.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "direct/factor_grid.hpp"
+#include "direct/solve_layout.hpp"
+#include "topology/topology.hpp"
+
+namespace commsolve {
+
+// The rank that factors each entry (rows[e], cols[e]) of the permuted matrix. Local.
+std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriples& entries);
+
+struct MovedEntries {
+  std::vector<std::int32_t> rows, cols;  // the entries this rank factors (its own included)
+  std::vector<double> values;
+  StepStats recorded;                    // what went through MPI (sends as posted, receives by status)
+  StepStats planned;                     // the plan's own statistics
+  EntryTriples triples() const {
+    return EntryTriples{static_cast<std::int64_t>(values.size()), rows.data(), cols.data(), values.data()};
+  }
+};
+
+// Collective on comm (the layout's grid.size() ranks). Sends this rank's entries (`mine`,
+// any of the matrix's) to the ranks that factor them. Throws std::invalid_argument on every
+// rank when some rank would move more entries than MPI counts reach (2^31 - 1).
+MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout& layout, const EntryTriples& mine);
+
+}  // namespace commsolve
