@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..trees import SHAPES
-from .common import (ALGORITHM_CHOICE, WorkloadGroup, allreduce_option, as_json_text, check_plot_path,
+from .common import (WorkloadGroup, allreduce_option, as_json_text, check_plot_path,
                      forest_partition_option, grid_2d, json_option, load_matrix, matrix_options, max_supernode_option,
                      need_one_source, offline, refuse, split_list, tree_seed_options, workload_hint)
 

@@ -39,34 +39,42 @@ void bind_separator_tree(nb::module_& m) {
            "[first, end) of the permuted columns of node k's whole subtree.");
 }
 
-// The arrays that make a structure, as (perm, parent, sn_start, rows_ptr, rows, post, tree's
-// eight arrays): what pickling carries (the structure is broadcast from the analysing rank).
+// The arrays that make a structure, as numpy arrays (n, perm, parent, sn_start, rows_ptr,
+// rows, post, and the tree's eight): what pickling carries (the structure is broadcast from
+// the analysing rank, so this is on the path of every distributed factorization).
 nb::tuple structure_state(const SupernodalStructure& s) {
   const SeparatorTree& t = s.tree;
-  return nb::make_tuple(s.n, s.perm, s.parent, s.sn_start, s.rows_ptr, s.rows, s.post,
-                        nb::make_tuple(t.parent, t.left, t.right, t.level, t.col_start, t.col_end, t.sn_first,
-                                       t.sn_last));
+  return nb::make_tuple(s.n, copy_numpy(s.perm), copy_numpy(s.parent), copy_numpy(s.sn_start),
+                        copy_numpy(s.rows_ptr), copy_numpy(s.rows), copy_numpy(s.post),
+                        nb::make_tuple(copy_numpy(t.parent), copy_numpy(t.left), copy_numpy(t.right),
+                                       copy_numpy(t.level), copy_numpy(t.col_start), copy_numpy(t.col_end),
+                                       copy_numpy(t.sn_first), copy_numpy(t.sn_last)));
+}
+
+template <class T>
+std::vector<T> array_of(nb::handle h) {
+  return to_vector(nb::cast<In<T>>(h));
 }
 
 SupernodalStructure structure_from_state(const nb::tuple& st) {
   SupernodalStructure s;
   s.n = nb::cast<std::int64_t>(st[0]);
-  s.perm = nb::cast<std::vector<std::int32_t>>(st[1]);
-  s.parent = nb::cast<std::vector<int>>(st[2]);
-  s.sn_start = nb::cast<std::vector<std::int64_t>>(st[3]);
-  s.rows_ptr = nb::cast<std::vector<std::int64_t>>(st[4]);
-  s.rows = nb::cast<std::vector<std::int32_t>>(st[5]);
-  s.post = nb::cast<std::vector<std::int32_t>>(st[6]);
+  s.perm = array_of<std::int32_t>(st[1]);
+  s.parent = array_of<int>(st[2]);
+  s.sn_start = array_of<std::int64_t>(st[3]);
+  s.rows_ptr = array_of<std::int64_t>(st[4]);
+  s.rows = array_of<std::int32_t>(st[5]);
+  s.post = array_of<std::int32_t>(st[6]);
   const nb::tuple t = nb::cast<nb::tuple>(st[7]);
   SeparatorTree& tree = s.tree;
-  tree.parent = nb::cast<std::vector<int>>(t[0]);
-  tree.left = nb::cast<std::vector<int>>(t[1]);
-  tree.right = nb::cast<std::vector<int>>(t[2]);
-  tree.level = nb::cast<std::vector<int>>(t[3]);
-  tree.col_start = nb::cast<std::vector<std::int64_t>>(t[4]);
-  tree.col_end = nb::cast<std::vector<std::int64_t>>(t[5]);
-  tree.sn_first = nb::cast<std::vector<std::int64_t>>(t[6]);
-  tree.sn_last = nb::cast<std::vector<std::int64_t>>(t[7]);
+  tree.parent = array_of<int>(t[0]);
+  tree.left = array_of<int>(t[1]);
+  tree.right = array_of<int>(t[2]);
+  tree.level = array_of<int>(t[3]);
+  tree.col_start = array_of<std::int64_t>(t[4]);
+  tree.col_end = array_of<std::int64_t>(t[5]);
+  tree.sn_first = array_of<std::int64_t>(t[6]);
+  tree.sn_last = array_of<std::int64_t>(t[7]);
   s.validate();
   return s;
 }
@@ -171,14 +179,6 @@ void bind_analysis(nb::module_& m) {
     return s;
   }, "xadj"_a, "adjncy"_a, "options"_a,
         "The supernodal structure of the matrix whose symmetric pattern (no diagonal) is the graph xadj/adjncy.");
-  m.def("metis_nested_dissection", [](In<std::int32_t> xadj, In<std::int32_t> adjncy) {
-    std::vector<std::int32_t> perm;
-    {
-      nb::gil_scoped_release nogil;
-      perm = metis_nested_dissection(static_cast<std::int64_t>(xadj.shape(0)) - 1, xadj.data(), adjncy.data());
-    }
-    return to_numpy(std::move(perm));
-  }, "xadj"_a, "adjncy"_a);
   m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
     const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(data, indices.shape(0), "data");

@@ -3,6 +3,7 @@
 #include <bit>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "comm/comm_plan.hpp"
@@ -38,8 +39,9 @@ std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriple
   std::vector<int> dest(static_cast<std::size_t>(entries.nnz));
   for (std::int64_t e = 0; e < entries.nnz; ++e) {
     const std::int32_t i = entries.rows[e], j = entries.cols[e];
-    require(i >= 0 && i < sym.n && j >= 0 && j < sym.n, "entry (" + std::to_string(i) + ", " + std::to_string(j) +
-                                                            ") outside the " + std::to_string(sym.n) + " unknowns");
+    if (i < 0 || i >= sym.n || j < 0 || j >= sym.n)  // (the message built only when it is needed)
+      throw std::invalid_argument("entry (" + std::to_string(i) + ", " + std::to_string(j) + ") outside the " +
+                                  std::to_string(sym.n) + " unknowns");
     const std::int32_t I = sn_of[i], J = sn_of[j];
     const int z = forests.lowest_grid(forests.forest[std::min(I, J)]);
     dest[e] = grid.layer(z).owner(I, J);
@@ -88,6 +90,10 @@ MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout
   p.send_idx.resize(static_cast<std::size_t>(p.send_ptr.back()));
   std::vector<double> owned(static_cast<std::size_t>(2 * mine.nnz));
   MovedEntries out;
+  const std::size_t kept = static_cast<std::size_t>(send[rank] + p.recv_ptr.back());
+  out.rows.reserve(kept);
+  out.cols.reserve(kept);
+  out.values.reserve(kept);
   for (std::int64_t e = 0; e < mine.nnz; ++e) {
     owned[2 * e] = pack_index(mine.rows[e], mine.cols[e]);
     owned[2 * e + 1] = mine.values[e];
