@@ -26,12 +26,47 @@ from conftest import json_lines, mpirun
     (2, "rhs-strings", "[rank 1] b on rank 1 (its rows) holds values that are not numbers"),
     (2, "set-options-vs-solve", "the ranks are in different collective calls"),
     (2, "algorithm", "the 2d algorithm needs Pz = 1, the grid has Pz = 2"),
+    (2, "strategy-differs",
+     "ParCSR.from_local_rows: the ranks passed different strategy ('standard' on rank 0, 'node-aware' on rank 1)"),
+    (2, "matrix-differs", "ParCSR.from_global: the ranks passed different A ('csr_matrix 64x64 #"),
+    (2, "smoother-differs", "amg.solver: the ranks passed different smoother ('hybrid-gs' on rank 0, 'jacobi' on rank 1)"),
+    (2, "tol-differs", "MultilevelSolver.solve: the ranks passed different tol (1e-08 on rank 0, 0.0001 on rank 1)"),
+    (2, "refine-differs", "DistributedLU.solve: the ranks passed different refine (True on rank 0, False on rank 1)"),
+    (2, "spgemm-strategy-differs", "spgemm: the ranks passed different strategy ('standard' on rank 0, 'node-aware'"),
 ])
 def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):
     out = json_lines(mpirun(nprocs, "errors.py", nprocs, tmp_path, case, timeout=120).stdout)
     assert sorted(r["rank"] for r in out) == list(range(nprocs))
     for r in out:
         assert r["error"] is not None and expected in r["error"], r
+
+
+def test_watchdog_aborts_a_rank_waiting_for_one_that_never_calls(tmp_path):
+    """Rank 0 calls matvec, rank 1 never does (it ends its program): with COMMSOLVE_TIMEOUT the
+    job ends in seconds with exit status 124, and the report says where each rank was (the
+    ranks' states shared through COMMSOLVE_WATCHDOG_DIR)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    from conftest import MPI_DIR
+
+    from commsolve.launch import mpi_env
+
+    folder = tmp_path / "states"
+    folder.mkdir()
+    env = dict(mpi_env(2), COMMSOLVE_TIMEOUT="3", COMMSOLVE_WATCHDOG_DIR=str(folder))
+    cmd = [shutil.which("mpiexec"), "-n", "2", sys.executable, "-m", "mpi4py", os.path.join(MPI_DIR, "hang_one.py")]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 124, proc.stderr
+    assert time.monotonic() - t0 < 30
+    assert "rank 0 has waited 3.0 s in ParCSR.matvec" in proc.stderr
+    assert "rank 0: in ParCSR.matvec for" in proc.stderr and "last finished ParCSR.from_spec" in proc.stderr
+    assert "rank 1: in MPI_Finalize (the end of the program" in proc.stderr
+    assert "rank 0 got past" not in proc.stdout
 
 
 def test_failure_on_one_rank_aborts_the_job(tmp_path):

@@ -6,6 +6,7 @@ one process (the virtual world) to study scale.
 """
 
 from . import amg, direct, gallery, io, model, partition, sim, stats, trees, tune, virtual, workloads
+from . import _watchdog
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
@@ -17,6 +18,7 @@ from .topology import Topology, make_topology
 __version__ = "0.1.0"
 
 install_abort_hook()  # one rank's uncaught exception aborts the job, even under a plain mpiexec
+_watchdog.configure()  # COMMSOLVE_TIMEOUT: a rank stuck in one collective call aborts the job
 
 __all__ = [
     "CollectiveError", "CommPlan", "amg", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import _watchdog
+
 
 def mpi():
     """mpi4py.MPI, imported on first use: importing commsolve does not initialize MPI, so
@@ -27,7 +29,11 @@ def agree(comm, error, where="agree", value=None):
         if error:
             raise CollectiveError(error)
         return [value]
-    records = comm.allgather((where, error, value))
+    _watchdog.enter(f"the agreement of {where}")
+    try:
+        records = comm.allgather((where, error, value))
+    finally:
+        _watchdog.leave()
     places = [w for w, _, _ in records]
     if len(set(places)) > 1:
         raise CollectiveError("the ranks are in different collective calls: "
@@ -46,6 +52,72 @@ def agree_on(comm, what, value):
         raise CollectiveError(f"{what}: the ranks asked for different settings ("
                               + ", ".join(f"{v} on rank {r}" for r, v in enumerate(values)) + ")")
     return value
+
+
+def describe(value):
+    """A small comparable stand-in for an argument: objects by their kind and size (a
+    Topology by its node map, a Distribution by its sizes, a profile by its name), arrays
+    and sparse matrices by :func:`fingerprint`, everything else as it is."""
+    import numpy as np
+
+    kind = type(value).__name__
+    if kind == "Topology":
+        return ("Topology", tuple(value.node_of_rank.tolist()))
+    if kind == "Distribution":
+        return ("Distribution", value.global_size, value.nranks, value.is_contiguous)
+    if kind == "MachineProfile":
+        return ("MachineProfile", value.name)
+    if isinstance(value, np.ndarray) or hasattr(value, "tocsr"):
+        return fingerprint(value)
+    return value
+
+
+def fingerprint(A):
+    """A cheap digest of a scipy sparse matrix or an array (shape, pattern and values, as
+    canonical CSR: the same matrix in any format gives the same digest), to check that every
+    rank passed the same replicated input without moving it."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.blake2b(digest_size=12)
+    if hasattr(A, "tocsr"):
+        M = A.tocsr(copy=True)
+        M.sum_duplicates()
+        M.sort_indices()
+        parts = (np.asarray(M.shape, np.int64), M.indptr.astype(np.int64), M.indices.astype(np.int64),
+                 np.asarray(M.data))
+    else:
+        a = np.ascontiguousarray(A)
+        parts = (np.asarray(a.shape, np.int64), a)
+    for part in parts:
+        h.update(str(part.dtype).encode())
+        h.update(np.ascontiguousarray(part).tobytes())
+    return f"{type(A).__name__} {'x'.join(map(str, A.shape))} #{h.hexdigest()}"
+
+
+def agree_args(comm, where, **args):
+    """Collective. Every rank of ``comm`` must pass the same ``args`` (each compared by its
+    :func:`describe`); otherwise a CollectiveError on every rank naming ``where``, the first
+    argument that differs and every rank's value. Call it before communicating: ranks that
+    disagree then fail together instead of hanging in mismatched messages."""
+    mine = {k: describe(v) for k, v in args.items()}
+    every = agree(comm, None, where=where, value=mine)
+    for name in args:
+        values = [v[name] for v in every]
+        if any(not _same(v, values[0]) for v in values[1:]):
+            raise CollectiveError(f"{where}: the ranks passed different {name} ("
+                                  + ", ".join(f"{v!r} on rank {r}" for r, v in enumerate(values)) + ")")
+    return args
+
+
+def _same(a, b):
+    try:
+        if bool(a == b):
+            return True
+    except (ValueError, TypeError):  # values that do not compare to one truth value
+        pass
+    return repr(a) == repr(b)  # NaN is NaN
 
 
 def run_agreed(comm, fn, *args, **kwargs):

@@ -1,5 +1,8 @@
-"""Starting MPI jobs: the environment Open MPI needs here (root, oversubscription) and the
-mpiexec command line. Used by the CLI's ``-np`` relaunch and by the tests."""
+"""Starting MPI jobs: the environment Open MPI needs here (root, oversubscription), the
+mpiexec command line, and the CLI's ``-np`` relaunch, which watches the job from outside: it
+passes the launching terminal and the watchdog's settings to the ranks and, when a rank dies
+of a signal, says which rank, which signal and the likely cause. Used by the CLI and the
+tests."""
 
 from __future__ import annotations
 
@@ -10,7 +13,11 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["mpi_env", "mpiexec_command", "under_mpiexec", "run_mpi"]
+__all__ = ["mpi_env", "mpiexec_command", "under_mpiexec", "run_mpi", "relaunch", "oom_evidence",
+           "OVERSUBSCRIBE_FACTOR", "DEFAULT_TIMEOUT", "check_rank_count"]
+
+OVERSUBSCRIBE_FACTOR = 4  # the most ranks per core a run starts without --oversubscribe
+DEFAULT_TIMEOUT = 900.0   # the watchdog's timeout in the CLI's -np runs (seconds in one collective call)
 
 
 def under_mpiexec():
@@ -42,15 +49,17 @@ def _quiet_flags(mpiexec):
     return ("-q",) if m and int(m.group(1)) <= 4 else ()
 
 
-def mpiexec_command(nprocs, args, python=None):
+def mpiexec_command(nprocs, args, python=None, quiet=True):
     """``mpiexec [-q] -n N python -m mpi4py ARGS``: ``-m mpi4py`` makes an uncaught exception
     on any rank abort the whole job instead of leaving the others waiting; ``-q`` (Open MPI
-    4) keeps Open MPI's own banners (job exited non-zero, MPI_ABORT was invoked) out of the
-    error output, which already says what went wrong."""
+    4; ``quiet``) keeps Open MPI's own banners (job exited non-zero, MPI_ABORT was invoked)
+    out of the error output, which already says what went wrong. The CLI's relaunch keeps
+    them (:func:`relaunch` reads them: they say which rank died of which signal)."""
     mpiexec = shutil.which("mpiexec") or shutil.which("mpirun")
     if mpiexec is None:
         raise RuntimeError("mpiexec not found: install Open MPI (scripts/install-deps)")
-    return [mpiexec, *_quiet_flags(mpiexec), "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
+    quiet_flags = _quiet_flags(mpiexec) if quiet else ()
+    return [mpiexec, *quiet_flags, "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
 
 
 def run_mpi(nprocs, args, timeout=300, **kwargs):
@@ -60,3 +69,167 @@ def run_mpi(nprocs, args, timeout=300, **kwargs):
         mpiexec_command(nprocs, args), env=mpi_env(nprocs), timeout=timeout,
         capture_output=True, text=True, **kwargs,
     )
+
+
+def check_rank_count(nprocs, oversubscribe=False):
+    """A ValueError for more ranks than :data:`OVERSUBSCRIBE_FACTOR` per core here, unless
+    ``oversubscribe``: a mistyped ``-np 1000`` would start a thousand processes."""
+    cores = os.cpu_count() or 1
+    if nprocs > OVERSUBSCRIBE_FACTOR * cores and not oversubscribe:
+        raise ValueError(f"{nprocs} ranks on {cores} core{'s' if cores > 1 else ''}: at most "
+                         f"{OVERSUBSCRIBE_FACTOR * cores} ({OVERSUBSCRIBE_FACTOR} per core) without --oversubscribe")
+
+
+# Open MPI's banners: blocks between lines of dashes. The ones below say what our own error
+# output already says (or what we say better); a rank's death is parsed out of its banner.
+_BANNER = re.compile(r"^-{20,}\s*$")
+_SILENT = ("MPI_ABORT was invoked", "Primary job  terminated normally", "Primary job terminated normally")
+_DEATH = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?")
+
+
+class _Relay:
+    """Copies the job's stderr to ours as it comes (progress bars' carriage returns
+    included), holding back Open MPI's banners: known ones are dropped or parsed, unknown
+    ones printed as they were."""
+
+    def __init__(self, out):
+        self.out, self.pending, self.banner, self.deaths = out, b"", None, []
+
+    def feed(self, chunk):
+        self.pending += chunk
+        while b"\n" in self.pending:
+            line, self.pending = self.pending.split(b"\n", 1)
+            self._line(line + b"\n")
+        if self.pending and self.banner is None and not self.pending.startswith(b"-"):
+            self.out.write(self.pending)  # a partial line (a progress bar's update)
+            self.pending = b""
+        self.out.flush()
+
+    def _line(self, line):
+        text = line.decode(errors="replace")
+        if _BANNER.match(text):
+            if self.banner is None:
+                self.banner = []
+                return
+            self._close_banner()
+            return
+        if self.banner is not None:
+            self.banner.append(text)
+        else:
+            self.out.write(line)
+
+    def _close_banner(self):
+        body = "".join(self.banner)
+        self.banner = None
+        m = _DEATH.search(" ".join(body.split()))
+        if m:
+            self.deaths.append((int(m.group(1)), int(m.group(4)), m.group(5) or ""))
+        elif not any(s in body for s in _SILENT):
+            self.out.write(("-" * 74 + "\n" + body + "-" * 74 + "\n").encode())
+
+    def close(self):
+        if self.banner is not None:
+            self.out.write("".join(self.banner).encode())
+        if self.pending:
+            self.out.write(self.pending)
+        self.out.flush()
+
+
+def _pids(folder):
+    """Rank -> pid, from the watchdog's state files."""
+    import json
+
+    out = {}
+    for name in os.listdir(folder) if folder and os.path.isdir(folder) else ():
+        if name.startswith("rank-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    s = json.load(f)
+                out[int(s["rank"])] = int(s["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def oom_evidence(pid, since_uptime, log=None):
+    """What the kernel says about an out-of-memory kill of ``pid`` (or of any process, when
+    the pid is unknown) since ``since_uptime`` (seconds since boot), where it can be read:
+    its log (``dmesg``, or the text ``log``). None when nothing says so."""
+    if log is None:
+        try:
+            log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+    for line in log.splitlines():
+        m = re.match(r"\[\s*([\d.]+)\]\s*(.*)", line)
+        if not m or float(m.group(1)) < since_uptime:
+            continue
+        text = m.group(2)
+        about_pid = pid is None or re.search(rf"(process|pid[=: ])\s*{pid}\b", text)
+        if re.search(r"Out of memory|oom-kill|Killed process", text) and about_pid:
+            return f"the kernel's log says: {text.strip()}"
+    return None
+
+
+def _uptime():
+    try:
+        with open("/proc/uptime") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _signal_name(number):
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def relaunch(nprocs, args, timeout=DEFAULT_TIMEOUT, out=None):
+    """Runs ``python -m mpi4py ARGS`` on ``nprocs`` ranks as a child job and returns its exit
+    status. The ranks learn whether the launching terminal shows progress bars
+    (``COMMSOLVE_PROGRESS``), the watchdog's ``timeout`` (``COMMSOLVE_TIMEOUT``; 0: off) and
+    a folder to share their states in (``COMMSOLVE_WATCHDOG_DIR``). The job's stderr is
+    relayed without Open MPI's banners; a rank that died of a signal is reported by rank,
+    signal and, for SIGKILL, whether the kernel killed it for memory."""
+    import tempfile
+
+    out = out or sys.stderr.buffer
+    folder = tempfile.mkdtemp(prefix="commsolve-job-")
+    env = mpi_env(nprocs)
+    env["COMMSOLVE_WATCHDOG_DIR"] = folder
+    env["COMMSOLVE_TIMEOUT"] = str(timeout or 0)
+    if sys.stderr.isatty():
+        env["COMMSOLVE_PROGRESS"] = "1"
+    start = _uptime()
+    relay = _Relay(out)
+    try:
+        proc = subprocess.Popen(mpiexec_command(nprocs, args, quiet=False), env=env, stderr=subprocess.PIPE)
+        try:
+            while True:
+                chunk = os.read(proc.stderr.fileno(), 65536)
+                if not chunk:
+                    break
+                relay.feed(chunk)
+        except KeyboardInterrupt:  # the terminal's Ctrl-C reached mpiexec too; let it end the job
+            pass
+        rc = proc.wait()
+        relay.close()
+        pids = _pids(folder)
+        for rank, signum, what in relay.deaths:
+            pid = pids.get(rank)
+            line = (f"commsolve: rank {rank}{f' (pid {pid})' if pid else ''} died of signal {signum} "
+                    f"({_signal_name(signum)}{': ' + what if what else ''})")
+            if signum == 9:
+                evidence = oom_evidence(pid, start)
+                line += (f": most likely out of memory; {evidence}" if evidence else
+                         ": killed from outside (the kernel's out-of-memory killer does this too; its log says "
+                         "nothing of it here)")
+            out.write((line + "\n").encode())
+        out.flush()
+        return rc
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._collective import agree, mpi, run_agreed
+from ._collective import agree, agree_args, mpi, run_agreed
+from ._watchdog import watched
 from .gallery import GallerySpec, parse_spec
 from .io import read_rows_parallel
 from .partition import METHODS, Distribution, owners, partition
@@ -94,6 +95,7 @@ class ParCSR:
 
     # ---- construction ---------------------------------------------------------------
     @classmethod
+    @watched("ParCSR.from_local_rows")
     def from_local_rows(cls, local, comm, *, row_dist=None, col_dist=None, topology=None, strategy="standard",
                         profile=None):
         """Collective. ``local``: this rank's rows (scipy sparse, global column indices,
@@ -105,6 +107,8 @@ class ParCSR:
         the strategy whose plans the cost model prices cheapest; without one, the strategy
         with the fewest inter-node messages on the busiest rank.
         """
+        agree_args(comm, "ParCSR.from_local_rows", strategy=strategy, profile=profile, topology=topology,
+                   row_dist=row_dist, col_dist=col_dist)
         if np.iscomplexobj(local.data if sp.issparse(local) else np.asarray(local)):
             raise ValueError("the matrix is complex; ParCSR holds real values")
         local = sp.csr_matrix(local)
@@ -140,11 +144,13 @@ class ParCSR:
         )
         return cls(core, comm, topo, row_dist, col_dist)
 
+    @watched("ParCSR.with_strategy")
     def with_strategy(self, strategy, profile=None):
         """Collective. This matrix with its halo plan built for ``strategy`` (the blocks
         copied, the halo pattern kept: no all-to-all). ``"auto"`` with a machine ``profile``
         keeps the strategy whose plan the cost model prices cheapest; without one, the
         strategy with the fewest inter-node messages on the busiest rank."""
+        agree_args(self.comm, "ParCSR.with_strategy", strategy=strategy, profile=profile)
         check_strategy(self.comm, strategy)
         if strategy == "auto" and profile is not None:
             from .model import CostModel
@@ -157,21 +163,25 @@ class ParCSR:
         return ParCSR(core, self.comm, self.topology, self.row_dist, self.col_dist)
 
     @classmethod
+    @watched("ParCSR.from_global")
     def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
                     profile=None):
         """Collective. Every rank passes the same square global matrix ``A`` and keeps its
         rows. ``partition``: ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution."""
         A = sp.csr_matrix(A)
+        agree_args(comm, "ParCSR.from_global", A=A, partition=partition, seed=seed)
         agree(comm, None if A.shape[0] == A.shape[1] else f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
         dist = run_agreed(comm, _distribution, partition, A.shape[0], comm, lambda: A, seed)
         local = A[dist.owned(comm.rank)]
         return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     @classmethod
+    @watched("ParCSR.from_spec")
     def from_spec(cls, spec, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
                   profile=None):
         """Collective. A gallery matrix (``"poisson2d:512"``...), each rank generating only
         its own rows (METIS needs the whole graph on rank 0)."""
+        agree_args(comm, "ParCSR.from_spec", spec=str(spec), partition=partition, seed=seed)
         spec = run_agreed(comm, lambda: spec if isinstance(spec, GallerySpec) else parse_spec(spec))
         n = spec.global_rows(comm.size)
         dist = run_agreed(comm, _distribution, partition, n, comm, lambda: spec.build(nprocs=comm.size), seed)
@@ -179,12 +189,14 @@ class ParCSR:
         return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     @classmethod
+    @watched("ParCSR.from_file")
     def from_file(cls, path, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
                   profile=None):
         """Collective. A square Matrix Market matrix read in parallel: every rank parses a
         byte range of the file and entries travel to their row's owner. For METIS, the
         structure is first gathered on rank 0 to partition it, then the file is read again."""
         path = os.fspath(path)
+        agree_args(comm, "ParCSR.from_file", path=path, partition=partition, seed=seed)
         if partition == "metis":
             h, r, c, _ = read_rows_parallel(path, comm, lambda h: Distribution.contiguous(h.nrows, comm.size).owners_of)
             pieces = comm.gather((r, c), root=0)
@@ -211,6 +223,7 @@ class ParCSR:
         return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)
 
     # ---- products -------------------------------------------------------------------
+    @watched("ParCSR.matvec")
     def matvec(self, x, out=None):
         """Collective. This rank's rows of ``A @ x``; ``x`` holds this rank's owned entries
         (``local_cols`` values). The halo exchange overlaps the on-process product. ``out``:
@@ -220,6 +233,7 @@ class ParCSR:
         self._core.matvec(x, y)
         return y
 
+    @watched("ParCSR.rmatvec")
     def rmatvec(self, x, out=None):
         """Collective. This rank's entries of ``A.T @ x`` (``x``: ``local_rows`` values); the
         off-process contributions travel back along the plan in reverse."""
@@ -228,6 +242,7 @@ class ParCSR:
         self._core.rmatvec(x, y)
         return y
 
+    @watched("ParCSR.exchange")
     def exchange(self, x, out=None):
         """Collective. The halo (ghost) values for this rank's owned entries ``x``: the
         values of ``x`` owned elsewhere that this rank's rows use, in :attr:`col_map` order.

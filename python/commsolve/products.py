@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._collective import agree
+from ._collective import agree, agree_args
+from ._watchdog import watched
 from .parcsr import ParCSR, check_strategy
 from .stats import CommStats
 
@@ -66,6 +67,7 @@ def _reused(reuse, mats):
     return [e["plan"] for e in ex]
 
 
+@watched("spgemm")
 def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=False, reuse=None):
     """Collective. C = A B as a ParCSR (rows distributed as A's, columns as B's).
 
@@ -75,6 +77,8 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
     dict from an earlier product with the same A, whose plan is used again (a numeric
     re-setup; building a node-aware plan is itself collective)."""
     _same_comm(A, B)
+    agree_args(A.comm, "spgemm", strategy=strategy, spmv_strategy=spmv_strategy, return_info=return_info,
+               reuse=reuse is not None)
     check_strategy(A.comm, strategy)
     agree(A.comm, None if A.shape[1] == B.shape[0] else
           f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
@@ -86,6 +90,7 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
     return C, {"exchanges": [_exchange("A B", plan, stats, A)]}
 
 
+@watched("galerkin")
 def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=None, return_info=False, reuse=None):
     """Collective. The coarse operator P^T A P as a ParCSR distributed as P's columns.
 
@@ -95,6 +100,8 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     ``return_info``, the exchanges' plans and recorded statistics as in :func:`spgemm`;
     ``reuse`` as there (same A and P structure)."""
     _same_comm(A, P)
+    agree_args(A.comm, "galerkin", strategy=strategy, spmv_strategy=spmv_strategy, profile=profile,
+               return_info=return_info, reuse=reuse is not None)
     check_strategy(A.comm, strategy)
     agree(A.comm, None if A.shape[0] == A.shape[1] == P.shape[0] else
           f"galerkin: A is {A.shape[0]} x {A.shape[1]}, P is {P.shape[0]} x {P.shape[1]}")
@@ -112,12 +119,14 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}
 
 
+@watched("transpose_rows")
 def transpose_rows(A, strategy="standard", return_info=False):
     """Collective. This rank's rows of A^T (distributed as A's columns) as scipy CSR over
     global columns, stored zeros kept (as scipy's ``.T``): the owned columns' entries are
     transposed in place, the halo columns' travel to their owners along A's halo plan in
     reverse. With ``return_info``, also the exchange's plan and recorded statistics (the
     ``"exchanges"`` of :func:`spgemm`)."""
+    agree_args(A.comm, "transpose_rows", strategy=strategy, return_info=return_info)
     check_strategy(A.comm, strategy)
     indptr, indices, data, plan, stats = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
     T = sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))

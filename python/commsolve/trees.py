@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._watchdog import watched
 from .stats import CommStats
 
 __all__ = ["Collectives", "SHAPES", "TreeShape", "tree_shape", "check_shape", "plan", "plans", "stats", "virtual_stats",
@@ -127,6 +128,7 @@ def stats(plan_list, collectives, topology):
     return [CommStats(p.stats_array(collectives.core, topology)) for p in plan_list]
 
 
+@watched("trees.run")
 def run(comm, collectives, tree_plan, data, topology, max_posted=64):
     """Collective on ``comm``. Runs every collective of ``tree_plan`` once; ``data[i]`` (a
     float64 array per entry of ``tree_plan.index``) is a broadcast root's input or a

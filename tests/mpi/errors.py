@@ -88,6 +88,21 @@ def run():
         cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 3))
     elif case == "algorithm":
         cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 2), algorithm="2d")
+    elif case == "strategy-differs":  # each rank would build its plan for another strategy and hang
+        cs.ParCSR.from_global(cs.gallery.poisson2d(8), comm, strategy="standard" if comm.rank == 0 else "node-aware")
+    elif case == "matrix-differs":  # the same shape, other values: rows of two matrices would mix
+        cs.ParCSR.from_global(cs.gallery.poisson2d(8) * (1.0 + comm.rank), comm)
+    elif case == "smoother-differs":  # one rank in matvec, the other in rmatvec
+        cs.amg.solver(cs.ParCSR.from_spec("poisson2d:16", comm), smoother="hybrid-gs" if comm.rank == 0 else "jacobi")
+    elif case == "tol-differs":  # one rank would stop iterating before the other
+        ml = cs.amg.solver(cs.ParCSR.from_spec("poisson2d:16", comm))
+        ml.solve(np.ones(ml.A.local_rows), tol=1e-8 if comm.rank == 0 else 1e-4)
+    elif case == "refine-differs":  # one rank would refine, the other return
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        solver.solve(np.ones(solver.local_rows), refine=comm.rank == 0)
+    elif case == "spgemm-strategy-differs":
+        A = cs.ParCSR.from_spec("poisson2d:8", comm)
+        cs.spgemm(A, A, strategy="standard" if comm.rank == 0 else "node-aware")
     elif case == "wrong-length":
         A = cs.ParCSR.from_spec("poisson2d:8", comm)
         n = A.local_cols + (1 if comm.rank == 1 else 0)

@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from .._collective import CollectiveError, mpi
+from .._collective import CollectiveError, agree, agree_args, mpi
+from .._watchdog import watched
 from .cycle import SMOOTHERS, CoarseSolver, Smoother, check_smoother, dot, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
 
@@ -51,9 +52,12 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
 class MultilevelSolver:
     """A set-up hierarchy (:attr:`levels`) and its V-cycle; :meth:`solve` runs it."""
 
+    @watched("amg.solver (the setup)")
     def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, **options):
-        check_smoother(smoother, sweeps, omega)
         self.comm = A.comm
+        agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
+                   sweeps=sweeps, omega=omega, **options)
+        check_smoother(smoother, sweeps, omega)
         t0 = time.perf_counter()
         self.smoothers = []  # built as each level completes, from the block the setup has at hand
 
@@ -83,6 +87,7 @@ class MultilevelSolver:
         rows = [lvl.rows for lvl in self.levels]
         return sum(rows) / rows[0]
 
+    @watched("MultilevelSolver.describe")
     def describe(self):
         """Collective. One dict per level: rows, nnz, its share of the operator complexity,
         strategies, and the busiest rank's halo-exchange messages (inter- and intra-node)."""
@@ -101,6 +106,7 @@ class MultilevelSolver:
         """Collective. One V-cycle applied to this rank's part of b (zero initial guess)."""
         return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64))
 
+    @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200):
         """Collective. Solves A x = b (this rank's rows) to ||b - A x|| <= tol ||b||.
 
@@ -109,14 +115,18 @@ class MultilevelSolver:
         (the solution is then not to be trusted; :attr:`last_solve` says how far it got).
         :attr:`last_solve` holds the residual history, iterations, the mean convergence
         factor per iteration, and the solve time."""
-        if accel not in ACCELERATORS:
-            raise ValueError(f"unknown accelerator {accel!r} (known: 'cg', None)")
+        agree_args(self.comm, "MultilevelSolver.solve", tol=tol, accel=accel, maxiter=maxiter,
+                   x0_given=x0 is not None)
         A = self.A
         b = np.asarray(b, dtype=np.float64)
-        if b.shape != (A.local_rows,):
-            raise ValueError(f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}")
-        if not np.all(np.isfinite(b)):
-            raise ValueError("b holds non-finite values")
+        error = None
+        if accel not in ACCELERATORS:
+            error = f"unknown accelerator {accel!r} (known: 'cg', None)"
+        elif b.shape != (A.local_rows,):
+            error = f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}"
+        elif not np.all(np.isfinite(b)):
+            error = "b holds non-finite values"
+        agree(self.comm, error, where="MultilevelSolver.solve")
         x = np.zeros(A.local_rows) if x0 is None else np.array(x0, dtype=np.float64)
         history = []
         bnorm = np.sqrt(dot(self.comm, b, b))

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..amg import METHODS, SMOOTHERS
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
-from .common import (as_json_text, check_plot_path, fail, guarded, json_option, matrix_options, need_one_source,
-                     np_option, ppn_option, progress, relaunch_or_check, report, row_partition_option,
+from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options,
+                     matrix_options, need_one_source, ppn_option, relaunch_or_check, report, row_partition_option,
                      strategy_option, tolerance)
 
 
 @click.command(name="amg")
 @matrix_options("poisson3d:64", "Matrix Market file (symmetric positive definite).")
-@np_option()
+@launch_options()
 @ppn_option()
 @row_partition_option
 @click.option("--method", type=click.Choice(METHODS), default=METHODS[0], show_default=True,
@@ -37,7 +35,7 @@ from .common import (as_json_text, check_plot_path, fail, guarded, json_option, 
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @json_option()
-def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
+def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
             coarsening, interpolation, accel, tol, maxiter, plot, as_json):
     """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
     the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
@@ -48,16 +46,12 @@ def amg_cmd(gen, matrix, nprocs, ppn, partition, method, strategy, profile, smoo
         if value is not None and method != "classical":
             raise click.UsageError(f"{name} is an option of --method classical")
     check_plot_path(plot, "--plot")
-    relaunch_or_check(nprocs)
+    relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
 
     from ..runs.amg import format_amg, plot_levels, run_amg
 
-    levels_bar = None
-    if progress(not as_json) is not None:
-        from tqdm import tqdm
-
-        levels_bar = tqdm(desc="AMG setup", unit="level", leave=False, file=sys.stderr, disable=None)
+    levels_bar = None if as_json else bar(desc="AMG setup", unit="level")
     result = guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
                      strategy=strategy, profile=profile, smoother=smoother, tol=tol,
                      accel=None if accel == "none" else accel, maxiter=maxiter,

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..parcsr import STRATEGIES
-from .common import (WorkloadGroup, as_json_text, check_plot_path, json_option, matrix_options, need_one_source,
+from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, json_option, matrix_options, need_one_source,
                      offline, ppn_option, refuse, row_partition_option, split_list, workload_hint)
 
 CONCRETE = ",".join(s for s in STRATEGIES if s != "auto")
@@ -47,8 +45,6 @@ def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, hea
     need_one_source(gen, matrix)
     check_plot_path(plot, "--plot")
     check_plot_path(heatmap, "--heatmap")
-    from tqdm import tqdm
-
     from ..runs.analysis import analyze as run_analysis
     from ..runs.analysis import format_analysis
 
@@ -56,8 +52,7 @@ def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, hea
 
     def progress(stage, done, total):
         if stage not in bars:
-            bars[stage] = tqdm(total=total, desc=stage, unit="rank" if stage == "patterns" else "strategy",
-                               leave=False, file=sys.stderr, disable=None)
+            bars[stage] = bar(total=total, desc=stage, unit="rank" if stage == "patterns" else "strategy")
         bars[stage].update(done - bars[stage].n)
 
     try:
@@ -92,19 +87,17 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, as_json):
     strategy, the busiest rank's messages of one SpMV and of the Galerkin product."""
     need_one_source(gen, matrix)
     check_plot_path(plot, "--plot")
-    from tqdm import tqdm
-
     from ..amg.analysis import analyze_amg as run_analysis
     from ..amg.analysis import format_amg_analysis
 
-    bar = tqdm(desc="AMG levels", unit="level", leave=False, file=sys.stderr, disable=None)
+    levels = bar(desc="AMG levels", unit="level")
     try:
         result = offline(run_analysis, procs, ppn, gen=gen, matrix=matrix, profile=profile,
                          strategies=split_list(strategy),
-                         progress=lambda k, n: (setattr(bar, "total", n), bar.update(k - bar.n)),
+                         progress=lambda k, n: (setattr(levels, "total", n), levels.update(k - levels.n)),
                          oom="try fewer ranks or a smaller matrix")
     finally:
-        bar.close()
+        levels.close()
     if plot:
         from ..runs.plots import plot_amg_levels
 

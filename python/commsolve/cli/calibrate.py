@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
-
 import click
 
-from .common import as_json_text, check_plot_path, guarded, json_option, np_option, ppn_option, relaunch_or_check
+from .common import (as_json_text, bar, check_plot_path, guarded, json_option, launch_options, ppn_option,
+                     relaunch_or_check)
 
 
 def format_calibration(prof, report, path):
@@ -51,7 +50,7 @@ def format_calibration(prof, report, path):
 
 
 @click.command()
-@np_option(default=2)
+@launch_options(default=2)
 @ppn_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Profile TOML to write.")
 @click.option("--name", default=None, help="Profile name (default: the output file's stem).")
@@ -62,14 +61,14 @@ def format_calibration(prof, report, path):
               help="Largest eager-protocol message in bytes (default: found from the timings).")
 @click.option("--quick", is_flag=True, help="Fewer sizes, samples and training solves (about half a minute).")
 @json_option("Print measurements and fits as JSON.")
-def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_json):
+def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max, eager_max, quick, as_json):
     """Measure this machine (ping-pong, injection, HighVolumePingPong, message overhead, the
     solve's kernels and 1-rank solves) and fit a profile."""
     if short_max is not None and eager_max is not None and short_max > eager_max:
         raise click.BadParameter("--short-max must not exceed --eager-max")
     check_plot_path(plot)
     check_plot_path(output, "--output")
-    relaunch_or_check(nprocs)
+    relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
 
     from ..model.calibrate import fit_profile, measure, plot_calibration
@@ -79,22 +78,18 @@ def calibrate(nprocs, ppn, output, name, plot, short_max, eager_max, quick, as_j
 
     comm = MPI.COMM_WORLD
     topo = guarded(resolve_topology, ppn, comm)
-    bar = None
-    if comm.rank == 0 and not as_json:
-        from tqdm import tqdm
-
-        bar = tqdm(desc="calibrating", unit="test", leave=False, file=sys.stderr, disable=None)
+    shown = None if as_json else bar(desc="calibrating", unit="test")
 
     def progress(done, total):
-        if bar is not None:
-            bar.total = total
-            bar.update(done - bar.n)
+        if shown is not None:
+            shown.total = total
+            shown.update(done - shown.n)
 
     meas = guarded(measure, comm, topo, quick=quick, progress=progress)
     solves = guarded(measure_solves, comm, QUICK_TRAINING if quick else TRAINING, 5 if quick else 9)
     engine = guarded(measure_engine_solve, comm, repeat=5 if quick else 9)
-    if bar is not None:
-        bar.close()
+    if shown is not None:
+        shown.close()
     if comm.rank != 0:
         return
     stem = os.path.splitext(os.path.basename(output))[0]

@@ -13,12 +13,13 @@ import click
 
 from .. import partition, trees
 from ..direct import ALGORITHMS, ALLREDUCE, FOREST_PARTITIONS, LU_DEFAULTS
-from ..launch import mpi_env, mpiexec_command, under_mpiexec
+from .. import _watchdog
+from ..launch import DEFAULT_TIMEOUT, check_rank_count, relaunch, under_mpiexec
 from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
            "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_2d", "WorkloadGroup",
-           "workload_hint", "refuse", "matrix_options", "np_option", "ppn_option", "json_option", "tree_seed_options",
+           "workload_hint", "refuse", "matrix_options", "launch_options", "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
            "max_supernode_option", "ROW_PARTITIONS", "TREE"]
 
@@ -28,23 +29,46 @@ TREE = trees.TreeShape()  # the tree options' defaults, as C++ sets them
 
 # ---- running under MPI -------------------------------------------------------------
 
-def relaunch_or_check(nprocs):
+def relaunch_or_check(nprocs, oversubscribe=False, timeout=None):
     """Returns normally when this process should do the work (as an MPI rank): without
-    mpiexec around it, relaunches the same command line as ``mpiexec -n N python -m mpi4py
-    -m commsolve ...``; started by mpiexec, checks that the world has N ranks."""
+    mpiexec around it, runs the same command line as ``mpiexec -n N python -m mpi4py -m
+    commsolve ...`` (:func:`commsolve.launch.relaunch`: the watchdog on, with ``timeout`` or
+    a generous default; a rank's death reported) and exits with its status; started by
+    mpiexec, checks that the world has N ranks and switches the watchdog on if ``timeout``
+    is given."""
+    if timeout is not None and not timeout >= 0:  # NaN fails too
+        raise click.BadParameter(f"must be a number of seconds >= 0 (0: off), got {timeout}", param_hint="--timeout")
     if nprocs is None:
+        if timeout is not None and under_mpiexec():
+            _watchdog.configure(timeout, os.environ.get("COMMSOLVE_WATCHDOG_DIR"))
         return
     if nprocs < 1:
         raise click.BadParameter(f"must be at least 1, got {nprocs}", param_hint="-np")
     if under_mpiexec():
         from mpi4py import MPI
 
+        if timeout is not None and not _watchdog.enabled():
+            _watchdog.configure(timeout, os.environ.get("COMMSOLVE_WATCHDOG_DIR"))
         if MPI.COMM_WORLD.size != nprocs:
             fail(f"-np {nprocs} given, but mpiexec started {MPI.COMM_WORLD.size} ranks", collective=True)
         return
+    try:
+        check_rank_count(nprocs, oversubscribe)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="-np") from None
     # The same arguments, -np included: under mpiexec it is checked against the world size.
-    cmd = mpiexec_command(nprocs, ["-m", "commsolve", *sys.argv[1:]])
-    os.execvpe(cmd[0], cmd, mpi_env(nprocs))
+    sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=DEFAULT_TIMEOUT if timeout is None
+                      else timeout))
+
+
+def show_progress():
+    """Whether progress bars show on this process: on rank 0 of a job whose launching
+    terminal is one (the relaunch says so in COMMSOLVE_PROGRESS: a rank's own stderr is a
+    pipe), or in one process writing to a terminal."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is not None and MPI.Is_initialized() and MPI.COMM_WORLD.rank != 0:
+        return False
+    return os.environ.get("COMMSOLVE_PROGRESS") == "1" or sys.stderr.isatty()
 
 
 def report(text):
@@ -129,14 +153,19 @@ def tolerance(value):
 
 
 def progress(enabled, desc="SpMV"):
-    """A wrapper that shows a progress bar over an iterable on rank 0 (None elsewhere)."""
-    from mpi4py import MPI
-
-    if not enabled or MPI.COMM_WORLD.rank != 0:
+    """A wrapper that shows a progress bar over an iterable where bars show (None elsewhere)."""
+    if not enabled or not show_progress():
         return None
     from tqdm import tqdm
 
-    return lambda it: tqdm(it, desc=desc, unit="run", leave=False, file=sys.stderr, disable=None)
+    return lambda it: tqdm(it, desc=desc, unit="run", leave=False, file=sys.stderr)
+
+
+def bar(**kwargs):
+    """A tqdm bar on stderr, shown where :func:`show_progress` says."""
+    from tqdm import tqdm
+
+    return tqdm(leave=False, file=sys.stderr, disable=not show_progress(), **kwargs)
 
 
 def check_plot_path(path, option="--plot"):
@@ -249,9 +278,17 @@ def matrix_options(example="poisson2d:512", file_help="Matrix Market file."):
     return decorate
 
 
-def np_option(default=None, help="Number of MPI ranks."):
-    return click.option("-np", "--np", "nprocs", type=int, default=default, show_default=default is not None,
-                        help=help)
+def launch_options(default=None, help="Number of MPI ranks."):
+    """-np N (relaunch under mpiexec), --oversubscribe, --timeout (the watchdog's)."""
+    def decorate(f):
+        f = click.option("--timeout", type=float, default=None,
+                         help="Seconds a rank may wait in one collective call before the job is aborted with a "
+                         f"report of where each rank is (0: off) [default with -np: {DEFAULT_TIMEOUT:g}].")(f)
+        f = click.option("--oversubscribe", is_flag=True,
+                         help="Allow more than 4 ranks per core on this machine.")(f)
+        return click.option("-np", "--np", "nprocs", type=int, default=default, show_default=default is not None,
+                            help=help)(f)
+    return decorate
 
 
 def ppn_option(required=False, default=None, help="Virtual ranks per node (default: the real node layout)."):

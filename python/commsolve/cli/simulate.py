@@ -5,13 +5,12 @@ profile's network and compute models."""
 from __future__ import annotations
 
 import os
-import sys
-
 import click
 
 from ..direct import AUTO, is_auto
 from ..parcsr import STRATEGIES
-from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, check_plot_path, forest_partition_option,
+from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, bar, check_plot_path,
+                     forest_partition_option,
                      grid_2d, json_option, load_matrix, matrix_options, max_supernode_option, need_one_source,
                      offline, refuse, split_list, tree_seed_options, workload_hint, ROW_PARTITIONS)
 from .trees import ALL_SHAPES
@@ -101,8 +100,6 @@ def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
     if tree is not None and "," in tree:
         raise click.BadParameter(f"one tree shape (several go with 'commsolve simulate trees' or --grid {AUTO})",
                                  param_hint="--tree")
-    from tqdm import tqdm
-
     from ..direct import parse_grid
     from ..sim.study import format_simulation, simulate_algorithms
 
@@ -112,10 +109,10 @@ def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
 
     def run():
         A = load_matrix(gen, matrix)
-        with tqdm(total=len(algorithms), desc="simulating", leave=False, file=sys.stderr, disable=None) as bar:
+        with bar(total=len(algorithms), desc="simulating") as shown:
             return simulate_algorithms(A, dims, algorithms, profile, ppn=ppn, tree=tree, partition=partition,
                                        allreduce=allreduce, nrhs=nrhs, seed=seed, flat_threshold=flat_threshold,
-                                       timeline=bool(timeline), trace=bool(goal), progress=lambda _: bar.update(),
+                                       timeline=bool(timeline), trace=bool(goal), progress=lambda _: shown.update(),
                                        max_supernode=max_supernode)
 
     out, results = offline(run, oom="try a smaller grid or matrix")
@@ -127,8 +124,6 @@ def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
 
 def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce, max_supernode,
                    seed, flat_threshold, as_json):
-    from tqdm import tqdm
-
     from ..direct import symbolic
     from ..sim import simulation_profile
     from ..sim.study import check_ranks
@@ -142,10 +137,10 @@ def _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, part
         A = load_matrix(gen, matrix)
         S = symbolic(A, auto_max_pz(procs), max_supernode=max_supernode)
         topo = blocked_topology(procs, ppn or prof.ppn)
-        with tqdm(total=len(candidate_grids(procs)), desc="grids", leave=False, file=sys.stderr, disable=None) as bar:
+        with bar(total=len(candidate_grids(procs)), desc="grids") as shown:
             ranking = rank_grids(S, topo, prof, split_list(algorithm or "2d,3d-baseline,3d"), trees=shapes, partition=partition,
                                  allreduce=allreduce, nrhs=nrhs, seed=seed, flat_threshold=flat_threshold,
-                                 progress=lambda _: bar.update())
+                                 progress=lambda _: shown.update())
         return S, topo, prof, shapes, ranking
 
     S, topo, prof, shapes, ranking = offline(run)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .common import (as_json_text, fail, guarded, json_option, matrix_options, need_one_source, np_option, ppn_option,
+from .common import (as_json_text, fail, guarded, json_option, matrix_options, need_one_source, launch_options, ppn_option,
                      progress, relaunch_or_check, report, row_partition_option, strategy_option)
 
 
 @click.command()
 @matrix_options("poisson2d:512, random:rows=10000,nnz_per_row=7")
-@np_option()
+@launch_options()
 @ppn_option()
 @row_partition_option
 @strategy_option()
@@ -18,10 +18,10 @@ from .common import (as_json_text, fail, guarded, json_option, matrix_options, n
 @json_option()
 @click.option("--no-check", is_flag=True, help="Skip the comparison with scipy.")
 @click.option("--profile", help="Machine profile for --strategy auto (bundled name or TOML file).")
-def spmv(gen, matrix, nprocs, ppn, partition, strategy, repeat, as_json, no_check, profile):
+def spmv(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, strategy, repeat, as_json, no_check, profile):
     """Distributed sparse matrix-vector product: time, rate and communication statistics."""
     need_one_source(gen, matrix)
-    relaunch_or_check(nprocs)
+    relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
 
     from ..runs.spmv import format_spmv, run_spmv

@@ -7,14 +7,14 @@ import click
 
 from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
 from .common import (ALGORITHM_CHOICE, TREE_CHOICE, allreduce_option, as_json_text, fail, forest_partition_option,
-                     guarded, json_option, matrix_options, max_supernode_option, need_one_source, np_option, ppn_option,
+                     guarded, json_option, matrix_options, max_supernode_option, need_one_source, launch_options, ppn_option,
                      progress,
                      relaunch_or_check, report, tolerance)
 
 
 @click.command()
 @matrix_options("poisson2d9:1024", "Matrix Market file (read in parallel).")
-@np_option()
+@launch_options()
 @click.option("--grid", default=None,
               help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
               f"squarest 2D grid, P <= Q); '{AUTO}': the grid and algorithm the simulator predicts fastest "
@@ -46,7 +46,7 @@ from .common import (ALGORITHM_CHOICE, TREE_CHOICE, allreduce_option, as_json_te
 @click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
-def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
+def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
            relax_subtree, ppn, equil, row_perm, replace_tiny, refine, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
@@ -55,7 +55,7 @@ def sptrsv(gen, matrix, nprocs, grid, profile, algorithm, partition, allreduce, 
     if is_auto(grid) != (profile is not None):
         raise click.UsageError(f"--grid {AUTO} needs --profile (a machine profile to simulate with; 'commsolve "
                                f"calibrate' writes one), and --profile goes with --grid {AUTO}")
-    relaunch_or_check(nprocs)
+    relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
 
     from ..runs.sptrsv import format_sptrsv, run_sptrsv

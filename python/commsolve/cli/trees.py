@@ -3,12 +3,10 @@ factor on a virtual grid, per tree shape, or whole 2D and 3D solves per algorith
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..trees import SHAPES
-from .common import (WorkloadGroup, allreduce_option, as_json_text, check_plot_path,
+from .common import (WorkloadGroup, allreduce_option, as_json_text, bar, check_plot_path,
                      forest_partition_option, grid_2d, json_option, load_matrix, matrix_options, max_supernode_option,
                      need_one_source, offline, refuse, split_list, tree_seed_options, workload_hint)
 
@@ -43,8 +41,6 @@ def _collectives(workload, gen, matrix, grid, shape, ppn, max_supernode, seed, f
     from ..runs.sptrsv_analysis import MAX_VIRTUAL_RANKS
 
     Pr, Pc = grid_2d(grid, MAX_VIRTUAL_RANKS)
-    from tqdm import tqdm
-
     from .. import trees as rc
     from .. import workloads
     from ..direct import symbolic
@@ -64,7 +60,7 @@ def _collectives(workload, gen, matrix, grid, shape, ppn, max_supernode, seed, f
             sets = [workloads.sptrsv_collectives(S, (Pr, Pc), upper) for upper in (False, True)]
         topo = blocked_topology(Pr * Pc, ppn)
         results = {}
-        for s in tqdm(shapes, desc="tree shapes", leave=False, file=sys.stderr, disable=None):
+        for s in bar(iterable=shapes, desc="tree shapes"):
             per_set = [rc.virtual_stats(C, topo, s, seed, flat_threshold) for C in sets]
             results[s] = rc.volume_summary([CommStats(sum(st.array for st in rank)) for rank in zip(*per_set)])
         return A, S, sets, results
@@ -134,18 +130,16 @@ def trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_thre
     rank, synchronisation points, work per grid; and the 3D factorization's messages."""
     need_one_source(gen, matrix)
     check_plot_path(plot)
-    from tqdm import tqdm
-
     from ..runs.sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d, plot_sptrsv3d
 
     algorithms = split_list(algorithm)
 
     def run():
         A = load_matrix(gen, matrix)
-        with tqdm(total=len(algorithms), desc="algorithms", leave=False, file=sys.stderr, disable=None) as bar:
+        with bar(total=len(algorithms), desc="algorithms") as shown:
             return analyse_sptrsv3d(A, grid, algorithms, tree=shape, ppn=ppn, partition=partition,
                                     allreduce=allreduce, seed=seed, flat_threshold=flat_threshold,
-                                    progress=lambda _: bar.update(), max_supernode=max_supernode)
+                                    progress=lambda _: shown.update(), max_supernode=max_supernode)
 
     out = offline(run, oom="try a smaller grid or matrix")
     out = {"matrix": gen or str(matrix), "workload": "sptrsv3d", "tree": shape, **out}

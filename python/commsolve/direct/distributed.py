@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _core
 from .._collective import agree_on, mpi, run_agreed
+from .._watchdog import watched
 from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
@@ -268,6 +269,7 @@ def factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request
     return core, report, t0
 
 
+@watched("direct.factor")
 def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd", allreduce=None,
            distribution=None, topology=None, seed=None, flat_threshold=None, root=0, profile=None, **lu_options):
     """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._collective import CollectiveError, agree, agree_on, mpi, run_agreed
+from .._collective import CollectiveError, agree, agree_args, agree_on, mpi, run_agreed
+from .._watchdog import watched
 from ..stats import CommStats
 from .options import solve_options
 from .refinement import ITMAX, iterative_refinement
@@ -126,6 +127,7 @@ class DistributedLU:
         right-hand side and measurement; its own statistics)."""
         return self._residual.A
 
+    @watched("DistributedLU.set_options")
     def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None):
         """Collective. Another algorithm (the 3D ones share the layout), tree shape or
         inter-grid packing for the next solves, same factors; what is not given stays as it
@@ -143,6 +145,7 @@ class DistributedLU:
         """Collective. Use another tree shape for the next solves (see :meth:`set_options`)."""
         self.set_options(tree=tree, seed=seed, flat_threshold=flat_threshold)
 
+    @watched("DistributedLU.solve")
     def solve(self, b, replicated=False, refine=True):
         """Collective. ``x`` with ``A x = b``.
 
@@ -152,8 +155,12 @@ class DistributedLU:
         array, read on the root rank only, and every rank gets the whole x. ``refine``:
         iterative refinement (the default, SuperLU_DIST's); ``berr`` is measured either way.
         """
+        agree_args(self.comm, "DistributedLU.solve", replicated=bool(replicated), refine=bool(refine))
         if replicated:
             return self._solve_replicated(b, refine)
+        return self._solve(b, refine)
+
+    def _solve(self, b, refine):
         B, one, error = None, False, None
         try:
             B, one = rhs_array(b, self.local_rows, f"b on rank {self.comm.rank} (its rows)")
@@ -198,7 +205,7 @@ class DistributedLU:
 
         B, one = run_agreed(comm, check)
         parts = None if B is None else [B[dist.owned(r)] for r in range(comm.size)]
-        x_local = self.solve(comm.scatter(parts, root=self.root), refine=refine)
+        x_local = self._solve(comm.scatter(parts, root=self.root), refine)
         pieces = comm.allgather(x_local)
         X = np.empty((self.shape[0], pieces[0].shape[1]))
         for r, piece in enumerate(pieces):

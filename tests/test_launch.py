@@ -1,0 +1,68 @@
+"""The CLI's -np relaunch seen from outside: a rank killed by a signal is reported by rank,
+pid and signal (never a silent exit), the kernel's word on memory is read where it can be, and
+a mistyped rank count is refused before any process starts."""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from commsolve.launch import oom_evidence
+
+
+def commsolve(*args, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "commsolve", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def rank_pids(marker):
+    """The pids of the ranks (python -m mpi4py -m commsolve ... marker), not the launcher's."""
+    out = subprocess.run(["pgrep", "-f", rf"^\S*python\S* -m mpi4py -m commsolve .*{marker}"], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_a_rank_killed_by_a_signal_is_reported():
+    marker = "poisson2d:301"  # a spec no other test uses: it finds this job's ranks
+    proc = commsolve("spmv", "--gen", marker, "-np", "2", "--repeat", "100000", "--no-check")
+    try:
+        deadline = time.monotonic() + 60
+        pids = []
+        while len(pids) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = rank_pids(marker)
+        assert len(pids) == 2, "the ranks did not start"
+        time.sleep(5.0)  # past MPI_Init and commsolve's import: the ranks have written their states (pids)
+        victim = max(pids)
+        subprocess.run(["kill", "-9", str(victim)])
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGKILL
+    m = re.search(r"commsolve: rank ([01]) \(pid (\d+)\) died of signal 9 \(SIGKILL", err)
+    assert m, err
+    assert int(m.group(2)) == victim
+    assert "killed from outside" in err or "out of memory" in err
+    assert "mpiexec noticed" not in err  # Open MPI's own banner is replaced by the line above
+
+
+def test_oom_evidence_reads_the_kernel_log():
+    log = ("[  100.0] some driver message\n"
+           "[  250.5] Out of memory: Killed process 4242 (python3) total-vm:9000000kB, anon-rss:8000000kB\n"
+           "[  260.0] Out of memory: Killed process 5555 (other)\n")
+    assert "Killed process 4242" in oom_evidence(4242, 200.0, log)
+    assert oom_evidence(4242, 251.0, log) is None  # before the job started: not this job's
+    assert oom_evidence(1234, 0.0, log) is None     # another process's kill
+    assert "Killed process" in oom_evidence(None, 0.0, log)  # pid unknown: any kill since the start
+
+
+def test_too_many_ranks_are_refused_before_any_process_starts():
+    import os
+
+    cores = os.cpu_count() or 1
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "commsolve", "spmv", "--gen", "poisson2d:8", "-np", str(1000 * cores)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "without --oversubscribe" in p.stderr and time.monotonic() - t0 < 20
+    assert f"at most {4 * cores} (4 per core)" in p.stderr
