@@ -1,5 +1,7 @@
 """Bad input under MPI: every rank raises the same clear error, or the job aborts; never a hang."""
 
+import re
+
 import pytest
 from conftest import json_lines, mpirun
 
@@ -63,7 +65,7 @@ def test_watchdog_aborts_a_rank_waiting_for_one_that_never_calls(tmp_path):
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 124, proc.stderr
     assert time.monotonic() - t0 < 30
-    assert "rank 0 has waited 3.0 s in ParCSR.matvec" in proc.stderr
+    assert re.search(r"rank 0 has waited \d+\.\d s in ParCSR.matvec", proc.stderr), proc.stderr
     assert "rank 0: in ParCSR.matvec for" in proc.stderr and "last finished ParCSR.from_spec" in proc.stderr
     assert "rank 1: in MPI_Finalize (the end of the program" in proc.stderr
     assert "rank 0 got past" not in proc.stdout

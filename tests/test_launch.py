@@ -2,6 +2,7 @@
 pid and signal (never a silent exit), the kernel's word on memory is read where it can be, and
 a mistyped rank count is refused before any process starts."""
 
+import os
 import re
 import signal
 import subprocess
@@ -11,9 +12,11 @@ import time
 from commsolve.launch import oom_evidence
 
 
-def commsolve(*args, **kwargs):
+def commsolve(*args):
+    # os.environ, not the process's own environment: MPI initialized in this process (by an
+    # earlier test) may have set variables that would make the child think mpiexec started it
     return subprocess.Popen([sys.executable, "-m", "commsolve", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
 
 
 def rank_pids(marker):
@@ -58,11 +61,9 @@ def test_oom_evidence_reads_the_kernel_log():
 
 
 def test_too_many_ranks_are_refused_before_any_process_starts():
-    import os
-
     cores = os.cpu_count() or 1
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "commsolve", "spmv", "--gen", "poisson2d:8", "-np", str(1000 * cores)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert p.returncode == 2 and "without --oversubscribe" in p.stderr and time.monotonic() - t0 < 20
     assert f"at most {4 * cores} (4 per core)" in p.stderr

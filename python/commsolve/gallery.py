@@ -294,16 +294,20 @@ class GallerySpec:
         """Number of rows of the matrix (``rows_per_rank`` needs ``nprocs``)."""
         return _FAMILIES[self.family][1](self, nprocs)
 
+    def check_fits(self, count):
+        """A ValueError unless ``count`` of its rows fit this machine's memory while built: the
+        spec's own arithmetic (entries per row, bytes per entry), before anything is allocated."""
+        per_row = _NNZ_PER_ROW.get(self.family) or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1))
+        need = int(count) * per_row * _BYTES_PER_ENTRY
+        have = _physical_memory()
+        if have and need > 0.75 * have:
+            raise ValueError(f"'{self.text}': {int(count):,} rows would take about {need / 2**30:,.1f} GiB to build, "
+                             f"more than this machine's memory allows ({have / 2**30:,.1f} GiB)")
+
     def build(self, rows=None, nprocs=None):
         """The matrix, or only ``rows`` of it, as scipy CSR with global column indices. A
         matrix that would not fit in this machine's memory is refused before it is built."""
-        count = self.global_rows(nprocs) if rows is None else len(rows)
-        per_row = _NNZ_PER_ROW.get(self.family) or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1))
-        need = count * per_row * _BYTES_PER_ENTRY
-        have = _physical_memory()
-        if have and need > 0.75 * have:
-            raise ValueError(f"'{self.text}': {count:,} rows would take about {need / 2**30:,.1f} GiB to build, "
-                             f"more than this machine's memory allows ({have / 2**30:,.1f} GiB)")
+        self.check_fits(self.global_rows(nprocs) if rows is None else len(rows))
         return _FAMILIES[self.family][0](self, rows, nprocs)
 
 

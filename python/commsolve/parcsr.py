@@ -184,6 +184,7 @@ class ParCSR:
         agree_args(comm, "ParCSR.from_spec", spec=str(spec), partition=partition, seed=seed)
         spec = run_agreed(comm, lambda: spec if isinstance(spec, GallerySpec) else parse_spec(spec))
         n = spec.global_rows(comm.size)
+        run_agreed(comm, spec.check_fits, -(-n // comm.size))  # before any array of n entries is made
         dist = run_agreed(comm, _distribution, partition, n, comm, lambda: spec.build(nprocs=comm.size), seed)
         local = spec.build(rows=dist.owned(comm.rank), nprocs=comm.size)
         return cls.from_local_rows(local, comm, row_dist=dist, topology=topology, strategy=strategy, profile=profile)

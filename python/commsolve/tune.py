@@ -66,8 +66,9 @@ def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_T
     rhs = contiguous_rhs(structure, P)
     runs = []
     for g in candidate_grids(P, max_pz):
-        layout = make_layout(structure, g, partition=partition)
-        for a in (a for a in algorithms if (a == "2d") == (g[2] == 1)):
+        runs_here = [a for a in algorithms if (a == "2d") == (g[2] == 1)]  # the algorithm/Pz rule
+        layout = make_layout(structure, g, partition=partition) if runs_here else None
+        for a in runs_here:
             for tree in trees:
                 options = solve_options(g[2], a, tree, seed, flat_threshold, allreduce)
                 r = simulate_solve(SolveSchedule(layout, options, int(nrhs), rhs), topology, prof)

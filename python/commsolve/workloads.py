@@ -107,12 +107,11 @@ def layout_stats(layout, options, topology, nrhs=1, rhs=None):
     return [CommStats(a) for a in _core.solve_stats_virtual(layout, options, topology, int(nrhs), rhs)]
 
 
-def sptrsv3d_summary(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
-                     allreduce=None, seed=None, flat_threshold=None):
-    """One algorithm's solve at virtual scale: per-rank messages and bytes sent inside the
-    grids (XY) and between them (Z), max and mean over ranks; the inter-grid
-    synchronisation points; and the floating-point work per grid (one right-hand side)."""
-    layout = make_layout(structure, grid, forests, partition)
+def sptrsv3d_summary(layout, algorithm, tree, topology, nrhs=1, allreduce=None, seed=None, flat_threshold=None):
+    """One algorithm's solve on ``layout`` (a SolveLayout) at virtual scale: per-rank
+    messages and bytes sent inside the grids (XY) and between them (Z), max and mean over
+    ranks; the inter-grid synchronisation points; and the floating-point work per grid (one
+    right-hand side)."""
     px, py, pz = layout.grid
     options = solve_options(pz, algorithm, tree, seed, flat_threshold, allreduce)
     arr = np.stack([s.array for s in layout_stats(layout, options, topology, nrhs)])  # (ranks, steps, 8)
@@ -125,7 +124,7 @@ def sptrsv3d_summary(structure, grid, algorithm, tree, topology, forests=None, p
                 "per_rank_msgs": msgs.astype(int).tolist()}
 
     flops = _core.grid_flops(layout, algorithm)
-    serial = float(_core.solve_flops(structure))
+    serial = float(_core.solve_flops(layout.structure))
     syncs = max(solve_program(algorithm, z, pz)[1] for z in range(pz))
     return {"algorithm": algorithm, "grid": [px, py, pz], "tree": options.tree.name, "nrhs": int(nrhs),
             "allreduce": options.allreduce, "xy": part(XY_STEPS), "z": part(Z_STEPS), "sync_points": int(syncs),

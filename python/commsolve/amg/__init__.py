@@ -20,12 +20,13 @@ import numpy as np
 
 from .._collective import CollectiveError, agree, agree_args, mpi
 from .._watchdog import watched
-from .cycle import SMOOTHERS, CoarseSolver, Smoother, check_smoother, dot, pcg, vcycle
+from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, dot, gmres, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
 
-ACCELERATORS = ("cg", None)
+ACCELERATORS = ("cg", "gmres", None)
+SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumption fails
 
 
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
@@ -69,6 +70,9 @@ class MultilevelSolver:
         self.coarse = CoarseSolver(self.levels[-1].A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother
+        # CG needs a symmetric A; a random-vector check costs two products (cycle.asymmetry)
+        self.asymmetry = asymmetry(A)
+        self.symmetric = self.asymmetry <= SYMMETRY_TOL
         self.last_solve = None
         nnz = [lvl.nnz() for lvl in self.levels]
         self._nnz = nnz
@@ -110,7 +114,10 @@ class MultilevelSolver:
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200):
         """Collective. Solves A x = b (this rank's rows) to ||b - A x|| <= tol ||b||.
 
-        ``accel="cg"``: CG preconditioned by one V-cycle; ``None``: V-cycles alone. Returns
+        ``accel="cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
+        setup found nonsymmetric, :attr:`last_solve` carries a warning suggesting GMRES);
+        ``"gmres"``: restarted GMRES(30) right-preconditioned by one V-cycle (nonsymmetric A);
+        ``None``: V-cycles alone. Returns
         ``(x, info)`` as scipy's solvers: info 0 when converged, else the iterations done
         (the solution is then not to be trusted; :attr:`last_solve` says how far it got).
         :attr:`last_solve` holds the residual history, iterations, the mean convergence
@@ -121,7 +128,7 @@ class MultilevelSolver:
         b = np.asarray(b, dtype=np.float64)
         error = None
         if accel not in ACCELERATORS:
-            error = f"unknown accelerator {accel!r} (known: 'cg', None)"
+            error = f"unknown accelerator {accel!r} (known: 'cg', 'gmres', None)"
         elif b.shape != (A.local_rows,):
             error = f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}"
         elif not np.all(np.isfinite(b)):
@@ -133,14 +140,24 @@ class MultilevelSolver:
         t0 = time.perf_counter()
         if accel == "cg":
             its = pcg(A, self.cycle, b, x, tol * bnorm, maxiter, history)
+        elif accel == "gmres":
+            its = gmres(A, self.cycle, b, x, tol * bnorm, maxiter, history)
         else:
             its = self._stationary(b, x, tol * bnorm, maxiter, history)
         elapsed = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         converged = history[-1] <= tol * bnorm
         factor = (history[-1] / history[0]) ** (1.0 / its) if its > 0 and history[0] > 0 else 0.0
         self.last_solve = {"iterations": its, "residuals": [float(h) for h in history], "converged": bool(converged),
-                           "convergence_factor": float(factor), "solve_s": elapsed, "accel": accel}
+                           "convergence_factor": float(factor), "solve_s": elapsed, "accel": accel,
+                           "warnings": self._warnings(accel)}
         return x, (0 if converged else its)
+
+    def _warnings(self, accel):
+        if accel == "cg" and not self.symmetric:
+            return [f"A is not symmetric (|y^T A x - x^T A y| / |y^T A x| = {self.asymmetry:.1e} for random x, y): "
+                    "CG assumes a symmetric positive definite matrix, and its answer is not to be trusted even "
+                    "when it converges; use accel='gmres' (--accel gmres)"]
+        return []
 
     def _stationary(self, b, x, target, maxiter, history):
         """V-cycles on the residual from x (in place) until ||r|| <= target."""

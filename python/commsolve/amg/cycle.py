@@ -23,7 +23,7 @@ from .. import _core
 from .._collective import CollectiveError
 from .spectrum import global_dot as dot, spectral_radius_dinv_a
 
-__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "dot"]
+__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "gmres", "asymmetry", "dot"]
 
 SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev")
 # Chebyshev smoothing (hypre's hypre_ParCSRRelax_Cheby with its defaults, the smallest
@@ -136,7 +136,15 @@ class CoarseSolver:
 
         self.A = A
         self.global_A = A.to_global(root=None)
-        self.lu = SparseLU(self.global_A) if self.global_A.shape[0] > 0 else None
+        try:  # every rank factors the same matrix: every rank fails alike
+            self.lu = SparseLU(self.global_A) if self.global_A.shape[0] > 0 else None
+        except ValueError as e:
+            reason = str(e).split(" (static pivoting")[0]  # its advice is the direct solver's, not ours
+            raise ValueError(
+                f"the coarsest level's operator ({self.global_A.shape[0]} rows) cannot be factored ({reason}): A is "
+                "probably singular, e.g. a Laplacian with pure Neumann boundaries, whose null space is the "
+                "constants. Make it nonsingular (fix one value, or shift: A + sigma I with a small sigma > 0), "
+                "or remove the null space from the problem.") from None
         self.owned = A.owned_rows()
 
     def solve(self, b):
@@ -197,3 +205,62 @@ def pcg(A, precondition, b, x, target, maxiter, history):
         p = z + (rz_new / rz) * p
         rz = rz_new
     return maxiter
+
+
+def gmres(A, precondition, b, x, target, maxiter, history, restart=30):
+    """Right-preconditioned restarted GMRES(``restart``) on the distributed A from x (in
+    place), for matrices CG cannot take (nonsymmetric). Minimizes ||b - A x|| over the Krylov
+    space of A M (modified Gram-Schmidt, Givens rotations); stops when ||r|| <= target;
+    appends ||r|| of every iterate (the rotations' value inside a cycle, the true residual at
+    each restart and at the end) to ``history``. Returns the iterations done."""
+    comm = A.comm
+    its = 0
+    while True:
+        r = b - A.matvec(x)
+        beta = np.sqrt(dot(comm, r, r))
+        history.append(beta)
+        if not np.isfinite(beta):
+            raise CollectiveError(f"GMRES residual is not finite at iteration {its}")
+        if beta <= target or its >= maxiter:
+            return its
+        m = min(restart, maxiter - its)
+        V, Z = [r / beta], []
+        H = np.zeros((m + 1, m))
+        cs, sn, g = np.zeros(m), np.zeros(m), np.zeros(m + 1)
+        g[0] = beta
+        for k in range(m):
+            Z.append(precondition(V[k]))
+            w = A.matvec(Z[k])
+            for i in range(k + 1):
+                H[i, k] = dot(comm, w, V[i])
+                w = w - H[i, k] * V[i]
+            h_next = np.sqrt(dot(comm, w, w))
+            H[k + 1, k] = h_next
+            for i in range(k):  # the earlier rotations on the new column
+                H[i, k], H[i + 1, k] = cs[i] * H[i, k] + sn[i] * H[i + 1, k], -sn[i] * H[i, k] + cs[i] * H[i + 1, k]
+            d = np.hypot(H[k, k], H[k + 1, k])
+            cs[k], sn[k] = (H[k, k] / d, H[k + 1, k] / d) if d > 0 else (1.0, 0.0)
+            H[k, k], H[k + 1, k] = d, 0.0
+            g[k + 1], g[k] = -sn[k] * g[k], cs[k] * g[k]
+            its += 1
+            if abs(g[k + 1]) <= target or h_next == 0 or k == m - 1:  # converged, exact, or the cycle's end
+                break
+            history.append(abs(g[k + 1]))
+            V.append(w / h_next)
+        y = np.linalg.solve(np.triu(H[:k + 1, :k + 1]), g[:k + 1])
+        for j in range(k + 1):
+            x += y[j] * Z[j]
+
+
+def asymmetry(A, seed=20251125):
+    """Collective. |y^T A x - x^T A y| / max(|y^T A x|, |x^T A y|) for two random vectors x,
+    y (the same on any number of ranks: hashed from global indices): about machine epsilon
+    times the row length for a symmetric A, far more for a nonsymmetric one. One product
+    and two dot products each way."""
+    from .classical import hash_uniform
+
+    ids = A.owned_rows()
+    x, y = hash_uniform(ids, seed) - 0.5, hash_uniform(ids, seed + 1) - 0.5
+    yax, xay = dot(A.comm, y, A.matvec(x)), dot(A.comm, x, A.matvec(y))
+    scale = max(abs(yax), abs(xay))
+    return abs(yax - xay) / scale if scale > 0 else 0.0

@@ -30,7 +30,9 @@ from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_opt
               "Ruge-Stueben within each rank first, hypre's default).")
 @click.option("--interpolation", type=click.Choice(list(INTERPOLATIONS)), default=None,
               help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
-@click.option("--accel", type=click.Choice(["cg", "none"]), default="cg", show_default=True)
+@click.option("--accel", type=click.Choice(["cg", "gmres", "none"]), default="cg", show_default=True,
+              help="CG (symmetric A), restarted GMRES (nonsymmetric A), or V-cycles alone; each preconditioned by "
+              "one V-cycle.")
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: tolerance(v))
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")

@@ -80,6 +80,7 @@ def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, hea
 @_profile_option
 @json_option("Print the result as JSON.")
 @refuse("--heatmap", "--layout", "--partition", "--heatmap-level",
+        allowed={"--layout": "smp", "--partition": "contiguous", "--heatmap-level": "node"},
         message=lambda ctx, name: "the amg analysis distributes every level as a run does (contiguous rows, SMP "
         f"layout); --heatmap, --layout and --partition are for {workload_hint(ctx, 'analyze', 'spmv', 'spmv')}")
 def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, as_json):

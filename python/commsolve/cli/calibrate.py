@@ -64,10 +64,13 @@ def format_calibration(prof, report, path):
 def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max, eager_max, quick, as_json):
     """Measure this machine (ping-pong, injection, HighVolumePingPong, message overhead, the
     solve's kernels and 1-rank solves) and fit a profile."""
+    if nprocs is not None and nprocs < 2:
+        raise click.BadParameter(f"calibration times messages between ranks: 2 at least, got {nprocs}",
+                                 param_hint="-np")
     if short_max is not None and eager_max is not None and short_max > eager_max:
         raise click.BadParameter("--short-max must not exceed --eager-max")
     check_plot_path(plot)
-    check_plot_path(output, "--output")
+    check_plot_path(output, "--output", formats=None)
     relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
 

@@ -81,22 +81,27 @@ def report(text):
         click.echo(f"note: {advice}", err=True)
 
 
-def fail(message, collective):
-    """Report an error and end the job: once (rank 0) and cleanly when every rank has it,
-    otherwise from this rank with MPI_Abort so the others do not wait forever."""
+EXIT_ERROR = 1     # bad input, a failed check, a solve that did not converge
+EXIT_SINGULAR = 3  # the matrix is numerically singular (sptrsv; --allow-singular accepts it)
+
+
+def fail(message, collective, code=EXIT_ERROR, label="error"):
+    """Report an error and end the job: once (rank 0) and cleanly when every rank has it
+    (exit status ``code``), otherwise from this rank with MPI_Abort so the others do not wait
+    forever."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     rank = comm.rank
     if collective or comm.size == 1:
         if rank == 0:
-            click.echo(f"commsolve: error: {message}", err=True)
+            click.echo(f"commsolve: {label}: {message}", err=True)
         # Every rank knows: finish MPI cleanly (python -m mpi4py would turn a non-zero
         # SystemExit into MPI_Abort); rank 0 carries the failing status.
         sys.stdout.flush()
         sys.stderr.flush()
         MPI.Finalize()
-        os._exit(1 if rank == 0 else 0)
+        os._exit(code if rank == 0 else 0)
     click.echo(f"commsolve: error on rank {rank}: {message}", err=True)
     sys.stderr.flush()
     comm.Abort(1)
@@ -168,11 +173,28 @@ def bar(**kwargs):
     return tqdm(leave=False, file=sys.stderr, disable=not show_progress(), **kwargs)
 
 
-def check_plot_path(path, option="--plot"):
-    """A plot's folder must exist before the work, not be found missing after it."""
-    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(path))} does not exist",
-                                 param_hint=option)
+PLOT_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")  # what matplotlib writes
+
+
+def check_plot_path(path, option="--plot", formats=PLOT_FORMATS):
+    """A plot's file must be writable, in a format it can be written in, before the work
+    (not found wrong after it): the folder exists and takes a file, the suffix is known."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise click.BadParameter(f"folder {folder} does not exist", param_hint=option)
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if formats and suffix not in formats:
+        raise click.BadParameter(f"{path}: the format is named by the suffix, one of {', '.join(formats)} "
+                                 f"(got {'.' + suffix if suffix else 'none'})", param_hint=option)
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".commsolve-"):
+            pass
+    except OSError as e:
+        raise click.BadParameter(f"cannot write in folder {folder} ({e.strerror})", param_hint=option) from None
 
 
 # ---- inputs ------------------------------------------------------------------------
@@ -196,14 +218,15 @@ def load_matrix(gen, matrix):
 
 
 def grid_2d(grid, most):
-    """(Pr, Pc) from --grid "PrxPc": positive, at most ``most`` ranks."""
+    """(Pr, Pc) from --grid "PrxPc" by the grid rule (one layer), at most ``most`` ranks."""
+    from ..direct import parse_grid
+
+    if len(grid.lower().split("x")) != 2:
+        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid")
     try:
-        pr, pc = (int(v) for v in grid.lower().split("x"))
-    except ValueError:
-        raise click.BadParameter(f"expected PrxPc such as 46x46, got '{grid}'", param_hint="--grid") from None
-    if pr < 1 or pc < 1 or pr * pc > most:
-        raise click.BadParameter(f"a {pr}x{pc} grid: dimensions must be positive and the ranks at most {most:,}",
-                                 param_hint="--grid")
+        pr, pc, _ = parse_grid(grid, None, most, "the virtual world")
+    except ValueError as e:
+        raise click.BadParameter(f"expected PrxPc such as 46x46: {e}", param_hint="--grid") from None
     return pr, pc
 
 
@@ -220,7 +243,9 @@ class WorkloadGroup(click.Group):
         self.legacy, self.default = dict(legacy or {}), default
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+        # The group's own help alone, or a subcommand: as click has it; anything else is the
+        # former spelling (whose --help asks for the subcommand's help).
+        if args and args[0] not in self.commands and not set(args) <= set(ctx.help_option_names):
             args = self._rewrite(ctx, list(args))
         return super().parse_args(ctx, args)
 
@@ -230,6 +255,9 @@ class WorkloadGroup(click.Group):
         for a in it:
             if a == "--workload":
                 old = next(it, None)
+                if old is None or old.startswith("-"):
+                    raise click.BadParameter("requires a workload name (" + ", ".join(self.legacy) + ")",
+                                             param_hint="'--workload'")
             elif a.startswith("--workload="):
                 old = a.split("=", 1)[1]
             else:
@@ -253,12 +281,17 @@ def workload_hint(ctx, group, sub, legacy_name):
     return f"'commsolve {group} {sub}'"
 
 
-def refuse(*names, message):
+def refuse(*names, message, allowed=None):
     """Hidden options ``names`` that another workload takes: given here, a usage error
-    saying where they belong (``message(ctx, name)``) instead of click's 'no such option'."""
+    saying where they belong (``message(ctx, name)``) instead of click's 'no such option'.
+    ``allowed``: {name: value} a former spelling may still give (the value that changed
+    nothing there, e.g. the default of an option of one workload only)."""
+    allowed = allowed or {}
+
     def callback(ctx, param, value):
-        if value not in (None, False, ()):
-            raise click.UsageError(message(ctx, param.opts[0]))
+        name = param.opts[0]
+        if value not in (None, False, ()) and not (name in allowed and value == allowed[name]):
+            raise click.UsageError(message(ctx, name))
         return value
 
     def decorate(f):

@@ -45,7 +45,7 @@ def _outputs(plot, timeline, goal, nranks):
 
     check_plot_path(plot)
     check_plot_path(timeline, "--timeline")
-    check_plot_path(goal, "--goal")
+    check_plot_path(goal, "--goal", formats=None)
     if timeline and nranks is not None and nranks > MAX_TIMELINE_RANKS:
         raise click.BadParameter(f"a timeline of {nranks:,} ranks is unreadable; at most {MAX_TIMELINE_RANKS}",
                                  param_hint="--timeline")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
-from .common import (ALGORITHM_CHOICE, TREE_CHOICE, allreduce_option, as_json_text, fail, forest_partition_option,
+from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, fail, forest_partition_option,
                      guarded, json_option, matrix_options, max_supernode_option, need_one_source, launch_options, ppn_option,
                      progress,
                      relaunch_or_check, report, tolerance)
@@ -43,11 +43,14 @@ from .common import (ALGORITHM_CHOICE, TREE_CHOICE, allreduce_option, as_json_te
 @click.option("--replace-tiny", is_flag=True, help="Replace tiny pivots by sqrt(eps) ||A|| instead of failing.")
 @click.option("--refine/--no-refine", default=True, show_default=True,
               help="Iterative refinement after each solve (timed apart).")
+@click.option("--allow-singular", is_flag=True,
+              help=f"Exit 0 on a numerically singular matrix (tiny pivots replaced, or a relative residual above "
+              f"1e-6) instead of {EXIT_SINGULAR}.")
 @click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
 def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm, partition, allreduce, tree, nrhs, repeat, max_supernode,
-           relax_subtree, ppn, equil, row_perm, replace_tiny, refine, tol, as_json):
+           relax_subtree, ppn, equil, row_perm, replace_tiny, refine, allow_singular, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
     the solve's communication per rank inside the grids (XY) and between them (Z)."""
@@ -72,3 +75,6 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
         fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
     if not result["stats_recorded_equal_planned"]:
         fail("recorded communication statistics differ from the plan's", True)
+    if result["warnings"] and not allow_singular:
+        fail("the matrix is numerically singular: " + "; ".join(result["warnings"]) + " (--allow-singular accepts it)",
+             True, EXIT_SINGULAR, label="singular")

@@ -111,15 +111,16 @@ def trees_sptrsv(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_thresh
 
 @trees.command(name="sptrsv3d")
 @matrix_options("poisson2d9:2048")
-@click.option("--grid", default="46x46", show_default=True, help="Process grid PxQxR (R = Pz layers, a power of two).")
+@click.option("--grid", default="16x16x8", show_default=True, help="Process grid PxQxR (R = Pz layers, a power of two).")
 @click.option("--shape", type=click.Choice(SHAPES), default="binary", show_default=True,
               help="Broadcast and reduction tree shape inside a grid.")
 @click.option("--ppn", type=click.IntRange(1), default=16, show_default=True,
               help="Ranks per node (consecutive ranks; the last node may be partly filled).")
 @max_supernode_option
 @tree_seed_options
-@click.option("--algorithm", default="3d-baseline,3d", show_default=True,
-              help="Comma-separated solve algorithms, 2d running on the squarest 2D grid of as many ranks.")
+@click.option("--algorithm", default=None,
+              help="Comma-separated solve algorithms, 2d running on the squarest 2D grid of as many ranks "
+              "[default: 3d-baseline,3d; on a 2D grid, 2d].")
 @forest_partition_option()
 @allreduce_option
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG: messages per rank and work per grid.")
@@ -130,11 +131,12 @@ def trees_sptrsv3d(gen, matrix, grid, shape, ppn, max_supernode, seed, flat_thre
     rank, synchronisation points, work per grid; and the 3D factorization's messages."""
     need_one_source(gen, matrix)
     check_plot_path(plot)
-    from ..runs.sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d, plot_sptrsv3d
-
-    algorithms = split_list(algorithm)
+    from ..direct import parse_grid
+    from ..runs.sptrsv_analysis import MAX_VIRTUAL_RANKS, analyse_sptrsv3d, format_sptrsv3d, plot_sptrsv3d
 
     def run():
+        pz = parse_grid(grid, None, MAX_VIRTUAL_RANKS, "the virtual world")[2]
+        algorithms = split_list(algorithm or ("3d-baseline,3d" if pz > 1 else "2d"))
         A = load_matrix(gen, matrix)
         with bar(total=len(algorithms), desc="algorithms") as shown:
             return analyse_sptrsv3d(A, grid, algorithms, tree=shape, ppn=ppn, partition=partition,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _core
-from .._collective import agree_on, mpi, run_agreed
+from .._collective import agree_on, describe, mpi, run_agreed
 from .._watchdog import watched
 from ..parcsr import ParCSR
 from ..partition import Distribution
@@ -116,15 +116,6 @@ class FactorReport:
     ranking: list | None = None
 
 
-def _describe(value):
-    """A comparable description of an option (objects by their kind and size)."""
-    if isinstance(value, _core.Topology):
-        return ("Topology", tuple(value.node_of_rank.tolist()))
-    if isinstance(value, Distribution):
-        return ("Distribution", value.global_size, value.nranks, value.is_contiguous)
-    return value
-
-
 def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
                    lu_options, topology=None, distribution=None):
     """Collective. The request checked on every rank (a ValueError on every rank if any
@@ -139,7 +130,7 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
                 raise ValueError("grid='auto' needs a tuner: import commsolve.tune")
             trees = (tree,) if isinstance(tree, str) else tuple(tree or ())
             _tuner.check(profile, algorithm, trees)
-            solve_options(2, algorithm or "3d", None, seed, flat_threshold, allreduce)  # the names are known
+            solve_options(1 if algorithm == "2d" else 2, algorithm, None, seed, flat_threshold, allreduce)  # names
             pz = _tuner.max_pz(comm.size)
             return FactorRequest(None, None, algorithm, trees, seed, flat_threshold, allreduce, partition, root,
                                  profile, lu_options, pz)
@@ -150,9 +141,9 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
 
     request = run_agreed(comm, check)
     agree_on(comm, "factor options", (request.grid, repr(request.options), request.trees, request.algorithm,
-                                      request.partition, root, _describe(profile), _describe(topology),
-                                      _describe(distribution),
-                                      tuple(sorted((k, _describe(v)) for k, v in lu_options.items()))))
+                                      request.seed, request.flat_threshold, request.allreduce, request.partition,
+                                      root, describe(profile), describe(topology), describe(distribution),
+                                      tuple(sorted((k, describe(v)) for k, v in lu_options.items()))))
     return request
 
 

@@ -27,19 +27,17 @@ __all__ = ["FACTOR_STEPS", "XY_FACTOR_STEPS", "Z_FACTOR_STEPS", "GridFactorizati
 # of ancestor updates, the ancestor broadcast.
 FACTOR_STEPS = ("entries to grids", "XY L panels", "XY U rows", "Z reduce (updates)", "ancestor broadcast")
 XY_FACTOR_STEPS, Z_FACTOR_STEPS = (1, 2), (3, 4)
-ENTRY_BYTES = 16  # an entry travels as two values: its row and column packed into one, and its value
+ENTRY_BYTES = _core.entry_bytes  # an entry travels as two values: its row and column packed into one, and its value
 
 
 @dataclass
 class GridFactorization:
     """What the factorization on the grids reports on one rank: its ``recorded`` CommStats
-    (steps :data:`FACTOR_STEPS`, counted as MPI moved them), the entry move's ``planned``
-    step as its plan says, the ``seconds`` of ``redistribute`` (entries to the ranks and
+    (steps :data:`FACTOR_STEPS`, counted as MPI moved them), the ``seconds`` of ``redistribute`` (entries to the ranks and
     added into their blocks), ``allocate`` and ``numeric`` (slowest rank each), and the tiny
     pivots ``replaced`` and floating-point operations ``flops`` summed over the ranks."""
 
     recorded: CommStats
-    planned_entries: np.ndarray
     seconds: dict
     replaced: int
     flops: float
@@ -118,7 +116,6 @@ def factor_on_grids(A, pivoting, row_order, col_order, layout, topo, anorm, zero
     seconds = {k: comm.allreduce(v, op=MPI.MAX) for k, v in
                (("redistribute", info["move_seconds"] + info["arrange_seconds"]),
                 ("allocate", info["allocate_seconds"]), ("numeric", info["numeric_seconds"]))}
-    return store, GridFactorization(CommStats(np.asarray(info["recorded"]).copy()),
-                                    np.asarray(info["planned_entries"])[0].copy(), seconds,
+    return store, GridFactorization(CommStats(np.asarray(info["recorded"]).copy()), seconds,
                                     comm.allreduce(int(info["replaced"]), op=MPI.SUM),
                                     comm.allreduce(float(info["flops"]), op=MPI.SUM))

@@ -6,6 +6,8 @@ unset parts take C++'s defaults."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import _core
@@ -33,12 +35,21 @@ def parse_grid(grid, nranks, max_ranks=None, where=None):
     what ``where`` handles); with ``nranks``, px py pz must equal it."""
     if grid is None:
         return tuple(_core.squarest_grid(int(nranks)))
-    spelled = grid if isinstance(grid, str) else "x".join(str(v) for v in grid)
+    spelled = grid if isinstance(grid, str) else "x".join(map(_dimension, grid))
     limits = {} if max_ranks is None else {"max_ranks": int(max_ranks), "where": where or "this"}
     g = _core.parse_grid(spelled, **limits)
     if nranks is not None:
         _core.check_grid_ranks(g, int(nranks), spelled.strip())
     return tuple(g)
+
+
+def _dimension(v):
+    """A tuple's dimension as the grid rule reads it (whole numbers, 2.0 included)."""
+    try:
+        return str(operator.index(v))
+    except TypeError:
+        f = float(v)
+        return str(int(f)) if f.is_integer() else str(v)
 
 
 def check_choice(value, known, what):

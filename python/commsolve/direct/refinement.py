@@ -8,7 +8,8 @@ solved with the same factors and added, while the componentwise backward error
 (Oettli-Prager; the smallest relative change of the entries of A and b for which x is an exact
 solution) is above machine epsilon and at least halves every step, at most ``ITMAX`` steps.
 Rows whose denominator is tiny use SuperLU's safe minimum so a zero row of b cannot divide
-by zero. Every right-hand side is refined on its own; ``berr`` is reported per column.
+by zero; a row whose residual is exactly zero there contributes nothing (an equation that
+holds exactly needs no change: b = 0 solved by x = 0 has backward error 0, not SuperLU's 1). Every right-hand side is refined on its own; ``berr`` is reported per column.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def iterative_refinement(solve, residual, abs_product, b, x, nz, allmax=lambda v
         r = residual(x[:, active], active)
         denom = abs_product(np.abs(x[:, active])) + np.abs(b[:, active])
         ratio = np.where(denom > safe2, np.abs(r) / np.where(denom > safe2, denom, 1.0),
-                         (np.abs(r) + safe1) / (denom + safe1))
+                         np.where(r == 0, 0.0, (np.abs(r) + safe1) / (denom + safe1)))
         s = allmax(ratio.max(axis=0) if ratio.shape[0] else np.zeros(active.size))
         berr[active] = s
         go = (s > eps) & (2.0 * s <= lstres[active]) & (steps[active] < max_steps)

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from .._collective import CollectiveError, agree, agree_args, agree_on, mpi, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
+from ..trees import tree_shape
 from .options import solve_options
 from .refinement import ITMAX, iterative_refinement
 from .serial import rhs_array
@@ -142,8 +143,11 @@ class DistributedLU:
         self._core.set_options(new)
 
     def set_tree(self, tree, seed=None, flat_threshold=None):
-        """Collective. Use another tree shape for the next solves (see :meth:`set_options`)."""
-        self.set_options(tree=tree, seed=seed, flat_threshold=flat_threshold)
+        """Collective. Use another tree shape for the next solves, with ``seed`` and
+        ``flat_threshold`` (C++'s defaults where not given; see :meth:`set_options`)."""
+        default = tree_shape()
+        self.set_options(tree=tree, seed=default.seed if seed is None else seed,
+                         flat_threshold=default.flat_threshold if flat_threshold is None else flat_threshold)
 
     @watched("DistributedLU.solve")
     def solve(self, b, replicated=False, refine=True):

@@ -363,8 +363,12 @@ def _any_source(comm, a, b, samples):
 
 
 def measure(comm, topology, quick=False, progress=None):
-    """Collective. Runs every calibration measurement; returns the same dict on all ranks."""
+    """Collective. Runs every calibration measurement; returns the same dict on all ranks.
+    Needs two ranks at least: it times messages between them."""
     import platform
+
+    if comm.size < 2:
+        raise ValueError(f"calibration times messages between ranks: it needs 2 ranks at least, got {comm.size}")
 
     nodes = topology.node_of_rank
     intra = next(((0, r) for r in range(1, comm.size) if nodes[r] == nodes[0]), None)

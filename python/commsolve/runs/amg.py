@@ -49,7 +49,8 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
         "setup_s": ml.setup_s, "solve_s": s["solve_s"], "iterations": s["iterations"], "converged": s["converged"],
-        "convergence_factor": s["convergence_factor"], "residuals": s["residuals"],
+        "convergence_factor": s["convergence_factor"], "residuals": s["residuals"], "warnings": s["warnings"],
+        "asymmetry": ml.asymmetry,
         "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok), "info": info,
         "machine": machine_info(),
     }
@@ -75,6 +76,7 @@ def format_amg(r):
             "check       " + ("skipped (problem too large)" if res is None else
                               f"||b - A x|| / ||b|| by scipy = {res:.2e}"),
             f"CommStats   recorded == planned on every level: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}"]
+    tail += [f"WARNING     {w}" for w in r.get("warnings", [])]
     return "\n".join(head + [cols] + rows + tail)
 
 

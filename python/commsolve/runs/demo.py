@@ -1,5 +1,5 @@
 """``commsolve demo`` (``make demo``): the main job on built-in problems — distributed SpMV
-with its communication, then the flagship triangular solves (:mod:`commsolve.flagship`)."""
+with its communication, then the flagship triangular solves (:mod:`commsolve.runs.flagship`)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from ..parcsr import ParCSR
 from .spmv import machine_info
 from ..stats import FIELDS, CommStats, format_summary, summarize
 
-__all__ = ["run_sptrsv", "format_sptrsv", "TIME_KEYS"]
+__all__ = ["run_sptrsv", "format_sptrsv", "singular_warnings", "TIME_KEYS", "SINGULAR_RESIDUAL"]
 
 # solve_seconds keys -> JSON keys: the run of median total, its slowest rank's parts (so
 # that they add up to at most the total)
@@ -129,6 +129,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "memory_per_rank": {"factor_bytes": _max_mean([8 * e for e in entries]),
                             "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,
+        "warnings": singular_warnings(int(solver.tiny_pivots_replaced), resid),
         "backward_error": backward,
         "berr": [float(v) for v in solver.berr],
         "refine_steps": [int(v) for v in solver.refine_steps],
@@ -144,6 +145,24 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "factor_stats_recorded_equal_planned": bool(factor_match) if on_grids else None,
         "machine": machine_info(),
     }
+    return out
+
+
+SINGULAR_RESIDUAL = 1e-6  # a relative residual above this says the matrix is numerically singular
+
+
+def singular_warnings(replaced, rel_residual):
+    """What says the matrix is numerically singular, in words: replaced tiny pivots (the
+    factors are of a nearby matrix) and a relative residual above :data:`SINGULAR_RESIDUAL`
+    (x does not solve A x = b to working accuracy, whatever the backward error says: a tiny
+    backward error with a huge x is what a singular matrix gives)."""
+    out = []
+    if replaced:
+        out.append(f"{replaced} tiny pivot{'s were' if replaced > 1 else ' was'} replaced (--replace-tiny): the "
+                   "matrix is numerically singular or nearly so, and the factors are those of a nearby matrix")
+    if not rel_residual <= SINGULAR_RESIDUAL:  # NaN too
+        out.append(f"the relative residual ||Ax - b|| / ||b|| is {rel_residual:.2e}, above {SINGULAR_RESIDUAL:g}: the "
+                   "matrix is numerically singular (or b is outside its range), x does not solve A x = b")
     return out
 
 
@@ -203,6 +222,7 @@ def format_sptrsv(r):
              for k, v in s.items()}
         lines.append(f"{rank:>4} {m['xy'][0]:>9,} {m['xy'][1]:>11,} {m['z'][0]:>7,} {m['z'][1]:>10,} "
                      f"{m['redistribute'][0]:>9,} {m['redistribute'][1]:>11,}")
+    lines += [f"WARNING     {w}" for w in r.get("warnings", [])]
     if r["nranks"] > 1:
         lines.append(format_summary(r["comm"]))
     return "\n".join(lines)

@@ -47,9 +47,9 @@ def analyse_sptrsv3d(A, grid, algorithms, tree=None, ppn=16, partition="nd", all
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}
     out["factorization"] = factor3d_summary(layout, topo, tree, seed, flat_threshold)
+    flat = make_layout(S, parse_grid(None, P)) if "2d" in algorithms else None  # 2d: the squarest 2D grid
     for a in algorithms:
-        grid_a = (parse_grid(None, P), None) if a == "2d" else (layout.grid, layout.forests)
-        out["algorithms"][a] = sptrsv3d_summary(S, grid_a[0], a, tree, topo, forests=grid_a[1], nrhs=nrhs,
+        out["algorithms"][a] = sptrsv3d_summary(flat if a == "2d" else layout, a, tree, topo, nrhs=nrhs,
                                                 allreduce=None if a == "2d" else allreduce, seed=seed,
                                                 flat_threshold=flat_threshold)
         if progress is not None:

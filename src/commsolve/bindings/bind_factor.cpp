@@ -78,7 +78,6 @@ nb::dict factor_info(const Factor3DResult& r) {
   out["ok"] = r.ok;
   out["error"] = r.error;
   out["recorded"] = stats_array(r.recorded);
-  out["planned_entries"] = stats_array(CommStats{{r.planned_entries}});
   out["replaced"] = r.replaced;
   out["flops"] = r.flops;
   out["move_seconds"] = r.move_seconds;
@@ -110,8 +109,8 @@ void bind_distributed(nb::module_& m) {
         "replace_tiny"_a, "tree"_a, "send_window"_a = 0,
         "Collective: the 3D factorization (direct/factor3d.hpp) of this rank's entries (any of the permuted, scaled "
         "matrix: they are moved by a plan to the ranks that factor them first). Returns (store, info): this rank's "
-        "BlockStore; info: ok, error, recorded stats (steps, 8), the entry move's planned stats (1, 8), replaced, "
-        "flops, and move, arrange, allocate and numeric seconds.");
+        "BlockStore; info: ok, error, recorded stats (steps, 8), replaced, flops, and move, arrange, allocate and "
+        "numeric seconds.");
   m.def("factor_3d_planned", [](const SolveLayout& layout, const Topology& topo, const TreeShape& tree) {
     std::vector<CommStats> all;
     {
@@ -136,6 +135,7 @@ void bind_distributed(nb::module_& m) {
 }  // namespace
 
 void bind_factor(nb::module_& m) {
+  m.attr("entry_bytes") = entry_bytes;  // what one of A's entries weighs on its way to the grids
   bind_serial(m);
   bind_distributed(m);
 }

@@ -46,7 +46,9 @@ void bind_grid(nb::module_& m) {
       .def("__str__", &grid_name)
       .def("__getstate__", [](const ProcessGrid3D& g) { return std::make_tuple(g.px, g.py, g.pz); })
       .def("__setstate__", [](ProcessGrid3D& g, const std::tuple<int, int, int>& t) {
-        new (&g) ProcessGrid3D{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+        const ProcessGrid3D checked{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+        check_grid_3d(checked);
+        new (&g) ProcessGrid3D(checked);
       });
   m.def("parse_grid", &parse_grid, "text"_a, "max_ranks"_a = 2147483647, "where"_a = "an MPI communicator",
         "The grid spelled 'PxQ' or 'PxQxR' (R = Pz), checked: the grid rule (ValueError saying what is wrong); "
@@ -94,8 +96,10 @@ void bind_options(nb::module_& m) {
                                o.packed_z);
       })
       .def("__setstate__", [](SolveOptions& o, const std::tuple<std::string, std::string, std::uint64_t, int, bool>& t) {
-        new (&o) SolveOptions{parse_algorithm(std::get<0>(t)), TreeShape{std::get<1>(t), std::get<2>(t), std::get<3>(t)},
-                              std::get<4>(t)};
+        const SolveOptions checked{parse_algorithm(std::get<0>(t)),
+                                   TreeShape{std::get<1>(t), std::get<2>(t), std::get<3>(t)}, std::get<4>(t)};
+        check_tree_shape(checked.shape);
+        new (&o) SolveOptions(checked);
       });
   nb::class_<RhsMap>(m, "RhsMap",
                      "How b and x meet a solve: their Distribution by rows, the row of b that factor row k reads "

@@ -55,16 +55,27 @@ MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   require(size == layout.grid().size() && topo.size() == size,
           "moving entries: the grid, the topology and the communicator differ in size");
-  const std::vector<int> dest = entry_destinations(layout, mine);
+  std::vector<int> dest;
+  std::string error;
+  try {
+    dest = entry_destinations(layout, mine);
+  } catch (const std::invalid_argument& e) {
+    error = e.what();
+  }
   std::vector<std::int64_t> send(static_cast<std::size_t>(size), 0), recv(static_cast<std::size_t>(size), 0);
   for (int d : dest) ++send[d];
+  // A message's bytes are counted in an int (MPI_Get_count): at most this many entries a peer.
+  const std::int64_t most = std::numeric_limits<int>::max() / entry_bytes;
+  if (error.empty() && mine.nnz > std::numeric_limits<std::int32_t>::max())
+    error = "the 3D factorization: more than 2^31 - 1 entries on one rank (use more ranks)";
+  for (int q = 0; error.empty() && q < size; ++q)
+    if (send[q] > most)
+      error = "the 3D factorization: " + std::to_string(send[q]) + " entries for one rank, more than MPI's counts "
+              "reach (" + std::to_string(most) + "; use more ranks)";
+  int bad = error.empty() ? 0 : 1, any = 0;
+  check_mpi(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (any) throw std::invalid_argument(error.empty() ? "the 3D factorization: bad entries on another rank" : error);
   check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, comm), "MPI_Alltoall");
-  const std::int64_t limit = std::numeric_limits<std::int32_t>::max();
-  const std::int64_t most = std::max(mine.nnz, std::accumulate(recv.begin(), recv.end(), std::int64_t{0}));
-  int too_many = most > limit ? 1 : 0, any = 0;
-  check_mpi(MPI_Allreduce(&too_many, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  require(any == 0, "the 3D factorization: more than " + std::to_string(limit) +
-                        " entries to move on one rank (use more ranks)");
 
   // The pattern: owned entries are this rank's, in their order; the halo receives each
   // source's entries in a block, sources ascending.
@@ -117,7 +128,6 @@ MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout
     out.values.push_back(got[2 * h + 1]);
   }
   out.recorded = exec.recorded_forward().steps[0];
-  out.planned = plan_stats(exec.plan(), topo, 16).steps[0];
   return out;
 }
 

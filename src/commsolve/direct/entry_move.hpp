@@ -22,22 +22,27 @@
 
 namespace commsolve {
 
-// The rank that factors each entry (rows[e], cols[e]) of the permuted matrix. Local.
+// An entry travels as two values: its row and column packed into one, and its value.
+inline constexpr int entry_bytes = 16;
+
+// The rank that factors each entry (rows[e], cols[e]) of the permuted matrix. Local; throws
+// std::invalid_argument for an entry outside the matrix.
 std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriples& entries);
 
 struct MovedEntries {
   std::vector<std::int32_t> rows, cols;  // the entries this rank factors (its own included)
   std::vector<double> values;
   StepStats recorded;                    // what went through MPI (sends as posted, receives by status)
-  StepStats planned;                     // the plan's own statistics
   EntryTriples triples() const {
     return EntryTriples{static_cast<std::int64_t>(values.size()), rows.data(), cols.data(), values.data()};
   }
 };
 
 // Collective on comm (the layout's grid.size() ranks). Sends this rank's entries (`mine`,
-// any of the matrix's) to the ranks that factor them. Throws std::invalid_argument on every
-// rank when some rank would move more entries than MPI counts reach (2^31 - 1).
+// any of the matrix's) to the ranks that factor them. Bad input is agreed before anything
+// moves: an entry outside the matrix on any rank, or more entries between two ranks than
+// MPI's counts of bytes reach (2^31 - 1 bytes), throws std::invalid_argument on every rank
+// (the message on the rank where it was found, "on another rank" elsewhere).
 MovedEntries move_entries(MPI_Comm comm, const Topology& topo, const SolveLayout& layout, const EntryTriples& mine);
 
 }  // namespace commsolve

@@ -215,7 +215,6 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   Factor3DResult res;
   res.recorded.steps.resize(num_factor_steps);
   res.recorded.steps[factor_entries] = moved.recorded;
-  res.planned_entries = moved.planned;
   res.move_seconds = seconds(t_move);
   // Storage and A's entries on every rank, then all start factoring together: a rank slower
   // to allocate makes the others wait here, in the allocation phase, not in the numeric one;

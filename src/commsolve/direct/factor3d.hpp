@@ -65,7 +65,6 @@ struct Factor3DResult {
   bool ok = true;                 // this rank finished without hearing of a failure
   std::string error;              // the failure that started on this rank, if one did
   CommStats recorded;             // this rank's messages, as MPI counted them
-  StepStats planned_entries;      // the entries' move as its plan says (factor_3d_planned has the rest)
   std::int64_t replaced = 0;      // tiny pivots replaced on this rank
   double flops = 0.0;             // floating-point operations of this rank's factorization
   double move_seconds = 0.0;      // A's entries sent to the ranks that factor them

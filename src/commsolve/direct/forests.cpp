@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <string>
 
@@ -24,6 +25,8 @@ void check_grid_3d(const ProcessGrid3D& grid, const std::string& spelled) {
                                            : spelled;
   require(grid.px >= 1 && grid.py >= 1 && grid.pz >= 1, "grid dimensions must be positive, got " + name);
   check_pz(grid.pz, name);
+  require(static_cast<std::int64_t>(grid.px) * grid.py * grid.pz <= std::numeric_limits<int>::max(),
+          "a " + name + " grid has more ranks than an int numbers");
 }
 
 int forest_levels(int pz) {

@@ -1,7 +1,9 @@
 #include "direct/solve_layout.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "comm/comm_plan.hpp"
@@ -19,19 +21,25 @@ ProcessGrid3D parse_grid(const std::string& text, std::int64_t max_ranks, const 
       part += c;
       continue;
     }
-    const std::size_t first = part.find_first_not_of(' '), last = part.find_last_not_of(' ');
-    const std::string digits = first == std::string::npos ? "" : part.substr(first, last - first + 1);
+    const char* blank = " \t\n\r\f\v";
+    const std::size_t first = part.find_first_not_of(blank), last = part.find_last_not_of(blank);
+    std::string digits = first == std::string::npos ? "" : part.substr(first, last - first + 1);
+    const bool negative = !digits.empty() && digits[0] == '-';  // a number, refused below as not positive
+    if (negative) digits.erase(0, 1);
     ok = !digits.empty() && digits.size() <= 12 && digits.find_first_not_of("0123456789") == std::string::npos;
-    if (ok) dims.push_back(std::stoll(digits));
+    if (ok) dims.push_back(negative ? -std::stoll(digits) : std::stoll(digits));
     part.clear();
   }
   if (!ok || dims.size() < 2 || dims.size() > 3)
     throw std::invalid_argument("grid must look like 2x3 or 2x2x2, got '" + text + "'");
   if (dims.size() == 2) dims.push_back(1);
   double ranks = 1;
-  for (std::int64_t d : dims) ranks *= static_cast<double>(d);
+  for (std::int64_t d : dims) ranks *= static_cast<double>(std::max<std::int64_t>(d, 0));
   require(ranks <= static_cast<double>(max_ranks), "a " + text + " grid has more ranks than " + where +
-                                                        " handles (" + std::to_string(max_ranks) + ")");
+                                                        " handles: " + std::to_string(max_ranks) + " ranks at most");
+  for (std::int64_t d : dims)
+    require(d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max(),
+            "a " + text + " grid has a dimension beyond what an int holds");
   const ProcessGrid3D grid{static_cast<int>(dims[0]), static_cast<int>(dims[1]), static_cast<int>(dims[2])};
   check_grid_3d(grid, text);
   return grid;

@@ -31,7 +31,11 @@ void SupernodalStructure::validate() const {
   for (std::size_t s = 0; s + 1 < rows_ptr.size(); ++s)
     require(rows_ptr[s] <= rows_ptr[s + 1], "supernodal structure: rows_ptr decreases at supernode " +
                                                 std::to_string(s));
-  for (std::int32_t r : rows) require(r >= 0 && r < n, "supernodal structure: a row index outside [0, n)");
+  for (std::size_t s = 0; s + 1 < rows_ptr.size(); ++s)  // below the supernode's columns, ascending
+    for (std::int64_t p = rows_ptr[s]; p < rows_ptr[s + 1]; ++p)
+      if (rows[p] < sn_start[s + 1] || rows[p] >= n || (p > rows_ptr[s] && rows[p] <= rows[p - 1]))
+        throw std::invalid_argument("supernodal structure: the rows below supernode " + std::to_string(s) +
+                                    " must lie below its columns, inside [0, n), ascending");
   require(perm.empty() || static_cast<std::int64_t>(perm.size()) == n,
           "supernodal structure: perm must have one entry per unknown");
   std::vector<char> seen(perm.size(), 0);
