@@ -19,7 +19,7 @@ deps:
 
 $(STAMP): $(SOURCES)
 	PYTHON=$(PYTHON) scripts/install-deps
-	$(PYTHON) -m pip install --no-build-isolation --no-deps -q .
+	$(PYTHON) scripts/build.py
 	@mkdir -p build && touch $(STAMP)
 
 build: $(STAMP)

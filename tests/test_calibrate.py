@@ -120,7 +120,8 @@ def test_compute_fit_takes_the_cache_from_the_sweep():
 def test_calibrate_command(tmp_path):
     out, png = tmp_path / "here.toml", tmp_path / "fit.png"
     p = subprocess.run([sys.executable, "-m", "commsolve", "calibrate", "-np", "2", "--ppn", "1", "-o", str(out),
-                        "--plot", str(png), "--quick"], capture_output=True, text=True, timeout=300, env=mpi_env(2))
+                        "--plot", str(png), "--quick", "--accept-noisy"],  # a busy CI machine must not fail it
+                       capture_output=True, text=True, timeout=300, env=mpi_env(2))
     assert p.returncode == 0, p.stderr
     prof = load_profile(out)
     assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
@@ -144,3 +145,30 @@ def test_compute_fits_refuse_nan():
         fit_solve_compute("cori-haswell", [("m", float("nan"), None, None)])
     with pytest.raises(ValueError, match="not a positive time"):
         fit_engine_overhead("cori-haswell", ("m", float("nan"), None, None))
+
+
+def test_assess_flags_what_makes_a_calibration_untrustworthy():
+    """Under load, calibrate wrote a profile with fit errors of 0.35-0.61, an eager rate 7x
+    below the short one and engine_overhead at its upper bound, and said nothing."""
+    from commsolve.sim.calibration import assess
+
+    def fit(alpha, rate, err=0.05):
+        return {"alpha": alpha, "rate": rate, "rel_error": err, "points": 6}
+
+    clean_meas = {"noise": 0.1}
+    clean = {"intra_node": {"short": fit(1e-6, 1e9), "eager": fit(2e-6, 3e9), "rend": fit(5e-6, 8e9)},
+             "inter_node": {p: dict(fit(1e-6, 1e9), borrowed_from="intra_node") for p in ("short", "eager", "rend")},
+             "solve_fit": {"at_bound": [], "rms_log_error": 0.05},
+             "engine_fit": {"at_bound": False, "bound": 2e-5}}
+    assert assess(clean_meas, clean) == []
+    loaded = {"noise": 1.4}
+    assert "the machine looks loaded" in " ".join(assess(loaded, clean))
+    assert assess({"noise": float("nan")}, clean)  # NaN is not quiet
+    bad = {**clean, "intra_node": {"short": fit(1e-6, 7e9, 0.61), "eager": fit(2e-6, 1e9, 0.35), "rend": fit(5e-6, 8e9)},
+           "solve_fit": {"at_bound": ["call_overhead"], "rms_log_error": 0.05},
+           "engine_fit": {"at_bound": True, "bound": 2e-5}}
+    found = " | ".join(assess(clean_meas, bad))
+    assert "intra_node.short fit is off by 61%" in found and "intra_node.eager fit is off by 35%" in found
+    assert "the eager rate (1.00 GB/s) is 7x below the short one" in found
+    assert "left call_overhead at the end of its search range" in found
+    assert "engine_overhead sits at the fit's upper bound (20 us)" in found

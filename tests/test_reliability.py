@@ -126,3 +126,100 @@ def test_amg_on_a_singular_laplacian_gives_advice_that_applies():
         cs.amg.solver(graph_laplacian(16), MPI.COMM_SELF, max_coarse=40)
     assert "null space" in str(e.value) and "A + sigma I" in str(e.value)
     assert "replace" not in str(e.value)
+
+
+# ---- API papercuts ---------------------------------------------------------------------------
+
+def test_factor_takes_any_scipy_format():
+    """A COO matrix was refused with "'coo_matrix' object is not subscriptable"."""
+    A = cs.gallery.poisson2d(8).tocoo()
+    solver = cs.direct.factor(A, MPI.COMM_SELF, distribution=cs.Distribution.contiguous(64, 1))
+    x = solver.solve(np.ones(64))
+    assert np.linalg.norm(A @ x - 1) <= 1e-12 * np.linalg.norm(np.ones(64))
+
+
+def test_factor_of_a_parcsr_on_another_communicator_says_so(tmp_path):
+    """A ParCSR of 2 ranks factored with comm=COMM_SELF was diagnosed as "the matrix must be
+    given on the root rank"."""
+    from conftest import mpirun
+
+    script = tmp_path / "factor_comm.py"
+    script.write_text(
+        "from mpi4py import MPI\nimport commsolve as cs\ncomm = MPI.COMM_WORLD\nassert comm.size == 2\n"
+        "A = cs.ParCSR.from_spec('poisson2d:8', comm)\n"
+        "try:\n    cs.direct.factor(A, MPI.COMM_SELF)\n    print('no error', flush=True)\n"
+        "except ValueError as e:\n    print(f'rank {comm.rank}: {e}', flush=True)\n"
+        "s = cs.direct.factor(A)  # comm left out: A's own\nprint(f'rank {comm.rank} grid {s.grid}', flush=True)\n")
+    out = mpirun(2, str(script), timeout=120).stdout
+    for r in (0, 1):
+        assert f"rank {r}: A is a ParCSR on a communicator of 2 rank(s), factor was given another (1 rank(s))" in out
+        assert f"rank {r} grid (1, 2, 1)" in out
+
+
+def test_matrix_market_papercuts(tmp_path):
+    path = tmp_path / "a.mtx"
+    cs.io.mmwrite(path, cs.gallery.poisson2d(4))
+    assert repr(cs.mminfo(path)) == "MMHeader(16 x 16, 64 entries stored, field 'real', symmetry 'general')"
+    with pytest.raises(ValueError, match=f"{tmp_path} is a folder, not a Matrix Market file"):
+        cs.mmread(tmp_path)
+
+
+def test_machine_info_has_no_nul_byte():
+    from commsolve.runs.spmv import machine_info
+
+    info = machine_info()
+    assert "\x00" not in info["mpi"] and info["mpi"]
+
+
+@pytest.mark.parametrize("change,message", [
+    ("rate = 1e10 }", "rate = inf }"),
+    ("gamma = 0.0", "gama = 0.0"),
+    ("[compute]\nflop_rate", "[compute]\nflops_rate"),
+])
+def test_a_profile_with_inf_or_a_misspelled_key_is_refused(tmp_path, change, message):
+    text = ('name = "p"\nshort_max = 512\neager_max = 8192\ngamma = 0.0\ndelta = 0.0\n[intra_node]\n'
+            + "".join(f"{p} = {{ alpha = 1e-6, rate = 1e10 }}\n" for p in ("short", "eager", "rend"))
+            + "[inter_node]\n" + "".join(f"{p} = {{ alpha = 2e-6, rate = 1e9 }}\n" for p in ("short", "eager", "rend"))
+            + "[compute]\nflop_rate = 1e9\nbandwidth = 1e10\ncall_overhead = 0.0\ncopy_rate = 1e10\n")
+    good = tmp_path / "good.toml"
+    good.write_text(text)
+    cs.model.load_profile(str(good))  # the unchanged profile loads
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace(change, message, 1))
+    expected = {"rate = inf }": "must be a finite number, got inf", "gama = 0.0": "unknown field 'gama' (did you mean "
+                "'gamma'?)", "[compute]\nflops_rate": "unknown field 'compute.flops_rate' (did you mean "
+                "'compute.flop_rate'?)"}[message]
+    with pytest.raises(cs.model.ProfileError, match=__import__("re").escape(expected)):
+        cs.model.load_profile(str(bad))
+
+
+def test_critical_path_is_rank_time_hops():
+    sched = cs.sim.solve_schedule(cs.direct.symbolic(cs.gallery.poisson2d9(12)), (1, 2, 1), "2d")
+    r = cs.sim.simulate(sched, cs.make_topology(size=2, ppn=2), "cori-haswell")
+    assert r.critical_path and all(isinstance(rank, int) and isinstance(t, float) for rank, t in r.critical_path)
+    assert r.critical_path[0][1] == pytest.approx(r.predicted_s)
+
+
+def test_the_build_shows_its_progress():
+    """make demo on a fresh machine ran 7-8 minutes silent while pip built the C++ core; the
+    Makefile now builds through scripts/build.py, which turns pip's output into a line per
+    stage and per compiled file."""
+    import importlib.util
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    assert "$(PYTHON) scripts/build.py" in (root / "Makefile").read_text()
+    spec = importlib.util.spec_from_file_location("build", root / "scripts" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    sample = {
+        "  *** Configuring CMake...": "configuring (CMake)",
+        "  [12/45] Building CXX object CMakeFiles/commsolve_core.dir/src/commsolve/direct/factor3d.cpp.o":
+            "[12/45] direct/factor3d.cpp",
+        "  [44/45] Linking CXX static library libcommsolve_core.a": "[44/45] linking libcommsolve_core.a",
+        "  *** Building project with Ninja...": "compiling the C++ core",
+        "Successfully installed commsolve-0.1.0": "installed",
+        "  -- The CXX compiler identification is GNU 12.2.0": None,
+    }
+    for line, shown in sample.items():
+        assert build.progress_line(line) == shown, line

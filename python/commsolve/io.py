@@ -18,7 +18,10 @@ __all__ = ["mmread", "mmwrite", "mminfo", "read_rows_parallel"]
 
 def mminfo(path):
     """Header of a Matrix Market file: field, symmetry, nrows, ncols, nnz (entries stored)."""
-    return _core.mm_read_header(os.fspath(path))
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder, not a Matrix Market file")
+    return _core.mm_read_header(path)
 
 
 def _expand_symmetry(h, rows, cols, vals):

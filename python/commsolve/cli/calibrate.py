@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import click
 
-from .common import (as_json_text, bar, check_plot_path, guarded, json_option, launch_options, ppn_option,
+from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options, ppn_option,
                      relaunch_or_check)
 
 
@@ -46,6 +46,7 @@ def format_calibration(prof, report, path):
         lines.append(f"message overhead o: {report['overhead'] * 1e6:.3f} us; through the any-source engine "
                      f"+{report['any_source'] * 1e6:.3f} us a message")
     lines.append(f"notes: {prof.description}")
+    lines += [f"WARNING: {w}" for w in report.get("warnings", [])]
     return "\n".join(lines)
 
 
@@ -60,8 +61,13 @@ def format_calibration(prof, report, path):
 @click.option("--eager-max", type=click.IntRange(0), default=None,
               help="Largest eager-protocol message in bytes (default: found from the timings).")
 @click.option("--quick", is_flag=True, help="Fewer sizes, samples and training solves (about half a minute).")
+@click.option("--accept-noisy", is_flag=True,
+              help="Write the profile even when it looks untrustworthy (a loaded machine, fits at their bounds), "
+              "with what is wrong in its description; otherwise such a calibration is measured once more and "
+              "then refused.")
 @json_option("Print measurements and fits as JSON.")
-def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max, eager_max, quick, as_json):
+def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max, eager_max, quick, accept_noisy,
+              as_json):
     """Measure this machine (ping-pong, injection, HighVolumePingPong, message overhead, the
     solve's kernels and 1-rank solves) and fit a profile."""
     if nprocs is not None and nprocs < 2:
@@ -76,7 +82,7 @@ def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max
 
     from ..model.calibrate import fit_profile, measure, plot_calibration
     from ..parcsr import resolve_topology
-    from ..sim.calibration import (QUICK_TRAINING, TRAINING, fit_engine_overhead, fit_solve_compute,
+    from ..sim.calibration import (QUICK_TRAINING, TRAINING, assess, fit_engine_overhead, fit_solve_compute,
                                    measure_engine_solve, measure_solves)
 
     comm = MPI.COMM_WORLD
@@ -88,18 +94,36 @@ def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max
             shown.total = total
             shown.update(done - shown.n)
 
-    meas = guarded(measure, comm, topo, quick=quick, progress=progress)
-    solves = guarded(measure_solves, comm, QUICK_TRAINING if quick else TRAINING, 5 if quick else 9)
-    engine = guarded(measure_engine_solve, comm, repeat=5 if quick else 9)
+    def attempt():
+        """Measure everything, fit on rank 0; (meas, profile, report, problems) there."""
+        meas = guarded(measure, comm, topo, quick=quick, progress=progress)
+        solves = guarded(measure_solves, comm, QUICK_TRAINING if quick else TRAINING, 5 if quick else 9)
+        engine = guarded(measure_engine_solve, comm, repeat=5 if quick else 9)
+        if comm.rank != 0:
+            return None, None, None, comm.bcast(None, root=0)
+        stem = os.path.splitext(os.path.basename(output))[0]
+        prof, report = fit_profile(meas, name or stem, short_max, eager_max)
+        prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves, meas["kernels"]["sharing"])
+        if engine is not None:
+            prof.engine_overhead, report["engine_fit"] = fit_engine_overhead(prof, engine)
+        return meas, prof, report, comm.bcast(assess(meas, report), root=0)
+
+    meas, prof, report, problems = attempt()
+    if problems and not accept_noisy:  # a loaded machine often is one for a while only: once more
+        if comm.rank == 0:
+            click.echo("calibrate: this calibration looks untrustworthy (" + "; ".join(problems) + "): measuring "
+                       "again", err=True)
+        meas, prof, report, problems = attempt()
     if shown is not None:
         shown.close()
+    if problems and not accept_noisy:
+        fail("the calibration looks untrustworthy twice (" + "; ".join(problems) + "); nothing written. Calibrate "
+             "on a quiet machine, or pass --accept-noisy to write it with these flags", True)
     if comm.rank != 0:
         return
-    stem = os.path.splitext(os.path.basename(output))[0]
-    prof, report = fit_profile(meas, name or stem, short_max, eager_max)
-    prof.compute, report["solve_fit"] = fit_solve_compute(prof, solves, meas["kernels"]["sharing"])
-    if engine is not None:
-        prof.engine_overhead, report["engine_fit"] = fit_engine_overhead(prof, engine)
+    report["warnings"] = problems
+    if problems:
+        prof.description += "; UNTRUSTWORTHY: " + "; ".join(problems)
     prof.save(output)
     if plot:
         plot_calibration(meas, prof, plot)

@@ -300,7 +300,12 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are raised on every
     rank.
     """
-    comm = mpi().COMM_WORLD if comm is None else comm
+    MPI = mpi()
+    if comm is None:
+        comm = A.comm if isinstance(A, ParCSR) else MPI.COMM_WORLD
+    elif isinstance(A, ParCSR) and MPI.Comm.Compare(A.comm, comm) not in (MPI.IDENT, MPI.CONGRUENT):
+        raise ValueError(f"A is a ParCSR on a communicator of {A.comm.size} rank(s), factor was given another "
+                         f"({comm.size} rank(s)): pass A's own (comm=A.comm, or leave comm out)")
     request = agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
                              lu_options, topology, distribution)
     source = ParCSR.from_file(A, comm) if isinstance(A, (str, os.PathLike)) else A

@@ -246,8 +246,10 @@ def _mpi():
     return mpi()
 
 
-def _series(comm, a, b, sizes, samples, tick):
-    """Median one-way times between ranks a and b for every size; other ranks idle."""
+def _series(comm, a, b, sizes, samples, tick, spreads=None):
+    """Median one-way times between ranks a and b for every size; other ranks idle. With a
+    list ``spreads``, appends each size's spread over its samples, (max - min) / median: the
+    noise a loaded machine shows."""
     out = []
     for s in sizes:
         reps = 40 if s <= 65536 else 8
@@ -257,7 +259,11 @@ def _series(comm, a, b, sizes, samples, tick):
             if comm.rank in (a, b):
                 vals.append(_pingpong(comm, comm.rank, b if comm.rank == a else a, a, s, reps))
         med = float(np.median(vals)) if vals else 0.0
-        out.append(comm.bcast(med, root=a))
+        spread = (max(vals) - min(vals)) / med if vals and med > 0 else 0.0
+        med, spread = comm.bcast((med, spread), root=a)
+        out.append(med)
+        if spreads is not None:
+            spreads.append(spread)
         tick()
     return out
 
@@ -388,10 +394,12 @@ def measure(comm, topology, quick=False, progress=None):
             progress(done[0], total)
 
     meas = {"nranks": comm.size, "ppn": ppn, "host": platform.node(), "sizes": sizes}
+    spreads = []
     for key, pair in (("intra", intra), ("inter", inter)):
         if pair is not None:
-            times = _series(comm, *pair, sizes, samples, tick)
+            times = _series(comm, *pair, sizes, samples, tick, spreads)
             meas[key] = dict(zip(("sizes", "times"), _refine(comm, pair, sizes, times, samples)), pair=pair)
+    meas["noise"] = float(np.median(spreads)) if spreads else 0.0  # typical spread of repeated ping-pongs
     a, b = intra or inter
     meas["hvpp"] = {"pair": [a, b], "counts": counts, "bytes": HVPP_BYTES,
                     "matched": _hvpp(comm, a, b, counts, False, samples)}

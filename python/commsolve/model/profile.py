@@ -38,6 +38,8 @@ __all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIE
 LEVELS = ("intra_socket", "intra_node", "inter_node")
 COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")
 CACHE_FIELDS = ("cache_bytes", "cache_bandwidth")  # optional in [compute]: both or neither
+TOP_FIELDS = ("name", "description", "short_max", "eager_max", "gamma", "delta", "ppn", "sockets_per_node", "overhead",
+              "any_source", "engine_overhead")
 PROTOCOLS = ("short", "eager", "rend")
 _BUNDLED = os.path.join(os.path.dirname(__file__), "profiles")
 
@@ -81,9 +83,22 @@ class MachineProfile:
             if key not in table:
                 raise ProfileError(f"{source}: missing field '{where}{key}'")
             v = table[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) and v != math.inf:
-                raise ProfileError(f"{source}: field '{where}{key}' must be a number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ProfileError(f"{source}: field '{where}{key}' must be a finite number, got {v!r}")
             return float(v)
+
+        def known(table, keys, where):
+            """A misspelled key is an error, not a default silently taken."""
+            import difflib
+
+            for key in table:
+                if key not in keys:
+                    near = difflib.get_close_matches(key, keys, n=1)
+                    raise ProfileError(f"{source}: unknown field '{where}{key}'"
+                                       + (f" (did you mean '{where}{near[0]}'?)" if near else "")
+                                       + f"; known: {', '.join(keys)}")
+
+        known(d, TOP_FIELDS + LEVELS + ("compute",), "")
 
         def positive(v, name):
             if v <= 0:
@@ -101,10 +116,13 @@ class MachineProfile:
             if not isinstance(d[level], dict):
                 raise ProfileError(f"{source}: '{level}' must be a table ([{level}] with short, eager and rend), "
                                    f"got {d[level]!r}")
+            known(d[level], PROTOCOLS, f"{level}.")
             for proto in PROTOCOLS:
                 t = d[level].get(proto)
                 if not isinstance(t, dict):
                     raise ProfileError(f"{source}: missing field '{level}.{proto}' (a table with alpha and rate)")
+                known(t, ("alpha", "rate", "injection") if level == "inter_node" else ("alpha", "rate"),
+                      f"{level}.{proto}.")
                 a = need(t, "alpha", f"{level}.{proto}.")
                 if a < 0:
                     raise ProfileError(f"{source}: field '{level}.{proto}.alpha' must be >= 0, got {a}")
@@ -129,6 +147,7 @@ class MachineProfile:
         if "compute" in d:
             if not isinstance(d["compute"], dict):
                 raise ProfileError(f"{source}: 'compute' must be a table ([compute] with {', '.join(COMPUTE_FIELDS)})")
+            known(d["compute"], COMPUTE_FIELDS + CACHE_FIELDS, "compute.")
             compute = {k: need(d["compute"], k, "compute.") for k in COMPUTE_FIELDS}
             for k in ("flop_rate", "bandwidth", "copy_rate"):
                 positive(compute[k], f"compute.{k}")

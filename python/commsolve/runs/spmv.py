@@ -106,7 +106,7 @@ def run_spmv(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, s
 def machine_info():
     """Host, CPU, MPI library and BLAS kernels of this run, for results that travel."""
     return {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
-            "mpi": mpi().Get_library_version().splitlines()[0].strip(), "blas_kernel": _core.blas_kernel()}
+            "mpi": mpi().Get_library_version().replace("\x00", "").splitlines()[0].strip(), "blas_kernel": _core.blas_kernel()}
 
 
 # OpenBLAS's kernels for CPUs without AVX2; a DYNAMIC_ARCH build falls back to them on a CPU

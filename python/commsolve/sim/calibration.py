@@ -29,7 +29,7 @@ from .models import simulation_profile
 from .solve import schedule_of, simulate_solve
 
 __all__ = ["TRAINING", "QUICK_TRAINING", "ENGINE_TRAINING", "measure_solves", "fit_solve_compute",
-           "measure_engine_solve", "fit_engine_overhead"]
+           "measure_engine_solve", "fit_engine_overhead", "assess", "NOISY_SPREAD", "FIT_ERROR", "RATE_DROP"]
 
 # Factors that fit a rank's share of this machine's last-level cache and factors well beyond it.
 TRAINING = ("poisson2d9:120", "poisson2d9:280", "poisson3d:20", "poisson3d:32")
@@ -106,7 +106,10 @@ def fit_solve_compute(profile, solves, sharing=1, points=24):
               "solves": [{"matrix": spec, "measured_s": t, "predicted_s": r.predicted_s, "ratio": r.predicted_s / t,
                           "in_cache": bool(r.in_cache[0])}
                          for (spec, t, _, _), r in zip(solves, runs)],
-              "rms_log_error": float(np.sqrt(err / len(solves)))}
+              "rms_log_error": float(np.sqrt(err / len(solves))),
+              "at_bound": [name for name, value, ends in (("call_overhead", c, cs[-1:]),
+                                                           ("bandwidth_scale", scale, scales[[0, -1]]))
+                           if value in ends]}
     return fitted, report
 
 
@@ -149,14 +152,52 @@ def fit_engine_overhead(profile, training, hi=2e-5, steps=40):
 
     lo, top = 0.0, hi
     without = predict(0.0)
+    at_bound = False
     if without >= measured:
         h = 0.0
     elif predict(top) <= measured:
-        h = top
+        h, at_bound = top, True
     else:
         for _ in range(steps):
             mid = 0.5 * (lo + top)
             lo, top = (mid, top) if predict(mid) < measured else (lo, mid)
         h = 0.5 * (lo + top)
     return h, {"matrix": spec, "grid": list(sched.grid), "measured_s": measured, "predicted_without_s": without,
-               "predicted_s": predict(h), "engine_overhead": h}
+               "predicted_s": predict(h), "engine_overhead": h, "at_bound": at_bound, "bound": hi}
+
+
+NOISY_SPREAD = 0.5  # ping-pong samples of one size spreading more than this (relative): a loaded machine
+FIT_ERROR = 0.25    # a protocol's fit off by more than this on its own points
+RATE_DROP = 3.0     # a larger protocol's rate this many times below the smaller one's: not a machine, noise
+SOLVE_MISS = 0.4    # the solve fit's rms log error above this: its predictions miss by about 1.5x
+
+
+def assess(meas, report):
+    """What makes a calibration untrustworthy, in words (an empty list when nothing does):
+    measurements that vary too much between repeats (a loaded machine), fits far off their
+    own points, a protocol's rate far below a smaller protocol's, and any parameter the
+    fits left at the end of their search range."""
+    out = []
+    noise = meas.get("noise", 0.0)
+    if not noise <= NOISY_SPREAD:  # NaN too
+        out.append(f"ping-pongs of one size varied by {noise:.0%} between repeats (median over sizes): the machine "
+                   "looks loaded")
+    for level in ("intra_node", "inter_node"):
+        fits = report.get(level, {})
+        for proto in ("short", "eager", "rend"):
+            f = fits.get(proto)
+            if f and "borrowed_from" not in f and not f["rel_error"] <= FIT_ERROR:
+                out.append(f"the {level}.{proto} fit is off by {f['rel_error']:.0%} on its own points")
+        for small, large in (("short", "eager"), ("eager", "rend")):
+            if small in fits and large in fits and fits[large]["rate"] * RATE_DROP < fits[small]["rate"]:
+                out.append(f"{level}: the {large} rate ({fits[large]['rate'] / 1e9:.2f} GB/s) is "
+                           f"{fits[small]['rate'] / fits[large]['rate']:.0f}x below the {small} one")
+    solve = report.get("solve_fit", {})
+    for name in solve.get("at_bound", []):
+        out.append(f"the solve fit left {name} at the end of its search range")
+    if not solve.get("rms_log_error", 0.0) <= SOLVE_MISS:
+        out.append(f"the solve fit misses its training solves (rms log error {solve['rms_log_error']:.2f})")
+    engine = report.get("engine_fit", {})
+    if engine.get("at_bound"):
+        out.append(f"engine_overhead sits at the fit's upper bound ({engine['bound'] * 1e6:.0f} us)")
+    return out

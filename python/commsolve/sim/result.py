@@ -34,7 +34,7 @@ class SimResult:
     calls: np.ndarray
     in_cache: np.ndarray
     recorded: list
-    critical_path: np.ndarray
+    critical_path: list
     timeline: np.ndarray
     trace: np.ndarray
     events: int
@@ -48,7 +48,7 @@ class SimResult:
                    messages=np.asarray(d["messages"]).reshape(-1, 2), calls=np.asarray(d["calls"]),
                    in_cache=np.asarray(d["in_cache"]).astype(bool),
                    recorded=[CommStats(a) for a in np.asarray(d["recorded"])],
-                   critical_path=np.asarray(d["critical_path"]).reshape(-1, 2),
+                   critical_path=[(int(r), float(t)) for r, t in np.asarray(d["critical_path"]).reshape(-1, 2)],
                    timeline=np.asarray(d["timeline"]).reshape(-1, 4),
                    trace=np.asarray(d["trace"]).reshape(-1, 6), events=int(d["events"]),
                    build_s=float(d["build_seconds"]), run_s=float(d["run_seconds"]), info=dict(info or {}))
@@ -81,7 +81,7 @@ class SimResult:
 
     def to_dict(self):
         per = self.per_rank()
-        path_ranks = self.critical_path[:, 0].astype(int) if self.critical_path.size else np.zeros(0, int)
+        path_ranks = np.array([r for r, _ in self.critical_path], dtype=int)
         return {**self.info, "predicted_s": self.predicted_s, "slowest_rank": self.slowest_rank,
                 "breakdown": self.breakdown(),
                 "per_rank_max_s": {c: float(v.max(initial=0.0)) for c, v in per.items()},

@@ -108,7 +108,11 @@ void bind_sparse(nb::module_& m) {
       .def_ro("nnz", &MMHeader::nnz)
       .def_ro("data_offset", &MMHeader::data_offset)
       .def_ro("data_line", &MMHeader::data_line)
-      .def_ro("file_size", &MMHeader::file_size);
+      .def_ro("file_size", &MMHeader::file_size)
+      .def("__repr__", [](const MMHeader& h) {
+        return "MMHeader(" + std::to_string(h.nrows) + " x " + std::to_string(h.ncols) + ", " + std::to_string(h.nnz) +
+               " entries stored, field '" + h.field + "', symmetry '" + h.symmetry + "')";
+      });
   m.def("mm_read_header", &mm_read_header, "path"_a);
   m.def("mm_chunk", &mm_chunk, "header"_a, "path"_a, "part"_a, "nparts"_a);
   m.def("mm_parse_chunk", [](const std::string& path, const MMHeader& h, std::int64_t b, std::int64_t e) {
