@@ -67,3 +67,37 @@ def test_too_many_ranks_are_refused_before_any_process_starts():
                        capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert p.returncode == 2 and "without --oversubscribe" in p.stderr and time.monotonic() - t0 < 20
     assert f"at most {4 * cores} (4 per core)" in p.stderr
+
+
+def test_progress_bars_show_under_np_when_the_launching_terminal_is_one():
+    """Under -np the ranks' stderr is a pipe, so tqdm turned itself off: no bar ever showed.
+    The relaunch now tells rank 0 whether the launching terminal is one."""
+    import pty
+
+    def run(with_terminal):
+        master, slave = pty.openpty() if with_terminal else (None, None)
+        proc = subprocess.Popen([sys.executable, "-m", "commsolve", "sptrsv", "--gen", "poisson2d9:150", "-np", "2",
+                                 "--repeat", "30"], stdout=subprocess.PIPE,
+                                stderr=slave if with_terminal else subprocess.PIPE, env=dict(os.environ))
+        if with_terminal:
+            os.close(slave)
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the terminal closed with the job
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            os.close(master)
+            proc.wait(timeout=120)
+            return proc.returncode, b"".join(chunks).decode(errors="replace")
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err.decode(errors="replace")
+
+    rc, shown = run(True)
+    assert rc == 0, shown
+    assert "factor:" in shown and "stage" in shown and "solve:" in shown and "%|" in shown
+    rc, piped = run(False)
+    assert rc == 0 and "%|" not in piped  # into a file or a pipe: no bars

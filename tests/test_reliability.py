@@ -223,3 +223,70 @@ def test_the_build_shows_its_progress():
     }
     for line, shown in sample.items():
         assert build.progress_line(line) == shown, line
+
+
+# ---- figures, as a reader sees them ----------------------------------------------------------
+
+def _solve_results(nranks_grid=(4, 4, 2)):
+    S = cs.direct.symbolic(cs.gallery.poisson2d9(64), 2)
+    _, results = cs.sim.study.simulate_algorithms(None, nranks_grid, ["2d", "3d"], "cori-haswell", ppn=8,
+                                                  structure=S, timeline=True)
+    return results
+
+
+def test_the_balance_plot_keeps_its_legend_off_the_ranks():
+    """Its legend, inside the last panel, hid ranks 25-31."""
+    fig = cs.sim.study.plot_balance(_solve_results(), None, "title")
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    fig.canvas.draw()
+    legend = fig.legends[0].get_window_extent()
+    assert all(legend.y1 <= ax.get_window_extent().y0 for ax in fig.axes)  # below every panel
+
+
+def test_the_gantt_chart_title_does_not_cover_the_first_panel():
+    fig = cs.sim.study.plot_timeline(_solve_results((2, 2, 2)), None, "a title")
+    fig.canvas.draw()
+    title = fig._suptitle.get_window_extent()
+    top = fig.axes[0]
+    assert title.y0 >= top.title.get_window_extent().y1  # above the first panel's own title
+    assert all(float(t).is_integer() for t in top.get_yticks())  # ranks on whole numbers
+
+
+def test_the_traffic_plot_bars_start_at_zero_with_whole_message_counts():
+    """A log axis starting at 1.7e4 made a 10 % difference look 5x; message counts had 0.2
+    steps."""
+    from commsolve.runs.analysis import analyze
+    from commsolve.runs.plots import plot_strategies
+
+    result = analyze(64, 8, ["standard", "node-aware"], gen="poisson3d:24")
+    fig = plot_strategies(result, None)
+    for ax in fig.axes:
+        assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+    assert all(float(t).is_integer() for t in fig.axes[0].get_yticks())
+
+
+# ---- the demo's words ------------------------------------------------------------------------
+
+def test_the_demo_explains_its_labels_and_why_3d_is_not_fastest():
+    """The demo presented 3d as the flagship while 3d-baseline was faster in both tables
+    without a word; its labels (columns per forest, replication, err vs scipy, equilibration
+    B) went unexplained; its idle column was 0 by construction."""
+    from commsolve.runs.flagship import why_3d_is_not_fastest
+    from commsolve.runs.sptrsv_analysis import analyse_sptrsv3d, format_sptrsv3d
+    from commsolve.sim.study import format_simulation, simulate_algorithms
+
+    S = cs.direct.symbolic(cs.gallery.poisson2d9(48), 2)
+    virtual = analyse_sptrsv3d(None, (2, 2, 2), ["2d", "3d-baseline", "3d"], ppn=4, structure=S)
+    text = format_sptrsv3d(virtual, "m")
+    assert "the columns each of the 3 forests holds" in text and "replication: the work of every layer" in text
+    projection, _ = simulate_algorithms(None, (2, 2, 2), ["2d", "3d-baseline", "3d"], "cori-haswell", ppn=4,
+                                        structure=S)
+    table = format_simulation(projection, "m")
+    assert "idle" not in table.splitlines()[4]  # the breakdown's header: no column that is 0 by construction
+    faster = dict(projection, fastest="3d-baseline")
+    note = why_3d_is_not_fastest("3d-baseline", faster, virtual)
+    assert note and "replication" in note and "not reproduced" in note
+    assert why_3d_is_not_fastest("3d", faster, virtual) is None
+    from commsolve.direct.pivoting import EQUED
+
+    assert EQUED["B"] == "rows and columns scaled"

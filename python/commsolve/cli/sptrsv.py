@@ -6,10 +6,10 @@ from __future__ import annotations
 import click
 
 from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
-from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, fail, forest_partition_option,
-                     guarded, json_option, matrix_options, max_supernode_option, need_one_source, launch_options, ppn_option,
-                     progress,
-                     relaunch_or_check, report, tolerance)
+from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
+                     forest_partition_option, guarded, json_option, launch_options, matrix_options,
+                     max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report,
+                     tolerance)
 
 
 @click.command()
@@ -63,11 +63,18 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
 
     from ..runs.sptrsv import format_sptrsv, run_sptrsv
 
+    from ..direct.distributed import FACTOR_STAGES
+
+    stages = None if as_json else bar(total=len(FACTOR_STAGES), desc="factor", unit="stage")
     result = guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
                      repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                      algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
                      replace_tiny=replace_tiny, refine=refine, profile=profile,
-                     progress=progress(not as_json, desc="solve"))
+                     progress=progress(not as_json, desc="solve"),
+                     factor_progress=None if stages is None else lambda stage: (stages.set_postfix_str(stage),
+                                                                                 stages.update()))
+    if stages is not None:
+        stages.close()
     if result is None:
         return
     report(as_json_text(result) if as_json else format_sptrsv(result))

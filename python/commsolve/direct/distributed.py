@@ -32,7 +32,7 @@ from .serial import PIVOTING_DEFAULTS, SparseLU, analyze
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for
 
-__all__ = ["factor", "agreed_request", "analyze_on_root", "factor_on_layout", "Analysis", "FactorRequest",
+__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "factor_on_layout", "Analysis", "FactorRequest",
            "FactorReport", "register_tuner"]
 
 _tuner = None
@@ -260,9 +260,13 @@ def factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request
     return core, report, t0
 
 
+FACTOR_STAGES = ("analysis", "grid", "factorization", "solver")  # what factor(progress=...) reports, in order
+
+
 @watched("direct.factor")
 def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd", allreduce=None,
-           distribution=None, topology=None, seed=None, flat_threshold=None, root=0, profile=None, **lu_options):
+           distribution=None, topology=None, seed=None, flat_threshold=None, root=0, profile=None, progress=None,
+           **lu_options):
     """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.
 
     ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
@@ -297,9 +301,11 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     tree shape of ``tree`` (a name or a sequence) on ``topology`` and the fastest is used;
     the ranking is kept in ``solver.grid_ranking``. Every rank must pass the same options
     (checked). A is kept distributed by rows for the residuals of iterative refinement.
-    Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are raised on every
-    rank.
+    ``progress(stage)``, if given, is called as each of :data:`FACTOR_STAGES` ends (for a
+    progress bar). Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
+    raised on every rank.
     """
+    done = progress or (lambda stage: None)
     MPI = mpi()
     if comm is None:
         comm = A.comm if isinstance(A, ParCSR) else MPI.COMM_WORLD
@@ -313,14 +319,18 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     topo = topology if isinstance(topology, _core.Topology) else run_agreed(
         comm, make_topology, comm, ppn=None if topology is None else int(topology))
     analysis = analyze_on_root(source, comm, request)
+    done("analysis")
     dims, options, ranking = _chosen(analysis, topo, request, comm)
+    done("grid")
     layout = _core.SolveLayout(analysis.structure, _core.ProcessGrid3D(*dims), request.partition)
     dist = run_agreed(comm, _row_distribution, distribution, source, analysis.shape[0], comm)
     rhs = _core.RhsMap(dist, analysis.row_order, analysis.col_order)
     core, report, t0 = factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request, t_start)
+    done("factorization")
     report.ranking = ranking
     residual = Residual(_residual_matrix(analysis, source, dist, topo, comm, root))
     report.seconds["distribute"] = comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
     report.seconds["total"] = sum(report.seconds.values())
+    done("solver")
     return DistributedLU(comm, core, layout, analysis.shared(), rhs, topo, report, residual,
                          partition=request.partition, root=root)

@@ -28,9 +28,10 @@ import scipy.sparse as sp
 
 from .. import _core
 
-__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "ROW_PERMS"]
+__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "ROW_PERMS", "EQUED"]
 
 ROW_PERMS = ("mc64", "none")
+EQUED = {"N": "none", "R": "rows scaled", "C": "columns scaled", "B": "rows and columns scaled"}  # LAPACK's letters
 _THRESH = 0.1  # dlaqgs: scale only when the scale ratio is below this
 
 

@@ -82,9 +82,9 @@ def format_amg(r):
 
 def plot_levels(r, path):
     """Per level: rows and nonzeros, and the busiest rank's messages (inter- and intra-node)."""
-    from .plots import _pyplot
+    from .._plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     lv = r["levels"]
     k = np.arange(len(lv))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))

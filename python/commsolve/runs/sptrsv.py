@@ -12,6 +12,7 @@ from .._collective import mpi, run_agreed
 from ..direct import (LU_DEFAULTS, REDISTRIBUTE_STEPS, SOLVE_STEPS, XY_STEPS, Z_STEPS, factor, is_auto,
                       parse_grid)
 from ..direct.factor3d import FACTOR_STEPS
+from ..direct.pivoting import EQUED
 from ..gallery import parse_spec
 from ..parcsr import ParCSR
 from .spmv import machine_info
@@ -34,7 +35,8 @@ def _sent(stats, steps):
 def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, repeat=5, ppn=None,
                max_supernode=LU_DEFAULTS["max_supernode"], relax_subtree=LU_DEFAULTS["relax_subtree"], algorithm=None,
                partition="nd", allreduce=None,
-               equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None):
+               equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None,
+               factor_progress=None):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
     ordering on rank 0, the numeric factorization by every rank of every grid, each ending
@@ -55,7 +57,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     D = ParCSR.from_spec(gen, comm) if gen is not None else ParCSR.from_file(matrix, comm)
     solver = factor(D, comm, grid=grid, tree=tree, algorithm=algorithm, partition=partition,
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
-                    equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile)
+                    equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile, progress=factor_progress)
     A = D.to_global(0)  # for the check of the residual, on rank 0
     del D
     px, py, pz = solver.grid
@@ -209,7 +211,7 @@ def format_sptrsv(r):
          f"{max(r['berr']):.2e}" if r["static_pivoting"]["refine"] else
          f"refinement  off (backward error measured in {r['refine_s'] * 1e3:.3f} ms: componentwise "
          f"{max(r['berr']):.2e})"),
-        f"pivoting    equilibration {r['static_pivoting']['equed']}, row permutation "
+        f"pivoting    equilibration {EQUED[r['static_pivoting']['equed']]}, row permutation "
         f"{r['static_pivoting']['row_perm']}, tiny pivots replaced {r['tiny_pivots_replaced']}",
         f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error ||Ax - b|| / (||A|| ||x|| + ||b||)"
         f" = {r['backward_error']:.2e}",

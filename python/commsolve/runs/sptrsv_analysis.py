@@ -78,9 +78,12 @@ def format_sptrsv3d(r, matrix):
     cols = r["forest_columns"]
     shown = ", ".join(f"{c:,}" for c in cols[:15]) + (f", ... ({len(cols)} forests)" if len(cols) > 15 else "")
     lines = [f"{matrix}: {r['rows']:,} rows, {r['supernodes']:,} supernodes, nnz(L) {r['nnz_L']:,}; "
-             f"{r['nranks']:,} ranks, {r['ppn']} per node, forests {r['partition']} "
-             f"(columns per forest, heap order: {shown})",
-             "", "per rank, sent (max / mean)",
+             f"{r['nranks']:,} ranks, {r['ppn']} per node",
+             f"forests ({r['partition']} partition): the columns each of the {len(cols)} forests holds, the top "
+             f"(the separators every layer shares) first, then each level's, leaves last: {shown}",
+             "", "per rank, sent (max / mean); syncs: inter-grid synchronisation points of the longest program; "
+             "replication: the work of every layer's solve over the serial solve's (layers solve the ancestors they "
+             "share)",
              f"{'algorithm':<13}{'grid':>10}{'XY msgs':>19}{'XY MB':>17}{'Z msgs':>15}{'Z MB':>15}{'syncs':>7}"
              f"{'flops/grid max':>16}{'replication':>13}"]
     for a, s in r["algorithms"].items():

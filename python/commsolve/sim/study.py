@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._plotting import finish, pyplot
 from ..direct import ALGORITHMS, make_layout, parse_grid, solve_options, symbolic
 from ..topology import blocked_topology
 from .collectives import CollectivesSchedule, simulate_collectives
@@ -136,14 +137,15 @@ def format_halo(out, matrix):
 def format_simulation(out, matrix):
     lines = [f"{matrix}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
              f"{out['nranks']:,} ranks, {out['ppn']} per node, profile {out['profile']}",
-             "", "predicted solve time and the slowest rank's breakdown (ms)",
+             "", "predicted solve time and the slowest rank's breakdown (ms): floating point, communication inside "
+             "the grids (XY) and between them (Z), waits included, and the moves of b and x",
              f"{'algorithm':<13}{'grid':>10}{'predicted':>11}{'fp':>9}{'XY comm':>9}{'Z comm':>9}{'b/x move':>9}"
-             f"{'idle':>9}{'messages':>11}{'events/s':>11}"]
+             f"{'messages':>11}{'events/s':>11}"]
     for a, r in out["algorithms"].items():
         b = r["breakdown"]
         eps = r["events_per_s"]
         lines.append(f"{a:<13}{'x'.join(map(str, r['grid'])):>10}{r['predicted_s'] * 1e3:>11.3f}"
-                     + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES)
+                     + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES if c != "idle")  # 0: the slowest
                      + f"{r['messages']:>11,}{(eps or 0):>11.2e}")
     others = [f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]]
     if any(r.get("ranks_in_cache") for r in out["algorithms"].values()):
@@ -158,19 +160,10 @@ _COLORS = {"fp": "tab:blue", "compute": "tab:blue", "xy_comm": "tab:orange", "co
            "z_comm": "tab:green", "redistribute": "tab:purple", "idle": "lightgray"}
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_balance(results, path, title):
     """PNG: per algorithm, every rank's predicted time stacked by category (the SC'23
     paper's load-balance figures), ranks in order."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.8), sharey=True, squeeze=False)
     for ax, (a, r) in zip(axes[0], results.items()):
         per = r.per_rank()
@@ -181,16 +174,18 @@ def plot_balance(results, path, title):
         ax.set(title=f"{a}{where}: {r.predicted_s * 1e3:.3g} ms", xlabel="rank")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("predicted time (ms)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0][-1].get_legend_handles_labels()  # below the panels: it hid the last ranks
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return finish(fig, path)
 
 
 def plot_timeline(results, path, title):
     """PNG: a Gantt chart per algorithm (rank against time, coloured by category)."""
-    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    plt = pyplot()
     fig, axes = plt.subplots(len(results), 1, figsize=(10, 1.2 + 0.25 * max(r.nranks for r in results.values())
                                                         * len(results)), squeeze=False)
     for ax, (a, r) in zip(axes[:, 0], results.items()):
@@ -203,9 +198,9 @@ def plot_timeline(results, path, title):
                                color=_COLORS.get(c), label=c if rank == rows[0, 0] else None)
         ax.set(ylabel="rank", xlim=(0, r.predicted_s * 1e3), ylim=(r.nranks - 0.5, -0.5),
                title=a + (f" ({'x'.join(map(str, r.info['grid']))})" if "grid" in r.info else ""))
-        ax.legend(fontsize=7, loc="upper right", ncol=len(r.categories))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(r.categories), frameon=False)
     axes[-1, 0].set_xlabel("time (ms)")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))  # the title above the first panel, not on it
+    return finish(fig, path)
