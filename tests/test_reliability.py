@@ -186,7 +186,7 @@ def test_a_profile_with_inf_or_a_misspelled_key_is_refused(tmp_path, change, mes
     cs.model.load_profile(str(good))  # the unchanged profile loads
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace(change, message, 1))
-    expected = {"rate = inf }": "must be a finite number, got inf", "gama = 0.0": "unknown field 'gama' (did you mean "
+    expected = {"rate = inf }": "must be a number, and finite: got inf", "gama = 0.0": "unknown field 'gama' (did you mean "
                 "'gamma'?)", "[compute]\nflops_rate": "unknown field 'compute.flops_rate' (did you mean "
                 "'compute.flop_rate'?)"}[message]
     with pytest.raises(cs.model.ProfileError, match=__import__("re").escape(expected)):

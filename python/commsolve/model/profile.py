@@ -83,8 +83,10 @@ class MachineProfile:
             if key not in table:
                 raise ProfileError(f"{source}: missing field '{where}{key}'")
             v = table[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ProfileError(f"{source}: field '{where}{key}' must be a finite number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ProfileError(f"{source}: field '{where}{key}' must be a number, got {v!r}")
+            if not math.isfinite(v):
+                raise ProfileError(f"{source}: field '{where}{key}' must be a number, and finite: got {v!r}")
             return float(v)
 
         def known(table, keys, where):
