@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import direct
+from . import _core, direct
 from .direct import ALGORITHMS, make_layout, parse_grid, solve_options
+from .direct.options import check_choice
 from .sim.models import simulation_profile
 from .sim.solve import SolveSchedule, contiguous_rhs, simulate_solve
 from .sim.study import check_ranks
@@ -60,13 +61,13 @@ def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_T
     if not algorithms:
         raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
     for a in algorithms:
-        solve_options(1 if a == "2d" else 2, a)  # a known name
+        check_choice(a, ALGORITHMS, "solve algorithm")
     prof = simulation_profile(profile)
     P = topology.size
     rhs = contiguous_rhs(structure, P)
     runs = []
     for g in candidate_grids(P, max_pz):
-        runs_here = [a for a in algorithms if (a == "2d") == (g[2] == 1)]  # the algorithm/Pz rule
+        runs_here = [a for a in algorithms if _core.algorithm_runs_on(a, g[2])]
         layout = make_layout(structure, g, partition=partition) if runs_here else None
         for a in runs_here:
             for tree in trees:

@@ -27,7 +27,7 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, planned_factor_stats
-from .options import check_choice, is_auto, parse_grid, solve_options
+from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options
 from .serial import PIVOTING_DEFAULTS, SparseLU, analyze
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for
@@ -130,7 +130,9 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
                 raise ValueError("grid='auto' needs a tuner: import commsolve.tune")
             trees = (tree,) if isinstance(tree, str) else tuple(tree or ())
             _tuner.check(profile, algorithm, trees)
-            solve_options(1 if algorithm == "2d" else 2, algorithm, None, seed, flat_threshold, allreduce)  # names
+            if algorithm is not None:
+                check_choice(algorithm, ALGORITHMS, "solve algorithm")
+            solve_options(2, None, None, seed, flat_threshold, allreduce)  # the tree and allreduce names
             pz = _tuner.max_pz(comm.size)
             return FactorRequest(None, None, algorithm, trees, seed, flat_threshold, allreduce, partition, root,
                                  profile, lu_options, pz)

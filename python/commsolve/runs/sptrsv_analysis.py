@@ -47,10 +47,12 @@ def analyse_sptrsv3d(A, grid, algorithms, tree=None, ppn=16, partition="nd", all
            "forest_columns": np.bincount(forests, weights=widths, minlength=2 * pz - 1).astype(int).tolist(),
            "algorithms": {}}
     out["factorization"] = factor3d_summary(layout, topo, tree, seed, flat_threshold)
-    flat = make_layout(S, parse_grid(None, P)) if "2d" in algorithms else None  # 2d: the squarest 2D grid
+    # an algorithm that does not run on the grid (2d on a 3D one) runs on the squarest 2D grid of as many ranks
+    here = {a: _core.algorithm_runs_on(a, pz) for a in algorithms}
+    flat = None if all(here.values()) else make_layout(S, parse_grid(None, P))
     for a in algorithms:
-        out["algorithms"][a] = sptrsv3d_summary(flat if a == "2d" else layout, a, tree, topo, nrhs=nrhs,
-                                                allreduce=None if a == "2d" else allreduce, seed=seed,
+        out["algorithms"][a] = sptrsv3d_summary(layout if here[a] else flat, a, tree, topo, nrhs=nrhs,
+                                                allreduce=allreduce if here[a] else None, seed=seed,
                                                 flat_threshold=flat_threshold)
         if progress is not None:
             progress(a)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._plotting import finish, pyplot
+from .. import _core
 from ..direct import ALGORITHMS, make_layout, parse_grid, solve_options, symbolic
 from ..topology import blocked_topology
 from .collectives import CollectivesSchedule, simulate_collectives
@@ -41,7 +42,9 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, parti
     check_ranks(P)
     if not algorithms:
         raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
-    options = {a: solve_options(1 if a == "2d" else pz, a, tree, seed, flat_threshold, allreduce) for a in algorithms}
+    # an algorithm that does not run on the grid (2d on a 3D one) runs on the squarest 2D grid of as many ranks
+    grids = {a: (px, py, pz) if _core.algorithm_runs_on(a, pz) else parse_grid(None, P) for a in algorithms}
+    options = {a: solve_options(grids[a][2], a, tree, seed, flat_threshold, allreduce) for a in algorithms}
     ppn = int(ppn or prof.ppn)
     if ppn < 1:
         raise ValueError(f"ppn must be at least 1, got {ppn}")
@@ -52,7 +55,7 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, parti
            "nranks": P, "ppn": topo.max_ppn, "profile": prof.name, "partition": partition, "algorithms": {}}
     results = {}
     for a in algorithms:
-        g = parse_grid(None, P) if a == "2d" else (px, py, pz)
+        g = grids[a]
         if g not in layouts:
             layouts[g] = make_layout(S, g, partition=partition)
         sched = SolveSchedule(layouts[g], options[a], int(nrhs), contiguous_rhs(S, P) if distribute_rhs else None)

@@ -64,6 +64,9 @@ void bind_options(nb::module_& m) {
   m.def("forest_partition_names", &forest_partition_names);
   m.def("default_algorithm", [](int pz) { return algorithm_name(default_algorithm(pz)); }, "pz"_a,
         "The algorithm a grid of Pz layers runs when none is asked for.");
+  m.def("algorithm_runs_on", [](const std::string& algorithm, int pz) {
+    return runs_on(parse_algorithm(algorithm), pz);
+  }, "algorithm"_a, "pz"_a, "The algorithm/Pz rule: whether the algorithm runs on Pz layers.");
   m.def("check_algorithm_grid", [](const std::string& algorithm, int pz) {
     check_algorithm_grid(parse_algorithm(algorithm), pz);
   }, "algorithm"_a, "pz"_a, "The algorithm/Pz rule: ValueError unless the algorithm runs on Pz layers.");

@@ -21,8 +21,9 @@ namespace commsolve::bindings {
 
 using namespace nb::literals;
 
-void bind_sparse(nb::module_& m) {
-  // ---- topology -------------------------------------------------------------------
+namespace {
+
+void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
   nb::class_<Topology>(m, "Topology", "Rank -> node map. Build with from_node_list, regular or from_comm.")
       .def_static("from_node_list", &Topology::from_node_list, "node_of_rank"_a)
       .def_static("regular", &Topology::regular, "nranks"_a, "ppn"_a, "layout"_a = "smp")
@@ -61,7 +62,9 @@ void bind_sparse(nb::module_& m) {
       }, "globals"_a)
       .def_prop_ro("offsets", [](const Distribution& d) { return copy_numpy(d.offsets()); });
 
-  // ---- local kernels --------------------------------------------------------------
+}
+
+void bind_kernels(nb::module_& m) {
   m.def("spmv", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, In<double> x,
                    Out<double> y) {
     std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
@@ -99,7 +102,9 @@ void bind_sparse(nb::module_& m) {
   m.def("stream_read_bandwidth", &stream_read_bandwidth, "n"_a, "reps"_a,
         nb::call_guard<nb::gil_scoped_release>(), "Read-only streaming bandwidth of every repetition, bytes/s.");
 
-  // ---- Matrix Market --------------------------------------------------------------
+}
+
+void bind_matrix_market(nb::module_& m) {
   nb::class_<MMHeader>(m, "MMHeader")
       .def_ro("field", &MMHeader::field)
       .def_ro("symmetry", &MMHeader::symmetry)
@@ -133,7 +138,9 @@ void bind_sparse(nb::module_& m) {
     mm_write(path, nr, nc, r, c, v, field, symmetry, comment);
   }, "path"_a, "nrows"_a, "ncols"_a, "rows"_a, "cols"_a, "vals"_a, "field"_a, "symmetry"_a, "comment"_a);
 
-  // ---- partitioning ---------------------------------------------------------------
+}
+
+void bind_partitioning(nb::module_& m) {
   m.def("metis_kway", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int nparts, int seed) {
     std::int64_t n = static_cast<std::int64_t>(xadj.shape(0)) - 1;
     std::vector<std::int32_t> part;
@@ -143,6 +150,15 @@ void bind_sparse(nb::module_& m) {
     }
     return to_numpy(std::move(part));
   }, "xadj"_a, "adjncy"_a, "nparts"_a, "seed"_a = 0);
+}
+
+}  // namespace
+
+void bind_sparse(nb::module_& m) {
+  bind_layouts(m);
+  bind_kernels(m);
+  bind_matrix_market(m);
+  bind_partitioning(m);
 }
 
 }  // namespace commsolve::bindings

@@ -17,7 +17,10 @@ const std::vector<std::string>& algorithm_names() {
 
 const std::string& algorithm_name(SolveAlgorithm alg) { return algorithm_names()[static_cast<std::size_t>(alg)]; }
 
+bool runs_on(SolveAlgorithm alg, int pz) { return (alg == SolveAlgorithm::two_d) == (pz == 1); }
+
 void check_algorithm_grid(SolveAlgorithm alg, int pz) {
+  if (runs_on(alg, pz)) return;
   const std::string name = algorithm_name(alg);
   if (alg == SolveAlgorithm::two_d)
     require(pz == 1, "the 2d algorithm needs Pz = 1, the grid has Pz = " + std::to_string(pz) +

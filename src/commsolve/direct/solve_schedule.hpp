@@ -42,7 +42,8 @@ SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline
 const std::vector<std::string>& algorithm_names();
 const std::string& algorithm_name(SolveAlgorithm alg);
 // The algorithm/Pz rule: 2d runs on one layer (Pz = 1), the 3D algorithms on two or more.
-// Throws std::invalid_argument saying which grid the algorithm needs.
+bool runs_on(SolveAlgorithm alg, int pz);
+// Throws std::invalid_argument saying which grid the algorithm needs unless it runs on pz.
 void check_algorithm_grid(SolveAlgorithm alg, int pz);
 // The algorithm a grid runs when none is asked for: 2d on one layer, 3d on more.
 SolveAlgorithm default_algorithm(int pz);
