@@ -172,3 +172,29 @@ def test_assess_flags_what_makes_a_calibration_untrustworthy():
     assert "the eager rate (1.00 GB/s) is 7x below the short one" in found
     assert "left call_overhead at the end of its search range" in found
     assert "engine_overhead sits at the fit's upper bound (20 us)" in found
+
+
+def test_calibrate_measures_again_then_refuses_an_untrustworthy_result():
+    from commsolve.cli.calibrate import measure_until_trusted
+
+    def attempts(*problem_lists):
+        results = iter(problem_lists)
+        calls = []
+
+        def attempt():
+            calls.append(1)
+            return ("profile", next(results))
+        return attempt, calls
+
+    said = []
+    attempt, calls = attempts(["noisy"], ["noisy still"])
+    (_, problems), refused = measure_until_trusted(attempt, False, said.append)
+    assert refused and problems == ["noisy still"] and len(calls) == 2 and said == [["noisy"]]
+    attempt, calls = attempts(["noisy"], [])  # quiet the second time: written
+    (_, problems), refused = measure_until_trusted(attempt, False, said.append)
+    assert not refused and problems == [] and len(calls) == 2
+    attempt, calls = attempts(["noisy"])  # --accept-noisy: measured once, kept with its flags
+    (_, problems), refused = measure_until_trusted(attempt, True, said.append)
+    assert not refused and problems == ["noisy"] and len(calls) == 1
+    attempt, calls = attempts([])
+    assert measure_until_trusted(attempt, False, said.append)[1] is False and len(calls) == 1

@@ -21,15 +21,16 @@ from conftest import json_lines, mpirun
     (2, "rhs-shape", "b must have shape (36,) or (36, nrhs), got (35,)"),
     (2, "rhs-rows", "[rank 1] b on rank 1 (its rows) must have shape (18,) or (18, nrhs), got (19,)"),
     (2, "rhs-columns", "b has 1, 2 columns on ranks 0, 1: every rank must give the same number"),
-    (2, "tree-on-one-rank", "set_options: the ranks asked for different settings ("),
+    (2, "tree-on-one-rank", "DistributedLU.set_options: the ranks passed different options ("),
     (3, "pz", "Pz must be a power of two, got 1x1x3"),
-    (2, "options-differ", "factor options: the ranks asked for different settings"),
-    (2, "grids-differ", "factor options: the ranks asked for different settings (((1, 1, 2)"),
+    (2, "options-differ", "direct.factor: the ranks passed different algorithm ('3d' on rank 0"),
+    (2, "grids-differ", "direct.factor: the ranks passed different grid ((1, 1, 2) on rank 0"),
     (2, "rhs-strings", "[rank 1] b on rank 1 (its rows) holds values that are not numbers"),
     (2, "set-options-vs-solve", "the ranks are in different collective calls"),
     (2, "algorithm", "the 2d algorithm needs Pz = 1, the grid has Pz = 2"),
     (2, "strategy-differs",
-     "ParCSR.from_local_rows: the ranks passed different strategy ('standard' on rank 0, 'node-aware' on rank 1)"),
+     "ParCSR.from_global: the ranks passed different strategy ('standard' on rank 0, 'node-aware' on rank 1)"),
+    (2, "matrix-on-one-rank", "[rank 1] A must be a sparse matrix or a 2D array on every rank"),
     (2, "matrix-differs", "ParCSR.from_global: the ranks passed different A ('csr_matrix 64x64 #"),
     (2, "smoother-differs", "amg.solver: the ranks passed different smoother ('hybrid-gs' on rank 0, 'jacobi' on rank 1)"),
     (2, "tol-differs", "MultilevelSolver.solve: the ranks passed different tol (1e-08 on rank 0, 0.0001 on rank 1)"),
@@ -65,10 +66,70 @@ def test_watchdog_aborts_a_rank_waiting_for_one_that_never_calls(tmp_path):
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 124, proc.stderr
     assert time.monotonic() - t0 < 30
-    assert re.search(r"rank 0 has waited \d+\.\d s in ParCSR.matvec", proc.stderr), proc.stderr
+    assert re.search(r"rank 0 has made no progress for \d+\.\d s in ParCSR.matvec", proc.stderr), proc.stderr
     assert "rank 0: in ParCSR.matvec for" in proc.stderr and "last finished ParCSR.from_spec" in proc.stderr
     assert "rank 1: in MPI_Finalize (the end of the program" in proc.stderr
     assert "rank 0 got past" not in proc.stdout
+
+
+def _watchdog_case(case, timeout, nprocs=2):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import MPI_DIR
+
+    from commsolve.launch import mpi_env
+
+    env = dict(mpi_env(nprocs), COMMSOLVE_TIMEOUT=str(timeout))
+    script = os.path.join(MPI_DIR, "watchdog_cases.py")
+    cmd = ([shutil.which("mpiexec"), "-n", str(nprocs), sys.executable, "-m", "mpi4py", script] if nprocs > 1 else
+           [sys.executable, script])
+    return subprocess.run([*cmd, case, str(timeout)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_watchdog_lets_a_long_operation_that_makes_progress_finish():
+    """Four timeouts inside one operation, but a step finished every third of one: no abort
+    (the watchdog times the wait since the last progress, not the outermost call)."""
+    proc = _watchdog_case("progress", 1.5)
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 finished the long setup" in proc.stdout and "rank 1 finished the long setup" in proc.stdout
+
+
+def test_the_launcher_ends_a_job_whose_rank_waits_outside_any_watched_call():
+    """Rank 0 in a plain mpi4py gather rank 1 never makes, rank 1's program over: no watched
+    call to time, but the -np launcher reads both states and ends the job after the timeout
+    (exit 124) with a report, instead of waiting forever."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import MPI_DIR
+
+    script = os.path.join(MPI_DIR, "watchdog_cases.py")
+    code = ("import sys; from commsolve.launch import relaunch; "
+            f"sys.exit(relaunch(2, [{script!r}, 'unwatched', '2'], timeout=2))")
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+    assert proc.returncode == 124 and time.monotonic() - t0 < 60, proc.stderr
+    assert "rank 1 ended its program, and no rank has made progress for" in proc.stderr, proc.stderr
+    assert "rank 0 must be waiting for a call the others never make" in proc.stderr
+    assert "rank 1: in MPI_Finalize" in proc.stderr and "rank 0 got past" not in proc.stdout
+
+
+def test_watchdog_never_aborts_a_single_process():
+    """Nobody to wait for: a watched call longer than the timeout, in one process, finishes."""
+    import subprocess
+    import sys
+
+    code = ("import time, commsolve; from commsolve import _watchdog\n"
+            "_watchdog.watched('a slow call')(time.sleep)(1.5); print('done')")
+    proc = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "COMMSOLVE_TIMEOUT": "0.3"},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr
 
 
 def test_failure_on_one_rank_aborts_the_job(tmp_path):

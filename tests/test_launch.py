@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from commsolve.launch import oom_evidence
+from commsolve.launch import DEFAULT_TIMEOUT, UNREADABLE_LOG, default_timeout, oom_evidence
 
 
 def commsolve(*args):
@@ -57,7 +57,56 @@ def test_oom_evidence_reads_the_kernel_log():
     assert "Killed process 4242" in oom_evidence(4242, 200.0, log)
     assert oom_evidence(4242, 251.0, log) is None  # before the job started: not this job's
     assert oom_evidence(1234, 0.0, log) is None     # another process's kill
-    assert "Killed process" in oom_evidence(None, 0.0, log)  # pid unknown: any kill since the start
+    unknown = oom_evidence(None, 0.0, log)  # pid unknown: any kill since the start, said to be perhaps another's
+    assert "Killed process" in unknown and "perhaps another's" in unknown
+
+
+def test_an_unreadable_kernel_log_is_not_called_silent(monkeypatch):
+    def refused(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 1, "", "dmesg: read kernel buffer failed: Operation not permitted")
+
+    monkeypatch.setattr(subprocess, "run", refused)
+    assert oom_evidence(4242, 0.0) == UNREADABLE_LOG
+
+
+def test_the_relaunch_takes_its_timeout_from_the_environment(monkeypatch):
+    monkeypatch.delenv("COMMSOLVE_TIMEOUT", raising=False)
+    assert default_timeout() == DEFAULT_TIMEOUT
+    monkeypatch.setenv("COMMSOLVE_TIMEOUT", "0")  # off
+    assert default_timeout() == 0.0
+    monkeypatch.setenv("COMMSOLVE_TIMEOUT", "12.5")
+    assert default_timeout() == 12.5
+    p = subprocess.run([sys.executable, "-m", "commsolve", "spmv", "--gen", "poisson2d:8", "-np", "2"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "COMMSOLVE_TIMEOUT": "soon"})
+    assert p.returncode == 2 and "COMMSOLVE_TIMEOUT must be a number of seconds, got 'soon'" in p.stderr
+
+
+def test_killing_the_launcher_ends_the_job():
+    """SIGTERM to the -np launcher (a batch system's or a test's timeout) goes on to the
+    job: no rank is left running, and the launcher's state folder is removed."""
+    import glob
+
+    marker = "poisson2d:303"  # a spec no other test uses: it finds this job's ranks
+    before = set(glob.glob("/tmp/commsolve-job-*"))
+    proc = commsolve("spmv", "--gen", marker, "-np", "2", "--repeat", "100000", "--no-check")
+    try:
+        deadline = time.monotonic() + 60
+        while len(rank_pids(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(rank_pids(marker)) == 2, "the ranks did not start"
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        deadline = time.monotonic() + 30
+        while rank_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rank_pids(marker) == [], "ranks outlived their launcher"
+    finally:
+        proc.kill()
+        for pid in rank_pids(marker):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert set(glob.glob("/tmp/commsolve-job-*")) - before == set()
 
 
 def test_too_many_ranks_are_refused_before_any_process_starts():

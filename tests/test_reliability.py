@@ -291,3 +291,16 @@ def test_the_demo_explains_its_labels_and_why_3d_is_not_fastest():
     from commsolve.direct.pivoting import EQUED
 
     assert EQUED["B"] == "rows and columns scaled"
+
+
+def test_cg_reaching_an_exact_zero_residual_is_not_called_a_breakdown():
+    """tol far below rounding: CG ran into r = 0 exactly (M r = 0, p^T A p = 0), which it
+    used to report as 'not symmetric positive definite'."""
+    from mpi4py import MPI
+
+    A = cs.ParCSR.from_spec("poisson2d:20", MPI.COMM_SELF)
+    ml = cs.amg.solver(A)
+    x, info = ml.solve(np.ones(A.local_rows), tol=1e-300, maxiter=400)
+    r = np.ones(A.local_rows) - A.matvec(x)
+    assert ml.last_solve["converged"] == (info == 0)
+    assert np.linalg.norm(r) <= max(1e-300 * np.sqrt(A.local_rows), ml.last_solve["residuals"][-1] * 10 + 1e-12)

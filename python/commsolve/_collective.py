@@ -44,16 +44,6 @@ def agree(comm, error, where="agree", value=None):
     return [v for _, _, v in records]
 
 
-def agree_on(comm, what, value):
-    """Collective. Every rank passes ``value`` (compared with ``==``); a CollectiveError
-    naming each rank's value if they differ. Returns the value."""
-    values = agree(comm, None, where=what, value=value)
-    if any(v != values[0] for v in values):
-        raise CollectiveError(f"{what}: the ranks asked for different settings ("
-                              + ", ".join(f"{v} on rank {r}" for r, v in enumerate(values)) + ")")
-    return value
-
-
 def describe(value):
     """A small comparable stand-in for an argument: objects by their kind and size (a
     Topology by its node map, a Distribution by its sizes, a profile by its name), arrays
@@ -61,8 +51,8 @@ def describe(value):
     import numpy as np
 
     kind = type(value).__name__
-    if kind == "Topology":
-        return ("Topology", tuple(value.node_of_rank.tolist()))
+    if kind == "Topology":  # digested: its node map has an entry per rank
+        return ("Topology", fingerprint(np.asarray(value.node_of_rank)))
     if kind == "Distribution":
         return ("Distribution", value.global_size, value.nranks, value.is_contiguous)
     if kind == "MachineProfile":
@@ -101,8 +91,13 @@ def agree_args(comm, where, **args):
     :func:`describe`); otherwise a CollectiveError on every rank naming ``where``, the first
     argument that differs and every rank's value. Call it before communicating: ranks that
     disagree then fail together instead of hanging in mismatched messages."""
-    mine = {k: describe(v) for k, v in args.items()}
-    every = agree(comm, None, where=where, value=mine)
+    mine, error = {}, None
+    for k, v in args.items():
+        try:
+            mine[k] = describe(v)
+        except Exception as e:  # noqa: BLE001 -- any rank's failure is every rank's, never a hang
+            error = f"{where}: argument {k} cannot be read ({type(e).__name__}: {e})"
+    every = agree(comm, error, where=where, value=mine)
     for name in args:
         values = [v[name] for v in every]
         if any(not _same(v, values[0]) for v in values[1:]):

@@ -83,7 +83,11 @@ def check_rank_count(nprocs, oversubscribe=False):
 # Open MPI's banners: blocks between lines of dashes. The ones below say what our own error
 # output already says (or what we say better); a rank's death is parsed out of its banner.
 _BANNER = re.compile(r"^-{20,}\s*$")
-_SILENT = ("MPI_ABORT was invoked", "Primary job  terminated normally", "Primary job terminated normally")
+_SILENT = ("MPI_ABORT was invoked", "Primary job  terminated normally", "Primary job terminated normally",
+           "detected that one or more processes exited with non-zero status")
+# Open MPI's help-message aggregation lines, outside any banner: noise after our own report.
+_SILENT_LINES = re.compile(r"^\[[^\]]*\] \d+ more process(es)? (has|have) sent help message|"
+                           r"^\[[^\]]*\] Set MCA parameter \"orte_base_help_aggregate\"")
 _DEATH = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?")
 
 
@@ -115,7 +119,7 @@ class _Relay:
             return
         if self.banner is not None:
             self.banner.append(text)
-        else:
+        elif not _SILENT_LINES.match(text):
             self.out.write(line)
 
     def _close_banner(self):
@@ -135,31 +139,20 @@ class _Relay:
         self.out.flush()
 
 
-def _pids(folder):
-    """Rank -> pid, from the watchdog's state files."""
-    import json
-
-    out = {}
-    for name in os.listdir(folder) if folder and os.path.isdir(folder) else ():
-        if name.startswith("rank-") and name.endswith(".json"):
-            try:
-                with open(os.path.join(folder, name)) as f:
-                    s = json.load(f)
-                out[int(s["rank"])] = int(s["pid"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-    return out
-
-
 def oom_evidence(pid, since_uptime, log=None):
     """What the kernel says about an out-of-memory kill of ``pid`` (or of any process, when
-    the pid is unknown) since ``since_uptime`` (seconds since boot), where it can be read:
-    its log (``dmesg``, or the text ``log``). None when nothing says so."""
+    the pid is unknown: then it may be another's, and the text says so) since
+    ``since_uptime`` (seconds since boot), where it can be read: its log (``dmesg``, or the
+    text ``log``). None when the log says nothing of it; a sentence saying so when the log
+    cannot be read."""
     if log is None:
         try:
-            log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout
+            done = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.SubprocessError):
-            return None
+            done = None
+        if done is None or done.returncode != 0:
+            return UNREADABLE_LOG
+        log = done.stdout
     for line in log.splitlines():
         m = re.match(r"\[\s*([\d.]+)\]\s*(.*)", line)
         if not m or float(m.group(1)) < since_uptime:
@@ -167,8 +160,12 @@ def oom_evidence(pid, since_uptime, log=None):
         text = m.group(2)
         about_pid = pid is None or re.search(rf"(process|pid[=: ])\s*{pid}\b", text)
         if re.search(r"Out of memory|oom-kill|Killed process", text) and about_pid:
-            return f"the kernel's log says: {text.strip()}"
+            whose = "" if pid is not None else " (of a process this job could not name: perhaps another's)"
+            return f"the kernel's log says{whose}: {text.strip()}"
     return None
+
+
+UNREADABLE_LOG = "the kernel's log cannot be read here (dmesg refused), so whether it was is unknown"
 
 
 def _uptime():
@@ -188,15 +185,83 @@ def _signal_name(number):
         return f"signal {number}"
 
 
-def relaunch(nprocs, args, timeout=DEFAULT_TIMEOUT, out=None):
+def default_timeout():
+    """The watchdog's timeout for a relaunched job: ``COMMSOLVE_TIMEOUT`` where it is set (0:
+    off), else :data:`DEFAULT_TIMEOUT`."""
+    from ._watchdog import timeout_from_env
+
+    return timeout_from_env(DEFAULT_TIMEOUT)
+
+
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+def _forward_signals(proc):
+    """Signals to this launcher go on to the job (mpiexec passes them to the ranks): a batch
+    system's or a test's kill ends the job, not only its launcher. Returns the previous
+    handlers."""
+    import signal
+
+    previous = {}
+    for name in _FORWARDED:
+        num = getattr(signal, name)
+        previous[num] = signal.signal(num, lambda signum, frame: proc.poll() is None and proc.send_signal(signum))
+    return previous
+
+
+def _stop(proc, grace=5.0):
+    """The job ended, whatever is left of it: mpiexec asked to stop, then killed."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _relay_until_done(proc, relay, folder, nprocs, timeout):
+    """Relays the job's stderr until it closes (the job is over); every second meanwhile,
+    reads the ranks' states: the watchdog's report when the job is stuck (some rank has
+    ended its program, another waits for it, none has made progress for ``timeout``), which
+    ends the relay; else None."""
+    import select
+
+    from . import _watchdog
+
+    fd = proc.stderr.fileno()
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+        except InterruptedError:
+            continue
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            relay.feed(chunk)
+        stuck = _watchdog.stuck(_watchdog.read_states(folder, size=nprocs), nprocs, timeout)
+        if stuck:
+            return stuck
+
+
+def relaunch(nprocs, args, timeout=None, out=None):
     """Runs ``python -m mpi4py ARGS`` on ``nprocs`` ranks as a child job and returns its exit
     status. The ranks learn whether the launching terminal shows progress bars
-    (``COMMSOLVE_PROGRESS``), the watchdog's ``timeout`` (``COMMSOLVE_TIMEOUT``; 0: off) and
-    a folder to share their states in (``COMMSOLVE_WATCHDOG_DIR``). The job's stderr is
-    relayed without Open MPI's banners; a rank that died of a signal is reported by rank,
-    signal and, for SIGKILL, whether the kernel killed it for memory."""
+    (``COMMSOLVE_PROGRESS``), the watchdog's ``timeout`` (``COMMSOLVE_TIMEOUT``; 0: off;
+    None: :func:`default_timeout`) and a folder to share their states in
+    (``COMMSOLVE_WATCHDOG_DIR``). SIGTERM, SIGINT and SIGHUP to the launcher go on to the job,
+    and the job never outlives the launcher. The job's stderr is relayed without Open MPI's
+    banners; a rank that died of a signal is reported by rank, signal and, for SIGKILL,
+    whether the kernel killed it for memory. A job whose ranks wait for one that has ended
+    its program is ended after ``timeout`` (exit status 124; :func:`commsolve._watchdog.stuck`)."""
+    import signal
     import tempfile
 
+    from . import _watchdog
+
+    timeout = default_timeout() if timeout is None else timeout
     out = out or sys.stderr.buffer
     folder = tempfile.mkdtemp(prefix="commsolve-job-")
     env = mpi_env(nprocs)
@@ -206,30 +271,33 @@ def relaunch(nprocs, args, timeout=DEFAULT_TIMEOUT, out=None):
         env["COMMSOLVE_PROGRESS"] = "1"
     start = _uptime()
     relay = _Relay(out)
+    proc, previous = None, {}
     try:
         proc = subprocess.Popen(mpiexec_command(nprocs, args, quiet=False), env=env, stderr=subprocess.PIPE)
-        try:
-            while True:
-                chunk = os.read(proc.stderr.fileno(), 65536)
-                if not chunk:
-                    break
-                relay.feed(chunk)
-        except KeyboardInterrupt:  # the terminal's Ctrl-C reached mpiexec too; let it end the job
-            pass
-        rc = proc.wait()
+        previous = _forward_signals(proc)
+        stuck = _relay_until_done(proc, relay, folder, nprocs, timeout)
+        if stuck:
+            out.write(("\n".join(stuck) + "\n").encode())
+            _stop(proc)
+        rc = _watchdog.TIMEOUT_EXIT if stuck else proc.wait()
         relay.close()
-        pids = _pids(folder)
+        states = _watchdog.read_states(folder, size=nprocs)
         for rank, signum, what in relay.deaths:
-            pid = pids.get(rank)
+            pid = states[rank]["pid"] if rank in states else None
             line = (f"commsolve: rank {rank}{f' (pid {pid})' if pid else ''} died of signal {signum} "
                     f"({_signal_name(signum)}{': ' + what if what else ''})")
             if signum == 9:
                 evidence = oom_evidence(pid, start)
-                line += (f": most likely out of memory; {evidence}" if evidence else
+                line += (f": {evidence}" if evidence == UNREADABLE_LOG else
+                         f": most likely out of memory; {evidence}" if evidence else
                          ": killed from outside (the kernel's out-of-memory killer does this too; its log says "
                          "nothing of it here)")
             out.write((line + "\n").encode())
         out.flush()
         return rc
     finally:
+        if proc is not None:
+            _stop(proc)
+        for num, handler in previous.items():
+            signal.signal(num, handler)
         shutil.rmtree(folder, ignore_errors=True)

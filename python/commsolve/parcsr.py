@@ -168,8 +168,13 @@ class ParCSR:
                     profile=None):
         """Collective. Every rank passes the same square global matrix ``A`` and keeps its
         rows. ``partition``: ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution."""
-        A = sp.csr_matrix(A)
-        agree_args(comm, "ParCSR.from_global", A=A, partition=partition, seed=seed)
+        try:
+            A, error = sp.csr_matrix(A), None
+        except Exception as e:  # noqa: BLE001 -- agreed below: no rank is left waiting
+            error = f"A must be a sparse matrix or a 2D array on every rank ({type(e).__name__}: {e})"
+        agree(comm, error, where="ParCSR.from_global")
+        agree_args(comm, "ParCSR.from_global", A=A, partition=partition, seed=seed, strategy=strategy,
+                   topology=topology, profile=profile)
         agree(comm, None if A.shape[0] == A.shape[1] else f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
         dist = run_agreed(comm, _distribution, partition, A.shape[0], comm, lambda: A, seed)
         local = A[dist.owned(comm.rank)]

@@ -90,6 +90,8 @@ def run():
         cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 2), algorithm="2d")
     elif case == "strategy-differs":  # each rank would build its plan for another strategy and hang
         cs.ParCSR.from_global(cs.gallery.poisson2d(8), comm, strategy="standard" if comm.rank == 0 else "node-aware")
+    elif case == "matrix-on-one-rank":  # as factor() takes it: scipy fails on rank 1 alone
+        cs.ParCSR.from_global(cs.gallery.poisson2d(8) if comm.rank == 0 else None, comm)
     elif case == "matrix-differs":  # the same shape, other values: rows of two matrices would mix
         cs.ParCSR.from_global(cs.gallery.poisson2d(8) * (1.0 + comm.rank), comm)
     elif case == "smoother-differs":  # one rank in matvec, the other in rmatvec

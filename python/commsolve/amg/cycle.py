@@ -187,6 +187,8 @@ def pcg(A, precondition, b, x, target, maxiter, history):
     p = z.copy()
     rz = dot(comm, r, z)
     for it in range(1, maxiter + 1):
+        if rz == 0:  # M r = 0: r is zero in floating point (a target below rounding): nothing left to reduce
+            return it - 1
         q = A.matvec(p)
         pq = dot(comm, p, q)
         if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):

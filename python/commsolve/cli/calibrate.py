@@ -50,6 +50,17 @@ def format_calibration(prof, report, path):
     return "\n".join(lines)
 
 
+def measure_until_trusted(attempt, accept_noisy, announce):
+    """Runs ``attempt()`` (a tuple whose last item lists the result's problems); when it has
+    problems and not ``accept_noisy``, says so (``announce(problems)``) and runs it once more
+    (a loaded machine often is one for a while only). Returns the last result and whether it
+    must be refused (problems twice, not accepted)."""
+    result = attempt()
+    if result[-1] and not accept_noisy:
+        announce(result[-1])
+        result = attempt()
+    return result, bool(result[-1]) and not accept_noisy
+
 @click.command()
 @launch_options(default=2)
 @ppn_option()
@@ -108,15 +119,15 @@ def calibrate(nprocs, oversubscribe, timeout, ppn, output, name, plot, short_max
             prof.engine_overhead, report["engine_fit"] = fit_engine_overhead(prof, engine)
         return meas, prof, report, comm.bcast(assess(meas, report), root=0)
 
-    meas, prof, report, problems = attempt()
-    if problems and not accept_noisy:  # a loaded machine often is one for a while only: once more
+    def announce(problems):
         if comm.rank == 0:
             click.echo("calibrate: this calibration looks untrustworthy (" + "; ".join(problems) + "): measuring "
                        "again", err=True)
-        meas, prof, report, problems = attempt()
+
+    (meas, prof, report, problems), refused = measure_until_trusted(attempt, accept_noisy, announce)
     if shown is not None:
         shown.close()
-    if problems and not accept_noisy:
+    if refused:
         fail("the calibration looks untrustworthy twice (" + "; ".join(problems) + "); nothing written. Calibrate "
              "on a quiet machine, or pass --accept-noisy to write it with these flags", True)
     if comm.rank != 0:

@@ -14,7 +14,7 @@ import click
 from .. import partition, trees
 from ..direct import ALGORITHMS, ALLREDUCE, FOREST_PARTITIONS, LU_DEFAULTS
 from .. import _watchdog
-from ..launch import DEFAULT_TIMEOUT, check_rank_count, relaunch, under_mpiexec
+from ..launch import DEFAULT_TIMEOUT, OVERSUBSCRIBE_FACTOR, check_rank_count, default_timeout, relaunch, under_mpiexec
 from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
@@ -33,7 +33,7 @@ def relaunch_or_check(nprocs, oversubscribe=False, timeout=None):
     """Returns normally when this process should do the work (as an MPI rank): without
     mpiexec around it, runs the same command line as ``mpiexec -n N python -m mpi4py -m
     commsolve ...`` (:func:`commsolve.launch.relaunch`: the watchdog on, with ``timeout`` or
-    a generous default; a rank's death reported) and exits with its status; started by
+    :func:`~commsolve.launch.default_timeout`; a rank's death reported) and exits with its status; started by
     mpiexec, checks that the world has N ranks and switches the watchdog on if ``timeout``
     is given."""
     if timeout is not None and not timeout >= 0:  # NaN fails too
@@ -56,9 +56,13 @@ def relaunch_or_check(nprocs, oversubscribe=False, timeout=None):
         check_rank_count(nprocs, oversubscribe)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="-np") from None
+    if timeout is None:
+        try:
+            timeout = default_timeout()
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
     # The same arguments, -np included: under mpiexec it is checked against the world size.
-    sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=DEFAULT_TIMEOUT if timeout is None
-                      else timeout))
+    sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=timeout))
 
 
 def show_progress():
@@ -316,9 +320,10 @@ def launch_options(default=None, help="Number of MPI ranks."):
     def decorate(f):
         f = click.option("--timeout", type=float, default=None,
                          help="Seconds a rank may wait in one collective call before the job is aborted with a "
-                         f"report of where each rank is (0: off) [default with -np: {DEFAULT_TIMEOUT:g}].")(f)
+                         f"report of where each rank is (0: off) [default with -np: COMMSOLVE_TIMEOUT, else "
+                         f"{DEFAULT_TIMEOUT:g}].")(f)
         f = click.option("--oversubscribe", is_flag=True,
-                         help="Allow more than 4 ranks per core on this machine.")(f)
+                         help=f"Allow more than {OVERSUBSCRIBE_FACTOR} ranks per core on this machine.")(f)
         return click.option("-np", "--np", "nprocs", type=int, default=default, show_default=default is not None,
                             help=help)(f)
     return decorate

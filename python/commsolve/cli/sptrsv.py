@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
+from ..runs.sptrsv import SINGULAR_RESIDUAL
 from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
                      forest_partition_option, guarded, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report,
@@ -45,7 +46,7 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               help="Iterative refinement after each solve (timed apart).")
 @click.option("--allow-singular", is_flag=True,
               help=f"Exit 0 on a numerically singular matrix (tiny pivots replaced, or a relative residual above "
-              f"1e-6) instead of {EXIT_SINGULAR}.")
+              f"{SINGULAR_RESIDUAL:g}) instead of {EXIT_SINGULAR}.")
 @click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()

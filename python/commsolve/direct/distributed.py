@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _core
-from .._collective import agree_on, describe, mpi, run_agreed
+from .._collective import agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..parcsr import ParCSR
 from ..partition import Distribution
@@ -142,10 +142,10 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
                              partition, root, profile, lu_options, dims[2])
 
     request = run_agreed(comm, check)
-    agree_on(comm, "factor options", (request.grid, repr(request.options), request.trees, request.algorithm,
-                                      request.seed, request.flat_threshold, request.allreduce, request.partition,
-                                      root, describe(profile), describe(topology), describe(distribution),
-                                      tuple(sorted((k, describe(v)) for k, v in lu_options.items()))))
+    agree_args(comm, "direct.factor", grid=request.grid, algorithm=request.algorithm, tree=request.trees,
+               seed=request.seed, flat_threshold=request.flat_threshold, allreduce=request.allreduce,
+               partition=request.partition, root=root, profile=profile, topology=topology, distribution=distribution,
+               **{f"lu option {k}": v for k, v in sorted(lu_options.items())}, options=repr(request.options))
     return request
 
 

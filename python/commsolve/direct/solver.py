@@ -8,7 +8,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._collective import CollectiveError, agree, agree_args, agree_on, mpi, run_agreed
+from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
 from ..trees import tree_shape
@@ -139,7 +139,7 @@ class DistributedLU:
                          tree or now.tree.name, now.tree.seed if seed is None else seed,
                          now.tree.flat_threshold if flat_threshold is None else flat_threshold,
                          allreduce or now.allreduce)
-        agree_on(self.comm, "set_options", repr(new))
+        agree_args(self.comm, "DistributedLU.set_options", options=repr(new))
         self._core.set_options(new)
 
     def set_tree(self, tree, seed=None, flat_threshold=None):

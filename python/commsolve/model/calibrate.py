@@ -439,10 +439,9 @@ def measure(comm, topology, quick=False, progress=None):
 
 def plot_calibration(meas, profile, path):
     """Measured (dots) versus modelled (lines) times, and the HighVolumePingPong curves."""
-    import matplotlib
+    from .._plotting import finish, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     for key, level, color in (("intra", "intra_node", "C0"), ("inter", "inter_node", "C1")):
@@ -467,5 +466,4 @@ def plot_calibration(meas, profile, path):
     bx.set_title("HighVolumePingPong")
     bx.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish(fig, path)

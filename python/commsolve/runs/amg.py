@@ -82,7 +82,7 @@ def format_amg(r):
 
 def plot_levels(r, path):
     """Per level: rows and nonzeros, and the busiest rank's messages (inter- and intra-node)."""
-    from .._plotting import pyplot
+    from .._plotting import finish, pyplot
 
     plt = pyplot()
     lv = r["levels"]
@@ -101,5 +101,4 @@ def plot_levels(r, path):
         ax.legend()
     fig.suptitle(f"AMG on {r['matrix']}, {r['nranks']} ranks ({', '.join(v['strategy'] for v in lv)})", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish(fig, path)

@@ -52,8 +52,7 @@ def plot_volumes(result, path):
     fig.colorbar(im, ax=axes[0].tolist(), label="bytes per exchange")
     fig.suptitle("bytes sent between nodes (diagonal: within a node)" if M.shape[0] == result["nodes"]
                  else "bytes sent between ranks")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish(fig, path)
 
 
 def plot_grid_volumes(volumes, grid, path, title):
@@ -70,8 +69,7 @@ def plot_grid_volumes(volumes, grid, path, title):
         ax.set_yticks([])
     fig.colorbar(im, ax=axes[0].tolist(), label="MB per rank")
     fig.suptitle(title)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return finish(fig, path, dpi=110)
 
 
 def plot_amg_levels(result, path):
@@ -95,5 +93,4 @@ def plot_amg_levels(result, path):
         ax.legend()
     fig.suptitle(f"AMG on {result['matrix']}, {result['nprocs']:,} ranks, {result['ppn']} per node")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish(fig, path)

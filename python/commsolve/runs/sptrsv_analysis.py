@@ -107,10 +107,9 @@ def format_sptrsv3d(r, matrix):
 def plot_sptrsv3d(r, path, matrix):
     """PNG: per algorithm, the messages every rank sends inside the grids and between them
     (ranks sorted by XY messages), and the work per grid."""
-    import matplotlib
+    from .._plotting import finish, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for a, s in r["algorithms"].items():
@@ -127,5 +126,4 @@ def plot_sptrsv3d(r, path, matrix):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish(fig, path)
