@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
-from .._collective import CollectiveError, agree, agree_args, mpi
+from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, dot, gmres, pcg, vcycle
-from .hierarchy import METHODS, SETUP_DEFAULTS, Level, build_hierarchy
+from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
+from .sparsify import parse_adaptive, relaxed, sparsification
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
 
@@ -30,7 +31,8 @@ SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumpti
 
 
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
-           omega=None, partition="contiguous", topology=None, progress=None, **options):
+           omega=None, partition="contiguous", topology=None, progress=None, sparsify=None, gamma=None, lumping=None,
+           adaptive=None, **options):
     """Collective. Sets up an AMG hierarchy for ``A``: a :class:`~commsolve.ParCSR`, or a
     scipy matrix that every rank of ``comm`` passes whole (rows split by ``partition``).
 
@@ -39,7 +41,15 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     pattern, priced with ``profile`` when given), or a list with one per level. ``method``:
     "classical" or "sa". Setup options: :data:`SETUP_DEFAULTS`, described in
     :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
-    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi)."""
+    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi).
+
+    Sparsified coarse operators (thesis Chapter 4, :mod:`commsolve.amg.sparsify`):
+    ``sparsify`` "non-galerkin", "sparse" or "hybrid", with ``gamma`` the drop tolerance of
+    each coarse level (level 1 first, the last repeated: ``[0, 0.01, 0.1, 1]``) and
+    ``lumping`` "diagonal" or "strong" (default: strong for non-Galerkin, diagonal for the
+    others). ``adaptive=(k, s)`` or ``(k, s, rho)`` (sparse and hybrid; CG): every k
+    iterations converging slower than rho (default 0.5) per iteration, entries go back into
+    the finest s sparsified levels (gamma / 10, 0 below 0.01) and CG restarts."""
     from ..parcsr import ParCSR
 
     if not isinstance(A, ParCSR):
@@ -47,26 +57,35 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
             raise ValueError("pass a ParCSR, or a scipy matrix with the communicator (comm=)")
         A = ParCSR.from_global(A, comm, partition=partition, topology=topology)
     return MultilevelSolver(A, method=method, strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps,
-                            omega=omega, progress=progress, **options)
+                            omega=omega, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
+                            adaptive=adaptive, **options)
 
 
 class MultilevelSolver:
     """A set-up hierarchy (:attr:`levels`) and its V-cycle; :meth:`solve` runs it."""
 
     @watched("amg.solver (the setup)")
-    def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, **options):
+    def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, sparsify=None, gamma=None,
+                 lumping=None, adaptive=None, **options):
         self.comm = A.comm
         agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
-                   sweeps=sweeps, omega=omega, **options)
+                   sweeps=sweeps, omega=omega, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
+                   **options)
         check_smoother(smoother, sweeps, omega)
+        self.sparsification = sparsification(sparsify, gamma, lumping)
+        self.adaptive = self._check_adaptive(adaptive)
         t0 = time.perf_counter()
         self.smoothers = []  # built as each level completes, from the block the setup has at hand
+        self._smoothing = (smoother, sweeps, omega)
+        self._profile = profile
+        theta = options.get("theta")
+        self._strength_theta = theta if method == "classical" and theta is not None else THETA["classical"]
 
         def add_smoother(lvl, local):
-            self.smoothers.append(Smoother(lvl.A, smoother, sweeps, omega, lvl.ids, lvl.rho, local))
+            self.smoothers.append(self._smoother(lvl, local))
 
         self.levels = build_hierarchy(A, method=method, strategy=strategy, profile=profile, progress=progress,
-                                      on_level=add_smoother, **options)
+                                      on_level=add_smoother, sparsify=self.sparsification, **options)
         self.coarse = CoarseSolver(self.levels[-1].A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother
@@ -74,8 +93,22 @@ class MultilevelSolver:
         self.asymmetry = asymmetry(A)
         self.symmetric = self.asymmetry <= SYMMETRY_TOL
         self.last_solve = None
-        nnz = [lvl.nnz() for lvl in self.levels]
-        self._nnz = nnz
+        self._nnz = [lvl.nnz() for lvl in self.levels]
+        self._galerkin_nnz = [lvl.A.global_nnz() if lvl.A_hat is not None else n
+                              for lvl, n in zip(self.levels, self._nnz)]
+
+    def _smoother(self, lvl, local=None):
+        """Level ``lvl``'s smoother, on the operator the cycle uses there (``local``: its
+        block, if at hand); a sparsified copy's spectral radius is estimated anew."""
+        kind, sweeps, omega = self._smoothing
+        return Smoother(lvl.solve_A, kind, sweeps, omega, lvl.ids, lvl.rho if lvl.A_hat is None else None, local)
+
+    def _check_adaptive(self, adaptive):
+        adaptive = parse_adaptive(adaptive)
+        if adaptive is not None and (self.sparsification is None or not self.sparsification.keeps_galerkin):
+            raise ValueError("the adaptive solve puts entries back into a Galerkin hierarchy kept whole: it needs "
+                             "sparsify='sparse' or 'hybrid'")
+        return adaptive
 
     @property
     def A(self):
@@ -83,8 +116,14 @@ class MultilevelSolver:
 
     @property
     def operator_complexity(self):
-        """Sum of the levels' nonzeros over the finest level's (hypre's and pyamg's definition)."""
+        """Sum of the levels' nonzeros over the finest level's (hypre's and pyamg's
+        definition), of the operators the cycle applies (the sparsified ones where they are)."""
         return sum(self._nnz) / self._nnz[0]
+
+    @property
+    def galerkin_complexity(self):
+        """The same of the Galerkin operators (sparse and hybrid Galerkin keep them too)."""
+        return sum(self._galerkin_nnz) / self._galerkin_nnz[0]
 
     @property
     def grid_complexity(self):
@@ -97,21 +136,49 @@ class MultilevelSolver:
         strategies, and the busiest rank's halo-exchange messages (inter- and intra-node)."""
         out = []
         for k, lvl in enumerate(self.levels):
-            st = lvl.halo_stats()
-            out.append({
-                "level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
-                "strategy": lvl.strategy, "product_strategy": lvl.product_strategy or None,
-                "inter_msgs_max": int(st["max"]["msgs_sent_inter"]), "intra_msgs_max": int(st["max"]["msgs_sent_intra"]),
-                "inter_bytes_max": int(st["max"]["bytes_sent_inter"]), "setup_s": lvl.setup_s,
-            })
+            row = {"level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
+                   "strategy": lvl.strategy, "product_strategy": lvl.product_strategy or None,
+                   **_busiest(lvl.halo_stats()), "setup_s": lvl.setup_s, "sparsified": None}
+            if lvl.sparsified is not None:
+                done = lvl.sparsified
+                row["sparsified"] = {"gamma": done["gamma"], "nnz_before": done["nnz_before"],
+                                     "nnz_after": done["nnz_after"], "dropped": done["dropped"],
+                                     "before": _busiest(done["before"]), "after": _busiest(done["after"])}
+            out.append(row)
         return out
+
+    @property
+    def gammas(self):
+        """Each level's drop tolerance now (0 where nothing was dropped; the adaptive solve
+        lowers them)."""
+        return [lvl.sparsified["gamma"] if lvl.sparsified is not None else 0.0 for lvl in self.levels]
+
+    def add_back(self, s):
+        """Collective. The adaptive solve's update: the finest ``s`` levels whose drop
+        tolerance is above 0, from the finest such down, get gamma / 10 (0 below 0.01) and
+        their sparsified copy and smoother made again. Returns [(level, new gamma)] (empty
+        when no level is sparsified any more)."""
+        gammas = self.gammas
+        first = next((k for k, g in enumerate(gammas) if g > 0), None)
+        if first is None:
+            return []
+        done = []
+        for k in range(first, min(first + s, len(self.levels))):
+            if self.levels[k].sparsified is None:
+                continue
+            gamma = relaxed(gammas[k])
+            resparsify(self.levels, k, self.sparsification, gamma, self._strength_theta, self._profile)
+            self.smoothers[k] = self._smoother(self.levels[k])
+            self._nnz[k] = self.levels[k].sparsified["nnz_after"]
+            done.append((k, gamma))
+        return done
 
     def cycle(self, b):
         """Collective. One V-cycle applied to this rank's part of b (zero initial guess)."""
         return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64))
 
     @watched("MultilevelSolver.solve")
-    def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200):
+    def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):
         """Collective. Solves A x = b (this rank's rows) to ||b - A x|| <= tol ||b||.
 
         ``accel="cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
@@ -121,14 +188,19 @@ class MultilevelSolver:
         ``(x, info)`` as scipy's solvers: info 0 when converged, else the iterations done
         (the solution is then not to be trusted; :attr:`last_solve` says how far it got).
         :attr:`last_solve` holds the residual history, iterations, the mean convergence
-        factor per iteration, and the solve time."""
+        factor per iteration, and the solve time. ``adaptive``: this solve's adaptive setting
+        (default: the solver's, see :func:`solver`; None: off), which needs ``accel="cg"``;
+        its updates are in ``last_solve["updates"]`` (they stay for later solves)."""
         agree_args(self.comm, "MultilevelSolver.solve", tol=tol, accel=accel, maxiter=maxiter,
-                   x0_given=x0 is not None)
+                   x0_given=x0 is not None, adaptive=adaptive)
+        adaptive = self.adaptive if adaptive is False else run_agreed(self.comm, self._check_adaptive, adaptive)
         A = self.A
         b = np.asarray(b, dtype=np.float64)
         error = None
         if accel not in ACCELERATORS:
             error = f"unknown accelerator {accel!r} (known: 'cg', 'gmres', None)"
+        elif adaptive is not None and accel != "cg":
+            error = f"the adaptive solve restarts CG (accel='cg'), not {accel!r}"
         elif b.shape != (A.local_rows,):
             error = f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}"
         elif not np.all(np.isfinite(b)):
@@ -138,7 +210,10 @@ class MultilevelSolver:
         history = []
         bnorm = np.sqrt(dot(self.comm, b, b))
         t0 = time.perf_counter()
-        if accel == "cg":
+        updates = []
+        if accel == "cg" and adaptive is not None:
+            its = self._adaptive_cg(b, x, tol * bnorm, maxiter, history, adaptive, updates)
+        elif accel == "cg":
             its = pcg(A, self.cycle, b, x, tol * bnorm, maxiter, history)
         elif accel == "gmres":
             its = gmres(A, self.cycle, b, x, tol * bnorm, maxiter, history)
@@ -149,7 +224,7 @@ class MultilevelSolver:
         factor = (history[-1] / history[0]) ** (1.0 / its) if its > 0 and history[0] > 0 else 0.0
         self.last_solve = {"iterations": its, "residuals": [float(h) for h in history], "converged": bool(converged),
                            "convergence_factor": float(factor), "solve_s": elapsed, "accel": accel,
-                           "warnings": self._warnings(accel)}
+                           "warnings": self._warnings(accel), "updates": updates, "gammas": self.gammas}
         return x, (0 if converged else its)
 
     def _warnings(self, accel):
@@ -158,6 +233,51 @@ class MultilevelSolver:
                     "CG assumes a symmetric positive definite matrix, and its answer is not to be trusted even "
                     "when it converges; use accel='gmres' (--accel gmres)"]
         return []
+
+    def _adaptive_cg(self, b, x, target, maxiter, history, adaptive, updates):
+        """CG (x in place) that, every ``adaptive.k`` iterations converging slower than
+        ``adaptive.rho`` per iteration, puts entries back (:meth:`add_back`) and restarts
+        from the latest x, or from the block's first if the residual grew over it (thesis
+        Algorithm 4.4; CG restarts only when the preconditioner changed). CG breaking down
+        (a preconditioner no longer positive definite) counts as such a block too. Appends every
+        residual to ``history`` (a restart's first is the previous run's last, or the
+        block's first iterate's); returns the iterations done; an entry per update in
+        ``updates``."""
+        k = adaptive.k
+        its = 0
+        while True:
+            h, block = [], {"x": x.copy()}
+
+            def stop(it, hist, xx):
+                if it % k:
+                    return False
+                start, now = hist[it - k], hist[it]
+                if start > 0 and (now / start) ** (1.0 / k) > adaptive.rho and any(g > 0 for g in self.gammas):
+                    block["diverged"] = now > start
+                    return True
+                block["x"] = xx.copy()
+                return False
+
+            try:
+                done = pcg(self.A, self.cycle, b, x, target, maxiter - its, h, stop)
+            except CollectiveError as e:  # the preconditioner lost definiteness: too much was dropped
+                if "broke down" not in str(e) or not any(g > 0 for g in self.gammas):
+                    raise
+                done, block["diverged"], block["why"] = len(h) - 1, True, "CG broke down"
+            history.extend(h if not history else h[1:])
+            its += done
+            if h[-1] <= target or its >= maxiter or "diverged" not in block:
+                return its
+            if block["diverged"]:
+                x[:] = block["x"]
+                r = b - self.A.matvec(x)
+                history.append(float(np.sqrt(dot(self.comm, r, r))))
+            changed = self.add_back(adaptive.s)
+            factor = (h[done] / h[max(done - k, 0)]) ** (1.0 / max(min(k, done), 1)) if done else float("nan")
+            updates.append({"iteration": its, "factor": float(factor),
+                            "why": block.get("why", f"converging slower than {adaptive.rho:g} per iteration"),
+                            "restart": "from the block's first iterate" if block["diverged"] else "from the latest",
+                            "levels": [lv for lv, _ in changed], "gammas": [g for _, g in changed]})
 
     def _stationary(self, b, x, target, maxiter, history):
         """V-cycles on the residual from x (in place) until ||r|| <= target."""
@@ -175,9 +295,23 @@ class MultilevelSolver:
         return maxiter
 
     def __repr__(self):
-        lines = [f"AMG ({self.method}, {self.smoother}) on {self.comm.size} rank(s): {len(self.levels)} levels, "
-                 f"operator complexity {self.operator_complexity:.3f}, grid complexity {self.grid_complexity:.3f}"]
+        spars = self.sparsification
+        how = "" if spars is None else f", {spars.method} sparsified with {spars.lumping} lumping"
+        galerkin = "" if spars is None or not spars.keeps_galerkin else f" (Galerkin {self.galerkin_complexity:.3f})"
+        lines = [f"AMG ({self.method}, {self.smoother}{how}) on {self.comm.size} rank(s): {len(self.levels)} levels, "
+                 f"operator complexity {self.operator_complexity:.3f}{galerkin}, grid complexity "
+                 f"{self.grid_complexity:.3f}"]
         for k, lvl in enumerate(self.levels):
-            lines.append(f"  level {k}: {lvl.rows:>10,} rows {self._nnz[k]:>12,} nnz  strategy {lvl.strategy}")
+            note = ""
+            if lvl.sparsified is not None:
+                note = f"  gamma {lvl.sparsified['gamma']:g}: {lvl.sparsified['nnz_before']:,} nnz before"
+            lines.append(f"  level {k}: {lvl.rows:>10,} rows {self._nnz[k]:>12,} nnz  strategy {lvl.strategy}{note}")
         return "\n".join(lines)
+
+
+def _busiest(summary):
+    """The busiest rank's halo-exchange figures of a :func:`~commsolve.stats.summarize` result."""
+    return {"inter_msgs_max": int(summary["max"]["msgs_sent_inter"]),
+            "intra_msgs_max": int(summary["max"]["msgs_sent_intra"]),
+            "inter_bytes_max": int(summary["max"]["bytes_sent_inter"])}
 

@@ -153,14 +153,16 @@ class CoarseSolver:
 
 
 def vcycle(levels, smoothers, coarse, b):
-    """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level."""
+    """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
+    Each level smooths with and takes residuals of its ``solve_A`` (a sparsified copy where
+    sparse or hybrid Galerkin made one)."""
     if len(levels) == 1:
         return coarse.solve(b)
     xs, bs = [], [b]
     for lvl, sm in zip(levels[:-1], smoothers):
         x = np.zeros(lvl.A.local_rows)
         sm.pre(bs[-1], x, zero=True)
-        r = bs[-1] - lvl.A.matvec(x)
+        r = bs[-1] - lvl.solve_A.matvec(x)
         xs.append(x)
         bs.append(lvl.P.rmatvec(r))
     xc = coarse.solve(bs[-1])
@@ -172,9 +174,10 @@ def vcycle(levels, smoothers, coarse, b):
     return xc
 
 
-def pcg(A, precondition, b, x, target, maxiter, history):
+def pcg(A, precondition, b, x, target, maxiter, history, stop=None):
     """Preconditioned CG on the distributed A from x (in place). Stops when
-    ||r|| <= target; appends ||r|| of every iterate to ``history``. Returns the
+    ||r|| <= target, or when ``stop(iteration, history, x)`` (called after each iteration,
+    if given) returns True; appends ||r|| of every iterate to ``history``. Returns the
     iterations done. Raises a CollectiveError (on every rank: the tests read allreduced
     values) on a non-finite residual or when A or the preconditioner is not positive
     definite."""
@@ -200,7 +203,7 @@ def pcg(A, precondition, b, x, target, maxiter, history):
         history.append(np.sqrt(dot(comm, r, r)))
         if not np.isfinite(history[-1]):
             raise CollectiveError(f"CG residual is not finite at iteration {it}")
-        if history[-1] <= target:
+        if history[-1] <= target or (stop is not None and stop(it, history, x)):
             return it
         z = precondition(r)
         rz_new = dot(comm, r, z)

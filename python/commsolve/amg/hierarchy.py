@@ -14,8 +14,8 @@ import numpy as np
 from .. import products
 from .._collective import agree
 from ..parcsr import check_strategy
-from ..stats import summarize
 from . import aggregation, classical
+from . import sparsify as sparsifying
 from .spectrum import spectral_radius_dinv_a
 
 __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAULTS"]
@@ -47,20 +47,30 @@ class Level:
     candidate: np.ndarray = None   # sa: the near-null-space vector P0 fits (this rank's entries)
     rho: float = None              # sa: the estimated spectral radius of D^-1 A (also Chebyshev's)
     setup_s: float = 0.0
+    A_hat: object = None           # sparse/hybrid Galerkin: the sparsified copy of A that smoothing and
+    #                                residuals use (A stays the Galerkin operator); None: A itself
+    minimal: object = None         # sparse Galerkin: the minimal pattern's half A_hat was made with (scipy CSR)
+    sparsified: dict = None        # what sparsification did to this level's operator (gamma, nnz and halo
+    #                                statistics before and after), None if it was not sparsified
+    coarse: np.ndarray = None      # mask over this level's rows: its coarse points (not on the coarsest)
+
+    @property
+    def solve_A(self):
+        """The operator the V-cycle smooths with and takes residuals of."""
+        return self.A if self.A_hat is None else self.A_hat
 
     @property
     def rows(self):
         return self.A.shape[0]
 
     def nnz(self):
-        """Collective."""
-        return self.A.global_nnz()
+        """Collective. Of the operator the cycle applies (:attr:`solve_A`)."""
+        return self.solve_A.global_nnz()
 
     def halo_stats(self):
-        """Collective. Max and mean over ranks of one halo exchange of this level's operator
-        (planned; the MPI runs record exactly this, see the tests)."""
-        per_rank = self.A.comm.allgather(self.A.planned_stats())
-        return summarize(per_rank)
+        """Collective. Max and mean over ranks of one halo exchange of the operator the cycle
+        applies (planned; the MPI runs record exactly this, see the tests)."""
+        return sparsifying.halo_summary(self.solve_A)
 
 
 def _check_level(A, k):
@@ -80,7 +90,7 @@ def _check_level(A, k):
 
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
-                    **options):
+                    sparsify=None, **options):
     """Collective. The levels of an AMG hierarchy (``method`` "classical" or "sa") for the
     ParCSR ``A``.
 
@@ -94,7 +104,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"),
     ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P; default 4 for
     ext+i, no limit for direct; 0: no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
-    times rho(D^-1 A): 4/3)."""
+    times rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
+    (None: the plain Galerkin hierarchy)."""
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
     unknown = set(options) - set(SETUP_DEFAULTS)
@@ -134,6 +145,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     current = A
     ids = A.owned_rows()
     candidate = np.ones(A.local_rows)  # smoothed aggregation's near-null space, this level's
+    pending = {}  # what sparsifying the next level's operator made, for its Level
+    strength_theta = o["theta"] if method == "classical" else THETA["classical"]  # strong-neighbour lumping's
     while True:
         t0 = time.perf_counter()
         k = len(levels)
@@ -141,13 +154,17 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
             current = current.with_strategy(strat, profile)
         level = Level(current, strategy=current.plan.strategy, ids=ids,
-                      candidate=candidate if method == "sa" else None)
+                      candidate=candidate if method == "sa" else None, **pending)
+        pending = {}
         levels.append(level)
-        if current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]:
+        last = current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]
+        if last:
             _check_level(current, k)
             level.setup_s = time.perf_counter() - t0
             break
         L = _check_level(current, k)
+        if level.A_hat is not None:
+            L_hat = _check_level(level.A_hat, k)
         if method == "classical":
             strong = classical.strength(L, o["theta"])
             state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
@@ -160,6 +177,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                                             strategy=level.strategy)
         nc = coarse.global_size
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
+            level.A_hat = level.minimal = level.sparsified = None  # the coarsest is solved with A itself
             level.setup_s = time.perf_counter() - t0
             break
         if method == "sa":
@@ -179,14 +197,18 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                    topology=current.topology, strategy=level.strategy)
         Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
                                      spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
-        level.P = P
+        level.P, level.coarse = P, kept
+        if sparsify is not None and sparsify.level_gamma(k + 1) > 0 and (
+                not sparsify.keeps_galerkin or Ac.shape[0] > o["max_coarse"] and k + 2 < o["max_levels"]):
+            Ac, pending = _sparsified_level(Ac, level, sparsify, sparsify.level_gamma(k + 1), strength_theta,
+                                            per_level[min(k + 1, len(per_level) - 1)], profile)
         level.c_points = current.owned_rows()[kept]
         ids = ids[kept]  # coarse points are numbered in local order
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
         level.exchanges = info["exchanges"]
         level.setup_s = time.perf_counter() - t0
         if on_level:
-            on_level(level, L)
+            on_level(level, L if level.A_hat is None else L_hat)
         if progress:
             progress(k + 1, nc)
         current = Ac
@@ -198,3 +220,37 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                          f"the {COARSEST_LIMIT:,} that are gathered and factored whole on every rank: {why}")
     return levels
 
+
+
+def resparsify(levels, k, sparsify, gamma, strength_theta=THETA["classical"], profile=None):
+    """Collective. Level k's sparsified copy made again from its Galerkin operator with drop
+    tolerance ``gamma`` (the adaptive solve puts entries back this way): its minimal pattern
+    as the method makes it (sparse: from the Galerkin operator above, kept from the setup;
+    hybrid: from the level above's sparsified copy as it is now)."""
+    level, above = levels[k], levels[k - 1]
+    minimal = level.minimal if sparsify.method == "sparse" else None
+    if minimal is None and gamma > 0:
+        minimal = sparsifying.minimal_pattern(above.solve_A, above.P, above.coarse, level.strategy)
+    A_hat, info = sparsifying.sparsify(level.A, minimal, gamma, sparsify.lumping, theta=strength_theta,
+                                       strategy=level.strategy, profile=profile)
+    _check_level(A_hat, k)
+    level.A_hat = None if A_hat is level.A else A_hat
+    level.sparsified = _record(level.sparsified["before"], A_hat, info)
+
+
+def _record(before, A_hat, info):
+    return {**info, "before": before, "after": sparsifying.halo_summary(A_hat)}
+
+
+def _sparsified_level(Ac, level, sparsify, gamma, strength_theta, strategy, profile):
+    """Collective. Sparsifies the coarse operator Ac just formed from ``level`` (its P and
+    coarse points): (the operator the next level is built on, the next Level's fields)."""
+    source = level.solve_A if sparsify.method == "hybrid" else level.A
+    minimal = sparsifying.minimal_pattern(source, level.P, level.coarse, strategy)
+    before = sparsifying.halo_summary(Ac)
+    A_hat, info = sparsifying.sparsify(Ac, minimal, gamma, sparsify.lumping, theta=strength_theta,
+                                       strategy=Ac.plan.strategy, profile=profile)
+    record = _record(before, A_hat, info)
+    if not sparsify.keeps_galerkin:  # non-Galerkin: the sparsified operator is the level
+        return A_hat, {"sparsified": record}
+    return Ac, {"A_hat": A_hat, "sparsified": record, "minimal": minimal if sparsify.method == "sparse" else None}

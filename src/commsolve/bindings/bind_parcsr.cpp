@@ -17,6 +17,7 @@
 #include "parcsr/par_csr.hpp"
 #include "parcsr/spgemm.hpp"
 #include "multigrid/interpolation.hpp"
+#include "multigrid/sparsify.hpp"
 #include "multigrid/strength.hpp"
 #include "multigrid/independent_sets.hpp"
 #include "sparse/distribution.hpp"
@@ -305,6 +306,24 @@ void bind_coarsening(nb::module_& m) {
 
 }
 
+void bind_sparsify(nb::module_& m) {
+  m.def("lump_to_strong_neighbours", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices,
+                                        In<double> data, In<std::uint8_t> keep, double theta, std::int64_t comm) {
+    const LocalRowsView L = column_space_rows(A, indptr, indices, data);
+    require_len(keep, indices.shape(0), "keep");
+    MPI_Comm c = comm_from_handle(comm);
+    Lumped r;
+    {
+      nb::gil_scoped_release nogil;
+      r = lump_to_strong_neighbours(A, L, keep.data(), theta, c);
+    }
+    return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
+                          to_numpy(std::move(r.rows.data)), stats_array(r.recorded));
+  }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "keep"_a, "theta"_a, "comm"_a,
+     "Collective: the rows of L, the dropped entries (keep 0) of A's rows lumped to the strong neighbours their "
+     "rows keep (global columns) -> (indptr, indices, data, the halo-row fetch's recorded stats).");
+}
+
 void bind_records(nb::module_& m) {
   nb::class_<RecordExecutor>(m, "RecordExchange", "Variable-length records moved along a plan (collective calls).")
       .def("__init__", [](RecordExecutor* self, const CommPlan& plan, const Topology& topo, std::int64_t comm,
@@ -338,6 +357,7 @@ void bind_parcsr(nb::module_& m) {
   bind_matrix(m);
   bind_products(m);
   bind_coarsening(m);
+  bind_sparsify(m);
   bind_records(m);
 }
 

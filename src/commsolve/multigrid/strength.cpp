@@ -12,16 +12,12 @@ namespace commsolve {
 std::vector<std::uint8_t> classical_strength(const LocalRowsView& L, double theta) {
   std::vector<std::uint8_t> strong(L.indptr[L.nrows], 0);
   for (std::int64_t i = 0; i < L.nrows; ++i) {
-    double diag = 0.0;
-    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
-      if (L.indices[p] == i) diag += L.data[p];
-    const double s = diag < 0 ? 1.0 : diag > 0 ? -1.0 : 0.0;  // -sign(a_ii)
-    double m = -std::numeric_limits<double>::infinity();
-    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
-      if (L.indices[p] != i) m = std::max(m, s * L.data[p]);
-    if (!(m > 0)) continue;
-    for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
-      strong[p] = L.indices[p] != i && s * L.data[p] >= theta * m;
+    const std::int32_t* col = L.indices + L.indptr[i];
+    const double* val = L.data + L.indptr[i];
+    std::uint8_t* out = strong.data() + L.indptr[i];
+    strong_in_row(
+        L.indptr[i + 1] - L.indptr[i], [&](std::int64_t p) { return col[p] == i; }, [&](std::int64_t p) { return val[p]; },
+        theta, [&](std::int64_t p) { out[p] = 1; });
   }
   return strong;
 }

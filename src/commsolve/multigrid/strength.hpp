@@ -6,7 +6,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,8 +26,25 @@ struct LocalRowsView {
   const double* data;
 };
 
-// 1 for each strong entry: a_ij (j != i) with -s a_ij >= theta max_k (-s a_ik) over k != i,
-// s the sign of a_ii, in rows whose largest such value is positive (pyamg's norm='min').
+// The classical strength rule on one row of n entries: mark(p) for each strong entry p,
+// a_ij (j != i) with -s a_ij >= theta max_k (-s a_ik) over k != i, s the sign of a_ii, in a
+// row whose largest such value is positive (pyamg's norm='min'). is_diag(p) and value(p)
+// read entry p.
+template <class IsDiag, class Value, class Mark>
+void strong_in_row(std::int64_t n, const IsDiag& is_diag, const Value& value, double theta, const Mark& mark) {
+  double diag = 0.0;
+  for (std::int64_t p = 0; p < n; ++p)
+    if (is_diag(p)) diag += value(p);
+  const double s = diag < 0 ? 1.0 : diag > 0 ? -1.0 : 0.0;  // -sign(a_ii)
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::int64_t p = 0; p < n; ++p)
+    if (!is_diag(p)) m = std::max(m, s * value(p));
+  if (!(m > 0)) return;
+  for (std::int64_t p = 0; p < n; ++p)
+    if (!is_diag(p) && s * value(p) >= theta * m) mark(p);
+}
+
+// 1 for each strong entry of L's rows (strong_in_row).
 std::vector<std::uint8_t> classical_strength(const LocalRowsView& L, double theta);
 
 struct StrengthGraphs {

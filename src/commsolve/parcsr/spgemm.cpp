@@ -263,6 +263,28 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   return res;
 }
 
+ProductResult halo_rows(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
+                        const CommPlan* reuse) {
+  require(same_distribution(A.col_dist(), B.row_dist()),
+          "halo_rows: A's column distribution differs from B's row distribution");
+  ProductResult res;
+  res.plan = halo_plan(A, strategy, comm, reuse);
+  RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
+  const RecordSet fetched = exec.forward(view(sent_row_records(B, B.space_globals(), res.plan)));
+  res.recorded = exec.recorded_forward();
+  const EntrySpan f = span_of(fetched);
+  GlobalRows& out = res.rows;
+  out.nrows = f.nrows;
+  out.indptr.assign(f.ptr, f.ptr + f.nrows + 1);
+  out.indices.resize(f.ptr[f.nrows]);
+  out.data.resize(f.ptr[f.nrows]);
+  for (std::int64_t k = 0; k < f.ptr[f.nrows]; ++k) {
+    out.indices[k] = f.c(k);
+    out.data[k] = f.v(k);
+  }
+  return res;
+}
+
 ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
                                 const CommPlan* reuse) {
   require(M.nrows == P.local_rows(), "transpose product: M has " + std::to_string(M.nrows) +

@@ -42,6 +42,12 @@ struct ProductResult {
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
                      const CommPlan* reuse = nullptr, bool keep_zeros = false);
 
+// The rows of B that A's halo columns name, in A's halo order (global columns, each row in
+// B's storage order), fetched along A's halo plan (`reuse`: A's own, then no collective
+// builds one). Collective. A's column distribution must equal B's row distribution.
+ProductResult halo_rows(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
+                        const CommPlan* reuse = nullptr);
+
 // This rank's rows of P^T M, distributed as P's columns. Collective. M's rows (global
 // columns) are this rank's rows in P's row distribution. `reuse` as for spgemm, for P.
 ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,

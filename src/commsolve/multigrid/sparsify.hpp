@@ -1,0 +1,33 @@
+// Sparsified coarse operators (thesis Chapter 4): the lumping of Falgout and Schroder's
+// non-Galerkin sparsification (thesis Algorithm 4.1), whose dropped entries go to strong
+// neighbours. Which entries are kept, their symmetrization and diagonal lumping (Algorithm
+// 4.1b) are vectorized in Python (commsolve/amg/sparsify.py); this loop over neighbours of
+// neighbours is not.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "comm/comm_stats.hpp"
+#include "multigrid/strength.hpp"
+#include "parcsr/par_csr.hpp"
+
+namespace commsolve {
+
+struct Lumped {
+  GlobalRows rows;     // this rank's rows of L (global columns, ascending)
+  CommStats recorded;  // the halo-row fetch
+};
+
+// Collective on comm (A's). A: square, rows and columns distributed alike; L: A's rows over
+// its column space (ParCsr::merged_rows); keep: 1 for each of L's entries the sparsified
+// operator keeps (the diagonal among them; symmetric across ranks). For each dropped a_ij,
+// W = the strong neighbours k of j (classical strength of row j with `theta`, j's row
+// fetched along A's halo plan when another rank owns it) that row i keeps; L_ik += a_ij
+// |a_jk| / sum over W of |a_jm|, or L_ii += a_ij when W is empty. The caller forms
+// A_hat = kept + L + L^T - diag(row sums of L^T): symmetric, row sums kept.
+Lumped lump_to_strong_neighbours(const ParCsr& A, const LocalRowsView& L, const std::uint8_t* keep, double theta,
+                                 MPI_Comm comm);
+
+}  // namespace commsolve
