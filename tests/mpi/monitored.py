@@ -7,7 +7,8 @@ WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random re
 collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A and the
 Galerkin product P^T A P: variable-length row records), factor3d (the distributed
 factorization on a 1x2x2 grid with binary trees and on a 2x2x1 grid with flat trees: panel
-broadcasts inside the grids, inter-grid reductions and the ancestor broadcast). Rank 0 prints a JSON
+broadcasts inside the grids, inter-grid reductions and the ancestor broadcast), sparsified (a
+hybrid Galerkin AMG hierarchy's sparsified operators and interpolations). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -126,6 +127,21 @@ elif workload == "factor3d":
 
     planned = sum(sent(factor3d.planned_factor_stats(G, owner, lu.pivoting, lu.row_order, lu.col_order, layout, topo,
                                                      shape)[comm.rank]) for layout, shape in runs)
+elif workload == "sparsified":
+    # Hybrid Galerkin with strong lumping: each level's sparsified operator (and P) exchange
+    # along their own plans; what the busiest level sends after sparsification is what the
+    # hierarchy reports.
+    A = cs.ParCSR.from_spec("poisson3d27:12", comm, topology=topo)
+    ml = cs.amg.solver(A, strategy="node-aware", sparsify="hybrid", gamma=[0.5], lumping="strong")
+    ops = [lvl.solve_A for lvl in ml.levels] + [lvl.P for lvl in ml.levels[:-1]]
+    assert any(lvl.A_hat is not None for lvl in ml.levels)
+
+    def once():
+        for M in ops:
+            M.matvec(np.ones(M.local_cols))
+            M.rmatvec(np.ones(M.local_rows))
+
+    planned = sum(sent(M.planned_stats()) + sent(M.planned_stats().reversed()) for M in ops)
 else:
     raise SystemExit(f"unknown workload {workload}")
 

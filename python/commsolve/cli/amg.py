@@ -7,6 +7,7 @@ import click
 from ..amg import METHODS, SMOOTHERS
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
+from ..amg.sparsify import LUMPINGS, METHODS as SPARSIFICATIONS, parse_adaptive, sparsification
 from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options,
                      matrix_options, need_one_source, ppn_option, relaunch_or_check, report, row_partition_option,
                      strategy_option, tolerance)
@@ -33,12 +34,23 @@ from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_opt
 @click.option("--accel", type=click.Choice(["cg", "gmres", "none"]), default="cg", show_default=True,
               help="CG (symmetric A), restarted GMRES (nonsymmetric A), or V-cycles alone; each preconditioned by "
               "one V-cycle.")
+@click.option("--sparsify", type=click.Choice(SPARSIFICATIONS), default=None,
+              help="Sparsified coarse operators (thesis Chapter 4): non-galerkin (the hierarchy built on them), sparse "
+              "or hybrid Galerkin (the Galerkin hierarchy kept, sparsified copies in smoothing and residuals).")
+@click.option("--gamma", default=None, metavar="G1,G2,...",
+              help="Drop tolerance of coarse levels 1, 2, ... (the last repeated), e.g. 0,0.01,0.1,1; with --sparsify.")
+@click.option("--lumping", type=click.Choice(LUMPINGS), default=None,
+              help="Where dropped entries go: the diagonal, or strong neighbours [default: strong for non-galerkin, "
+              "diagonal otherwise].")
+@click.option("--adaptive", default=None, metavar="k=K,s=S[,rho=R]",
+              help="Adaptive solve (sparse/hybrid, CG): every K iterations converging slower than R per iteration "
+              "(default 0.5), entries go back into the finest S sparsified levels.")
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: tolerance(v))
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @json_option()
 def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
-            coarsening, interpolation, accel, tol, maxiter, plot, as_json):
+            coarsening, interpolation, accel, sparsify, gamma, lumping, adaptive, tol, maxiter, plot, as_json):
     """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
     the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
     need_one_source(gen, matrix)
@@ -47,6 +59,15 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
         if value is not None and method != "classical":
             raise click.UsageError(f"{name} is an option of --method classical")
+    try:
+        sparsification(sparsify, gamma, lumping)
+        if parse_adaptive(adaptive) is not None and sparsify not in ("sparse", "hybrid"):
+            raise ValueError("--adaptive puts entries back into a Galerkin hierarchy kept whole: --sparsify sparse "
+                             "or hybrid")
+    except ValueError as e:
+        raise click.UsageError(str(e).replace("sparsify='", "--sparsify ").replace("'", "")) from None
+    if adaptive is not None and accel != "cg":
+        raise click.UsageError("--adaptive restarts CG: --accel cg")
     check_plot_path(plot, "--plot")
     relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
@@ -58,7 +79,8 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
                      strategy=strategy, profile=profile, smoother=smoother, tol=tol,
                      accel=None if accel == "none" else accel, maxiter=maxiter,
                      progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1), theta=theta,
-                     max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation)
+                     max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation, sparsify=sparsify,
+                     gamma=gamma, lumping=lumping, adaptive=adaptive)
     if levels_bar is not None:
         levels_bar.close()
     if result is None:

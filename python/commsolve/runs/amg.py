@@ -32,7 +32,8 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
     b = np.ones(A.local_rows)
     x, info = ml.solve(b, tol=tol, accel=accel, maxiter=maxiter)
     levels = ml.describe()
-    ok = all(lvl.A.recorded_stats() == lvl.A.planned_stats().scaled(lvl.A.runs[0]) for lvl in ml.levels)
+    ok = all(lvl.solve_A.recorded_stats() == lvl.solve_A.planned_stats().scaled(lvl.solve_A.runs[0])
+             for lvl in ml.levels)
     stats_ok = comm.allreduce(int(ok), op=MPI.MIN) == 1
     residual = None
     x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
@@ -48,12 +49,25 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "coarsening": (options.get("coarsening") or "pmis") if method == "classical" else None, "smoother": smoother,
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
+        "sparsify": _sparsify_summary(ml),
         "setup_s": ml.setup_s, "solve_s": s["solve_s"], "iterations": s["iterations"], "converged": s["converged"],
         "convergence_factor": s["convergence_factor"], "residuals": s["residuals"], "warnings": s["warnings"],
         "asymmetry": ml.asymmetry,
         "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok), "info": info,
         "machine": machine_info(),
     }
+
+
+def _sparsify_summary(ml):
+    """What sparsification was asked for and what the solve did with it (None: plain)."""
+    spars = ml.sparsification
+    if spars is None:
+        return None
+    a = ml.adaptive
+    return {"method": spars.method, "lumping": spars.lumping, "gamma": list(spars.gamma),
+            "adaptive": None if a is None else {"k": a.k, "s": a.s, "rho": a.rho},
+            "galerkin_complexity": ml.galerkin_complexity, "gammas_now": ml.gammas,
+            "updates": ml.last_solve["updates"]}
 
 
 def format_amg(r):
@@ -64,11 +78,30 @@ def format_amg(r):
             f"AMG         {r['method']}{coarsening}, smoother {r['smoother']}, strategy {r['strategy']}: "
             f"{len(r['levels'])} levels, "
             f"operator complexity {r['operator_complexity']:.3f}, grid complexity {r['grid_complexity']:.3f}"]
+    spars = r.get("sparsify")
+    if spars:
+        head.append(f"sparsified  {spars['method']}, {spars['lumping']} lumping, gamma "
+                    f"{','.join(f'{g:g}' for g in spars['gamma'])} (coarse levels 1, 2, ...; the last repeated)"
+                    + (f"; Galerkin operator complexity {spars['galerkin_complexity']:.3f}"
+                       if spars["method"] != "non-galerkin" else ""))
     cols = f"{'level':>6}{'rows':>12}{'nnz':>14}{'complexity':>12}  {'strategy':<18}{'inter msgs':>11}{'intra msgs':>11}"
-    rows = [f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"
-            f"{lv['inter_msgs_max']:>11}{lv['intra_msgs_max']:>11}" for lv in r["levels"]]
+    if spars:
+        cols += f"{'gamma':>7}{'nnz before':>12}{'inter before':>13}{'intra before':>13}{'inter bytes':>21}"
+
+    def row(lv):
+        text = (f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"
+                f"{lv['inter_msgs_max']:>11}{lv['intra_msgs_max']:>11}")
+        done = lv.get("sparsified")
+        if done:
+            text += (f"{done['gamma']:>7g}{done['nnz_before']:>12,}{done['before']['inter_msgs_max']:>13}"
+                     f"{done['before']['intra_msgs_max']:>13}"
+                     f"{done['before']['inter_bytes_max']:>10,} -> {done['after']['inter_bytes_max']:<7,}")
+        return text
+
+    rows = [row(lv) for lv in r["levels"]]
     res = r["rel_residual_vs_scipy"]
-    tail = ["  (messages: the busiest rank's, one halo exchange of the level's operator)",
+    tail = ["  (messages: the busiest rank's, one halo exchange of the operator the cycle applies"
+            + ("; before: the Galerkin operator it was sparsified from" if spars else "") + ")",
             f"setup       {r['setup_s']:.3f} s",
             f"solve       {r['solve_s']:.3f} s, {r['iterations']} iterations ({r['accel'] or 'V-cycles'}), "
             f"{'converged' if r['converged'] else 'NOT converged'} to {r['tol']:g}, "
@@ -76,6 +109,10 @@ def format_amg(r):
             "check       " + ("skipped (problem too large)" if res is None else
                               f"||b - A x|| / ||b|| by scipy = {res:.2e}"),
             f"CommStats   recorded == planned on every level: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}"]
+    for u in (spars or {}).get("updates") or []:
+        tail.append(f"adaptive    after iteration {u['iteration']} ({u['why']}): levels "
+                    f"{', '.join(map(str, u['levels']))} to gamma {', '.join(f'{g:g}' for g in u['gammas'])}, CG "
+                    f"restarted {u['restart']}")
     tail += [f"WARNING     {w}" for w in r.get("warnings", [])]
     return "\n".join(head + [cols] + rows + tail)
 
