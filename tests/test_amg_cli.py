@@ -169,3 +169,78 @@ def test_sa_leaves_unconnected_points_out_of_aggregates(tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["converged"] and r["levels"][1]["rows"] < 300 and r["levels"][-1]["rows"] <= 10
+
+
+def test_amg_sparsified_json_and_text():
+    """--sparsify hybrid: the table and JSON gain each sparsified level's gamma and its
+    operator before (nonzeros, messages); the solve converges, checked by scipy."""
+    p = cli("amg", "--gen", "poisson3d27:20", "-np", "4", "--ppn", "1", "--sparsify", "hybrid", "--gamma", "0,1",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["sparsify"]["method"] == "hybrid" and r["sparsify"]["gamma"] == [0.0, 1.0]
+    done = [lv for lv in r["levels"] if lv["sparsified"]]
+    assert done and all(lv["sparsified"]["gamma"] == 1.0 for lv in done) and r["levels"][1]["sparsified"] is None
+    assert all(lv["sparsified"]["nnz_after"] == lv["nnz"] < lv["sparsified"]["nnz_before"] for lv in done)
+    assert any(lv["sparsified"]["after"]["inter_bytes_max"] < lv["sparsified"]["before"]["inter_bytes_max"]
+               for lv in done)  # few ranks: as many messages before as after, fewer values in them
+    assert r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7 and r["stats_recorded_equal_planned"]
+    assert r["operator_complexity"] < r["sparsify"]["galerkin_complexity"]
+    text = cli("amg", "--gen", "poisson3d27:14", "--sparsify", "sparse", "--gamma", "1")
+    assert text.returncode == 0, text.stderr
+    assert "sparsified  sparse, diagonal lumping, gamma 1" in text.stdout and "nnz before" in text.stdout
+
+
+def test_analyze_amg_sparsified_counts_what_a_run_sends():
+    """The virtual world's count of each sparsified level's SpMV on 2 ranks (one per node) is
+    what the MPI run's plans send (7-point Laplacian: the same hierarchy on 1 and 2 ranks)."""
+    args = ["--gen", "poisson3d:14", "--sparsify", "hybrid", "--gamma", "0,1", "--json"]
+    a = cli("analyze", "amg", "--procs", "2", "--ppn", "1", "--strategy", "standard", *args)
+    run = cli("amg", "-np", "2", "--ppn", "1", "--strategy", "standard", *args)
+    assert a.returncode == 0 and run.returncode == 0, a.stderr + run.stderr
+    virt, real = json.loads(a.stdout)["levels"], json.loads(run.stdout)["levels"]
+    assert [lv["nnz"] for lv in virt] == [lv["nnz"] for lv in real]
+    assert any(lv["sparsified"] for lv in virt)
+    for v, m in zip(virt, real):
+        assert v["spmv"]["standard"]["msgs_sent_inter"]["max"] == m["inter_msgs_max"]
+        assert v["spmv"]["standard"]["bytes_sent_inter"]["max"] == m["inter_bytes_max"]
+        if v["sparsified"]:
+            assert v["sparsified"]["nnz_before"] == m["sparsified"]["nnz_before"]
+            assert v["sparsified"]["spmv_before"]["standard"]["msgs_sent_inter"]["max"] == \
+                m["sparsified"]["before"]["inter_msgs_max"]
+            assert v["spmv"]["standard"]["thesis_model_s"] <= v["sparsified"]["spmv_before"]["standard"][
+                "thesis_model_s"]
+
+
+def test_simulate_amg_compares_plain_and_sparsified():
+    p = cli("simulate", "amg", "--gen", "poisson3d27:20", "--procs", "512", "--ppn", "16", "--sparsify", "hybrid",
+            "--gamma", "0,0.1", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    g, s = r["runs"]["galerkin"], r["runs"]["sparsified"]
+    assert g["levels"][0]["exchanges"] == 3 and all(lv["exchanges"] == 2 for lv in g["levels"][1:-1])
+    assert g["levels"][-1]["exchanges"] == 0  # the coarsest level: the gathered direct solve
+    assert g["total_s"] == pytest.approx(sum(lv["iteration_s"] for lv in g["levels"]))
+    assert s["total_s"] < g["total_s"] and r["iteration_ratio"] == pytest.approx(s["total_s"] / g["total_s"])
+    assert g["converged"] and s["converged"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["amg", "--gen", "poisson2d:8", "--gamma", "0.1"], "--gamma and --lumping are options of a sparsification"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "hybrid"], "--sparsify hybrid needs its drop tolerances"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "hybrid", "--gamma", "0,2"], "must lie in [0, 1], got 2.0"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "hybrid", "--gamma", "a"], "comma-separated numbers"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "non-galerkin", "--gamma", "1", "--adaptive", "k=3,s=1"],
+     "--adaptive puts entries back into a Galerkin hierarchy kept whole"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "sparse", "--gamma", "1", "--adaptive", "k=3"],
+     "adaptive needs k and s"),
+    (["amg", "--gen", "poisson2d:8", "--sparsify", "sparse", "--gamma", "1", "--adaptive", "k=3,s=1", "--accel",
+      "gmres"], "--adaptive restarts CG"),
+    (["simulate", "amg", "--gen", "poisson2d:8", "--procs", "4"], "give --sparsify and --gamma"),
+    (["analyze", "amg", "--gen", "poisson2d:8", "--procs", "4", "--ppn", "2", "--sparsify", "sparse"],
+     "needs its drop tolerances"),
+])
+def test_sparsify_option_errors(args, message):
+    p = cli(*args)
+    assert p.returncode != 0 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr

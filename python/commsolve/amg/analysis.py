@@ -14,17 +14,20 @@ import numpy as np
 from .. import gallery, virtual
 from .._core import Distribution
 from ..io import mmread
+import scipy.sparse as sp
+
 from ..model import CostModel
+from ..model.formulas import sparsified_spmv_comm
 from ..stats import CommStats, summarize
 from ..topology import make_topology
 
-__all__ = ["analyze_amg", "format_amg_analysis", "CONCRETE"]
+__all__ = ["analyze_amg", "format_amg_analysis", "level_distributions", "CONCRETE"]
 
 CONCRETE = ("standard", "node-aware-2step", "node-aware")
 FIELDS = ("msgs_sent_inter", "bytes_sent_inter", "msgs_sent_intra")
 
 
-def _level_distributions(ml, nprocs):
+def level_distributions(ml, nprocs):
     """Row Distribution of every level over nprocs ranks, as a run on nprocs ranks makes them."""
     dists = [Distribution.contiguous(ml.levels[0].rows, nprocs)]
     for lvl in ml.levels[:-1]:
@@ -34,12 +37,50 @@ def _level_distributions(ml, nprocs):
     return dists
 
 
+def _before_sparsification(ml, k):
+    """Level k's operator before sparsification, as scipy (global), or None: the Galerkin
+    operator sparse and hybrid keep; for non-Galerkin the product of the level above's
+    operators again (the setup keeps only what it sparsified it into)."""
+    lvl = ml.levels[k]
+    if lvl.sparsified is None:
+        return None
+    if lvl.A_hat is not None:
+        return lvl.A.local_matrix()
+    above = ml.levels[k - 1]
+    P = above.P.local_matrix()
+    return sp.csr_matrix(P.T @ above.A.local_matrix() @ P)
+
+
+def _spmv_counts(A, dist, strategies, topo, cost):
+    """Per strategy: max and mean over ranks of one halo exchange of A, the busiest rank's
+    messages and bytes (inter- and intra-node together), the thesis' eq. 4.5 communication
+    time (Blue Waters' alpha and beta) and, with a cost model, its price; and the prices
+    (for auto's choice)."""
+    out, priced = {}, {}
+    for s in strategies:
+        plans = virtual.plans(A, dist, strategy=s, topology=topo)
+        per_rank = virtual.plan_stats(plans, topo)
+        summary = summarize(per_rank)
+        out[s] = {f: {"max": summary["max"][f], "mean": summary["mean"][f]} for f in FIELDS}
+        sent = np.array([st.array.sum(axis=0)[:4] for st in per_rank]).reshape(-1, 4)
+        msgs, nbytes = sent[:, 0] + sent[:, 1], sent[:, 2] + sent[:, 3]
+        out[s]["msgs_max"], out[s]["bytes_max"] = int(msgs.max(initial=0)), int(nbytes.max(initial=0))
+        out[s]["thesis_model_s"] = sparsified_spmv_comm(msgs, nbytes)
+        if cost is not None:
+            priced[s] = cost.price(plans, topo).time
+            out[s]["model_s"] = priced[s]
+    return out, priced
+
+
 def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, profile=None, progress=None, **setup):
     """Per level of the AMG hierarchy of the matrix on ``nprocs`` virtual ranks (``ppn`` per
     node): rows, nonzeros, and for each strategy the busiest and mean rank's messages of one
-    SpMV halo exchange and of the Galerkin product's exchanges; ``auto``'s choice per level
-    (fewest inter-node messages on the busiest rank, or the cheapest priced by ``profile``).
-    ``setup`` options as :func:`commsolve.amg.solver`'s."""
+    SpMV halo exchange (with thesis eq. 4.5's communication time, and ``profile``'s price
+    when given) and of the Galerkin product's exchanges; ``auto``'s choice per level (fewest
+    inter-node messages on the busiest rank, or the cheapest priced by ``profile``). With a
+    sparsification among the ``setup`` options (:func:`commsolve.amg.solver`'s), a
+    sparsified level's SpMV is that of the operator the cycle applies, and
+    ``"sparsified"`` holds gamma, the nonzeros and the SpMV counts before."""
     from mpi4py import MPI
 
     from . import solver
@@ -55,24 +96,26 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
     setup_s = time.perf_counter() - t0
     topo = make_topology(size=nprocs, ppn=ppn)
     cost = CostModel(profile) if profile is not None else None
-    dists = _level_distributions(ml, nprocs)
-    ops = [lvl.A.local_matrix() for lvl in ml.levels]
-    interp = [lvl.P.local_matrix() for lvl in ml.levels[:-1]]
+    dists = level_distributions(ml, nprocs)
     out = {"matrix": gen if gen is not None else str(matrix), "nprocs": nprocs, "ppn": ppn, "nodes": topo.num_nodes,
-           "setup_s": setup_s, "operator_complexity": ml.operator_complexity, "levels": []}
-    for k, Ak in enumerate(ops):
+           "setup_s": setup_s, "operator_complexity": ml.operator_complexity,
+           "sparsify": None if ml.sparsification is None else {
+               "method": ml.sparsification.method, "lumping": ml.sparsification.lumping,
+               "gamma": list(ml.sparsification.gamma), "galerkin_complexity": ml.galerkin_complexity},
+           "levels": []}
+    for k, lvl in enumerate(ml.levels):
+        Ak = lvl.solve_A.local_matrix()
         level = {"level": k, "rows": int(Ak.shape[0]), "nnz": int(Ak.nnz),
-                 "active_ranks": int(np.count_nonzero(np.diff(dists[k].offsets))), "spmv": {}, "galerkin": {}}
-        priced = {}
-        for s in strategies:
-            plans = virtual.plans(Ak, dists[k], strategy=s, topology=topo)
-            summary = summarize(virtual.plan_stats(plans, topo))
-            level["spmv"][s] = {f: {"max": summary["max"][f], "mean": summary["mean"][f]} for f in FIELDS}
-            if cost is not None:
-                priced[s] = cost.price(plans, topo).time
-                level["spmv"][s]["model_s"] = priced[s]
-            if k < len(interp):
-                ap, rap = virtual.galerkin_record_stats(Ak, interp[k], dists[k], dists[k + 1], topo, s)
+                 "active_ranks": int(np.count_nonzero(np.diff(dists[k].offsets))), "galerkin": {}, "sparsified": None}
+        level["spmv"], priced = _spmv_counts(Ak, dists[k], strategies, topo, cost)
+        before = _before_sparsification(ml, k)
+        if before is not None:
+            level["sparsified"] = {"gamma": lvl.sparsified["gamma"], "nnz_before": int(before.nnz),
+                                   "spmv_before": _spmv_counts(before, dists[k], strategies, topo, cost)[0]}
+        if lvl.P is not None:  # the product that made the next level: of the level's own operator
+            Ag, Pk = lvl.A.local_matrix(), lvl.P.local_matrix()
+            for s in strategies:
+                ap, rap = virtual.galerkin_record_stats(Ag, Pk, dists[k], dists[k + 1], topo, s)
                 both = summarize([CommStats(np.vstack([a.array, b.array])) for a, b in zip(ap, rap)])
                 level["galerkin"][s] = {f: {"max": both["max"][f], "mean": both["mean"][f]} for f in FIELDS}
         inter = {s: level["spmv"][s]["msgs_sent_inter"]["max"] for s in strategies}
@@ -80,7 +123,7 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
                             else (inter[s], CONCRETE.index(s)))
         out["levels"].append(level)
         if progress:
-            progress(k + 1, len(ops))
+            progress(k + 1, len(ml.levels))
     return out
 
 
@@ -98,4 +141,20 @@ def format_amg_analysis(r):
             cells.append(f"{lv['spmv'][s]['msgs_sent_inter']['max']:>8} | {g['msgs_sent_inter']['max'] if g else '-':>6}")
         lines.append(f"{lv['level']:>5}{lv['rows']:>12,}{lv['nnz']:>13,}{lv['active_ranks']:>7}"
                      + "".join(f"{c:>18}" for c in cells) + f"   {lv['auto']}")
+    spars = r.get("sparsify")
+    if spars:
+        s0 = strategies[0]
+        lines += [f"sparsified ({spars['method']}, {spars['lumping']} lumping, gamma "
+                  f"{','.join(f'{g:g}' for g in spars['gamma'])}): one SpMV of each level before -> after, "
+                  f"{s0} strategy; the busiest rank's messages (inter + intra node), and thesis eq. 4.5's "
+                  "communication time (alpha 1.8e-6 s, beta 1.8e-9 s/byte)",
+                  f"{'level':>5}{'gamma':>7}{'nnz':>24}{'messages':>16}{'eq. 4.5 time (us)':>24}"]
+        for lv in r["levels"]:
+            done = lv["sparsified"]
+            if not done:
+                continue
+            b, a = done["spmv_before"][s0], lv["spmv"][s0]
+            lines.append(f"{lv['level']:>5}{done['gamma']:>7g}{done['nnz_before']:>12,} -> {lv['nnz']:<9,}"
+                         f"{b['msgs_max']:>7} -> {a['msgs_max']:<6}{b['thesis_model_s'] * 1e6:>11.1f} -> "
+                         f"{a['thesis_model_s'] * 1e6:<10.1f}")
     return "\n".join(lines)

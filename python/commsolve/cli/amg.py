@@ -7,10 +7,10 @@ import click
 from ..amg import METHODS, SMOOTHERS
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
-from ..amg.sparsify import LUMPINGS, METHODS as SPARSIFICATIONS, parse_adaptive, sparsification
-from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options,
+from ..amg.sparsify import parse_adaptive
+from .common import (as_json_text, bar, check_plot_path, check_sparsify, fail, guarded, json_option, launch_options,
                      matrix_options, need_one_source, ppn_option, relaunch_or_check, report, row_partition_option,
-                     strategy_option, tolerance)
+                     sparsify_options, strategy_option, tolerance)
 
 
 @click.command(name="amg")
@@ -34,14 +34,7 @@ from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_opt
 @click.option("--accel", type=click.Choice(["cg", "gmres", "none"]), default="cg", show_default=True,
               help="CG (symmetric A), restarted GMRES (nonsymmetric A), or V-cycles alone; each preconditioned by "
               "one V-cycle.")
-@click.option("--sparsify", type=click.Choice(SPARSIFICATIONS), default=None,
-              help="Sparsified coarse operators (thesis Chapter 4): non-galerkin (the hierarchy built on them), sparse "
-              "or hybrid Galerkin (the Galerkin hierarchy kept, sparsified copies in smoothing and residuals).")
-@click.option("--gamma", default=None, metavar="G1,G2,...",
-              help="Drop tolerance of coarse levels 1, 2, ... (the last repeated), e.g. 0,0.01,0.1,1; with --sparsify.")
-@click.option("--lumping", type=click.Choice(LUMPINGS), default=None,
-              help="Where dropped entries go: the diagonal, or strong neighbours [default: strong for non-galerkin, "
-              "diagonal otherwise].")
+@sparsify_options
 @click.option("--adaptive", default=None, metavar="k=K,s=S[,rho=R]",
               help="Adaptive solve (sparse/hybrid, CG): every K iterations converging slower than R per iteration "
               "(default 0.5), entries go back into the finest S sparsified levels.")
@@ -59,13 +52,13 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
         if value is not None and method != "classical":
             raise click.UsageError(f"{name} is an option of --method classical")
+    check_sparsify(sparsify, gamma, lumping)
     try:
-        sparsification(sparsify, gamma, lumping)
         if parse_adaptive(adaptive) is not None and sparsify not in ("sparse", "hybrid"):
-            raise ValueError("--adaptive puts entries back into a Galerkin hierarchy kept whole: --sparsify sparse "
-                             "or hybrid")
+            raise click.UsageError("--adaptive puts entries back into a Galerkin hierarchy kept whole: --sparsify "
+                                   "sparse or hybrid")
     except ValueError as e:
-        raise click.UsageError(str(e).replace("sparsify='", "--sparsify ").replace("'", "")) from None
+        raise click.BadParameter(str(e), param_hint="--adaptive") from None
     if adaptive is not None and accel != "cg":
         raise click.UsageError("--adaptive restarts CG: --accel cg")
     check_plot_path(plot, "--plot")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import click
 
 from ..parcsr import STRATEGIES
-from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, json_option, matrix_options, need_one_source,
-                     offline, ppn_option, refuse, row_partition_option, split_list, workload_hint)
+from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, check_sparsify, json_option, matrix_options,
+                     need_one_source, offline, ppn_option, refuse, row_partition_option, sparsify_options, split_list,
+                     workload_hint)
 
 CONCRETE = ",".join(s for s in STRATEGIES if s != "auto")
 
@@ -78,23 +79,26 @@ def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, hea
 @_virtual_options
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @_profile_option
+@sparsify_options
 @json_option("Print the result as JSON.")
 @refuse("--heatmap", "--layout", "--partition", "--heatmap-level",
         allowed={"--layout": "smp", "--partition": "contiguous", "--heatmap-level": "node"},
         message=lambda ctx, name: "the amg analysis distributes every level as a run does (contiguous rows, SMP "
         f"layout); --heatmap, --layout and --partition are for {workload_hint(ctx, 'analyze', 'spmv', 'spmv')}")
-def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, as_json):
+def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamma, lumping, as_json):
     """Every level of the matrix's AMG hierarchy, set up once in-process: per level and
-    strategy, the busiest rank's messages of one SpMV and of the Galerkin product."""
+    strategy, the busiest rank's messages of one SpMV and of the Galerkin product; with
+    --sparsify, each sparsified level's SpMV before and after (thesis Chapter 4)."""
     need_one_source(gen, matrix)
     check_plot_path(plot, "--plot")
+    check_sparsify(sparsify, gamma, lumping)
     from ..amg.analysis import analyze_amg as run_analysis
     from ..amg.analysis import format_amg_analysis
 
     levels = bar(desc="AMG levels", unit="level")
     try:
         result = offline(run_analysis, procs, ppn, gen=gen, matrix=matrix, profile=profile,
-                         strategies=split_list(strategy),
+                         strategies=split_list(strategy), sparsify=sparsify, gamma=gamma, lumping=lumping,
                          progress=lambda k, n: (setattr(levels, "total", n), levels.update(k - levels.n)),
                          oom="try fewer ranks or a smaller matrix")
     finally:

@@ -372,3 +372,35 @@ def max_supernode_option(f):
 
 ALGORITHM_CHOICE = click.Choice(ALGORITHMS)
 TREE_CHOICE = click.Choice(trees.SHAPES)
+
+
+# ---- sparsified AMG (amg, analyze amg, simulate amg) ------------------------------------
+
+def sparsify_options(f):
+    """--sparsify, --gamma, --lumping (commsolve.amg.sparsify)."""
+    from ..amg.sparsify import LUMPINGS, METHODS
+
+    f = click.option("--lumping", type=click.Choice(LUMPINGS), default=None,
+                     help="Where dropped entries go: the diagonal, or strong neighbours [default: strong for "
+                     "non-galerkin, diagonal otherwise].")(f)
+    f = click.option("--gamma", default=None, metavar="G1,G2,...",
+                     help="Drop tolerance of coarse levels 1, 2, ... (the last repeated), e.g. 0,0.01,0.1,1; with "
+                     "--sparsify.")(f)
+    return click.option("--sparsify", type=click.Choice(METHODS), default=None,
+                        help="Sparsified coarse operators (thesis Chapter 4): non-galerkin (the hierarchy built on "
+                        "them), sparse or hybrid Galerkin (the Galerkin hierarchy kept, sparsified copies in smoothing "
+                        "and residuals).")(f)
+
+
+def check_sparsify(sparsify, gamma, lumping):
+    """A click error for options that do not go together (the rules are
+    :func:`commsolve.amg.sparsify.sparsification`'s), in the command line's words."""
+    from ..amg.sparsify import sparsification
+
+    try:
+        sparsification(sparsify, gamma, lumping)
+    except ValueError as e:
+        text = str(e).replace("gamma and lumping are", "--gamma and --lumping are").replace("pass sparsify=", "pass "
+                                                                                              "--sparsify ")
+        raise click.UsageError(text.replace("sparsify='", "--sparsify ").replace("', '", ", ").replace("'", "")) \
+            from None

@@ -9,18 +9,19 @@ import click
 
 from ..direct import AUTO, is_auto
 from ..parcsr import STRATEGIES
-from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, bar, check_plot_path,
+from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, bar, check_plot_path, check_sparsify,
                      forest_partition_option,
                      grid_2d, json_option, load_matrix, matrix_options, max_supernode_option, need_one_source,
-                     offline, refuse, split_list, tree_seed_options, workload_hint, ROW_PARTITIONS)
+                     offline, refuse, sparsify_options, split_list, tree_seed_options, workload_hint, ROW_PARTITIONS)
 from .trees import ALL_SHAPES
 
 
 @click.group(cls=WorkloadGroup, legacy={"sptrsv3d": "sptrsv", "spmv": "spmv", "trees": "trees"}, default="sptrsv")
 def simulate():
     """Predict at scale: the 2D and 3D triangular solves (sptrsv), the SpMV's halo exchange
-    per strategy (spmv) or selected inversion's restricted collectives per tree shape
-    (trees), every rank's schedule replayed with a machine profile."""
+    per strategy (spmv), an AMG-CG iteration plain and sparsified (amg), or selected
+    inversion's restricted collectives per tree shape (trees), every rank's schedule
+    replayed with a machine profile."""
 
 
 def _common(f):
@@ -186,6 +187,42 @@ def simulate_spmv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, proc
     out = {"matrix": name, "workload": "spmv", **out}
     _write_outputs(results, outputs, f"{name} halo exchange on {procs:,} ranks, profile {out['profile']}")
     click.echo(as_json_text(out) if as_json else format_halo(out, name))
+
+
+@simulate.command(name="amg")
+@matrix_options("poisson3d27:40")
+@click.option("--procs", type=click.IntRange(1), required=True, help="Ranks every level's rows are split over.")
+@click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
+@click.option("--profile", default="cori-haswell", show_default=True,
+              help="Machine profile: a bundled name or a TOML file (commsolve calibrate writes them).")
+@click.option("--strategy", type=click.Choice([s for s in STRATEGIES if s != "auto"]), default="standard",
+              show_default=True, help="Halo strategy of every level.")
+@click.option("--method", type=click.Choice(["classical", "sa"]), default="classical", show_default=True)
+@sparsify_options
+@json_option("Print the result as JSON.")
+def simulate_amg(gen, matrix, procs, ppn, profile, strategy, method, sparsify, gamma, lumping, as_json):
+    """One AMG-preconditioned CG iteration's halo exchanges on --procs ranks, plain Galerkin
+    against the --sparsify'd hierarchy: every level's exchanges (counted by running an
+    iteration) replayed by the simulator with the profile."""
+    need_one_source(gen, matrix)
+    if sparsify is None:
+        raise click.UsageError("simulate amg compares plain AMG with a sparsified one: give --sparsify and --gamma")
+    check_sparsify(sparsify, gamma, lumping)
+    from ..sim import simulation_profile
+    from ..sim.amg import compare_sparsified, format_amg_iteration
+
+    levels = bar(desc="levels simulated", unit="level")
+    try:
+        prof = offline(simulation_profile, profile)
+        out = offline(compare_sparsified, load_matrix(gen, matrix), procs, ppn or prof.ppn, prof, strategy=strategy,
+                      sparsify=sparsify, gamma=gamma, lumping=lumping, method=method,
+                      progress=lambda k, n: (setattr(levels, "total", n), levels.update(k - levels.n)),
+                      oom="try fewer ranks or a smaller matrix")
+    finally:
+        levels.close()
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "amg", "sparsify": sparsify, "gamma": gamma, "lumping": lumping, **out}
+    click.echo(as_json_text(out) if as_json else format_amg_iteration(out, name))
 
 
 @simulate.command(name="trees")

@@ -9,7 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["postal", "max_rate", "queue_search", "contention", "binomial_multicast",
-           "rectangular_multicast", "rectangular_reduction"]
+           "rectangular_multicast", "rectangular_reduction", "sparsified_spmv_comm", "THESIS_CH4_ALPHA",
+           "THESIS_CH4_BETA"]
+
+# Blue Waters as thesis Section 4.4 prices a level's SpMV (HPCC's latency and inverse bandwidth)
+THESIS_CH4_ALPHA, THESIS_CH4_BETA = 1.8e-6, 1.8e-9
 
 
 def postal(alpha, rate, nbytes):
@@ -59,3 +63,11 @@ def rectangular_reduction(nbytes, nprocs, dims, bandwidth, overhead, latency, fl
     d = dims
     stream = max(nbytes / (8 * flop_rate), 3 * nbytes / memory_bandwidth, nbytes / bandwidth)
     return stream + 2 * (d + 1) * overhead + 3 * latency + d * nprocs ** (1.0 / d) * (2 * overhead + latency)
+
+
+def sparsified_spmv_comm(msgs, nbytes, alpha=THESIS_CH4_ALPHA, beta=THESIS_CH4_BETA):
+    """The communication term of thesis eq. 4.5, ``max_p s_p (alpha + beta n_p)``, with
+    ``s_p`` a rank's messages and ``n_p`` their mean size (so ``s_p n_p`` its bytes):
+    ``max_p (alpha s_p + beta bytes_p)`` over the per-rank arrays ``msgs`` and ``nbytes``."""
+    msgs, nbytes = np.asarray(msgs, dtype=float), np.asarray(nbytes, dtype=float)
+    return float(np.max(alpha * msgs + beta * nbytes)) if msgs.size else 0.0
