@@ -3,6 +3,7 @@
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
 # make bench-factor   also installs SuperLU_DIST, compares the LU factorization with it
 # make bench-amg      also installs PETSc/hypre, compares AMG-PCG with BoomerAMG, GAMG, pyamg
+# make bench-sparsify also installs hypre, compares sparsified AMG with hypre's non-Galerkin
 PYTHON ?= python3
 NP ?= 4
 export OMPI_ALLOW_RUN_AS_ROOT ?= 1
@@ -12,7 +13,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg clean
+.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -44,6 +45,10 @@ bench-factor: build
 bench-amg: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/amg_vs_hypre.py
+
+bench-sparsify: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/sparsify.py
 
 clean:
 	rm -rf build

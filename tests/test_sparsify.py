@@ -24,19 +24,24 @@ CASES = ("poisson3d27:12", "aniso2d:40,eps=0.001,theta=22.5")
 def test_sparsified_levels_match_the_thesis_algorithms(mpi_cache, k):
     results = mpi_cache("sparsify_cases.py", k)
     runs = [r for r in results if r["method"] != "gamma-zero"]
-    assert len(runs) == 10
+    assert len(runs) == 12
     for r in runs:
         what = (r["case"], r["method"], r["lumping"])
         assert r["levels"], what
         for lv in r["levels"]:
-            assert lv["err"] <= 1e-13 and lv["asym"] <= 1e-13 and lv["rowsum"] <= 1e-13, (what, lv)
-            assert lv["min_eig"] > 0, (what, lv)  # positive definite (diagonally dominant families)
+            assert lv["err"] <= 1e-13 and lv["asym"] <= 1e-13, (what, lv)
+            if r["lumping"] == "spd":  # A_hat - A positive semidefinite: definiteness kept, row sums not
+                assert lv["excess"] >= -1e-13, (what, lv)
+            else:  # both lumpings keep the Galerkin operator's row sums
+                assert lv["rowsum"] <= 1e-13, (what, lv)
+            assert lv["min_eig"] > 0, (what, lv)  # positive definite (these sizes and families)
         assert any(lv["nnz_after"] < lv["nnz_before"] for lv in r["levels"]), what
         assert r["stats_ok"], what
         assert r["info"] == 0 and r["residual"] <= 2e-8, what
-        assert r["iterations"] <= r["plain_iterations"] + 3, what
+        assert r["iterations"] <= 2 * r["plain_iterations"], what  # a sanity bound (the bench measures it)
     zero = [r for r in results if r["method"] == "gamma-zero"]
-    assert len(zero) == len(CASES) and all(r["same"] for r in zero)
+    assert len(zero) == 2 * len(CASES) and all(r["same"] for r in zero)
+    assert [r["sparsified_levels"] for r in zero] == [False, True] * len(CASES)  # 1e-300 went through sparsify
 
 
 def test_options_are_checked_in_one_place():
@@ -80,13 +85,14 @@ def test_solver_refuses_what_does_not_go_together():
 
 @pytest.mark.parametrize("spec", ["poisson2d:30", "poisson2d9:30", "poisson3d:12", "poisson3d27:12",
                                   "aniso2d:40,eps=0.001,theta=22.5", "aniso2d:40,eps=0.01,theta=60"])
-@pytest.mark.parametrize("method", ["sparse", "hybrid"])
-def test_diagonal_lumping_keeps_the_preconditioner_positive_definite(spec, method):
-    """Sparse and hybrid Galerkin with diagonal lumping, every coarse level at gamma = 1 (all
-    but the minimal pattern and each row's largest): each sparsified operator's smallest
-    eigenvalue is positive (dense, scipy-free numpy), and CG converges to the true residual."""
+@pytest.mark.parametrize("method,lumping", [("sparse", "diagonal"), ("hybrid", "diagonal"), ("sparse", "spd"),
+                                            ("hybrid", "spd")])
+def test_sparsified_preconditioner_stays_positive_definite(spec, method, lumping):
+    """Sparse and hybrid Galerkin, every coarse level at gamma = 1 (all but the minimal
+    pattern and each row's largest): each sparsified operator's smallest eigenvalue is
+    positive (dense numpy), and CG converges to the true residual."""
     A = cs.ParCSR.from_spec(spec, MPI.COMM_SELF)
-    ml = cs.amg.solver(A, sparsify=method, gamma=[1])
+    ml = cs.amg.solver(A, sparsify=method, gamma=[1], lumping=lumping)
     sparsified = [lvl for lvl in ml.levels if lvl.A_hat is not None]
     assert sparsified
     for lvl in sparsified:
@@ -97,6 +103,42 @@ def test_diagonal_lumping_keeps_the_preconditioner_positive_definite(spec, metho
     assert info == 0
     G = A.to_global()
     assert np.linalg.norm(b - G @ x) <= 2e-8 * np.linalg.norm(b)
+
+
+def test_diagonal_lumping_loses_definiteness_where_the_operator_is_not_dominant():
+    """Theorem 4.1 needs diagonal dominance, which classical AMG's coarse operators of the
+    27-point Laplacian lack: hybrid Galerkin at gamma = 1 with diagonal lumping gives an
+    indefinite level at 28^3 (stated in the docs). The SPD lumping keeps every level
+    definite there, and CG converges with it."""
+    A = cs.ParCSR.from_spec("poisson3d27:28", MPI.COMM_SELF)
+
+    def smallest(ml):
+        return min(np.linalg.eigvalsh(lvl.A_hat.to_global().toarray())[0] for lvl in ml.levels
+                   if lvl.A_hat is not None)
+
+    assert smallest(cs.amg.solver(A, sparsify="hybrid", gamma=[1])) < 0
+    safe = cs.amg.solver(A, sparsify="hybrid", gamma=[1], lumping="spd")
+    assert smallest(safe) > 0
+    b = np.cos(0.3 * A.owned_rows())
+    x, info = safe.solve(b, tol=1e-8)
+    assert info == 0 and np.linalg.norm(b - A.matvec(x)) <= 2e-8 * np.linalg.norm(b)
+
+
+def test_add_back_takes_the_finest_levels_still_sparsified():
+    A = cs.ParCSR.from_spec("aniso2d:40,eps=0.001,theta=22.5", MPI.COMM_SELF)
+    ml = cs.amg.solver(A, sparsify="sparse", gamma=[0.1, 0, 1])  # level 1: 0.1, 2: none, 3 and deeper: 1
+    assert ml.gammas[1:5] == [0.1, 0.0, 1.0, 1.0] and len(ml.levels) == 6
+    assert ml.add_back(2) == [(1, 0.01), (3, 0.1)]  # level 2 was never sparsified: passed over
+    assert ml.add_back(2) == [(1, 0.0), (3, 0.01)]
+    assert ml.add_back(2) == [(3, 0.0), (4, 0.1)]  # level 1 is back whole: the next two still sparsified
+    while ml.add_back(2):
+        pass
+    assert not any(ml.gammas) and all(lvl.A_hat is None for lvl in ml.levels)
+    b = np.cos(0.3 * A.owned_rows())
+    x, info = ml.solve(b, tol=1e-8)
+    plain = cs.amg.solver(A)
+    plain.solve(b, tol=1e-8)
+    assert info == 0 and ml.last_solve["residuals"] == plain.last_solve["residuals"]  # all back: plain again
 
 
 def test_adaptive_solve_converges_where_the_fixed_sparsified_one_stalls():

@@ -26,7 +26,7 @@ expected = int(sys.argv[1])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 CASES = ("poisson3d27:12", "aniso2d:40,eps=0.001,theta=22.5")
 RUNS = (("non-galerkin", "strong", [0, 1]), ("sparse", "diagonal", [0.1]), ("hybrid", "diagonal", [0, 1]),
-        ("hybrid", "strong", [0.5]), ("sparse", "strong", [1]))
+        ("hybrid", "strong", [0.5]), ("sparse", "strong", [1]), ("hybrid", "spd", [1]))
 THETA = 0.25
 
 
@@ -43,41 +43,38 @@ def strong_rows(A):
 
 
 def reference(Ac, Mhalf, gamma, lumping):
-    """Algorithm 4.1 (strong) or 4.1b (diagonal) on dense matrices, as the thesis writes them."""
+    """Algorithm 4.1 (strong), 4.1b (diagonal) or the SPD variant (|a_ij| to the diagonal)
+    on dense matrices, as the thesis writes them."""
     n = Ac.shape[0]
     M = (Mhalf != 0) | (Mhalf.T != 0)
-    N = np.zeros((n, n), dtype=bool)
+    N = np.zeros((n, n), dtype=bool)  # kept off-diagonal edges, symmetric
     for i in range(n):
         off = [j for j in np.flatnonzero(Ac[i]) if j != i]
         rowmax = max((abs(Ac[i, j]) for j in off), default=0.0)
         for j in off:
             if M[i, j] or abs(Ac[i, j]) >= gamma * rowmax:
                 N[i, j] = N[j, i] = True
-        if lumping == "diagonal" and off and not N[i, off].any() and abs(Ac[i].sum()) <= 1e-12 * abs(Ac[i]).sum():
-            j = min(j for j in off if abs(Ac[i, j]) == rowmax)  # keep the single largest (lowest column)
-            N[i, j] = N[j, i] = True
-    np.fill_diagonal(N, True)
-    N &= Ac != 0
-    hat = np.where(N, Ac, 0.0)
+    off_diag = (Ac != 0) & ~np.eye(n, dtype=bool)
     S = strong_rows(Ac) if lumping == "strong" else None
-    for i in range(n):
-        for j in np.flatnonzero(Ac[i]):
-            if N[i, j]:
-                continue
-            a = Ac[i, j]
-            if lumping == "diagonal":
-                hat[i, i] += a
-                continue
-            W = [k for k in S[j] if N[i, k]]
-            total = sum(S[j][k] for k in W)
-            if not W or not total > 0:
-                hat[i, i] += a
-                continue
-            for k in W:
-                alpha = S[j][k] / total
-                hat[i, k] += alpha * a
-                hat[k, i] += alpha * a
-                hat[k, k] -= alpha * a
+    while S is not None:  # an entry with no strong neighbour of j kept in row i stays (and its transpose)
+        stay = [(i, j) for i, j in zip(*np.nonzero(off_diag & ~N)) if not any(N[i, k] for k in S[j])]
+        if not stay:
+            break
+        for i, j in stay:
+            N[i, j] = N[j, i] = True
+    hat = np.where(N | np.eye(n, dtype=bool), Ac, 0.0)
+    for i, j in zip(*np.nonzero(off_diag & ~N)):
+        a = Ac[i, j]
+        if lumping != "strong":
+            hat[i, i] += a if lumping == "diagonal" else abs(a)
+            continue
+        W = [k for k in S[j] if N[i, k]]
+        total = sum(S[j][k] for k in W)
+        for k in W:
+            alpha = S[j][k] / total
+            hat[i, k] += alpha * a
+            hat[k, i] += alpha * a
+            hat[k, k] -= alpha * a
     return hat
 
 
@@ -125,6 +122,7 @@ for gen in CASES:
                 ones = np.ones(Ac.shape[0])
                 levels.append({"level": k, "err": rel(hat, ref), "asym": rel(hat, hat.T),
                                "rowsum": float(np.abs(hat @ ones - Ac @ ones).max() / np.abs(Ac).max()),
+                               "excess": float(np.linalg.eigvalsh((hat - Ac + (hat - Ac).T) / 2)[0] / np.abs(Ac).max()),
                                "nnz_before": int(np.count_nonzero(Ac)), "nnz_after": int(np.count_nonzero(hat)),
                                "min_eig": float(np.linalg.eigvalsh((hat + hat.T) / 2)[0] / np.abs(hat).max())})
         ok = comm.allreduce(int(ok), op=MPI.MIN) == 1
@@ -133,12 +131,16 @@ for gen in CASES:
                               "info": info, "iterations": ml.last_solve["iterations"],
                               "residual": float(np.linalg.norm(bg - G @ xg) / np.linalg.norm(bg)),
                               "plain_iterations": plain.last_solve["iterations"]}), flush=True)
-    # gamma = 0 everywhere: the plain hierarchy and solve, bit for bit
-    zero = cs.amg.solver(A, strategy="standard", sparsify="hybrid", gamma=[0])
-    xz, _ = zero.solve(b, tol=1e-8)
-    same = all(np.array_equal(gathered(p.A).toarray(), gathered(z.solve_A).toarray())
-               for p, z in zip(plain.levels, zero.levels)) and len(plain.levels) == len(zero.levels)
-    same = comm.allreduce(int(same and np.array_equal(xz, xp)
-                              and zero.last_solve["residuals"] == plain.last_solve["residuals"]), op=MPI.MIN)
-    if comm.rank == 0:
-        print(json.dumps({"case": gen, "method": "gamma-zero", "same": bool(same)}), flush=True)
+    # gamma = 0 (the setup skips sparsifying) and gamma = 1e-300 (it sparsifies, keeping every
+    # entry): the plain hierarchy and solve, bit for bit
+    for gamma in ([0], [1e-300]):
+        zero = cs.amg.solver(A, strategy="standard", sparsify="hybrid", gamma=gamma)
+        xz, _ = zero.solve(b, tol=1e-8)
+        same = all(np.array_equal(gathered(p.A).toarray(), gathered(z.solve_A).toarray())
+                   for p, z in zip(plain.levels, zero.levels)) and len(plain.levels) == len(zero.levels)
+        same = comm.allreduce(int(same and np.array_equal(xz, xp)
+                                  and zero.last_solve["residuals"] == plain.last_solve["residuals"]), op=MPI.MIN)
+        walked = comm.allreduce(int(any(z.sparsified is not None for z in zero.levels)), op=MPI.MIN)
+        if comm.rank == 0:
+            print(json.dumps({"case": gen, "method": "gamma-zero", "gamma": gamma, "same": bool(same),
+                              "sparsified_levels": bool(walked)}), flush=True)

@@ -155,17 +155,13 @@ class MultilevelSolver:
 
     def add_back(self, s):
         """Collective. The adaptive solve's update: the finest ``s`` levels whose drop
-        tolerance is above 0, from the finest such down, get gamma / 10 (0 below 0.01) and
-        their sparsified copy and smoother made again. Returns [(level, new gamma)] (empty
-        when no level is sparsified any more)."""
+        tolerance is still above 0 get gamma / 10 (0 below 0.01) and their sparsified copy
+        and smoother made again (thesis Algorithm 4.4: until entries went back into s
+        operators). Returns [(level, new gamma)] (empty when no level is sparsified any
+        more)."""
         gammas = self.gammas
-        first = next((k for k, g in enumerate(gammas) if g > 0), None)
-        if first is None:
-            return []
         done = []
-        for k in range(first, min(first + s, len(self.levels))):
-            if self.levels[k].sparsified is None:
-                continue
+        for k in [k for k, g in enumerate(gammas) if g > 0][:s]:
             gamma = relaxed(gammas[k])
             resparsify(self.levels, k, self.sparsification, gamma, self._strength_theta, self._profile)
             self.smoothers[k] = self._smoother(self.levels[k])
@@ -237,8 +233,11 @@ class MultilevelSolver:
     def _adaptive_cg(self, b, x, target, maxiter, history, adaptive, updates):
         """CG (x in place) that, every ``adaptive.k`` iterations converging slower than
         ``adaptive.rho`` per iteration, puts entries back (:meth:`add_back`) and restarts
-        from the latest x, or from the block's first if the residual grew over it (thesis
-        Algorithm 4.4; CG restarts only when the preconditioner changed). CG breaking down
+        from the latest x, or from the block's first if the residual grew over it. Thesis
+        Algorithm 4.4 with two stated differences: it restarts PCG after every k iterations
+        and puts entries back whenever ||r|| / ||r0|| is still above tol (rho = 0 is that
+        trigger); here CG runs on and restarts only when the preconditioner changed, and the
+        trigger is the convergence factor. CG breaking down
         (a preconditioner no longer positive definite) counts as such a block too. Appends every
         residual to ``history`` (a restart's first is the previous run's last, or the
         block's first iterate's); returns the iterations done; an entry per update in

@@ -177,7 +177,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                                             strategy=level.strategy)
         nc = coarse.global_size
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
-            level.A_hat = level.minimal = level.sparsified = None  # the coarsest is solved with A itself
+            if level.A_hat is not None:  # sparse/hybrid: the coarsest is solved with the Galerkin A itself
+                level.A_hat = level.minimal = level.sparsified = None
             level.setup_s = time.perf_counter() - t0
             break
         if method == "sa":

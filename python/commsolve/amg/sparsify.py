@@ -15,12 +15,24 @@ Three methods (``sparsify=``), each with a drop tolerance per coarse level (``ga
 An entry a_ij of a coarse operator is kept when it lies in the minimal pattern
 M = P̂^T A P + P^T A P̂ (P̂ the injection at the coarse points: what keeps the coarse stencil
 as wide as the fine one), or |a_ij| >= gamma max_{k != i} |a_ik|, or its transpose is kept
-(the kept set is symmetric). The others are lumped (``lumping=``): ``"diagonal"`` (Algorithm
-4.1b, the default of sparse and hybrid: added to a_ii, which keeps a diagonally dominant SPD
-matrix so and the row sums; a row whose every off-diagonal entry would go and whose row sum
-is zero keeps its largest, as the thesis does, and its transpose with it) or ``"strong"``
-(Algorithm 4.1, the default of non-Galerkin; C++: neighbours of neighbours, the dropped
-entry's row fetched from its owner). gamma = 0 keeps everything: the plain hierarchy, exactly.
+(the kept set is symmetric); gamma <= 1 always keeps each row's largest entry, so no row
+loses every off-diagonal entry (Algorithm 4.1b's zero-row-sum case cannot arise). The
+others are lumped (``lumping=``):
+
+- ``"diagonal"`` (Algorithm 4.1b, the default of sparse and hybrid): a_ij added to a_ii. Row
+  sums are kept; definiteness only where the operator is diagonally dominant (Theorem 4.1).
+  Classical AMG's coarse operators often are not (those of the 27-point Laplacian: hybrid
+  Galerkin at gamma = 1 gives an indefinite level from 28^3 on), and CG then breaks down;
+- ``"spd"``: |a_ij| added to a_ii (and |a_ji| to a_jj): A_hat - A is a sum of
+  |a| (e_i -+ e_j)(e_i -+ e_j)^T, positive semidefinite, so A_hat is SPD whenever A is; row
+  sums grow (by 2 |a_ij| per negative entry dropped);
+- ``"strong"`` (Algorithm 4.1, the default of non-Galerkin; C++: neighbours of neighbours, the
+  dropped entry's row fetched from its owner): a_ij spread over the strong neighbours k of j
+  among the off-diagonal entries row i keeps, in proportion to |a_jk|, symmetrically (+ at
+  (i,k) and (k,i), - at (k,k)); an entry with no such neighbour stays (as the thesis says, and
+  hypre does), with its transpose.
+
+gamma = 0 keeps everything: the plain hierarchy, exactly.
 
 Every step is distributed (the keep mask's transpose and the lumped entries' travel along
 halo plans); the decisions depend on values and global indices only, never on the
@@ -42,10 +54,9 @@ __all__ = ["METHODS", "LUMPINGS", "GAMMA_MIN", "Sparsification", "sparsification
            "Adaptive", "minimal_pattern", "sparsify", "relaxed"]
 
 METHODS = ("non-galerkin", "sparse", "hybrid")
-LUMPINGS = ("diagonal", "strong")
+LUMPINGS = ("diagonal", "strong", "spd")
 DEFAULT_LUMPING = {"non-galerkin": "strong", "sparse": "diagonal", "hybrid": "diagonal"}
 GAMMA_MIN = 0.01       # the adaptive solve's smallest tolerance: divided below it, it becomes 0 (thesis 4.6)
-ZERO_ROW_SUM = 1e-12   # |row sum| <= this x sum |a_ij|: a zero row sum (lumping all would leave a_ii = 0)
 ADAPTIVE_RHO = 0.5     # the adaptive solve's default: a convergence factor over k iterations above this adds back
 
 
@@ -185,7 +196,7 @@ def _in_pattern(rows, cols, M, ncols):
     return (at < keys.size) & (keys[np.minimum(at, keys.size - 1)] == q)
 
 
-def _keep_mask(A, rows, cols, vals, minimal, gamma, lumping):
+def _keep_mask(A, rows, cols, vals, minimal, gamma):
     """This rank's keep mask over A's local entries (before symmetrization)."""
     n = A.local_rows
     grow = A.owned_rows()
@@ -196,15 +207,6 @@ def _keep_mask(A, rows, cols, vals, minimal, gamma, lumping):
     keep = diag | (off & (absval >= gamma * rowmax[rows]))
     if minimal is not None:
         keep |= off & _in_pattern(rows, cols, minimal, A.shape[1])
-    if lumping == "diagonal":  # a zero row sum whose off-diagonal entries would all go keeps its largest
-        kept_off = np.bincount(rows[keep & off], minlength=n)
-        rowsum = np.bincount(rows, weights=vals, minlength=n)
-        total = np.bincount(rows, weights=absval, minlength=n)
-        bare = (kept_off == 0) & (np.abs(rowsum) <= ZERO_ROW_SUM * total) & (rowmax > 0)
-        if bare.any():  # the largest entry of each such row, the lowest column among equals
-            cand = np.flatnonzero(off & bare[rows] & (absval == rowmax[rows]))
-            cand = cand[np.lexsort((cols[cand], rows[cand]))]
-            keep[cand[np.unique(rows[cand], return_index=True)[1]]] = True
     return keep
 
 
@@ -223,7 +225,7 @@ def _transposed(A, rows, cols, mask, strategy):
 def sparsify(A, minimal, gamma, lumping, *, theta=0.25, strategy="standard", profile=None):
     """Collective. The sparsified copy of the coarse operator A (a ParCSR, rows and columns
     distributed alike) with drop tolerance ``gamma``, the minimal pattern's half
-    ``minimal`` (:func:`minimal_pattern`; None: none) and ``lumping`` ("diagonal" or
+    ``minimal`` (:func:`minimal_pattern`; None: none) and ``lumping`` (:data:`LUMPINGS`;
     "strong": strong neighbours by the classical measure with ``theta``). Returns
     ``(A_hat, info)``: the new ParCSR (halo plan of ``strategy``) and a dict with the
     global entries before, after and dropped. gamma = 0 returns A itself."""
@@ -238,21 +240,29 @@ def sparsify(A, minimal, gamma, lumping, *, theta=0.25, strategy="standard", pro
     gc = A.global_columns()
     rows = np.repeat(np.arange(A.local_rows), np.diff(L.indptr))
     cols, vals = gc[L.indices], L.data
-    keep = _keep_mask(A, rows, cols, vals, minimal, gamma, lumping)
+    keep = _keep_mask(A, rows, cols, vals, minimal, gamma)
     diag = cols == A.owned_rows()[rows]
     keep |= _transposed(A, rows, cols, keep & ~diag, strategy)
     shape = (A.local_rows, A.shape[1])
-    kept = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=shape)
-    drop = ~keep
-    if lumping == "diagonal":
-        grow = A.owned_rows()
-        lumped = np.bincount(rows[drop], weights=vals[drop], minlength=A.local_rows)
-        local = kept + sp.csr_matrix((lumped, (np.arange(A.local_rows), grow)), shape=shape)
-    else:
-        indptr, indices, data, _ = _core.lump_to_strong_neighbours(
+    if lumping == "strong":
+        lump = lambda: _core.lump_to_strong_neighbours(  # noqa: E731
             A._core, L.indptr.astype(np.int32), L.indices.astype(np.int32), np.ascontiguousarray(L.data),
             keep.astype(np.uint8), float(theta), comm.py2f())
+        while True:  # entries no strong neighbour takes stay, with their transposes (W only grows: once more)
+            indptr, indices, data, must, _ = lump()
+            must = must.view(bool)
+            if not comm.allreduce(int(must.any())):
+                break
+            keep |= must | _transposed(A, rows, cols, must, strategy)
         Lrows = sp.csr_matrix((data, indices, indptr), shape=shape)
+    kept = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=shape)
+    drop = ~keep
+    if lumping != "strong":
+        grow = A.owned_rows()
+        moved = vals[drop] if lumping == "diagonal" else np.abs(vals[drop])
+        lumped = np.bincount(rows[drop], weights=moved, minlength=A.local_rows)
+        local = kept + sp.csr_matrix((lumped, (np.arange(A.local_rows), grow)), shape=shape)
+    else:
         LP = ParCSR.from_local_rows(Lrows, comm, row_dist=A.row_dist, col_dist=A.col_dist, topology=A.topology,
                                     strategy=strategy)
         LT = transpose_rows(LP, strategy)

@@ -16,7 +16,8 @@ from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, bar, c
 from .trees import ALL_SHAPES
 
 
-@click.group(cls=WorkloadGroup, legacy={"sptrsv3d": "sptrsv", "spmv": "spmv", "trees": "trees"}, default="sptrsv")
+@click.group(cls=WorkloadGroup, legacy={"sptrsv3d": "sptrsv", "spmv": "spmv", "trees": "trees", "amg": "amg"},
+             default="sptrsv")
 def simulate():
     """Predict at scale: the 2D and 3D triangular solves (sptrsv), the SpMV's halo exchange
     per strategy (spmv), an AMG-CG iteration plain and sparsified (amg), or selected

@@ -318,10 +318,12 @@ void bind_sparsify(nb::module_& m) {
       r = lump_to_strong_neighbours(A, L, keep.data(), theta, c);
     }
     return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
-                          to_numpy(std::move(r.rows.data)), stats_array(r.recorded));
+                          to_numpy(std::move(r.rows.data)), to_numpy(std::move(r.must_keep)),
+                          stats_array(r.recorded));
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "keep"_a, "theta"_a, "comm"_a,
      "Collective: the rows of L, the dropped entries (keep 0) of A's rows lumped to the strong neighbours their "
-     "rows keep (global columns) -> (indptr, indices, data, the halo-row fetch's recorded stats).");
+     "rows keep (global columns) -> (indptr, indices, data, must_keep per entry (no strong neighbour takes it), the "
+     "halo-row fetch's recorded stats).");
 }
 
 void bind_records(nb::module_& m) {

@@ -57,6 +57,7 @@ Lumped lump_to_strong_neighbours(const ParCsr& A, const LocalRowsView& L, const 
         [&](std::int64_t p) { return col[p]; }, [&](std::int64_t p) { return val[p]; }, theta);
   }
 
+  out.must_keep.assign(L.indptr[n], 0);
   GlobalRows& rows = out.rows;
   rows.nrows = n;
   rows.indptr.assign(n + 1, 0);
@@ -66,7 +67,7 @@ Lumped lump_to_strong_neighbours(const ParCsr& A, const LocalRowsView& L, const 
     kept.clear();
     add.clear();
     for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
-      if (keep[p]) kept.push_back(global[L.indices[p]]);
+      if (keep[p] && L.indices[p] != i) kept.push_back(global[L.indices[p]]);  // N_i: off-diagonal
     std::sort(kept.begin(), kept.end());
     auto in_row = [&](std::int64_t g) { return std::binary_search(kept.begin(), kept.end(), g); };
     for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p) {
@@ -76,8 +77,8 @@ Lumped lump_to_strong_neighbours(const ParCsr& A, const LocalRowsView& L, const 
       double total = 0.0;
       for (std::int64_t q = nb.ptr[j]; q < nb.ptr[j + 1]; ++q)
         if (in_row(nb.col[q])) total += nb.mag[q];
-      if (!(total > 0)) {
-        add.emplace_back(global[i], a);  // no strong neighbour kept: the diagonal
+      if (!(total > 0)) {  // no strong neighbour to take it: the entry must stay
+        out.must_keep[p] = 1;
         continue;
       }
       for (std::int64_t q = nb.ptr[j]; q < nb.ptr[j + 1]; ++q)
