@@ -12,6 +12,7 @@
 #include "direct/entry_move.hpp"
 #include "direct/factor3d.hpp"
 #include "direct/factor_grid.hpp"
+#include "direct/selected_inverse.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "topology/topology.hpp"
 
@@ -42,6 +43,21 @@ void bind_serial(nb::module_& m) {
         nb::gil_scoped_release nogil;
         lu.solve(b.data(), static_cast<int>(b.shape(1)));
       }, "b"_a.noconvert())
+      .def("selected_inverse", [](const SupernodalLU& lu, In<std::int64_t> row_of, In<std::int64_t> col_of,
+                                  In<double> row_scale, In<double> col_scale) {
+        const std::int64_t n = lu.structure().n;
+        for (const auto* a : {&row_of, &col_of}) require_len(*a, n, "order");
+        require_len(row_scale, n, "row_scale");
+        require_len(col_scale, n, "col_scale");
+        SelectedCsr c;
+        {
+          nb::gil_scoped_release nogil;
+          c = selected_csr(n, selected_inverse(lu), row_of.data(), col_of.data(), row_scale.data(), col_scale.data());
+        }
+        return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)), to_numpy(std::move(c.data)));
+      }, "row_of"_a, "col_of"_a, "row_scale"_a, "col_scale"_a,
+         "The entries of (L U)^-1 in the pattern of L + U, mapped to A^-1's (rows of Z: row_of, columns: col_of, "
+         "scaled) -> CSR (indptr, indices, data).")
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
       .def_prop_ro("flops", &SupernodalLU::flops)
