@@ -8,7 +8,8 @@ collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A 
 Galerkin product P^T A P: variable-length row records), factor3d (the distributed
 factorization on a 1x2x2 grid with binary trees and on a 2x2x1 grid with flat trees: panel
 broadcasts inside the grids, inter-grid reductions and the ancestor broadcast), sparsified (a
-hybrid Galerkin AMG hierarchy's sparsified operators and interpolations). Rank 0 prints a JSON
+hybrid Galerkin AMG hierarchy's sparsified operators and interpolations), selinv (parallel
+selected inversion on a 2x2 grid, symmetric and unsymmetric forms). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -142,6 +143,22 @@ elif workload == "sparsified":
             M.rmatvec(np.ones(M.local_rows))
 
     planned = sum(sent(M.planned_stats()) + sent(M.planned_stats().reversed()) for M in ops)
+elif workload == "selinv":
+    # Parallel selected inversion on a 2x2 grid, both forms (symmetric with shifted-binary
+    # trees, unsymmetric with flat ones): every broadcast, reduction and cross-diagonal send.
+    from commsolve import _core
+
+    runs = []
+    for options, shape, form in (({"row_perm": "none", "equil": False}, "shifted-binary", True), ({}, "flat", False)):
+        lu = direct.factor(cs.ParCSR.from_spec("poisson2d9:20", comm, topology=topo), comm, grid="2x2",
+                           topology=topo, max_supernode=8, **options)
+        runs.append(_core.SelectedInversion(lu._core, cs.trees.TreeShape(shape), form))
+
+    def once():
+        for r in runs:
+            r.run()
+
+    planned = sum(sent(cs.CommStats(r.planned_stats_array())) for r in runs)
 else:
     raise SystemExit(f"unknown workload {workload}")
 

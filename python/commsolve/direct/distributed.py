@@ -80,7 +80,9 @@ class Analysis:
     orders (factor row k reads b's row ``row_order[k]``, column k gives x's ``col_order[k]``),
     ``nnz_LU``, ``anorm`` (||B||_1 of the scaled, permuted matrix: the pivot thresholds'
     scale; None when factored whole on the root), the ``seconds`` it took and the tiny pivots
-    ``replaced`` (factored whole on the root). On the root only: ``serial`` (a
+    ``replaced`` (factored whole on the root), whether the factored matrix is ``symmetric``
+    (A = A^T exactly, rows and columns ordered and scaled alike: selected inversion's
+    symmetric form applies). On the root only: ``serial`` (a
     :class:`SparseLU` when a scipy matrix is factored whole there) and ``matrix`` (A,
     checked, on the root)."""
 
@@ -93,13 +95,14 @@ class Analysis:
     anorm: float | None
     seconds: dict
     replaced: int = 0
+    symmetric: bool = False
     serial: object = field(default=None, repr=False)
     matrix: object = field(default=None, repr=False)
 
     def shared(self):
         """The part every rank receives (no root-only objects)."""
         return Analysis(self.shape, self.structure, self.pivoting, self.row_order, self.col_order, self.nnz_LU,
-                        self.anorm, self.seconds, self.replaced)
+                        self.anorm, self.seconds, self.replaced, self.symmetric)
 
 
 @dataclass
@@ -170,18 +173,28 @@ def analyze_on_root(source, comm, request):
             return Analysis(lu.shape, lu.structure, lu.pivoting, lu.row_order.astype(np.int32),
                             lu.col_order.astype(np.int32), lu.nnz_LU, None,
                             {"ordering": lu.ordering_seconds, "allocate": lu.allocate_seconds,
-                             "numeric": lu.numeric_seconds}, lu.tiny_pivots_replaced, serial=lu, matrix=lu.matrix)
+                             "numeric": lu.numeric_seconds}, lu.tiny_pivots_replaced,
+                            _symmetric(lu.matrix, lu.row_order, lu.col_order, lu.pivoting), serial=lu, matrix=lu.matrix)
         checked, B, pivoting, structure, seconds = analyze(
             A, **{k: v for k, v in options.items() if k not in ("replace_tiny", "zero_pivot")})
         widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
         perm = np.asarray(structure.perm)
-        return Analysis(checked.shape, structure, pivoting, pivoting.row_order(perm).astype(np.int32),
-                        perm.astype(np.int32), int((widths * widths + 2 * widths * below).sum()),
-                        float(abs(B).sum(axis=0).max()), {"ordering": seconds}, matrix=checked)
+        row_order = pivoting.row_order(perm).astype(np.int32)
+        return Analysis(checked.shape, structure, pivoting, row_order, perm.astype(np.int32),
+                        int((widths * widths + 2 * widths * below).sum()), float(abs(B).sum(axis=0).max()),
+                        {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
+                        matrix=checked)
 
     mine = run_agreed(comm, on_root)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
     return mine if mine is not None else shared
+
+
+def _symmetric(A, row_order, col_order, pivoting):
+    """Whether the factored matrix D_r P A Q D_c is symmetric: A = A^T exactly, with the
+    same order and scaling of rows and columns."""
+    return bool(np.array_equal(row_order, col_order) and np.array_equal(pivoting.row_scale, pivoting.col_scale)
+                and (A != A.T).nnz == 0)
 
 
 def _chosen(analysis, topo, request, comm):

@@ -14,6 +14,7 @@ from ..stats import CommStats
 from ..trees import tree_shape
 from .options import solve_options
 from .refinement import ITMAX, iterative_refinement
+from .selinv import selected_inverse as _selected_inverse
 from .serial import rhs_array
 
 __all__ = ["DistributedLU", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS"]
@@ -92,6 +93,7 @@ class DistributedLU:
         self._row_scale, self._col_scale = analysis.pivoting.row_scale[mine], analysis.pivoting.col_scale[mine]
         self.solve_seconds = self.berr = self.refine_steps = None
         self._nrhs = self._stats = None
+        self.selinv = None  # the last selected_inverse()'s SelinvReport
 
     structure = property(lambda self: self.analysis.structure)
     shape = property(lambda self: self.analysis.shape)
@@ -227,6 +229,15 @@ class DistributedLU:
         self.solve_seconds = parts(every[int(np.argmax(every[:, TIME_PARTS.index("total")]))])
         self.solve_seconds["refine"] = float(every[:, len(TIME_PARTS)].max())
         self.solve_seconds["max"] = parts(every.max(axis=0))
+
+    def selected_inverse(self, tree=None, seed=None, flat_threshold=None, symmetric=None, gather=True):
+        """Collective. The entries of A^-1 in the pattern of the factors by parallel selected
+        inversion on this grid (Pz = 1): scipy CSR on the root (None elsewhere), or with
+        ``gather=False`` this rank's own entries; ``selinv`` then holds the run's
+        :class:`~commsolve.direct.selinv.SelinvReport` (times, flops, statistics per role).
+        See :func:`commsolve.direct.selinv.selected_inverse`."""
+        Z, self.selinv = _selected_inverse(self, tree, seed, flat_threshold, symmetric, gather)
+        return Z
 
     def stats(self):
         """This rank's recorded CommStats of the last solve's triangular solve (the first, not

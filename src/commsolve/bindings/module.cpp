@@ -26,4 +26,5 @@ NB_MODULE(_core, m) {
   bind_solve(m);
   bind_parcsr(m);
   bind_sim(m);
+  bind_selinv(m);
 }

@@ -61,6 +61,10 @@ class TriSolve {
   std::int64_t local_rows() const { return rhs_.dist.local_size(rank_); }
   const SolveLayout& layout() const { return *layout_; }
   const SolveOptions& options() const { return opts_; }
+  // This rank's factors and where they live, for work that reads them (selected inversion).
+  const BlockStore& store() const { return store_; }
+  MPI_Comm comm() const { return comm_.get(); }
+  const Topology& topology() const { return topo_; }
 
  private:
   // How b reaches the solve vector (forward) or x leaves it (in reverse): a plan, its

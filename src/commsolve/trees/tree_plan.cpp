@@ -170,10 +170,18 @@ class CollectiveTree {
   std::vector<std::pair<int, int>> node_list_of_;  // (rank, node list), sorted
 };
 
+void add_stats(StepStats& st, int rank, const TreeLinks& l, std::int8_t kind, std::int64_t count,
+               const Topology& topo) {
+  add_link_stats(st, rank, l.parent, l.children.data(), l.children.size(),
+                 kind == static_cast<std::int8_t>(CollectiveKind::broadcast), 8 + 8 * count, topo);
+}
 void add_stats(CommStats& s, int rank, const TreeLinks& l, std::int8_t kind, std::int64_t count,
                const Topology& topo) {
-  add_link_stats(s.steps[kind], rank, l.parent, l.children.data(), l.children.size(),
-                 kind == static_cast<std::int8_t>(CollectiveKind::broadcast), 8 + 8 * count, topo);
+  add_stats(s.steps[kind], rank, l, kind, count, topo);
+}
+void check_steps(const CollectiveSet& set, const std::vector<std::int8_t>& step, int nsteps) {
+  require(step.size() == set.size(), "collectives: one step per collective");
+  for (std::int8_t s : step) require(s >= 0 && s < nsteps, "collectives: a step outside [0, nsteps)");
 }
 
 }  // namespace
@@ -211,6 +219,34 @@ std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeSh
                 topo);
   }
   return stats;
+}
+
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
+                                          const std::vector<std::int8_t>& step, int nsteps) {
+  check_tree_shape(shape);
+  set.validate(topo.size());
+  check_steps(set, step, nsteps);
+  std::vector<CommStats> stats(topo.size());
+  for (auto& s : stats) s.steps.resize(static_cast<std::size_t>(nsteps));
+  for (std::size_t c = 0; c < set.size(); ++c) {
+    CollectiveTree tree(set, c, shape, topo);
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      add_stats(stats[set.part[k]].steps[step[c]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c],
+                topo);
+  }
+  return stats;
+}
+
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo,
+                     const std::vector<std::int8_t>& step, int nsteps) {
+  check_steps(set, step, nsteps);
+  CommStats s;
+  s.steps.resize(static_cast<std::size_t>(nsteps));
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    add_stats(s.steps[step[c]], plan.rank, plan.links[i], set.kind[c], set.count[c], topo);
+  }
+  return s;
 }
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo) {

@@ -85,6 +85,12 @@ PlanArrivals plan_arrivals(const TreePlan& plan, const CollectiveSet& set);
 // Every rank's planned statistics without keeping the plans (for analysis at scale).
 std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
                                           std::int64_t count_scale = 1);
+// The same with each collective's messages in its own step: step[c] < nsteps (a workload of
+// several kinds of collective, e.g. selected inversion's roles).
+std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
+                                          const std::vector<std::int8_t>& step, int nsteps);
+CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo,
+                     const std::vector<std::int8_t>& step, int nsteps);
 std::vector<TreePlan> build_tree_plans_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo);
 
 }  // namespace commsolve

@@ -1,0 +1,105 @@
+"""Parallel selected inversion (PSelInv) on a :class:`~commsolve.direct.DistributedLU`'s
+factors: the entries of A^-1 in the pattern of the factors, computed where the factors lie
+on the 2D process grid, with the restricted collectives of the PSelInv paper (Col-Bcast of
+L^ blocks down process columns, Row-Reduce of the products along process rows) carried by
+any tree shape (:mod:`commsolve.trees`). The C++ side is ``direct/selinv_plan`` (what moves)
+and ``direct/selinv_executor`` (the run on MPI).
+
+Two forms: ``symmetric`` (A symmetric with the same ordering and scaling on both sides: half
+the products, each lower block sent across the diagonal as its transpose) and unsymmetric
+(both halves, L^ and U^ first sent across the diagonal), chosen from the factorization
+unless asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _core
+from .._collective import agree_args, mpi, run_agreed
+from .._watchdog import watched
+from ..stats import CommStats
+from ..trees import tree_shape
+
+__all__ = ["ROLES", "SelinvReport", "selected_inverse"]
+
+ROLES = tuple(_core.selinv_role_names())  # the collectives' roles: the statistics' steps
+
+
+@dataclass
+class SelinvReport:
+    """One selected inversion: the slowest rank's ``seconds`` (``prepare``, ``invert``,
+    ``total``), ``max`` (each part's largest value over the ranks), the ``flops`` of all
+    ranks, this rank's ``recorded`` and ``planned`` CommStats (steps: :data:`ROLES`), the
+    ``tree`` shape and the ``symmetric`` form."""
+
+    seconds: dict
+    max: dict
+    flops: float
+    recorded: CommStats
+    planned: CommStats
+    tree: str
+    symmetric: bool
+
+
+@watched("DistributedLU.selected_inverse")
+def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=None, gather=True):
+    """Collective. The entries of A^-1 that selected inversion computes (the pattern of the
+    factors mapped back through the orderings and scalings: it holds the pattern of A^T and
+    the diagonal), computed on ``lu``'s 2D grid (Pz = 1).
+
+    ``tree``: the shape of every broadcast and reduction tree (default: C++'s, binary), with
+    ``seed`` and ``flat_threshold``. ``symmetric``: the symmetric form (True), the
+    unsymmetric one (False) or whichever the factorization allows (None; True needs it).
+    ``gather``: the whole matrix as scipy CSR on the root rank (None elsewhere); False: each
+    rank's own entries, as a CSR matrix of A's shape. Returns ``(matrix, SelinvReport)``.
+    """
+    shape = tree_shape(tree, seed, flat_threshold)
+    agree_args(lu.comm, "DistributedLU.selected_inverse", tree=repr(shape), symmetric=symmetric, gather=bool(gather))
+
+    def check():
+        if lu.grid[2] != 1:
+            raise ValueError(f"selected inversion runs on a 2D grid (Pz = 1); these factors are on "
+                             f"{'x'.join(map(str, lu.grid))}: factor with grid='PxQ'")
+        if symmetric not in (None, True, False):
+            raise ValueError(f"symmetric must be True, False or None, got {symmetric!r}")
+
+    run_agreed(lu.comm, check)
+    holds = lu.analysis.symmetric
+    if symmetric and not holds:
+        raise ValueError("symmetric=True needs a symmetric factorization: A = A^T, the same ordering and scaling of "
+                         "rows and columns (factor with row_perm='none'); use symmetric=None or False")
+    form = holds if symmetric is None else bool(symmetric)
+    core = _core.SelectedInversion(lu._core, shape, form)
+    mine = core.run()
+    a = lu.analysis
+    i64 = lambda v: np.ascontiguousarray(v, dtype=np.int64)  # noqa: E731
+    f64 = lambda v: np.ascontiguousarray(v, dtype=np.float64)  # noqa: E731
+    # Z[p, q] is A^-1[col_order[p], row_order[q]] / (col_scale, row_scale) there, as serially
+    indptr, indices, data = core.entries_csr(i64(a.col_order), i64(a.row_order), f64(a.pivoting.col_scale),
+                                             f64(a.pivoting.row_scale))
+    local = sp.csr_matrix((data, indices, indptr), shape=lu.shape)
+    comm = lu.comm
+    every = comm.allgather([mine["prepare"], mine["invert"], mine["total"]])
+    parts = ("prepare", "invert", "total")
+    slowest = every[int(np.argmax([e[2] for e in every]))]
+    report = SelinvReport(dict(zip(parts, map(float, slowest))),
+                          dict(zip(parts, map(float, np.max(every, axis=0)))),
+                          float(comm.allreduce(core.flops, op=mpi().SUM)),
+                          CommStats(core.recorded_stats_array()), CommStats(core.planned_stats_array()),
+                          shape.name, form)
+    if not gather:
+        return local, report
+    pieces = comm.gather(local.tocoo(), root=lu.root)
+    if comm.rank != lu.root:
+        return None, report
+    rows = np.concatenate([p.row for p in pieces])
+    cols = np.concatenate([p.col for p in pieces])
+    vals = np.concatenate([p.data for p in pieces])
+    whole = sp.csr_matrix((vals, (rows, cols)), shape=lu.shape)
+    if whole.nnz != rows.size:
+        raise RuntimeError("selected inversion: two ranks returned the same entry")
+    return whole, report
