@@ -18,6 +18,7 @@ from .amg import amg_cmd
 from .analyze import analyze
 from .calibrate import calibrate
 from .demo import demo
+from .selinv import selinv
 from .simulate import simulate
 from .spmv import spmv
 from .sptrsv import sptrsv
@@ -32,5 +33,5 @@ def main():
     """commsolve: communication-optimized distributed sparse linear algebra on MPI."""
 
 
-for command in (spmv, sptrsv, amg_cmd, analyze, trees, simulate, calibrate, demo):
+for command in (spmv, sptrsv, selinv, amg_cmd, analyze, trees, simulate, calibrate, demo):
     main.add_command(command)
