@@ -61,7 +61,8 @@ def test_aniso2d_positive_definite():
     assert np.linalg.eigvalsh(A).min() > 0
 
 
-@pytest.mark.parametrize("spec", ["poisson2d:9", "poisson3d27:4", "aniso2d:7,theta=20", "random:rows=3000,nnz_per_row=6"])
+@pytest.mark.parametrize("spec", ["poisson2d:9", "poisson3d27:4", "aniso2d:7,theta=20", "random:rows=3000,nnz_per_row=6",
+                                  "elasticity3d:3", "dg3d:3,dofs=4"])
 def test_row_subsets_equal_rows_of_whole(spec):
     A = gallery.from_spec(spec)
     rows = np.random.default_rng(1).choice(A.shape[0], size=A.shape[0] // 3, replace=False)
@@ -95,7 +96,24 @@ def test_spec_parsing():
     ("random:rows=10", "nnz_per_row"),
     ("random:rows=10,nnz_per_row=20", "exceeds"),
     ("aniso2d:5,foo=1", "unknown parameter"),
+    ("elasticity3d:3,dofs=0", "dofs must be positive"),
+    ("dg3d:3,dofs=x", "dofs must be a whole number"),
 ])
 def test_bad_specs(bad, msg):
     with pytest.raises(ValueError, match=msg):
         gallery.from_spec(bad)
+
+
+@pytest.mark.parametrize("spec,points,dofs", [("elasticity3d:4", gallery.poisson3d27, 3),
+                                              ("elasticity3d:3,dofs=2", gallery.poisson3d27, 2),
+                                              ("dg3d:3,dofs=5", gallery.poisson3d, 5), ("dg3d:2", gallery.poisson3d, 16)])
+def test_block_coupled_surrogates_are_the_point_matrix_kronecker_a_dense_spd_block(spec, points, dofs):
+    """elasticity3d / dg3d: the point matrix (27-point, 7-point) Kronecker B = I/2 + J/(2 dofs),
+    checked against scipy's kron; SPD (smallest eigenvalue positive), dofs x the point rows."""
+    A = gallery.from_spec(spec)
+    n = round((A.shape[0] / dofs) ** (1 / 3))
+    B = 0.5 * np.eye(dofs) + 0.5 / dofs
+    ref = sp.kron(points(n), B).tocsr()
+    assert A.shape == ref.shape == (dofs * n ** 3,) * 2
+    assert abs(A - ref).max() == 0
+    assert np.linalg.eigvalsh(A.toarray()).min() > 0

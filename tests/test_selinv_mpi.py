@@ -47,3 +47,54 @@ def test_three_d_grids_are_refused_on_every_rank(px, py):
     assert len(r["errors"]) == px * py
     assert all(e is not None and "2D grid (Pz = 1)" in e and "1x" in e for e in r["errors"])
 
+
+
+def _cli(*args, timeout=180):
+    import subprocess
+    import sys
+
+    from commsolve.launch import mpi_env
+
+    return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
+                          timeout=timeout, env=mpi_env(4))
+
+
+def test_cli_selinv_on_two_ranks_reports_json_and_checks_against_scipy():
+    import json
+
+    p = _cli("selinv", "--gen", "poisson2d9:70", "-np", "2", "--grid", "1x2", "--tree", "shifted-binary",
+             "--repeat", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert (r["nranks"], r["grid"], r["tree"], r["rows"]) == (2, [1, 2], "shifted-binary", 4900)
+    assert r["check"].endswith("scipy's splu") and r["check_error"] <= 1e-12  # above 3,000 rows: sampled columns
+    assert r["stats_recorded_equal_planned"] and len(r["runs_s"]) == 2
+    assert r["selected_entries"] == r["nnz_LU"] and r["flops"] > 0
+    # a 1x2 grid: process rows only, so the row roles move data and the column ones nothing
+    assert r["per_role"]["row_reduce"]["messages"] > 0 and r["per_role"]["col_bcast"]["messages"] == 0
+    assert r["sent_per_rank_bytes"]["max"] >= r["sent_per_rank_bytes"]["median"] > 0
+
+
+def test_cli_selinv_symmetric_form_and_its_refusal():
+    p = _cli("selinv", "--gen", "poisson3d:8", "-np", "2", "--form", "symmetric", "--row-perm", "none")
+    assert p.returncode == 0, p.stderr
+    assert "symmetric form" in p.stdout and "dense inverse (numpy)" in p.stdout and "recorded == planned: yes" in p.stdout
+    p = _cli("selinv", "--gen", "convdiff2d:20", "-np", "1", "--form", "symmetric")
+    assert p.returncode == 1 and "symmetric factorization" in p.stderr and "Traceback" not in p.stderr
+    p = _cli("selinv", "--gen", "poisson2d:10", "-np", "2", "--grid", "1x1x2")
+    assert p.returncode == 1 and "2D grid" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_simulate_selinv_per_tree_shape():
+    import json
+
+    p = _cli("simulate", "selinv", "--gen", "elasticity3d:6", "--grid", "6x6", "--profile", "edison", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["nranks"] == 36 and r["ppn"] == 24 and set(r["shapes"]) == {"flat", "binary", "shifted-binary"}
+    assert r["shapes"]["flat"]["speedup_over_flat"] == 1.0
+    for v in r["shapes"].values():
+        assert v["predicted_s"] > 0 and v["comm_compute_ratio"] > 0 and v["messages"] > 0
+        assert v["col_bcast_sent_bytes"]["max"] >= v["col_bcast_sent_bytes"]["median"] >= v["col_bcast_sent_bytes"]["min"]
+    p = _cli("simulate", "selinv", "--gen", "poisson3d:6", "--grid", "2x2", "--tree", "oak")
+    assert p.returncode != 0 and "oak" in p.stderr and "Traceback" not in p.stderr

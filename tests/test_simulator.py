@@ -199,7 +199,7 @@ def test_profile_round_trip_keeps_simulator_fields(tmp_path, profile):
     assert again.overhead == profile.overhead and again.compute == profile.compute
 
 
-@pytest.mark.parametrize("name", ["cori-haswell", "perlmutter-cpu"])
+@pytest.mark.parametrize("name", ["cori-haswell", "perlmutter-cpu", "edison"])
 def test_bundled_machine_profiles_simulate(name):
     prof = cs.sim.simulation_profile(name)
     assert prof.compute["flop_rate"] > 0 and prof.overhead > 0 and prof.ppn > 1

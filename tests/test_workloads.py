@@ -49,7 +49,9 @@ def test_selinv_collectives_follow_the_grid():
     S = supernodal_structure(gallery.poisson2d(16), 8)
     Pr, Pc = 3, 4
     C = selinv_collectives(S, (Pr, Pc))
-    assert len(C) == 2 * sum(len(S.block_rows(s)[0]) for s in range(S.nsuper))
+    # one Col-Bcast per process column and one Row-Reduce per process row holding blocks of K
+    assert len(C) == sum(len(set(S.block_rows(k)[0] % Pc)) + len(set(S.block_rows(k)[0] % Pr))
+                         for k in range(S.nsuper))
     for kind, root, part in zip(C.kinds, C.roots, C.participants):
         assert root in part and len(set(part)) == len(part)
         if kind == 0:

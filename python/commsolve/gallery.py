@@ -19,6 +19,14 @@ Families
 ``kkt3d:N,alpha=A``   a saddle-point (KKT) matrix shaped like nlpkkt (3D PDE-constrained
                       optimisation): [[H, J^T], [J, 0]] with H = diag(L, A I), J = [L, -I],
                       L the 3D 7-point Laplacian on N^3 points; 3 N^3 rows, zero (2,2) block
+``elasticity3d:N,dofs=D``  shaped like 3D linear elasticity (audikw_1, the PSelInv paper's):
+                      D unknowns (default 3) at each point of an N^3 grid, every pair of
+                      27-point neighbours coupled by a dense D x D block; SPD (the 27-point
+                      Laplacian Kronecker a D x D SPD coupling); D N^3 rows
+``dg3d:N,dofs=M``     shaped like a discontinuous Galerkin discretisation (DG_PNF14000, the
+                      PSelInv paper's): N^3 elements of M basis functions (default 16), dense
+                      M x M blocks inside an element and between face neighbours (7-point);
+                      SPD; M N^3 rows
 
 Examples
 --------
@@ -53,6 +61,8 @@ __all__ = [
     "random_fixed_nnz",
     "convdiff2d",
     "kkt3d",
+    "elasticity3d",
+    "dg3d",
     "stencil_matrix",
 ]
 
@@ -226,6 +236,39 @@ def kkt3d(n, alpha=1.0, rows=None):
     return A
 
 
+def block_coupled(points, n, dofs, beta=0.5, rows=None):
+    """``points(n, rows=...)`` (a point-coupling generator, e.g. :func:`poisson3d27`)
+    Kronecker a dense ``dofs x dofs`` block ``B = (1 - beta) I + beta J / dofs`` (SPD for
+    beta < 1: eigenvalues 1 - beta and 1), unknowns numbered point by point (point p's are
+    p dofs .. p dofs + dofs - 1): SPD when the point matrix is."""
+    d = int(dofs)
+    if d < 1:
+        raise ValueError(f"dofs must be at least 1, got {dofs}")
+    m = n ** 3
+    rows = _rows_array(d * m, rows)
+    P = points(n, rows=rows // d).tocsr()
+    B = (1.0 - beta) * np.eye(d) + beta / d
+    counts = np.diff(P.indptr)
+    cols = (P.indices.astype(np.int64)[:, None] * d + np.arange(d)).ravel()
+    vals = (P.data[:, None] * B[np.repeat(rows % d, counts)]).ravel()
+    indptr = np.concatenate([[0], np.cumsum(counts * d)])
+    A = sp.csr_matrix((vals, cols, indptr), shape=(rows.size, d * m))
+    A.sort_indices()
+    return A
+
+
+def elasticity3d(n, dofs=3, rows=None):
+    """Shaped like 3D linear elasticity: ``dofs`` unknowns per point of an ``n^3`` grid, the
+    27-point neighbours coupled by dense blocks (:func:`block_coupled`)."""
+    return block_coupled(poisson3d27, n, dofs, rows=rows)
+
+
+def dg3d(n, dofs=16, rows=None):
+    """Shaped like a DG discretisation: ``n^3`` elements of ``dofs`` basis functions, dense
+    blocks inside each element and between face neighbours (7-point; :func:`block_coupled`)."""
+    return block_coupled(poisson3d, n, dofs, rows=rows)
+
+
 def _random_block(n, k, seed, block):
     """Rows [block*B, ...) of the random matrix: k-1 distinct off-diagonal columns each."""
     lo = block * _RANDOM_BLOCK
@@ -297,7 +340,9 @@ class GallerySpec:
     def check_fits(self, count):
         """A ValueError unless ``count`` of its rows fit this machine's memory while built: the
         spec's own arithmetic (entries per row, bytes per entry), before anything is allocated."""
-        per_row = _NNZ_PER_ROW.get(self.family) or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1))
+        per_row = (_NNZ_PER_ROW.get(self.family) or (27 * _dofs(self, 3) if self.family == "elasticity3d" else 0)
+                   or (7 * _dofs(self, 16) if self.family == "dg3d" else 0)
+                   or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1)))
         need = int(count) * per_row * _BYTES_PER_ENTRY
         have = _physical_memory()
         if have and need > 0.75 * have:
@@ -388,13 +433,30 @@ _FAMILIES = {
         lambda s, rows, nprocs: kkt3d(_grid_n(s), _number(s, "alpha", 1.0), rows),
         lambda s, nprocs: 3 * _grid_n(s) ** 3,
     ),
+    "elasticity3d": (
+        lambda s, rows, nprocs: elasticity3d(_grid_n(s), _dofs(s, 3), rows),
+        lambda s, nprocs: _dofs(s, 3) * _grid_n(s) ** 3,
+    ),
+    "dg3d": (
+        lambda s, rows, nprocs: dg3d(_grid_n(s), _dofs(s, 16), rows),
+        lambda s, nprocs: _dofs(s, 16) * _grid_n(s) ** 3,
+    ),
 }
+
+
+def _dofs(spec, default):
+    d = _whole(spec, "dofs", spec.kwargs.get("dofs", default))
+    if d < 1:
+        raise ValueError(f"'{spec.text}': dofs must be positive, got {d}")
+    return d
 
 _KNOWN_KEYS = {
     "aniso2d": {"n", "eps", "theta"},
     "random": {"rows", "rows_per_rank", "nnz_per_row", "seed"},
     "convdiff2d": {"n", "pe", "theta"},
     "kkt3d": {"n", "alpha"},
+    "elasticity3d": {"n", "dofs"},
+    "dg3d": {"n", "dofs"},
 }
 
 

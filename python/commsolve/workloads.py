@@ -21,50 +21,25 @@ __all__ = ["selinv_collectives", "sptrsv_collectives", "solve_program", "sptrsv3
            "sptrsv3d_summary"]
 
 
-def selinv_collectives(structure, grid):
-    """The Col-Bcast and Row-Reduce collectives of selected inversion on a ``(Pr, Pc)`` grid.
-
-    For every supernode K with off-diagonal block rows S_K:
-    - Col-Bcast of each block L(I, K), I in S_K, from its owner to the ranks of grid column
-      K mod Pc that own blocks (J, K), J in S_K;
-    - Row-Reduce for each J in S_K along grid row J mod Pr, from the owners of blocks (J, I),
-      I in S_K, to the owner of block (J, K).
-    Payloads are the blocks' sizes (rows x columns of K, in doubles). Receivers are listed
-    by the first block they own (their need order).
-    """
+def selinv_collectives(structure, grid, symmetric=True, roles=("col_bcast", "row_reduce")):
+    """The collectives of parallel selected inversion (:mod:`commsolve.direct.selinv`) on a
+    ``(Pr, Pc)`` grid whose ``roles`` are given (default: the PSelInv paper's two, Tables I
+    and II): per supernode K, the Col-Bcast of L^(C_y, K)^T from (K mod Pr, y) down each
+    process column y holding rows of K's structure, to the ranks that hold blocks of Z(C, C)
+    there, and the Row-Reduce of Z(R_x, K) along each process row x to (x, K mod Pc). The
+    same plan the MPI run executes (C++ ``selinv_plan``); payloads are the blocks' doubles;
+    receivers in the order of their process row or column."""
     Pr, Pc = (int(g) for g in grid)
     if Pr < 1 or Pc < 1:
         raise ValueError(f"grid must be positive, got {Pr} x {Pc}")
-    ids, kinds, roots, parts, counts = [], [], [], [], []
-    for K in range(structure.nsuper):
-        blocks, sizes = structure.block_rows(K)
-        if blocks.size == 0:
-            continue
-        width = int(structure.sn_start[K + 1] - structure.sn_start[K])
-        kc = K % Pc
-        # grid column kc, processor rows in need order (first block owned)
-        prow_order = list(dict.fromkeys((blocks % Pr).tolist()))
-        column = [pr * Pc + kc for pr in prow_order]
-        pcol_order = list(dict.fromkeys((blocks % Pc).tolist()))
-        for I, n in zip(blocks.tolist(), sizes.tolist()):
-            root = (I % Pr) * Pc + kc
-            ids.append(len(ids))
-            kinds.append(0)
-            roots.append(root)
-            parts.append(column)
-            counts.append(n * width)
-        for J, n in zip(blocks.tolist(), sizes.tolist()):
-            pr = J % Pr
-            root = pr * Pc + kc
-            row = [pr * Pc + pc for pc in pcol_order]
-            if root not in row:
-                row = [root] + row
-            ids.append(len(ids))
-            kinds.append(1)
-            roots.append(root)
-            parts.append(row)
-            counts.append(n * width)
-    return Collectives(ids, kinds, roots, parts, counts)
+    known = _core.selinv_role_names()
+    keep = [known.index(r) for r in roles]  # a ValueError names an unknown role
+    _, invert = _core.selinv_plan(make_layout(structure, (Pr, Pc, 1)), bool(symmetric))
+    core, role = invert["set"], invert["role"]
+    ptr, part = core.part_ptr, core.part
+    chosen = [c for c in range(len(core)) if role[c] in keep]
+    return Collectives(list(range(len(chosen))), [int(core.kind[c]) for c in chosen], [int(core.root[c]) for c in chosen],
+                       [part[ptr[c]:ptr[c + 1]].tolist() for c in chosen], [int(core.count[c]) for c in chosen])
 
 
 def sptrsv_collectives(structure, grid, upper=False):

@@ -1,4 +1,4 @@
-"""``commsolve simulate sptrsv|spmv|trees``: predicted times at scale, every rank's schedule
+"""``commsolve simulate sptrsv|spmv|amg|trees|selinv``: predicted times at scale, every rank's schedule
 (the one the MPI code runs) replayed by the discrete-event simulator with a machine
 profile's network and compute models."""
 
@@ -20,8 +20,9 @@ from .trees import ALL_SHAPES
              default="sptrsv")
 def simulate():
     """Predict at scale: the 2D and 3D triangular solves (sptrsv), the SpMV's halo exchange
-    per strategy (spmv), an AMG-CG iteration plain and sparsified (amg), or selected
-    inversion's restricted collectives per tree shape (trees), every rank's schedule
+    per strategy (spmv), an AMG-CG iteration plain and sparsified (amg), selected
+    inversion's main collectives all in flight at once per tree shape (trees), or parallel
+    selected inversion whole, in order, per tree shape (selinv), every rank's schedule
     replayed with a machine profile."""
 
 
@@ -267,3 +268,50 @@ def simulate_trees(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gri
     _write_outputs(results, outputs, f"{name}: selected inversion's collectives on {pr}x{pc}, profile "
                                      f"{out['profile']}")
     click.echo(as_json_text(out) if as_json else format_shapes(out, name))
+
+
+@simulate.command(name="selinv")
+@_common
+@click.option("--grid", required=True, help="Process grid PrxPc.")
+@click.option("--tree", default="flat,binary,shifted-binary", show_default=True, help="Comma-separated tree shapes.")
+@click.option("--form", type=click.Choice(["symmetric", "unsymmetric"]), default="symmetric", show_default=True,
+              help="The symmetric form (A = A^T: half the products, transposes across the diagonal) or the "
+              "unsymmetric one.")
+@max_supernode_option
+@tree_seed_options
+@refuse("--procs", "--strategy", "--algorithm", "--nrhs", "--partition", "--allreduce",
+        message=lambda ctx, name: f"{name} is not an option of {workload_hint(ctx, 'simulate', 'selinv', 'selinv')}")
+def simulate_selinv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid, tree, form, max_supernode, seed,
+                    flat_threshold):
+    """Parallel selected inversion per tree shape: both phases, each rank's supernodes in the
+    order the MPI run takes them, its products priced; predicted time, speedup over flat
+    trees, communication/computation ratio and the Col-Bcast and Row-Reduce volumes per rank
+    (the PSelInv paper's Table I and Figures 7-8)."""
+    need_one_source(gen, matrix)
+    from .. import trees as rc
+    from ..direct import symbolic
+    from ..sim import selinv_schedule, simulation_profile
+    from ..sim.selinv import format_shape_study, shape_study
+    from ..sim.study import MAX_SIM_RANKS
+    from ..topology import blocked_topology
+
+    shapes = split_list(tree)
+    pr, pc = grid_2d(grid, MAX_SIM_RANKS)
+    outputs = _outputs(plot, timeline, goal, pr * pc)
+
+    def run():
+        for s in shapes:
+            rc.check_shape(s)
+        prof = simulation_profile(profile)
+        A = load_matrix(gen, matrix)
+        S = symbolic(A, max_supernode=max_supernode)
+        schedule = selinv_schedule(S, (pr, pc), form == "symmetric", seed=seed, flat_threshold=flat_threshold)
+        out, results = shape_study(schedule, blocked_topology(pr * pc, ppn or prof.ppn), shapes, prof,
+                                   timeline=bool(timeline), trace=bool(goal))
+        return {"rows": int(A.shape[0]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), **out}, results
+
+    out, results = offline(run)
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": "selinv", "grid": [pr, pc], **out}
+    _write_outputs(results, outputs, f"{name}: parallel selected inversion on {pr}x{pc}, profile {out['profile']}")
+    click.echo(as_json_text(out) if as_json else format_shape_study(out, name))

@@ -24,7 +24,7 @@ from .._watchdog import watched
 from ..stats import CommStats
 from ..trees import tree_shape
 
-__all__ = ["ROLES", "SelinvReport", "selected_inverse"]
+__all__ = ["ROLES", "SelinvReport", "selected_inverse", "role_volumes"]
 
 ROLES = tuple(_core.selinv_role_names())  # the collectives' roles: the statistics' steps
 
@@ -103,3 +103,12 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
     if whole.nnz != rows.size:
         raise RuntimeError("selected inversion: two ranks returned the same entry")
     return whole, report
+
+
+def role_volumes(per_rank_stats, role, received=False):
+    """min, max, median and std over the ranks of the bytes each sends (or receives) in
+    ``role`` (one of :data:`ROLES`): the PSelInv paper's Table I columns for Col-Bcast sent
+    and Row-Reduce received."""
+    i, col = ROLES.index(role), (6 if received else 2)
+    v = np.array([s.array[i, col] + s.array[i, col + 1] for s in per_rank_stats], dtype=float)
+    return {"min": float(v.min()), "max": float(v.max()), "median": float(np.median(v)), "std": float(v.std())}

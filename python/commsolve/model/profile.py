@@ -21,7 +21,8 @@ rate instead of ``bandwidth``).
 
 Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4); ``cori-haswell`` and
 ``perlmutter-cpu`` (the SC'23 paper's machines, with the simulator's fields; each figure's
-public source, or that it is an estimate, in a comment and in ``profiles/SOURCES.md``). ``commsolve calibrate``
+public source, or that it is an estimate, in a comment and in ``profiles/SOURCES.md``); ``edison``
+(the PSelInv paper's Cray XC30, in the same style). ``commsolve calibrate``
 writes profiles of the machine it runs on.
 """
 

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from .._collective import mpi, run_agreed
 from ..direct import LU_DEFAULTS, factor, parse_grid
-from ..direct.selinv import ROLES
+from ..direct.selinv import ROLES, role_volumes
 from ..gallery import parse_spec
 from ..parcsr import ParCSR
 from ..stats import CommStats
@@ -45,13 +45,6 @@ def check_entries(A, S, columns=8, seed=0):
         worst = max(worst, float(np.abs(C.data[C.indptr[j]:C.indptr[j + 1]] - col[rows]).max(initial=0.0)))
         scale = max(scale, float(np.abs(col).max()))
     return (worst / scale if scale > 0 else float("nan")), f"{len(picks)} columns by scipy's splu"
-
-
-def _volume(per_rank, role, received=False):
-    """min, max, median and std over ranks of the bytes each sends (or receives) in ``role``."""
-    col = 6 if received else 2
-    v = np.array([s.array[ROLES.index(role), col] + s.array[ROLES.index(role), col + 1] for s in per_rank], float)
-    return {"min": float(v.min()), "max": float(v.max()), "median": float(np.median(v)), "std": float(v.std())}
 
 
 def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto", repeat=3, ppn=None,
@@ -111,8 +104,8 @@ def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto"
                      for i, role in enumerate(ROLES)},
         "sent_per_rank_bytes": {"min": float(sent.min()), "max": float(sent.max()),
                                 "median": float(np.median(sent)), "std": float(sent.std())},
-        "col_bcast_sent_bytes": _volume(per_rank, "col_bcast"),
-        "row_reduce_received_bytes": _volume(per_rank, "row_reduce", received=True),
+        "col_bcast_sent_bytes": role_volumes(per_rank, "col_bcast"),
+        "row_reduce_received_bytes": role_volumes(per_rank, "row_reduce", received=True),
         "comm_per_rank": [s.to_dict() for s in per_rank],
         "machine": machine_info(),
     }

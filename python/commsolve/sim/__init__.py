@@ -7,7 +7,7 @@ call overhead) models.
 ``simulate(schedule, topology, profile)`` runs one schedule; :func:`solve_schedule` builds
 the schedule of a 2D or 3D triangular solve, :func:`halo_schedule` that of an SpMV's halo
 exchange (each strategy); a :class:`CollectivesSchedule` holds restricted collectives and
-their tree shape.
+their tree shape; :func:`selinv_schedule` that of parallel selected inversion.
 """
 
 from .collectives import CollectivesSchedule, simulate_collectives
@@ -15,11 +15,13 @@ from .goal import write_goal
 from .halo import HaloSchedule, halo_schedule, simulate_halo
 from .models import compute_model, network_model, simulation_profile
 from .result import SimResult
+from .selinv import SelinvSchedule, selinv_schedule, simulate_selinv
 from .solve import CATEGORIES, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
 __all__ = ["simulate", "simulate_solve", "simulate_halo", "simulate_collectives", "solve_schedule", "schedule_of",
            "halo_schedule", "SolveSchedule", "HaloSchedule", "CollectivesSchedule", "SimResult", "CATEGORIES",
-           "write_goal", "network_model", "compute_model", "simulation_profile"]
+           "write_goal", "network_model", "compute_model", "simulation_profile", "SelinvSchedule", "selinv_schedule",
+           "simulate_selinv"]
 
 
 def simulate(schedule, topology, profile, timeline=False, trace=False):
@@ -33,6 +35,8 @@ def simulate(schedule, topology, profile, timeline=False, trace=False):
         return simulate_halo(schedule, topology, profile, timeline=timeline, trace=trace)
     if isinstance(schedule, CollectivesSchedule):
         return simulate_collectives(schedule, topology, profile, timeline=timeline, trace=trace)
+    if isinstance(schedule, SelinvSchedule):
+        return simulate_selinv(schedule, topology, profile, timeline=timeline, trace=trace)
     raise TypeError(f"cannot simulate a {type(schedule).__name__}: expected a SolveSchedule "
-                    f"(commsolve.sim.solve_schedule), a HaloSchedule (commsolve.sim.halo_schedule) or a "
-                    f"CollectivesSchedule")
+                    f"(commsolve.sim.solve_schedule), a HaloSchedule (commsolve.sim.halo_schedule), a "
+                    f"CollectivesSchedule or a SelinvSchedule (commsolve.sim.selinv_schedule)")

@@ -9,6 +9,7 @@
 #include "sim/halo_sim.hpp"
 #include "sim/timing.hpp"
 #include "sim/trees_sim.hpp"
+#include "sim/selinv_sim.hpp"
 #include "sim/solve_sim.hpp"
 
 namespace commsolve::bindings {
@@ -171,6 +172,18 @@ void bind_replays(nb::module_& m) {
   }, "collectives"_a, "tree"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
         "Every rank's restricted collectives replayed as the MPI engine runs them (all in flight at once): "
         "categories compute, comm, idle.");
+  m.def("selinv_categories", &sim::selinv_categories, "What a simulated selected inversion's time goes to.");
+  m.def("simulate_selinv", [](const SolveLayout& layout, const TreeShape& tree, bool symmetric, const Topology& topo,
+                              const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
+    sim::SimResult r;
+    {
+      nb::gil_scoped_release nogil;
+      r = sim::simulate_selinv(layout, tree, symmetric, topo, net, cpu, {timeline, trace});
+    }
+    return result_dict(r);
+  }, "layout"_a, "tree"_a, "symmetric"_a, "topology"_a, "network"_a, "compute"_a, "timeline"_a, "trace"_a = false,
+        "Parallel selected inversion replayed as the MPI run does it (SelinvMachine): categories (compute, comm, "
+        "idle), per-rank times, recorded statistics per role, critical path, predicted.");
   m.def("simulate_solve", [](const SolveLayout& layout, const SolveOptions& opts, int nrhs, const RhsMap* rhs,
                              const Topology& topo, const sim::NetworkModel& net, const sim::ComputeModel& cpu,
                              bool timeline, bool trace) {
