@@ -41,6 +41,13 @@ def test_selected_entries_on_the_grid_equal_the_dense_inverse(px, py, family):
     assert len({r["nnz"] for r in rows}) == 1
 
 
+@pytest.mark.parametrize("px,py", GRIDS, ids=[f"{px}x{py}" for px, py in GRIDS])
+def test_products_in_several_pieces_give_the_dense_inverse(px, py):
+    rows = [r for r in results(px, py) if r["family"] == "pieces"]
+    assert {r["form"] for r in rows} == {"symmetric", "unsymmetric"}
+    assert all(r["rows"] == 4096 and r["err"] <= 1e-12 for r in rows), rows
+
+
 @pytest.mark.parametrize("px,py", GRIDS[1:], ids=[f"{px}x{py}" for px, py in GRIDS[1:]])
 def test_three_d_grids_are_refused_on_every_rank(px, py):
     (r,) = [r for r in results(px, py) if r["family"] == "3d-refused"]

@@ -7,7 +7,8 @@ Rank 0 prints one JSON line per (family, form, tree): the largest difference fro
 dense inverse (relative to its largest entry), whether the entries hold the pattern of A^T
 and the diagonal, whether the ranks' own entries (gather=False) make up the gathered matrix,
 whether every rank's recorded CommStats equal its plan and its plan the virtual world's,
-and the messages sent in all; then one line on a 3D grid's refusal.
+and the messages sent in all; then poisson3d:16 in both forms (products in several pieces)
+and one line on a 3D grid's refusal.
 """
 
 import json
@@ -69,6 +70,18 @@ for spec in FAMILIES:
                                   "symmetric": rep.symmetric, "messages": int(sent),
                                   "seconds_ok": all(np.isfinite(v) and v >= 0 for v in rep.seconds.values())}),
                       flush=True)
+
+# Large enough that a rank's products for a supernode run in several pieces (about 2 MFlop
+# each: direct/selinv_plan.hpp's product_pieces), with messages handled between them.
+A = sp.csr_matrix(gallery.from_spec("poisson3d:16"))
+dense = np.linalg.inv(A.toarray()) if comm.rank == 0 else None
+for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):
+    lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, **options)
+    S = lu.selected_inverse(symmetric=form == "symmetric")
+    if comm.rank == 0:
+        C = S.tocoo()
+        print(json.dumps({"family": "pieces", "form": form, "rows": A.shape[0],
+                          "err": float(np.abs(C.data - dense[C.row, C.col]).max() / np.abs(dense).max())}), flush=True)
 
 if comm.size % 2 == 0:  # a grid of two layers is refused, on every rank, with the reason
     A = sp.csr_matrix(gallery.from_spec("poisson2d:8"))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -151,19 +152,27 @@ class SelinvNumbers {
   }
   void hold(std::int64_t slot, const double* v, std::int64_t n) { s_.buf_[slot].assign(v, v + n); }
   const double* held(std::int64_t slot) const { return s_.buf_[slot].data(); }
-  // Z(R_x, C_y) L^(C_y, K) and U^(K, R_x) Z(R_x, C_y) (the latter unsymmetric only).
-  void products(std::int64_t k, const double* lt, const double* ut) {
+  std::int64_t pieces(std::int64_t k) {
+    bounds_ = product_pieces(blk(), s_.grid_, k, w(k), s_.x_, s_.y_, s_.plan_.symmetric);
+    return static_cast<std::int64_t>(bounds_.size()) - 1;
+  }
+  // One piece of Z(R_x, C_y) L^(C_y, K) (summed over the pieces) and U^(K, R_x) Z(R_x, C_y)
+  // (its columns; unsymmetric only): the columns of C_y in the piece's blocks.
+  void products(std::int64_t k, const double* lt, const double* ut, std::int64_t piece) {
     const std::int64_t wk = w(k);
     s_.split_.compute(blk(), s_.grid_, k);
     const std::int64_t rx = s_.split_.rows[s_.x_], cy = s_.split_.cols[s_.y_];
-    gather_z(k);
-    s_.P_.resize(static_cast<std::size_t>(rx * wk));
-    gemm(false, true, rx, wk, cy, s_.G_.data(), rx, lt, wk, 0.0, s_.P_.data());
-    s_.flops_ += 2.0 * static_cast<double>(rx * cy * wk);
+    const auto [c0, c1] = gather_z(k, bounds_[piece], bounds_[piece + 1]);
+    if (piece == 0) {
+      s_.P_.assign(static_cast<std::size_t>(rx * wk), 0.0);
+      if (ut != nullptr) s_.Q_.assign(static_cast<std::size_t>(wk * cy), 0.0);
+    }
+    const std::int64_t nc = c1 - c0;
+    gemm(false, true, rx, wk, nc, s_.G_.data(), rx, lt + wk * c0, wk, 1.0, s_.P_.data());
+    s_.flops_ += 2.0 * static_cast<double>(rx * nc * wk);
     if (ut == nullptr) return;
-    s_.Q_.resize(static_cast<std::size_t>(wk * cy));
-    gemm(false, false, wk, cy, rx, ut, wk, s_.G_.data(), rx, 0.0, s_.Q_.data());
-    s_.flops_ += 2.0 * static_cast<double>(rx * cy * wk);
+    gemm(false, false, wk, nc, rx, ut, wk, s_.G_.data(), rx, 0.0, s_.Q_.data() + wk * c0);
+    s_.flops_ += 2.0 * static_cast<double>(rx * nc * wk);
   }
   const double* row_part() const { return s_.P_.data(); }
   const double* col_part() const { return s_.Q_.data(); }
@@ -216,14 +225,22 @@ class SelinvNumbers {
   bool in_group(std::int64_t b, int x, int y) const {
     return blk().sn[b] % s_.grid_.px == x && blk().sn[b] % s_.grid_.py == y;
   }
-  // Z(R_x, C_y) into G (|R_x| x |C_y|): each pair of K's blocks (J in R_x, I in C_y) reads a
-  // block of Z held here, of I's column (J > I), of J's row (J < I) or diagonal (J = I), at
-  // the positions of K's rows in it.
-  void gather_z(std::int64_t k) {
+  // Z(R_x, C) into G (|R_x| x the columns of C_y among K's blocks [i0, i1)), returned as
+  // [c0, c1) in C_y: each pair of K's blocks (J in R_x, I in C_y) reads a block of Z held
+  // here, of I's column (J > I), of J's row (J < I) or diagonal (J = I), at the positions of
+  // K's rows in it.
+  std::pair<std::int64_t, std::int64_t> gather_z(std::int64_t k, std::int64_t i0, std::int64_t i1) {
     const SupernodalStructure& sym = s_.sym_;
     const SupernodeSplit& sp = s_.split_;
-    const std::int64_t rx = sp.rows[s_.x_], cy = sp.cols[s_.y_];
-    s_.G_.assign(static_cast<std::size_t>(rx * cy), 0.0);
+    std::int64_t c0 = sp.cols[s_.y_], c1 = c0;
+    for (std::int64_t t = i0; t < i1; ++t)
+      if (blk().sn[blk().col_ptr[k] + t] % s_.grid_.py == s_.y_) {
+        c0 = std::min(c0, sp.at_col[t]);
+        c1 = sp.at_col[t] + rows(blk().col_ptr[k] + t);
+      }
+    if (c1 < c0) c1 = c0;
+    const std::int64_t rx = sp.rows[s_.x_];
+    s_.G_.assign(static_cast<std::size_t>(rx * (c1 - c0)), 0.0);
     const std::int32_t* R = sym.rows.data() + sym.rows_ptr[k];
     const double* z = s_.z_.data();
     auto find_block = [&](std::int64_t col, std::int32_t sn) {
@@ -239,12 +256,13 @@ class SelinvNumbers {
       if (J % s_.grid_.px != s_.x_) continue;
       const std::int64_t mj = rows(bj), fJ = sym.sn_start[J], wJ = w(J);
       const std::int32_t* RJ = R + blk().lo[bj];
-      for (std::int64_t bi = blk().col_ptr[k], t = 0; bi < blk().col_ptr[k + 1]; ++bi, ++t) {
+      for (std::int64_t t = i0; t < i1; ++t) {
+        const std::int64_t bi = blk().col_ptr[k] + t;
         const std::int32_t I = blk().sn[bi];
         if (I % s_.grid_.py != s_.y_) continue;
         const std::int64_t mi = rows(bi), fI = sym.sn_start[I];
         const std::int32_t* CI = R + blk().lo[bi];
-        double* g = s_.G_.data() + sp.at_row[i] + rx * sp.at_col[t];
+        double* g = s_.G_.data() + sp.at_row[i] + rx * (sp.at_col[t] - c0);
         if (J == I) {
           const double* zd = z + lay().diag_off[s_.store_.diag_index[J]];
           for (std::int64_t b = 0; b < mi; ++b)
@@ -268,11 +286,12 @@ class SelinvNumbers {
         }
       }
     }
+    return {c0, c1};
   }
 
   SelectedInversion2D& s_;
   std::vector<double> pack_;
-  std::vector<std::int64_t> pos_;
+  std::vector<std::int64_t> pos_, bounds_;  // scratch; the pieces of the products under way
 };
 
 SelectedInversion2D::SelectedInversion2D(MPI_Comm comm, const Topology& topo, const SolveLayout& layout,
@@ -312,7 +331,7 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
   flops_ = 0.0;
   engine_.reset_recorded();
   SelinvNumbers numbers(*this);
-  SelinvMachine<SelinvNumbers> machine(plan_, grid_, rank_, prep_plan_, inv_plan_, ns, numbers);
+  SelinvMachine<SelinvNumbers> machine(plan_, blocks_, grid_, rank_, prep_plan_, inv_plan_, numbers);
   auto kinds = [](const SelinvPhase& ph) {
     return [&ph](std::int64_t key) { return static_cast<int>(ph.role.at(static_cast<std::size_t>(key))); };
   };

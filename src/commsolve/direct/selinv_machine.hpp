@@ -5,12 +5,17 @@
 // prepare: the diagonal owners start their inverse triangles' broadcasts; an L (U) owner
 // forms its L^ (U^) blocks when L_KK^-1 (U_KK^-1) comes and, in the unsymmetric form, sends
 // each group across the diagonal at once.
-// invert: the rank takes its supernodes in descending order. At K it starts the broadcasts
-// it roots, then waits until K's broadcasts have reached it and every block of Z it finishes
-// for a supernode above K is final (the blocks its products read are among them); its
-// products go to K's reductions. Broadcasts are forwarded as they arrive; a reduction goes
-// up its tree once its last contribution is in; its root finishes the block of Z (a block of
-// K's column also gives its share of Z(K, K), and in the symmetric form its transpose).
+// invert: the rank enters its supernodes in descending order (a topological order of the
+// elimination tree from its root), at most `lookahead` of them at once; entering K starts the
+// broadcasts it roots (their data is known since prepare). An entered K is worked as soon as
+// K's broadcasts have reached the rank and the blocks of Z it holds for the supernodes of K's
+// structure are final (the blocks its products read are among them), in any order: subtrees
+// that do not wait for each other proceed at once. Its products go to K's reductions; they
+// run in pieces (product_pieces), one per call of step(), so that the engine handles the
+// messages that arrive meanwhile between them. Broadcasts are forwarded as they arrive; a
+// reduction goes up its tree once its last contribution is in; its root finishes the block
+// of Z (a block of K's column also gives its share of Z(K, K), and in the symmetric form its
+// transpose).
 //
 // A Backend provides (values may be null in a simulation):
 //   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
@@ -22,8 +27,10 @@
 //   const double* bcast_data(SelinvRole r, std::int64_t k);      // a broadcast this rank roots
 //   void hold(std::int64_t slot, const double* v, std::int64_t n); // a broadcast's data arrived
 //   const double* held(std::int64_t slot);
-//   void products(std::int64_t k, const double* lt, const double* ut);  // Z(R_x, C_y) times them
-//   const double* row_part(); const double* col_part();          // the products' results
+//   std::int64_t pieces(std::int64_t k);                         // K's products in pieces (product_pieces)
+//   void products(std::int64_t k, const double* lt, const double* ut, std::int64_t piece);
+//                                                                // Z(R_x, C_y) times them, one piece
+//   const double* row_part(); const double* col_part();          // the products' results, all pieces done
 //   void add(std::int64_t slot, std::int64_t n, const double* v); // into a reduction's sum (v null: nothing)
 //   const double* sum(std::int64_t slot);
 //   void release(std::int64_t slot);                             // a sum or held data no longer needed
@@ -39,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "direct/block_layout.hpp"
 #include "direct/selinv_plan.hpp"
 #include "trees/tree_plan.hpp"
 
@@ -47,11 +55,14 @@ namespace commsolve {
 template <class Backend>
 class SelinvMachine {
  public:
-  SelinvMachine(const SelinvPlan& plan, const ProcessGrid2D& grid, int rank, const TreePlan& prep,
-                const TreePlan& inv, std::int64_t nsuper, Backend& backend)
-      : plan_(plan), grid_(grid), rank_(rank), x_((rank - grid.base) / grid.py), y_((rank - grid.base) % grid.py),
-        prep_(prep), inv_(inv), pa_(plan_arrivals(prep, plan.prepare.set)), ia_(plan_arrivals(inv, plan.invert.set)),
-        ns_(nsuper), be_(backend) {}
+  static constexpr std::size_t lookahead = 32;  // supernodes entered and not yet worked, at most
+
+  SelinvMachine(const SelinvPlan& plan, const SupernodeBlocks& blocks, const ProcessGrid2D& grid, int rank,
+                const TreePlan& prep, const TreePlan& inv, Backend& backend)
+      : plan_(plan), blocks_(blocks), grid_(grid), rank_(rank), x_((rank - grid.base) / grid.py),
+        y_((rank - grid.base) % grid.py), prep_(prep), inv_(inv), pa_(plan_arrivals(prep, plan.prepare.set)),
+        ia_(plan_arrivals(inv, plan.invert.set)), ns_(static_cast<std::int64_t>(blocks.col_ptr.size()) - 1),
+        be_(backend) {}
 
   std::int64_t prepare_expected() const { return pa_.expected; }
   std::int64_t invert_expected() const { return ia_.expected; }
@@ -107,10 +118,9 @@ class SelinvMachine {
         ++remaining_[k];
     }
     std::reverse(steps_.begin(), steps_.end());
-    frontier_ = ns_;
-    outstanding_ = 0;
-    next_ = 0;
-    entered_ = false;
+    active_.clear();
+    entered_ = worked_ = 0;
+    current_ = -1;
   }
   void invert_arrive(std::int64_t c, const double* v, std::int64_t n) {
     const SelinvPhase& ip = plan_.invert;
@@ -129,25 +139,31 @@ class SelinvMachine {
     if (ip.set.root[c] != rank_) be_.hold(s, v, n);
     have_[s] = 1;
   }
-  // One step of the descending walk, if it can go: true when it did.
+  // One piece of work: the next piece of the products under way; or, after entering
+  // supernodes while the lookahead allows, the start of an entered supernode that is ready
+  // (the highest). True when it did something.
   bool step() {
-    if (next_ == steps_.size()) return false;
-    const std::int64_t k = steps_[next_];
-    if (!entered_) {
-      for (; frontier_ > k + 1; --frontier_) outstanding_ += remaining_[frontier_ - 1];
-      enter(k);
-      entered_ = true;
+    if (current_ >= 0) {
+      next_piece();
+      return true;
     }
-    if (!ready(k)) return false;
-    work(k);
-    ++next_;
-    entered_ = false;
-    return true;
+    for (; entered_ < steps_.size() && active_.size() < lookahead; ++entered_) {
+      enter(steps_[entered_]);
+      active_.push_back(steps_[entered_]);
+    }
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      const std::int64_t k = active_[i];
+      if (!ready(k)) continue;
+      active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+      start(k);
+      return true;
+    }
+    return false;
   }
   bool finished() const {
-    return next_ == steps_.size() && std::all_of(remaining_.begin(), remaining_.end(), [](std::int32_t r) { return r == 0; });
+    return worked_ == steps_.size() && current_ < 0 && std::all_of(remaining_.begin(), remaining_.end(), [](std::int32_t r) { return r == 0; });
   }
-  std::size_t steps_done() const { return next_; }
+  std::size_t steps_done() const { return worked_; }
   std::size_t steps() const { return steps_.size(); }
 
  private:
@@ -187,7 +203,8 @@ class SelinvMachine {
     }
   }
   bool ready(std::int64_t k) const {
-    if (outstanding_ != 0) return false;  // a block of Z above K is not final here yet
+    for (std::int64_t b = blocks_.col_ptr[k]; b < blocks_.col_ptr[k + 1]; ++b)
+      if (remaining_[blocks_.sn[b]] != 0) return false;  // a block of Z(C, C) here is not final yet
     const SelinvPhase& ip = plan_.invert;
     for (std::int64_t c = ip.sn_ptr[k]; c < ip.sn_ptr[k + 1]; ++c) {
       const std::int64_t s = ia_.slot_of[c];
@@ -200,14 +217,31 @@ class SelinvMachine {
     return plan_.invert.set.root[c] == rank_ ? be_.bcast_data(static_cast<SelinvRole>(plan_.invert.role[c]), k)
                                               : be_.held(slot(c));
   }
+  // K is ready: its products here in pieces (step() goes on with them), or, where this rank
+  // has none, its zero shares at once.
+  void start(std::int64_t k) {
+    const std::int64_t cb = find(k, selinv_col_bcast, -1, y_), rb = find(k, selinv_row_bcast, x_, -1);
+    const bool product = cb >= 0 && slot(cb) >= 0 && has_rows(k) && (plan_.symmetric || slot(rb) >= 0);
+    if (!product) return finish(k, false);
+    current_ = k;
+    pieces_ = be_.pieces(k);
+    piece_ = 0;
+    next_piece();
+  }
+  void next_piece() {
+    const std::int64_t k = current_;
+    const std::int64_t cb = find(k, selinv_col_bcast, -1, y_), rb = find(k, selinv_row_bcast, x_, -1);
+    be_.products(k, bcast(cb, k), plan_.symmetric ? nullptr : bcast(rb, k), piece_++);
+    if (piece_ < pieces_) return;
+    current_ = -1;
+    finish(k, true);
+  }
   // This rank's products for K to K's reductions; a zero share to a reduction it only roots.
-  void work(std::int64_t k) {
+  void finish(std::int64_t k, bool product) {
+    ++worked_;
     const std::int64_t rr = slot(find(k, selinv_row_reduce, x_, -1)), cr = slot(find(k, selinv_col_reduce, -1, y_));
     const std::int64_t dr = slot(find(k, selinv_diag_reduce, -1, -1));
-    const std::int64_t cb = find(k, selinv_col_bcast, -1, y_), rb = find(k, selinv_row_bcast, x_, -1);
-    const bool product = cb >= 0 && slot(cb) >= 0 && rr >= 0 && (plan_.symmetric || slot(rb) >= 0);
     if (product) {
-      be_.products(k, bcast(cb, k), plan_.symmetric ? nullptr : bcast(rb, k));
       if (!plan_.symmetric) contribute(cr, be_.col_part());  // before the Row-Reduce may finish here
       contribute(rr, be_.row_part());
     } else {
@@ -253,12 +287,10 @@ class SelinvMachine {
     }
     final_event(k);
   }
-  void final_event(std::int64_t k) {
-    --remaining_[k];
-    if (k >= frontier_) --outstanding_;
-  }
+  void final_event(std::int64_t k) { --remaining_[k]; }
 
   const SelinvPlan& plan_;
+  const SupernodeBlocks& blocks_;
   const ProcessGrid2D grid_;
   int rank_, x_, y_;
   const TreePlan& prep_;
@@ -270,9 +302,9 @@ class SelinvMachine {
   std::vector<int> waiting_;             // per invert slot: contributions still to come (own included)
   std::vector<std::int32_t> steps_;      // the supernodes this rank takes part in, descending
   std::vector<std::int32_t> remaining_;  // per supernode: blocks of Z still to be finished here
-  std::int64_t frontier_ = 0, outstanding_ = 0;  // remaining_ summed over supernodes >= frontier_
-  std::size_t next_ = 0;
-  bool entered_ = false;
+  std::vector<std::int32_t> active_;     // entered, not started yet (descending)
+  std::size_t entered_ = 0, worked_ = 0;
+  std::int64_t current_ = -1, piece_ = 0, pieces_ = 0;  // the supernode whose products are under way
 };
 
 }  // namespace commsolve

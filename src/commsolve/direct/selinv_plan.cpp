@@ -138,6 +138,28 @@ SelinvPlan selinv_plan(const SupernodalStructure& sym, const SupernodeBlocks& bl
   return plan;
 }
 
+std::vector<std::int64_t> product_pieces(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k,
+                                         std::int64_t width, int x, int y, bool symmetric) {
+  std::int64_t rows = 0;
+  for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
+    if (blocks.sn[b] % grid.px == x) rows += blocks.hi[b] - blocks.lo[b];
+  const double per_column = (symmetric ? 2.0 : 4.0) * static_cast<double>(rows * width);
+  const std::int64_t nb = blocks.col_ptr[k + 1] - blocks.col_ptr[k];
+  std::vector<std::int64_t> bounds{0};
+  double flops = 0.0;
+  for (std::int64_t i = 0; i < nb; ++i) {
+    const std::int64_t b = blocks.col_ptr[k] + i;
+    if (blocks.sn[b] % grid.py != y) continue;
+    flops += per_column * static_cast<double>(blocks.hi[b] - blocks.lo[b]);
+    if (flops >= selinv_piece_flops) {
+      bounds.push_back(i + 1);
+      flops = 0.0;
+    }
+  }
+  if (bounds.back() != nb) bounds.push_back(nb);
+  return bounds;
+}
+
 std::vector<CommStats> selinv_stats_virtual(const SelinvPlan& plan, const TreeShape& shape, const Topology& topo) {
   std::vector<CommStats> out = tree_stats_virtual(plan.prepare.set, shape, topo, plan.prepare.role, selinv_steps);
   const std::vector<CommStats> b = tree_stats_virtual(plan.invert.set, shape, topo, plan.invert.role, selinv_steps);

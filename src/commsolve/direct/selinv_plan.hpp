@@ -71,6 +71,15 @@ struct SupernodeSplit {
   void compute(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k);
 };
 
+// A rank's products for supernode K, cut into pieces of about `selinv_piece_flops` between
+// K's blocks (the message engine handles arrivals between pieces, so that a rank inside a
+// long product still forwards what its trees pass through it): piece p covers blocks
+// [bounds[p], bounds[p + 1]) of K (positions in K's list; those of process column y are its
+// columns). Both forms; `width` is K's.
+inline constexpr double selinv_piece_flops = 2.0 * 1024 * 1024;
+std::vector<std::int64_t> product_pieces(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k,
+                                         std::int64_t width, int x, int y, bool symmetric);
+
 // Every rank's planned statistics of both phases, steps as SelinvRole (each message an 8-byte
 // key and the collective's doubles).
 std::vector<CommStats> selinv_stats_virtual(const SelinvPlan& plan, const TreeShape& shape, const Topology& topo);

@@ -57,11 +57,20 @@ class CostBackend {
   const double* bcast_data(SelinvRole, std::int64_t) const { return nullptr; }
   void hold(std::int64_t, const double*, std::int64_t n) { sim_.copy(rank_, 16.0 * static_cast<double>(n), compute); }
   const double* held(std::int64_t) const { return nullptr; }
-  void products(std::int64_t k, const double*, const double*) {
-    const std::int64_t rx = rows(k, x_), cy = cols(k, y_), wk = w(k);
-    sim_.copy(rank_, 16.0 * static_cast<double>(rx * cy), compute);  // Z(R_x, C_y) gathered
-    product(rx, wk, cy);
-    if (!sh_.plan.symmetric) product(wk, cy, rx);
+  std::int64_t pieces(std::int64_t k) {
+    bounds_ = product_pieces(sh_.blocks, sh_.grid, k, w(k), x_, y_, sh_.plan.symmetric);
+    return static_cast<std::int64_t>(bounds_.size()) - 1;
+  }
+  void products(std::int64_t k, const double*, const double*, std::int64_t piece) {
+    std::int64_t nc = 0;  // the piece's columns of C_y
+    for (std::int64_t t = bounds_[piece]; t < bounds_[piece + 1]; ++t) {
+      const std::int64_t b = sh_.blocks.col_ptr[k] + t;
+      if (sh_.blocks.sn[b] % sh_.grid.py == y_) nc += sh_.blocks.hi[b] - sh_.blocks.lo[b];
+    }
+    const std::int64_t rx = rows(k, x_), wk = w(k);
+    sim_.copy(rank_, 16.0 * static_cast<double>(rx * nc), compute);  // its part of Z(R_x, C_y) gathered
+    product(rx, wk, nc);
+    if (!sh_.plan.symmetric) product(wk, nc, rx);
   }
   const double* row_part() const { return nullptr; }
   const double* col_part() const { return nullptr; }
@@ -99,14 +108,17 @@ class CostBackend {
   const Shared& sh_;
   Simulator& sim_;
   int rank_, x_, y_;
+  std::vector<std::int64_t> bounds_;  // the pieces of the products under way
 };
 
 class SelinvProcess final : public Process {
  public:
   SelinvProcess(const Shared& sh, TreePlan prep, TreePlan inv) : sh_(sh), prep_(std::move(prep)), inv_(std::move(inv)) {}
   void start(Simulator& sim, int rank) override {
+    sim_ = &sim;
+    rank_ = rank;
     backend_.emplace(sh_, sim, rank);
-    machine_.emplace(sh_.plan, sh_.grid, rank, prep_, inv_, sh_.sym.nsuper(), *backend_);
+    machine_.emplace(sh_.plan, sh_.blocks, sh_.grid, rank, prep_, inv_, *backend_);
     machine_->prepare_start();
     maybe_invert();
   }
@@ -134,16 +146,25 @@ class SelinvProcess final : public Process {
     inverting_ = true;
     backend_->op = invert_op;
     machine_->invert_start();
-    while (machine_->step()) {
-    }
     for (const Message& m : early_) arrive(m);
     early_.clear();
+    work();
   }
   void arrive(const Message& msg) {
     ++inverted_;
     machine_->invert_arrive(msg.key, nullptr, msg.values);
-    while (machine_->step()) {
+    work();
+  }
+  // One piece of idle work, then the messages that came meanwhile, as the engine takes them.
+  void work() {
+    if (!resuming_ && machine_->step()) {
+      resuming_ = true;
+      sim_->resume(rank_);
     }
+  }
+  void resume(Simulator&, int) override {
+    resuming_ = false;
+    work();
   }
 
   const Shared& sh_;
@@ -151,7 +172,9 @@ class SelinvProcess final : public Process {
   std::optional<CostBackend> backend_;
   std::optional<SelinvMachine<CostBackend>> machine_;
   std::int64_t prepared_ = 0, inverted_ = 0;  // messages of each phase arrived
-  bool inverting_ = false;
+  bool inverting_ = false, resuming_ = false;  // resuming_: a resume is pending
+  Simulator* sim_ = nullptr;
+  int rank_ = 0;
   std::vector<Message> early_;
 };
 

@@ -2,7 +2,9 @@
 // rank's tree plans of both phases, run by the same SelinvMachine the MPI run drives
 // (direct/selinv_machine.hpp), over a backend that prices the dense products, copies and
 // sums instead of doing them. A rank starts the invert phase once its prepare messages are
-// in, as the MPI run does (messages of the next phase wait, as under their own tag).
+// in, as the MPI run does (messages of the next phase wait, as under their own tag); it
+// works one supernode at a time and handles the messages that came meanwhile before the
+// next (Simulator::resume), as the engine's idle work goes.
 // Statistics steps as SelinvRole; time goes to "compute" (the products, triangular
 // multiplications and sums) and "comm" (packing and the messages); the engine adds idle.
 #pragma once

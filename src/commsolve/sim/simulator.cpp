@@ -103,6 +103,15 @@ void Simulator::search(int rank, std::int64_t entries, int category) {
   spend(rank, t, category);
 }
 
+void Simulator::resume(int rank) {
+  Message m;
+  m.src = m.dest = rank;
+  m.arrival = m.sent = clock_[rank];  // >= every event handled so far: the heap stays in time order
+  m.seq = seq_++;
+  m.resume = true;
+  heap_.push(m);
+}
+
 void Simulator::send(int rank, const Send& msg) {
   spend(rank, end_cost(msg.receives), msg.category);
   const int dest = msg.dest;
@@ -157,6 +166,10 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
       continue;
     }
     const int r = m.dest;
+    if (m.resume) {
+      procs[r]->resume(*this, r);
+      continue;
+    }
     if (m.arrival > clock_[r]) {  // the rank had nothing to do until this message came
       waits_[r].push_back({m.arrival, m.src, m.sent});
       spend(r, m.arrival - clock_[r], procs[r]->waiting_category());

@@ -111,6 +111,7 @@ struct Message : Send {
   // interface (the event's time) and `left` when the rank's interface was done with it.
   bool departing = false;
   double left = 0;
+  bool resume = false;  // not a message: the rank's process asked to go on (Simulator::resume)
 };
 
 class Simulator;
@@ -123,6 +124,8 @@ class Process {
   virtual bool done() const = 0;
   // The category an idle wait counts as while the rank waits (e.g. an inter-grid receive).
   virtual int waiting_category() const { return idle; }
+  // Called when a resume the process asked for (Simulator::resume) comes up.
+  virtual void resume(Simulator&, int) {}
 };
 
 struct RankTime {
@@ -180,6 +183,11 @@ class Simulator {
   // which decide whether compute() reads them from the cache or from memory.
   void set_working_set(int rank, double bytes);
   void send(int rank, const Send& msg);
+  // Hands `rank`'s process control again (Process::resume) once every message that arrived
+  // for it by its present clock has been handled: a message-driven engine that checks for
+  // messages between pieces of work (MessageEngine::run's idle work) does one piece, asks to
+  // resume, and so lets the messages that came meanwhile in before the next piece.
+  void resume(int rank);
   // A local copy or pack of `bytes` (memory traffic, counted as the given category).
   void copy(int rank, double bytes, int category);
   // Matching a message against a queue of posted receives (or a receive against the
