@@ -4,6 +4,7 @@
 # make bench-factor   also installs SuperLU_DIST, compares the LU factorization with it
 # make bench-amg      also installs PETSc/hypre, compares AMG-PCG with BoomerAMG, GAMG, pyamg
 # make bench-sparsify also installs hypre, compares sparsified AMG with hypre's non-Galerkin
+# make bench-selinv   also installs MUMPS, compares selected inversion with its inverse entries
 PYTHON ?= python3
 NP ?= 4
 export OMPI_ALLOW_RUN_AS_ROOT ?= 1
@@ -13,7 +14,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify clean
+.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -49,6 +50,10 @@ bench-amg: build
 bench-sparsify: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/sparsify.py
+
+bench-selinv: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/selinv.py
 
 clean:
 	rm -rf build

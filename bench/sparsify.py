@@ -46,10 +46,9 @@ import scipy.sparse as sp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from spmv_local import machine  # noqa: E402
+from spmv_local import machine, mpi_job  # noqa: E402
 
 from commsolve import gallery  # noqa: E402
-from commsolve.launch import mpi_env  # noqa: E402
 
 PEER = os.path.expanduser("~/.cache/commsolve/peers/hypre_amg")
 # (label, method, lumping) of commsolve's hierarchies; gamma per problem below
@@ -88,15 +87,6 @@ def write_csr(A, path):
         A.data.astype(np.float64).tofile(f)
 
 
-def mpirun(nprocs, argv, timeout=3600):
-    env = dict(mpi_env(nprocs), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    proc = subprocess.run([shutil.which("mpiexec"), "-n", str(nprocs), *argv], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return proc.stdout
-
-
 def summary(runs, levels):
     """Medians over the repetitions; the levels of the first."""
     ok = [r for r in runs if r.get("iterations")]
@@ -112,7 +102,7 @@ def commsolve_run(spec, nprocs, repeat, method, gamma, lumping):
     argv = [sys.executable, "-m", "mpi4py", os.path.join(HERE, "sparsify_run.py"), spec, str(repeat)]
     if method:
         argv += [method, gamma, *([lumping] if lumping else [])]
-    out = json.loads([line for line in mpirun(nprocs, argv).splitlines() if line.startswith("{")][-1])
+    out = json.loads([line for line in mpi_job(nprocs, argv).splitlines() if line.startswith("{")][-1])
     return summary(out["runs"], out["levels"])
 
 
@@ -124,7 +114,7 @@ def hypre_levels(text):
 
 
 def hypre_run(path, nprocs, repeat, gamma=None):
-    text = mpirun(nprocs, [build_peer(), path, str(repeat), *(gamma.split(",") if gamma else [])])
+    text = mpi_job(nprocs, [build_peer(), path, str(repeat), *(gamma.split(",") if gamma else [])])
     runs = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
     for r in runs:
         r["converged"] = r["rel_residual"] <= 1e-8

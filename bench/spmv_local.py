@@ -51,6 +51,22 @@ def write_results(path, doc):
     print(f"wrote {path}", file=sys.stderr)
 
 
+def mpi_job(nprocs, argv, timeout=3600):
+    """Runs ``argv`` under ``mpiexec -n nprocs`` with one thread per rank; its stdout (a
+    RuntimeError with the end of stderr if it fails)."""
+    import shutil
+    import subprocess
+
+    from commsolve.launch import mpi_env
+
+    env = dict(mpi_env(nprocs), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run([shutil.which("mpiexec"), "-n", str(nprocs), *argv], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
 def triad(reps=10):
     return list(_core.stream_triad_bandwidth(40_000_000, reps))
 

@@ -227,6 +227,38 @@ def simulate_amg(gen, matrix, procs, ppn, profile, strategy, method, sparsify, g
     click.echo(as_json_text(out) if as_json else format_amg_iteration(out, name))
 
 
+def _per_tree_shape(workload, title, study, format_out, gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid,
+                    tree, max_supernode):
+    """The subcommands that compare tree shapes on a supernodal factor's PrxPc grid:
+    ``study(A, S, (pr, pc), topology, shapes, profile, timeline, trace)`` returns the summary
+    and {shape: SimResult}."""
+    need_one_source(gen, matrix)
+    from .. import trees as rc
+    from ..direct import symbolic
+    from ..sim import simulation_profile
+    from ..sim.study import MAX_SIM_RANKS
+    from ..topology import blocked_topology
+
+    shapes = split_list(tree)
+    pr, pc = grid_2d(grid, MAX_SIM_RANKS)
+    outputs = _outputs(plot, timeline, goal, pr * pc)
+
+    def run():
+        for s in shapes:
+            rc.check_shape(s)
+        prof = simulation_profile(profile)
+        A = load_matrix(gen, matrix)
+        S = symbolic(A, max_supernode=max_supernode)
+        return study(A, S, (pr, pc), blocked_topology(pr * pc, ppn or prof.ppn), shapes, prof, bool(timeline),
+                     bool(goal))
+
+    out, results = offline(run)
+    name = gen or str(matrix)
+    out = {"matrix": name, "workload": workload, "grid": [pr, pc], **out}
+    _write_outputs(results, outputs, f"{name}: {title} on {pr}x{pc}, profile {out['profile']}")
+    click.echo(as_json_text(out) if as_json else format_out(out, name))
+
+
 @simulate.command(name="trees")
 @_common
 @click.option("--grid", required=True, help="Process grid PrxPc.")
@@ -238,36 +270,17 @@ def simulate_amg(gen, matrix, procs, ppn, profile, strategy, method, sparsify, g
         f"{workload_hint(ctx, 'simulate', 'trees', 'trees')}")
 def simulate_trees(gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid, tree, max_supernode, seed,
                    flat_threshold):
-    """Selected inversion's restricted collectives per tree shape, all in flight at once (the
-    engine's own logic)."""
-    need_one_source(gen, matrix)
-    from .. import trees as rc
+    """Selected inversion's Col-Bcast and Row-Reduce collectives per tree shape, all in flight
+    at once (the engine's own logic)."""
     from .. import workloads
-    from ..direct import symbolic
-    from ..sim import simulation_profile
-    from ..sim.study import MAX_SIM_RANKS, format_shapes, simulate_shapes
-    from ..topology import blocked_topology
+    from ..sim.study import format_shapes, simulate_shapes
 
-    shapes = split_list(tree)
-    pr, pc = grid_2d(grid, MAX_SIM_RANKS)
-    outputs = _outputs(plot, timeline, goal, pr * pc)
+    def study(A, S, grid, topo, shapes, prof, timeline, trace):
+        return simulate_shapes(workloads.selinv_collectives(S, grid), topo, shapes, prof, seed=seed,
+                               flat_threshold=flat_threshold, timeline=timeline, trace=trace)
 
-    def run():
-        for s in shapes:
-            rc.check_shape(s)
-        prof = simulation_profile(profile)
-        S = symbolic(load_matrix(gen, matrix), max_supernode=max_supernode)
-        C = workloads.selinv_collectives(S, (pr, pc))
-        topo = blocked_topology(pr * pc, ppn or prof.ppn)
-        return simulate_shapes(C, topo, shapes, prof, seed=seed, flat_threshold=flat_threshold,
-                               timeline=bool(timeline), trace=bool(goal))
-
-    out, results = offline(run)
-    name = gen or str(matrix)
-    out = {"matrix": name, "workload": "trees", "grid": [pr, pc], **out}
-    _write_outputs(results, outputs, f"{name}: selected inversion's collectives on {pr}x{pc}, profile "
-                                     f"{out['profile']}")
-    click.echo(as_json_text(out) if as_json else format_shapes(out, name))
+    _per_tree_shape("trees", "selected inversion's collectives", study, format_shapes, gen, matrix, profile, ppn,
+                    plot, timeline, goal, as_json, grid, tree, max_supernode)
 
 
 @simulate.command(name="selinv")
@@ -287,31 +300,13 @@ def simulate_selinv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
     order the MPI run takes them, its products priced; predicted time, speedup over flat
     trees, communication/computation ratio and the Col-Bcast and Row-Reduce volumes per rank
     (the PSelInv paper's Table I and Figures 7-8)."""
-    need_one_source(gen, matrix)
-    from .. import trees as rc
-    from ..direct import symbolic
-    from ..sim import selinv_schedule, simulation_profile
+    from ..sim import selinv_schedule
     from ..sim.selinv import format_shape_study, shape_study
-    from ..sim.study import MAX_SIM_RANKS
-    from ..topology import blocked_topology
 
-    shapes = split_list(tree)
-    pr, pc = grid_2d(grid, MAX_SIM_RANKS)
-    outputs = _outputs(plot, timeline, goal, pr * pc)
-
-    def run():
-        for s in shapes:
-            rc.check_shape(s)
-        prof = simulation_profile(profile)
-        A = load_matrix(gen, matrix)
-        S = symbolic(A, max_supernode=max_supernode)
-        schedule = selinv_schedule(S, (pr, pc), form == "symmetric", seed=seed, flat_threshold=flat_threshold)
-        out, results = shape_study(schedule, blocked_topology(pr * pc, ppn or prof.ppn), shapes, prof,
-                                   timeline=bool(timeline), trace=bool(goal))
+    def study(A, S, grid, topo, shapes, prof, timeline, trace):
+        schedule = selinv_schedule(S, grid, form == "symmetric", seed=seed, flat_threshold=flat_threshold)
+        out, results = shape_study(schedule, topo, shapes, prof, timeline=timeline, trace=trace)
         return {"rows": int(A.shape[0]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), **out}, results
 
-    out, results = offline(run)
-    name = gen or str(matrix)
-    out = {"matrix": name, "workload": "selinv", "grid": [pr, pc], **out}
-    _write_outputs(results, outputs, f"{name}: parallel selected inversion on {pr}x{pc}, profile {out['profile']}")
-    click.echo(as_json_text(out) if as_json else format_shape_study(out, name))
+    _per_tree_shape("selinv", "parallel selected inversion", study, format_shape_study, gen, matrix, profile, ppn,
+                    plot, timeline, goal, as_json, grid, tree, max_supernode)

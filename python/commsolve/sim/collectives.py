@@ -11,11 +11,20 @@ from .. import _core, trees
 from .models import compute_model, network_model, simulation_profile
 from .result import SimResult
 
-__all__ = ["CollectivesSchedule", "simulate_collectives"]
+__all__ = ["CollectivesSchedule", "TreeChoice", "simulate_collectives"]
+
+
+class TreeChoice:
+    """Mixin of the schedules run on trees: their ``shape``, ``seed`` and ``flat_threshold``
+    fields make ``tree``, a TreeShape (C++'s defaults where None)."""
+
+    @property
+    def tree(self):
+        return trees.tree_shape(self.shape, self.seed, self.flat_threshold)
 
 
 @dataclass
-class CollectivesSchedule:
+class CollectivesSchedule(TreeChoice):
     """A set of restricted collectives (:class:`commsolve.trees.Collectives`) and the tree
     shape that carries them (a name, with ``seed`` and ``flat_threshold``; C++'s defaults
     where None)."""
@@ -24,10 +33,6 @@ class CollectivesSchedule:
     shape: str | None = None
     seed: int | None = None
     flat_threshold: int | None = None
-
-    @property
-    def tree(self):
-        return trees.tree_shape(self.shape, self.seed, self.flat_threshold)
 
 
 def simulate_collectives(schedule, topology, profile, timeline=False, trace=False):

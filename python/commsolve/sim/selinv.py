@@ -8,9 +8,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import _core, trees
+from .. import _core
 from ..direct.options import make_layout
 from ..direct.selinv import role_volumes
+from .collectives import TreeChoice
 from .models import compute_model, network_model, simulation_profile
 from .result import SimResult
 
@@ -19,7 +20,7 @@ __all__ = ["SelinvSchedule", "selinv_schedule", "simulate_selinv", "comm_compute
 
 
 @dataclass
-class SelinvSchedule:
+class SelinvSchedule(TreeChoice):
     """Selected inversion on ``layout`` (a SolveLayout on a 2D grid) in the ``symmetric`` or
     unsymmetric form, every collective carried by the tree shape ``shape`` (with ``seed`` and
     ``flat_threshold``; C++'s defaults where None)."""
@@ -29,10 +30,6 @@ class SelinvSchedule:
     shape: str | None = None
     seed: int | None = None
     flat_threshold: int | None = None
-
-    @property
-    def tree(self):
-        return trees.tree_shape(self.shape, self.seed, self.flat_threshold)
 
 
 def selinv_schedule(structure, grid, symmetric=True, shape=None, seed=None, flat_threshold=None):

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 

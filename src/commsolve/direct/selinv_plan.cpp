@@ -156,7 +156,8 @@ std::vector<std::int64_t> product_pieces(const SupernodeBlocks& blocks, const Pr
       flops = 0.0;
     }
   }
-  if (bounds.back() != nb) bounds.push_back(nb);
+  if (flops > 0.0 || bounds.size() == 1) bounds.push_back(nb);
+  else bounds.back() = nb;  // blocks after the last column of C_y join the last piece
   return bounds;
 }
 
