@@ -35,11 +35,11 @@ def selinv_collectives(structure, grid, symmetric=True, roles=("col_bcast", "row
     known = _core.selinv_role_names()
     keep = [known.index(r) for r in roles]  # a ValueError names an unknown role
     _, invert = _core.selinv_plan(make_layout(structure, (Pr, Pc, 1)), bool(symmetric))
-    core, role = invert["set"], invert["role"]
-    ptr, part = core.part_ptr, core.part
-    chosen = [c for c in range(len(core)) if role[c] in keep]
-    return Collectives(list(range(len(chosen))), [int(core.kind[c]) for c in chosen], [int(core.root[c]) for c in chosen],
-                       [part[ptr[c]:ptr[c + 1]].tolist() for c in chosen], [int(core.count[c]) for c in chosen])
+    core = invert["set"]
+    ptr, part, kind, root, count = core.part_ptr, core.part, core.kind, core.root, core.count  # one copy each
+    chosen = np.nonzero(np.isin(invert["role"], keep))[0]
+    return Collectives(list(range(chosen.size)), kind[chosen].tolist(), root[chosen].tolist(),
+                       [part[ptr[c]:ptr[c + 1]].tolist() for c in chosen], count[chosen].tolist())
 
 
 def sptrsv_collectives(structure, grid, upper=False):

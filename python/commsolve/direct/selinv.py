@@ -79,9 +79,8 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
     i64 = lambda v: np.ascontiguousarray(v, dtype=np.int64)  # noqa: E731
     f64 = lambda v: np.ascontiguousarray(v, dtype=np.float64)  # noqa: E731
     # Z[p, q] is A^-1[col_order[p], row_order[q]] / (col_scale, row_scale) there, as serially
-    indptr, indices, data = core.entries_csr(i64(a.col_order), i64(a.row_order), f64(a.pivoting.col_scale),
-                                             f64(a.pivoting.row_scale))
-    local = sp.csr_matrix((data, indices, indptr), shape=lu.shape)
+    rows, cols, vals = core.entries(i64(a.col_order), i64(a.row_order), f64(a.pivoting.col_scale),
+                                    f64(a.pivoting.row_scale))
     comm = lu.comm
     every = comm.allgather([mine["prepare"], mine["invert"], mine["total"]])
     parts = ("prepare", "invert", "total")
@@ -91,18 +90,32 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
                           float(comm.allreduce(core.flops, op=mpi().SUM)),
                           CommStats(core.recorded_stats_array()), CommStats(core.planned_stats_array()),
                           shape.name, form)
+    n = lu.shape[0]
     if not gather:
-        return local, report
-    pieces = comm.gather(local.tocoo(), root=lu.root)
-    if comm.rank != lu.root:
-        return None, report
-    rows = np.concatenate([p.row for p in pieces])
-    cols = np.concatenate([p.col for p in pieces])
-    vals = np.concatenate([p.data for p in pieces])
-    whole = sp.csr_matrix((vals, (rows, cols)), shape=lu.shape)
-    if whole.nnz != rows.size:
-        raise RuntimeError("selected inversion: two ranks returned the same entry")
-    return whole, report
+        return _csr(n, rows, cols, vals), report
+    whole = _gather_triples(comm, lu.root, rows, cols, vals)
+    return (None if whole is None else _csr(n, *whole)), report
+
+
+def _csr(n, rows, cols, vals):
+    """Distinct triples as scipy CSR (two counting sorts in C++, no comparison sort)."""
+    indptr, indices, data = _core.triples_csr(n, rows, cols, vals)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _gather_triples(comm, root, *arrays):
+    """Collective: every rank's (rows, cols, values) concatenated on ``root`` (None
+    elsewhere), by MPI_Gatherv of the arrays themselves (no pickling)."""
+    counts = comm.gather(len(arrays[0]), root=root)
+    out = []
+    for a in arrays:
+        buf = None
+        if comm.rank == root:
+            buf = np.empty(sum(counts), dtype=a.dtype)
+            buf = [buf, (counts, None)]
+        comm.Gatherv(np.ascontiguousarray(a), buf, root=root)
+        out.append(buf[0] if buf is not None else None)
+    return tuple(out) if comm.rank == root else None
 
 
 def role_volumes(per_rank_stats, role, received=False):

@@ -52,6 +52,19 @@ void bind_selinv(nb::module_& m) {
   }, "layout"_a, "shape"_a, "topology"_a, "symmetric"_a,
      "Every rank's planned statistics of selected inversion on the layout's grid: (ranks, roles, 8).");
 
+  m.def("triples_csr", [](std::int64_t n, In<std::int32_t> rows, In<std::int32_t> cols, In<double> values) {
+    const std::int64_t nnz = static_cast<std::int64_t>(rows.shape(0));
+    require_len(cols, nnz, "cols");
+    require_len(values, nnz, "values");
+    SelectedCsr c;
+    {
+      nb::gil_scoped_release nogil;
+      c = triples_csr(n, rows.data(), cols.data(), values.data(), nnz);
+    }
+    return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)), to_numpy(std::move(c.data)));
+  }, "n"_a, "rows"_a, "cols"_a, "values"_a,
+     "Distinct triples as CSR of n rows (columns ascending), by two counting sorts -> (indptr, indices, data).");
+
   nb::class_<SelectedInversion2D>(m, "SelectedInversion", "Parallel selected inversion on a TriSolve's factors.")
       .def("__init__", [](SelectedInversion2D* self, const TriSolve& t, const TreeShape& shape, bool symmetric) {
         grid_2d(t.layout());
@@ -71,20 +84,22 @@ void bind_selinv(nb::module_& m) {
         d["total"] = t.total;
         return d;
       }, "Collective. Returns this rank's seconds (prepare, invert, total).")
-      .def("entries_csr", [](const SelectedInversion2D& s, In<std::int64_t> row_of, In<std::int64_t> col_of,
-                             In<double> row_scale, In<double> col_scale) {
+      .def("entries", [](const SelectedInversion2D& s, In<std::int64_t> row_of, In<std::int64_t> col_of,
+                         In<double> row_scale, In<double> col_scale) {
         const std::int64_t n = static_cast<std::int64_t>(row_of.shape(0));
         require_len(col_of, n, "col_of");
         require_len(row_scale, n, "row_scale");
         require_len(col_scale, n, "col_scale");
-        SelectedCsr c;
+        SelectedEntries z;
         {
           nb::gil_scoped_release nogil;
-          c = selected_csr(n, s.entries(), row_of.data(), col_of.data(), row_scale.data(), col_scale.data());
+          z = s.entries();
+          map_entries(z, row_of.data(), col_of.data(), row_scale.data(), col_scale.data());
         }
-        return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)), to_numpy(std::move(c.data)));
+        return nb::make_tuple(to_numpy(std::move(z.row)), to_numpy(std::move(z.col)), to_numpy(std::move(z.value)));
       }, "row_of"_a, "col_of"_a, "row_scale"_a, "col_scale"_a,
-           "This rank's entries of Z mapped to A^-1's (as SparseLU.selected_inverse maps them) -> CSR arrays.")
+           "This rank's entries of Z mapped to A^-1's (as SparseLU.selected_inverse maps them) -> (rows, cols, "
+           "values).")
       .def("planned_stats_array", [](const SelectedInversion2D& s) { return stats_array(s.planned()); })
       .def("recorded_stats_array", [](const SelectedInversion2D& s) { return stats_array(s.recorded()); })
       .def_prop_ro("flops", &SelectedInversion2D::flops);

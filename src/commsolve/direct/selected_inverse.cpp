@@ -135,29 +135,46 @@ SelectedEntries selected_inverse(const SupernodalLU& lu) {
   return out;
 }
 
-SelectedCsr selected_csr(std::int64_t n, const SelectedEntries& z, const std::int64_t* row_of,
-                         const std::int64_t* col_of, const double* row_scale, const double* col_scale) {
+void map_entries(SelectedEntries& z, const std::int64_t* row_of, const std::int64_t* col_of, const double* row_scale,
+                 const double* col_scale) {
+  for (std::size_t k = 0; k < z.value.size(); ++k) {
+    const std::int64_t i = row_of[z.row[k]], j = col_of[z.col[k]];
+    z.row[k] = static_cast<std::int32_t>(i);
+    z.col[k] = static_cast<std::int32_t>(j);
+    z.value[k] *= row_scale[i] * col_scale[j];
+  }
+}
+
+SelectedCsr triples_csr(std::int64_t n, const std::int32_t* row, const std::int32_t* col, const double* value,
+                        std::int64_t nnz) {
+  // by column (stable), then by row (stable): each row's entries come out by ascending column
+  std::vector<std::int64_t> count(static_cast<std::size_t>(n + 1), 0);
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    require(row[k] >= 0 && row[k] < n && col[k] >= 0 && col[k] < n, "triples_csr: an entry outside the matrix");
+    ++count[col[k] + 1];
+  }
+  for (std::int64_t i = 0; i < n; ++i) count[i + 1] += count[i];
+  std::vector<std::int64_t> by_col(static_cast<std::size_t>(nnz));
+  for (std::int64_t k = 0; k < nnz; ++k) by_col[count[col[k]]++] = k;
   SelectedCsr out;
-  const std::size_t nnz = z.value.size();
   out.indptr.assign(static_cast<std::size_t>(n + 1), 0);
-  for (std::size_t k = 0; k < nnz; ++k) ++out.indptr[row_of[z.row[k]] + 1];
+  for (std::int64_t k = 0; k < nnz; ++k) ++out.indptr[row[k] + 1];
   for (std::int64_t i = 0; i < n; ++i) out.indptr[i + 1] += out.indptr[i];
   std::vector<std::int64_t> fill(out.indptr.begin(), out.indptr.end() - 1);
-  std::vector<std::pair<std::int32_t, double>> tmp(nnz);
-  for (std::size_t k = 0; k < nnz; ++k) {
-    const std::int64_t i = row_of[z.row[k]], j = col_of[z.col[k]];
-    tmp[fill[i]++] = {static_cast<std::int32_t>(j), row_scale[i] * z.value[k] * col_scale[j]};
-  }
-  for (std::int64_t i = 0; i < n; ++i)
-    std::sort(tmp.begin() + out.indptr[i], tmp.begin() + out.indptr[i + 1],
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-  out.indices.resize(nnz);
-  out.data.resize(nnz);
-  for (std::size_t k = 0; k < nnz; ++k) {
-    out.indices[k] = tmp[k].first;
-    out.data[k] = tmp[k].second;
+  out.indices.resize(static_cast<std::size_t>(nnz));
+  out.data.resize(static_cast<std::size_t>(nnz));
+  for (std::int64_t k : by_col) {
+    const std::int64_t at = fill[row[k]]++;
+    out.indices[at] = col[k];
+    out.data[at] = value[k];
   }
   return out;
+}
+
+SelectedCsr selected_csr(std::int64_t n, SelectedEntries z, const std::int64_t* row_of, const std::int64_t* col_of,
+                         const double* row_scale, const double* col_scale) {
+  map_entries(z, row_of, col_of, row_scale, col_scale);
+  return triples_csr(n, z.row.data(), z.col.data(), z.value.data(), static_cast<std::int64_t>(z.value.size()));
 }
 
 }  // namespace commsolve

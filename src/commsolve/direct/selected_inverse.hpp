@@ -22,15 +22,23 @@ struct SelectedEntries {
 // Every entry of (L U)^-1 in the pattern of L + U (diagonal blocks dense), as triples.
 SelectedEntries selected_inverse(const SupernodalLU& lu);
 
-// The entries of A^-1 = D_c Q (L U)^-1 P D_r as CSR (columns ascending in each row): Z's entry
-// (a, b) is A^-1's (row_of[a], col_of[b]) times row_scale[row_of[a]] col_scale[col_of[b]].
-// A counting sort by row, then each row sorted: no global sort.
+// Z's entries as A^-1 = D_c Q (L U)^-1 P D_r's, in place: Z's entry (a, b) becomes A^-1's
+// (row_of[a], col_of[b]), times row_scale[row_of[a]] col_scale[col_of[b]].
+void map_entries(SelectedEntries& z, const std::int64_t* row_of, const std::int64_t* col_of, const double* row_scale,
+                 const double* col_scale);
+
+// Triples (no two alike) as CSR of n rows, columns ascending in each row: two stable counting
+// sorts, by column then by row (O(nnz + n), no comparisons).
 struct SelectedCsr {
   std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
   std::vector<double> data;
 };
-SelectedCsr selected_csr(std::int64_t n, const SelectedEntries& z, const std::int64_t* row_of,
-                         const std::int64_t* col_of, const double* row_scale, const double* col_scale);
+SelectedCsr triples_csr(std::int64_t n, const std::int32_t* row, const std::int32_t* col, const double* value,
+                        std::int64_t nnz);
+
+// map_entries, then triples_csr.
+SelectedCsr selected_csr(std::int64_t n, SelectedEntries z, const std::int64_t* row_of, const std::int64_t* col_of,
+                         const double* row_scale, const double* col_scale);
 
 }  // namespace commsolve

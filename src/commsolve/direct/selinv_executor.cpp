@@ -366,6 +366,9 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
 SelectedEntries SelectedInversion2D::entries() const {
   SelectedEntries out;
   const LocalLayout2D& lay = store_.layout;
+  out.row.reserve(static_cast<std::size_t>(lay.total));
+  out.col.reserve(static_cast<std::size_t>(lay.total));
+  out.value.reserve(static_cast<std::size_t>(lay.total));
   auto put = [&](std::int64_t i, std::int64_t j, double v) {
     out.row.push_back(static_cast<std::int32_t>(i));
     out.col.push_back(static_cast<std::int32_t>(j));
