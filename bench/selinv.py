@@ -19,11 +19,13 @@ gallery's surrogates of the paper's matrices (elasticity3d for audikw_1, dg3d fo
 DG_PNF14000). Simulated strong scaling: the same schedules replayed by the discrete-event
 simulator (commsolve.sim.simulate_selinv) on --grids with the --profile machine (edison:
 Cray XC30, 24 ranks a node), per tree shape: predicted time, speedup over flat trees,
-communication/computation ratio, beside the paper's reported figures.
+communication/computation ratio, beside the paper's reported figures; and the same schedule
+with the computation, the network's rates or its latencies scaled (--sense-matrix on
+--sense-grid), to show which regime favours trees.
 
     python3 bench/selinv.py [--procs 1,2] [--repeat 3] [--table-grids 46x46,110x110]
                             [--grids 16x16,32x32,46x46,64x64,110x110] [--profile edison]
-                            [--parts measured,table1,simulated]
+                            [--parts measured,table1,simulated,sensitivity]
 
 writes bench/results/selinv.json (with the machine) and bench/results/selinv.png; with
 --parts, only those parts are run and replace theirs in an existing JSON.
@@ -165,6 +167,45 @@ def scaling(args):
     return out
 
 
+def sensitivity(args):
+    """Why the simulated trees differ from the paper's: the same schedule on --sense-grid with
+    the profile as it is, with computation 100x faster (communication alone), with every
+    network rate 100x lower (bandwidth-bound) and with every latency 10x lower."""
+    from commsolve.model import load_profile
+    from commsolve.sim import selinv_schedule, simulate
+
+    S = direct.symbolic(gallery.from_spec(args.sense_matrix))
+    pr, pc = (int(v) for v in args.sense_grid.split("x"))
+    topo = blocked_topology(pr * pc, 24)
+
+    def variant(change):
+        prof = load_profile(args.profile)
+        change(prof)
+        times = {s: simulate(selinv_schedule(S, (pr, pc), True, s), topo, prof).predicted_s for s in SHAPES}
+        return {"predicted_s": times, "speedup_over_flat": {s: times["flat"] / t for s, t in times.items()}}
+
+    def scale(d, f):
+        for k in d:
+            d[k] *= f
+
+    def slow_network(p):
+        scale(p.rate, 0.01)
+        scale(p.injection, 0.01)
+
+    def fast_latency(p):
+        scale(p.alpha, 0.1)
+        p.overhead *= 0.1
+
+    def fast_compute(p):
+        for k in ("flop_rate", "bandwidth", "copy_rate"):
+            p.compute[k] *= 100
+
+    print(f"  sensitivity: {args.sense_matrix} on {args.sense_grid}", file=sys.stderr, flush=True)
+    return {"matrix": args.sense_matrix, "grid": args.sense_grid,
+            "as_is": variant(lambda p: None), "compute_100x_faster": variant(fast_compute),
+            "network_rates_100x_lower": variant(slow_network), "latency_10x_lower": variant(fast_latency)}
+
+
 def plot(doc, path):
     import matplotlib
 
@@ -208,7 +249,9 @@ def main():
     ap.add_argument("--scale-matrices", default="elasticity3d:40")
     ap.add_argument("--grids", default="16x16,32x32,46x46,64x64,110x110")
     ap.add_argument("--profile", default="edison")
-    ap.add_argument("--parts", default="measured,table1,simulated")
+    ap.add_argument("--sense-matrix", default="elasticity3d:30")
+    ap.add_argument("--sense-grid", default="46x46")
+    ap.add_argument("--parts", default="measured,table1,simulated,sensitivity")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "selinv.json"))
     args = ap.parse_args()
     args.procs = [int(p) for p in args.procs.split(",")]
@@ -220,7 +263,7 @@ def main():
     parts = args.parts.split(",")
     t0 = time.perf_counter()
     doc = {}
-    if set(parts) != {"measured", "table1", "simulated"} and os.path.exists(args.out):
+    if set(parts) != {"measured", "table1", "simulated", "sensitivity"} and os.path.exists(args.out):
         with open(args.out) as f:
             doc = json.load(f)
     doc.update({"benchmark": "selinv", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
@@ -232,6 +275,8 @@ def main():
         doc["table1"] = table1(args)
     if "simulated" in parts:
         doc["simulated"] = scaling(args)
+    if "sensitivity" in parts:
+        doc["sensitivity"] = sensitivity(args)
     doc[f"wall_s_{'_'.join(parts)}"] = time.perf_counter() - t0
     write_results(args.out, doc)
     plot(doc, os.path.splitext(args.out)[0] + ".png")
@@ -247,6 +292,10 @@ def main():
         for grid, g in t["grids"].items():
             print(f"Table I {spec} on {grid}: Col-Bcast std shifted/flat "
                   f"{g['colbcast_std_shifted_over_flat']:.2f} (paper, audikw_1 on 46x46: 0.40)")
+    for name, v in doc["sensitivity"].items():
+        if isinstance(v, dict):
+            print(f"sensitivity {doc['sensitivity']['matrix']} {doc['sensitivity']['grid']} {name}: " + ", ".join(
+                f"{k} {t:.2f}x flat" for k, t in v["speedup_over_flat"].items()))
     for spec, s in doc["simulated"].items():
         for g, run in s["grids"].items():
             print(f"simulated {spec} {g}: " + ", ".join(
