@@ -1,4 +1,4 @@
-"""Parallel selected inversion under mpiexec (issue 32): grids 1x1, 1x2, 2x1 and 2x2, every
+"""Parallel selected inversion under mpiexec (issue 32): grids 1x1, 1x2, 2x1, 2x2 and 2x3, every
 gallery family, the symmetric form (where the factorization is symmetric) and the
 unsymmetric one, every tree shape. The selected entries equal numpy's dense inverse (to
 rounding) and hold the pattern of A^T and the diagonal; every rank's own entries make up the
@@ -10,7 +10,7 @@ from conftest import json_lines, mpirun
 
 from commsolve.trees import SHAPES
 
-GRIDS = [(1, 1), (1, 2), (2, 1), (2, 2)]
+GRIDS = [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3)]
 FAMILIES = {"poisson2d": 2, "poisson2d9": 2, "poisson3d": 2, "poisson3d27": 2, "aniso2d": 2, "convdiff2d": 1,
             "kkt3d": 1, "random": 1}  # family: forms (symmetric ones have both)
 _cache = {}
@@ -46,6 +46,14 @@ def test_products_in_several_pieces_give_the_dense_inverse(px, py):
     rows = [r for r in results(px, py) if r["family"] == "pieces"]
     assert {r["form"] for r in rows} == {"symmetric", "unsymmetric"}
     assert all(r["rows"] == 4096 and r["err"] <= 1e-12 for r in rows), rows
+    assert sum(r["split_supernodes"] for r in rows) > 0  # the case the test is for did happen
+
+
+@pytest.mark.parametrize("px,py", GRIDS, ids=[f"{px}x{py}" for px, py in GRIDS])
+def test_the_form_chosen_by_default_and_the_warning_of_replaced_pivots(px, py):
+    (r,) = [r for r in results(px, py) if r["family"] == "auto"]
+    assert r["chosen"] == {"alike": True, "defaults": False}  # MC64's scaling makes rows and columns differ
+    assert r["replaced"] > 0 and len(r["warnings"]) == 1 and "nearby matrix" in r["warnings"][0]
 
 
 @pytest.mark.parametrize("px,py", GRIDS[1:], ids=[f"{px}x{py}" for px, py in GRIDS[1:]])
@@ -83,7 +91,7 @@ def test_cli_selinv_on_two_ranks_reports_json_and_checks_against_scipy():
 
 
 def test_cli_selinv_symmetric_form_and_its_refusal():
-    p = _cli("selinv", "--gen", "poisson3d:8", "-np", "2", "--form", "symmetric", "--row-perm", "none")
+    p = _cli("selinv", "--gen", "poisson3d:8", "-np", "2", "--form", "symmetric")  # no matching, no scaling then
     assert p.returncode == 0, p.stderr
     assert "symmetric form" in p.stdout and "dense inverse (numpy)" in p.stdout and "recorded == planned: yes" in p.stdout
     p = _cli("selinv", "--gen", "convdiff2d:20", "-np", "1", "--form", "symmetric")

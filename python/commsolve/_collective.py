@@ -128,6 +128,23 @@ def run_agreed(comm, fn, *args, **kwargs):
     return result
 
 
+def or_abort(comm, where, fn, *args):
+    """``fn(*args)`` on this rank; if it raises (a failure of this rank alone, after which the
+    others would wait forever for its messages), the reason on stderr and the job aborted
+    (MPI_Abort, exit 1) on more than one rank; re-raised on one."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 -- any local failure strands the other ranks
+        if comm is None or comm.size == 1:
+            raise
+        import sys
+
+        sys.stderr.write(f"commsolve: {where} failed on rank {comm.rank} ({type(e).__name__}: {e}); the other ranks "
+                         "wait for its messages: aborting the job\n")
+        sys.stderr.flush()
+        comm.Abort(1)
+
+
 def install_abort_hook():
     """Make an uncaught exception on one rank abort the whole MPI job (MPI_Abort) instead of
     leaving the other ranks waiting forever, as ``python -m mpi4py`` does, for scripts run

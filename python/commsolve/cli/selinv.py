@@ -17,15 +17,18 @@ from .common import (TREE_CHOICE, as_json_text, guarded, json_option, launch_opt
 @click.option("--tree", type=TREE_CHOICE, default=None,
               help="Shape of every broadcast and reduction tree (Col-Bcast, Row-Reduce, ...) [default: binary].")
 @click.option("--form", type=click.Choice(["auto", "symmetric", "unsymmetric"]), default="auto", show_default=True,
-              help="symmetric: A = A^T with rows and columns ordered and scaled alike (needs --row-perm none; "
-              "half the products); auto: symmetric where the factorization allows it.")
+              help="symmetric: for A = A^T, half the products (factored with rows and columns ordered and scaled "
+              "alike: no row permutation, no equilibration, unless given); auto: symmetric where the "
+              "factorization allows it.")
 @click.option("--repeat", type=click.IntRange(1), default=3, show_default=True, help="Timed selected inversions.")
 @max_supernode_option
 @ppn_option()
-@click.option("--equil/--no-equil", default=True, show_default=True,
-              help="Equilibrate (row and column scaling) where the matrix is badly scaled.")
-@click.option("--row-perm", type=click.Choice(ROW_PERMS), default=ROW_PERMS[0], show_default=True,
-              help="Row permutation for a large diagonal (MC64's job, with its scaling), or none.")
+@click.option("--equil/--no-equil", default=None,
+              help="Equilibrate (row and column scaling) where the matrix is badly scaled [default: no with --form "
+              "symmetric, yes otherwise].")
+@click.option("--row-perm", type=click.Choice(ROW_PERMS), default=None,
+              help=f"Row permutation for a large diagonal (MC64's job, with its scaling), or none [default: none "
+              f"with --form symmetric, {ROW_PERMS[0]} otherwise].")
 @click.option("--columns", type=click.IntRange(1), default=8, show_default=True,
               help="Above 3,000 rows: columns of A^-1 the check computes by scipy's splu.")
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda ctx, p, v: tolerance(v),

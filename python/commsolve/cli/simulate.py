@@ -287,9 +287,9 @@ def simulate_trees(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gri
 @_common
 @click.option("--grid", required=True, help="Process grid PrxPc.")
 @click.option("--tree", default="flat,binary,shifted-binary", show_default=True, help="Comma-separated tree shapes.")
-@click.option("--form", type=click.Choice(["symmetric", "unsymmetric"]), default="symmetric", show_default=True,
-              help="The symmetric form (A = A^T: half the products, transposes across the diagonal) or the "
-              "unsymmetric one.")
+@click.option("--form", type=click.Choice(["auto", "symmetric", "unsymmetric"]), default="auto", show_default=True,
+              help="The symmetric form (A = A^T: half the products, transposes across the diagonal), the "
+              "unsymmetric one, or auto: symmetric if A = A^T.")
 @max_supernode_option
 @tree_seed_options
 @refuse("--procs", "--strategy", "--algorithm", "--nrhs", "--partition", "--allreduce",
@@ -304,7 +304,8 @@ def simulate_selinv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
     from ..sim.selinv import format_shape_study, shape_study
 
     def study(A, S, grid, topo, shapes, prof, timeline, trace):
-        schedule = selinv_schedule(S, grid, form == "symmetric", seed=seed, flat_threshold=flat_threshold)
+        symmetric = (A != A.T).nnz == 0 if form == "auto" else form == "symmetric"
+        schedule = selinv_schedule(S, grid, symmetric, seed=seed, flat_threshold=flat_threshold)
         out, results = shape_study(schedule, topo, shapes, prof, timeline=timeline, trace=trace)
         return {"rows": int(A.shape[0]), "supernodes": int(S.nsuper), "nnz_L": int(S.nnz_L), **out}, results
 

@@ -13,13 +13,14 @@ unless asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
-from .._collective import agree_args, mpi, run_agreed
+from .._collective import agree_args, mpi, or_abort, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
 from ..trees import tree_shape
@@ -34,7 +35,9 @@ class SelinvReport:
     """One selected inversion: the slowest rank's ``seconds`` (``prepare``, ``invert``,
     ``total``), ``max`` (each part's largest value over the ranks), the ``flops`` of all
     ranks, this rank's ``recorded`` and ``planned`` CommStats (steps: :data:`ROLES`), the
-    ``tree`` shape and the ``symmetric`` form."""
+    ``tree`` shape, the ``symmetric`` form, ``split_supernodes`` (products run in several
+    pieces, summed over the ranks) and ``warnings`` (e.g. replaced tiny pivots: the entries
+    are then those of a nearby matrix's inverse, which no refinement corrects)."""
 
     seconds: dict
     max: dict
@@ -43,6 +46,8 @@ class SelinvReport:
     planned: CommStats
     tree: str
     symmetric: bool
+    split_supernodes: int = 0  # supernodes whose products ran in several pieces, all ranks
+    warnings: list = field(default_factory=list)
 
 
 @watched("DistributedLU.selected_inverse")
@@ -56,6 +61,10 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
     unsymmetric one (False) or whichever the factorization allows (None; True needs it).
     ``gather``: the whole matrix as scipy CSR on the root rank (None elsewhere); False: each
     rank's own entries, as a CSR matrix of A's shape. Returns ``(matrix, SelinvReport)``.
+
+    Arguments that differ between the ranks, a 3D grid or an impossible form fail on every
+    rank alike; a failure on one rank during the run (memory, say) aborts the job, as the
+    others would otherwise wait forever for its messages.
     """
     shape = tree_shape(tree, seed, flat_threshold)
     agree_args(lu.comm, "DistributedLU.selected_inverse", tree=repr(shape), symmetric=symmetric, gather=bool(gather))
@@ -70,11 +79,12 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
     run_agreed(lu.comm, check)
     holds = lu.analysis.symmetric
     if symmetric and not holds:
-        raise ValueError("symmetric=True needs a symmetric factorization: A = A^T, the same ordering and scaling of "
-                         "rows and columns (factor with row_perm='none'); use symmetric=None or False")
+        raise ValueError("symmetric=True needs a symmetric factorization: A = A^T exactly, its rows and columns "
+                         "ordered and scaled alike (factor with row_perm='none', equil=False); use symmetric=None "
+                         "or False")
     form = holds if symmetric is None else bool(symmetric)
-    core = _core.SelectedInversion(lu._core, shape, form)
-    mine = core.run()
+    core = or_abort(lu.comm, "selected inversion", _core.SelectedInversion, lu._core, shape, form)
+    mine = or_abort(lu.comm, "selected inversion", core.run)
     a = lu.analysis
     i64 = lambda v: np.ascontiguousarray(v, dtype=np.int64)  # noqa: E731
     f64 = lambda v: np.ascontiguousarray(v, dtype=np.float64)  # noqa: E731
@@ -89,7 +99,12 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
                           dict(zip(parts, map(float, np.max(every, axis=0)))),
                           float(comm.allreduce(core.flops, op=mpi().SUM)),
                           CommStats(core.recorded_stats_array()), CommStats(core.planned_stats_array()),
-                          shape.name, form)
+                          shape.name, form, int(comm.allreduce(core.split_supernodes, op=mpi().SUM)))
+    if lu.tiny_pivots_replaced:
+        report.warnings.append(f"{lu.tiny_pivots_replaced} tiny pivots were replaced in the factorization: these are "
+                               "the entries of a nearby matrix's inverse (no refinement corrects them)")
+        if comm.rank == lu.root:
+            warnings.warn(report.warnings[-1], stacklevel=3)
     n = lu.shape[0]
     if not gather:
         return _csr(n, rows, cols, vals), report

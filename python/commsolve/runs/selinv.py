@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._collective import mpi, run_agreed
-from ..direct import LU_DEFAULTS, factor, parse_grid
+from ..direct import LU_DEFAULTS, ROW_PERMS, factor, parse_grid
 from ..direct.selinv import ROLES, role_volumes
 from ..gallery import parse_spec
 from ..parcsr import ParCSR
@@ -48,18 +48,23 @@ def check_entries(A, S, columns=8, seed=0):
 
 
 def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto", repeat=3, ppn=None,
-               max_supernode=LU_DEFAULTS["max_supernode"], equil=True, row_perm="mc64", columns=8, progress=None):
+               max_supernode=LU_DEFAULTS["max_supernode"], equil=None, row_perm=None, columns=8, progress=None):
     """Collective. The matrix, distributed by rows, is factored on a 2D grid (``grid`` "PxQ";
     default: the squarest), then its selected inverse is computed ``repeat`` times with
     ``tree`` trees in ``form`` ("auto", "symmetric", "unsymmetric"); the run of median
     total time is reported (its slowest rank), with every rank's statistics per role
-    (recorded, checked against the plan) and the check of the entries on rank 0. Returns the
-    result dict on rank 0, None elsewhere."""
+    (recorded, checked against the plan) and the check of the entries on rank 0. Static
+    pivoting as ``equil`` and ``row_perm`` say; by default none for the symmetric form (which
+    needs rows and columns alike), the solver's for the others. Returns the result dict on
+    rank 0, None elsewhere."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
     if repeat < 1 or form not in FORMS:
         raise ValueError(f"repeat must be at least 1 and form one of {', '.join(FORMS)}, got {repeat}, {form!r}")
     MPI = mpi()
+    symmetric = form == "symmetric"
+    row_perm = ("none" if symmetric else ROW_PERMS[0]) if row_perm is None else row_perm
+    equil = (not symmetric) if equil is None else equil
 
     def grid_2d():
         px, py, pz = parse_grid(grid, comm.size)
@@ -80,6 +85,7 @@ def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto"
         S = lu.selected_inverse(tree=tree, symmetric=FORMS[form])
         runs.append(lu.selinv)
     rep = runs[int(np.argsort([r.seconds["total"] for r in runs])[len(runs) // 2])]
+    pivoting = {"equil": bool(equil), "row_perm": row_perm, "tiny_pivots_replaced": int(lu.tiny_pivots_replaced)}
     stats_ok = comm.allreduce(int(all(r.recorded == r.planned for r in runs)), op=MPI.MIN) == 1
     per_rank = [CommStats(a) for a in comm.gather(rep.recorded.array, root=0) or []]
     if comm.rank != 0:
@@ -94,7 +100,8 @@ def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto"
         "nnz_LU": int(lu.nnz_LU), "supernodes": int(lu.structure.nsuper), "selected_entries": int(S.nnz),
         "factor_s": lu.factor_seconds["total"],
         "selinv_s": rep.seconds["total"], "prepare_s": rep.seconds["prepare"], "invert_s": rep.seconds["invert"],
-        "runs_s": [r.seconds["total"] for r in runs], "flops": rep.flops,
+        "runs_s": [r.seconds["total"] for r in runs], "flops": rep.flops, "static_pivoting": pivoting,
+        "split_supernodes": rep.split_supernodes, "warnings": rep.warnings,
         "gflops": rep.flops / rep.seconds["total"] / 1e9 if rep.seconds["total"] > 0 else None,
         "check_error": err, "check": method,
         "stats_recorded_equal_planned": bool(stats_ok),
@@ -129,6 +136,7 @@ def format_selinv(r):
         f"entries     {r['selected_entries']:,} of A^-1 (the pattern of the factors)",
         f"check       max |error| / max |A^-1| = {r['check_error']:.2e} against {r['check']}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
+        *(f"WARNING     {w}" for w in r["warnings"]),
     ]
     if r["nranks"] > 1:
         lines.append(f"  {'per rank (MB)':<22}{'min':>9}{'max':>9}{'median':>9}{'std':>9}")

@@ -102,7 +102,9 @@ void bind_selinv(nb::module_& m) {
            "values).")
       .def("planned_stats_array", [](const SelectedInversion2D& s) { return stats_array(s.planned()); })
       .def("recorded_stats_array", [](const SelectedInversion2D& s) { return stats_array(s.recorded()); })
-      .def_prop_ro("flops", &SelectedInversion2D::flops);
+      .def_prop_ro("flops", &SelectedInversion2D::flops)
+      .def_prop_ro("split_supernodes", &SelectedInversion2D::split_supernodes,
+                   "Supernodes whose products ran in several pieces on this rank (last run).");
 }
 
 }  // namespace commsolve::bindings

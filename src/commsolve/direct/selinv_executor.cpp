@@ -14,7 +14,10 @@ namespace commsolve {
 
 namespace {
 
-constexpr int prepare_tag = 41, invert_tag = 42;
+// Run r's prepare and invert messages travel under tags first_tag + 2 (r mod tag_cycle) and
+// the next: a rank that goes on to its next run while a peer is still in the last one (no
+// barrier between runs) cannot have its messages taken for the last run's.
+constexpr int first_tag = 100, tag_cycle = 1000;
 
 std::int64_t max_count(const SelinvPlan& p) {
   std::int64_t m = 1;
@@ -301,9 +304,9 @@ SelectedInversion2D::SelectedInversion2D(MPI_Comm comm, const Topology& topo, co
       plan_(selinv_plan(layout.sym(), layout.blocks(), grid_, symmetric)),
       engine_(comm, topo, max_count(plan_), 0, selinv_steps) {
   check_tree_shape(shape);
-  MPI_Comm_rank(comm, &rank_);
+  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   int size = 0;
-  MPI_Comm_size(comm, &size);
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   require(size == grid_.size(), "selected inversion: the grid has " + std::to_string(grid_.size()) +
                                     " ranks, the communicator " + std::to_string(size));
   require(topo.size() == size, "selected inversion: the topology has " + std::to_string(topo.size()) + " ranks");
@@ -311,6 +314,9 @@ SelectedInversion2D::SelectedInversion2D(MPI_Comm comm, const Topology& topo, co
   y_ = rank_ % grid_.py;
   prep_plan_ = build_tree_plan(plan_.prepare.set, rank_, shape, topo);
   inv_plan_ = build_tree_plan(plan_.invert.set, rank_, shape, topo);
+  // at most this many sends handed to MPI at once (the factorization's reason: a peer busy
+  // computing leaves thousands unreceived, and Open MPI walks its pending sends at every call)
+  engine_.set_window(std::max<std::int64_t>(64, 8 * (grid_.px + grid_.py)));
 }
 
 CommStats SelectedInversion2D::planned() const {
@@ -336,7 +342,8 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
     return [&ph](std::int64_t key) { return static_cast<int>(ph.role.at(static_cast<std::size_t>(key))); };
   };
 
-  engine_.set_tag(prepare_tag);
+  const int tag = first_tag + 2 * (runs_++ % tag_cycle);
+  engine_.set_tag(tag);
   engine_.set_kind_of(kinds(plan_.prepare));
   machine.prepare_start();
   engine_.run(machine.prepare_expected(),
@@ -345,7 +352,7 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
   t.prepare = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
-  engine_.set_tag(invert_tag);
+  engine_.set_tag(tag + 1);
   engine_.set_kind_of(kinds(plan_.invert));
   machine.invert_start();
   engine_.run(
@@ -355,6 +362,7 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
   if (!machine.finished())
     throw std::logic_error("selected inversion: work left after every message arrived (step " +
                            std::to_string(machine.steps_done()) + " of " + std::to_string(machine.steps()) + ")");
+  split_supernodes_ = machine.split_supernodes();
   buf_.clear();
   lt_.clear();
   ut_.clear();

@@ -41,6 +41,7 @@ class SelectedInversion2D {
   CommStats planned() const;  // steps as SelinvRole
   const CommStats& recorded() const { return engine_.recorded(); }
   double flops() const { return flops_; }
+  std::int64_t split_supernodes() const { return split_supernodes_; }  // of the last run: products in several pieces
 
  private:
   friend class SelinvNumbers;  // the machine's backend (selinv_executor.cpp)
@@ -62,6 +63,8 @@ class SelectedInversion2D {
   std::vector<double> G_, P_, Q_, pack_, share_;  // scratch
   SupernodeSplit split_;
   double flops_ = 0.0;
+  std::int64_t split_supernodes_ = 0;
+  int runs_ = 0;  // runs so far: each run's messages travel under tags of their own
 };
 
 }  // namespace commsolve

@@ -122,6 +122,7 @@ class SelinvMachine {
     active_.clear();
     entered_ = worked_ = 0;
     current_ = -1;
+    split_ = 0;
   }
   void invert_arrive(std::int64_t c, const double* v, std::int64_t n) {
     const SelinvPhase& ip = plan_.invert;
@@ -165,6 +166,7 @@ class SelinvMachine {
     return worked_ == steps_.size() && current_ < 0 && std::all_of(remaining_.begin(), remaining_.end(), [](std::int32_t r) { return r == 0; });
   }
   std::size_t steps_done() const { return worked_; }
+  std::int64_t split_supernodes() const { return split_; }  // whose products here ran in several pieces
   std::size_t steps() const { return steps_.size(); }
 
  private:
@@ -227,6 +229,7 @@ class SelinvMachine {
     current_ = k;
     pieces_ = be_.pieces(k);
     piece_ = 0;
+    if (pieces_ > 1) ++split_;
     next_piece();
   }
   void next_piece() {
@@ -306,6 +309,7 @@ class SelinvMachine {
   std::vector<std::int32_t> active_;     // entered, not started yet (descending)
   std::size_t entered_ = 0, worked_ = 0;
   std::int64_t current_ = -1, piece_ = 0, pieces_ = 0;  // the supernode whose products are under way
+  std::int64_t split_ = 0;
 };
 
 }  // namespace commsolve

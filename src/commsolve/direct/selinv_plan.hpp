@@ -71,8 +71,8 @@ struct SupernodeSplit {
   void compute(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k);
 };
 
-// A rank's products for supernode K, cut into pieces of about `selinv_piece_flops` between
-// K's blocks (the message engine handles arrivals between pieces, so that a rank inside a
+// A rank's products for supernode K, cut into pieces at K's block boundaries once about
+// `selinv_piece_flops` have gathered (one large block may make a larger piece) (the message engine handles arrivals between pieces, so that a rank inside a
 // long product still forwards what its trees pass through it): piece p covers blocks
 // [bounds[p], bounds[p + 1]) of K (positions in K's list; those of process column y are its
 // columns). Both forms; `width` is K's.
