@@ -230,12 +230,13 @@ class SelinvMachine {
     pieces_ = be_.pieces(k);
     piece_ = 0;
     if (pieces_ > 1) ++split_;
+    lt_ = bcast(cb, k);  // the data stays where it is until K is finished
+    ut_ = plan_.symmetric ? nullptr : bcast(rb, k);
     next_piece();
   }
   void next_piece() {
     const std::int64_t k = current_;
-    const std::int64_t cb = find(k, selinv_col_bcast, -1, y_), rb = find(k, selinv_row_bcast, x_, -1);
-    be_.products(k, bcast(cb, k), plan_.symmetric ? nullptr : bcast(rb, k), piece_++);
+    be_.products(k, lt_, ut_, piece_++);
     if (piece_ < pieces_) return;
     current_ = -1;
     finish(k, true);
@@ -310,6 +311,8 @@ class SelinvMachine {
   std::size_t entered_ = 0, worked_ = 0;
   std::int64_t current_ = -1, piece_ = 0, pieces_ = 0;  // the supernode whose products are under way
   std::int64_t split_ = 0;
+  const double* lt_ = nullptr;  // its broadcast data: L^(C_y, K)^T, U^(K, R_x)
+  const double* ut_ = nullptr;
 };
 
 }  // namespace commsolve

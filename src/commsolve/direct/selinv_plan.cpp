@@ -138,11 +138,16 @@ SelinvPlan selinv_plan(const SupernodalStructure& sym, const SupernodeBlocks& bl
   return plan;
 }
 
+std::int64_t structure_share(const SupernodeBlocks& blocks, std::int64_t k, int at, int p) {
+  std::int64_t n = 0;
+  for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
+    if (blocks.sn[b] % p == at) n += blocks.hi[b] - blocks.lo[b];
+  return n;
+}
+
 std::vector<std::int64_t> product_pieces(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k,
                                          std::int64_t width, int x, int y, bool symmetric) {
-  std::int64_t rows = 0;
-  for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b)
-    if (blocks.sn[b] % grid.px == x) rows += blocks.hi[b] - blocks.lo[b];
+  const std::int64_t rows = structure_share(blocks, k, x, grid.px);
   const double per_column = (symmetric ? 2.0 : 4.0) * static_cast<double>(rows * width);
   const std::int64_t nb = blocks.col_ptr[k + 1] - blocks.col_ptr[k];
   std::vector<std::int64_t> bounds{0};

@@ -71,6 +71,10 @@ struct SupernodeSplit {
   void compute(const SupernodeBlocks& blocks, const ProcessGrid2D& grid, std::int64_t k);
 };
 
+// Rows of supernode K's structure in the blocks whose supernode is `at` modulo `p`: |R_x|
+// (at = x, p = Px) or |C_y| (at = y, p = Py), one of SupernodeSplit's entries alone.
+std::int64_t structure_share(const SupernodeBlocks& blocks, std::int64_t k, int at, int p);
+
 // A rank's products for supernode K, cut into pieces at K's block boundaries once about
 // `selinv_piece_flops` have gathered (one large block may make a larger piece) (the message engine handles arrivals between pieces, so that a rank inside a
 // long product still forwards what its trees pass through it): piece p covers blocks

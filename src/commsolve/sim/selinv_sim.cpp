@@ -90,14 +90,8 @@ class CostBackend {
  private:
   std::int64_t w(std::int64_t k) const { return sh_.sym.sn_start[k + 1] - sh_.sym.sn_start[k]; }
   // |R_x| and |C_y| of supernode K
-  std::int64_t rows(std::int64_t k, int x) const { return share(k, x, sh_.grid.px); }
-  std::int64_t cols(std::int64_t k, int y) const { return share(k, y, sh_.grid.py); }
-  std::int64_t share(std::int64_t k, int at, int p) const {
-    std::int64_t n = 0;
-    for (std::int64_t b = sh_.blocks.col_ptr[k]; b < sh_.blocks.col_ptr[k + 1]; ++b)
-      if (sh_.blocks.sn[b] % p == at) n += sh_.blocks.hi[b] - sh_.blocks.lo[b];
-    return n;
-  }
+  std::int64_t rows(std::int64_t k, int x) const { return structure_share(sh_.blocks, k, x, sh_.grid.px); }
+  std::int64_t cols(std::int64_t k, int y) const { return structure_share(sh_.blocks, k, y, sh_.grid.py); }
   // An m x n x k GEMM: 2 m n k flops over its three operands.
   void product(std::int64_t m, std::int64_t n, std::int64_t k) {
     if (m == 0 || n == 0 || k == 0) return;

@@ -175,13 +175,40 @@ void add_stats(StepStats& st, int rank, const TreeLinks& l, std::int8_t kind, st
   add_link_stats(st, rank, l.parent, l.children.data(), l.children.size(),
                  kind == static_cast<std::int8_t>(CollectiveKind::broadcast), 8 + 8 * count, topo);
 }
-void add_stats(CommStats& s, int rank, const TreeLinks& l, std::int8_t kind, std::int64_t count,
-               const Topology& topo) {
-  add_stats(s.steps[kind], rank, l, kind, count, topo);
-}
 void check_steps(const CollectiveSet& set, const std::vector<std::int8_t>& step, int nsteps) {
   require(step.size() == set.size(), "collectives: one step per collective");
   for (std::int8_t s : step) require(s >= 0 && s < nsteps, "collectives: a step outside [0, nsteps)");
+}
+
+// Every rank's statistics, collective c's messages in step `step[c]` (its kind where `step` is
+// empty), `count_scale` times its count each.
+std::vector<CommStats> stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
+                                     const std::vector<std::int8_t>& step, int nsteps, std::int64_t count_scale) {
+  check_tree_shape(shape);
+  set.validate(topo.size());
+  std::vector<CommStats> stats(topo.size());
+  for (auto& s : stats) s.steps.resize(static_cast<std::size_t>(nsteps));
+  for (std::size_t c = 0; c < set.size(); ++c) {
+    CollectiveTree tree(set, c, shape, topo);
+    const std::int8_t st = step.empty() ? set.kind[c] : step[c];
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      add_stats(stats[set.part[k]].steps[st], set.part[k], tree.links(set.part[k]), set.kind[c],
+                set.count[c] * count_scale, topo);
+  }
+  return stats;
+}
+
+// One rank's, likewise.
+CommStats rank_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo,
+                     const std::vector<std::int8_t>& step, int nsteps, std::int64_t count_scale) {
+  CommStats s;
+  s.steps.resize(static_cast<std::size_t>(nsteps));
+  for (std::size_t i = 0; i < plan.index.size(); ++i) {
+    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
+    add_stats(s.steps[step.empty() ? set.kind[c] : step[c]], plan.rank, plan.links[i], set.kind[c],
+              set.count[c] * count_scale, topo);
+  }
+  return s;
 }
 
 }  // namespace
@@ -208,45 +235,19 @@ TreeLinks tree_links(const CollectiveSet& set, std::size_t c, int rank, const Tr
 
 std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
                                           std::int64_t count_scale) {
-  check_tree_shape(shape);
-  set.validate(topo.size());
-  std::vector<CommStats> stats(topo.size());
-  for (auto& s : stats) s.steps.resize(2);
-  for (std::size_t c = 0; c < set.size(); ++c) {
-    CollectiveTree tree(set, c, shape, topo);
-    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
-      add_stats(stats[set.part[k]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c] * count_scale,
-                topo);
-  }
-  return stats;
+  return stats_virtual(set, shape, topo, {}, 2, count_scale);
 }
 
 std::vector<CommStats> tree_stats_virtual(const CollectiveSet& set, const TreeShape& shape, const Topology& topo,
                                           const std::vector<std::int8_t>& step, int nsteps) {
-  check_tree_shape(shape);
-  set.validate(topo.size());
   check_steps(set, step, nsteps);
-  std::vector<CommStats> stats(topo.size());
-  for (auto& s : stats) s.steps.resize(static_cast<std::size_t>(nsteps));
-  for (std::size_t c = 0; c < set.size(); ++c) {
-    CollectiveTree tree(set, c, shape, topo);
-    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
-      add_stats(stats[set.part[k]].steps[step[c]], set.part[k], tree.links(set.part[k]), set.kind[c], set.count[c],
-                topo);
-  }
-  return stats;
+  return stats_virtual(set, shape, topo, step, nsteps, 1);
 }
 
 CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo,
                      const std::vector<std::int8_t>& step, int nsteps) {
   check_steps(set, step, nsteps);
-  CommStats s;
-  s.steps.resize(static_cast<std::size_t>(nsteps));
-  for (std::size_t i = 0; i < plan.index.size(); ++i) {
-    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    add_stats(s.steps[step[c]], plan.rank, plan.links[i], set.kind[c], set.count[c], topo);
-  }
-  return s;
+  return rank_stats(plan, set, topo, step, nsteps, 1);
 }
 
 TreePlan build_tree_plan(const CollectiveSet& set, int rank, const TreeShape& shape, const Topology& topo) {
@@ -303,13 +304,7 @@ PlanArrivals plan_arrivals(const TreePlan& plan, const CollectiveSet& set) {
 }
 
 CommStats tree_stats(const TreePlan& plan, const CollectiveSet& set, const Topology& topo, std::int64_t count_scale) {
-  CommStats s;
-  s.steps.resize(2);
-  for (std::size_t i = 0; i < plan.index.size(); ++i) {
-    const std::size_t c = static_cast<std::size_t>(plan.index[i]);
-    add_stats(s, plan.rank, plan.links[i], set.kind[c], set.count[c] * count_scale, topo);
-  }
-  return s;
+  return rank_stats(plan, set, topo, {}, 2, count_scale);
 }
 
 }  // namespace commsolve
