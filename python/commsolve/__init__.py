@@ -5,7 +5,7 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import amg, direct, gallery, io, model, partition, sim, stats, trees, tune, virtual, workloads
+from . import amg, dense, direct, gallery, io, model, partition, sim, stats, trees, tune, virtual, workloads
 from . import _watchdog
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
@@ -21,7 +21,7 @@ install_abort_hook()  # one rank's uncaught exception aborts the job, even under
 _watchdog.configure()  # COMMSOLVE_TIMEOUT: a rank stuck in one collective call aborts the job
 
 __all__ = [
-    "CollectiveError", "CommPlan", "amg", "CommStats", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
+    "CollectiveError", "CommPlan", "amg", "CommStats", "dense", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
     "sim", "trees", "tune", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual", "galerkin", "spgemm",

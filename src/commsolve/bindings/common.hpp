@@ -83,5 +83,6 @@ void bind_solve(nb::module_& m);
 void bind_parcsr(nb::module_& m);
 void bind_sim(nb::module_& m);
 void bind_selinv(nb::module_& m);
+void bind_dense(nb::module_& m);
 
 }  // namespace commsolve::bindings

@@ -27,4 +27,5 @@ NB_MODULE(_core, m) {
   bind_parcsr(m);
   bind_sim(m);
   bind_selinv(m);
+  bind_dense(m);
 }

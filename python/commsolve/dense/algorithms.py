@@ -1,0 +1,220 @@
+"""The 2.5D multiply and LU (Solomonik and Demmel) on MPI, with what they moved.
+
+On a grid (pr, pc, c) the inputs on layer 0 are used by all c layers: the multiply
+broadcasts A and B along z, each layer runs SUMMA over 1/c of the inner dimension and the
+partial products are summed back onto layer 0; LU eliminates step k on layer k mod c, whose
+trailing update only that layer applies, the panels summed along z first. Every move is a
+restricted collective on the message engine, counted per rank (recorded from what went
+through MPI, compared with the plan), and the same plans are counted without MPI at any
+scale (:func:`virtual_stats`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _core
+from .._collective import agree_args, mpi, or_abort
+from ..parcsr import resolve_topology
+from ..stats import CommStats
+from ..topology import make_topology
+from ..trees import tree_shape
+from .matrix import DEFAULT_NB, DistributedDense, parse_grid25
+
+__all__ = ["DenseReport", "DenseLU", "matmul", "lu", "virtual_stats", "words_leading_term", "ROLES"]
+
+ROLES = {kind: tuple(_core.dense_role_names(kind)) for kind in ("matmul", "lu")}
+
+
+def words_leading_term(kind, m, n, k, grid):
+    """The words of panels a rank receives, to leading order: (m k / pr + k n / pc) / c for
+    the multiply (2 n^2 / sqrt(c p) when square on a q x q x c grid), n^2 (1/pr + 1/pc) / (2c)
+    for LU (n^2 / sqrt(c p))."""
+    pr, pc, c = grid
+    if kind == "matmul":
+        return (m * k / pr + k * n / pc) / c
+    return n * n * (1 / pr + 1 / pc) / (2 * c)
+
+
+@dataclass
+class DenseReport:
+    """What one run did: the slowest rank's seconds (total and local BLAS), the flops of all
+    ranks, and every rank's recorded statistics per role (steps: :data:`ROLES`)."""
+
+    kind: str
+    shape: tuple  # (m, n, k): A m x k, B k x n; LU: (n, n, n)
+    grid: tuple
+    nb: int
+    tree: str
+    seconds: float
+    compute_seconds: float
+    flops: float
+    recorded: list = field(repr=False)  # CommStats per rank
+    planned_equal: bool = True
+
+    @property
+    def gflops(self):
+        return self.flops / self.seconds / 1e9 if self.seconds > 0 else float("nan")
+
+    def words_received(self):
+        """Per rank: the values received (bytes less each message's 8-byte key, over 8)."""
+        return np.array([(t["bytes_recv_intra"] + t["bytes_recv_inter"] - 8 * (t["msgs_recv_intra"] + t["msgs_recv_inter"]))
+                         / 8 for t in (s.total() for s in self.recorded)])
+
+    def words_formula(self):
+        m, n, k = self.shape
+        return words_leading_term(self.kind, m, n, k, self.grid)
+
+    def to_dict(self):
+        w = self.words_received()
+        roles = ROLES[self.kind]
+        per_role = np.array([s.array for s in self.recorded])  # (ranks, roles, 8)
+        recv_words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])) / 8
+        return {
+            "kind": self.kind, "shape": list(self.shape), "grid": "x".join(map(str, self.grid)), "nb": self.nb,
+            "tree": self.tree, "seconds": self.seconds, "compute_seconds": self.compute_seconds, "flops": self.flops,
+            "gflops": self.gflops, "planned_equal": self.planned_equal,
+            "words_received": {"max": float(w.max()), "mean": float(w.mean()), "min": float(w.min()),
+                               "formula": self.words_formula()},
+            "words_received_per_role_max": {r: float(recv_words[:, i].max()) for i, r in enumerate(roles)},
+            "messages_received_max": int(max(t["msgs_recv_intra"] + t["msgs_recv_inter"]
+                                             for t in (s.total() for s in self.recorded))),
+        }
+
+
+def _report(core, comm, kind, shape, grid, nb, tree, times):
+    every = comm.allgather((times["total"], times["compute"], core.flops, core.recorded_stats_array(),
+                            core.planned_stats_array()))
+    return DenseReport(kind, tuple(shape), tuple(grid), nb, tree, max(e[0] for e in every), max(e[1] for e in every),
+                       float(sum(e[2] for e in every)), [CommStats(e[3]) for e in every],
+                       all(np.array_equal(e[3], e[4]) for e in every))
+
+
+def _distributed(M, comm, grid, nb, name):
+    if isinstance(M, DistributedDense):
+        return M
+    if comm is None:
+        raise ValueError(f"{name} is a numpy array: give the communicator (comm=) to distribute it")
+    return DistributedDense.from_global(M, comm, grid, nb)
+
+
+def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False):
+    """Collective. C = A B by the 2.5D algorithm on ``grid`` (pr, pc, c) (or "2x2x2"; default
+    the squarest 2D grid of the communicator).
+
+    ``A`` and ``B`` are DistributedDense on one grid (C is too), or numpy arrays that every
+    rank passes alike (C then comes back whole on every rank). ``tree``: the shape of every
+    broadcast and reduction; ``topology``: a Topology, a virtual ranks-per-node count or
+    None for the real nodes. With ``report``, returns (C, DenseReport)."""
+    numpy_in = not isinstance(A, DistributedDense)
+    if isinstance(A, DistributedDense):
+        comm, grid, nb = A.comm, A.grid, A.nb
+    grid = parse_grid25(grid, comm.size) if comm is not None else grid
+    nb = DEFAULT_NB if nb is None else int(nb)
+    A = _distributed(A, comm, grid, nb, "A")
+    B = _distributed(B, comm, grid, nb, "B")
+    A.agree_layout(B, "matmul")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul: A is {A.shape[0]} x {A.shape[1]}, B {B.shape[0]} x {B.shape[1]}: inner sizes differ")
+    m, k, n = A.shape[0], A.shape[1], B.shape[1]
+    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree)
+    topo = resolve_topology(topology, comm)
+    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree))
+    x, y, z = A.position
+    rows, _ = A.global_indices()
+    _, cols = B.global_indices()
+    c = np.zeros(len(rows) * len(cols))
+    times = or_abort(comm, "the 2.5D multiply", core.run, A.flat(), B.flat(), c)
+    C = DistributedDense(c.reshape(len(rows), len(cols), order="F"), (m, n), A.nb, A.grid, comm)
+    out = C.to_global(root=None) if numpy_in else C
+    if not report:
+        return out
+    return out, _report(core, comm, "matmul", (m, n, k), A.grid, A.nb, str(tree), times)
+
+
+class DenseLU:
+    """The factors of a 2.5D LU: ``factors`` holds L (unit lower, below the diagonal) and U
+    (on and above it) on layer 0 as LAPACK's getrf stores them; ``report`` what the run did."""
+
+    def __init__(self, factors, report):
+        self.factors = factors
+        self.report = report
+
+    def _parts(self):
+        rows, cols = self.factors.global_indices()
+        F = self.factors.local
+        below = rows[:, None] > cols[None, :]
+        L = np.where(below, F, 0.0) + (rows[:, None] == cols[None, :])
+        U = np.where(below, 0.0, F)
+        return L, U
+
+    def L(self):
+        """L as a DistributedDense on the factors' grid."""
+        f = self.factors
+        return DistributedDense(self._parts()[0], f.shape, f.nb, f.grid, f.comm)
+
+    def U(self):
+        f = self.factors
+        return DistributedDense(self._parts()[1], f.shape, f.nb, f.grid, f.comm)
+
+    def growth(self, A):
+        """Collective. max |U| / max |A| (the growth factor's usual estimate)."""
+        MPI = mpi()
+        comm = self.factors.comm
+        a = comm.allreduce(float(np.abs(A.local).max(initial=0.0)), op=MPI.MAX)
+        u = comm.allreduce(float(np.abs(self._parts()[1]).max(initial=0.0)), op=MPI.MAX)
+        return u / a if a > 0 else float("nan")
+
+    def residual(self, A, tree="binary"):
+        """Collective. ||A - L U||_F / ||A||_F, L U formed by the 2.5D multiply on the same grid."""
+        MPI = mpi()
+        LU = matmul(self.L(), self.U(), tree=tree)
+        comm = self.factors.comm
+        num = comm.allreduce(float(np.sum((A.local - LU.local) ** 2)), op=MPI.SUM)
+        den = comm.allreduce(float(np.sum(A.local ** 2)), op=MPI.SUM)
+        return math.sqrt(num / den) if den > 0 else float("nan")
+
+
+PIVOTING = ("none",)
+
+
+def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topology=None):
+    """Collective. The LU factorization of the square ``A`` (a DistributedDense, or a numpy
+    array every rank passes alike) by the 2.5D algorithm on ``grid``, without pivoting (for
+    matrices that need none: diagonally dominant, SPD). A zero or non-finite pivot stops the
+    job with the column that met it. Returns a :class:`DenseLU`."""
+    if pivoting not in PIVOTING:
+        raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
+    if isinstance(A, DistributedDense):
+        comm, grid, nb = A.comm, A.grid, A.nb
+    grid = parse_grid25(grid, comm.size) if comm is not None else grid
+    A = _distributed(A, comm, grid, DEFAULT_NB if nb is None else int(nb), "A")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"lu: A is {A.shape[0]} x {A.shape[1]}, not square")
+    n = A.shape[0]
+    agree_args(comm, "dense.lu", n=n, grid=A.grid, nb=A.nb, tree=tree, pivoting=pivoting)
+    topo = resolve_topology(topology, A.comm)
+    core = _core.LU25D(A.comm.py2f(), topo, n, A.nb, A.grid, tree_shape(tree))
+    f = np.array(A.flat())
+    times = or_abort(A.comm, "the 2.5D LU", core.run, f)
+    F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, A.nb, A.grid, A.comm)
+    return DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times))
+
+
+def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None):
+    """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
+    LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI: a list of CommStats (steps:
+    :data:`ROLES`)."""
+    pr, pc, c = parse_grid25(grid, _size(grid))
+    topo = topology if topology is not None else make_topology(size=pr * pc * c, ppn=ppn)
+    arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo)
+    return [CommStats(a) for a in arr]
+
+
+def _size(grid):
+    if isinstance(grid, str):
+        return int(np.prod([int(v) for v in grid.lower().split("x")]))
+    return int(np.prod(grid))

@@ -1,0 +1,161 @@
+"""Dense matrices distributed block-cyclically on layer 0 of a 2.5D process grid.
+
+A grid (pr, pc, c) has pr x pc processes per layer and c layers; rank (x, y, z) is
+z * pr * pc + x * pc + y, so layer 0 is ScaLAPACK's row-major pr x pc grid and its blocks
+are laid out as ScaLAPACK lays them out (block row I on process row I mod pr, block column
+J on process column J mod pc, each rank's blocks in one column-major array). The other
+layers hold nothing between operations: the 2.5D algorithms replicate what they need.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _core
+
+__all__ = ["DistributedDense", "parse_grid25", "default_grid25", "random_entries"]
+
+DEFAULT_NB = 128
+
+
+def default_grid25(p):
+    """The squarest pr x pc single-layer grid of p ranks (pr <= pc)."""
+    pr = max(d for d in range(1, math.isqrt(p) + 1) if p % d == 0)
+    return pr, p // pr, 1
+
+
+def parse_grid25(grid, p):
+    """A (pr, pc, c) tuple from ``grid`` ("PRxPCxC", "PRxPC", a tuple, or None for
+    :func:`default_grid25`), checked to have ``p`` ranks (ValueError naming the grid)."""
+    if grid is None:
+        return default_grid25(p)
+    if isinstance(grid, str):
+        try:
+            dims = tuple(int(v) for v in grid.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"grid {grid!r}: expected PRxPCxC (e.g. 2x2x2) or PRxPC") from None
+    else:
+        dims = tuple(int(v) for v in grid)
+    if len(dims) == 2:
+        dims = dims + (1,)
+    if len(dims) != 3 or min(dims) < 1:
+        raise ValueError(f"grid {grid!r}: expected three positive extents PRxPCxC")
+    if dims[0] * dims[1] * dims[2] != p:
+        raise ValueError(f"grid {'x'.join(map(str, dims))} has {dims[0] * dims[1] * dims[2]} ranks, the "
+                         f"communicator {p}")
+    return dims
+
+
+def random_entries(rows, cols, seed):
+    """Entries (rows[i], cols[j]) of the random matrix numbered ``seed``: uniform in [-1, 1),
+    a counter-based hash of (seed, row, column), so any rank makes any block of it alone."""
+    r = np.asarray(rows, dtype=np.uint64)[:, None]
+    c = np.asarray(cols, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        h = (r * np.uint64(0x9E3779B97F4A7C15)) ^ (c * np.uint64(0xC2B2AE3D27D4EB4F)) ^ np.uint64(
+            (int(seed) * 0x165667B19E3779F9 + 0x27D4EB2F165667C5) % 2**64)
+        h ^= h >> np.uint64(30)  # splitmix64's finalizer
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return (h >> np.uint64(11)).astype(np.float64) * (2.0 / 2**53) - 1.0
+
+
+class DistributedDense:
+    """One rank's part of an m x n matrix, block-cyclic (blocks nb x nb) on layer 0 of the
+    2.5D grid ``grid`` over ``comm``; ``local`` is this rank's blocks (column-major 2D array,
+    empty off layer 0)."""
+
+    def __init__(self, local, shape, nb, grid, comm):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.nb = int(nb)
+        self.grid = tuple(grid)
+        self.comm = comm
+        pr, pc, _ = self.grid
+        x, y, z = self.position
+        want = (0, 0) if z > 0 else (len(self._rows(x)), len(self._cols(y)))
+        local = np.asfortranarray(local, dtype=np.float64)
+        if local.shape != want:
+            raise ValueError(f"rank {comm.rank} at {self.position}: local blocks of shape {local.shape}, expected "
+                             f"{want} for {self.shape[0]} x {self.shape[1]} in blocks of {self.nb} on {pr}x{pc}")
+        self.local = local
+
+    @property
+    def position(self):
+        pr, pc, _ = self.grid
+        r = self.comm.rank
+        return (r % (pr * pc)) // pc, r % pc, r // (pr * pc)
+
+    def _rows(self, x):
+        return _core.cyclic_indices(self.shape[0], self.nb, self.grid[0], x)
+
+    def _cols(self, y):
+        return _core.cyclic_indices(self.shape[1], self.nb, self.grid[1], y)
+
+    def global_indices(self):
+        """(rows, columns): the global indices of this rank's local rows and columns."""
+        x, y, z = self.position
+        if z > 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return self._rows(x), self._cols(y)
+
+    @classmethod
+    def _make(cls, shape, comm, grid, nb, fill):
+        grid = parse_grid25(grid, comm.size)
+        nb = DEFAULT_NB if nb is None else int(nb)
+        if nb < 1 or min(shape) < 0:
+            raise ValueError(f"block size must be >= 1 and extents >= 0, got nb={nb}, shape={shape}")
+        pr, pc, _ = grid
+        r = comm.rank
+        x, y, z = (r % (pr * pc)) // pc, r % pc, r // (pr * pc)
+        if z > 0:
+            return cls(np.zeros((0, 0)), shape, nb, grid, comm)
+        rows = _core.cyclic_indices(shape[0], nb, pr, x)
+        cols = _core.cyclic_indices(shape[1], nb, pc, y)
+        return cls(fill(rows, cols), shape, nb, grid, comm)
+
+    @classmethod
+    def from_global(cls, A, comm, grid=None, nb=None):
+        """Every rank passes the same global array ``A``; each layer-0 rank keeps its blocks."""
+        A = np.asarray(A, dtype=np.float64)
+        if A.ndim != 2:
+            raise ValueError(f"a dense matrix is 2D, got an array of shape {A.shape}")
+        return cls._make(A.shape, comm, grid, nb, lambda r, c: A[np.ix_(r, c)])
+
+    @classmethod
+    def random(cls, m, n, comm, grid=None, nb=None, seed=0):
+        """The random m x n matrix numbered ``seed`` (:func:`random_entries`), each rank making
+        its own blocks."""
+        return cls._make((int(m), int(n)), comm, grid, nb, lambda r, c: random_entries(r, c, seed))
+
+    def to_global(self, root=0):
+        """Collective. The whole matrix on ``root`` (None elsewhere); every rank with root=None."""
+        parts = (self.global_indices(), self.local)
+        every = self.comm.allgather(parts) if root is None else self.comm.gather(parts, root=root)
+        if every is None:
+            return None
+        A = np.zeros(self.shape)
+        for (rows, cols), block in every:
+            if len(rows) and len(cols):
+                A[np.ix_(rows, cols)] = block
+        return A
+
+    def flat(self):
+        """This rank's blocks as the flat column-major array the core reads (a copy only if needed)."""
+        return self.local.reshape(-1, order="F")
+
+    def agree_layout(self, other, where):
+        """Raise a ValueError unless ``other`` lies on the same grid and communicator with the same
+        block size."""
+        if other.grid != self.grid or other.nb != self.nb or other.comm is not self.comm:
+            raise ValueError(f"{where}: the matrices lie on different grids or block sizes "
+                             f"({self.grid}, nb={self.nb} and {other.grid}, nb={other.nb})")
+
+    def __repr__(self):
+        return (f"DistributedDense({self.shape[0]} x {self.shape[1]}, nb={self.nb}, grid={'x'.join(map(str, self.grid))}, "
+                f"rank {self.comm.rank} at {self.position})")
+
+

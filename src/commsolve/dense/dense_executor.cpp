@@ -1,0 +1,304 @@
+#include "dense/dense_executor.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "dense/lu_machine.hpp"
+#include "dense/matmul_machine.hpp"
+#include "direct/supernodal_lu.hpp"
+
+namespace commsolve {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+constexpr int first_tag = 3000, tag_cycle = 1000;
+
+int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  check_mpi(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+  return r;
+}
+
+int comm_size(MPI_Comm comm) {
+  int p = 0;
+  check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+  return p;
+}
+
+const Grid25D& checked(const Grid25D& g, MPI_Comm comm) {
+  g.validate(comm_size(comm));
+  return g;
+}
+
+// Rows [r0, r0 + m) x columns [c0, c0 + n) of a column-major array (leading dimension ld),
+// copied out to / added from a packed m x n array.
+void pack(const double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
+          double* out) {
+  for (std::int64_t j = 0; j < n; ++j) std::memcpy(out + j * m, a + (c0 + j) * ld + r0, sizeof(double) * m);
+}
+void add_packed(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
+                const double* v) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    double* col = a + (c0 + j) * ld + r0;
+    for (std::int64_t i = 0; i < m; ++i) col[i] += v[j * m + i];
+  }
+}
+void unpack(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
+            const double* v) {
+  for (std::int64_t j = 0; j < n; ++j) std::memcpy(a + (c0 + j) * ld + r0, v + j * m, sizeof(double) * m);
+}
+
+void add_into(std::vector<double>& acc, const double* v, std::int64_t n) {
+  if (acc.empty()) acc.assign(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) acc[static_cast<std::size_t>(i)] += v[i];
+}
+
+void prepare_engine(MessageEngine& e, const DensePlan& p, const Grid25D& g, int& runs) {
+  e.set_kind_of([&p](std::int64_t c) { return static_cast<int>(p.role[static_cast<std::size_t>(c)]); });
+  e.set_window(std::max(64, 8 * (g.pr + g.pc + g.c)));
+  e.reset_recorded();
+  e.set_tag(first_tag + runs++ % tag_cycle);
+}
+
+}  // namespace
+
+// ---- multiply -------------------------------------------------------------------------------
+
+struct MatmulNumbers {
+  Matmul25D& m;
+  std::int64_t ma() const { return m.layout_.a_rows.local_size(m.x_); }
+  std::int64_t ka() const { return m.layout_.a_cols.local_size(m.y_); }
+  std::int64_t kb() const { return m.layout_.b_rows.local_size(m.x_); }
+  std::int64_t nbc() const { return m.layout_.b_cols.local_size(m.y_); }
+
+  void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role) { m.engine_.send(dest, c, v, n, role); }
+  const double* replicate_data(int role) { return role == mm_replicate_a ? m.a_.data() : m.b_.data(); }
+  void replicated(int role, const double* v) {
+    std::vector<double>& dst = role == mm_replicate_a ? m.a_ : m.b_;
+    std::copy(v, v + dst.size(), dst.begin());
+  }
+  const double* own_panel(int role, std::int64_t kap) {
+    if (role == mm_panel_a) return m.a_.data() + m.layout_.a_cols.local_start(m.y_, kap) * ma();
+    const std::int64_t w = m.layout_.b_rows.width(kap);
+    m.pack_.resize(static_cast<std::size_t>(w * nbc()));
+    pack(m.b_.data(), kb(), m.layout_.b_rows.local_start(m.x_, kap), 0, w, nbc(), m.pack_.data());
+    return m.pack_.data();
+  }
+  void hold(std::int64_t s, const double* v, std::int64_t n) { m.held_[static_cast<std::size_t>(s)].assign(v, v + n); }
+  void release(std::int64_t s) { std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]); }
+  void gemm(std::int64_t kap, std::int64_t sa, std::int64_t sb) {
+    const std::int64_t w = m.layout_.a_cols.width(kap), rows = ma(), cols = nbc();
+    if (rows == 0 || cols == 0 || w == 0) return;
+    const double* A = sa >= 0 ? m.held_[static_cast<std::size_t>(sa)].data()
+                              : m.a_.data() + m.layout_.a_cols.local_start(m.y_, kap) * rows;
+    const double* B = sb >= 0 ? m.held_[static_cast<std::size_t>(sb)].data()
+                              : m.b_.data() + m.layout_.b_rows.local_start(m.x_, kap);
+    const std::int64_t ldb = sb >= 0 ? w : kb();
+    const auto t = clock_type::now();
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+                static_cast<int>(w), 1.0, A, static_cast<int>(rows), B, static_cast<int>(ldb), 1.0, m.c_.data(),
+                static_cast<int>(rows));
+    m.compute_ += since(t);
+    m.flops_ += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(w);
+  }
+  void reduce_add(std::int64_t, const double* v, std::int64_t n) { add_into(m.acc_, v, n); }
+  const double* reduce_out(std::int64_t) {
+    m.out_ = m.c_;
+    if (!m.acc_.empty())
+      for (std::size_t i = 0; i < m.out_.size(); ++i) m.out_[i] += m.acc_[i];
+    return m.out_.data();
+  }
+  void reduce_in(std::int64_t) {
+    if (!m.acc_.empty())
+      for (std::size_t i = 0; i < m.c_.size(); ++i) m.c_[i] += m.acc_[i];
+  }
+};
+
+Matmul25D::Matmul25D(MPI_Comm comm, const Topology& topo, const MatmulShape& s, const Grid25D& g,
+                     const TreeShape& shape)
+    : shape_(s), grid_(checked(g, comm)), layout_(s, g), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
+      y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(matmul_plan(s, g)),
+      tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, mm_nroles) {
+  require(topo.size() == g.size(), "matrix multiply: the topology has " + std::to_string(topo.size()) +
+                                       " ranks, the grid " + std::to_string(g.size()));
+}
+
+CommStats Matmul25D::planned() const { return dense_stats(tree_, plan_, topo_); }
+
+DenseTimes Matmul25D::run(const double* a, const double* b, double* c) {
+  const auto t0 = clock_type::now();
+  MatmulNumbers be{*this};
+  const std::int64_t ma = be.ma(), ka = be.ka(), kb = be.kb(), nc = be.nbc();
+  a_.assign(static_cast<std::size_t>(ma * ka), 0.0);
+  b_.assign(static_cast<std::size_t>(kb * nc), 0.0);
+  c_.assign(static_cast<std::size_t>(ma * nc), 0.0);
+  if (z_ == 0) {
+    require((a != nullptr || ma * ka == 0) && (b != nullptr || kb * nc == 0) && (c != nullptr || ma * nc == 0),
+            "matrix multiply: layer 0 needs its blocks of A, B and C");
+    std::copy(a, a + ma * ka, a_.begin());
+    std::copy(b, b + kb * nc, b_.begin());
+  }
+  acc_.clear();
+  held_.assign(tree_.index.size(), {});
+  flops_ = compute_ = 0;
+  prepare_engine(engine_, plan_, grid_, runs_);
+  MatmulMachine<MatmulNumbers> machine(plan_, tree_, layout_, grid_, rank_, be);
+  machine.start();
+  engine_.run(machine.expected(),
+              [&](int, std::int64_t key, const double* v, std::int64_t n) { machine.arrive(key, v, n); },
+              [&] { return machine.idle(); });
+  if (!machine.done()) throw std::logic_error("matrix multiply: the run ended with work left");
+  if (z_ == 0) std::copy(c_.begin(), c_.end(), c);
+  std::vector<double>().swap(a_);
+  std::vector<double>().swap(b_);
+  return {since(t0), compute_};
+}
+
+// ---- LU -------------------------------------------------------------------------------------
+
+struct LuNumbers {
+  LU25D& m;
+  std::int64_t ml() const { return m.rows_.local_size(m.x_); }
+  std::int64_t w(std::int64_t k) const { return m.rows_.width(k); }
+  std::int64_t r(std::int64_t blk) const { return m.rows_.local_start(m.x_, blk); }
+  std::int64_t c(std::int64_t blk) const { return m.cols_.local_start(m.y_, blk); }
+  std::int64_t ra(std::int64_t k) const { return ml() - r(k + 1); }
+  std::int64_t ca(std::int64_t k) const { return m.cols_.local_size(m.y_) - c(k + 1); }
+  double* at(std::int64_t i, std::int64_t j) { return m.a_.data() + j * ml() + i; }
+  void timed_flops(clock_type::time_point t, double f) {
+    m.compute_ += since(t);
+    m.flops_ += f;
+  }
+  // The region of a reduction (role) of step k: block column k from row block k, or block
+  // row k right of the diagonal.
+  void region(int role, std::int64_t k, std::int64_t& r0, std::int64_t& c0, std::int64_t& rows, std::int64_t& cols) {
+    if (role == lu_reduce_col) {
+      r0 = r(k), c0 = c(k), rows = ml() - r0, cols = w(k);
+    } else {
+      r0 = r(k), c0 = c(k + 1), rows = w(k), cols = ca(k);
+    }
+  }
+
+  void send(int dest, std::int64_t cc, const double* v, std::int64_t n, int role) {
+    m.engine_.send(dest, cc, v, n, role);
+  }
+  void hold(std::int64_t s, const double* v, std::int64_t n) { m.held_[static_cast<std::size_t>(s)].assign(v, v + n); }
+  const double* held(std::int64_t s) { return m.held_[static_cast<std::size_t>(s)].data(); }
+  void release(std::int64_t s) { std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]); }
+  void reduce_add(std::int64_t s, const double* v, std::int64_t n) { add_into(m.acc_[static_cast<std::size_t>(s)], v, n); }
+  const double* reduce_out(std::int64_t s, int role, std::int64_t k) {
+    std::int64_t r0, c0, rows, cols;
+    region(role, k, r0, c0, rows, cols);
+    m.out_.resize(static_cast<std::size_t>(rows * cols));
+    pack(m.a_.data(), ml(), r0, c0, rows, cols, m.out_.data());
+    std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < acc.size(); ++i) m.out_[i] += acc[i];
+    std::vector<double>().swap(acc);
+    return m.out_.data();
+  }
+  void reduce_in(std::int64_t s, int role, std::int64_t k) {
+    std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
+    if (acc.empty()) return;
+    std::int64_t r0, c0, rows, cols;
+    region(role, k, r0, c0, rows, cols);
+    add_packed(m.a_.data(), ml(), r0, c0, rows, cols, acc.data());
+    std::vector<double>().swap(acc);
+  }
+  void factor_diag(std::int64_t k) {
+    const auto t = clock_type::now();
+    PivotRule rule{0.0, 0.0, false};
+    dense_lu(static_cast<int>(w(k)), at(r(k), c(k)), static_cast<int>(ml()), k * m.nb_, rule);
+    timed_flops(t, 2.0 / 3.0 * static_cast<double>(w(k) * w(k) * w(k)));
+  }
+  const double* diag(std::int64_t k) {
+    m.diag_.resize(static_cast<std::size_t>(w(k) * w(k)));
+    pack(m.a_.data(), ml(), r(k), c(k), w(k), w(k), m.diag_.data());
+    return m.diag_.data();
+  }
+  void trsm_l(std::int64_t k, const double* d) {
+    const auto t = clock_type::now();
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, static_cast<int>(ra(k)),
+                static_cast<int>(w(k)), 1.0, d, static_cast<int>(w(k)), at(r(k + 1), c(k)), static_cast<int>(ml()));
+    timed_flops(t, static_cast<double>(ra(k) * w(k) * w(k)));
+  }
+  void trsm_u(std::int64_t k, const double* d) {
+    const auto t = clock_type::now();
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w(k)),
+                static_cast<int>(ca(k)), 1.0, d, static_cast<int>(w(k)), at(r(k), c(k + 1)), static_cast<int>(ml()));
+    timed_flops(t, static_cast<double>(ca(k) * w(k) * w(k)));
+  }
+  const double* panel_l(std::int64_t k) {
+    m.pack_.resize(static_cast<std::size_t>(ra(k) * w(k)));
+    pack(m.a_.data(), ml(), r(k + 1), c(k), ra(k), w(k), m.pack_.data());
+    return m.pack_.data();
+  }
+  const double* panel_u(std::int64_t k) {
+    m.pack_.resize(static_cast<std::size_t>(w(k) * ca(k)));
+    pack(m.a_.data(), ml(), r(k), c(k + 1), w(k), ca(k), m.pack_.data());
+    return m.pack_.data();
+  }
+  void store(int role, std::int64_t k, const double* v) {
+    if (role == lu_diag) unpack(m.a_.data(), ml(), r(k), c(k), w(k), w(k), v);
+    else if (role == lu_panel_l) unpack(m.a_.data(), ml(), r(k + 1), c(k), ra(k), w(k), v);
+    else unpack(m.a_.data(), ml(), r(k), c(k + 1), w(k), ca(k), v);
+  }
+  void update(std::int64_t k, std::int64_t ls, std::int64_t us, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+              std::int64_t c1) {
+    const std::int64_t wk = w(k), rl = r0 - r(k + 1), cu = c0 - c(k + 1);
+    const double* L = ls >= 0 ? held(ls) + rl : at(r(k + 1) + rl, c(k));
+    const std::int64_t ldl = ls >= 0 ? ra(k) : ml();
+    const double* U = us >= 0 ? held(us) + cu * wk : at(r(k), c(k + 1) + cu);
+    const std::int64_t ldu = us >= 0 ? wk : ml();
+    const auto t = clock_type::now();
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
+                static_cast<int>(wk), -1.0, L, static_cast<int>(ldl), U, static_cast<int>(ldu), 1.0, at(r0, c0),
+                static_cast<int>(ml()));
+    timed_flops(t, 2.0 * static_cast<double>((r1 - r0) * (c1 - c0) * wk));
+  }
+};
+
+LU25D::LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
+             const TreeShape& shape)
+    : n_(n), nb_(nb), grid_(checked(g, comm)), rows_{n, nb, g.pr}, cols_{n, nb, g.pc}, topo_(topo),
+      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g)),
+      tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, lu_nroles) {
+  require(topo.size() == g.size(), "LU: the topology has " + std::to_string(topo.size()) + " ranks, the grid " +
+                                       std::to_string(g.size()));
+}
+
+CommStats LU25D::planned() const { return dense_stats(tree_, plan_, topo_); }
+
+DenseTimes LU25D::run(double* a) {
+  const auto t0 = clock_type::now();
+  const std::int64_t ml = rows_.local_size(x_), nl = cols_.local_size(y_);
+  a_.assign(static_cast<std::size_t>(ml * nl), 0.0);
+  if (z_ == 0) {
+    require(a != nullptr || ml * nl == 0, "LU: layer 0 needs its blocks of A");
+    std::copy(a, a + ml * nl, a_.begin());
+  }
+  held_.assign(tree_.index.size(), {});
+  acc_.assign(tree_.index.size(), {});
+  flops_ = compute_ = 0;
+  prepare_engine(engine_, plan_, grid_, runs_);
+  LuNumbers be{*this};
+  LuMachine<LuNumbers> machine(plan_, tree_, n_, nb_, grid_, rank_, be);
+  machine.start();
+  engine_.run(machine.expected(),
+              [&](int, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(key, v, len); },
+              [&] { return machine.idle(); });
+  if (!machine.done()) throw std::logic_error("LU: the run ended with work left");
+  if (z_ == 0) std::copy(a_.begin(), a_.end(), a);
+  std::vector<double>().swap(a_);
+  return {since(t0), compute_};
+}
+
+}  // namespace commsolve

@@ -1,0 +1,92 @@
+// The 2.5D multiply and LU on MPI (dense/dense_plan.hpp says what moves, the machines in what
+// order): one rank's part, with its local blocks and OpenBLAS for the local work, every
+// collective carried by the chosen tree shape on the message engine (no sub-communicators,
+// no barriers). Each run's messages go under a tag of their own.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "dense/dense_plan.hpp"
+#include "trees/engine.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve {
+
+struct DenseTimes {  // this rank's seconds
+  double total = 0, compute = 0;
+};
+
+class Matmul25D {
+ public:
+  // Collective on comm (g.size() ranks).
+  Matmul25D(MPI_Comm comm, const Topology& topo, const MatmulShape& s, const Grid25D& g, const TreeShape& shape);
+
+  // Collective. Layer 0: this rank's blocks of A and B in (column-major, leading dimension
+  // their local rows), its blocks of C out; other layers pass nulls.
+  DenseTimes run(const double* a, const double* b, double* c);
+
+  const MatmulLayout& layout() const { return layout_; }
+  int x() const { return x_; }
+  int y() const { return y_; }
+  int z() const { return z_; }
+  CommStats planned() const;  // steps: MatmulRole
+  const CommStats& recorded() const { return engine_.recorded(); }
+  double flops() const { return flops_; }  // this rank's, last run
+
+ private:
+  friend struct MatmulNumbers;  // the machine's backend (dense_executor.cpp)
+  MatmulShape shape_;
+  Grid25D grid_;
+  MatmulLayout layout_;
+  Topology topo_;
+  int rank_, x_, y_, z_;
+  DensePlan plan_;
+  TreePlan tree_;
+  MessageEngine engine_;
+  std::vector<double> a_, b_, c_, acc_, out_, pack_;
+  std::vector<std::vector<double>> held_;
+  double flops_ = 0, compute_ = 0;
+  int runs_ = 0;
+};
+
+class LU25D {
+ public:
+  // Collective on comm (g.size() ranks). n x n in blocks of nb.
+  LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
+        const TreeShape& shape);
+
+  // Collective. Layer 0: this rank's blocks of A in, of L and U out (L unit lower below the
+  // diagonal, U on and above it, as LAPACK's getrf stores them); other layers pass null. A
+  // zero or non-finite pivot throws std::runtime_error on the rank that meets it.
+  DenseTimes run(double* a);
+
+  const Cyclic1D& rows() const { return rows_; }
+  const Cyclic1D& cols() const { return cols_; }
+  int x() const { return x_; }
+  int y() const { return y_; }
+  int z() const { return z_; }
+  CommStats planned() const;  // steps: LuRole
+  const CommStats& recorded() const { return engine_.recorded(); }
+  double flops() const { return flops_; }
+
+ private:
+  friend struct LuNumbers;
+  std::int64_t n_, nb_;
+  Grid25D grid_;
+  Cyclic1D rows_, cols_;
+  Topology topo_;
+  int rank_, x_, y_, z_;
+  DensePlan plan_;
+  TreePlan tree_;
+  MessageEngine engine_;
+  std::vector<double> a_, diag_, pack_, out_;
+  std::vector<std::vector<double>> held_, acc_;
+  double flops_ = 0, compute_ = 0;
+  int runs_ = 0;
+};
+
+}  // namespace commsolve

@@ -1,0 +1,152 @@
+#include "dense/dense_plan.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace commsolve {
+
+const std::vector<std::string>& matmul_role_names() {
+  static const std::vector<std::string> names = {"replicate_a", "replicate_b", "panel_a", "panel_b", "reduce_c"};
+  return names;
+}
+
+const std::vector<std::string>& lu_role_names() {
+  static const std::vector<std::string> names = {"reduce_col", "reduce_row", "diag", "panel_l", "panel_u"};
+  return names;
+}
+
+std::int64_t DensePlan::max_count() const {
+  std::int64_t m = 0;
+  for (std::int64_t n : set.count) m = std::max(m, n);
+  return m;
+}
+
+void MatmulShape::validate() const {
+  if (m < 0 || n < 0 || k < 0 || nb < 1)
+    throw std::invalid_argument("matrix multiply of " + std::to_string(m) + " x " + std::to_string(k) + " by " +
+                                std::to_string(k) + " x " + std::to_string(n) + " in blocks of " +
+                                std::to_string(nb) + ": extents must be >= 0 and the block size >= 1");
+}
+
+MatmulLayout::MatmulLayout(const MatmulShape& s, const Grid25D& g)
+    : a_rows{s.m, s.nb, g.pr}, a_cols{s.k, s.nb, g.pc}, b_rows{s.k, s.nb, g.pr}, b_cols{s.n, s.nb, g.pc} {}
+
+namespace {
+
+// Appends one collective (root first among the members), unless it would move nothing: no
+// values, or no member but the root.
+struct PlanBuilder {
+  DensePlan& p;
+  std::vector<int> members;
+  void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count) {
+    members.erase(std::remove(members.begin(), members.end(), root), members.end());
+    if (count > 0 && !members.empty()) {
+      CollectiveSet& s = p.set;
+      s.id.push_back(static_cast<std::int64_t>(s.id.size()));
+      s.kind.push_back(static_cast<std::int8_t>(kind));
+      s.root.push_back(root);
+      s.part.push_back(root);
+      std::sort(members.begin(), members.end());
+      members.erase(std::unique(members.begin(), members.end()), members.end());
+      s.part.insert(s.part.end(), members.begin(), members.end());
+      s.part_ptr.push_back(static_cast<std::int64_t>(s.part.size()));
+      s.count.push_back(count);
+      p.role.push_back(role);
+      p.step.push_back(step);
+      p.pos.push_back(pos);
+    }
+    members.clear();
+  }
+};
+
+}  // namespace
+
+DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
+  s.validate();
+  g.validate();
+  const MatmulLayout L(s, g);
+  DensePlan p;
+  p.nroles = mm_nroles;
+  PlanBuilder b{p, {}};
+  const auto along_z = [&](std::int8_t role, CollectiveKind kind, const Cyclic1D& r, const Cyclic1D& c) {
+    for (int x = 0; x < g.pr; ++x)
+      for (int y = 0; y < g.pc; ++y) {
+        for (int z = 1; z < g.c; ++z) b.members.push_back(g.rank(x, y, z));
+        b.add(role, -1, x * g.pc + y, kind, g.rank(x, y, 0), r.local_size(x) * c.local_size(y));
+      }
+  };
+  along_z(mm_replicate_a, CollectiveKind::broadcast, L.a_rows, L.a_cols);
+  along_z(mm_replicate_b, CollectiveKind::broadcast, L.b_rows, L.b_cols);
+  for (std::int64_t kap = 0; kap < L.a_cols.nblocks(); ++kap) {
+    const int z = static_cast<int>(kap % g.c);
+    const std::int64_t w = L.a_cols.width(kap);
+    const int ya = L.a_cols.owner(kap), xb = L.b_rows.owner(kap);
+    for (int x = 0; x < g.pr; ++x) {
+      for (int y = 0; y < g.pc; ++y) b.members.push_back(g.rank(x, y, z));
+      b.add(mm_panel_a, static_cast<std::int32_t>(kap), x, CollectiveKind::broadcast, g.rank(x, ya, z),
+            L.a_rows.local_size(x) * w);
+    }
+    for (int y = 0; y < g.pc; ++y) {
+      for (int x = 0; x < g.pr; ++x) b.members.push_back(g.rank(x, y, z));
+      b.add(mm_panel_b, static_cast<std::int32_t>(kap), y, CollectiveKind::broadcast, g.rank(xb, y, z),
+            w * L.b_cols.local_size(y));
+    }
+  }
+  along_z(mm_reduce_c, CollectiveKind::reduce, L.a_rows, L.b_cols);
+  return p;
+}
+
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g) {
+  MatmulShape{n, n, n, nb}.validate();
+  g.validate();
+  const Cyclic1D R{n, nb, g.pr}, C{n, nb, g.pc};
+  DensePlan p;
+  p.nroles = lu_nroles;
+  PlanBuilder b{p, {}};
+  const auto rows_from = [&](int x, std::int64_t blk) { return R.local_size(x) - R.local_start(x, blk); };
+  const auto cols_from = [&](int y, std::int64_t blk) { return C.local_size(y) - C.local_start(y, blk); };
+  for (std::int64_t k = 0; k < R.nblocks(); ++k) {
+    const int xk = R.owner(k), yk = C.owner(k), zk = static_cast<int>(k % g.c);
+    const std::int64_t w = R.width(k);
+    const auto step = static_cast<std::int32_t>(k);
+    for (int x = 0; x < g.pr; ++x) {
+      for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(x, yk, z));
+      b.add(lu_reduce_col, step, x, CollectiveKind::reduce, g.rank(x, yk, zk), rows_from(x, k) * w);
+    }
+    for (int y = 0; y < g.pc; ++y) {
+      for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(xk, y, z));
+      b.add(lu_reduce_row, step, y, CollectiveKind::reduce, g.rank(xk, y, zk), w * cols_from(y, k + 1));
+    }
+    for (int x = 0; x < g.pr; ++x)
+      if (rows_from(x, k + 1) > 0) b.members.push_back(g.rank(x, yk, zk));
+    for (int y = 0; y < g.pc; ++y)
+      if (cols_from(y, k + 1) > 0) b.members.push_back(g.rank(xk, y, zk));
+    b.members.push_back(g.rank(xk, yk, 0));
+    b.add(lu_diag, step, -1, CollectiveKind::broadcast, g.rank(xk, yk, zk), w * w);
+    for (int x = 0; x < g.pr; ++x) {
+      if (rows_from(x, k + 1) == 0) continue;
+      for (int y = 0; y < g.pc; ++y)
+        if (cols_from(y, k + 1) > 0) b.members.push_back(g.rank(x, y, zk));
+      b.members.push_back(g.rank(x, yk, 0));
+      b.add(lu_panel_l, step, x, CollectiveKind::broadcast, g.rank(x, yk, zk), rows_from(x, k + 1) * w);
+    }
+    for (int y = 0; y < g.pc; ++y) {
+      if (cols_from(y, k + 1) == 0) continue;
+      for (int x = 0; x < g.pr; ++x)
+        if (rows_from(x, k + 1) > 0) b.members.push_back(g.rank(x, y, zk));
+      b.members.push_back(g.rank(xk, y, 0));
+      b.add(lu_panel_u, step, y, CollectiveKind::broadcast, g.rank(xk, y, zk), w * cols_from(y, k + 1));
+    }
+  }
+  return p;
+}
+
+CommStats dense_stats(const TreePlan& plan, const DensePlan& dp, const Topology& topo) {
+  return tree_stats(plan, dp.set, topo, dp.role, dp.nroles);
+}
+
+std::vector<CommStats> dense_stats_virtual(const DensePlan& dp, const TreeShape& shape, const Topology& topo) {
+  return tree_stats_virtual(dp.set, shape, topo, dp.role, dp.nroles);
+}
+
+}  // namespace commsolve

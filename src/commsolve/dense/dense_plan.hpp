@@ -1,0 +1,72 @@
+// What the 2.5D dense algorithms move, as restricted collectives (trees/tree_plan.hpp): plain
+// arrays built alike by every rank, run on MPI by dense/dense_executor, counted per rank and
+// at virtual scale without MPI. Each collective has a role (its statistics step), the step
+// it serves (SUMMA panel or elimination step; -1 for none) and the process row, column or
+// layer position it belongs to.
+//
+// Multiply C = A B (A m x k, B k x n, all three block-cyclic on layer 0 in blocks of nb):
+//   replicate_a, replicate_b  layer 0's blocks of A and B broadcast along z to every layer
+//   panel_a, panel_b          SUMMA on layer z = kappa mod c for each block column kappa of
+//                             A: its owner's rows broadcast along the process row, the matching
+//                             block row of B along the process column
+//   reduce_c                  every layer's partial C summed along z onto layer 0
+// Each rank receives about 2 n^2 / sqrt(c p) words for panels (square n, pr = pc = sqrt(p/c)).
+//
+// LU without pivoting (A n x n on layer 0; the other layers start with zeros and accumulate
+// their share of the trailing updates, so the sum over layers is always the trailing matrix):
+// step k is eliminated on layer z_k = k mod c, which alone updates the trailing matrix with
+// it; before it, the block column k (rows >= k) and block row k (columns > k) are summed
+// along z onto layer z_k:
+//   reduce_col, reduce_row    those sums (only with c > 1)
+//   diag                      the factored diagonal block, to the panel's column and row
+//   panel_l, panel_u          L(>k, k) along each process row, U(k, >k) along each column
+// Layer 0's rank at the same position joins the diag and panel broadcasts of a step
+// eliminated elsewhere, so the factors end on layer 0. Each rank receives about n^2 / sqrt(c p)
+// words of panels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm_stats.hpp"
+#include "dense/dense_layout.hpp"
+#include "topology/topology.hpp"
+#include "trees/tree_plan.hpp"
+
+namespace commsolve {
+
+enum MatmulRole : std::int8_t { mm_replicate_a = 0, mm_replicate_b, mm_panel_a, mm_panel_b, mm_reduce_c, mm_nroles };
+enum LuRole : std::int8_t { lu_reduce_col = 0, lu_reduce_row, lu_diag, lu_panel_l, lu_panel_u, lu_nroles };
+
+const std::vector<std::string>& matmul_role_names();
+const std::vector<std::string>& lu_role_names();
+
+struct DensePlan {
+  CollectiveSet set;
+  std::vector<std::int8_t> role;  // per collective
+  std::vector<std::int32_t> step;  // SUMMA panel or elimination step; -1 where none
+  std::vector<std::int32_t> pos;   // process row or column it runs along; layer position for z collectives
+  int nroles = 0;
+  std::int64_t max_count() const;
+};
+
+struct MatmulShape {
+  std::int64_t m = 0, n = 0, k = 0, nb = 1;
+  void validate() const;  // std::invalid_argument for a negative extent or nb < 1
+};
+
+// The distributions the algorithms use on a grid.
+struct MatmulLayout {
+  Cyclic1D a_rows, a_cols, b_rows, b_cols;  // C's rows are A's, its columns B's
+  MatmulLayout(const MatmulShape& s, const Grid25D& g);
+};
+
+DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g);
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g);
+
+// Planned statistics of one rank (steps: roles) and of every rank without MPI.
+CommStats dense_stats(const TreePlan& plan, const DensePlan& dp, const Topology& topo);
+std::vector<CommStats> dense_stats_virtual(const DensePlan& dp, const TreeShape& shape, const Topology& topo);
+
+}  // namespace commsolve

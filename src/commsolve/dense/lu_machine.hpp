@@ -1,0 +1,216 @@
+// The message-driven logic of 2.5D LU without pivoting on one rank (dense/dense_plan.hpp says
+// what moves), written once over a backend: dense/dense_executor runs it on MPI with the
+// numbers.
+//
+// Every layer holds a share of the trailing matrix; layer z eliminates the steps k with
+// k mod c = z. Once a rank's share of block column k and block row k is final (every update
+// of its layer's earlier steps has reached them) it sends it up the sums along z. On layer
+// z_k the diagonal owner factors the summed diagonal block and broadcasts it, the panel's
+// column and row solve for L(>k, k) and U(k, >k) and broadcast them, and every rank of the
+// layer updates its trailing share in two parts: first the next c block rows and columns
+// (which the next c steps' sums need: the "eager" part, at once), then the rest (the "bulk",
+// as idle work in column pieces, between arrivals). So while one layer eliminates, the
+// others finish their bulk updates: the flops of the trailing updates are shared by c layers.
+//
+// Contribution rule: for step m, this layer's last step j < m must have its eager part done
+// (m <= j + c) and every earlier step of this layer its bulk (its rows and columns > j).
+//
+// A Backend provides (values may be null in a simulation):
+//   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
+//   void hold(std::int64_t slot, const double* v, std::int64_t n); void release(std::int64_t slot);
+//   const double* held(std::int64_t slot);
+//   void reduce_add(std::int64_t slot, const double* v, std::int64_t n);  // a child's share
+//   const double* reduce_out(std::int64_t slot, int role, std::int64_t k);  // own share + children's
+//   void reduce_in(std::int64_t slot, int role, std::int64_t k);           // the root: own += children's
+//   void factor_diag(std::int64_t k);  const double* diag(std::int64_t k);  // at the diagonal owner
+//   void trsm_l(std::int64_t k, const double* d);  const double* panel_l(std::int64_t k);  // L(>k, k) here
+//   void trsm_u(std::int64_t k, const double* d);  const double* panel_u(std::int64_t k);  // U(k, >k) here
+//   void store(int role, std::int64_t k, const double* v);  // layer 0: a factor block eliminated elsewhere
+//   void update(std::int64_t k, std::int64_t lslot, std::int64_t uslot, std::int64_t r0, std::int64_t r1,
+//               std::int64_t c0, std::int64_t c1);  // local rows [r0, r1) x columns [c0, c1) -= L U; slot -1: own
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "dense/dense_trees.hpp"
+
+namespace commsolve {
+
+template <class Backend>
+class LuMachine {
+ public:
+  // piece_cols: columns of one bulk update piece.
+  LuMachine(const DensePlan& dp, const TreePlan& plan, std::int64_t n, std::int64_t nb, const Grid25D& g, int rank,
+            Backend& be, std::int64_t piece_cols = 256)
+      : R_{n, nb, g.pr}, C_{n, nb, g.pc}, K_(R_.nblocks()), trees_(dp, plan, K_), g_(g), x_(g.x_of(rank)),
+        y_(g.y_of(rank)), z_(g.z_of(rank)), be_(be), piece_cols_(std::max<std::int64_t>(1, piece_cols)),
+        steps_(static_cast<std::size_t>(K_)) {
+    mine_ = K_ > z_ ? (K_ - z_ + g.c - 1) / g.c : 0;
+  }
+
+  std::int64_t expected() const { return trees_.expected(); }
+  bool done() const { return next_contrib_ == K_ && eager_count_ == mine_ && bulk_count_ == mine_; }
+
+  void start() { progress(); }
+
+  void arrive(std::int64_t c, const double* v, std::int64_t n) {
+    const std::int64_t s = trees_.slot_of(c, n);
+    const int role = trees_.role(s);
+    const std::int64_t k = trees_.step(s);
+    if (role == lu_reduce_col || role == lu_reduce_row) {
+      be_.reduce_add(s, v, n);
+      if (trees_.contribute(s)) reduce_up(s);
+    } else {
+      bcast(s, v);
+      if (z_ != layer(k)) {  // layer 0 keeps a factor block eliminated on another layer
+        be_.store(role, k, v);
+      } else {
+        be_.hold(s, v, n);
+        Step& st = steps_[static_cast<std::size_t>(k)];
+        (role == lu_diag ? st.dslot : role == lu_panel_l ? st.lslot : st.uslot) = s;
+      }
+    }
+    progress();
+  }
+
+  // One piece of a bulk update; false when there is none.
+  bool idle() {
+    if (bulk_.empty()) return false;
+    Bulk& b = bulk_.front();
+    const std::int64_t to = std::min(b.cend, b.cnext + piece_cols_);
+    if (b.rend > b.r1 && to > b.cnext) be_.update(b.k, b.lslot, b.uslot, b.r1, b.rend, b.cnext, to);
+    b.cnext = to;
+    if (b.cnext >= b.cend) {
+      for (std::int64_t s : {b.lslot, b.uslot})
+        if (s >= 0) be_.release(s);
+      bulk_.pop_front();
+      ++bulk_count_;
+      progress();
+    }
+    return true;
+  }
+
+ private:
+  struct Step {
+    bool col_ready = false, row_ready = false, diag = false, l = false, u = false;
+    std::int64_t dslot = -1, lslot = -1, uslot = -1;  // broadcasts' data held here
+  };
+  struct Bulk {
+    std::int64_t k, lslot, uslot, r1, rend, cnext, cend;
+  };
+
+  int layer(std::int64_t k) const { return static_cast<int>(k % g_.c); }
+  std::int64_t rows_after(std::int64_t k) const { return R_.local_size(x_) - R_.local_start(x_, k + 1); }
+  std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - C_.local_start(y_, k + 1); }
+
+  void bcast(std::int64_t s, const double* v) {
+    const std::int64_t c = trees_.collective(s);
+    for (int ch : trees_.children(s)) be_.send(ch, c, v, trees_.count(s), trees_.role(s));
+  }
+  void bcast_root(int role, std::int64_t k, const double* v) {
+    const std::int64_t s = trees_.slot(role, static_cast<std::int32_t>(k));
+    if (s >= 0) bcast(s, v);
+  }
+
+  bool can_contribute(std::int64_t m) const {
+    const std::int64_t before = m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0;  // this layer's steps < m
+    return eager_count_ >= before && bulk_count_ + 1 >= before;
+  }
+  void contribute(std::int64_t m) {
+    const auto step = static_cast<std::int32_t>(m);
+    Step& st = steps_[static_cast<std::size_t>(m)];
+    const bool here = z_ == layer(m);
+    for (int role : {lu_reduce_col, lu_reduce_row}) {
+      const std::int64_t s = trees_.slot(role, step);
+      if (s >= 0) {
+        if (trees_.contribute(s)) reduce_up(s);
+      } else if (here) {  // nothing to sum (c = 1, or no share): final as it is
+        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+      }
+    }
+  }
+  void reduce_up(std::int64_t s) {
+    const int role = trees_.role(s);
+    const std::int64_t k = trees_.step(s);
+    if (trees_.is_root(s)) {
+      be_.reduce_in(s, role, k);
+      Step& st = steps_[static_cast<std::size_t>(k)];
+      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+    } else {
+      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s, role, k), trees_.count(s), role);
+    }
+  }
+
+  void progress() {
+    for (bool more = true; more;) {
+      more = false;
+      while (next_contrib_ < K_ && can_contribute(next_contrib_)) {
+        contribute(next_contrib_++);
+        more = true;
+      }
+      const std::int64_t k = z_ + g_.c * eager_count_;  // this layer's next step to eliminate
+      if (k < K_ && next_contrib_ > k) more |= advance(k);
+    }
+  }
+
+  // Step k on its layer: what its data allows; true if anything was done.
+  bool advance(std::int64_t k) {
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    const bool in_col = y_ == C_.owner(k), in_row = x_ == R_.owner(k);
+    const std::int64_t ra = rows_after(k), ca = cols_after(k);
+    bool did = false;
+    if (in_col && in_row && !st.diag && st.col_ready) {
+      be_.factor_diag(k);
+      st.diag = true;
+      bcast_root(lu_diag, k, be_.diag(k));
+      did = true;
+    }
+    const bool have_diag = (in_col && in_row) ? st.diag : st.dslot >= 0;
+    const double* d = !have_diag ? nullptr : (in_col && in_row) ? be_.diag(k) : be_.held(st.dslot);
+    if (in_col && ra > 0 && !st.l && st.col_ready && have_diag) {
+      be_.trsm_l(k, d);
+      st.l = true;
+      bcast_root(lu_panel_l, k, be_.panel_l(k));
+      did = true;
+    }
+    if (in_row && ca > 0 && !st.u && st.row_ready && have_diag) {
+      be_.trsm_u(k, d);
+      st.u = true;
+      bcast_root(lu_panel_u, k, be_.panel_u(k));
+      did = true;
+    }
+    if (in_col && in_row && !st.diag) return did;  // the diagonal owner's own work comes first
+    const bool have_l = ra == 0 || (in_col ? st.l : st.lslot >= 0);
+    const bool have_u = ca == 0 || (in_row ? st.u : st.uslot >= 0);
+    if (!have_l || !have_u) return did;
+    if (st.dslot >= 0) be_.release(st.dslot);
+    const std::int64_t r0 = R_.local_start(x_, k + 1), r1 = R_.local_start(x_, k + 1 + g_.c), rend = R_.local_size(x_);
+    const std::int64_t c0 = C_.local_start(y_, k + 1), c1 = C_.local_start(y_, k + 1 + g_.c), cend = C_.local_size(y_);
+    const std::int64_t ls = in_col ? -1 : st.lslot, us = in_row ? -1 : st.uslot;
+    if (ra > 0 && ca > 0) {  // eager: the next c block rows (all columns), then the next c block columns
+      if (r1 > r0) be_.update(k, ls, us, r0, r1, c0, cend);
+      if (c1 > c0 && rend > r1) be_.update(k, ls, us, r1, rend, c0, c1);
+    }
+    bulk_.push_back({k, ls, us, r1, ra > 0 && ca > 0 ? rend : r1, c1, cend});
+    ++eager_count_;
+    return true;
+  }
+
+  const Cyclic1D R_, C_;
+  const std::int64_t K_;
+  DenseTrees trees_;
+  const Grid25D g_;
+  const int x_, y_, z_;
+  Backend& be_;
+  const std::int64_t piece_cols_;
+  std::vector<Step> steps_;
+  std::deque<Bulk> bulk_;
+  std::int64_t mine_ = 0;          // steps this layer eliminates
+  std::int64_t next_contrib_ = 0;  // the next step this rank sends its share to
+  std::int64_t eager_count_ = 0, bulk_count_ = 0;  // this layer's steps with those parts done
+};
+
+}  // namespace commsolve
