@@ -9,7 +9,8 @@ Galerkin product P^T A P: variable-length row records), factor3d (the distribute
 factorization on a 1x2x2 grid with binary trees and on a 2x2x1 grid with flat trees: panel
 broadcasts inside the grids, inter-grid reductions and the ancestor broadcast), sparsified (a
 hybrid Galerkin AMG hierarchy's sparsified operators and interpolations), selinv (parallel
-selected inversion on a 2x2 grid, symmetric and unsymmetric forms). Rank 0 prints a JSON
+selected inversion on a 2x2 grid, symmetric and unsymmetric forms), dense (the 2.5D multiply
+and LU on a 1x2x2 grid). Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
 """
@@ -159,6 +160,25 @@ elif workload == "selinv":
             r.run()
 
     planned = sum(sent(cs.CommStats(r.planned_stats_array())) for r in runs)
+elif workload == "dense":
+    # The 2.5D multiply and LU on a 1x2x2 grid: replication and reduction along z, SUMMA
+    # panels, the LU's sums of panels along z, diagonal and panel broadcasts.
+    from commsolve import _core, dense
+    from commsolve.dense import DistributedDense
+
+    grid = (1, 2, 2)
+    A = DistributedDense.random(30, 22, comm, grid, nb=4, seed=1)
+    B = DistributedDense.random(22, 26, comm, grid, nb=4, seed=2)
+    S = DistributedDense.from_global(np.eye(28) * 28 + np.ones((28, 28)), comm, grid, nb=4)
+    mm = _core.Matmul25D(comm.py2f(), topo, 30, 26, 22, 4, grid, cs.trees.TreeShape("binary"))
+    fac = _core.LU25D(comm.py2f(), topo, 28, 4, grid, cs.trees.TreeShape("flat"))
+    C = np.zeros(A.local.shape[0] * B.local.shape[1])
+
+    def once():
+        mm.run(A.flat(), B.flat(), C)
+        fac.run(np.array(S.flat()))
+
+    planned = sent(cs.CommStats(mm.planned_stats_array())) + sent(cs.CommStats(fac.planned_stats_array()))
 else:
     raise SystemExit(f"unknown workload {workload}")
 

@@ -19,6 +19,13 @@ last-level cache: ``cache_bytes`` (per node, shared by its ranks) and ``cache_ba
 (bytes/s per rank reading from it; a rank whose factor fits its share streams it at this
 rate instead of ``bandwidth``).
 
+A machine whose network is a torus (k-ary n-cube, e.g. Blue Gene) may give a ``[torus]``
+table: ``link_rate`` (bytes/s one way on one link), ``hop_latency`` (seconds a message takes
+per router hop, Solomonik's L) and ``dims`` (the node torus's extents the profile describes,
+e.g. [8, 8, 8]; a run may give others). The simulator then routes inter-node messages along
+dimension-ordered paths and lets messages sharing a link wait for it, and the multicast
+models (:mod:`commsolve.model.formulas`) read B_n, o and L from it.
+
 Bundled: ``bluewaters`` (thesis Table 3.1, eqs. 3.2 and 3.4); ``cori-haswell`` and
 ``perlmutter-cpu`` (the SC'23 paper's machines, with the simulator's fields; each figure's
 public source, or that it is an estimate, in a comment and in ``profiles/SOURCES.md``); ``edison``
@@ -33,12 +40,13 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "CACHE_FIELDS", "load_profile",
-           "bundled_profiles"]
+__all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIELDS", "CACHE_FIELDS", "TORUS_FIELDS",
+           "load_profile", "bundled_profiles"]
 
 LEVELS = ("intra_socket", "intra_node", "inter_node")
 COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")
 CACHE_FIELDS = ("cache_bytes", "cache_bandwidth")  # optional in [compute]: both or neither
+TORUS_FIELDS = ("link_rate", "hop_latency", "dims")
 TOP_FIELDS = ("name", "description", "short_max", "eager_max", "gamma", "delta", "ppn", "sockets_per_node", "overhead",
               "any_source", "engine_overhead")
 PROTOCOLS = ("short", "eager", "rend")
@@ -66,6 +74,7 @@ class MachineProfile:
     any_source: float = 0.0  # seconds added per message an any-source engine receives
     engine_overhead: float = 0.0  # CPU seconds per message end in commsolve's engine, beyond o
     compute: dict | None = None  # flop_rate, bandwidth, call_overhead, copy_rate[, cache_bytes, cache_bandwidth]
+    torus: dict | None = None  # link_rate, hop_latency, dims
 
     def protocol(self, nbytes):
         """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
@@ -101,7 +110,7 @@ class MachineProfile:
                                        + (f" (did you mean '{where}{near[0]}'?)" if near else "")
                                        + f"; known: {', '.join(keys)}")
 
-        known(d, TOP_FIELDS + LEVELS + ("compute",), "")
+        known(d, TOP_FIELDS + LEVELS + ("compute", "torus"), "")
 
         def positive(v, name):
             if v <= 0:
@@ -162,12 +171,26 @@ class MachineProfile:
                                    f"{[k for k in CACHE_FIELDS if k not in given][0]} (the cache needs both)")
             for k in given:
                 compute[k] = positive(need(d["compute"], k, "compute."), f"compute.{k}")
+        torus = None
+        if "torus" in d:
+            t = d["torus"]
+            if not isinstance(t, dict):
+                raise ProfileError(f"{source}: 'torus' must be a table ([torus] with {', '.join(TORUS_FIELDS)})")
+            known(t, TORUS_FIELDS, "torus.")
+            dims = t.get("dims")
+            if (not isinstance(dims, list) or not dims
+                    or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in dims)):
+                raise ProfileError(f"{source}: field 'torus.dims' must be a list of positive integers, got {dims!r}")
+            torus = {"link_rate": positive(need(t, "link_rate", "torus."), "torus.link_rate"),
+                     "hop_latency": need(t, "hop_latency", "torus."), "dims": list(dims)}
+            if torus["hop_latency"] < 0:
+                raise ProfileError(f"{source}: field 'torus.hop_latency' must be >= 0, got {torus['hop_latency']}")
         return cls(name=d.get("name", os.path.splitext(os.path.basename(source))[0]), alpha=alpha, rate=rate,
                    injection=injection, short_max=short_max, eager_max=eager_max, gamma=gamma, delta=delta,
                    ppn=int(need(d, "ppn", "")) if "ppn" in d else 1,
                    sockets_per_node=int(need(d, "sockets_per_node", "")) if "sockets_per_node" in d else 1,
                    description=str(d.get("description", "")), overhead=overhead, any_source=any_source,
-                   engine_overhead=engine, compute=compute)
+                   engine_overhead=engine, compute=compute, torus=torus)
 
     def to_toml(self):
         lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
@@ -191,6 +214,9 @@ class MachineProfile:
         if self.compute is not None:
             lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS + CACHE_FIELDS
                                           if k in self.compute]
+        if self.torus is not None:
+            lines += ["", "[torus]", f"link_rate = {float(self.torus['link_rate'])!r}",
+                      f"hop_latency = {float(self.torus['hop_latency'])!r}", f"dims = {list(self.torus['dims'])!r}"]
         return "\n".join(lines) + "\n"
 
     def save(self, path):

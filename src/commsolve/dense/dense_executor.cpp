@@ -216,7 +216,13 @@ struct LuNumbers {
   void factor_diag(std::int64_t k) {
     const auto t = clock_type::now();
     PivotRule rule{0.0, 0.0, false};
-    dense_lu(static_cast<int>(w(k)), at(r(k), c(k)), static_cast<int>(ml()), k * m.nb_, rule);
+    try {
+      dense_lu(static_cast<int>(w(k)), at(r(k), c(k)), static_cast<int>(ml()), k * m.nb_, rule);
+    } catch (const std::runtime_error& e) {  // its message speaks of static pivoting's options
+      const std::string what = e.what();
+      throw std::runtime_error("2.5D LU without pivoting: " + what.substr(0, what.find(" (")) +
+                               ": this matrix needs pivoting");
+    }
     timed_flops(t, 2.0 / 3.0 * static_cast<double>(w(k) * w(k) * w(k)));
   }
   const double* diag(std::int64_t k) {

@@ -1,0 +1,89 @@
+"""MPI script: the 2.5D multiply and LU on one grid (issue 33).
+
+Usage: mpiexec -n K python -m mpi4py tests/mpi/dense_cases.py K PRxPCxC
+Rank 0 prints one JSON line per case: the largest difference from numpy (relative to the
+largest entry of the reference), whether every rank's recorded CommStats equal its plan and
+its plan the virtual world's (no MPI), the words of panels each rank received (recorded), and
+for square sizes divisible by the grid, the words the formula's leading term gives.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from commsolve import dense
+from commsolve.dense import DistributedDense
+
+comm = MPI.COMM_WORLD
+expected, grid = int(sys.argv[1]), sys.argv[2]
+assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+pr, pc, c = dense.parse_grid25(grid, comm.size)
+ppn = 2 if comm.size % 2 == 0 else 1
+TREES = ["binary", "flat", "shifted-binary"]
+
+
+def unpivoted_lu(A):
+    """Doolittle LU without pivoting, one column at a time (numpy only): the reference."""
+    F = np.array(A, dtype=float)
+    for k in range(F.shape[0] - 1):
+        F[k + 1:, k] /= F[k, k]
+        F[k + 1:, k + 1:] -= np.outer(F[k + 1:, k], F[k, k + 1:])
+    return F
+
+
+def checks(rep, kind, shape, nb, tree):
+    planned_virtual = dense.virtual_stats(kind, shape[0], shape[1], shape[2], (pr, pc, c), nb=nb, tree=tree, ppn=ppn)
+    mine = comm.gather(rep.recorded[comm.rank].array, root=0)
+    virtual_ok = mine is None or all(np.array_equal(m, v.array) for m, v in zip(mine, planned_virtual))
+    roles = dense.ROLES[kind]
+    panels = [roles.index(r) for r in roles if r.startswith("panel")]
+    per_rank = [int(sum((s.array[i, 6] + s.array[i, 7] - 8 * (s.array[i, 4] + s.array[i, 5])) // 8 for i in panels))
+                for s in rep.recorded]
+    return {"words": float(rep.words_received().sum()), "stats_ok": rep.planned_equal, "virtual_ok": bool(comm.bcast(virtual_ok)), "panel_words": per_rank,
+            "formula": rep.words_formula(), "seconds_ok": rep.seconds > 0 and rep.compute_seconds <= rep.seconds,
+            "flops": rep.flops}
+
+
+def emit(d):
+    if comm.rank == 0:
+        print(json.dumps(d), flush=True)
+
+
+# The multiply: square, rectangular, sizes not multiples of the block, tiny, exactly divisible.
+q = max(pr, pc)
+for (m, n, k, nb) in [(37, 29, 41, 5), (50, 50, 50, 7), (10, 7, 3, 4), (1, 1, 1, 3), (16 * q, 16 * q, 16 * q, 16)]:
+    rng = np.random.default_rng(m * 1000 + n)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    for tree in TREES:
+        C, rep = dense.matmul(A, B, comm, grid=grid, nb=nb, tree=tree, topology=ppn, report=True)
+        err = float(np.abs(C - A @ B).max() / max(np.abs(A @ B).max(), 1e-300))
+        emit({"kind": "matmul", "shape": [m, n, k], "nb": nb, "tree": tree, "err": err, **checks(rep, "matmul", (m, n, k), nb, tree)})
+
+# Distributed inputs stay distributed; random matrices are made by each rank alone.
+A = DistributedDense.random(45, 33, comm, grid, nb=6, seed=1)
+B = DistributedDense.random(33, 28, comm, grid, nb=6, seed=2)
+C = dense.matmul(A, B)
+Ag, Bg, Cg = A.to_global(), B.to_global(), C.to_global()
+if comm.rank == 0:
+    from commsolve.dense import random_entries
+
+    same = np.array_equal(Ag, random_entries(np.arange(45), np.arange(33), 1))
+    emit({"kind": "distributed", "err": float(np.abs(Cg - Ag @ Bg).max() / np.abs(Ag @ Bg).max()), "random_ok": same,
+          "type": type(C).__name__})
+
+# LU without pivoting on diagonally dominant matrices.
+for (n, nb) in [(40, 5), (33, 4), (7, 8), (1, 2), (8 * q * c, 8)]:
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n)) + n * np.eye(n)
+    ref = unpivoted_lu(A)
+    for tree in TREES:
+        D = DistributedDense.from_global(A, comm, grid, nb)
+        f = dense.lu(D, tree=tree, topology=ppn)
+        F = f.factors.to_global()
+        res, growth = f.residual(D), f.growth(D)
+        if comm.rank == 0:
+            err = float(np.abs(F - ref).max() / np.abs(ref).max())
+        emit({"kind": "lu", "shape": [n, n, n], "nb": nb, "tree": tree, "err": err if comm.rank == 0 else None,
+              "residual": res, "growth": growth, **checks(f.report, "lu", (n, n, n), nb, tree)})
