@@ -18,6 +18,7 @@ from .amg import amg_cmd
 from .analyze import analyze
 from .calibrate import calibrate
 from .demo import demo
+from .dense import gemm, lu
 from .selinv import selinv
 from .simulate import simulate
 from .spmv import spmv
@@ -33,5 +34,5 @@ def main():
     """commsolve: communication-optimized distributed sparse linear algebra on MPI."""
 
 
-for command in (spmv, sptrsv, selinv, amg_cmd, analyze, trees, simulate, calibrate, demo):
+for command in (spmv, sptrsv, selinv, gemm, lu, amg_cmd, analyze, trees, simulate, calibrate, demo):
     main.add_command(command)

@@ -143,6 +143,21 @@ class DistributedDense:
                 A[np.ix_(rows, cols)] = block
         return A
 
+    def matvec(self, x, keep=None):
+        """Collective. The product with the global vector ``x`` (every rank passes it), whole on
+        every rank, by numpy on each rank's blocks and one allreduce (independent of the 2.5D
+        algorithms: what their checks use). ``keep(rows, cols)``, if given, masks this rank's
+        blocks (True where an entry counts), e.g. a triangle."""
+        from mpi4py import MPI
+
+        rows, cols = self.global_indices()
+        y = np.zeros(self.shape[0])
+        if len(rows) and len(cols):
+            B = self.local if keep is None else np.where(keep(rows[:, None], cols[None, :]), self.local, 0.0)
+            y[rows] = B @ np.asarray(x, dtype=float)[cols]
+        self.comm.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
+        return y
+
     def flat(self):
         """This rank's blocks as the flat column-major array the core reads (a copy only if needed)."""
         return self.local.reshape(-1, order="F")
