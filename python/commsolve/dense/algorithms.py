@@ -101,14 +101,18 @@ def _distributed(M, comm, grid, nb, name):
     return DistributedDense.from_global(M, comm, grid, nb)
 
 
-def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False):
+PANEL = 512  # widest SUMMA panel (columns of A) by default
+
+
+def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False, panel=PANEL):
     """Collective. C = A B by the 2.5D algorithm on ``grid`` (pr, pc, c) (or "2x2x2"; default
     the squarest 2D grid of the communicator).
 
     ``A`` and ``B`` are DistributedDense on one grid (C is too), or numpy arrays that every
     rank passes alike (C then comes back whole on every rank). ``tree``: the shape of every
     broadcast and reduction; ``topology``: a Topology, a virtual ranks-per-node count or
-    None for the real nodes. With ``report``, returns (C, DenseReport)."""
+    None for the real nodes. ``panel``: the widest SUMMA panel (columns of A, whole blocks of
+    the same owners: one broadcast and one GEMM each). With ``report``, returns (C, DenseReport)."""
     numpy_in = not isinstance(A, DistributedDense)
     if isinstance(A, DistributedDense):
         comm, grid, nb = A.comm, A.grid, A.nb
@@ -120,9 +124,9 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"matmul: A is {A.shape[0]} x {A.shape[1]}, B {B.shape[0]} x {B.shape[1]}: inner sizes differ")
     m, k, n = A.shape[0], A.shape[1], B.shape[1]
-    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree)
+    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree, panel=panel)
     topo = resolve_topology(topology, comm)
-    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree))
+    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree), int(panel))
     x, y, z = A.position
     rows, _ = A.global_indices()
     _, cols = B.global_indices()
@@ -204,13 +208,13 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     return DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times))
 
 
-def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None):
+def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL):
     """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
     LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI: a list of CommStats (steps:
     :data:`ROLES`)."""
     pr, pc, c = parse_grid25(grid, _size(grid))
     topo = topology if topology is not None else make_topology(size=pr * pc * c, ppn=ppn)
-    arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo)
+    arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel))
     return [CommStats(a) for a in arr]
 
 

@@ -81,51 +81,90 @@ struct MatmulNumbers {
   std::int64_t nbc() const { return m.layout_.b_cols.local_size(m.y_); }
 
   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role) { m.engine_.send(dest, c, v, n, role); }
-  const double* replicate_data(int role) { return role == mm_replicate_a ? m.a_.data() : m.b_.data(); }
+  const double* replicate_data(int role) { return role == mm_replicate_a ? m.A_ : m.B_; }
   void replicated(int role, const double* v) {
     std::vector<double>& dst = role == mm_replicate_a ? m.a_ : m.b_;
     std::copy(v, v + dst.size(), dst.begin());
   }
-  const double* own_panel(int role, std::int64_t kap) {
-    if (role == mm_panel_a) return m.a_.data() + m.layout_.a_cols.local_start(m.y_, kap) * ma();
-    const std::int64_t w = m.layout_.b_rows.width(kap);
-    m.pack_.resize(static_cast<std::size_t>(w * nbc()));
-    pack(m.b_.data(), kb(), m.layout_.b_rows.local_start(m.x_, kap), 0, w, nbc(), m.pack_.data());
-    return m.pack_.data();
+  // Panel q's block columns of A (rows of B) here, in order: contiguous in the local array
+  // (then a pointer into it, with its leading dimension) or packed into `buf`.
+  const double* panel(int role, std::int64_t q, std::vector<double>& buf, std::int64_t& ld) {
+    const bool a = role == mm_panel_a;
+    const Cyclic1D& d = a ? m.layout_.a_cols : m.layout_.b_rows;
+    const int proc = a ? m.y_ : m.x_;
+    const std::int64_t lo = m.panels_.ptr[q], hi = m.panels_.ptr[q + 1], other = a ? ma() : nbc();
+    bool contiguous = true;
+    std::int64_t w = 0;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      contiguous = contiguous && d.local_start(proc, m.panels_.blocks[i]) == d.local_start(proc, m.panels_.blocks[lo]) + w;
+      w += d.width(m.panels_.blocks[i]);
+    }
+    const std::int64_t first = d.local_start(proc, m.panels_.blocks[lo]);
+    if (contiguous) {
+      ld = a ? ma() : kb();
+      return a ? m.A_ + first * ma() : m.B_ + first;
+    }
+    buf.resize(static_cast<std::size_t>(w * other));
+    std::int64_t off = 0;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      const std::int64_t kap = m.panels_.blocks[i], wk = d.width(kap), at = d.local_start(proc, kap);
+      if (a) {
+        std::copy(m.A_ + at * ma(), m.A_ + (at + wk) * ma(), buf.data() + off * ma());
+      } else {
+        for (std::int64_t j = 0; j < nbc(); ++j)
+          std::copy(m.B_ + j * kb() + at, m.B_ + j * kb() + at + wk, buf.data() + j * w + off);
+      }
+      off += wk;
+    }
+    ld = a ? ma() : w;
+    return buf.data();
+  }
+  std::int64_t width(std::int64_t q) const {
+    std::int64_t w = 0;
+    for (std::int64_t i = m.panels_.ptr[q]; i < m.panels_.ptr[q + 1]; ++i) w += m.layout_.a_cols.width(m.panels_.blocks[i]);
+    return w;
+  }
+  const double* own_panel(int role, std::int64_t q) {  // as it is sent: packed
+    std::int64_t ld = 0;
+    const double* p = panel(role, q, m.pack_, ld);
+    if (role == mm_panel_b && ld != width(q)) {  // rows of B inside its local array: pack them
+      m.pack_.resize(static_cast<std::size_t>(width(q) * nbc()));
+      pack(p, ld, 0, 0, width(q), nbc(), m.pack_.data());
+      return m.pack_.data();
+    }
+    return p;
   }
   void hold(std::int64_t s, const double* v, std::int64_t n) { m.held_[static_cast<std::size_t>(s)].assign(v, v + n); }
   void release(std::int64_t s) { std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]); }
-  void gemm(std::int64_t kap, std::int64_t sa, std::int64_t sb) {
-    const std::int64_t w = m.layout_.a_cols.width(kap), rows = ma(), cols = nbc();
+  void gemm(std::int64_t q, std::int64_t sa, std::int64_t sb) {
+    const std::int64_t w = width(q), rows = ma(), cols = nbc();
     if (rows == 0 || cols == 0 || w == 0) return;
-    const double* A = sa >= 0 ? m.held_[static_cast<std::size_t>(sa)].data()
-                              : m.a_.data() + m.layout_.a_cols.local_start(m.y_, kap) * rows;
-    const double* B = sb >= 0 ? m.held_[static_cast<std::size_t>(sb)].data()
-                              : m.b_.data() + m.layout_.b_rows.local_start(m.x_, kap);
-    const std::int64_t ldb = sb >= 0 ? w : kb();
+    std::int64_t lda = rows, ldb = w;
+    const double* A = sa >= 0 ? m.held_[static_cast<std::size_t>(sa)].data() : panel(mm_panel_a, q, m.apan_, lda);
+    const double* B = sb >= 0 ? m.held_[static_cast<std::size_t>(sb)].data() : panel(mm_panel_b, q, m.bpan_, ldb);
     const auto t = clock_type::now();
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                static_cast<int>(w), 1.0, A, static_cast<int>(rows), B, static_cast<int>(ldb), 1.0, m.c_.data(),
+                static_cast<int>(w), 1.0, A, static_cast<int>(lda), B, static_cast<int>(ldb), 1.0, m.C_,
                 static_cast<int>(rows));
     m.compute_ += since(t);
     m.flops_ += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(w);
   }
   void reduce_add(std::int64_t, const double* v, std::int64_t n) { add_into(m.acc_, v, n); }
   const double* reduce_out(std::int64_t) {
-    m.out_ = m.c_;
+    m.out_.assign(m.C_, m.C_ + ma() * nbc());
     if (!m.acc_.empty())
       for (std::size_t i = 0; i < m.out_.size(); ++i) m.out_[i] += m.acc_[i];
     return m.out_.data();
   }
   void reduce_in(std::int64_t) {
     if (!m.acc_.empty())
-      for (std::size_t i = 0; i < m.c_.size(); ++i) m.c_[i] += m.acc_[i];
+      for (std::size_t i = 0; i < m.acc_.size(); ++i) m.C_[i] += m.acc_[i];
   }
 };
 
 Matmul25D::Matmul25D(MPI_Comm comm, const Topology& topo, const MatmulShape& s, const Grid25D& g,
                      const TreeShape& shape)
-    : shape_(s), grid_(checked(g, comm)), layout_(s, g), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
+    : shape_(s), grid_(checked(g, comm)), layout_(s, g), panels_(summa_panels(s, g)), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
       y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(matmul_plan(s, g)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, mm_nroles) {
   require(topo.size() == g.size(), "matrix multiply: the topology has " + std::to_string(topo.size()) +
@@ -138,28 +177,29 @@ DenseTimes Matmul25D::run(const double* a, const double* b, double* c) {
   const auto t0 = clock_type::now();
   MatmulNumbers be{*this};
   const std::int64_t ma = be.ma(), ka = be.ka(), kb = be.kb(), nc = be.nbc();
-  a_.assign(static_cast<std::size_t>(ma * ka), 0.0);
-  b_.assign(static_cast<std::size_t>(kb * nc), 0.0);
-  c_.assign(static_cast<std::size_t>(ma * nc), 0.0);
-  if (z_ == 0) {
+  if (z_ == 0) {  // layer 0 works on the caller's arrays
     require((a != nullptr || ma * ka == 0) && (b != nullptr || kb * nc == 0) && (c != nullptr || ma * nc == 0),
             "matrix multiply: layer 0 needs its blocks of A, B and C");
-    std::copy(a, a + ma * ka, a_.begin());
-    std::copy(b, b + kb * nc, b_.begin());
+    A_ = a, B_ = b, C_ = c;
+    std::fill(c, c + ma * nc, 0.0);
+  } else {
+    a_.assign(static_cast<std::size_t>(ma * ka), 0.0);
+    b_.assign(static_cast<std::size_t>(kb * nc), 0.0);
+    c_.assign(static_cast<std::size_t>(ma * nc), 0.0);
+    A_ = a_.data(), B_ = b_.data(), C_ = c_.data();
   }
   acc_.clear();
   held_.assign(tree_.index.size(), {});
   flops_ = compute_ = 0;
   prepare_engine(engine_, plan_, grid_, runs_);
-  MatmulMachine<MatmulNumbers> machine(plan_, tree_, layout_, grid_, rank_, be);
+  MatmulMachine<MatmulNumbers> machine(plan_, tree_, panels_, grid_, rank_, be);
   machine.start();
   engine_.run(machine.expected(),
               [&](int, std::int64_t key, const double* v, std::int64_t n) { machine.arrive(key, v, n); },
               [&] { return machine.idle(); });
   if (!machine.done()) throw std::logic_error("matrix multiply: the run ended with work left");
-  if (z_ == 0) std::copy(c_.begin(), c_.end(), c);
-  std::vector<double>().swap(a_);
-  std::vector<double>().swap(b_);
+  A_ = B_ = C_ = nullptr;
+  for (std::vector<double>* v : {&a_, &b_, &c_}) std::vector<double>().swap(*v);
   return {since(t0), compute_};
 }
 
@@ -173,7 +213,7 @@ struct LuNumbers {
   std::int64_t c(std::int64_t blk) const { return m.cols_.local_start(m.y_, blk); }
   std::int64_t ra(std::int64_t k) const { return ml() - r(k + 1); }
   std::int64_t ca(std::int64_t k) const { return m.cols_.local_size(m.y_) - c(k + 1); }
-  double* at(std::int64_t i, std::int64_t j) { return m.a_.data() + j * ml() + i; }
+  double* at(std::int64_t i, std::int64_t j) { return m.A_ + j * ml() + i; }
   void timed_flops(clock_type::time_point t, double f) {
     m.compute_ += since(t);
     m.flops_ += f;
@@ -199,7 +239,7 @@ struct LuNumbers {
     std::int64_t r0, c0, rows, cols;
     region(role, k, r0, c0, rows, cols);
     m.out_.resize(static_cast<std::size_t>(rows * cols));
-    pack(m.a_.data(), ml(), r0, c0, rows, cols, m.out_.data());
+    pack(m.A_, ml(), r0, c0, rows, cols, m.out_.data());
     std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
     for (std::size_t i = 0; i < acc.size(); ++i) m.out_[i] += acc[i];
     std::vector<double>().swap(acc);
@@ -210,7 +250,7 @@ struct LuNumbers {
     if (acc.empty()) return;
     std::int64_t r0, c0, rows, cols;
     region(role, k, r0, c0, rows, cols);
-    add_packed(m.a_.data(), ml(), r0, c0, rows, cols, acc.data());
+    add_packed(m.A_, ml(), r0, c0, rows, cols, acc.data());
     std::vector<double>().swap(acc);
   }
   void factor_diag(std::int64_t k) {
@@ -227,7 +267,7 @@ struct LuNumbers {
   }
   const double* diag(std::int64_t k) {
     m.diag_.resize(static_cast<std::size_t>(w(k) * w(k)));
-    pack(m.a_.data(), ml(), r(k), c(k), w(k), w(k), m.diag_.data());
+    pack(m.A_, ml(), r(k), c(k), w(k), w(k), m.diag_.data());
     return m.diag_.data();
   }
   void trsm_l(std::int64_t k, const double* d) {
@@ -244,18 +284,18 @@ struct LuNumbers {
   }
   const double* panel_l(std::int64_t k) {
     m.pack_.resize(static_cast<std::size_t>(ra(k) * w(k)));
-    pack(m.a_.data(), ml(), r(k + 1), c(k), ra(k), w(k), m.pack_.data());
+    pack(m.A_, ml(), r(k + 1), c(k), ra(k), w(k), m.pack_.data());
     return m.pack_.data();
   }
   const double* panel_u(std::int64_t k) {
     m.pack_.resize(static_cast<std::size_t>(w(k) * ca(k)));
-    pack(m.a_.data(), ml(), r(k), c(k + 1), w(k), ca(k), m.pack_.data());
+    pack(m.A_, ml(), r(k), c(k + 1), w(k), ca(k), m.pack_.data());
     return m.pack_.data();
   }
   void store(int role, std::int64_t k, const double* v) {
-    if (role == lu_diag) unpack(m.a_.data(), ml(), r(k), c(k), w(k), w(k), v);
-    else if (role == lu_panel_l) unpack(m.a_.data(), ml(), r(k + 1), c(k), ra(k), w(k), v);
-    else unpack(m.a_.data(), ml(), r(k), c(k + 1), w(k), ca(k), v);
+    if (role == lu_diag) unpack(m.A_, ml(), r(k), c(k), w(k), w(k), v);
+    else if (role == lu_panel_l) unpack(m.A_, ml(), r(k + 1), c(k), ra(k), w(k), v);
+    else unpack(m.A_, ml(), r(k), c(k + 1), w(k), ca(k), v);
   }
   void update(std::int64_t k, std::int64_t ls, std::int64_t us, std::int64_t r0, std::int64_t r1, std::int64_t c0,
               std::int64_t c1) {
@@ -286,10 +326,12 @@ CommStats LU25D::planned() const { return dense_stats(tree_, plan_, topo_); }
 DenseTimes LU25D::run(double* a) {
   const auto t0 = clock_type::now();
   const std::int64_t ml = rows_.local_size(x_), nl = cols_.local_size(y_);
-  a_.assign(static_cast<std::size_t>(ml * nl), 0.0);
-  if (z_ == 0) {
+  if (z_ == 0) {  // layer 0 factors the caller's array in place
     require(a != nullptr || ml * nl == 0, "LU: layer 0 needs its blocks of A");
-    std::copy(a, a + ml * nl, a_.begin());
+    A_ = a;
+  } else {
+    a_.assign(static_cast<std::size_t>(ml * nl), 0.0);
+    A_ = a_.data();
   }
   held_.assign(tree_.index.size(), {});
   acc_.assign(tree_.index.size(), {});
@@ -302,7 +344,7 @@ DenseTimes LU25D::run(double* a) {
               [&](int, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(key, v, len); },
               [&] { return machine.idle(); });
   if (!machine.done()) throw std::logic_error("LU: the run ended with work left");
-  if (z_ == 0) std::copy(a_.begin(), a_.end(), a);
+  A_ = nullptr;
   std::vector<double>().swap(a_);
   return {since(t0), compute_};
 }

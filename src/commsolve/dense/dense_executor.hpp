@@ -42,12 +42,15 @@ class Matmul25D {
   MatmulShape shape_;
   Grid25D grid_;
   MatmulLayout layout_;
+  SummaPanels panels_;
   Topology topo_;
   int rank_, x_, y_, z_;
   DensePlan plan_;
   TreePlan tree_;
   MessageEngine engine_;
-  std::vector<double> a_, b_, c_, acc_, out_, pack_;
+  std::vector<double> a_, b_, c_, acc_, out_, pack_, apan_, bpan_;  // a_, b_, c_: off layer 0 only
+  const double *A_ = nullptr, *B_ = nullptr;                       // this rank's A and B (during run)
+  double* C_ = nullptr;
   std::vector<std::vector<double>> held_;
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;
@@ -83,7 +86,8 @@ class LU25D {
   DensePlan plan_;
   TreePlan tree_;
   MessageEngine engine_;
-  std::vector<double> a_, diag_, pack_, out_;
+  std::vector<double> a_, diag_, pack_, out_;  // a_: off layer 0 only
+  double* A_ = nullptr;                        // this rank's share of the matrix (during run)
   std::vector<std::vector<double>> held_, acc_;
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;

@@ -1,6 +1,7 @@
 #include "dense/dense_plan.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace commsolve {
@@ -22,10 +23,11 @@ std::int64_t DensePlan::max_count() const {
 }
 
 void MatmulShape::validate() const {
-  if (m < 0 || n < 0 || k < 0 || nb < 1)
+  if (m < 0 || n < 0 || k < 0 || nb < 1 || panel < 1)
     throw std::invalid_argument("matrix multiply of " + std::to_string(m) + " x " + std::to_string(k) + " by " +
                                 std::to_string(k) + " x " + std::to_string(n) + " in blocks of " +
-                                std::to_string(nb) + ": extents must be >= 0 and the block size >= 1");
+                                std::to_string(nb) + " (panels of " + std::to_string(panel) +
+                                "): extents must be >= 0, the block and panel sizes >= 1");
 }
 
 MatmulLayout::MatmulLayout(const MatmulShape& s, const Grid25D& g)
@@ -61,6 +63,23 @@ struct PlanBuilder {
 
 }  // namespace
 
+SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g) {
+  s.validate();
+  const std::int64_t nblocks = (s.k + s.nb - 1) / s.nb;
+  const std::int64_t most = std::max<std::int64_t>(1, s.panel / s.nb);
+  SummaPanels P;
+  // Blocks with the same owners and layer recur every lcm(pr, pc, c) blocks.
+  const auto lcm = [](std::int64_t a, std::int64_t b) { return a / std::gcd(a, b) * b; };
+  const std::int64_t period = lcm(lcm(g.pr, g.pc), g.c);
+  for (std::int64_t start = 0; start < nblocks; start += period * most)  // panels in order of their first block
+    for (std::int64_t r = start; r < std::min(nblocks, start + period); ++r) {
+      for (std::int64_t kap = r, i = 0; kap < nblocks && i < most; kap += period, ++i) P.blocks.push_back(kap);
+      P.ptr.push_back(static_cast<std::int64_t>(P.blocks.size()));
+      P.layer.push_back(static_cast<int>(r % g.c));
+    }
+  return P;
+}
+
 DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   s.validate();
   g.validate();
@@ -77,18 +96,21 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   };
   along_z(mm_replicate_a, CollectiveKind::broadcast, L.a_rows, L.a_cols);
   along_z(mm_replicate_b, CollectiveKind::broadcast, L.b_rows, L.b_cols);
-  for (std::int64_t kap = 0; kap < L.a_cols.nblocks(); ++kap) {
-    const int z = static_cast<int>(kap % g.c);
-    const std::int64_t w = L.a_cols.width(kap);
-    const int ya = L.a_cols.owner(kap), xb = L.b_rows.owner(kap);
+  const SummaPanels P = summa_panels(s, g);
+  for (std::int64_t q = 0; q < P.size(); ++q) {
+    const int z = P.layer[static_cast<std::size_t>(q)];
+    std::int64_t w = 0;
+    for (std::int64_t i = P.ptr[q]; i < P.ptr[q + 1]; ++i) w += L.a_cols.width(P.blocks[i]);
+    const std::int64_t first = P.blocks[P.ptr[q]];
+    const int ya = L.a_cols.owner(first), xb = L.b_rows.owner(first);
     for (int x = 0; x < g.pr; ++x) {
       for (int y = 0; y < g.pc; ++y) b.members.push_back(g.rank(x, y, z));
-      b.add(mm_panel_a, static_cast<std::int32_t>(kap), x, CollectiveKind::broadcast, g.rank(x, ya, z),
+      b.add(mm_panel_a, static_cast<std::int32_t>(q), x, CollectiveKind::broadcast, g.rank(x, ya, z),
             L.a_rows.local_size(x) * w);
     }
     for (int y = 0; y < g.pc; ++y) {
       for (int x = 0; x < g.pr; ++x) b.members.push_back(g.rank(x, y, z));
-      b.add(mm_panel_b, static_cast<std::int32_t>(kap), y, CollectiveKind::broadcast, g.rank(xb, y, z),
+      b.add(mm_panel_b, static_cast<std::int32_t>(q), y, CollectiveKind::broadcast, g.rank(xb, y, z),
             w * L.b_cols.local_size(y));
     }
   }

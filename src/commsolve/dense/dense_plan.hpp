@@ -6,9 +6,10 @@
 //
 // Multiply C = A B (A m x k, B k x n, all three block-cyclic on layer 0 in blocks of nb):
 //   replicate_a, replicate_b  layer 0's blocks of A and B broadcast along z to every layer
-//   panel_a, panel_b          SUMMA on layer z = kappa mod c for each block column kappa of
-//                             A: its owner's rows broadcast along the process row, the matching
-//                             block row of B along the process column
+//   panel_a, panel_b          SUMMA on layer z = kappa mod c for the block columns kappa of A,
+//                             in panels of blocks with the same owners (up to `panel` columns):
+//                             their owner's rows broadcast along the process row, the matching
+//                             block rows of B along the process column
 //   reduce_c                  every layer's partial C summed along z onto layer 0
 // Each rank receives about 2 n^2 / sqrt(c p) words for panels (square n, pr = pc = sqrt(p/c)).
 //
@@ -53,7 +54,8 @@ struct DensePlan {
 
 struct MatmulShape {
   std::int64_t m = 0, n = 0, k = 0, nb = 1;
-  void validate() const;  // std::invalid_argument for a negative extent or nb < 1
+  std::int64_t panel = 512;  // widest SUMMA panel (columns of A): whole blocks, at least one
+  void validate() const;     // std::invalid_argument for a negative extent, nb < 1 or panel < 1
 };
 
 // The distributions the algorithms use on a grid.
@@ -62,7 +64,18 @@ struct MatmulLayout {
   MatmulLayout(const MatmulShape& s, const Grid25D& g);
 };
 
-DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g);
+// The SUMMA panels: on layer z the block columns kappa = z mod c of A, grouped in increasing
+// order with the others that have the same owners (kappa mod pc for A, kappa mod pr for B) into
+// panels of at most max(1, panel / nb) blocks, so a panel is one broadcast and one GEMM.
+struct SummaPanels {
+  std::vector<std::int64_t> ptr{0};  // blocks of panel p: blocks[ptr[p], ptr[p+1])
+  std::vector<std::int64_t> blocks;
+  std::vector<int> layer;
+  std::int64_t size() const { return static_cast<std::int64_t>(layer.size()); }
+};
+SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g);
+
+DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g);  // steps: panel ids
 DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g);
 
 // Planned statistics of one rank (steps: roles) and of every rank without MPI.

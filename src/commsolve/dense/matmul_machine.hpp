@@ -11,10 +11,10 @@
 //   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
 //   const double* replicate_data(int role);   // layer 0: its blocks of A (mm_replicate_a) or B
 //   void replicated(int role, const double* v);  // another layer: they arrived
-//   const double* own_panel(int role, std::int64_t kap);  // block column kap of A / row of B here
+//   const double* own_panel(int role, std::int64_t q);  // panel q's block columns of A / rows of B here
 //   void hold(std::int64_t slot, const double* v, std::int64_t n);   // a panel arrived
 //   void release(std::int64_t slot);
-//   void gemm(std::int64_t kap, std::int64_t aslot, std::int64_t bslot);  // C += panels; slot -1: own
+//   void gemm(std::int64_t q, std::int64_t aslot, std::int64_t bslot);  // C += panel q's; slot -1: own
 //   void reduce_add(std::int64_t slot, const double* v, std::int64_t n);  // a child's partial C
 //   const double* reduce_out(std::int64_t slot);   // C plus the children's, to the parent
 //   void reduce_in(std::int64_t slot);             // the root: C += the children's
@@ -32,12 +32,13 @@ class MatmulMachine {
  public:
   static constexpr std::int64_t lookahead = 4;
 
-  MatmulMachine(const DensePlan& dp, const TreePlan& plan, const MatmulLayout& layout, const Grid25D& g, int rank,
+  MatmulMachine(const DensePlan& dp, const TreePlan& plan, const SummaPanels& panels, const Grid25D& g, int rank,
                 Backend& be)
-      : dp_(dp), trees_(dp, plan, layout.a_cols.nblocks()), g_(g), z_(g.z_of(rank)), be_(be),
-        have_(plan.index.size(), 0) {
-    const std::int64_t npan = layout.a_cols.nblocks();
-    panels_ = npan > z_ ? (npan - z_ + g.c - 1) / g.c : 0;
+      : trees_(dp, plan, panels.size()), be_(be), have_(plan.index.size(), 0) {
+    const int z = g.z_of(rank);
+    for (std::int64_t q = 0; q < panels.size(); ++q)
+      if (panels.layer[static_cast<std::size_t>(q)] == z) mine_.push_back(static_cast<std::int32_t>(q));
+    panels_ = static_cast<std::int64_t>(mine_.size());
   }
 
   std::int64_t expected() const { return trees_.expected(); }
@@ -79,10 +80,10 @@ class MatmulMachine {
   // One panel's product if its data is here; false when there is nothing to do now.
   bool idle() {
     if (done_ == panels_ || started_ <= done_) return false;
-    const auto kap = static_cast<std::int32_t>(z_ + g_.c * done_);
-    const std::int64_t sa = source(mm_panel_a, kap), sb = source(mm_panel_b, kap);
+    const std::int32_t q = mine_[static_cast<std::size_t>(done_)];
+    const std::int64_t sa = source(mm_panel_a, q), sb = source(mm_panel_b, q);
     if (sa == -2 || sb == -2) return false;
-    be_.gemm(kap, sa, sb);
+    be_.gemm(q, sa, sb);
     for (std::int64_t s : {sa, sb})
       if (s >= 0) be_.release(s);
     ++done_;
@@ -97,17 +98,17 @@ class MatmulMachine {
     for (int ch : trees_.children(s)) be_.send(ch, c, v, trees_.count(s), trees_.role(s));
   }
   // The slot holding a panel's data: -1 this rank's own (or none is needed), -2 not here yet.
-  std::int64_t source(int role, std::int32_t kap) const {
-    const std::int64_t s = trees_.slot(role, kap);
+  std::int64_t source(int role, std::int32_t q) const {
+    const std::int64_t s = trees_.slot(role, q);
     if (s < 0 || trees_.is_root(s)) return -1;
     return have_[static_cast<std::size_t>(s)] ? s : -2;
   }
   void start_roots() {
     while (a_ready_ && b_ready_ && started_ < panels_ && started_ < done_ + lookahead) {
-      const auto kap = static_cast<std::int32_t>(z_ + g_.c * started_);
+      const std::int32_t q = mine_[static_cast<std::size_t>(started_)];
       for (int role : {mm_panel_a, mm_panel_b}) {
-        const std::int64_t s = trees_.slot(role, kap);
-        if (s >= 0 && trees_.is_root(s)) bcast(s, be_.own_panel(role, kap));
+        const std::int64_t s = trees_.slot(role, q);
+        if (s >= 0 && trees_.is_root(s)) bcast(s, be_.own_panel(role, q));
       }
       ++started_;
     }
@@ -128,12 +129,10 @@ class MatmulMachine {
     c_done_ = true;
   }
 
-  const DensePlan& dp_;
   DenseTrees trees_;
-  const Grid25D g_;
-  const int z_;
   Backend& be_;
   std::vector<char> have_;
+  std::vector<std::int32_t> mine_;  // this layer's panels, in order
   std::int64_t panels_ = 0, started_ = 0, done_ = 0;  // this layer's panels; roots started; products done
   bool a_ready_ = false, b_ready_ = false, c_done_ = false;
 };
