@@ -1,4 +1,4 @@
-"""The 2.5D multiply and LU under mpiexec (issue 33): grids 1x1x1 .. 2x2x2 (8 ranks
+"""The 2.5D multiply and LU under mpiexec (issue 33): grids 1x1x1 .. 2x2x2, 1x4x1, 3x1x2 (8 ranks
 oversubscribed), every c the rank count allows, square and rectangular shapes, sizes not
 multiples of the block, three tree shapes. C equals numpy's A @ B and the LU factors a numpy
 Doolittle elimination (both to rounding); recorded CommStats equal the plan on every rank and
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import json_lines, mpirun
 
-GRIDS = [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2), (2, 2, 1), (1, 2, 2), (2, 1, 2), (1, 1, 4), (2, 2, 2)]
+GRIDS = [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2), (2, 2, 1), (1, 2, 2), (2, 1, 2), (1, 1, 4), (1, 4, 1), (3, 1, 2),
+         (2, 2, 2)]
 _cache = {}
 
 

@@ -343,7 +343,7 @@ DenseTimes LU25D::run(double* a) {
   engine_.run(machine.expected(),
               [&](int, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(key, v, len); },
               [&] { return machine.idle(); });
-  if (!machine.done()) throw std::logic_error("LU: the run ended with work left");
+  if (!machine.done()) throw std::logic_error("LU: the run ended with work left (" + machine.state() + ")");
   A_ = nullptr;
   std::vector<double>().swap(a_);
   return {since(t0), compute_};

@@ -3,8 +3,10 @@
 // lookup by (role, step), the children a broadcast forwards to and a reduction waits for.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "dense/dense_plan.hpp"
@@ -16,12 +18,13 @@ class DenseTrees {
  public:
   // nsteps: the steps collectives serve (SUMMA panels or elimination steps).
   DenseTrees(const DensePlan& dp, const TreePlan& plan, std::int64_t nsteps)
-      : dp_(dp), plan_(plan), arrivals_(plan_arrivals(plan, dp.set)),
-        by_step_(static_cast<std::size_t>(dp.nroles * (nsteps + 1)), -1), nsteps_(nsteps) {
+      : dp_(dp), plan_(plan), arrivals_(plan_arrivals(plan, dp.set)), nsteps_(nsteps) {
+    by_step_.reserve(plan.index.size());
     for (std::size_t s = 0; s < plan.index.size(); ++s) {
       const std::size_t c = static_cast<std::size_t>(plan.index[s]);
-      by_step_[key(dp.role[c], dp.step[c])] = static_cast<std::int64_t>(s);
+      by_step_.emplace_back(key(dp.role[c], dp.step[c]), static_cast<std::int64_t>(s));
     }
+    std::sort(by_step_.begin(), by_step_.end());
     waiting_ = arrivals_.waiting;  // a reduction's children; the rank's own share is added by contribute()
     for (std::size_t s = 0; s < plan.index.size(); ++s)
       if (!is_broadcast(s)) ++waiting_[s];
@@ -29,7 +32,11 @@ class DenseTrees {
 
   std::int64_t expected() const { return arrivals_.expected; }
   // This rank's slot of the collective of `role` serving `step` (-1 for none), or -1 if it is in none.
-  std::int64_t slot(int role, std::int32_t step) const { return by_step_[key(role, step)]; }
+  std::int64_t slot(int role, std::int32_t step) const {
+    const std::int64_t k = key(role, step);
+    auto it = std::lower_bound(by_step_.begin(), by_step_.end(), std::pair<std::int64_t, std::int64_t>(k, -1));
+    return it != by_step_.end() && it->first == k ? it->second : -1;
+  }
   std::int64_t slot_of(std::int64_t c, std::int64_t n) const {
     const std::int64_t s = c >= 0 && c < static_cast<std::int64_t>(dp_.set.size()) ? arrivals_.slot_of[c] : -1;
     if (s < 0) throw std::logic_error("dense: a message for a collective this rank is not in");
@@ -53,13 +60,11 @@ class DenseTrees {
   }
 
  private:
-  std::size_t key(int role, std::int32_t step) const {
-    return static_cast<std::size_t>(role) * static_cast<std::size_t>(nsteps_ + 1) + static_cast<std::size_t>(step + 1);
-  }
+  std::int64_t key(int role, std::int32_t step) const { return role * (nsteps_ + 1) + step + 1; }
   const DensePlan& dp_;
   const TreePlan& plan_;
   PlanArrivals arrivals_;
-  std::vector<std::int64_t> by_step_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> by_step_;  // (role, step) key -> slot, sorted
   std::vector<int> waiting_;
   std::int64_t nsteps_;
 };

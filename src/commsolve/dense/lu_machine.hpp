@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "dense/dense_trees.hpp"
@@ -53,6 +54,21 @@ class LuMachine {
 
   std::int64_t expected() const { return trees_.expected(); }
   bool done() const { return next_contrib_ == K_ && eager_count_ == mine_ && bulk_count_ == mine_; }
+  // Where the rank stands (for the message of a run that ended early).
+  std::string state() const {
+    const std::int64_t k = z_ + g_.c * eager_count_;
+    std::string s = "shares sent for " + std::to_string(next_contrib_) + " of " + std::to_string(K_) + " steps, " +
+                    std::to_string(eager_count_) + " of this layer's " + std::to_string(mine_) +
+                    " steps eliminated, " + std::to_string(bulk_count_) + " bulk updates done";
+    if (k < K_) {
+      const Step& st = steps_[static_cast<std::size_t>(k)];
+      s += "; step " + std::to_string(k) + ": col_ready " + std::to_string(st.col_ready) + " row_ready " +
+           std::to_string(st.row_ready) + " diag " + std::to_string(st.diag) + "/" + std::to_string(st.dslot) +
+           " l " + std::to_string(st.l) + "/" + std::to_string(st.lslot) + " u " + std::to_string(st.u) + "/" +
+           std::to_string(st.uslot);
+    }
+    return s;
+  }
 
   void start() { progress(); }
 
@@ -183,18 +199,19 @@ class LuMachine {
       did = true;
     }
     if (in_col && in_row && !st.diag) return did;  // the diagonal owner's own work comes first
-    const bool have_l = ra == 0 || (in_col ? st.l : st.lslot >= 0);
-    const bool have_u = ca == 0 || (in_row ? st.u : st.uslot >= 0);
+    const bool update = ra > 0 && ca > 0;  // this rank has a trailing share to update
+    const bool have_l = in_col ? (ra == 0 || st.l) : (!update || st.lslot >= 0);
+    const bool have_u = in_row ? (ca == 0 || st.u) : (!update || st.uslot >= 0);
     if (!have_l || !have_u) return did;
     if (st.dslot >= 0) be_.release(st.dslot);
     const std::int64_t r0 = R_.local_start(x_, k + 1), r1 = R_.local_start(x_, k + 1 + g_.c), rend = R_.local_size(x_);
     const std::int64_t c0 = C_.local_start(y_, k + 1), c1 = C_.local_start(y_, k + 1 + g_.c), cend = C_.local_size(y_);
     const std::int64_t ls = in_col ? -1 : st.lslot, us = in_row ? -1 : st.uslot;
-    if (ra > 0 && ca > 0) {  // eager: the next c block rows (all columns), then the next c block columns
+    if (update) {  // eager: the next c block rows (all columns), then the next c block columns
       if (r1 > r0) be_.update(k, ls, us, r0, r1, c0, cend);
       if (c1 > c0 && rend > r1) be_.update(k, ls, us, r1, rend, c0, c1);
     }
-    bulk_.push_back({k, ls, us, r1, ra > 0 && ca > 0 ? rend : r1, c1, cend});
+    bulk_.push_back({k, ls, us, r1, update ? rend : r1, update ? c1 : cend, cend});
     ++eager_count_;
     return true;
   }
