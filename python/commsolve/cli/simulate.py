@@ -311,3 +311,40 @@ def simulate_selinv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
 
     _per_tree_shape("selinv", "parallel selected inversion", study, format_shape_study, gen, matrix, profile, ppn,
                     plot, timeline, goal, as_json, grid, tree, max_supernode)
+
+
+def _dense_command(kind, name):
+    @simulate.command(name=name)
+    @click.option("--n", type=click.IntRange(1), required=True, help="Matrix size (square).")
+    @click.option("--procs", type=click.IntRange(1), required=True, help="Simulated ranks.")
+    @click.option("--c", "replications", default="1,4,16", show_default=True,
+                  help="Comma-separated replication factors (layers); those with procs/c a perfect square run.")
+    @click.option("--nb", type=click.IntRange(1), default=256, show_default=True, help="Block size.")
+    @click.option("--profile", default="intrepid-bgp", show_default=True, help="Machine profile (name or file).")
+    @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
+    @click.option("--tree", type=click.Choice(ALL_SHAPES.split(",")), default="binary", show_default=True,
+                  help="Shape of every broadcast and reduction tree.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    def command(n, procs, replications, nb, profile, ppn, tree, as_json):
+        from ..sim.dense import format_replication_study, replication_study
+
+        try:
+            cs = [int(v) for v in replications.split(",") if v.strip()]
+        except ValueError:
+            raise click.BadParameter(f"expected integers separated by commas, got {replications!r}",
+                                     param_hint="--c") from None
+        if not cs or min(cs) < 1:
+            raise click.BadParameter(f"replication factors must be >= 1, got {replications!r}", param_hint="--c")
+        out = offline(replication_study, kind, n, procs, profile, cs, nb=nb, ppn=ppn, tree=tree,
+                      progress=None if as_json else lambda it: bar(iterable=it, desc=name))
+        click.echo(as_json_text(out) if as_json else format_replication_study(out))
+
+    command.__doc__ = (f"The 2.5D {'multiply' if kind == 'matmul' else 'LU'} of n x n on --procs simulated ranks, "
+                       "one run per replication factor c on a sqrt(p/c) x sqrt(p/c) x c grid: predicted time, "
+                       "speedup over the first c, share of the flop rate, words per rank beside the formula "
+                       "(Solomonik and Demmel's strong scaling at 65,536 cores).")
+    return command
+
+
+simulate_gemm = _dense_command("matmul", "gemm")
+simulate_lu = _dense_command("lu", "lu")

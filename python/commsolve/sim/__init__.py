@@ -11,6 +11,7 @@ their tree shape; :func:`selinv_schedule` that of parallel selected inversion.
 """
 
 from .collectives import CollectivesSchedule, simulate_collectives
+from .dense import replication_study, simulate_dense
 from .goal import write_goal
 from .halo import HaloSchedule, halo_schedule, simulate_halo
 from .models import compute_model, network_model, simulation_profile
@@ -18,7 +19,7 @@ from .result import SimResult
 from .selinv import SelinvSchedule, selinv_schedule, simulate_selinv
 from .solve import CATEGORIES, SolveSchedule, schedule_of, simulate_solve, solve_schedule
 
-__all__ = ["simulate", "simulate_solve", "simulate_halo", "simulate_collectives", "solve_schedule", "schedule_of",
+__all__ = ["simulate", "simulate_dense", "replication_study", "simulate_solve", "simulate_halo", "simulate_collectives", "solve_schedule", "schedule_of",
            "halo_schedule", "SolveSchedule", "HaloSchedule", "CollectivesSchedule", "SimResult", "CATEGORIES",
            "write_goal", "network_model", "compute_model", "simulation_profile", "SelinvSchedule", "selinv_schedule",
            "simulate_selinv"]

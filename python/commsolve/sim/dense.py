@@ -1,0 +1,99 @@
+"""The 2.5D multiply and LU (:mod:`commsolve.dense`) replayed in the simulator (C++
+``sim/dense_sim``): every rank's tree plan run by the same machines the MPI run drives, its
+GEMMs, triangular solves, copies and sums priced by the profile's compute model, its messages
+by the network model. :func:`replication_study` compares the replication factors c of one
+rank count (sqrt(p/c) x sqrt(p/c) x c grids), as Solomonik and Demmel's strong-scaling
+figures do."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .. import _core
+from ..dense import ROLES, words_leading_term
+from ..dense.algorithms import PANEL
+from ..dense.matrix import DEFAULT_NB
+from ..topology import blocked_topology
+from ..trees import tree_shape
+from .models import compute_model, network_model, simulation_profile
+from .result import SimResult
+
+__all__ = ["simulate_dense", "square_grids", "replication_study", "format_replication_study"]
+
+KINDS = ("matmul", "lu")
+
+
+def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary", m=None, k=None, panel=PANEL,
+                   timeline=False, trace=False):
+    """Replays the 2.5D ``kind`` ("matmul": A m x k times B k x n, m and k defaulting to n; "lu":
+    n x n) on ``grid`` (pr, pc, c) with ``profile``'s models, ``ppn`` ranks per node (default
+    the profile's). Returns a :class:`~commsolve.sim.SimResult` (categories compute, comm,
+    idle; statistics steps :data:`commsolve.dense.ROLES`)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    prof = simulation_profile(profile)
+    pr, pc, c = (int(v) for v in grid)
+    p = pr * pc * c
+    ppn = int(ppn or prof.ppn or 1)
+    topo = blocked_topology(p, ppn)
+    m = n if m is None else m
+    k = n if k is None else k
+    t0 = time.perf_counter()
+    d = _core.simulate_dense(kind, int(m), int(n), int(k), int(nb), (pr, pc, c), int(panel), tree_shape(tree), topo,
+                             network_model(prof, topo.max_ppn), compute_model(prof), bool(timeline), bool(trace))
+    info = {"workload": kind, "grid": f"{pr}x{pc}x{c}", "n": int(n), "nb": int(nb), "tree": str(tree),
+            "profile": prof.name, "ppn": ppn, "wall_s": time.perf_counter() - t0}
+    return SimResult.from_core(d, info)
+
+
+def square_grids(p, replications):
+    """The (q, q, c) grids of p ranks for each c in ``replications`` with p / c a perfect square
+    (the others skipped)."""
+    out = []
+    for c in replications:
+        q = math.isqrt(p // c) if p % c == 0 else 0
+        if q > 0 and q * q * c == p:
+            out.append((q, q, int(c)))
+    return out
+
+
+def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
+                      panel=PANEL, progress=None):
+    """``kind`` of size n on p ranks for each replication factor c (grids of
+    :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
+    smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
+    and the words each rank received (max, counted by the simulator) beside the formula's
+    leading term."""
+    prof = simulation_profile(profile)
+    grids = square_grids(p, replications)
+    if not grids:
+        raise ValueError(f"no replication factor in {list(replications)} makes p/c = {p}/c a perfect square")
+    flops = 2.0 * n ** 3 if kind == "matmul" else 2.0 * n ** 3 / 3
+    out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "runs": {}}
+    base = None
+    for g in (grids if progress is None else progress(grids)):
+        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel)
+        per_role = np.array([s.array for s in r.recorded])
+        words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])).sum(axis=1) / 8
+        base = r.predicted_s if base is None else base
+        out["runs"][str(g[2])] = {
+            "grid": "x".join(map(str, g)), "predicted_s": r.predicted_s, "speedup": base / r.predicted_s,
+            "flop_rate_share": flops / r.predicted_s / p / prof.compute["flop_rate"],
+            "breakdown": r.breakdown(), "words_max": float(words.max()), "words_mean": float(words.mean()),
+            "words_formula": words_leading_term(kind, n, n, n, g), "messages": int(r.messages[:, 0].sum()),
+            "simulate_s": r.run_s, "roles": list(ROLES[kind])}
+    return out
+
+
+def format_replication_study(s):
+    lines = [f"{s['workload']} of n = {s['n']:,} on {s['nranks']:,} simulated ranks ({s['profile']}, blocks of "
+             f"{s['nb']}, {s['tree']} trees)",
+             f"  {'c':>4} {'grid':>12} {'predicted s':>12} {'speedup':>8} {'of F':>6} {'words/rank':>12} "
+             f"{'formula':>12}"]
+    for c, r in s["runs"].items():
+        lines.append(f"  {c:>4} {r['grid']:>12} {r['predicted_s']:>12.4f} {r['speedup']:>8.2f} "
+                     f"{100 * r['flop_rate_share']:>5.0f}% {r['words_max']:>12,.0f} {r['words_formula']:>12,.0f}")
+    return "\n".join(lines)
