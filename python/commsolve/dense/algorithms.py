@@ -20,7 +20,7 @@ from .. import _core
 from .._collective import agree_args, mpi, or_abort
 from ..parcsr import resolve_topology
 from ..stats import CommStats
-from ..topology import make_topology
+from ..topology import blocked_topology
 from ..trees import tree_shape
 from .matrix import DEFAULT_NB, DistributedDense, parse_grid25
 
@@ -210,10 +210,10 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
 
 def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL):
     """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
-    LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI: a list of CommStats (steps:
-    :data:`ROLES`)."""
+    LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI, ``ppn`` consecutive ranks per node
+    (the last node partly filled if need be): a list of CommStats (steps: :data:`ROLES`)."""
     pr, pc, c = parse_grid25(grid, _size(grid))
-    topo = topology if topology is not None else make_topology(size=pr * pc * c, ppn=ppn)
+    topo = topology if topology is not None else blocked_topology(pr * pc * c, ppn)
     arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel))
     return [CommStats(a) for a in arr]
 

@@ -1,0 +1,132 @@
+"""The 2.5D multiply and LU (issue 33): measured against ScaLAPACK, counted at virtual
+scale, simulated at 65,536 ranks.
+
+Parts (--parts, all by default):
+  measured   commsolve gemm / lu against ScaLAPACK's pdgemm / pdgetrf (Debian's 2.2.1, built by
+             bench/scalapack_peer.py into ~/.cache/commsolve/peers; the same n and block size,
+             one thread per rank, random matrices, LU on diagonally dominant ones: ScaLAPACK
+             pivots but swaps no row), alternated --rounds times, medians: 1x1(x1), 1x2(x1) and
+             1x1x2 for commsolve (2 ranks on this 2-core machine: reported apart).
+  words      the words of panels each rank receives, counted from the plans of every rank
+             (no MPI), against the leading term n^2 / sqrt(c p) (LU) and 2 n^2 / sqrt(c p)
+             (multiply), for c = 1, 4, 16 at p = 1,024 and 4,096.
+  simulated  strong scaling at 65,536 simulated ranks (intrepid-bgp: BG/P, 4 ranks per node)
+             for c = 1, 4, 16, beside the seed's 2.6x (multiply) and 2.7x (LU) of 2.5D over 2D.
+
+Writes bench/results/dense25d.json (with the machine).
+Run: python3 bench/dense25d.py [--parts measured,words,simulated]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from spmv_local import machine, mpi_job, write_results  # noqa: E402
+
+import scalapack_peer  # noqa: E402
+from commsolve import dense  # noqa: E402
+from commsolve.sim.dense import replication_study  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results", "dense25d.json")
+
+
+def ours(op, n, nb, grid):
+    p = int(np.prod([int(v) for v in grid.split("x")]))
+    out = mpi_job(p, [sys.executable, "-m", "mpi4py", "-m", "commsolve", "gemm" if op == "gemm" else "lu", "--n", str(n),
+                      "--nb", str(nb), "--grid", grid, "--repeat", "1", "--json", "-np", str(p)])
+    r = json.loads(out[out.index("{"):])
+    return r["seconds"], r
+
+
+def measured(sizes, nb, rounds):
+    rows = []
+    for op, n in sizes:
+        for grid in ("1x1x1", "1x2x1", "1x1x2"):
+            pr, pc, c = (int(v) for v in grid.split("x"))
+            mine, peer, last = [], [], None
+            for _ in range(rounds):  # alternated: the machine's drift hits both sides alike
+                t, last = ours(op, n, nb, grid)
+                mine.append(t)
+                if c == 1:
+                    peer.append(scalapack_peer.run("gemm" if op == "gemm" else "getrf", n, nb, pr, pc, repeat=1,
+                                                   oversubscribe=True)["median"])
+            row = {"op": op, "n": n, "nb": nb, "grid": grid, "ranks": pr * pc * c, "commsolve_s": mine,
+                   "commsolve_median_s": float(np.median(mine)), "check_error": last["check_error"],
+                   "words_received_max": last["words_received"]["max"],
+                   "stats_recorded_equal_planned": last["stats_recorded_equal_planned"]}
+            if peer:
+                row.update({"scalapack_s": peer, "scalapack_median_s": float(np.median(peer)),
+                            "speed_vs_scalapack": float(np.median(peer) / np.median(mine))})
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def words(n=16384, nb=128):
+    rows = []
+    for p in (1024, 4096):
+        for c in (1, 4, 16):
+            q = int(round((p / c) ** 0.5))
+            if q * q * c != p:
+                continue
+            for kind in ("matmul", "lu"):
+                st = dense.virtual_stats(kind, n, n, n, (q, q, c), nb=nb)
+                roles = dense.ROLES[kind]
+                panels = [roles.index(r) for r in roles if r.startswith("panel")]
+                a = np.array([s.array for s in st])
+                w = ((a[:, panels, 6] + a[:, panels, 7]) - 8 * (a[:, panels, 4] + a[:, panels, 5])).sum(axis=1) / 8
+                allw = ((a[:, :, 6] + a[:, :, 7]) - 8 * (a[:, :, 4] + a[:, :, 5])).sum(axis=1) / 8
+                f = dense.words_leading_term(kind, n, n, n, (q, q, c))
+                off0 = w[q * q:] if c > 1 else w  # ranks off layer 0: no gathering of the results there
+                rows.append({"kind": kind, "n": n, "nb": nb, "p": p, "c": c, "grid": f"{q}x{q}x{c}",
+                             "panel_words_max": float(w.max()), "formula": f, "ratio": float(w.max() / f),
+                             "panel_words_max_off_layer0": float(off0.max()),
+                             "ratio_off_layer0": float(off0.max() / f), "all_words_max": float(allw.max())})
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def simulated(cases, p=65536):
+    out = []
+    for kind, n in cases:
+        t = time.time()
+        s = replication_study(kind, n, p, "intrepid-bgp", replications=(1, 4, 16), nb=256)
+        s["wall_s"] = time.time() - t
+        out.append(s)
+        print(json.dumps({k: v for k, v in s.items() if k != "runs"}), {c: round(r["speedup"], 2) for c, r in s["runs"].items()},
+              file=sys.stderr, flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", default="measured,words,simulated")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nb", type=int, default=128)
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    doc = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
+    doc["machine"] = machine()
+    doc["seed_figures"] = {"matmul_2.5d_over_2d_65536": 2.6, "lu_2.5d_over_2d_65536": 2.7,
+                           "source": "../shared/seeds/solomonik-topology-aware-collectives-25d.txt (2.5D MM and LU "
+                                     "on 65,536 cores of BG/P)"}
+    if "measured" in parts:
+        scalapack_peer.build()
+        doc["measured"] = measured([("gemm", 3000), ("lu", 3000)], args.nb, args.rounds)
+    if "words" in parts:
+        doc["words"] = words()
+    if "simulated" in parts:
+        doc["simulated"] = simulated([("matmul", 32768), ("matmul", 65536), ("lu", 32768)])
+    write_results(RESULTS, doc)
+
+
+if __name__ == "__main__":
+    main()
