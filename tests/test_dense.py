@@ -44,7 +44,7 @@ def test_block_cyclic_indices_as_scalapack_lays_them_out():
 def test_bad_sizes_are_refused_naming_them():
     with pytest.raises(ValueError, match="extents must be >= 0"):
         _core.dense_plan("matmul", -1, 2, 2, 4, (1, 1, 1))
-    with pytest.raises(ValueError, match="block and panel sizes >= 1"):
+    with pytest.raises(ValueError, match="block, panel and piece sizes >= 1"):
         _core.dense_plan("lu", 8, 8, 8, 0, (1, 1, 1))
     with pytest.raises(ValueError, match="square"):
         _core.dense_plan("lu", 8, 6, 8, 2, (1, 1, 1))

@@ -73,6 +73,16 @@ def test_lu_without_pivoting_equals_numpy_elimination(grid):
             assert r["words"] > 0, where
 
 
+@pytest.mark.parametrize("grid", GRIDS, ids=["x".join(map(str, g)) for g in GRIDS])
+def test_moves_in_pieces_give_the_same_results(grid):
+    rows = [r for r in results(grid) if r["kind"] == "pieces"]
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] <= 1e-13 and r["lu_err"] <= 1e-13 and r["stats_ok"], (grid, r)
+        if int(np.prod(grid)) > 1:
+            assert r["messages"] > 0
+
+
 def test_a_zero_pivot_stops_the_job_naming_its_column():
     proc = mpirun(2, "dense_errors.py", 2, check=False, timeout=60)
     assert proc.returncode != 0

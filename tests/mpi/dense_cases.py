@@ -61,13 +61,25 @@ for (m, n, k, nb) in [(37, 29, 41, 5), (50, 50, 50, 7), (10, 7, 3, 4), (1, 1, 1,
         err = float(np.abs(C - A @ B).max() / max(np.abs(A @ B).max(), 1e-300))
         emit({"kind": "matmul", "shape": [m, n, k], "nb": nb, "tree": tree, "err": err, **checks(rep, "matmul", (m, n, k), nb, tree)})
 
+# Moves in pieces of 5 values (every broadcast and reduction in several pieces, each its own tree).
+for tree in TREES:
+    A, B = np.random.default_rng(5).standard_normal((37, 29)), np.random.default_rng(6).standard_normal((29, 31))
+    C, rep = dense.matmul(A, B, comm, grid=grid, nb=4, tree=tree, topology=ppn, report=True, piece=5)
+    err = float(np.abs(C - A @ B).max() / np.abs(A @ B).max())
+    M = np.random.default_rng(7).standard_normal((30, 30)) + 30 * np.eye(30)
+    f = dense.lu(DistributedDense.from_global(M, comm, grid, 4), tree=tree, topology=ppn, piece=5)
+    F = f.factors.to_global()
+    lu_err = float(np.abs(F - unpivoted_lu(M)).max() / np.abs(unpivoted_lu(M)).max()) if comm.rank == 0 else None
+    emit({"kind": "pieces", "tree": tree, "err": err, "lu_err": lu_err, "stats_ok": rep.planned_equal and f.report.planned_equal,
+          "messages": int(sum(s.total()["msgs_recv_intra"] + s.total()["msgs_recv_inter"] for s in rep.recorded))})
+
 # Distributed inputs stay distributed; random matrices are made by each rank alone.
 A = DistributedDense.random(45, 33, comm, grid, nb=6, seed=1)
 B = DistributedDense.random(33, 28, comm, grid, nb=6, seed=2)
 C = dense.matmul(A, B)
 Ag, Bg, Cg = A.to_global(), B.to_global(), C.to_global()
 if comm.rank == 0:
-    from commsolve.dense import random_entries
+    from commsolve.dense import random_entries  # noqa: E402
 
     same = np.array_equal(Ag, random_entries(np.arange(45), np.arange(33), 1))
     emit({"kind": "distributed", "err": float(np.abs(Cg - Ag @ Bg).max() / np.abs(Ag @ Bg).max()), "random_ok": same,

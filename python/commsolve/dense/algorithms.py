@@ -102,9 +102,10 @@ def _distributed(M, comm, grid, nb, name):
 
 
 PANEL = 512  # widest SUMMA panel (columns of A) by default
+PIECE = 1 << 16  # most values one message carries: larger moves go in pieces, pipelined down the trees
 
 
-def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False, panel=PANEL):
+def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False, panel=PANEL, piece=PIECE):
     """Collective. C = A B by the 2.5D algorithm on ``grid`` (pr, pc, c) (or "2x2x2"; default
     the squarest 2D grid of the communicator).
 
@@ -112,7 +113,9 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     rank passes alike (C then comes back whole on every rank). ``tree``: the shape of every
     broadcast and reduction; ``topology``: a Topology, a virtual ranks-per-node count or
     None for the real nodes. ``panel``: the widest SUMMA panel (columns of A, whole blocks of
-    the same owners: one broadcast and one GEMM each). With ``report``, returns (C, DenseReport)."""
+    the same owners: one broadcast and one GEMM each); ``piece``: the most values one message
+    carries (larger moves go in pieces, each forwarded down its tree as it arrives). With
+    ``report``, returns (C, DenseReport)."""
     numpy_in = not isinstance(A, DistributedDense)
     if isinstance(A, DistributedDense):
         comm, grid, nb = A.comm, A.grid, A.nb
@@ -124,9 +127,9 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"matmul: A is {A.shape[0]} x {A.shape[1]}, B {B.shape[0]} x {B.shape[1]}: inner sizes differ")
     m, k, n = A.shape[0], A.shape[1], B.shape[1]
-    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree, panel=panel)
+    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree, panel=panel, piece=piece)
     topo = resolve_topology(topology, comm)
-    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree), int(panel))
+    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree), int(panel), int(piece))
     x, y, z = A.position
     rows, _ = A.global_indices()
     _, cols = B.global_indices()
@@ -185,11 +188,11 @@ class DenseLU:
 PIVOTING = ("none",)
 
 
-def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topology=None):
+def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topology=None, piece=PIECE):
     """Collective. The LU factorization of the square ``A`` (a DistributedDense, or a numpy
     array every rank passes alike) by the 2.5D algorithm on ``grid``, without pivoting (for
     matrices that need none: diagonally dominant, SPD). A zero or non-finite pivot stops the
-    job with the column that met it. Returns a :class:`DenseLU`."""
+    job with the column that met it. ``piece``: as :func:`matmul`'s. Returns a :class:`DenseLU`."""
     if pivoting not in PIVOTING:
         raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
     if isinstance(A, DistributedDense):
@@ -199,22 +202,23 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"lu: A is {A.shape[0]} x {A.shape[1]}, not square")
     n = A.shape[0]
-    agree_args(comm, "dense.lu", n=n, grid=A.grid, nb=A.nb, tree=tree, pivoting=pivoting)
+    agree_args(comm, "dense.lu", n=n, grid=A.grid, nb=A.nb, tree=tree, pivoting=pivoting, piece=piece)
     topo = resolve_topology(topology, A.comm)
-    core = _core.LU25D(A.comm.py2f(), topo, n, A.nb, A.grid, tree_shape(tree))
+    core = _core.LU25D(A.comm.py2f(), topo, n, A.nb, A.grid, tree_shape(tree), int(piece))
     f = np.array(A.flat())
     times = or_abort(A.comm, "the 2.5D LU", core.run, f)
     F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, A.nb, A.grid, A.comm)
     return DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times))
 
 
-def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL):
+def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE):
     """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
     LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI, ``ppn`` consecutive ranks per node
     (the last node partly filled if need be): a list of CommStats (steps: :data:`ROLES`)."""
     pr, pc, c = parse_grid25(grid, _size(grid))
     topo = topology if topology is not None else blocked_topology(pr * pc * c, ppn)
-    arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel))
+    arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel),
+                                    int(piece))
     return [CommStats(a) for a in arr]
 
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from .. import _core
 from ..dense import ROLES, words_leading_term
-from ..dense.algorithms import PANEL
+from ..dense.algorithms import PANEL, PIECE
 from ..dense.matrix import DEFAULT_NB
-from ..topology import blocked_topology
+from ..topology import Topology, blocked_topology
 from ..trees import tree_shape
 from .models import compute_model, network_model, simulation_profile
 from .result import SimResult
@@ -27,25 +27,35 @@ KINDS = ("matmul", "lu")
 
 
 def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary", m=None, k=None, panel=PANEL,
-                   timeline=False, trace=False):
+                   piece=PIECE, timeline=False, trace=False, torus=None):
     """Replays the 2.5D ``kind`` ("matmul": A m x k times B k x n, m and k defaulting to n; "lu":
     n x n) on ``grid`` (pr, pc, c) with ``profile``'s models, ``ppn`` ranks per node (default
-    the profile's). Returns a :class:`~commsolve.sim.SimResult` (categories compute, comm,
-    idle; statistics steps :data:`commsolve.dense.ROLES`)."""
+    the profile's), moves in pieces of at most ``piece`` values. With ``torus`` (node extents
+    whose product is the node count), the nodes make that torus and messages share the links
+    of their routes (the profile's ``[torus]`` rates). Returns a
+    :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics steps
+    :data:`commsolve.dense.ROLES`)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     prof = simulation_profile(profile)
     pr, pc, c = (int(v) for v in grid)
     p = pr * pc * c
     ppn = int(ppn or prof.ppn or 1)
-    topo = blocked_topology(p, ppn)
+    if torus is not None:
+        if int(np.prod(torus)) * ppn != p:
+            raise ValueError(f"a {'x'.join(map(str, torus))} torus of {ppn} ranks per node holds "
+                             f"{int(np.prod(torus)) * ppn} ranks, the grid {p}")
+        topo = Topology.torus(list(torus), ppn)
+    else:
+        topo = blocked_topology(p, ppn)
     m = n if m is None else m
     k = n if k is None else k
     t0 = time.perf_counter()
-    d = _core.simulate_dense(kind, int(m), int(n), int(k), int(nb), (pr, pc, c), int(panel), tree_shape(tree), topo,
+    d = _core.simulate_dense(kind, int(m), int(n), int(k), int(nb), (pr, pc, c), int(panel), int(piece), tree_shape(tree), topo,
                              network_model(prof, topo.max_ppn), compute_model(prof), bool(timeline), bool(trace))
     info = {"workload": kind, "grid": f"{pr}x{pc}x{c}", "n": int(n), "nb": int(nb), "tree": str(tree),
-            "profile": prof.name, "ppn": ppn, "wall_s": time.perf_counter() - t0}
+            "piece": int(piece), "torus": list(torus) if torus is not None else None, "profile": prof.name, "ppn": ppn,
+            "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)
 
 
@@ -61,7 +71,7 @@ def square_grids(p, replications):
 
 
 def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
-                      panel=PANEL, progress=None):
+                      panel=PANEL, piece=PIECE, progress=None):
     """``kind`` of size n on p ranks for each replication factor c (grids of
     :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
     smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
@@ -75,7 +85,7 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
     out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "runs": {}}
     base = None
     for g in (grids if progress is None else progress(grids)):
-        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel)
+        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece)
         per_role = np.array([s.array for s in r.recorded])
         words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])).sum(axis=1) / 8
         base = r.predicted_s if base is None else base

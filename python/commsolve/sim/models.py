@@ -29,7 +29,9 @@ def simulation_profile(profile):
 def network_model(profile, ppn):
     """A NetworkModel for ``ppn`` ranks per node: on-node messages between ranks of one
     socket (``sockets_per_node`` sockets of ppn / sockets ranks each) use the intra-socket
-    figures where the profile has them, the others intra-node; off-node ones inter-node."""
+    figures where the profile has them, the others intra-node; off-node ones inter-node. A
+    profile with a ``[torus]`` gives the links' rate and per-hop latency: on a topology with a
+    torus (:meth:`Topology.torus`) off-node messages then share the links of their routes."""
     prof = simulation_profile(profile)
     alpha, rate = [], []
     for level in LEVELS:
@@ -41,8 +43,10 @@ def network_model(profile, ppn):
     socket = 0
     if prof.has_level("intra_socket") and prof.sockets_per_node > 1:
         socket = max(1, int(ppn) // prof.sockets_per_node)
+    torus = prof.torus or {}
     return _core.NetworkModel(alpha, rate, injection, int(prof.short_max), int(prof.eager_max), float(prof.overhead),
-                              socket, float(prof.any_source), float(prof.engine_overhead), float(prof.gamma))
+                              socket, float(prof.any_source), float(prof.engine_overhead), float(prof.gamma),
+                              float(torus.get("link_rate", 0.0)), float(torus.get("hop_latency", 0.0)))
 
 
 def compute_model(profile):

@@ -26,11 +26,11 @@ Grid25D grid_of(const GridTuple& t) {
 }
 
 DensePlan plan_of(const std::string& kind, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t nb,
-                  const Grid25D& g, std::int64_t panel) {
-  if (kind == "matmul") return matmul_plan(MatmulShape{m, n, k, nb, panel}, g);
+                  const Grid25D& g, std::int64_t panel, std::int64_t piece) {
+  if (kind == "matmul") return matmul_plan(MatmulShape{m, n, k, nb, panel, piece}, g);
   if (kind == "lu") {
     if (m != n) throw nb::value_error(("LU of a square matrix: got " + std::to_string(m) + " x " + std::to_string(n)).c_str());
-    return lu_plan(n, nb, g);
+    return lu_plan(n, nb, g, piece);
   }
   throw nb::value_error(("dense plan kind must be 'matmul' or 'lu', got '" + kind + "'").c_str());
 }
@@ -60,38 +60,40 @@ void bind_dense(nb::module_& m) {
   }, "n"_a, "nb"_a, "p"_a, "proc"_a,
      "The global indices process `proc` of `p` holds, in local order, of n indices block-cyclic in blocks of nb.");
   m.def("dense_plan", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k, std::int64_t nb,
-                         const GridTuple& grid, std::int64_t panel) {
-    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel);
+                         const GridTuple& grid, std::int64_t panel, std::int64_t piece) {
+    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece);
     nb::dict d;
     d["set"] = p.set;
     d["role"] = copy_numpy(p.role);
     d["step"] = copy_numpy(p.step);
     d["pos"] = copy_numpy(p.pos);
+    d["piece"] = copy_numpy(p.piece);
     return d;
-  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a = 512,
+  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a = 512, "piece"_a = 1 << 16,
      "The collectives of the 2.5D multiply (A m x k times B k x n) or LU (n x n; m = k = n) on grid (pr, pc, c).");
   m.def("dense_stats_virtual", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k,
                                   std::int64_t nb, const GridTuple& grid, const TreeShape& shape, const Topology& topo,
-                                  std::int64_t panel) {
+                                  std::int64_t panel, std::int64_t piece) {
     std::vector<CommStats> all;
     {
       nb::gil_scoped_release nogil;
-      all = dense_stats_virtual(plan_of(kind, m_, n, k, nb, grid_of(grid), panel), shape, topo);
+      all = dense_stats_virtual(plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece), shape, topo);
     }
     return stats_array(all, false);
-  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "shape"_a, "topology"_a, "panel"_a = 512,
+  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "shape"_a, "topology"_a, "panel"_a = 512, "piece"_a = 1 << 16,
      "Every rank's planned statistics of the 2.5D multiply or LU: (ranks, roles, 8).");
 
   nb::class_<Matmul25D>(m, "Matmul25D", "The 2.5D multiply C = A B on MPI.")
       .def("__init__", [](Matmul25D* self, std::int64_t comm, const Topology& topo, std::int64_t m_, std::int64_t n,
                           std::int64_t k, std::int64_t nb, const GridTuple& grid, const TreeShape& shape,
-                          std::int64_t panel) {
+                          std::int64_t panel, std::int64_t piece) {
         const Grid25D g = grid_of(grid);
         MPI_Comm c = comm_from_handle(comm);
         nb::gil_scoped_release nogil;
-        new (self) Matmul25D(c, topo, MatmulShape{m_, n, k, nb, panel}, g, shape);
+        new (self) Matmul25D(c, topo, MatmulShape{m_, n, k, nb, panel, piece}, g, shape);
       }, "comm"_a, "topology"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "shape"_a, "panel"_a = 512,
-           "Collective. panel: widest SUMMA panel (columns of A, whole blocks).")
+           "piece"_a = 1 << 16,
+           "Collective. panel: widest SUMMA panel (columns of A, whole blocks); piece: most values per message.")
       .def("run", [](Matmul25D& s, In<double> a, In<double> b, Out<double> c) {
         const MatmulLayout& L = s.layout();
         if (s.z() == 0) {
@@ -115,12 +117,13 @@ void bind_dense(nb::module_& m) {
 
   nb::class_<LU25D>(m, "LU25D", "2.5D LU without pivoting on MPI.")
       .def("__init__", [](LU25D* self, std::int64_t comm, const Topology& topo, std::int64_t n, std::int64_t nb,
-                          const GridTuple& grid, const TreeShape& shape) {
+                          const GridTuple& grid, const TreeShape& shape, std::int64_t piece) {
         const Grid25D g = grid_of(grid);
         MPI_Comm c = comm_from_handle(comm);
         nb::gil_scoped_release nogil;
-        new (self) LU25D(c, topo, n, nb, g, shape);
-      }, "comm"_a, "topology"_a, "n"_a, "nb"_a, "grid"_a, "shape"_a, "Collective.")
+        new (self) LU25D(c, topo, n, nb, g, shape, piece);
+      }, "comm"_a, "topology"_a, "n"_a, "nb"_a, "grid"_a, "shape"_a, "piece"_a = 1 << 16,
+           "Collective. piece: most values per message.")
       .def("run", [](LU25D& s, Out<double> a) {
         if (s.z() == 0) require_len(a, s.rows().local_size(s.x()) * s.cols().local_size(s.y()), "a");
         DenseTimes t;

@@ -77,7 +77,7 @@ void bind_models(nb::module_& m) {
       .def("__init__", [](sim::NetworkModel* self, const std::vector<double>& alpha, const std::vector<double>& rate,
                           const std::vector<double>& injection, std::int64_t short_max, std::int64_t eager_max,
                           double overhead, int socket_size, double any_source, double engine_overhead,
-                          double gamma) {
+                          double gamma, double link_rate, double hop_latency) {
         if (alpha.size() != 9 || rate.size() != 9 || injection.size() != 3)
           throw nb::value_error("NetworkModel: alpha and rate need 9 values (3 localities x 3 protocols), "
                                 "injection 3");
@@ -91,9 +91,12 @@ void bind_models(nb::module_& m) {
           }
         for (int p = 0; p < 3; ++p) self->injection[p] = injection[p];
         if (!(0 <= short_max && short_max <= eager_max) || !(overhead >= 0) || socket_size < 0 ||
-            !(any_source >= 0) || !(engine_overhead >= 0) || !(gamma >= 0))
+            !(any_source >= 0) || !(engine_overhead >= 0) || !(gamma >= 0) || !(link_rate >= 0) ||
+            !(hop_latency >= 0))
           throw nb::value_error("NetworkModel: need 0 <= short_max <= eager_max, overhead >= 0, socket_size >= 0, "
-                                "any_source >= 0, engine_overhead >= 0, gamma >= 0");
+                                "any_source >= 0, engine_overhead >= 0, gamma >= 0, link_rate >= 0, hop_latency >= 0");
+        self->link_rate = link_rate;
+        self->hop_latency = hop_latency;
         self->any_source = any_source;
         self->gamma = gamma;
         self->engine_overhead = engine_overhead;
@@ -102,7 +105,8 @@ void bind_models(nb::module_& m) {
         self->overhead = overhead;
         self->socket_size = socket_size;
       }, "alpha"_a, "rate"_a, "injection"_a, "short_max"_a, "eager_max"_a, "overhead"_a, "socket_size"_a,
-         "any_source"_a = 0.0, "engine_overhead"_a = 0.0, "gamma"_a = 0.0)
+         "any_source"_a = 0.0, "engine_overhead"_a = 0.0, "gamma"_a = 0.0, "link_rate"_a = 0.0,
+         "hop_latency"_a = 0.0)
       .def_ro("overhead", &sim::NetworkModel::overhead);
   nb::class_<sim::ComputeModel>(m, "ComputeModel",
                                 "The simulator's compute: flop rate, memory bandwidth, call overhead, copy rate, "
@@ -177,20 +181,21 @@ void bind_replays(nb::module_& m) {
         "categories compute, comm, idle.");
   m.def("simulate_dense", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k,
                              std::int64_t nb, const std::tuple<int, int, int>& grid, std::int64_t panel,
-                             const TreeShape& tree, const Topology& topo, const sim::NetworkModel& net,
-                             const sim::ComputeModel& cpu, bool timeline, bool trace) {
+                             std::int64_t piece, const TreeShape& tree, const Topology& topo,
+                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
     const Grid25D g{std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)};
     if (kind != "matmul" && kind != "lu") throw nb::value_error("kind must be 'matmul' or 'lu'");
     if (kind == "lu" && (m_ != n || k != n)) throw nb::value_error("LU of a square matrix: m = n = k");
     sim::SimResult r;
     {
       nb::gil_scoped_release nogil;
-      r = kind == "matmul" ? sim::simulate_matmul(MatmulShape{m_, n, k, nb, panel}, g, tree, topo, net, cpu,
+      r = kind == "matmul" ? sim::simulate_matmul(MatmulShape{m_, n, k, nb, panel, piece}, g, tree, topo, net, cpu,
                                                   {timeline, trace})
-                           : sim::simulate_lu(n, nb, g, tree, topo, net, cpu, {timeline, trace});
+                           : sim::simulate_lu(n, nb, g, tree, topo, net, cpu, {timeline, trace}, piece);
     }
     return result_dict(r);
-  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a, "tree"_a, "topology"_a, "network"_a, "compute"_a,
+  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a, "piece"_a, "tree"_a, "topology"_a, "network"_a,
+        "compute"_a,
         "timeline"_a = false, "trace"_a = false,
         "The 2.5D multiply or LU replayed as the MPI run does it (the same machines): categories (compute, comm, "
         "idle), per-rank times, recorded statistics per role, critical path, predicted.");

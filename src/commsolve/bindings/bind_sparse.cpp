@@ -36,7 +36,16 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
       .def("local_rank", &Topology::local_rank, "rank"_a)
       .def("same_node", &Topology::same_node, "a"_a, "b"_a)
       .def("ranks_on_node", &Topology::ranks_on_node, "node"_a)
-      .def_prop_ro("node_of_rank", [](const Topology& t) { return copy_numpy(t.node_of_rank()); });
+      .def_prop_ro("node_of_rank", [](const Topology& t) { return copy_numpy(t.node_of_rank()); })
+      .def_static("torus", &Topology::torus, "dims"_a, "ppn"_a = 1,
+                  "Nodes on a torus of extents `dims` (node id: coordinates, dimension 0 fastest), ppn ranks each.")
+      .def_prop_ro("torus_dims", &Topology::torus_dims, "The node torus's extents (empty: none).")
+      .def("hops", &Topology::hops, "a"_a, "b"_a, "Torus links between nodes a and b (dimension-ordered route).")
+      .def("route", [](const Topology& t, int a, int b) {
+        std::vector<std::int64_t> l;
+        t.route(a, b, l);
+        return to_numpy(std::move(l));
+      }, "a"_a, "b"_a, "Link ids from node a to node b: (node * ndims + dim) * 2 + (0 +, 1 -).");
 
   // ---- distribution ---------------------------------------------------------------
   nb::class_<Distribution>(m, "Distribution", "Owner rank and local position of every global index.")

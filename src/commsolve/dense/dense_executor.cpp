@@ -40,21 +40,35 @@ const Grid25D& checked(const Grid25D& g, MPI_Comm comm) {
 }
 
 // Rows [r0, r0 + m) x columns [c0, c0 + n) of a column-major array (leading dimension ld),
-// copied out to / added from a packed m x n array.
+// copied out to a packed m x n array.
 void pack(const double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
           double* out) {
   for (std::int64_t j = 0; j < n; ++j) std::memcpy(out + j * m, a + (c0 + j) * ld + r0, sizeof(double) * m);
 }
-void add_packed(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
-                const double* v) {
-  for (std::int64_t j = 0; j < n; ++j) {
-    double* col = a + (c0 + j) * ld + r0;
-    for (std::int64_t i = 0; i < m; ++i) col[i] += v[j * m + i];
+// Values [off, off + n) of the packed rows x ncols array of a region: copied into it (unpack_range)
+// or added to it (add_range).
+template <class Op>
+void on_range(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t off,
+              std::int64_t n, const double* v, Op op) {
+  for (std::int64_t idx = off; idx < off + n;) {
+    const std::int64_t j = idx / rows, i = idx % rows, len = std::min(rows - i, off + n - idx);
+    double* col = a + (c0 + j) * ld + r0 + i;
+    for (std::int64_t t = 0; t < len; ++t) op(col[t], v[idx - off + t]);
+    idx += len;
   }
 }
-void unpack(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t m, std::int64_t n,
-            const double* v) {
-  for (std::int64_t j = 0; j < n; ++j) std::memcpy(a + (c0 + j) * ld + r0, v + j * m, sizeof(double) * m);
+void unpack_range(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t off,
+                  std::int64_t n, const double* v) {
+  on_range(a, ld, r0, c0, rows, off, n, v, [](double& x, double y) { x = y; });
+}
+void add_range(double* a, std::int64_t ld, std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t off,
+               std::int64_t n, const double* v) {
+  on_range(a, ld, r0, c0, rows, off, n, v, [](double& x, double y) { x += y; });
+}
+
+void hold_piece(std::vector<double>& buf, std::int64_t off, const double* v, std::int64_t n, std::int64_t total) {
+  if (static_cast<std::int64_t>(buf.size()) != total) buf.resize(static_cast<std::size_t>(total));
+  std::copy(v, v + n, buf.begin() + off);
 }
 
 void add_into(std::vector<double>& acc, const double* v, std::int64_t n) {
@@ -82,10 +96,6 @@ struct MatmulNumbers {
 
   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role) { m.engine_.send(dest, c, v, n, role); }
   const double* replicate_data(int role) { return role == mm_replicate_a ? m.A_ : m.B_; }
-  void replicated(int role, const double* v) {
-    std::vector<double>& dst = role == mm_replicate_a ? m.a_ : m.b_;
-    std::copy(v, v + dst.size(), dst.begin());
-  }
   // Panel q's block columns of A (rows of B) here, in order: contiguous in the local array
   // (then a pointer into it, with its leading dimension) or packed into `buf`.
   const double* panel(int role, std::int64_t q, std::vector<double>& buf, std::int64_t& ld) {
@@ -134,7 +144,12 @@ struct MatmulNumbers {
     }
     return p;
   }
-  void hold(std::int64_t s, const double* v, std::int64_t n) { m.held_[static_cast<std::size_t>(s)].assign(v, v + n); }
+  void hold(int role, std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total) {
+    if (role == mm_replicate_a || role == mm_replicate_b)
+      std::copy(v, v + n, (role == mm_replicate_a ? m.a_ : m.b_).begin() + off);
+    else
+      hold_piece(m.held_[static_cast<std::size_t>(s0)], off, v, n, total);
+  }
   void release(std::int64_t s) { std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]); }
   void gemm(std::int64_t q, std::int64_t sa, std::int64_t sb) {
     const std::int64_t w = width(q), rows = ma(), cols = nbc();
@@ -149,16 +164,18 @@ struct MatmulNumbers {
     m.compute_ += since(t);
     m.flops_ += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(w);
   }
-  void reduce_add(std::int64_t, const double* v, std::int64_t n) { add_into(m.acc_, v, n); }
-  const double* reduce_out(std::int64_t) {
-    m.out_.assign(m.C_, m.C_ + ma() * nbc());
-    if (!m.acc_.empty())
-      for (std::size_t i = 0; i < m.out_.size(); ++i) m.out_[i] += m.acc_[i];
+  void reduce_add(std::int64_t s, const double* v, std::int64_t n) { add_into(m.acc_[static_cast<std::size_t>(s)], v, n); }
+  const double* reduce_out(std::int64_t s, std::int64_t off, std::int64_t n) {
+    std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
+    m.out_.assign(m.C_ + off, m.C_ + off + n);
+    for (std::size_t i = 0; i < acc.size(); ++i) m.out_[i] += acc[i];
+    std::vector<double>().swap(acc);
     return m.out_.data();
   }
-  void reduce_in(std::int64_t) {
-    if (!m.acc_.empty())
-      for (std::size_t i = 0; i < m.acc_.size(); ++i) m.C_[i] += m.acc_[i];
+  void reduce_in(std::int64_t s, std::int64_t off, std::int64_t) {
+    std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < acc.size(); ++i) m.C_[off + static_cast<std::int64_t>(i)] += acc[i];
+    std::vector<double>().swap(acc);
   }
 };
 
@@ -188,7 +205,7 @@ DenseTimes Matmul25D::run(const double* a, const double* b, double* c) {
     c_.assign(static_cast<std::size_t>(ma * nc), 0.0);
     A_ = a_.data(), B_ = b_.data(), C_ = c_.data();
   }
-  acc_.clear();
+  acc_.assign(tree_.index.size(), {});
   held_.assign(tree_.index.size(), {});
   flops_ = compute_ = 0;
   prepare_engine(engine_, plan_, grid_, runs_);
@@ -231,26 +248,35 @@ struct LuNumbers {
   void send(int dest, std::int64_t cc, const double* v, std::int64_t n, int role) {
     m.engine_.send(dest, cc, v, n, role);
   }
-  void hold(std::int64_t s, const double* v, std::int64_t n) { m.held_[static_cast<std::size_t>(s)].assign(v, v + n); }
+  void hold(std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total) {
+    hold_piece(m.held_[static_cast<std::size_t>(s0)], off, v, n, total);
+  }
   const double* held(std::int64_t s) { return m.held_[static_cast<std::size_t>(s)].data(); }
-  void release(std::int64_t s) { std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]); }
+  void release(std::int64_t s) {
+    std::vector<double>().swap(m.held_[static_cast<std::size_t>(s)]);
+    std::vector<double>().swap(m.packed_[static_cast<std::size_t>(s)]);
+  }
   void reduce_add(std::int64_t s, const double* v, std::int64_t n) { add_into(m.acc_[static_cast<std::size_t>(s)], v, n); }
-  const double* reduce_out(std::int64_t s, int role, std::int64_t k) {
-    std::int64_t r0, c0, rows, cols;
-    region(role, k, r0, c0, rows, cols);
-    m.out_.resize(static_cast<std::size_t>(rows * cols));
-    pack(m.A_, ml(), r0, c0, rows, cols, m.out_.data());
+  const double* reduce_out(std::int64_t s0, std::int64_t s, int role, std::int64_t k, std::int64_t off, std::int64_t n) {
+    std::vector<double>& packed = m.packed_[static_cast<std::size_t>(s0)];
+    if (packed.empty()) {  // this rank's share, packed once for all its pieces
+      std::int64_t r0, c0, rows, cols;
+      region(role, k, r0, c0, rows, cols);
+      packed.resize(static_cast<std::size_t>(rows * cols));
+      pack(m.A_, ml(), r0, c0, rows, cols, packed.data());
+    }
     std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
+    m.out_.assign(packed.begin() + off, packed.begin() + off + n);
     for (std::size_t i = 0; i < acc.size(); ++i) m.out_[i] += acc[i];
     std::vector<double>().swap(acc);
     return m.out_.data();
   }
-  void reduce_in(std::int64_t s, int role, std::int64_t k) {
+  void reduce_in(std::int64_t s, int role, std::int64_t k, std::int64_t off, std::int64_t n) {
     std::vector<double>& acc = m.acc_[static_cast<std::size_t>(s)];
     if (acc.empty()) return;
     std::int64_t r0, c0, rows, cols;
     region(role, k, r0, c0, rows, cols);
-    add_packed(m.A_, ml(), r0, c0, rows, cols, acc.data());
+    add_range(m.A_, ml(), r0, c0, rows, off, n, acc.data());
     std::vector<double>().swap(acc);
   }
   void factor_diag(std::int64_t k) {
@@ -265,9 +291,12 @@ struct LuNumbers {
     }
     timed_flops(t, 2.0 / 3.0 * static_cast<double>(w(k) * w(k) * w(k)));
   }
-  const double* diag(std::int64_t k) {
-    m.diag_.resize(static_cast<std::size_t>(w(k) * w(k)));
-    pack(m.A_, ml(), r(k), c(k), w(k), w(k), m.diag_.data());
+  const double* diag(std::int64_t k) {  // packed once per step
+    if (m.diag_k_ != k) {
+      m.diag_.resize(static_cast<std::size_t>(w(k) * w(k)));
+      pack(m.A_, ml(), r(k), c(k), w(k), w(k), m.diag_.data());
+      m.diag_k_ = k;
+    }
     return m.diag_.data();
   }
   void trsm_l(std::int64_t k, const double* d) {
@@ -292,10 +321,10 @@ struct LuNumbers {
     pack(m.A_, ml(), r(k), c(k + 1), w(k), ca(k), m.pack_.data());
     return m.pack_.data();
   }
-  void store(int role, std::int64_t k, const double* v) {
-    if (role == lu_diag) unpack(m.A_, ml(), r(k), c(k), w(k), w(k), v);
-    else if (role == lu_panel_l) unpack(m.A_, ml(), r(k + 1), c(k), ra(k), w(k), v);
-    else unpack(m.A_, ml(), r(k), c(k + 1), w(k), ca(k), v);
+  void store(int role, std::int64_t k, std::int64_t off, const double* v, std::int64_t n) {
+    if (role == lu_diag) unpack_range(m.A_, ml(), r(k), c(k), w(k), off, n, v);
+    else if (role == lu_panel_l) unpack_range(m.A_, ml(), r(k + 1), c(k), ra(k), off, n, v);
+    else unpack_range(m.A_, ml(), r(k), c(k + 1), w(k), off, n, v);
   }
   void update(std::int64_t k, std::int64_t ls, std::int64_t us, std::int64_t r0, std::int64_t r1, std::int64_t c0,
               std::int64_t c1) {
@@ -313,9 +342,9 @@ struct LuNumbers {
 };
 
 LU25D::LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
-             const TreeShape& shape)
+             const TreeShape& shape, std::int64_t piece)
     : n_(n), nb_(nb), grid_(checked(g, comm)), rows_{n, nb, g.pr}, cols_{n, nb, g.pc}, topo_(topo),
-      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g)),
+      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g, piece)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, lu_nroles) {
   require(topo.size() == g.size(), "LU: the topology has " + std::to_string(topo.size()) + " ranks, the grid " +
                                        std::to_string(g.size()));
@@ -335,6 +364,8 @@ DenseTimes LU25D::run(double* a) {
   }
   held_.assign(tree_.index.size(), {});
   acc_.assign(tree_.index.size(), {});
+  packed_.assign(tree_.index.size(), {});
+  diag_k_ = -1;
   flops_ = compute_ = 0;
   prepare_engine(engine_, plan_, grid_, runs_);
   LuNumbers be{*this};

@@ -48,10 +48,10 @@ class Matmul25D {
   DensePlan plan_;
   TreePlan tree_;
   MessageEngine engine_;
-  std::vector<double> a_, b_, c_, acc_, out_, pack_, apan_, bpan_;  // a_, b_, c_: off layer 0 only
+  std::vector<double> a_, b_, c_, out_, pack_, apan_, bpan_;  // a_, b_, c_: off layer 0 only
   const double *A_ = nullptr, *B_ = nullptr;                       // this rank's A and B (during run)
   double* C_ = nullptr;
-  std::vector<std::vector<double>> held_;
+  std::vector<std::vector<double>> held_, acc_;  // per slot: a panel's data (first slot), children's sums
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;
 };
@@ -60,7 +60,7 @@ class LU25D {
  public:
   // Collective on comm (g.size() ranks). n x n in blocks of nb.
   LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
-        const TreeShape& shape);
+        const TreeShape& shape, std::int64_t piece = 1 << 16);
 
   // Collective. Layer 0: this rank's blocks of A in, of L and U out (L unit lower below the
   // diagonal, U on and above it, as LAPACK's getrf stores them); other layers pass null. A
@@ -87,8 +87,9 @@ class LU25D {
   TreePlan tree_;
   MessageEngine engine_;
   std::vector<double> a_, diag_, pack_, out_;  // a_: off layer 0 only
+  std::int64_t diag_k_ = -1;                   // the step whose diagonal block diag_ holds
   double* A_ = nullptr;                        // this rank's share of the matrix (during run)
-  std::vector<std::vector<double>> held_, acc_;
+  std::vector<std::vector<double>> held_, acc_, packed_;  // per slot: data held, children's sums, own share
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;
 };

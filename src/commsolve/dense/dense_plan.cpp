@@ -23,11 +23,12 @@ std::int64_t DensePlan::max_count() const {
 }
 
 void MatmulShape::validate() const {
-  if (m < 0 || n < 0 || k < 0 || nb < 1 || panel < 1)
+  if (m < 0 || n < 0 || k < 0 || nb < 1 || panel < 1 || piece < 1)
     throw std::invalid_argument("matrix multiply of " + std::to_string(m) + " x " + std::to_string(k) + " by " +
                                 std::to_string(k) + " x " + std::to_string(n) + " in blocks of " +
                                 std::to_string(nb) + " (panels of " + std::to_string(panel) +
-                                "): extents must be >= 0, the block and panel sizes >= 1");
+                                ", pieces of " + std::to_string(piece) +
+                                "): extents must be >= 0, the block, panel and piece sizes >= 1");
 }
 
 MatmulLayout::MatmulLayout(const MatmulShape& s, const Grid25D& g)
@@ -39,23 +40,27 @@ namespace {
 // values, or no member but the root.
 struct PlanBuilder {
   DensePlan& p;
+  std::int64_t piece;
   std::vector<int> members;
   void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count) {
     members.erase(std::remove(members.begin(), members.end(), root), members.end());
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
     if (count > 0 && !members.empty()) {
       CollectiveSet& s = p.set;
-      s.id.push_back(static_cast<std::int64_t>(s.id.size()));
-      s.kind.push_back(static_cast<std::int8_t>(kind));
-      s.root.push_back(root);
-      s.part.push_back(root);
-      std::sort(members.begin(), members.end());
-      members.erase(std::unique(members.begin(), members.end()), members.end());
-      s.part.insert(s.part.end(), members.begin(), members.end());
-      s.part_ptr.push_back(static_cast<std::int64_t>(s.part.size()));
-      s.count.push_back(count);
-      p.role.push_back(role);
-      p.step.push_back(step);
-      p.pos.push_back(pos);
+      for (std::int64_t off = 0, i = 0; off < count; off += piece, ++i) {
+        s.id.push_back(static_cast<std::int64_t>(s.id.size()));
+        s.kind.push_back(static_cast<std::int8_t>(kind));
+        s.root.push_back(root);
+        s.part.push_back(root);
+        s.part.insert(s.part.end(), members.begin(), members.end());
+        s.part_ptr.push_back(static_cast<std::int64_t>(s.part.size()));
+        s.count.push_back(std::min(piece, count - off));
+        p.role.push_back(role);
+        p.step.push_back(step);
+        p.pos.push_back(pos);
+        p.piece.push_back(static_cast<std::int32_t>(i));
+      }
     }
     members.clear();
   }
@@ -86,7 +91,7 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   const MatmulLayout L(s, g);
   DensePlan p;
   p.nroles = mm_nroles;
-  PlanBuilder b{p, {}};
+  PlanBuilder b{p, s.piece, {}};
   const auto along_z = [&](std::int8_t role, CollectiveKind kind, const Cyclic1D& r, const Cyclic1D& c) {
     for (int x = 0; x < g.pr; ++x)
       for (int y = 0; y < g.pc; ++y) {
@@ -118,13 +123,13 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   return p;
 }
 
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g) {
-  MatmulShape{n, n, n, nb}.validate();
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece) {
+  MatmulShape{n, n, n, nb, 512, piece}.validate();
   g.validate();
   const Cyclic1D R{n, nb, g.pr}, C{n, nb, g.pc};
   DensePlan p;
   p.nroles = lu_nroles;
-  PlanBuilder b{p, {}};
+  PlanBuilder b{p, piece, {}};
   const auto rows_from = [&](int x, std::int64_t blk) { return R.local_size(x) - R.local_start(x, blk); };
   const auto cols_from = [&](int y, std::int64_t blk) { return C.local_size(y) - C.local_start(y, blk); };
   for (std::int64_t k = 0; k < R.nblocks(); ++k) {

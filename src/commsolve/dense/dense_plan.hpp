@@ -24,6 +24,12 @@
 // Layer 0's rank at the same position joins the diag and panel broadcasts of a step
 // eliminated elsewhere, so the factors end on layer 0. Each rank receives about n^2 / sqrt(c p)
 // words of panels.
+//
+// Pieces: every move of more than `piece` values travels as several collectives of at most
+// that many (consecutive ids, the same members, each its own tree), forwarded piece by piece:
+// a broadcast down a tree of depth h then costs about m / B + h times a piece's time rather
+// than h m / B (pipelining), and trees that depend on the collective's id (shifted-binary,
+// rectangular) spread the pieces over different links.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +54,7 @@ struct DensePlan {
   std::vector<std::int8_t> role;  // per collective
   std::vector<std::int32_t> step;  // SUMMA panel or elimination step; -1 where none
   std::vector<std::int32_t> pos;   // process row or column it runs along; layer position for z collectives
+  std::vector<std::int32_t> piece;  // which piece of its move (0, 1, ...); pieces are consecutive
   int nroles = 0;
   std::int64_t max_count() const;
 };
@@ -55,7 +62,8 @@ struct DensePlan {
 struct MatmulShape {
   std::int64_t m = 0, n = 0, k = 0, nb = 1;
   std::int64_t panel = 512;  // widest SUMMA panel (columns of A): whole blocks, at least one
-  void validate() const;     // std::invalid_argument for a negative extent, nb < 1 or panel < 1
+  std::int64_t piece = 1 << 16;  // most values one message carries (larger moves go in pieces)
+  void validate() const;     // std::invalid_argument for a negative extent, nb, panel or piece < 1
 };
 
 // The distributions the algorithms use on a grid.
@@ -76,7 +84,7 @@ struct SummaPanels {
 SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g);
 
 DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g);  // steps: panel ids
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g);
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece = 1 << 16);
 
 // Planned statistics of one rank (steps: roles) and of every rank without MPI.
 CommStats dense_stats(const TreePlan& plan, const DensePlan& dp, const Topology& topo);

@@ -8,24 +8,31 @@
 // z_k the diagonal owner factors the summed diagonal block and broadcasts it, the panel's
 // column and row solve for L(>k, k) and U(k, >k) and broadcast them, and every rank of the
 // layer updates its trailing share in two parts: first the next c block rows and columns
-// (which the next c steps' sums need: the "eager" part, at once), then the rest (the "bulk",
-// as idle work in column pieces, between arrivals). So while one layer eliminates, the
-// others finish their bulk updates: the flops of the trailing updates are shared by c layers.
+// (which the next c steps' sums need: the "eager" part, one block row and column at a time,
+// the next step's at once and the others as idle work), then the rest (the "bulk", as idle
+// work in column pieces, between arrivals). So while one layer eliminates, the others finish
+// their bulk updates: the flops of the trailing updates are shared by c layers.
 //
-// Contribution rule: for step m, this layer's last step j < m must have its eager part done
-// (m <= j + c) and every earlier step of this layer its bulk (its rows and columns > j).
+// Contribution rule: for step m, this layer's last step j < m must have its eager part up to
+// block m done (m <= j + c) and every earlier step of this layer its bulk (rows and columns
+// > j).
 //
-// A Backend provides (values may be null in a simulation):
+// A Backend provides (values may be null in a simulation; `s0` names a move by its first slot,
+// `s` is one of its pieces, starting at `off` in it):
 //   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
-//   void hold(std::int64_t slot, const double* v, std::int64_t n); void release(std::int64_t slot);
-//   const double* held(std::int64_t slot);
-//   void reduce_add(std::int64_t slot, const double* v, std::int64_t n);  // a child's share
-//   const double* reduce_out(std::int64_t slot, int role, std::int64_t k);  // own share + children's
-//   void reduce_in(std::int64_t slot, int role, std::int64_t k);           // the root: own += children's
+//   void hold(std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total);
+//                                             // a piece arrived (of total values)
+//   const double* held(std::int64_t s0);  void release(std::int64_t s0);
+//   void reduce_add(std::int64_t s, const double* v, std::int64_t n);  // a child's piece of a share
+//   const double* reduce_out(std::int64_t s0, std::int64_t s, int role, std::int64_t k, std::int64_t off,
+//                            std::int64_t n);  // own share's piece + children's
+//   void reduce_in(std::int64_t s, int role, std::int64_t k, std::int64_t off, std::int64_t n);
+//                                             // the root: own share's piece += children's
 //   void factor_diag(std::int64_t k);  const double* diag(std::int64_t k);  // at the diagonal owner
 //   void trsm_l(std::int64_t k, const double* d);  const double* panel_l(std::int64_t k);  // L(>k, k) here
 //   void trsm_u(std::int64_t k, const double* d);  const double* panel_u(std::int64_t k);  // U(k, >k) here
-//   void store(int role, std::int64_t k, const double* v);  // layer 0: a factor block eliminated elsewhere
+//   void store(int role, std::int64_t k, std::int64_t off, const double* v, std::int64_t n);
+//                                             // layer 0: a piece of a factor block eliminated elsewhere
 //   void update(std::int64_t k, std::int64_t lslot, std::int64_t uslot, std::int64_t r0, std::int64_t r1,
 //               std::int64_t c0, std::int64_t c1);  // local rows [r0, r1) x columns [c0, c1) -= L U; slot -1: own
 #pragma once
@@ -73,27 +80,34 @@ class LuMachine {
   void start() { progress(); }
 
   void arrive(std::int64_t c, const double* v, std::int64_t n) {
-    const std::int64_t s = trees_.slot_of(c, n);
+    const std::int64_t s = trees_.slot_of(c, n), s0 = trees_.first(s);
     const int role = trees_.role(s);
     const std::int64_t k = trees_.step(s);
     if (role == lu_reduce_col || role == lu_reduce_row) {
       be_.reduce_add(s, v, n);
       if (trees_.contribute(s)) reduce_up(s);
     } else {
-      bcast(s, v);
+      forward(s, v);
       if (z_ != layer(k)) {  // layer 0 keeps a factor block eliminated on another layer
-        be_.store(role, k, v);
+        be_.store(role, k, trees_.offset(s), v, n);
       } else {
-        be_.hold(s, v, n);
-        Step& st = steps_[static_cast<std::size_t>(k)];
-        (role == lu_diag ? st.dslot : role == lu_panel_l ? st.lslot : st.uslot) = s;
+        be_.hold(s0, trees_.offset(s), v, n, trees_.total(s0));
+        if (trees_.piece_done(s)) {
+          Step& st = steps_[static_cast<std::size_t>(k)];
+          (role == lu_diag ? st.dslot : role == lu_panel_l ? st.lslot : st.uslot) = s0;
+        }
       }
     }
     progress();
   }
 
-  // One piece of a bulk update; false when there is none.
+  // One part of an eager update, or else one piece of a bulk update; false when there is none.
   bool idle() {
+    if (eager_.k >= 0) {
+      eager_part();
+      progress();
+      return true;
+    }
     if (bulk_.empty()) return false;
     Bulk& b = bulk_.front();
     const std::int64_t to = std::min(b.cend, b.cnext + piece_cols_);
@@ -117,46 +131,58 @@ class LuMachine {
   struct Bulk {
     std::int64_t k, lslot, uslot, r1, rend, cnext, cend;
   };
+  struct Eager {  // the step whose eager parts are under way (k = -1: none)
+    std::int64_t k = -1, ls = -1, us = -1, parts = 0;
+    bool update = false;
+  };
 
   int layer(std::int64_t k) const { return static_cast<int>(k % g_.c); }
   std::int64_t rows_after(std::int64_t k) const { return R_.local_size(x_) - R_.local_start(x_, k + 1); }
   std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - C_.local_start(y_, k + 1); }
 
-  void bcast(std::int64_t s, const double* v) {
-    const std::int64_t c = trees_.collective(s);
-    for (int ch : trees_.children(s)) be_.send(ch, c, v, trees_.count(s), trees_.role(s));
+  void forward(std::int64_t s, const double* v) {  // one piece, to its children
+    for (int ch : trees_.children(s)) be_.send(ch, trees_.collective(s), v, trees_.count(s), trees_.role(s));
   }
-  void bcast_root(int role, std::int64_t k, const double* v) {
-    const std::int64_t s = trees_.slot(role, static_cast<std::int32_t>(k));
-    if (s >= 0) bcast(s, v);
+  void bcast_root(int role, std::int64_t k, const double* v) {  // every piece
+    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(k));
+    if (s0 < 0) return;
+    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s) forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
   }
 
   bool can_contribute(std::int64_t m) const {
     const std::int64_t before = m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0;  // this layer's steps < m
-    return eager_count_ >= before && bulk_count_ + 1 >= before;
+    if (before == 0) return true;
+    if (bulk_count_ + 1 < before) return false;  // the bulk of all but the last of them
+    if (eager_count_ >= before) return true;      // the last one's eager update, whole
+    const std::int64_t last = z_ + g_.c * (before - 1);
+    return eager_.k == last && eager_.parts >= m - last;  // or its parts up to block m
   }
   void contribute(std::int64_t m) {
     const auto step = static_cast<std::int32_t>(m);
     Step& st = steps_[static_cast<std::size_t>(m)];
     const bool here = z_ == layer(m);
     for (int role : {lu_reduce_col, lu_reduce_row}) {
-      const std::int64_t s = trees_.slot(role, step);
-      if (s >= 0) {
-        if (trees_.contribute(s)) reduce_up(s);
+      const std::int64_t s0 = trees_.slot(role, step);
+      if (s0 >= 0) {
+        for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+          if (trees_.contribute(s)) reduce_up(s);
       } else if (here) {  // nothing to sum (c = 1, or no share): final as it is
         (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
       }
     }
   }
-  void reduce_up(std::int64_t s) {
+  void reduce_up(std::int64_t s) {  // a piece summed here: kept (root) or passed to the parent
     const int role = trees_.role(s);
-    const std::int64_t k = trees_.step(s);
+    const std::int64_t k = trees_.step(s), off = trees_.offset(s), n = trees_.count(s), s0 = trees_.first(s);
     if (trees_.is_root(s)) {
-      be_.reduce_in(s, role, k);
-      Step& st = steps_[static_cast<std::size_t>(k)];
-      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+      be_.reduce_in(s, role, k, off, n);
+      if (trees_.piece_done(s)) {
+        Step& st = steps_[static_cast<std::size_t>(k)];
+        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+      }
     } else {
-      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s, role, k), trees_.count(s), role);
+      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
+      if (trees_.piece_done(s)) be_.release(s0);
     }
   }
 
@@ -174,6 +200,7 @@ class LuMachine {
 
   // Step k on its layer: what its data allows; true if anything was done.
   bool advance(std::int64_t k) {
+    if (eager_.k == k) return false;  // its eager parts are under way (idle work)
     Step& st = steps_[static_cast<std::size_t>(k)];
     const bool in_col = y_ == C_.owner(k), in_row = x_ == R_.owner(k);
     const std::int64_t ra = rows_after(k), ca = cols_after(k);
@@ -185,15 +212,15 @@ class LuMachine {
       did = true;
     }
     const bool have_diag = (in_col && in_row) ? st.diag : st.dslot >= 0;
-    const double* d = !have_diag ? nullptr : (in_col && in_row) ? be_.diag(k) : be_.held(st.dslot);
+    const auto d = [&] { return (in_col && in_row) ? be_.diag(k) : be_.held(st.dslot); };  // only when used
     if (in_col && ra > 0 && !st.l && st.col_ready && have_diag) {
-      be_.trsm_l(k, d);
+      be_.trsm_l(k, d());
       st.l = true;
       bcast_root(lu_panel_l, k, be_.panel_l(k));
       did = true;
     }
     if (in_row && ca > 0 && !st.u && st.row_ready && have_diag) {
-      be_.trsm_u(k, d);
+      be_.trsm_u(k, d());
       st.u = true;
       bcast_root(lu_panel_u, k, be_.panel_u(k));
       did = true;
@@ -204,16 +231,31 @@ class LuMachine {
     const bool have_u = in_row ? (ca == 0 || st.u) : (!update || st.uslot >= 0);
     if (!have_l || !have_u) return did;
     if (st.dslot >= 0) be_.release(st.dslot);
-    const std::int64_t r0 = R_.local_start(x_, k + 1), r1 = R_.local_start(x_, k + 1 + g_.c), rend = R_.local_size(x_);
-    const std::int64_t c0 = C_.local_start(y_, k + 1), c1 = C_.local_start(y_, k + 1 + g_.c), cend = C_.local_size(y_);
-    const std::int64_t ls = in_col ? -1 : st.lslot, us = in_row ? -1 : st.uslot;
-    if (update) {  // eager: the next c block rows (all columns), then the next c block columns
-      if (r1 > r0) be_.update(k, ls, us, r0, r1, c0, cend);
-      if (c1 > c0 && rend > r1) be_.update(k, ls, us, r1, rend, c0, c1);
-    }
-    bulk_.push_back({k, ls, us, r1, update ? rend : r1, update ? c1 : cend, cend});
-    ++eager_count_;
+    eager_ = {k, in_col ? -1 : st.lslot, in_row ? -1 : st.uslot, 0, update};
+    eager_part();  // the next step's block row and column at once: the critical path
     return true;
+  }
+
+  // Local rows (columns) of block rows (columns) >= b.
+  std::int64_t row_at(std::int64_t b) const { return R_.local_start(x_, b); }
+  std::int64_t col_at(std::int64_t b) const { return C_.local_start(y_, b); }
+
+  // Part j of step k's eager update: block row k + j from column block k + j on, and block column
+  // k + j below block row k + j (the parts j = 1..c make the L-shape of the next c blocks; after
+  // part j the share of step k + j is final on this layer). After part c, the rest is bulk.
+  void eager_part() {
+    Eager& e = eager_;
+    const std::int64_t j = ++e.parts, k = e.k, b = k + j, rend = R_.local_size(x_), cend = C_.local_size(y_);
+    if (e.update) {
+      if (row_at(b + 1) > row_at(b) && cend > col_at(b)) be_.update(k, e.ls, e.us, row_at(b), row_at(b + 1), col_at(b), cend);
+      if (rend > row_at(b + 1) && col_at(b + 1) > col_at(b))
+        be_.update(k, e.ls, e.us, row_at(b + 1), rend, col_at(b), col_at(b + 1));
+    }
+    if (e.parts < g_.c && e.update && b + 1 < K_) return;
+    const std::int64_t r1 = row_at(k + 1 + g_.c), c1 = col_at(k + 1 + g_.c);
+    bulk_.push_back({k, e.ls, e.us, r1, e.update ? rend : r1, e.update ? c1 : cend, cend});
+    ++eager_count_;
+    e = Eager{};
   }
 
   const Cyclic1D R_, C_;
@@ -225,6 +267,7 @@ class LuMachine {
   const std::int64_t piece_cols_;
   std::vector<Step> steps_;
   std::deque<Bulk> bulk_;
+  Eager eager_;
   std::int64_t mine_ = 0;          // steps this layer eliminates
   std::int64_t next_contrib_ = 0;  // the next step this rank sends its share to
   std::int64_t eager_count_ = 0, bulk_count_ = 0;  // this layer's steps with those parts done

@@ -1,23 +1,25 @@
 // The message-driven logic of the 2.5D multiply on one rank (dense/dense_plan.hpp says what
-// moves), written once over a backend: dense/dense_executor runs it on MPI with the numbers.
+// moves), written once over a backend: dense/dense_executor runs it on MPI with the numbers,
+// sim/dense_sim prices it.
 //
 // Layer 0 starts the broadcasts of its A and B blocks along z. Once a rank has its A and B it
 // roots the broadcasts of the SUMMA panels it owns, at most `lookahead` panels ahead of its own
-// products (bounding the panels in flight); broadcasts are forwarded as they arrive. Its
-// products run in panel order as idle work (one GEMM per call, arrivals handled between), and
-// after the last one its C goes up the reduction along z.
+// products (bounding the panels in flight); broadcasts are forwarded piece by piece as they
+// arrive. Its products run in panel order as idle work (one GEMM per call, arrivals handled
+// between), and after the last one its C goes up the reduction along z, piece by piece.
 //
-// A Backend provides (values may be null in a simulation):
+// A Backend provides (values may be null in a simulation; `s0` names a move by its first slot,
+// `off` is where a piece starts in it):
 //   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
 //   const double* replicate_data(int role);   // layer 0: its blocks of A (mm_replicate_a) or B
-//   void replicated(int role, const double* v);  // another layer: they arrived
 //   const double* own_panel(int role, std::int64_t q);  // panel q's block columns of A / rows of B here
-//   void hold(std::int64_t slot, const double* v, std::int64_t n);   // a panel arrived
-//   void release(std::int64_t slot);
+//   void hold(int role, std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total);
+//                                  // a piece arrived: of A or B (replicate) or of a panel (total values)
+//   void release(std::int64_t s0);
 //   void gemm(std::int64_t q, std::int64_t aslot, std::int64_t bslot);  // C += panel q's; slot -1: own
-//   void reduce_add(std::int64_t slot, const double* v, std::int64_t n);  // a child's partial C
-//   const double* reduce_out(std::int64_t slot);   // C plus the children's, to the parent
-//   void reduce_in(std::int64_t slot);             // the root: C += the children's
+//   void reduce_add(std::int64_t s, const double* v, std::int64_t n);   // a child's piece of C
+//   const double* reduce_out(std::int64_t s, std::int64_t off, std::int64_t n);  // C's piece + children's
+//   void reduce_in(std::int64_t s, std::int64_t off, std::int64_t n);            // the root: C's piece += theirs
 #pragma once
 
 #include <cstdint>
@@ -49,31 +51,28 @@ class MatmulMachine {
       const std::int64_t s = trees_.slot(role, -1);
       bool& ready = role == mm_replicate_a ? a_ready_ : b_ready_;
       ready = s < 0 || trees_.is_root(s);
-      if (s >= 0 && trees_.is_root(s)) bcast(s, be_.replicate_data(role));
+      if (s >= 0 && trees_.is_root(s)) bcast_all(s, be_.replicate_data(role));
     }
     start_roots();
     if (panels_ == 0) finish_c();
   }
 
   void arrive(std::int64_t c, const double* v, std::int64_t n) {
-    const std::int64_t s = trees_.slot_of(c, n);
-    switch (trees_.role(s)) {
-      case mm_replicate_a:
-      case mm_replicate_b:
-        bcast(s, v);
-        be_.replicated(trees_.role(s), v);
-        (trees_.role(s) == mm_replicate_a ? a_ready_ : b_ready_) = true;
-        start_roots();
-        return;
-      case mm_panel_a:
-      case mm_panel_b:
-        bcast(s, v);
-        be_.hold(s, v, n);
-        have_[static_cast<std::size_t>(s)] = 1;
-        return;
-      default:
-        be_.reduce_add(s, v, n);
-        if (trees_.contribute(s)) reduce_up(s);
+    const std::int64_t s = trees_.slot_of(c, n), s0 = trees_.first(s);
+    const int role = trees_.role(s);
+    if (role == mm_reduce_c) {
+      be_.reduce_add(s, v, n);
+      if (trees_.contribute(s)) reduce_up(s);
+      return;
+    }
+    forward(s, v);
+    be_.hold(role, s0, trees_.offset(s), v, n, trees_.total(s0));
+    if (!trees_.piece_done(s)) return;
+    if (role == mm_replicate_a || role == mm_replicate_b) {
+      (role == mm_replicate_a ? a_ready_ : b_ready_) = true;
+      start_roots();
+    } else {
+      have_[static_cast<std::size_t>(s0)] = 1;
     }
   }
 
@@ -93,11 +92,14 @@ class MatmulMachine {
   }
 
  private:
-  void bcast(std::int64_t s, const double* v) {
-    const std::int64_t c = trees_.collective(s);
-    for (int ch : trees_.children(s)) be_.send(ch, c, v, trees_.count(s), trees_.role(s));
+  void forward(std::int64_t s, const double* v) {  // one piece, to its children
+    for (int ch : trees_.children(s)) be_.send(ch, trees_.collective(s), v, trees_.count(s), trees_.role(s));
   }
-  // The slot holding a panel's data: -1 this rank's own (or none is needed), -2 not here yet.
+  void bcast_all(std::int64_t s0, const double* v) {  // a root: every piece
+    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+      forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
+  }
+  // The move holding a panel's data: -1 this rank's own (or none is needed), -2 not here yet.
   std::int64_t source(int role, std::int32_t q) const {
     const std::int64_t s = trees_.slot(role, q);
     if (s < 0 || trees_.is_root(s)) return -1;
@@ -108,30 +110,32 @@ class MatmulMachine {
       const std::int32_t q = mine_[static_cast<std::size_t>(started_)];
       for (int role : {mm_panel_a, mm_panel_b}) {
         const std::int64_t s = trees_.slot(role, q);
-        if (s >= 0 && trees_.is_root(s)) bcast(s, be_.own_panel(role, q));
+        if (s >= 0 && trees_.is_root(s)) bcast_all(s, be_.own_panel(role, q));
       }
       ++started_;
     }
   }
   void finish_c() {
-    const std::int64_t s = trees_.slot(mm_reduce_c, -1);
-    if (s < 0) {
+    const std::int64_t s0 = trees_.slot(mm_reduce_c, -1);
+    if (s0 < 0) {
       c_done_ = true;
-    } else if (trees_.contribute(s)) {
-      reduce_up(s);
+      return;
     }
+    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+      if (trees_.contribute(s)) reduce_up(s);
   }
-  void reduce_up(std::int64_t s) {
+  void reduce_up(std::int64_t s) {  // a piece of C summed here: on to the parent, or kept (root)
+    const std::int64_t off = trees_.offset(s), n = trees_.count(s);
     if (trees_.is_root(s))
-      be_.reduce_in(s);
+      be_.reduce_in(s, off, n);
     else
-      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s), trees_.count(s), mm_reduce_c);
-    c_done_ = true;
+      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s, off, n), n, mm_reduce_c);
+    if (trees_.piece_done(s)) c_done_ = true;
   }
 
   DenseTrees trees_;
   Backend& be_;
-  std::vector<char> have_;
+  std::vector<char> have_;          // per move (first slot): a panel's pieces all arrived
   std::vector<std::int32_t> mine_;  // this layer's panels, in order
   std::int64_t panels_ = 0, started_ = 0, done_ = 0;  // this layer's panels; roots started; products done
   bool a_ready_ = false, b_ready_ = false, c_done_ = false;

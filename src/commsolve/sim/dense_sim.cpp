@@ -52,26 +52,21 @@ struct MatmulCosts : Costs {
     return w;
   }
   const double* replicate_data(int) { return nullptr; }
-  void replicated(int role, const double*) {
-    copy(role == mm_replicate_a ? L->a_rows.local_size(x) * L->a_cols.local_size(y)
-                                : L->b_rows.local_size(x) * L->b_cols.local_size(y));
-  }
   const double* own_panel(int role, std::int64_t q) {
     if (role == mm_panel_b) copy(width(q) * L->b_cols.local_size(y), comm);  // rows of B packed
     return nullptr;
   }
-  void hold(std::int64_t, const double*, std::int64_t n) { copy(n); }
+  void hold(int, std::int64_t, std::int64_t, const double*, std::int64_t n, std::int64_t) { copy(n); }
   void release(std::int64_t) {}
   void gemm(std::int64_t q, std::int64_t, std::int64_t) {
     product(L->a_rows.local_size(x), L->b_cols.local_size(y), width(q));
   }
-  std::int64_t c_size() const { return L->a_rows.local_size(x) * L->b_cols.local_size(y); }
   void reduce_add(std::int64_t, const double*, std::int64_t n) { sum(n); }
-  const double* reduce_out(std::int64_t) {
-    sum(c_size());
+  const double* reduce_out(std::int64_t, std::int64_t, std::int64_t n) {
+    sum(n);
     return nullptr;
   }
-  void reduce_in(std::int64_t) { sum(c_size()); }
+  void reduce_in(std::int64_t, std::int64_t, std::int64_t n) { sum(n); }
 };
 
 struct LuCosts : Costs {
@@ -80,22 +75,21 @@ struct LuCosts : Costs {
   std::int64_t w(std::int64_t k) const { return R.width(k); }
   std::int64_t ra(std::int64_t k) const { return R.local_size(x) - R.local_start(x, k + 1); }
   std::int64_t ca(std::int64_t k) const { return C.local_size(y) - C.local_start(y, k + 1); }
-  std::int64_t region(int role, std::int64_t k) const {
-    return role == lu_reduce_col ? (R.local_size(x) - R.local_start(x, k)) * w(k) : w(k) * ca(k);
-  }
-  void hold(std::int64_t, const double*, std::int64_t n) { copy(n); }
+  void hold(std::int64_t, std::int64_t, const double*, std::int64_t n, std::int64_t) { copy(n); }
   const double* held(std::int64_t) { return nullptr; }
   void release(std::int64_t) {}
   void reduce_add(std::int64_t, const double*, std::int64_t n) { sum(n); }
-  const double* reduce_out(std::int64_t, int role, std::int64_t k) {
-    copy(region(role, k), comm);
-    sum(region(role, k));
+  const double* reduce_out(std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, std::int64_t n) {
+    copy(n, comm);  // the share's piece packed
+    sum(n);
     return nullptr;
   }
-  void reduce_in(std::int64_t, int role, std::int64_t k) { sum(region(role, k)); }
+  void reduce_in(std::int64_t, int, std::int64_t, std::int64_t, std::int64_t n) { sum(n); }
   void factor_diag(std::int64_t k) { product(w(k), w(k), w(k), 1.0 / 3.0); }
+  std::int64_t packed = -1;  // the step whose diagonal block is packed (once per step, as the executor)
   const double* diag(std::int64_t k) {
-    copy(w(k) * w(k), comm);
+    if (packed != k) copy(w(k) * w(k), comm);
+    packed = k;
     return nullptr;
   }
   void trsm_l(std::int64_t k, const double*) { product(ra(k), w(k), w(k), 0.5); }
@@ -108,9 +102,7 @@ struct LuCosts : Costs {
     copy(w(k) * ca(k), comm);
     return nullptr;
   }
-  void store(int role, std::int64_t k, const double*) {
-    copy(role == lu_diag ? w(k) * w(k) : role == lu_panel_l ? ra(k) * w(k) : w(k) * ca(k));
-  }
+  void store(int, std::int64_t, std::int64_t, const double*, std::int64_t n) { copy(n); }
   void update(std::int64_t k, std::int64_t, std::int64_t, std::int64_t r0, std::int64_t r1, std::int64_t c0,
               std::int64_t c1) {
     product(r1 - r0, c1 - c0, w(k));
@@ -204,10 +196,10 @@ SimResult simulate_matmul(const MatmulShape& s, const Grid25D& g, const TreeShap
 }
 
 SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const TreeShape& shape, const Topology& topo,
-                      const NetworkModel& net, const ComputeModel& cpu, Recording keep) {
+                      const NetworkModel& net, const ComputeModel& cpu, Recording keep, std::int64_t piece) {
   const auto t0 = std::chrono::steady_clock::now();
   check_size(g, topo);
-  const DensePlan dp = lu_plan(n, nb, g);
+  const DensePlan dp = lu_plan(n, nb, g, piece);
   using P = DenseProcess<LuMachine<LuCosts>, LuCosts>;
   return run_all<P>(dp, shape, topo, net, cpu, keep, [&](P& p, Simulator& sim, int rank) {
     p.backend.sim = &sim;

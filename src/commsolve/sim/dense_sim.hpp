@@ -18,6 +18,7 @@ const std::vector<std::string>& dense_categories();  // compute, comm
 SimResult simulate_matmul(const MatmulShape& s, const Grid25D& g, const TreeShape& shape, const Topology& topo,
                           const NetworkModel& net, const ComputeModel& cpu, Recording keep = {});
 SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const TreeShape& shape, const Topology& topo,
-                      const NetworkModel& net, const ComputeModel& cpu, Recording keep = {});
+                      const NetworkModel& net, const ComputeModel& cpu, Recording keep = {},
+                      std::int64_t piece = 1 << 16);
 
 }  // namespace commsolve::sim

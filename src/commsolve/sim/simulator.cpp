@@ -19,6 +19,7 @@ Simulator::Simulator(const Topology& topo, const NetworkModel& net, const Comput
   clock_.assign(P, 0.0);
   nic_free_.assign(P, 0.0);
   node_free_.assign(static_cast<std::size_t>(topo.num_nodes()), 0.0);
+  if (torus_links()) link_free_.assign(static_cast<std::size_t>(topo.num_links()), 0.0);
   RankTime zero;
   zero.by_category.assign(categories_.size() + 1, 0.0);
   times_.assign(P, zero);
@@ -122,15 +123,16 @@ void Simulator::send(int rank, const Send& msg) {
   // The rank's interface takes s / R_b (its own messages in the rank's order); an inter-node
   // message also needs its node's injection, shared by the node's ranks: booked when the
   // departure event is handled, in simulated-time order across the node's ranks.
-  const double start = std::max(clock_[rank], nic_free_[rank]);
-  const double left = start + static_cast<double>(bytes) / rate;
-  nic_free_[rank] = left;
+  const bool links = where == 2 && torus_links();
+  const double start = links ? clock_[rank] : std::max(clock_[rank], nic_free_[rank]);
+  const double left = links ? start : start + static_cast<double>(bytes) / rate;
+  if (!links) nic_free_[rank] = left;
   Message m;
   static_cast<Send&>(m) = msg;
   m.src = rank;
   m.sent = clock_[rank];
   m.seq = seq_++;
-  if (where == 2 && net_.injection[proto] > 0) {
+  if (links || (where == 2 && net_.injection[proto] > 0)) {
     m.departing = true;
     m.arrival = start;  // >= every event handled so far: the heap stays in time order
     m.left = left;
@@ -158,9 +160,22 @@ void Simulator::run(std::vector<std::unique_ptr<Process>>& procs) {
     if (m.departing) {  // the node's injection, shared in time order; then on its way
       const double s = static_cast<double>(m.bytes);
       const int where = level(m.src, m.dest), proto = net_.protocol(m.bytes);
-      double& node = node_free_[topo_.node_of(m.src)];
-      node = std::max(node, m.arrival) + s / net_.injection[proto];
-      m.arrival = std::max(m.left, node) + latency(where, proto, m.receives);
+      double ready = m.left;
+      if (net_.injection[proto] > 0) {
+        double& node = node_free_[topo_.node_of(m.src)];
+        node = std::max(node, m.arrival) + s / net_.injection[proto];
+        ready = std::max(ready, node);
+      }
+      if (torus_links()) {  // the route's links, all at once from when the last is free
+        route_.clear();
+        topo_.route(topo_.node_of(m.src), topo_.node_of(m.dest), route_);
+        double t0 = m.arrival;
+        for (std::int64_t l : route_) t0 = std::max(t0, link_free_[static_cast<std::size_t>(l)]);
+        const double through = t0 + s / net_.link_rate;
+        for (std::int64_t l : route_) link_free_[static_cast<std::size_t>(l)] = through;
+        ready = std::max(ready, through + net_.hop_latency * static_cast<double>(route_.size()));
+      }
+      m.arrival = ready + latency(where, proto, m.receives);
       m.departing = false;
       heap_.push(m);
       continue;

@@ -7,7 +7,8 @@
 // free (s / R_b of it), and for inter-node traffic once the node's injection (s / R_N) is
 // free too; it arrives L = alpha - 2 o after it left; the receiver's CPU pays o, and gamma
 // per entry its match searches where a process says (the halo exchange's known-source
-// receives; link contention, delta, is left out). alpha and R_b are the profile's
+// receives; link contention, delta, is left out, except on a torus: NetworkModel::link_rate).
+// alpha and R_b are the profile's
 // (commsolve calibrate fits them), so an isolated message takes alpha + s / R_b, as
 // measured. Arrival order decides the order of any-source receives. Computation costs
 // the kernel's call overhead plus max(flops / F, bytes / B), B the cache's rate for a rank
@@ -50,6 +51,14 @@ struct NetworkModel {
   // known sources (one queue, in posting order, as MPICH keeps it; the cost models' gamma).
   double gamma = 0.0;
   int socket_size = 0;       // ranks per socket (by local rank on the node); 0: no socket level
+  // A torus network (used where the topology has a torus, Topology::torus): bytes/s one way
+  // on one link (0: no link model) and seconds per router hop. An off-node message then
+  // leaves at once (the node's DMA feeds its links; the node's injection rate, if given, is
+  // shared by its messages), reserves every link of its dimension-ordered route from the time
+  // the last of them is free until s / link_rate later (messages sharing a link wait for it:
+  // contention), and arrives hop_latency per hop plus L after it is through.
+  double link_rate = 0.0;
+  double hop_latency = 0.0;
   int protocol(std::int64_t bytes) const { return bytes <= short_max ? 0 : bytes <= eager_max ? 1 : 2; }
 };
 
@@ -225,7 +234,9 @@ class Simulator {
   bool keep_timeline_, keep_trace_;
   std::vector<std::vector<TraceOp>> trace_;
   void trace_calc(int rank, double seconds);
-  std::vector<double> clock_, nic_free_, node_free_;
+  std::vector<double> clock_, nic_free_, node_free_, link_free_;
+  std::vector<std::int64_t> route_;  // scratch
+  bool torus_links() const { return net_.link_rate > 0 && topo_.has_torus(); }
   std::vector<RankTime> times_;
   std::vector<CommStats> recorded_;
   std::vector<Interval> timeline_;

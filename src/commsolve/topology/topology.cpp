@@ -64,6 +64,54 @@ Topology Topology::from_comm(MPI_Comm comm) {
   return from_node_list(leaders);
 }
 
+Topology Topology::torus(const std::vector<int>& dims, int ppn) {
+  require(!dims.empty(), "topology: a torus needs at least one dimension");
+  std::int64_t nodes = 1;
+  for (int d : dims) {
+    require(d >= 1, "topology: torus extents must be at least 1, got " + std::to_string(d));
+    nodes *= d;
+  }
+  require(nodes * ppn <= (std::int64_t{1} << 30), "topology: torus too large");
+  Topology t = regular(static_cast<int>(nodes) * ppn, ppn, "smp");
+  t.torus_ = dims;
+  return t;
+}
+
+int Topology::coord(int node, int dim) const {
+  int v = node;
+  for (int d = 0; d < dim; ++d) v /= torus_[d];
+  return v % torus_[dim];
+}
+
+void Topology::route(int a, int b, std::vector<std::int64_t>& links, const int* order) const {
+  const int nd = static_cast<int>(torus_.size());
+  int cur = a;
+  for (int i = 0; i < nd; ++i) {
+    const int d = order ? order[i] : i;
+    const int L = torus_[d];
+    int stride = 1;
+    for (int e = 0; e < d; ++e) stride *= torus_[e];
+    const int from = coord(cur, d), to = coord(b, d);
+    const int up = (to - from + L) % L;  // hops going +
+    const bool plus = up <= L - up;
+    for (int h = 0, steps = plus ? up : L - up; h < steps; ++h) {
+      const int c = coord(cur, d);
+      links.push_back((static_cast<std::int64_t>(cur) * nd + d) * 2 + (plus ? 0 : 1));
+      const int next = plus ? (c + 1) % L : (c - 1 + L) % L;
+      cur += (next - c) * stride;
+    }
+  }
+}
+
+int Topology::hops(int a, int b) const {
+  int h = 0;
+  for (int d = 0; d < static_cast<int>(torus_.size()); ++d) {
+    const int L = torus_[d], up = (coord(b, d) - coord(a, d) + L) % L;
+    h += std::min(up, L - up);
+  }
+  return h;
+}
+
 int Topology::max_ppn() const {
   std::size_t m = 0;
   for (const auto& ranks : node_ranks_) m = std::max(m, ranks.size());

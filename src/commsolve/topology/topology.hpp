@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,22 @@ class Topology {
   const std::vector<int>& node_of_rank() const { return node_; }
   int max_ppn() const;
 
+  // ---- a torus of nodes (a k-ary n-cube, e.g. Blue Gene/P's 3D torus) --------------------
+  // `nodes` torus extents (their product: the node count), `ppn` ranks per node laid out
+  // "smp"; node id = coordinates with dimension 0 fastest. Local.
+  static Topology torus(const std::vector<int>& dims, int ppn);
+  bool has_torus() const { return !torus_.empty(); }
+  const std::vector<int>& torus_dims() const { return torus_; }
+  int coord(int node, int dim) const;
+  // Links are one-way: id = (node * ndims + dim) * 2 + (0: towards +, 1: towards -); 2 * ndims
+  // per node. route() appends the links a message from node a to node b crosses: dimension by
+  // dimension in `order` (default 0, 1, ...), the shorter way round each ring (+ on a tie).
+  std::int64_t num_links() const { return static_cast<std::int64_t>(num_nodes()) * 2 * static_cast<std::int64_t>(torus_.size()); }
+  void route(int a, int b, std::vector<std::int64_t>& links, const int* order = nullptr) const;
+  int hops(int a, int b) const;  // links on the route
+
  private:
+  std::vector<int> torus_;                    // extents of the node torus, or empty
   std::vector<int> node_;                     // rank -> node
   std::vector<int> local_;                    // rank -> index among its node's ranks
   std::vector<std::vector<int>> node_ranks_;  // node -> ranks, ascending

@@ -41,6 +41,17 @@ TreeLinks binary_links(const std::vector<int>& order, std::size_t pos) {
   return l;
 }
 
+// Binomial over list positions [0, n), position 0 the root (MPICH's and Cray's broadcast): the
+// parent of i > 0 is i less its highest bit; the children of i are i + 2^j for 2^j > i.
+TreeLinks binomial_links(const std::vector<int>& order, std::size_t pos) {
+  TreeLinks l;
+  std::size_t high = 1;
+  while (high <= pos) high <<= 1;  // the lowest power of two above pos
+  if (pos > 0) l.parent = order[pos - (high >> 1)];
+  for (std::size_t step = pos == 0 ? 1 : high; pos + step < order.size(); step <<= 1) l.children.push_back(order[pos + step]);
+  return l;
+}
+
 // [root, receivers in the shape's order].
 std::vector<int> ordered(const CollectiveSet& set, std::size_t c, const std::string& shape, std::uint64_t seed) {
   const int root = set.root[c];
@@ -86,7 +97,7 @@ void CollectiveSet::validate(int nranks) const {
 
 const std::vector<std::string>& tree_shape_names() {
   static const std::vector<std::string> names = {"flat", "binary", "shifted-binary", "need-ordered", "node-aware",
-                                                 "auto"};
+                                                 "binomial", "rectangular", "auto"};
   return names;
 }
 
@@ -104,9 +115,11 @@ class CollectiveTree {
       for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
         if (set.part[k] != root_) flat_children_.push_back(set.part[k]);
       std::sort(flat_children_.begin(), flat_children_.end());
-    } else if (name_ == "binary" || name_ == "shifted-binary" || name_ == "need-ordered") {
+    } else if (name_ == "binary" || name_ == "shifted-binary" || name_ == "need-ordered" || name_ == "binomial") {
       order_ = ordered(set, c, name_, shape.seed);
       index(order_);
+    } else if (name_ == "rectangular") {
+      rectangular(set, c, topo);
     } else if (name_ == "node-aware") {
       // Between one leader per node (the root on its own node, the lowest participant
       // elsewhere), then inside every node from its leader; binary at both levels.
@@ -133,6 +146,8 @@ class CollectiveTree {
   }
 
   TreeLinks links(int rank) const {
+    if (name_ == "rectangular") return explicit_[find(pos_, rank)];
+    if (name_ == "binomial") return binomial_links(order_, find(pos_, rank));
     if (name_ == "flat") {
       TreeLinks l;
       if (rank == root_)
@@ -162,8 +177,84 @@ class CollectiveTree {
     return static_cast<std::size_t>(it->second);
   }
 
+  // Rectangular (Watts and van de Geijn; Solomonik et al.'s BG/P multicasts): one leader per
+  // node (the root on its node, the lowest participant elsewhere); among the leaders, dimension
+  // by dimension (the order rotated by the collective's id, so consecutive pieces of a
+  // segmented message take different trees), every node reached so far starts two chains along
+  // its ring in that dimension, one each way, through the leaders that differ from it only
+  // there: every hop of a chain crosses its own links. Leaders no line reaches (a participant
+  // set that is not a box) hang from the root in a binary tree; inside a node, a binary tree
+  // from its leader. Without a torus the nodes make one ring.
+  void rectangular(const CollectiveSet& set, std::size_t c, const Topology& topo) {
+    std::map<int, std::vector<int>> by_node;
+    for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
+      by_node[topo.node_of(set.part[k])].push_back(set.part[k]);
+    const std::vector<int> dims = topo.has_torus() ? topo.torus_dims() : std::vector<int>{topo.num_nodes()};
+    const int nd = static_cast<int>(dims.size());
+    const auto coord = [&](int node, int d) { return topo.has_torus() ? topo.coord(node, d) : node; };
+    std::map<int, int> leader;  // node -> its leader
+    for (auto& [node, ranks] : by_node) {
+      std::sort(ranks.begin(), ranks.end());
+      leader[node] = node == topo.node_of(root_) ? root_ : ranks.front();
+    }
+    std::map<int, std::vector<int>> kids;  // rank -> children
+    const auto link = [&](int parent, int child) { kids[parent].push_back(child); };
+    const int root_node = topo.node_of(root_);
+    std::vector<int> reached{root_node};
+    std::map<int, bool> done{{root_node, true}};
+    const int shift = static_cast<int>(set.id[c] % nd);
+    for (int level = 0; level < nd; ++level) {
+      const int d = (level + shift) % nd, L = dims[d];
+      std::map<int, std::vector<std::pair<int, int>>> line;  // reached node -> (offset, node) on its ring
+      for (const auto& [node, lead] : leader) {
+        if (done.count(node)) continue;
+        for (int u : reached) {
+          bool same = true;
+          for (int e = 0; e < nd && same; ++e) same = e == d || coord(node, e) == coord(u, e);
+          if (same) {
+            line[u].emplace_back((coord(node, d) - coord(u, d) + L) % L, node);
+            break;
+          }
+        }
+      }
+      for (auto& [u, on] : line) {
+        std::sort(on.begin(), on.end());
+        int prev = leader[u];
+        for (const auto& [off, node] : on)  // the + chain: offsets up to half the ring
+          if (off <= L / 2) link(prev, leader[node]), prev = leader[node];
+        prev = leader[u];
+        for (auto it = on.rbegin(); it != on.rend(); ++it)  // the - chain
+          if (it->first > L / 2) link(prev, leader[it->second]), prev = leader[it->second];
+        for (const auto& [off, node] : on) {
+          reached.push_back(node);
+          done[node] = true;
+        }
+      }
+    }
+    std::vector<int> rest{root_};
+    for (const auto& [node, lead] : leader)
+      if (!done.count(node)) rest.push_back(lead);
+    for (std::size_t i = 1; i < rest.size(); ++i) link(binary_links(rest, i).parent, rest[i]);
+    for (const auto& [node, ranks] : by_node) {  // inside each node, from its leader
+      std::vector<int> local{leader[node]};
+      for (int r : ranks)
+        if (r != leader[node]) local.push_back(r);
+      for (std::size_t i = 1; i < local.size(); ++i) link(binary_links(local, i).parent, local[i]);
+    }
+    for (const auto& [node, ranks] : by_node)
+      for (int r : ranks) order_.push_back(r);
+    std::sort(order_.begin(), order_.end());
+    index(order_);
+    explicit_.assign(order_.size(), TreeLinks{});
+    for (auto& [parent, children] : kids) {
+      explicit_[find(pos_, parent)].children = children;
+      for (int ch : children) explicit_[find(pos_, ch)].parent = parent;
+    }
+  }
+
   std::string name_;
   int root_ = 0;
+  std::vector<TreeLinks> explicit_;  // rectangular: links by position in order_
   std::vector<int> flat_children_, order_;
   std::vector<std::pair<int, int>> pos_;  // (rank, position in order_), sorted
   std::vector<std::vector<int>> node_lists_;
@@ -216,7 +307,8 @@ CommStats rank_stats(const TreePlan& plan, const CollectiveSet& set, const Topol
 void check_tree_shape(const TreeShape& shape) {
   const auto& names = tree_shape_names();
   require(std::find(names.begin(), names.end(), shape.name) != names.end(),
-          "unknown tree shape '" + shape.name + "' (known: flat, binary, shifted-binary, need-ordered, node-aware, auto)");
+          "unknown tree shape '" + shape.name +
+              "' (known: flat, binary, shifted-binary, need-ordered, node-aware, binomial, rectangular, auto)");
   require(shape.flat_threshold >= 1, "tree shape: flat_threshold must be at least 1, got " +
                                          std::to_string(shape.flat_threshold));
 }
