@@ -348,3 +348,31 @@ def _dense_command(kind, name):
 
 simulate_gemm = _dense_command("matmul", "gemm")
 simulate_lu = _dense_command("lu", "lu")
+
+
+@simulate.command(name="multicast")
+@click.option("--torus", "dims", default="8x8x8", show_default=True, help="Node torus extents, e.g. 16x16x16.")
+@click.option("--bytes", "nbytes", type=click.IntRange(8), default=1 << 20, show_default=True, help="Message size.")
+@click.option("--piece", type=click.IntRange(8), default=32768, show_default=True,
+              help="Bytes per piece (pieces are pipelined down the trees).")
+@click.option("--tree", default="binomial,rectangular", show_default=True, help="Comma-separated tree shapes.")
+@click.option("--profile", default="intrepid-bgp", show_default=True, help="Machine profile with a [torus] table.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def simulate_multicast(dims, nbytes, piece, tree, profile, as_json):
+    """One multicast to every node of a torus, per tree shape, with the links of every route
+    shared (contention): binomial (Cray's) against rectangular (Blue Gene's dimension-ordered
+    trees), beside the seed's two models (Solomonik, Bhatele and Demmel, SC'11)."""
+    from ..sim.multicast import format_multicast_study, multicast_study
+
+    try:
+        extents = [int(v) for v in dims.lower().split("x")]
+    except ValueError:
+        raise click.BadParameter(f"expected extents like 8x8x8, got {dims!r}", param_hint="--torus") from None
+    if not extents or min(extents) < 1:
+        raise click.BadParameter(f"extents must be >= 1, got {dims!r}", param_hint="--torus")
+    shapes = split_list(tree)
+    for s in shapes:
+        if s not in ALL_SHAPES.split(","):
+            raise click.BadParameter(f"unknown tree shape {s!r} (known: {ALL_SHAPES})", param_hint="--tree")
+    out = offline(multicast_study, extents, nbytes, profile, piece_bytes=piece, shapes=shapes)
+    click.echo(as_json_text(out) if as_json else format_multicast_study(out))
