@@ -10,8 +10,12 @@ Parts (--parts, all by default):
   words      the words of panels each rank receives, counted from the plans of every rank
              (no MPI), against the leading term n^2 / sqrt(c p) (LU) and 2 n^2 / sqrt(c p)
              (multiply), for c = 1, 4, 16 at p = 1,024 and 4,096.
-  simulated  strong scaling at 65,536 simulated ranks (intrepid-bgp: BG/P, 4 ranks per node)
-             for c = 1, 4, 16, beside the seed's 2.6x (multiply) and 2.7x (LU) of 2.5D over 2D.
+  simulated  strong scaling at 65,536 simulated ranks (intrepid-bgp: BG/P, 4 ranks per node,
+             16,384 nodes on a 16x32x32 torus whose links the messages share) for c = 1, 4,
+             16, beside the seed's 2.6x (multiply) and 2.7x (LU) of 2.5D over 2D.
+  multicast  one 1 MB multicast to every node of an 8x8x8 and a 16x16x16 torus, binomial and
+             rectangular trees, simulated with shared links, beside the seed's models and its
+             120x (1/30 of a link's bandwidth on Cray XE6 against 4x on BG/P).
 
 Writes bench/results/dense25d.json (with the machine).
 Run: python3 bench/dense25d.py [--parts measured,words,simulated]
@@ -94,21 +98,34 @@ def words(n=16384, nb=128):
     return rows
 
 
-def simulated(cases, p=65536):
+def simulated(cases, p=65536, torus=(16, 32, 32)):
     out = []
-    for kind, n in cases:
+    for kind, n, nb, piece in cases:
         t = time.time()
-        s = replication_study(kind, n, p, "intrepid-bgp", replications=(1, 4, 16), nb=256)
+        s = replication_study(kind, n, p, "intrepid-bgp", replications=(1, 4, 16), nb=nb, piece=piece,
+                              torus=list(torus))
         s["wall_s"] = time.time() - t
         out.append(s)
-        print(json.dumps({k: v for k, v in s.items() if k != "runs"}), {c: round(r["speedup"], 2) for c, r in s["runs"].items()},
+        print(json.dumps({k: v for k, v in s.items() if k != "runs"}),
+              {c: (round(r["predicted_s"], 3), round(r["speedup"], 2)) for c, r in s["runs"].items()},
               file=sys.stderr, flush=True)
+    return out
+
+
+def multicast():
+    from commsolve.sim.multicast import multicast_study
+
+    out = []
+    for dims in ([8, 8, 8], [16, 16, 16]):
+        s = multicast_study(dims, 1 << 20, "intrepid-bgp", piece_bytes=32768)
+        out.append(s)
+        print(json.dumps({k: v for k, v in s.items() if k not in ("shapes",)}), file=sys.stderr, flush=True)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="measured,words,simulated")
+    ap.add_argument("--parts", default="measured,words,simulated,multicast")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nb", type=int, default=128)
     args = ap.parse_args()
@@ -116,6 +133,7 @@ def main():
     doc = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
     doc["machine"] = machine()
     doc["seed_figures"] = {"matmul_2.5d_over_2d_65536": 2.6, "lu_2.5d_over_2d_65536": 2.7,
+                           "rectangular_over_binomial_efficiency_4096_nodes": 120,
                            "source": "../shared/seeds/solomonik-topology-aware-collectives-25d.txt (2.5D MM and LU "
                                      "on 65,536 cores of BG/P)"}
     if "measured" in parts:
@@ -124,7 +142,10 @@ def main():
     if "words" in parts:
         doc["words"] = words()
     if "simulated" in parts:
-        doc["simulated"] = simulated([("matmul", 32768), ("matmul", 65536), ("lu", 32768)])
+        doc["simulated"] = simulated([("matmul", 32768, 128, 8192), ("matmul", 65536, 256, 8192),
+                                      ("lu", 32768, 128, 8192), ("lu", 32768, 64, 8192)])
+    if "multicast" in parts:
+        doc["multicast"] = multicast()
     write_results(RESULTS, doc)
 
 

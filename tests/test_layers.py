@@ -14,7 +14,7 @@ LAYERS = [
     {"_core", "_collective", "_watchdog", "_plotting", "launch", "stats", "topology", "partition", "io", "gallery"},  # foundation
     {"model"},                                                                              # cost models
     {"parcsr", "products", "trees", "virtual"},                                             # distributed data, plans
-    {"direct"},                                                                             # direct solvers
+    {"direct", "dense"},                                                                    # direct and dense solvers
     {"amg", "workloads"},                                                                   # AMG; solves counted
     {"sim"},                                                                                # the simulator reads plans
     {"tune"},                                                                               # tuning by simulation

@@ -71,21 +71,22 @@ def square_grids(p, replications):
 
 
 def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
-                      panel=PANEL, piece=PIECE, progress=None):
+                      panel=PANEL, piece=PIECE, torus=None, progress=None):
     """``kind`` of size n on p ranks for each replication factor c (grids of
     :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
     smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
     and the words each rank received (max, counted by the simulator) beside the formula's
-    leading term."""
+    leading term. ``torus``: node extents (see :func:`simulate_dense`)."""
     prof = simulation_profile(profile)
     grids = square_grids(p, replications)
     if not grids:
         raise ValueError(f"no replication factor in {list(replications)} makes p/c = {p}/c a perfect square")
     flops = 2.0 * n ** 3 if kind == "matmul" else 2.0 * n ** 3 / 3
-    out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "runs": {}}
+    out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "piece": piece,
+           "torus": list(torus) if torus is not None else None, "runs": {}}
     base = None
     for g in (grids if progress is None else progress(grids)):
-        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece)
+        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece, torus=torus)
         per_role = np.array([s.array for s in r.recorded])
         words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])).sum(axis=1) / 8
         base = r.predicted_s if base is None else base
