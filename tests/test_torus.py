@@ -43,10 +43,19 @@ def test_rectangular_trees_join_torus_neighbours_and_reach_everyone(dims):
     assert max(topo.hops(a, b) for a, b in binomial) > 1
 
 
+def test_rectangular_pieces_spread_over_the_roots_links():
+    topo = Topology.torus([4, 4, 4], 1)
+    S = multicast_set(topo, 8 * 60, 8 * 10)  # 6 pieces: one per tree (first dimension, direction)
+    loads = link_loads(S, topo, "rectangular")
+    root_links = [(0 * 3 + d) * 2 + way for d in range(3) for way in (0, 1)]  # node 0's six links
+    # each tree leaves the root once per dimension, in its direction: 3 of the 6 pieces on each link
+    assert loads[root_links].tolist() == [3 * 8 * 11] * 6
+
+
 def test_binomial_trees_as_mpich_builds_them():
     S = trees.Collectives([0], ["broadcast"], [0], [list(range(8))], [1])
     p = {q.rank: q for q in _core.build_tree_plans_virtual(S.core, trees.tree_shape("binomial"), Topology.regular(8, 1))}
-    assert p[0].children(0) == [1, 2, 4] and p[1].children(0) == [3, 5] and p[2].children(0) == [6]
+    assert p[0].children(0) == [4, 2, 1] and p[1].children(0) == [5, 3] and p[2].children(0) == [6]
     assert [int(p[r].parents[0]) for r in range(1, 8)] == [0, 0, 1, 0, 1, 2, 3]
 
 

@@ -39,6 +39,12 @@ class CommStats:
         """The counts of the same plan run in reverse (sent and received swap)."""
         return CommStats(self.array[:, [4, 5, 6, 7, 0, 1, 2, 3]])
 
+    def words_received(self, steps=None):
+        """Values (8-byte words) received in ``steps`` (indices; all if None): bytes less each
+        message's 8-byte key, over 8 (what the message engine's messages carry)."""
+        a = self.array if steps is None else self.array[list(steps)]
+        return int((a[:, 6] + a[:, 7] - 8 * (a[:, 4] + a[:, 5])).sum()) // 8
+
     def to_dict(self):
         return {"steps": [dict(zip(FIELDS, map(int, row))) for row in self.array], "total": self.total()}
 

@@ -21,7 +21,7 @@ expected, grid = int(sys.argv[1]), sys.argv[2]
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 pr, pc, c = dense.parse_grid25(grid, comm.size)
 ppn = 2 if comm.size % 2 == 0 else 1
-TREES = ["binary", "flat", "shifted-binary"]
+TREES = ["binary", "flat", "shifted-binary", "binomial", "rectangular"]
 
 
 def unpivoted_lu(A):
@@ -39,8 +39,7 @@ def checks(rep, kind, shape, nb, tree):
     virtual_ok = mine is None or all(np.array_equal(m, v.array) for m, v in zip(mine, planned_virtual))
     roles = dense.ROLES[kind]
     panels = [roles.index(r) for r in roles if r.startswith("panel")]
-    per_rank = [int(sum((s.array[i, 6] + s.array[i, 7] - 8 * (s.array[i, 4] + s.array[i, 5])) // 8 for i in panels))
-                for s in rep.recorded]
+    per_rank = [s.words_received(panels) for s in rep.recorded]
     return {"words": float(rep.words_received().sum()), "stats_ok": rep.planned_equal, "virtual_ok": bool(comm.bcast(virtual_ok)), "panel_words": per_rank,
             "formula": rep.words_formula(), "seconds_ok": rep.seconds > 0 and rep.compute_seconds <= rep.seconds,
             "flops": rep.flops}

@@ -324,8 +324,13 @@ def _dense_command(kind, name):
     @click.option("--ppn", type=click.IntRange(1), default=None, help="Ranks per node [default: the profile's].")
     @click.option("--tree", type=click.Choice(ALL_SHAPES.split(",")), default="binary", show_default=True,
                   help="Shape of every broadcast and reduction tree.")
+    @click.option("--piece", type=click.IntRange(1), default=8192, show_default=True,
+                  help="Most values per message (longer moves go in pieces, pipelined).")
+    @click.option("--torus", default=None,
+                  help="Node torus extents (e.g. 16x32x32 for 65,536 ranks at 4 per node): messages share the "
+                  "links of their routes (the profile's [torus] rates).")
     @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-    def command(n, procs, replications, nb, profile, ppn, tree, as_json):
+    def command(n, procs, replications, nb, profile, ppn, tree, piece, torus, as_json):
         from ..sim.dense import format_replication_study, replication_study
 
         try:
@@ -335,8 +340,14 @@ def _dense_command(kind, name):
                                      param_hint="--c") from None
         if not cs or min(cs) < 1:
             raise click.BadParameter(f"replication factors must be >= 1, got {replications!r}", param_hint="--c")
-        out = offline(replication_study, kind, n, procs, profile, cs, nb=nb, ppn=ppn, tree=tree,
-                      progress=None if as_json else lambda it: bar(iterable=it, desc=name))
+        dims = None
+        if torus is not None:
+            try:
+                dims = [int(v) for v in torus.lower().split("x")]
+            except ValueError:
+                raise click.BadParameter(f"expected extents like 16x32x32, got {torus!r}", param_hint="--torus") from None
+        out = offline(replication_study, kind, n, procs, profile, cs, nb=nb, ppn=ppn, tree=tree, piece=piece,
+                      torus=dims, progress=None if as_json else lambda it: bar(iterable=it, desc=name))
         click.echo(as_json_text(out) if as_json else format_replication_study(out))
 
     command.__doc__ = (f"The 2.5D {'multiply' if kind == 'matmul' else 'LU'} of n x n on --procs simulated ranks, "

@@ -12,6 +12,7 @@ scale (:func:`virtual_stats`).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,43 +55,49 @@ class DenseReport:
     flops: float
     recorded: list = field(repr=False)  # CommStats per rank
     planned_equal: bool = True
+    setup_seconds: float = 0.0  # the slowest rank's plan, trees and engine (before the run)
+    growth: float | None = None  # LU: max |U| / max |A|
+    warnings: list = field(default_factory=list)
 
     @property
     def gflops(self):
         return self.flops / self.seconds / 1e9 if self.seconds > 0 else float("nan")
 
-    def words_received(self):
-        """Per rank: the values received (bytes less each message's 8-byte key, over 8)."""
-        return np.array([(t["bytes_recv_intra"] + t["bytes_recv_inter"] - 8 * (t["msgs_recv_intra"] + t["msgs_recv_inter"]))
-                         / 8 for t in (s.total() for s in self.recorded)])
+    def words_received(self, roles=None):
+        """Per rank: the values received in ``roles`` (names; all if None)."""
+        steps = None if roles is None else [ROLES[self.kind].index(r) for r in roles]
+        return np.array([s.words_received(steps) for s in self.recorded], dtype=float)
+
+    def panel_words(self):
+        """Per rank: the values of panels received (the roles the formula counts)."""
+        return self.words_received([r for r in ROLES[self.kind] if r.startswith("panel")])
 
     def words_formula(self):
         m, n, k = self.shape
         return words_leading_term(self.kind, m, n, k, self.grid)
 
     def to_dict(self):
-        w = self.words_received()
-        roles = ROLES[self.kind]
-        per_role = np.array([s.array for s in self.recorded])  # (ranks, roles, 8)
-        recv_words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])) / 8
+        w, pw = self.words_received(), self.panel_words()
         return {
             "kind": self.kind, "shape": list(self.shape), "grid": "x".join(map(str, self.grid)), "nb": self.nb,
-            "tree": self.tree, "seconds": self.seconds, "compute_seconds": self.compute_seconds, "flops": self.flops,
-            "gflops": self.gflops, "planned_equal": self.planned_equal,
-            "words_received": {"max": float(w.max()), "mean": float(w.mean()), "min": float(w.min()),
-                               "formula": self.words_formula()},
-            "words_received_per_role_max": {r: float(recv_words[:, i].max()) for i, r in enumerate(roles)},
+            "tree": self.tree, "seconds": self.seconds, "setup_seconds": self.setup_seconds,
+            "compute_seconds": self.compute_seconds, "flops": self.flops, "gflops": self.gflops,
+            "planned_equal": self.planned_equal, "growth": self.growth, "warnings": list(self.warnings),
+            "words_received": {"max": float(w.max()), "mean": float(w.mean()), "min": float(w.min())},
+            "panel_words_received": {"max": float(pw.max()), "mean": float(pw.mean()),
+                                     "formula": self.words_formula()},
+            "words_received_per_role_max": {r: float(self.words_received([r]).max()) for r in ROLES[self.kind]},
             "messages_received_max": int(max(t["msgs_recv_intra"] + t["msgs_recv_inter"]
                                              for t in (s.total() for s in self.recorded))),
         }
 
 
-def _report(core, comm, kind, shape, grid, nb, tree, times):
+def _report(core, comm, kind, shape, grid, nb, tree, times, setup):
     every = comm.allgather((times["total"], times["compute"], core.flops, core.recorded_stats_array(),
-                            core.planned_stats_array()))
+                            core.planned_stats_array(), setup))
     return DenseReport(kind, tuple(shape), tuple(grid), nb, tree, max(e[0] for e in every), max(e[1] for e in every),
                        float(sum(e[2] for e in every)), [CommStats(e[3]) for e in every],
-                       all(np.array_equal(e[3], e[4]) for e in every))
+                       all(np.array_equal(e[3], e[4]) for e in every), max(e[5] for e in every))
 
 
 def _distributed(M, comm, grid, nb, name):
@@ -129,7 +136,9 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     m, k, n = A.shape[0], A.shape[1], B.shape[1]
     agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree, panel=panel, piece=piece)
     topo = resolve_topology(topology, comm)
+    t0 = time.perf_counter()
     core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree), int(panel), int(piece))
+    setup = time.perf_counter() - t0
     x, y, z = A.position
     rows, _ = A.global_indices()
     _, cols = B.global_indices()
@@ -139,7 +148,7 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     out = C.to_global(root=None) if numpy_in else C
     if not report:
         return out
-    return out, _report(core, comm, "matmul", (m, n, k), A.grid, A.nb, str(tree), times)
+    return out, _report(core, comm, "matmul", (m, n, k), A.grid, A.nb, str(tree), times, setup)
 
 
 class DenseLU:
@@ -176,7 +185,11 @@ class DenseLU:
         return u / a if a > 0 else float("nan")
 
     def residual(self, A, tree="binary"):
-        """Collective. ||A - L U||_F / ||A||_F, L U formed by the 2.5D multiply on the same grid."""
+        """Collective. ||A - L U||_F / ||A||_F, L U formed by the 2.5D multiply on the same grid;
+        ``A`` the DistributedDense factored (or the same matrix on the same grid)."""
+        if not isinstance(A, DistributedDense):
+            raise ValueError("residual: A must be the DistributedDense that was factored (DistributedDense.from_global)")
+        self.factors.agree_layout(A, "residual")
         MPI = mpi()
         LU = matmul(self.L(), self.U(), tree=tree)
         comm = self.factors.comm
@@ -186,13 +199,18 @@ class DenseLU:
 
 
 PIVOTING = ("none",)
+GROWTH_WARNING = 1e3  # an LU report warns above this growth (max |U| / max |A|)
 
 
 def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topology=None, piece=PIECE):
     """Collective. The LU factorization of the square ``A`` (a DistributedDense, or a numpy
     array every rank passes alike) by the 2.5D algorithm on ``grid``, without pivoting (for
     matrices that need none: diagonally dominant, SPD). A zero or non-finite pivot stops the
-    job with the column that met it. ``piece``: as :func:`matmul`'s. Returns a :class:`DenseLU`."""
+    job with the column that met it (MPI_Abort: the other ranks would wait for its messages);
+    the growth max |U| / max |A| is in ``report.growth``, with a warning in
+    ``report.warnings`` above :data:`GROWTH_WARNING`. ``piece``: as :func:`matmul`'s. With a
+    numpy ``A`` the factors stay distributed (``factors.to_global()`` gathers them). Returns a
+    :class:`DenseLU`."""
     if pivoting not in PIVOTING:
         raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
     if isinstance(A, DistributedDense):
@@ -204,11 +222,19 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     n = A.shape[0]
     agree_args(comm, "dense.lu", n=n, grid=A.grid, nb=A.nb, tree=tree, pivoting=pivoting, piece=piece)
     topo = resolve_topology(topology, A.comm)
+    t0 = time.perf_counter()
     core = _core.LU25D(A.comm.py2f(), topo, n, A.nb, A.grid, tree_shape(tree), int(piece))
+    setup = time.perf_counter() - t0
     f = np.array(A.flat())
     times = or_abort(A.comm, "the 2.5D LU", core.run, f)
     F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, A.nb, A.grid, A.comm)
-    return DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times))
+    out = DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times, setup))
+    g = out.growth(A)
+    out.report.growth = g
+    if not g <= GROWTH_WARNING:  # NaN warns too
+        out.report.warnings.append(f"growth max|U| / max|A| = {g:.3g} (above {GROWTH_WARNING:g}): without pivoting "
+                                   "the factors may be inaccurate; check DenseLU.residual(A)")
+    return out
 
 
 def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE):

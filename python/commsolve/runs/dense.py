@@ -65,7 +65,7 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
         LUx = F.matvec(Ux, keep=lambda r, c: r > c) + Ux
         check = _relative(LUx, A.matvec(x))
         check_name = "||L (U x) - A x|| / ||A x||, x random"
-        extra = {"growth": f.growth(A)}
+        extra = {}
     rep = runs[int(np.argsort([r.seconds for r in runs])[len(runs) // 2])]
     if comm.rank != 0:
         return None
@@ -80,20 +80,24 @@ def format_dense(r):
     """The text report of :func:`run_dense`'s result."""
     m, n, k = r["shape"]
     what = f"C = A B, A {m:,} x {k:,}, B {k:,} x {n:,}" if r["kind"] == "gemm" else f"LU of {n:,} x {n:,} (no pivoting)"
-    w = r["words_received"]
+    w, pw = r["words_received"], r["panel_words_received"]
     lines = [
         f"problem     {what}, blocks of {r['nb']}",
         f"layout      {r['nranks']} rank{'s' if r['nranks'] > 1 else ''}, grid {r['grid']} (rows x columns x layers), "
         f"tree {r['tree']}",
         f"time        {r['seconds']:.4f} s (the run of median time of {r['repeat']}, its slowest rank; local BLAS "
-        f"{r['compute_seconds']:.4f} s), {r['flops'] / 1e9:.2f} GFlop at {r['gflops']:.2f} GFlop/s",
-        f"words       received per rank: max {w['max']:,.0f}, mean {w['mean']:,.0f}; formula's leading term "
-        f"{w['formula']:,.0f}",
+        f"{r['compute_seconds']:.4f} s; plan and trees {r['setup_seconds']:.4f} s before it), "
+        f"{r['flops'] / 1e9:.2f} GFlop at {r['gflops']:.2f} GFlop/s",
+        f"panels      words received per rank: max {pw['max']:,.0f}, mean {pw['mean']:,.0f}; formula's leading term "
+        f"{pw['formula']:,.0f}",
+        f"all moves   words received per rank: max {w['max']:,.0f}, mean {w['mean']:,.0f} (with replication, sums "
+        f"along z and layer 0's copy of the factors)",
         f"check       {r['check']} = {r['check_error']:.2e}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
     ]
-    if "growth" in r:
-        lines.insert(4, f"growth      max |U| / max |A| = {r['growth']:.3g}")
+    if r.get("growth") is not None:
+        lines.insert(5, f"growth      max |U| / max |A| = {r['growth']:.3g}")
+    lines += [f"WARNING     {w}" for w in r["warnings"]]
     if r["nranks"] > 1:
         lines.append(f"  {'role':<14}{'max words received':>20}")
         lines += [f"  {role:<14}{v:>20,.0f}" for role, v in r["words_received_per_role_max"].items()]

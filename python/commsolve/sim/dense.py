@@ -81,14 +81,19 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
     grids = square_grids(p, replications)
     if not grids:
         raise ValueError(f"no replication factor in {list(replications)} makes p/c = {p}/c a perfect square")
+    for g in grids:
+        if -(-n // nb) < max(g[0], g[1]):
+            raise ValueError(f"n = {n} in blocks of {nb} is {-(-n // nb)} blocks per dimension: on the "
+                             f"{'x'.join(map(str, g))} grid some process rows or columns would hold none (idle "
+                             f"ranks make any comparison meaningless); use nb <= {n // max(g[0], g[1])}")
     flops = 2.0 * n ** 3 if kind == "matmul" else 2.0 * n ** 3 / 3
     out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "piece": piece,
            "torus": list(torus) if torus is not None else None, "runs": {}}
     base = None
     for g in (grids if progress is None else progress(grids)):
         r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece, torus=torus)
-        per_role = np.array([s.array for s in r.recorded])
-        words = (per_role[:, :, 6] + per_role[:, :, 7] - 8 * (per_role[:, :, 4] + per_role[:, :, 5])).sum(axis=1) / 8
+        panels = [i for i, role in enumerate(ROLES[kind]) if role.startswith("panel")]
+        words = np.array([s.words_received(panels) for s in r.recorded], dtype=float)
         base = r.predicted_s if base is None else base
         out["runs"][str(g[2])] = {
             "grid": "x".join(map(str, g)), "predicted_s": r.predicted_s, "speedup": base / r.predicted_s,

@@ -129,11 +129,7 @@ struct MatmulNumbers {
     ld = a ? ma() : w;
     return buf.data();
   }
-  std::int64_t width(std::int64_t q) const {
-    std::int64_t w = 0;
-    for (std::int64_t i = m.panels_.ptr[q]; i < m.panels_.ptr[q + 1]; ++i) w += m.layout_.a_cols.width(m.panels_.blocks[i]);
-    return w;
-  }
+  std::int64_t width(std::int64_t q) const { return m.panels_.width(q, m.layout_.a_cols); }
   const double* own_panel(int role, std::int64_t q) {  // as it is sent: packed
     std::int64_t ld = 0;
     const double* p = panel(role, q, m.pack_, ld);
@@ -285,9 +281,11 @@ struct LuNumbers {
     try {
       dense_lu(static_cast<int>(w(k)), at(r(k), c(k)), static_cast<int>(ml()), k * m.nb_, rule);
     } catch (const std::runtime_error& e) {  // its message speaks of static pivoting's options
-      const std::string what = e.what();
-      throw std::runtime_error("2.5D LU without pivoting: " + what.substr(0, what.find(" (")) +
-                               ": this matrix needs pivoting");
+      std::string what = e.what();  // "zero pivot at permuted column j (static pivoting: ...)"
+      what = what.substr(0, what.find(" ("));
+      const auto at = what.find("permuted ");
+      if (at != std::string::npos) what.erase(at, 9);  // no permutation here
+      throw std::runtime_error("2.5D LU without pivoting: " + what + ": this matrix needs pivoting");
     }
     timed_flops(t, 2.0 / 3.0 * static_cast<double>(w(k) * w(k) * w(k)));
   }

@@ -104,8 +104,7 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   const SummaPanels P = summa_panels(s, g);
   for (std::int64_t q = 0; q < P.size(); ++q) {
     const int z = P.layer[static_cast<std::size_t>(q)];
-    std::int64_t w = 0;
-    for (std::int64_t i = P.ptr[q]; i < P.ptr[q + 1]; ++i) w += L.a_cols.width(P.blocks[i]);
+    const std::int64_t w = P.width(q, L.a_cols);
     const std::int64_t first = P.blocks[P.ptr[q]];
     const int ya = L.a_cols.owner(first), xb = L.b_rows.owner(first);
     for (int x = 0; x < g.pr; ++x) {
@@ -124,7 +123,10 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
 }
 
 DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece) {
-  MatmulShape{n, n, n, nb, 512, piece}.validate();
+  if (n < 0 || nb < 1 || piece < 1)
+    throw std::invalid_argument("LU of " + std::to_string(n) + " x " + std::to_string(n) + " in blocks of " +
+                                std::to_string(nb) + " (pieces of " + std::to_string(piece) +
+                                "): the size must be >= 0, the block and piece sizes >= 1");
   g.validate();
   const Cyclic1D R{n, nb, g.pr}, C{n, nb, g.pc};
   DensePlan p;

@@ -80,6 +80,11 @@ struct SummaPanels {
   std::vector<std::int64_t> blocks;
   std::vector<int> layer;
   std::int64_t size() const { return static_cast<std::int64_t>(layer.size()); }
+  std::int64_t width(std::int64_t q, const Cyclic1D& cols) const {  // columns of panel q
+    std::int64_t w = 0;
+    for (std::int64_t i = ptr[q]; i < ptr[q + 1]; ++i) w += cols.width(blocks[i]);
+    return w;
+  }
 };
 SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g);
 

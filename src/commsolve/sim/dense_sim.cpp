@@ -46,11 +46,7 @@ struct MatmulCosts : Costs {
   const MatmulLayout* L = nullptr;
   const SummaPanels* P = nullptr;
   int x = 0, y = 0;
-  std::int64_t width(std::int64_t q) const {
-    std::int64_t w = 0;
-    for (std::int64_t i = P->ptr[q]; i < P->ptr[q + 1]; ++i) w += L->a_cols.width(P->blocks[i]);
-    return w;
-  }
+  std::int64_t width(std::int64_t q) const { return P->width(q, L->a_cols); }
   const double* replicate_data(int) { return nullptr; }
   const double* own_panel(int role, std::int64_t q) {
     if (role == mm_panel_b) copy(width(q) * L->b_cols.local_size(y), comm);  // rows of B packed
@@ -134,7 +130,6 @@ class DenseProcess final : public Process {
     work();
   }
   bool done() const override { return arrived_ == expected_ && machine->done(); }
-  int waiting_category() const override { return comm; }
 
   TreePlan plan_;
   Backend backend;

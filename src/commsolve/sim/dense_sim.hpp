@@ -1,8 +1,8 @@
 // The 2.5D multiply and LU (dense/) replayed in the simulator: every rank's tree plan, run by
 // the same machines the MPI executor runs (dense/matmul_machine.hpp, dense/lu_machine.hpp), over
 // backends that price the BLAS calls, copies and sums instead of doing them. Statistics steps:
-// the algorithm's roles. Time goes to "compute" (BLAS, sums, copies into place) and "comm"
-// (packing and messages); the engine adds idle.
+// the algorithm's roles. Time goes to "compute" (BLAS, sums, copies into place), "comm"
+// (packing and the messages' CPU overheads) and "idle" (waiting for messages).
 #pragma once
 
 #include <string>

@@ -66,6 +66,7 @@ Topology Topology::from_comm(MPI_Comm comm) {
 
 Topology Topology::torus(const std::vector<int>& dims, int ppn) {
   require(!dims.empty(), "topology: a torus needs at least one dimension");
+  require(ppn >= 1, "topology: a torus needs at least one rank per node, got ppn = " + std::to_string(ppn));
   std::int64_t nodes = 1;
   for (int d : dims) {
     require(d >= 1, "topology: torus extents must be at least 1, got " + std::to_string(d));
@@ -83,7 +84,15 @@ int Topology::coord(int node, int dim) const {
   return v % torus_[dim];
 }
 
+void Topology::check_nodes(int a, int b) const {
+  require(has_torus(), "topology: routes need a torus (Topology::torus)");
+  require(a >= 0 && a < num_nodes() && b >= 0 && b < num_nodes(),
+          "topology: nodes " + std::to_string(a) + " and " + std::to_string(b) + " outside [0, " +
+              std::to_string(num_nodes()) + ")");
+}
+
 void Topology::route(int a, int b, std::vector<std::int64_t>& links, const int* order) const {
+  check_nodes(a, b);
   const int nd = static_cast<int>(torus_.size());
   int cur = a;
   for (int i = 0; i < nd; ++i) {
@@ -104,6 +113,7 @@ void Topology::route(int a, int b, std::vector<std::int64_t>& links, const int* 
 }
 
 int Topology::hops(int a, int b) const {
+  check_nodes(a, b);
   int h = 0;
   for (int d = 0; d < static_cast<int>(torus_.size()); ++d) {
     const int L = torus_[d], up = (coord(b, d) - coord(a, d) + L) % L;

@@ -51,6 +51,7 @@ class Topology {
   int hops(int a, int b) const;  // links on the route
 
  private:
+  void check_nodes(int a, int b) const;  // std::invalid_argument unless a torus holds both
   std::vector<int> torus_;                    // extents of the node torus, or empty
   std::vector<int> node_;                     // rank -> node
   std::vector<int> local_;                    // rank -> index among its node's ranks

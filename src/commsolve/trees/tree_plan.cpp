@@ -42,13 +42,15 @@ TreeLinks binary_links(const std::vector<int>& order, std::size_t pos) {
 }
 
 // Binomial over list positions [0, n), position 0 the root (MPICH's and Cray's broadcast): the
-// parent of i > 0 is i less its highest bit; the children of i are i + 2^j for 2^j > i.
+// parent of i > 0 is i less its highest bit; the children of i are i + 2^j for 2^j > i, the
+// farthest (largest subtree) first.
 TreeLinks binomial_links(const std::vector<int>& order, std::size_t pos) {
   TreeLinks l;
   std::size_t high = 1;
   while (high <= pos) high <<= 1;  // the lowest power of two above pos
   if (pos > 0) l.parent = order[pos - (high >> 1)];
   for (std::size_t step = pos == 0 ? 1 : high; pos + step < order.size(); step <<= 1) l.children.push_back(order[pos + step]);
+  std::reverse(l.children.begin(), l.children.end());  // the largest subtree first, as MPICH sends
   return l;
 }
 
@@ -178,13 +180,15 @@ class CollectiveTree {
   }
 
   // Rectangular (Watts and van de Geijn; Solomonik et al.'s BG/P multicasts): one leader per
-  // node (the root on its node, the lowest participant elsewhere); among the leaders, dimension
-  // by dimension (the order rotated by the collective's id, so consecutive pieces of a
-  // segmented message take different trees), every node reached so far starts two chains along
-  // its ring in that dimension, one each way, through the leaders that differ from it only
-  // there: every hop of a chain crosses its own links. Leaders no line reaches (a participant
-  // set that is not a box) hang from the root in a binary tree; inside a node, a binary tree
-  // from its leader. Without a torus the nodes make one ring.
+  // node (the root on its node, the lowest participant elsewhere). Among the leaders, 2d trees
+  // on a d-dimensional torus, tree t = id mod 2d going in direction + (t < d) or - and taking
+  // the dimensions in the order t mod d, t mod d + 1, ...: at each, every node reached so far
+  // starts one chain along its ring through the leaders that differ from it only there. Every
+  // hop of a box's tree crosses one link, and the pieces of a long message, dealt to the trees
+  // in turn, spread evenly over the root's 2d links (its busiest link carries half the message,
+  // not all of it, on a 3D torus; the trees are not edge-disjoint as BG/P's are). Leaders no line
+  // reaches (a participant set that is not a box) hang from the root in a binary tree; inside a
+  // node, a binary tree from its leader. Without a torus the nodes make one ring.
   void rectangular(const CollectiveSet& set, std::size_t c, const Topology& topo) {
     std::map<int, std::vector<int>> by_node;
     for (std::int64_t k = set.part_ptr[c]; k < set.part_ptr[c + 1]; ++k)
@@ -202,17 +206,17 @@ class CollectiveTree {
     const int root_node = topo.node_of(root_);
     std::vector<int> reached{root_node};
     std::map<int, bool> done{{root_node, true}};
-    const int shift = static_cast<int>(set.id[c] % nd);
+    const int tree = static_cast<int>(set.id[c] % (2 * nd)), first = tree % nd, sign = tree < nd ? 1 : -1;
     for (int level = 0; level < nd; ++level) {
-      const int d = (level + shift) % nd, L = dims[d];
-      std::map<int, std::vector<std::pair<int, int>>> line;  // reached node -> (offset, node) on its ring
+      const int d = (first + level) % nd, L = dims[d];
+      std::map<int, std::vector<std::pair<int, int>>> line;  // reached node -> (steps away, node) on its ring
       for (const auto& [node, lead] : leader) {
         if (done.count(node)) continue;
         for (int u : reached) {
           bool same = true;
           for (int e = 0; e < nd && same; ++e) same = e == d || coord(node, e) == coord(u, e);
           if (same) {
-            line[u].emplace_back((coord(node, d) - coord(u, d) + L) % L, node);
+            line[u].emplace_back(((coord(node, d) - coord(u, d)) * sign % L + L) % L, node);
             break;
           }
         }
@@ -220,12 +224,9 @@ class CollectiveTree {
       for (auto& [u, on] : line) {
         std::sort(on.begin(), on.end());
         int prev = leader[u];
-        for (const auto& [off, node] : on)  // the + chain: offsets up to half the ring
-          if (off <= L / 2) link(prev, leader[node]), prev = leader[node];
-        prev = leader[u];
-        for (auto it = on.rbegin(); it != on.rend(); ++it)  // the - chain
-          if (it->first > L / 2) link(prev, leader[it->second]), prev = leader[it->second];
-        for (const auto& [off, node] : on) {
+        for (const auto& [steps, node] : on) {
+          link(prev, leader[node]);
+          prev = leader[node];
           reached.push_back(node);
           done[node] = true;
         }
