@@ -5,6 +5,8 @@
 # make bench-amg      also installs PETSc/hypre, compares AMG-PCG with BoomerAMG, GAMG, pyamg
 # make bench-sparsify also installs hypre, compares sparsified AMG with hypre's non-Galerkin
 # make bench-selinv   also installs MUMPS, compares selected inversion with its inverse entries
+# make bench-dense    also installs ScaLAPACK, compares the 2.5D multiply and LU with it, and
+#                     simulates them and the multicasts at BG/P scale
 PYTHON ?= python3
 NP ?= 4
 export OMPI_ALLOW_RUN_AS_ROOT ?= 1
@@ -14,7 +16,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv clean
+.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv bench-dense clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -54,6 +56,10 @@ bench-sparsify: build
 bench-selinv: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/selinv.py
+
+bench-dense: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/dense25d.py
 
 clean:
 	rm -rf build

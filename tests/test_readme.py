@@ -32,3 +32,14 @@ def test_readme_direct_solver_example_runs(tmp_path):
     # (ranks' lines may merge: print writes text and newline apart)
     berrs = [b.split() for b in re.findall(r"\[([^\]]*)\]", proc.stdout)]
     assert len(berrs) == 2 and all(len(b) == 2 and all(float(v) <= 1e-15 for v in b) for b in berrs)
+
+
+def test_readme_dense_example_runs(tmp_path):
+    with open(README) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    example = next(b for b in blocks if "cs.dense" in b)
+    script = tmp_path / "dense_example.py"
+    script.write_text(example)
+    proc = run_mpi(2, [str(script)], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "matmul True" in proc.stdout and "lu True" in proc.stdout, proc.stdout
