@@ -17,7 +17,7 @@ Parts (--parts, all by default):
              rectangular trees, simulated with shared links, beside the seed's models and its
              120x (1/30 of a link's bandwidth on Cray XE6 against 4x on BG/P).
 
-Writes bench/results/dense25d.json (with the machine).
+Writes bench/results/dense25d.json (with the machine) and bench/results/dense25d.png.
 Run: python3 bench/dense25d.py [--parts measured,words,simulated]
 """
 
@@ -64,7 +64,8 @@ def measured(sizes, nb, rounds):
                                                    oversubscribe=True)["median"])
             row = {"op": op, "n": n, "nb": nb, "grid": grid, "ranks": pr * pc * c, "commsolve_s": mine,
                    "commsolve_median_s": float(np.median(mine)), "check_error": last["check_error"],
-                   "words_received_max": last["words_received"]["max"],
+                   "panel_words_received_max": last["panel_words_received"]["max"],
+                   "panel_words_formula": last["panel_words_received"]["formula"],
                    "stats_recorded_equal_planned": last["stats_recorded_equal_planned"]}
             if peer:
                 row.update({"scalapack_s": peer, "scalapack_median_s": float(np.median(peer)),
@@ -74,7 +75,7 @@ def measured(sizes, nb, rounds):
     return rows
 
 
-def words(n=16384, nb=128):
+def words(n=16384, nb=32):
     rows = []
     for p in (1024, 4096):
         for c in (1, 4, 16):
@@ -85,9 +86,8 @@ def words(n=16384, nb=128):
                 st = dense.virtual_stats(kind, n, n, n, (q, q, c), nb=nb)
                 roles = dense.ROLES[kind]
                 panels = [roles.index(r) for r in roles if r.startswith("panel")]
-                a = np.array([s.array for s in st])
-                w = ((a[:, panels, 6] + a[:, panels, 7]) - 8 * (a[:, panels, 4] + a[:, panels, 5])).sum(axis=1) / 8
-                allw = ((a[:, :, 6] + a[:, :, 7]) - 8 * (a[:, :, 4] + a[:, :, 5])).sum(axis=1) / 8
+                w = np.array([s.words_received(panels) for s in st], dtype=float)
+                allw = np.array([s.words_received() for s in st], dtype=float)
                 f = dense.words_leading_term(kind, n, n, n, (q, q, c))
                 off0 = w[q * q:] if c > 1 else w  # ranks off layer 0: no gathering of the results there
                 rows.append({"kind": kind, "n": n, "nb": nb, "p": p, "c": c, "grid": f"{q}x{q}x{c}",
@@ -123,6 +123,35 @@ def multicast():
     return out
 
 
+def plot(doc, path):
+    """Simulated time per replication factor, and the multicasts' bandwidth per tree shape."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for s in doc.get("simulated", []):
+        cs_ = sorted(int(c) for c in s["runs"])
+        a.plot(cs_, [s["runs"][str(c)]["predicted_s"] for c in cs_], "o-",
+               label=f"{s['workload']} n={s['n']:,} nb={s['nb']}")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log")
+    a.set_xlabel("replication c (grid sqrt(p/c) x sqrt(p/c) x c)")
+    a.set_ylabel("simulated seconds")
+    a.set_title("65,536 ranks, intrepid-bgp, 16x32x32 torus")
+    a.legend(fontsize=8)
+    for m in doc.get("multicast", []):
+        names = list(m["shapes"])
+        b.bar([f"{n}\n{'x'.join(map(str, m['dims']))}" for n in names],
+              [m["shapes"][n]["link_bandwidths"] for n in names])
+    b.set_ylabel("bandwidth reached / one link's")
+    b.set_title("1 MB multicast to every node (simulated, shared links)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="measured,words,simulated,multicast")
@@ -143,10 +172,11 @@ def main():
         doc["words"] = words()
     if "simulated" in parts:
         doc["simulated"] = simulated([("matmul", 32768, 128, 8192), ("matmul", 65536, 256, 8192),
-                                      ("lu", 32768, 128, 8192), ("lu", 32768, 64, 8192)])
+                                      ("lu", 32768, 64, 8192)])
     if "multicast" in parts:
         doc["multicast"] = multicast()
     write_results(RESULTS, doc)
+    plot(doc, os.path.splitext(RESULTS)[0] + ".png")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,8 @@ def test_trees_command(tmp_path):
                         "--ppn", "4", "--plot", str(png), "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert set(r["shapes"]) == {"flat", "binary", "shifted-binary", "need-ordered", "node-aware"}
+    assert set(r["shapes"]) == {"flat", "binary", "shifted-binary", "need-ordered", "node-aware", "binomial",
+                                "rectangular"}
     for s in r["shapes"].values():
         b = s["broadcast_sent"]
         assert 0 <= b["min_bytes"] <= b["median_bytes"] <= b["max_bytes"]
