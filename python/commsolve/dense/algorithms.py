@@ -25,7 +25,8 @@ from ..topology import blocked_topology
 from ..trees import tree_shape
 from .matrix import DEFAULT_NB, DistributedDense, parse_grid25
 
-__all__ = ["DenseReport", "DenseLU", "matmul", "lu", "virtual_stats", "words_leading_term", "ROLES"]
+__all__ = ["DenseReport", "DenseLU", "MatmulPlan", "LUPlan", "matmul", "lu", "virtual_stats", "words_leading_term",
+           "ROLES"]
 
 ROLES = {kind: tuple(_core.dense_role_names(kind)) for kind in ("matmul", "lu")}
 
@@ -112,17 +113,59 @@ PANEL = 512  # widest SUMMA panel (columns of A) by default
 PIECE = 1 << 16  # most values one message carries: larger moves go in pieces, pipelined down the trees
 
 
+class MatmulPlan:
+    """Collective. The 2.5D multiply of an m x k matrix by a k x n one on ``grid`` (pr, pc, c)
+    over ``comm`` in blocks of ``nb``, planned once (every rank's trees, the message engine on
+    a duplicate of ``comm``) and run as often as wanted (:meth:`run`). ``tree``: the shape of
+    every broadcast and reduction; ``topology``: a Topology, a virtual ranks-per-node count or
+    None for the real nodes; ``panel``: the widest SUMMA panel (columns of A, whole blocks of
+    the same owners: one broadcast and one GEMM each); ``piece``: the most values one message
+    carries (larger moves go in pieces, each forwarded down its tree as it arrives)."""
+
+    def __init__(self, m, n, k, comm, grid=None, nb=None, tree="binary", topology=None, panel=PANEL, piece=PIECE):
+        self.shape = (int(m), int(n), int(k))
+        self.comm = comm
+        self.grid = tuple(parse_grid25(grid, comm.size))
+        self.nb = DEFAULT_NB if nb is None else int(nb)
+        self.tree = str(tree)
+        agree_args(comm, "dense.matmul", shape=self.shape, grid=self.grid, nb=self.nb, tree=tree, panel=panel,
+                   piece=piece)
+        topo = resolve_topology(topology, comm)
+        t0 = time.perf_counter()
+        m, n, k = self.shape
+        self._core = _core.Matmul25D(comm.py2f(), topo, m, n, k, self.nb, self.grid, tree_shape(tree), int(panel),
+                                     int(piece))
+        self.setup_seconds = time.perf_counter() - t0
+
+    def run(self, A, B):
+        """Collective. C = A B for DistributedDense A and B laid out as planned; returns (C, DenseReport)."""
+        for M, name in ((A, "A"), (B, "B")):
+            if not isinstance(M, DistributedDense):
+                raise ValueError(f"MatmulPlan.run: {name} must be a DistributedDense (DistributedDense.from_global)")
+            if M.grid != self.grid or M.nb != self.nb or M.comm is not self.comm:
+                raise ValueError(f"MatmulPlan.run: {name} lies on grid {M.grid} with nb={M.nb}, the plan's "
+                                 f"{self.grid} with nb={self.nb} (or on another communicator)")
+        m, n, k = self.shape
+        if A.shape != (m, k) or B.shape != (k, n):
+            raise ValueError(f"MatmulPlan.run: A is {A.shape[0]} x {A.shape[1]} and B {B.shape[0]} x {B.shape[1]}, "
+                             f"the plan's {m} x {k} and {k} x {n}")
+        rows, _ = A.global_indices()
+        _, cols = B.global_indices()
+        c = np.zeros(len(rows) * len(cols))
+        times = or_abort(self.comm, "the 2.5D multiply", self._core.run, A.flat(), B.flat(), c)
+        C = DistributedDense(c.reshape(len(rows), len(cols), order="F"), (m, n), self.nb, self.grid, self.comm)
+        return C, _report(self._core, self.comm, "matmul", (m, n, k), self.grid, self.nb, self.tree, times,
+                          self.setup_seconds)
+
+
 def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, report=False, panel=PANEL, piece=PIECE):
     """Collective. C = A B by the 2.5D algorithm on ``grid`` (pr, pc, c) (or "2x2x2"; default
-    the squarest 2D grid of the communicator).
+    the squarest 2D grid of the communicator), planned and run once (:class:`MatmulPlan` to
+    run a plan many times; its arguments are these).
 
-    ``A`` and ``B`` are DistributedDense on one grid (C is too), or numpy arrays that every
-    rank passes alike (C then comes back whole on every rank). ``tree``: the shape of every
-    broadcast and reduction; ``topology``: a Topology, a virtual ranks-per-node count or
-    None for the real nodes. ``panel``: the widest SUMMA panel (columns of A, whole blocks of
-    the same owners: one broadcast and one GEMM each); ``piece``: the most values one message
-    carries (larger moves go in pieces, each forwarded down its tree as it arrives). With
-    ``report``, returns (C, DenseReport)."""
+    ``A`` and ``B`` are DistributedDense on one grid (C is too; ``comm``, ``grid`` and ``nb``
+    are then theirs), or numpy arrays that every rank passes alike (C then comes back whole on
+    every rank). With ``report``, returns (C, DenseReport)."""
     numpy_in = not isinstance(A, DistributedDense)
     if isinstance(A, DistributedDense):
         comm, grid, nb = A.comm, A.grid, A.nb
@@ -133,22 +176,10 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     A.agree_layout(B, "matmul")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"matmul: A is {A.shape[0]} x {A.shape[1]}, B {B.shape[0]} x {B.shape[1]}: inner sizes differ")
-    m, k, n = A.shape[0], A.shape[1], B.shape[1]
-    agree_args(comm, "dense.matmul", shape=(m, n, k), grid=A.grid, nb=A.nb, tree=tree, panel=panel, piece=piece)
-    topo = resolve_topology(topology, comm)
-    t0 = time.perf_counter()
-    core = _core.Matmul25D(comm.py2f(), topo, m, n, k, A.nb, A.grid, tree_shape(tree), int(panel), int(piece))
-    setup = time.perf_counter() - t0
-    x, y, z = A.position
-    rows, _ = A.global_indices()
-    _, cols = B.global_indices()
-    c = np.zeros(len(rows) * len(cols))
-    times = or_abort(comm, "the 2.5D multiply", core.run, A.flat(), B.flat(), c)
-    C = DistributedDense(c.reshape(len(rows), len(cols), order="F"), (m, n), A.nb, A.grid, comm)
+    plan = MatmulPlan(A.shape[0], B.shape[1], A.shape[1], A.comm, A.grid, A.nb, tree, topology, panel, piece)
+    C, rep = plan.run(A, B)
     out = C.to_global(root=None) if numpy_in else C
-    if not report:
-        return out
-    return out, _report(core, comm, "matmul", (m, n, k), A.grid, A.nb, str(tree), times, setup)
+    return (out, rep) if report else out
 
 
 class DenseLU:
@@ -202,15 +233,54 @@ PIVOTING = ("none",)
 GROWTH_WARNING = 1e3  # an LU report warns above this growth (max |U| / max |A|)
 
 
+class LUPlan:
+    """Collective. The 2.5D LU without pivoting of an n x n matrix on ``grid`` over ``comm`` in
+    blocks of ``nb``, planned once and run as often as wanted (:meth:`factor`); ``tree``,
+    ``topology`` and ``piece`` as :class:`MatmulPlan`'s."""
+
+    def __init__(self, n, comm, grid=None, nb=None, tree="binary", topology=None, piece=PIECE):
+        self.n = int(n)
+        self.comm = comm
+        self.grid = tuple(parse_grid25(grid, comm.size))
+        self.nb = DEFAULT_NB if nb is None else int(nb)
+        self.tree = str(tree)
+        agree_args(comm, "dense.lu", n=self.n, grid=self.grid, nb=self.nb, tree=tree, piece=piece)
+        topo = resolve_topology(topology, comm)
+        t0 = time.perf_counter()
+        self._core = _core.LU25D(comm.py2f(), topo, self.n, self.nb, self.grid, tree_shape(tree), int(piece))
+        self.setup_seconds = time.perf_counter() - t0
+
+    def factor(self, A):
+        """Collective. The factors of the DistributedDense ``A`` laid out as planned (A is not
+        changed): a :class:`DenseLU`. A zero or non-finite pivot stops the job with the column
+        that met it (MPI_Abort: the other ranks would wait for its messages); the growth
+        max |U| / max |A| is in ``report.growth``, with a warning in ``report.warnings`` above
+        :data:`GROWTH_WARNING`."""
+        if not isinstance(A, DistributedDense) or A.grid != self.grid or A.nb != self.nb or A.comm is not self.comm \
+                or A.shape != (self.n, self.n):
+            raise ValueError(f"LUPlan.factor: A must be a {self.n} x {self.n} DistributedDense on grid {self.grid} "
+                             f"with nb={self.nb} and the plan's communicator")
+        f = np.array(A.flat())
+        times = or_abort(self.comm, "the 2.5D LU", self._core.run, f)
+        F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, self.nb, self.grid, self.comm)
+        n = self.n
+        out = DenseLU(F, _report(self._core, self.comm, "lu", (n, n, n), self.grid, self.nb, self.tree, times,
+                                 self.setup_seconds))
+        g = out.growth(A)
+        out.report.growth = g
+        if not g <= GROWTH_WARNING:  # NaN warns too
+            out.report.warnings.append(f"growth max|U| / max|A| = {g:.3g} (above {GROWTH_WARNING:g}): without "
+                                       "pivoting the factors may be inaccurate; check DenseLU.residual(A)")
+        return out
+
+
 def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topology=None, piece=PIECE):
-    """Collective. The LU factorization of the square ``A`` (a DistributedDense, or a numpy
-    array every rank passes alike) by the 2.5D algorithm on ``grid``, without pivoting (for
-    matrices that need none: diagonally dominant, SPD). A zero or non-finite pivot stops the
-    job with the column that met it (MPI_Abort: the other ranks would wait for its messages);
-    the growth max |U| / max |A| is in ``report.growth``, with a warning in
-    ``report.warnings`` above :data:`GROWTH_WARNING`. ``piece``: as :func:`matmul`'s. With a
-    numpy ``A`` the factors stay distributed (``factors.to_global()`` gathers them). Returns a
-    :class:`DenseLU`."""
+    """Collective. The LU factorization of the square ``A`` (a DistributedDense, whose
+    ``comm``, ``grid`` and ``nb`` are then taken, or a numpy array every rank passes alike:
+    its factors stay distributed, ``factors.to_global()`` gathers them) by the 2.5D algorithm
+    on ``grid``, without pivoting (for matrices that need none: diagonally dominant, SPD),
+    planned and run once (:class:`LUPlan` to run a plan many times). Returns a
+    :class:`DenseLU` (see :meth:`LUPlan.factor` for pivots and growth)."""
     if pivoting not in PIVOTING:
         raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
     if isinstance(A, DistributedDense):
@@ -219,22 +289,7 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     A = _distributed(A, comm, grid, DEFAULT_NB if nb is None else int(nb), "A")
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"lu: A is {A.shape[0]} x {A.shape[1]}, not square")
-    n = A.shape[0]
-    agree_args(comm, "dense.lu", n=n, grid=A.grid, nb=A.nb, tree=tree, pivoting=pivoting, piece=piece)
-    topo = resolve_topology(topology, A.comm)
-    t0 = time.perf_counter()
-    core = _core.LU25D(A.comm.py2f(), topo, n, A.nb, A.grid, tree_shape(tree), int(piece))
-    setup = time.perf_counter() - t0
-    f = np.array(A.flat())
-    times = or_abort(A.comm, "the 2.5D LU", core.run, f)
-    F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, A.nb, A.grid, A.comm)
-    out = DenseLU(F, _report(core, A.comm, "lu", (n, n, n), A.grid, A.nb, str(tree), times, setup))
-    g = out.growth(A)
-    out.report.growth = g
-    if not g <= GROWTH_WARNING:  # NaN warns too
-        out.report.warnings.append(f"growth max|U| / max|A| = {g:.3g} (above {GROWTH_WARNING:g}): without pivoting "
-                                   "the factors may be inaccurate; check DenseLU.residual(A)")
-    return out
+    return LUPlan(A.shape[0], A.comm, A.grid, A.nb, tree, topology, piece).factor(A)
 
 
 def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE):

@@ -45,8 +45,9 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
     if kind == "gemm":
         A = DistributedDense.random(m, k, comm, g, nb, seed=seed)
         B = DistributedDense.random(k, n, comm, g, nb, seed=seed + 1)
+        plan = dense.MatmulPlan(m, n, k, comm, g, nb, tree=tree, topology=ppn)  # planned once, run `repeat` times
         for _ in (range(repeat) if progress is None else progress(range(repeat))):
-            C, rep = dense.matmul(A, B, tree=tree, topology=ppn, report=True)
+            C, rep = plan.run(A, B)
             runs.append(rep)
         x = rng.standard_normal(n)
         check = _relative(C.matvec(x), A.matvec(B.matvec(x)))
@@ -56,8 +57,9 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
         A = DistributedDense.random(n, n, comm, g, nb, seed=seed)
         rows, cols = A.global_indices()
         A.local += n * (rows[:, None] == cols[None, :])
+        plan = dense.LUPlan(n, comm, g, nb, tree=tree, topology=ppn)
         for _ in (range(repeat) if progress is None else progress(range(repeat))):
-            f = dense.lu(A, tree=tree, topology=ppn)
+            f = plan.factor(A)
             runs.append(f.report)
         x = rng.standard_normal(n)
         F = f.factors
