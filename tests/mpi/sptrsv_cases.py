@@ -19,7 +19,7 @@ from commsolve.trees import SHAPES
 
 FAMILIES = ["poisson2d:24", "poisson2d9:20", "poisson3d:8", "poisson3d27:7", "aniso2d:24,eps=0.001,theta=30",
             "random:rows=400,nnz_per_row=6"]
-TREES = list(SHAPES)  # flat, binary, shifted-binary, need-ordered, node-aware, auto
+TREES = [s for s in SHAPES if s not in ("binomial", "rectangular")]  # the torus shapes: trees_cases, dense_cases
 OPTIONS = dict(max_supernode=8, levels=3)  # small supernodes: many blocks, many messages
 
 comm = MPI.COMM_WORLD
