@@ -106,3 +106,14 @@ def test_the_simulated_2_5d_grid_moves_fewer_words_per_rank():
         r = simulate_dense("matmul", 2048, g, prof, nb=64)
         got[g[2]] = words(r.recorded, panel_roles("matmul")).max()
     assert got[1] / got[4] == pytest.approx(2 * (1 - 1 / 16))
+
+
+@pytest.mark.parametrize("kind", ["matmul", "lu"])
+def test_an_mpi_ranks_plan_is_its_part_of_the_whole(kind):
+    grid, whole = (2, 3, 2), _core.dense_plan(kind, 90, 90, 90, 8, (2, 3, 2), piece=50)
+    S = whole["set"]
+    members = [set(S.part[S.part_ptr[c]:S.part_ptr[c + 1]].tolist()) for c in range(len(S))]
+    for rank in range(12):
+        mine = _core.dense_plan(kind, 90, 90, 90, 8, grid, piece=50, rank=rank)
+        assert mine["set"].id.tolist() == [c for c in range(len(S)) if rank in members[c]]
+        assert mine["set"].count.tolist() == S.count[mine["set"].id].tolist()

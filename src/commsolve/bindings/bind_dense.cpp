@@ -26,11 +26,12 @@ Grid25D grid_of(const GridTuple& t) {
 }
 
 DensePlan plan_of(const std::string& kind, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t nb,
-                  const Grid25D& g, std::int64_t panel, std::int64_t piece) {
-  if (kind == "matmul") return matmul_plan(MatmulShape{m, n, k, nb, panel, piece}, g);
+                  const Grid25D& g, std::int64_t panel, std::int64_t piece, int rank = -1) {
+  if (rank >= g.size()) throw nb::value_error("dense plan: rank outside the grid");
+  if (kind == "matmul") return matmul_plan(MatmulShape{m, n, k, nb, panel, piece}, g, rank);
   if (kind == "lu") {
     if (m != n) throw nb::value_error(("LU of a square matrix: got " + std::to_string(m) + " x " + std::to_string(n)).c_str());
-    return lu_plan(n, nb, g, piece);
+    return lu_plan(n, nb, g, piece, rank);
   }
   throw nb::value_error(("dense plan kind must be 'matmul' or 'lu', got '" + kind + "'").c_str());
 }
@@ -60,8 +61,8 @@ void bind_dense(nb::module_& m) {
   }, "n"_a, "nb"_a, "p"_a, "proc"_a,
      "The global indices process `proc` of `p` holds, in local order, of n indices block-cyclic in blocks of nb.");
   m.def("dense_plan", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k, std::int64_t nb,
-                         const GridTuple& grid, std::int64_t panel, std::int64_t piece) {
-    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece);
+                         const GridTuple& grid, std::int64_t panel, std::int64_t piece, int rank) {
+    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece, rank);
     nb::dict d;
     d["set"] = p.set;
     d["role"] = copy_numpy(p.role);
@@ -69,8 +70,8 @@ void bind_dense(nb::module_& m) {
     d["pos"] = copy_numpy(p.pos);
     d["piece"] = copy_numpy(p.piece);
     return d;
-  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a = 512, "piece"_a = 1 << 16,
-     "The collectives of the 2.5D multiply (A m x k times B k x n) or LU (n x n; m = k = n) on grid (pr, pc, c).");
+  }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a = 512, "piece"_a = 1 << 16, "rank"_a = -1,
+     "The collectives (all, or only those rank takes part in, with the same ids) of the 2.5D multiply (A m x k times B k x n) or LU (n x n; m = k = n) on grid (pr, pc, c).");
   m.def("dense_stats_virtual", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k,
                                   std::int64_t nb, const GridTuple& grid, const TreeShape& shape, const Topology& topo,
                                   std::int64_t panel, std::int64_t piece) {

@@ -77,7 +77,7 @@ void add_into(std::vector<double>& acc, const double* v, std::int64_t n) {
 }
 
 void prepare_engine(MessageEngine& e, const DensePlan& p, const Grid25D& g, int& runs) {
-  e.set_kind_of([&p](std::int64_t c) { return static_cast<int>(p.role[static_cast<std::size_t>(c)]); });
+  e.set_kind_of([&p](std::int64_t id) { return static_cast<int>(p.role[static_cast<std::size_t>(p.index_of(id))]); });
   e.set_window(std::max(64, 8 * (g.pr + g.pc + g.c)));
   e.reset_recorded();
   e.set_tag(first_tag + runs++ % tag_cycle);
@@ -178,7 +178,7 @@ struct MatmulNumbers {
 Matmul25D::Matmul25D(MPI_Comm comm, const Topology& topo, const MatmulShape& s, const Grid25D& g,
                      const TreeShape& shape)
     : shape_(s), grid_(checked(g, comm)), layout_(s, g), panels_(summa_panels(s, g)), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
-      y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(matmul_plan(s, g)),
+      y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(matmul_plan(s, g, rank_)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, mm_nroles) {
   require(topo.size() == g.size(), "matrix multiply: the topology has " + std::to_string(topo.size()) +
                                        " ranks, the grid " + std::to_string(g.size()));
@@ -342,7 +342,7 @@ struct LuNumbers {
 LU25D::LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
              const TreeShape& shape, std::int64_t piece)
     : n_(n), nb_(nb), grid_(checked(g, comm)), rows_{n, nb, g.pr}, cols_{n, nb, g.pc}, topo_(topo),
-      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g, piece)),
+      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g, piece, rank_)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, lu_nroles) {
   require(topo.size() == g.size(), "LU: the topology has " + std::to_string(topo.size()) + " ranks, the grid " +
                                        std::to_string(g.size()));

@@ -16,6 +16,12 @@ const std::vector<std::string>& lu_role_names() {
   return names;
 }
 
+std::int64_t DensePlan::index_of(std::int64_t id) const {
+  auto it = std::lower_bound(set.id.begin(), set.id.end(), id);
+  if (it == set.id.end() || *it != id) throw std::logic_error("dense: no collective " + std::to_string(id) + " here");
+  return it - set.id.begin();
+}
+
 std::int64_t DensePlan::max_count() const {
   std::int64_t m = 0;
   for (std::int64_t n : set.count) m = std::max(m, n);
@@ -41,15 +47,20 @@ namespace {
 struct PlanBuilder {
   DensePlan& p;
   std::int64_t piece;
+  int only = -1;  // keep only the collectives of this rank (-1: all)
   std::vector<int> members;
+  std::int64_t next_id = 0;
   void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count) {
     members.erase(std::remove(members.begin(), members.end(), root), members.end());
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
     if (count > 0 && !members.empty()) {
+      const bool keep = only < 0 || only == root || std::binary_search(members.begin(), members.end(), only);
       CollectiveSet& s = p.set;
       for (std::int64_t off = 0, i = 0; off < count; off += piece, ++i) {
-        s.id.push_back(static_cast<std::int64_t>(s.id.size()));
+        const std::int64_t id = next_id++;
+        if (!keep) continue;
+        s.id.push_back(id);
         s.kind.push_back(static_cast<std::int8_t>(kind));
         s.root.push_back(root);
         s.part.push_back(root);
@@ -85,13 +96,13 @@ SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g) {
   return P;
 }
 
-DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
+DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g, int only_rank) {
   s.validate();
   g.validate();
   const MatmulLayout L(s, g);
   DensePlan p;
   p.nroles = mm_nroles;
-  PlanBuilder b{p, s.piece, {}};
+  PlanBuilder b{p, s.piece, only_rank, {}};
   const auto along_z = [&](std::int8_t role, CollectiveKind kind, const Cyclic1D& r, const Cyclic1D& c) {
     for (int x = 0; x < g.pr; ++x)
       for (int y = 0; y < g.pc; ++y) {
@@ -122,7 +133,7 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g) {
   return p;
 }
 
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece) {
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece, int only_rank) {
   if (n < 0 || nb < 1 || piece < 1)
     throw std::invalid_argument("LU of " + std::to_string(n) + " x " + std::to_string(n) + " in blocks of " +
                                 std::to_string(nb) + " (pieces of " + std::to_string(piece) +
@@ -131,7 +142,7 @@ DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_
   const Cyclic1D R{n, nb, g.pr}, C{n, nb, g.pc};
   DensePlan p;
   p.nroles = lu_nroles;
-  PlanBuilder b{p, piece, {}};
+  PlanBuilder b{p, piece, only_rank, {}};
   const auto rows_from = [&](int x, std::int64_t blk) { return R.local_size(x) - R.local_start(x, blk); };
   const auto cols_from = [&](int y, std::int64_t blk) { return C.local_size(y) - C.local_start(y, blk); };
   for (std::int64_t k = 0; k < R.nblocks(); ++k) {

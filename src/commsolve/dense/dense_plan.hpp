@@ -50,13 +50,14 @@ const std::vector<std::string>& matmul_role_names();
 const std::vector<std::string>& lu_role_names();
 
 struct DensePlan {
-  CollectiveSet set;
+  CollectiveSet set;  // ids ascending (the whole plan's numbering)
   std::vector<std::int8_t> role;  // per collective
   std::vector<std::int32_t> step;  // SUMMA panel or elimination step; -1 where none
   std::vector<std::int32_t> pos;   // process row or column it runs along; layer position for z collectives
   std::vector<std::int32_t> piece;  // which piece of its move (0, 1, ...); pieces are consecutive
   int nroles = 0;
   std::int64_t max_count() const;
+  std::int64_t index_of(std::int64_t id) const;  // the collective with this id (std::logic_error if none)
 };
 
 struct MatmulShape {
@@ -88,8 +89,11 @@ struct SummaPanels {
 };
 SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g);
 
-DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g);  // steps: panel ids
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece = 1 << 16);
+// The whole plan (only_rank < 0: for the virtual world and the simulator), or only the
+// collectives `only_rank` takes part in (what an MPI rank keeps: DESIGN rule 2), their ids
+// those of the whole plan either way (messages carry ids).
+DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g, int only_rank = -1);  // steps: panel ids
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece = 1 << 16, int only_rank = -1);
 
 // Planned statistics of one rank (steps: roles) and of every rank without MPI.
 CommStats dense_stats(const TreePlan& plan, const DensePlan& dp, const Topology& topo);

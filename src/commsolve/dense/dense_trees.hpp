@@ -28,6 +28,7 @@ class DenseTrees {
     left_.assign(ns, 0);
     for (std::size_t s = 0; s < ns; ++s) {
       const std::size_t c = static_cast<std::size_t>(plan.index[s]);
+      ids_.push_back(dp.set.id[c]);
       if (dp.piece[c] == 0) {
         first_[s] = static_cast<std::int64_t>(s);
         by_step_.emplace_back(key(dp.role[c], dp.step[c]), static_cast<std::int64_t>(s));
@@ -55,14 +56,16 @@ class DenseTrees {
     auto it = std::lower_bound(by_step_.begin(), by_step_.end(), std::pair<std::int64_t, std::int64_t>(k, -1));
     return it != by_step_.end() && it->first == k ? it->second : -1;
   }
-  std::int64_t slot_of(std::int64_t c, std::int64_t n) const {
-    auto it = std::lower_bound(plan_.index.begin(), plan_.index.end(), c);  // ascending
-    if (it == plan_.index.end() || *it != c) throw std::logic_error("dense: a message for a collective this rank is not in");
-    const std::int64_t s = it - plan_.index.begin();
+  // The slot of the collective a message names by its id.
+  std::int64_t slot_of(std::int64_t id, std::int64_t n) const {
+    auto it = std::lower_bound(ids_.begin(), ids_.end(), id);  // ascending
+    if (it == ids_.end() || *it != id) throw std::logic_error("dense: a message for a collective this rank is not in");
+    const std::int64_t s = it - ids_.begin();
     if (n != count(s)) throw std::logic_error("dense: a message of the wrong length");
     return s;
   }
-  std::int64_t collective(std::int64_t s) const { return plan_.index[static_cast<std::size_t>(s)]; }
+  std::int64_t collective(std::int64_t s) const { return plan_.index[static_cast<std::size_t>(s)]; }  // in the set
+  std::int64_t id(std::int64_t s) const { return ids_[static_cast<std::size_t>(s)]; }  // what messages carry
   std::int64_t count(std::int64_t s) const { return dp_.set.count[static_cast<std::size_t>(collective(s))]; }
   int role(std::int64_t s) const { return dp_.role[static_cast<std::size_t>(collective(s))]; }
   std::int32_t step(std::int64_t s) const { return dp_.step[static_cast<std::size_t>(collective(s))]; }
@@ -99,7 +102,7 @@ class DenseTrees {
   const TreePlan& plan_;
   std::vector<std::pair<std::int64_t, std::int64_t>> by_step_;  // (role, step) key -> first slot, sorted
   std::vector<int> waiting_;
-  std::vector<std::int64_t> first_, offset_, left_, pieces_;
+  std::vector<std::int64_t> ids_, first_, offset_, left_, pieces_;
   std::int64_t nsteps_;
   std::int64_t expected_ = 0;
 };

@@ -19,7 +19,7 @@
 //
 // A Backend provides (values may be null in a simulation; `s0` names a move by its first slot,
 // `s` is one of its pieces, starting at `off` in it):
-//   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
+//   void send(int dest, std::int64_t id, const double* v, std::int64_t n, int role);  // id: the collective's
 //   void hold(std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total);
 //                                             // a piece arrived (of total values)
 //   const double* held(std::int64_t s0);  void release(std::int64_t s0);
@@ -141,7 +141,7 @@ class LuMachine {
   std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - C_.local_start(y_, k + 1); }
 
   void forward(std::int64_t s, const double* v) {  // one piece, to its children
-    for (int ch : trees_.children(s)) be_.send(ch, trees_.collective(s), v, trees_.count(s), trees_.role(s));
+    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
   }
   void bcast_root(int role, std::int64_t k, const double* v) {  // every piece
     const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(k));
@@ -181,7 +181,7 @@ class LuMachine {
         (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
       }
     } else {
-      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
+      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
       if (trees_.piece_done(s)) be_.release(s0);
     }
   }

@@ -10,7 +10,7 @@
 //
 // A Backend provides (values may be null in a simulation; `s0` names a move by its first slot,
 // `off` is where a piece starts in it):
-//   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role);
+//   void send(int dest, std::int64_t id, const double* v, std::int64_t n, int role);  // id: the collective's
 //   const double* replicate_data(int role);   // layer 0: its blocks of A (mm_replicate_a) or B
 //   const double* own_panel(int role, std::int64_t q);  // panel q's block columns of A / rows of B here
 //   void hold(int role, std::int64_t s0, std::int64_t off, const double* v, std::int64_t n, std::int64_t total);
@@ -93,7 +93,7 @@ class MatmulMachine {
 
  private:
   void forward(std::int64_t s, const double* v) {  // one piece, to its children
-    for (int ch : trees_.children(s)) be_.send(ch, trees_.collective(s), v, trees_.count(s), trees_.role(s));
+    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
   }
   void bcast_all(std::int64_t s0, const double* v) {  // a root: every piece
     for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
@@ -129,7 +129,7 @@ class MatmulMachine {
     if (trees_.is_root(s))
       be_.reduce_in(s, off, n);
     else
-      be_.send(trees_.parent(s), trees_.collective(s), be_.reduce_out(s, off, n), n, mm_reduce_c);
+      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s, off, n), n, mm_reduce_c);
     if (trees_.piece_done(s)) c_done_ = true;
   }
 
