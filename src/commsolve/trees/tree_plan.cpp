@@ -209,17 +209,18 @@ class CollectiveTree {
     const int tree = static_cast<int>(set.id[c] % (2 * nd)), first = tree % nd, sign = tree < nd ? 1 : -1;
     for (int level = 0; level < nd; ++level) {
       const int d = (first + level) % nd, L = dims[d];
+      // A node's ring in dimension d: its coordinates but d's (at most one reached node on each).
+      int stride = 1;
+      for (int e = 0; e < d && topo.has_torus(); ++e) stride *= dims[e];
+      const auto ring = [&](int node) { return node - coord(node, d) * stride; };
+      std::map<int, int> on_ring;  // ring -> the reached node on it
+      for (int u : reached) on_ring.emplace(ring(u), u);
       std::map<int, std::vector<std::pair<int, int>>> line;  // reached node -> (steps away, node) on its ring
       for (const auto& [node, lead] : leader) {
         if (done.count(node)) continue;
-        for (int u : reached) {
-          bool same = true;
-          for (int e = 0; e < nd && same; ++e) same = e == d || coord(node, e) == coord(u, e);
-          if (same) {
-            line[u].emplace_back(((coord(node, d) - coord(u, d)) * sign % L + L) % L, node);
-            break;
-          }
-        }
+        auto it = on_ring.find(ring(node));
+        if (it != on_ring.end())
+          line[it->second].emplace_back(((coord(node, d) - coord(it->second, d)) * sign % L + L) % L, node);
       }
       for (auto& [u, on] : line) {
         std::sort(on.begin(), on.end());
