@@ -141,7 +141,7 @@ def plot(doc, path):
     for s in doc.get("simulated", []):
         cs_ = sorted(int(c) for c in s["runs"])
         a.plot(cs_, [s["runs"][str(c)]["predicted_s"] for c in cs_], "o-",
-               label=f"{s['workload']} n={s['n']:,} nb={s['nb']}")
+               label=f"{s['workload']} n={s['n']:,} nb={s['nb']}, {s['tree']} trees")
     a.set_xscale("log", base=2)
     a.set_yscale("log")
     a.set_xlabel("replication c (grid sqrt(p/c) x sqrt(p/c) x c)")
@@ -164,9 +164,12 @@ def main():
     ap.add_argument("--parts", default="measured,words,simulated,multicast")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nb", type=int, default=128)
+    ap.add_argument("--plot-only", action="store_true", help="Redraw the PNG from the JSON.")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     doc = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
+    if args.plot_only:
+        return plot(doc, os.path.splitext(RESULTS)[0] + ".png")
     doc["machine"] = machine()
     doc["seed_figures"] = {"matmul_2.5d_over_2d_65536": 2.6, "lu_2.5d_over_2d_65536": 2.7,
                            "rectangular_over_binomial_efficiency_4096_nodes": 120,
