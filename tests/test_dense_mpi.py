@@ -56,6 +56,8 @@ def test_multiply_equals_numpy_and_moves_what_the_plan_says(grid):
         assert r["panel_words"] == hand_panel_words(m, n, k, r["nb"], grid), where
     (d,) = [r for r in results(grid) if r["kind"] == "distributed"]
     assert d["err"] <= 1e-13 and d["random_ok"] and d["type"] == "DistributedDense"
+    (s,) = [r for r in results(grid) if r["kind"] == "scatter"]
+    assert s["ok"] and s["same_as_from_global"]
 
 
 @pytest.mark.parametrize("grid", GRIDS, ids=["x".join(map(str, g)) for g in GRIDS])

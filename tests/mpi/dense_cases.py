@@ -72,6 +72,14 @@ for tree in TREES:
     emit({"kind": "pieces", "tree": tree, "err": err, "lu_err": lu_err, "stats_ok": rep.planned_equal and f.report.planned_equal,
           "messages": int(sum(s.total()["msgs_recv_intra"] + s.total()["msgs_recv_inter"] for s in rep.recorded))})
 
+# A matrix given on rank 0 only, scattered; gathered back where it came from.
+G = np.arange(23 * 17, dtype=float).reshape(23, 17) if comm.rank == 0 else None
+S = DistributedDense.scatter(G, comm, grid, nb=4)
+back = S.to_global(root=0)
+emit({"kind": "scatter", "ok": bool(np.array_equal(back, G)) if comm.rank == 0 else None,
+      "same_as_from_global": bool(comm.allreduce(
+          int(np.array_equal(S.local, DistributedDense.from_global(comm.bcast(G), comm, grid, 4).local)), op=MPI.MIN))})
+
 # Distributed inputs stay distributed; random matrices are made by each rank alone.
 A = DistributedDense.random(45, 33, comm, grid, nb=6, seed=1)
 B = DistributedDense.random(33, 28, comm, grid, nb=6, seed=2)

@@ -126,6 +126,26 @@ class DistributedDense:
         return cls._make(A.shape, comm, grid, nb, lambda r, c: A[np.ix_(r, c)])
 
     @classmethod
+    def scatter(cls, A, comm, grid=None, nb=None, root=0):
+        """Collective. The global array ``A`` given on ``root`` only (None elsewhere), each
+        layer-0 rank sent its blocks (the inverse of :meth:`to_global`)."""
+        shape = comm.bcast(None if comm.rank != root else np.shape(A), root=root)
+        if len(shape) != 2:
+            raise ValueError(f"a dense matrix is 2D, got an array of shape {shape} on rank {root}")
+        g = parse_grid25(grid, comm.size)
+        b = DEFAULT_NB if nb is None else int(nb)
+        parts = None
+        if comm.rank == root:
+            A = np.asarray(A, dtype=np.float64)
+            pr, pc, _ = g
+            parts = [np.zeros((0, 0))] * comm.size
+            for x in range(pr):
+                rows = _core.cyclic_indices(shape[0], b, pr, x)
+                for y in range(pc):
+                    parts[x * pc + y] = np.asfortranarray(A[np.ix_(rows, _core.cyclic_indices(shape[1], b, pc, y))])
+        return cls(comm.scatter(parts, root=root), shape, b, g, comm)
+
+    @classmethod
     def random(cls, m, n, comm, grid=None, nb=None, seed=0):
         """The random m x n matrix numbered ``seed`` (:func:`random_entries`), each rank making
         its own blocks."""
