@@ -101,9 +101,12 @@ class LuMachine {
     progress();
   }
 
-  // One part of an eager update, or else one piece of a bulk update; false when there is none.
+  // One part of an eager update, or one piece of a bulk update: the bulk first where the next
+  // share to send waits for it (an earlier step's), the eager parts otherwise; false when
+  // there is nothing to do.
   bool idle() {
-    if (eager_.k >= 0) {
+    const bool bulk_first = !bulk_.empty() && next_contrib_ < K_ && bulk_count_ + 1 < before(next_contrib_);
+    if (eager_.k >= 0 && !bulk_first) {
       eager_part();
       progress();
       return true;
@@ -149,12 +152,13 @@ class LuMachine {
     for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s) forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
   }
 
+  std::int64_t before(std::int64_t m) const { return m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0; }  // this layer's steps < m
   bool can_contribute(std::int64_t m) const {
-    const std::int64_t before = m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0;  // this layer's steps < m
-    if (before == 0) return true;
-    if (bulk_count_ + 1 < before) return false;  // the bulk of all but the last of them
-    if (eager_count_ >= before) return true;      // the last one's eager update, whole
-    const std::int64_t last = z_ + g_.c * (before - 1);
+    const std::int64_t n = before(m);
+    if (n == 0) return true;
+    if (bulk_count_ + 1 < n) return false;  // the bulk of all but the last of them
+    if (eager_count_ >= n) return true;      // the last one's eager update, whole
+    const std::int64_t last = z_ + g_.c * (n - 1);
     return eager_.k == last && eager_.parts >= m - last;  // or its parts up to block m
   }
   void contribute(std::int64_t m) {
