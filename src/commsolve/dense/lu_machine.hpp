@@ -13,9 +13,9 @@
 // work in column pieces, between arrivals). So while one layer eliminates, the others finish
 // their bulk updates: the flops of the trailing updates are shared by c layers.
 //
-// Contribution rule: for step m, this layer's last step j < m must have its eager part up to
-// block m done (m <= j + c) and every earlier step of this layer its bulk (rows and columns
-// > j).
+// Contribution rule: for step m, this layer's last step j < m must have its eager update up to
+// block m's column (for the share of block column m) or row (of block row m) done (m <= j + c),
+// and every earlier step of this layer its bulk (rows and columns > j).
 //
 // A Backend provides (values may be null in a simulation; `s0` names a move by its first slot,
 // `s` is one of its pieces, starting at `off` in it):
@@ -60,11 +60,12 @@ class LuMachine {
   }
 
   std::int64_t expected() const { return trees_.expected(); }
-  bool done() const { return next_contrib_ == K_ && eager_count_ == mine_ && bulk_count_ == mine_; }
+  bool done() const { return next_[0] == K_ && next_[1] == K_ && eager_count_ == mine_ && bulk_count_ == mine_; }
   // Where the rank stands (for the message of a run that ended early).
   std::string state() const {
     const std::int64_t k = z_ + g_.c * eager_count_;
-    std::string s = "shares sent for " + std::to_string(next_contrib_) + " of " + std::to_string(K_) + " steps, " +
+    std::string s = "shares sent for " + std::to_string(next_[0]) + " (columns) and " + std::to_string(next_[1]) +
+                    " (rows) of " + std::to_string(K_) + " steps, " +
                     std::to_string(eager_count_) + " of this layer's " + std::to_string(mine_) +
                     " steps eliminated, " + std::to_string(bulk_count_) + " bulk updates done";
     if (k < K_) {
@@ -105,9 +106,10 @@ class LuMachine {
   // share to send waits for it (an earlier step's), the eager parts otherwise; false when
   // there is nothing to do.
   bool idle() {
-    const bool bulk_first = !bulk_.empty() && next_contrib_ < K_ && bulk_count_ + 1 < before(next_contrib_);
+    const std::int64_t next = std::min(next_[0], next_[1]);
+    const bool bulk_first = !bulk_.empty() && next < K_ && bulk_count_ + 1 < before(next);
     if (eager_.k >= 0 && !bulk_first) {
-      eager_part();
+      eager_half();
       progress();
       return true;
     }
@@ -135,7 +137,7 @@ class LuMachine {
     std::int64_t k, lslot, uslot, r1, rend, cnext, cend;
   };
   struct Eager {  // the step whose eager parts are under way (k = -1: none)
-    std::int64_t k = -1, ls = -1, us = -1, parts = 0;
+    std::int64_t k = -1, ls = -1, us = -1, halves = 0;
     bool update = false;
   };
 
@@ -153,26 +155,24 @@ class LuMachine {
   }
 
   std::int64_t before(std::int64_t m) const { return m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0; }  // this layer's steps < m
-  bool can_contribute(std::int64_t m) const {
+  // role: lu_reduce_col (the share of block column m) or lu_reduce_row (of block row m).
+  bool can_contribute(std::int64_t m, int role) const {
     const std::int64_t n = before(m);
     if (n == 0) return true;
     if (bulk_count_ + 1 < n) return false;  // the bulk of all but the last of them
     if (eager_count_ >= n) return true;      // the last one's eager update, whole
     const std::int64_t last = z_ + g_.c * (n - 1);
-    return eager_.k == last && eager_.parts >= m - last;  // or its parts up to block m
+    // or its halves up to block m's column (odd) or row (even)
+    return eager_.k == last && eager_.halves >= 2 * (m - last) - (role == lu_reduce_col ? 1 : 0);
   }
-  void contribute(std::int64_t m) {
-    const auto step = static_cast<std::int32_t>(m);
-    Step& st = steps_[static_cast<std::size_t>(m)];
-    const bool here = z_ == layer(m);
-    for (int role : {lu_reduce_col, lu_reduce_row}) {
-      const std::int64_t s0 = trees_.slot(role, step);
-      if (s0 >= 0) {
-        for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
-          if (trees_.contribute(s)) reduce_up(s);
-      } else if (here) {  // nothing to sum (c = 1, or no share): final as it is
-        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
-      }
+  void contribute(std::int64_t m, int role) {
+    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(m));
+    if (s0 >= 0) {
+      for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+        if (trees_.contribute(s)) reduce_up(s);
+    } else if (z_ == layer(m)) {  // nothing to sum (c = 1, or no share): final as it is
+      Step& st = steps_[static_cast<std::size_t>(m)];
+      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
     }
   }
   void reduce_up(std::int64_t s) {  // a piece summed here: kept (root) or passed to the parent
@@ -193,12 +193,15 @@ class LuMachine {
   void progress() {
     for (bool more = true; more;) {
       more = false;
-      while (next_contrib_ < K_ && can_contribute(next_contrib_)) {
-        contribute(next_contrib_++);
-        more = true;
+      for (int role : {lu_reduce_col, lu_reduce_row}) {
+        std::int64_t& next = next_[role == lu_reduce_col ? 0 : 1];
+        while (next < K_ && can_contribute(next, role)) {
+          contribute(next++, role);
+          more = true;
+        }
       }
       const std::int64_t k = z_ + g_.c * eager_count_;  // this layer's next step to eliminate
-      if (k < K_ && next_contrib_ > k) more |= advance(k);
+      if (k < K_ && std::min(next_[0], next_[1]) > k) more |= advance(k);
     }
   }
 
@@ -236,7 +239,7 @@ class LuMachine {
     if (!have_l || !have_u) return did;
     if (st.dslot >= 0) be_.release(st.dslot);
     eager_ = {k, in_col ? -1 : st.lslot, in_row ? -1 : st.uslot, 0, update};
-    eager_part();  // the next step's block row and column at once: the critical path
+    eager_half();  // the next step's block column at once (its row next, as idle work): the critical path
     return true;
   }
 
@@ -244,18 +247,21 @@ class LuMachine {
   std::int64_t row_at(std::int64_t b) const { return R_.local_start(x_, b); }
   std::int64_t col_at(std::int64_t b) const { return C_.local_start(y_, b); }
 
-  // Part j of step k's eager update: block row k + j from column block k + j on, and block column
-  // k + j below block row k + j (the parts j = 1..c make the L-shape of the next c blocks; after
-  // part j the share of step k + j is final on this layer). After part c, the rest is bulk.
-  void eager_part() {
+  // Half h of step k's eager update, block b = k + (h + 1) / 2: odd h, block column b from block
+  // row b down (after it, this layer's share of column b is final); even h, block row b right of
+  // block column b (its share of row b). Halves 1..2c make the L-shape of the next c blocks;
+  // after them, the rest is bulk.
+  void eager_half() {
     Eager& e = eager_;
-    const std::int64_t j = ++e.parts, k = e.k, b = k + j, rend = R_.local_size(x_), cend = C_.local_size(y_);
+    const std::int64_t h = ++e.halves, k = e.k, b = k + (h + 1) / 2, rend = R_.local_size(x_),
+                       cend = C_.local_size(y_);
     if (e.update) {
-      if (row_at(b + 1) > row_at(b) && cend > col_at(b)) be_.update(k, e.ls, e.us, row_at(b), row_at(b + 1), col_at(b), cend);
-      if (rend > row_at(b + 1) && col_at(b + 1) > col_at(b))
-        be_.update(k, e.ls, e.us, row_at(b + 1), rend, col_at(b), col_at(b + 1));
+      if (h % 2 == 1 && rend > row_at(b) && col_at(b + 1) > col_at(b))
+        be_.update(k, e.ls, e.us, row_at(b), rend, col_at(b), col_at(b + 1));
+      if (h % 2 == 0 && row_at(b + 1) > row_at(b) && cend > col_at(b + 1))
+        be_.update(k, e.ls, e.us, row_at(b), row_at(b + 1), col_at(b + 1), cend);
     }
-    if (e.parts < g_.c && e.update && b + 1 < K_) return;
+    if (e.halves < 2 * g_.c && e.update && (h % 2 == 1 || b + 1 < K_)) return;
     const std::int64_t r1 = row_at(k + 1 + g_.c), c1 = col_at(k + 1 + g_.c);
     bulk_.push_back({k, e.ls, e.us, r1, e.update ? rend : r1, e.update ? c1 : cend, cend});
     ++eager_count_;
@@ -273,7 +279,7 @@ class LuMachine {
   std::deque<Bulk> bulk_;
   Eager eager_;
   std::int64_t mine_ = 0;          // steps this layer eliminates
-  std::int64_t next_contrib_ = 0;  // the next step this rank sends its share to
+  std::int64_t next_[2] = {0, 0};  // the next step this rank sends its share of a block column, of a block row to
   std::int64_t eager_count_ = 0, bulk_count_ = 0;  // this layer's steps with those parts done
 };
 
