@@ -101,12 +101,18 @@ def _report(core, comm, kind, shape, grid, nb, tree, times, setup):
                        all(np.array_equal(e[3], e[4]) for e in every), max(e[5] for e in every))
 
 
-def _distributed(M, comm, grid, nb, name):
-    if isinstance(M, DistributedDense):
-        return M
+def _distributed(A, comm, grid, nb, others=()):
+    """The DistributedDense operands: ``A`` as it is (its comm, grid and nb then taken) or made
+    from a numpy array every rank passes (with ``comm``, ``grid``, ``nb``), and ``others`` laid
+    out alike."""
+    if isinstance(A, DistributedDense):
+        comm, grid, nb = A.comm, A.grid, A.nb
     if comm is None:
-        raise ValueError(f"{name} is a numpy array: give the communicator (comm=) to distribute it")
-    return DistributedDense.from_global(M, comm, grid, nb)
+        raise ValueError("A is a numpy array: give the communicator (comm=) to distribute it")
+    grid = parse_grid25(grid, comm.size)
+    nb = DEFAULT_NB if nb is None else int(nb)
+    return [M if isinstance(M, DistributedDense) else DistributedDense.from_global(M, comm, grid, nb)
+            for M in (A, *others)]
 
 
 PANEL = 512  # widest SUMMA panel (columns of A) by default
@@ -167,12 +173,7 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
     are then theirs), or numpy arrays that every rank passes alike (C then comes back whole on
     every rank). With ``report``, returns (C, DenseReport)."""
     numpy_in = not isinstance(A, DistributedDense)
-    if isinstance(A, DistributedDense):
-        comm, grid, nb = A.comm, A.grid, A.nb
-    grid = parse_grid25(grid, comm.size) if comm is not None else grid
-    nb = DEFAULT_NB if nb is None else int(nb)
-    A = _distributed(A, comm, grid, nb, "A")
-    B = _distributed(B, comm, grid, nb, "B")
+    A, B = _distributed(A, comm, grid, nb, (B,))
     A.agree_layout(B, "matmul")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"matmul: A is {A.shape[0]} x {A.shape[1]}, B {B.shape[0]} x {B.shape[1]}: inner sizes differ")
@@ -283,10 +284,7 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     :class:`DenseLU` (see :meth:`LUPlan.factor` for pivots and growth)."""
     if pivoting not in PIVOTING:
         raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
-    if isinstance(A, DistributedDense):
-        comm, grid, nb = A.comm, A.grid, A.nb
-    grid = parse_grid25(grid, comm.size) if comm is not None else grid
-    A = _distributed(A, comm, grid, DEFAULT_NB if nb is None else int(nb), "A")
+    (A,) = _distributed(A, comm, grid, nb)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"lu: A is {A.shape[0]} x {A.shape[1]}, not square")
     return LUPlan(A.shape[0], A.comm, A.grid, A.nb, tree, topology, piece).factor(A)
@@ -296,14 +294,8 @@ def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topo
     """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
     LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI, ``ppn`` consecutive ranks per node
     (the last node partly filled if need be): a list of CommStats (steps: :data:`ROLES`)."""
-    pr, pc, c = parse_grid25(grid, _size(grid))
+    pr, pc, c = parse_grid25(grid)
     topo = topology if topology is not None else blocked_topology(pr * pc * c, ppn)
     arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel),
                                     int(piece))
     return [CommStats(a) for a in arr]
-
-
-def _size(grid):
-    if isinstance(grid, str):
-        return int(np.prod([int(v) for v in grid.lower().split("x")]))
-    return int(np.prod(grid))

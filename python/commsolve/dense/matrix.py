@@ -26,9 +26,10 @@ def default_grid25(p):
     return pr, p // pr, 1
 
 
-def parse_grid25(grid, p):
+def parse_grid25(grid, p=None):
     """A (pr, pc, c) tuple from ``grid`` ("PRxPCxC", "PRxPC", a tuple, or None for
-    :func:`default_grid25`), checked to have ``p`` ranks (ValueError naming the grid)."""
+    :func:`default_grid25` of ``p``), checked to have ``p`` ranks where p is given (ValueError
+    naming the grid)."""
     if grid is None:
         return default_grid25(p)
     if isinstance(grid, str):
@@ -42,10 +43,16 @@ def parse_grid25(grid, p):
         dims = dims + (1,)
     if len(dims) != 3 or min(dims) < 1:
         raise ValueError(f"grid {grid!r}: expected three positive extents PRxPCxC")
-    if dims[0] * dims[1] * dims[2] != p:
+    if p is not None and dims[0] * dims[1] * dims[2] != p:
         raise ValueError(f"grid {'x'.join(map(str, dims))} has {dims[0] * dims[1] * dims[2]} ranks, the "
                          f"communicator {p}")
     return dims
+
+
+def grid_position(rank, grid):
+    """(x, y, z) of ``rank`` on ``grid`` (pr, pc, c): rank = z pr pc + x pc + y."""
+    pr, pc, _ = grid
+    return (rank % (pr * pc)) // pc, rank % pc, rank // (pr * pc)
 
 
 def random_entries(rows, cols, seed):
@@ -85,9 +92,7 @@ class DistributedDense:
 
     @property
     def position(self):
-        pr, pc, _ = self.grid
-        r = self.comm.rank
-        return (r % (pr * pc)) // pc, r % pc, r // (pr * pc)
+        return grid_position(self.comm.rank, self.grid)
 
     def _rows(self, x):
         return _core.cyclic_indices(self.shape[0], self.nb, self.grid[0], x)
@@ -109,8 +114,7 @@ class DistributedDense:
         if nb < 1 or min(shape) < 0:
             raise ValueError(f"block size must be >= 1 and extents >= 0, got nb={nb}, shape={shape}")
         pr, pc, _ = grid
-        r = comm.rank
-        x, y, z = (r % (pr * pc)) // pc, r % pc, r // (pr * pc)
+        x, y, z = grid_position(comm.rank, grid)
         if z > 0:
             return cls(np.zeros((0, 0)), shape, nb, grid, comm)
         rows = _core.cyclic_indices(shape[0], nb, pr, x)

@@ -177,7 +177,7 @@ struct MatmulNumbers {
 
 Matmul25D::Matmul25D(MPI_Comm comm, const Topology& topo, const MatmulShape& s, const Grid25D& g,
                      const TreeShape& shape)
-    : shape_(s), grid_(checked(g, comm)), layout_(s, g), panels_(summa_panels(s, g)), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
+    : grid_(checked(g, comm)), layout_(s, g), panels_(summa_panels(s, g)), topo_(topo), rank_(comm_rank(comm)), x_(g.x_of(rank_)),
       y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(matmul_plan(s, g, rank_)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, mm_nroles) {
   require(topo.size() == g.size(), "matrix multiply: the topology has " + std::to_string(topo.size()) +

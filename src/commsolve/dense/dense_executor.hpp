@@ -39,7 +39,6 @@ class Matmul25D {
 
  private:
   friend struct MatmulNumbers;  // the machine's backend (dense_executor.cpp)
-  MatmulShape shape_;
   Grid25D grid_;
   MatmulLayout layout_;
   SummaPanels panels_;

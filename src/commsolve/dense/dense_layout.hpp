@@ -44,8 +44,6 @@ struct Cyclic1D {
     if (nbk > 0 && block == nbk && owner(nbk - 1) == proc) s -= nb - width(nbk - 1);  // a short last block
     return s;
   }
-  // Local position of global index i on its owner.
-  std::int64_t local_index(std::int64_t i) const { return (i / nb / p) * nb + i % nb; }
 };
 
 }  // namespace commsolve

@@ -25,20 +25,15 @@ enum : int { compute = 0, comm };  // dense_categories()
 struct Costs {
   Simulator* sim = nullptr;
   int rank = 0;
-  void send(int dest, std::int64_t c, const double*, std::int64_t n, int role) {
-    sim->copy(rank, 16.0 * static_cast<double>(n), comm);
-    sim->send(rank, {.dest = dest, .step = role, .key = c, .values = n, .bytes = 8 * (n + 1), .category = comm,
-                     .receives = Receives::any_source});
+  void send(int dest, std::int64_t id, const double*, std::int64_t n, int role) {
+    sim->engine_send(rank, {.dest = dest, .step = role, .key = id, .values = n, .bytes = 8 * (n + 1), .category = comm});
   }
   void copy(std::int64_t n, int category = compute) { sim->copy(rank, 16.0 * static_cast<double>(n), category); }
   void sum(std::int64_t n) {
     if (n > 0) sim->compute(rank, static_cast<double>(n), 24.0 * static_cast<double>(n), compute);
   }
-  // An m x n x k GEMM: 2 m n k flops over its three operands (a triangular solve: half).
   void product(std::int64_t m, std::int64_t n, std::int64_t k, double share = 1.0) {
-    if (m <= 0 || n <= 0 || k <= 0) return;
-    sim->compute(rank, share * 2.0 * static_cast<double>(m * n * k),
-                 8.0 * static_cast<double>(m * k + k * n + 2 * m * n), compute);
+    sim->gemm(rank, m, n, k, compute, share);
   }
 };
 

@@ -36,9 +36,8 @@ class CostBackend {
   int op = prepare_op;
 
   void send(int dest, std::int64_t c, const double*, std::int64_t n, int role) {
-    sim_.copy(rank_, 16.0 * static_cast<double>(n), comm);  // the engine copies the values out
-    sim_.send(rank_, {.dest = dest, .op = op, .step = role, .key = c, .values = n, .bytes = 8 * (n + 1),
-                      .category = comm, .receives = Receives::any_source});
+    sim_.engine_send(rank_, {.dest = dest, .op = op, .step = role, .key = c, .values = n, .bytes = 8 * (n + 1),
+                             .category = comm});
   }
   const double* diag_inverse(std::int64_t, bool) const { return nullptr; }
   void lhat(std::int64_t k, const double*) { product(rows(k, x_), w(k), w(k) / 2 + 1); }
@@ -93,11 +92,7 @@ class CostBackend {
   std::int64_t rows(std::int64_t k, int x) const { return structure_share(sh_.blocks, k, x, sh_.grid.px); }
   std::int64_t cols(std::int64_t k, int y) const { return structure_share(sh_.blocks, k, y, sh_.grid.py); }
   // An m x n x k GEMM: 2 m n k flops over its three operands.
-  void product(std::int64_t m, std::int64_t n, std::int64_t k) {
-    if (m == 0 || n == 0 || k == 0) return;
-    sim_.compute(rank_, 2.0 * static_cast<double>(m * n * k), 8.0 * static_cast<double>(m * k + k * n + 2 * m * n),
-                 compute);
-  }
+  void product(std::int64_t m, std::int64_t n, std::int64_t k) { sim_.gemm(rank_, m, n, k, compute); }
 
   const Shared& sh_;
   Simulator& sim_;

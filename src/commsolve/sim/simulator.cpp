@@ -97,6 +97,18 @@ void Simulator::copy(int rank, double bytes, int category) {
   spend(rank, bytes / cpu_.copy_rate, category);
 }
 
+void Simulator::gemm(int rank, std::int64_t m, std::int64_t n, std::int64_t k, int category, double share) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  compute(rank, share * 2.0 * static_cast<double>(m * n * k), 8.0 * static_cast<double>(m * k + k * n + 2 * m * n),
+          category);
+}
+
+void Simulator::engine_send(int rank, Send msg) {
+  copy(rank, 16.0 * static_cast<double>(msg.values), msg.category);
+  msg.receives = Receives::any_source;
+  send(rank, msg);
+}
+
 void Simulator::search(int rank, std::int64_t entries, int category) {
   if (entries <= 0 || net_.gamma <= 0) return;
   const double t = net_.gamma * static_cast<double>(entries);

@@ -199,6 +199,12 @@ class Simulator {
   void resume(int rank);
   // A local copy or pack of `bytes` (memory traffic, counted as the given category).
   void copy(int rank, double bytes, int category);
+  // An m x n x k dense product (2 m n k flops over its three operands, `share` of that for a
+  // triangular solve or factorization), counted as `category`; nothing if any extent is 0.
+  void gemm(int rank, std::int64_t m, std::int64_t n, std::int64_t k, int category, double share = 1.0);
+  // A message of the message engine (trees/engine.hpp): it copies the values out (16 bytes per
+  // value, counted as the message's category), then sends key + values to any-source receives.
+  void engine_send(int rank, Send msg);
   // Matching a message against a queue of posted receives (or a receive against the
   // unexpected messages): `entries` searched, gamma each.
   void search(int rank, std::int64_t entries, int category);

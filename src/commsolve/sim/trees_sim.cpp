@@ -38,9 +38,7 @@ class CollectivesProcess : public Process {
     Simulator* sim = nullptr;
     int rank = 0;
     void send(int dest, std::int64_t c, std::size_t, std::int64_t n, int kind) {
-      sim->copy(rank, 16.0 * static_cast<double>(n), comm);  // the engine copies the values out
-      sim->send(rank, {.dest = dest, .step = kind, .key = c, .values = n, .bytes = 8 * (n + 1), .category = comm,
-                       .receives = Receives::any_source});
+      sim->engine_send(rank, {.dest = dest, .step = kind, .key = c, .values = n, .bytes = 8 * (n + 1), .category = comm});
     }
     void store(std::size_t, const double*, std::int64_t n) { sim->copy(rank, 16.0 * static_cast<double>(n), compute); }
     void add(std::size_t, const double*, std::int64_t n) {
