@@ -59,6 +59,7 @@ class DenseReport:
     setup_seconds: float = 0.0  # the slowest rank's plan, trees and engine (before the run)
     growth: float | None = None  # LU: max |U| / max |A|
     warnings: list = field(default_factory=list)
+    pivoting: str | None = None  # LU: "none" or "tournament"
 
     @property
     def gflops(self):
@@ -84,6 +85,7 @@ class DenseReport:
             "tree": self.tree, "seconds": self.seconds, "setup_seconds": self.setup_seconds,
             "compute_seconds": self.compute_seconds, "flops": self.flops, "gflops": self.gflops,
             "planned_equal": self.planned_equal, "growth": self.growth, "warnings": list(self.warnings),
+            "pivoting": self.pivoting,
             "words_received": {"max": float(w.max()), "mean": float(w.mean()), "min": float(w.min())},
             "panel_words_received": {"max": float(pw.max()), "mean": float(pw.mean()),
                                      "formula": self.words_formula()},
@@ -93,12 +95,17 @@ class DenseReport:
         }
 
 
-def _report(core, comm, kind, shape, grid, nb, tree, times, setup):
+UNPLANNED = ("swap",)  # roles the plan cannot count: a pivoted LU's row swaps depend on the pivots
+
+
+def _report(core, comm, kind, shape, grid, nb, tree, times, setup, pivoting=None):
     every = comm.allgather((times["total"], times["compute"], core.flops, core.recorded_stats_array(),
                             core.planned_stats_array(), setup))
+    skip = [ROLES[kind].index(r) for r in UNPLANNED if r in ROLES[kind]]
+    same = all(np.array_equal(np.delete(e[3], skip, 0), np.delete(e[4], skip, 0)) for e in every)
     return DenseReport(kind, tuple(shape), tuple(grid), nb, tree, max(e[0] for e in every), max(e[1] for e in every),
-                       float(sum(e[2] for e in every)), [CommStats(e[3]) for e in every],
-                       all(np.array_equal(e[3], e[4]) for e in every), max(e[5] for e in every))
+                       float(sum(e[2] for e in every)), [CommStats(e[3]) for e in every], same,
+                       max(e[5] for e in every), pivoting=pivoting)
 
 
 def _distributed(A, comm, grid, nb, others=()):
@@ -185,11 +192,21 @@ def matmul(A, B, comm=None, grid=None, nb=None, tree="binary", topology=None, re
 
 class DenseLU:
     """The factors of a 2.5D LU: ``factors`` holds L (unit lower, below the diagonal) and U
-    (on and above it) on layer 0 as LAPACK's getrf stores them; ``report`` what the run did."""
+    (on and above it) on layer 0 as LAPACK's getrf stores them; ``ipiv`` its row interchanges
+    with pivoting (0-based: row i was swapped with row ipiv[i], for i = 0, 1, ...; None
+    without), so that P A = L U with P from :meth:`perm`; ``report`` what the run did."""
 
-    def __init__(self, factors, report):
+    def __init__(self, factors, report, ipiv=None):
         self.factors = factors
         self.report = report
+        self.ipiv = ipiv
+
+    def perm(self):
+        """The rows of P A: (P A)[i] = A[perm[i]] (the identity without pivoting)."""
+        p = np.arange(self.factors.shape[0])
+        for i, j in enumerate([] if self.ipiv is None else self.ipiv):
+            p[i], p[j] = p[j], p[i]
+        return p
 
     def _parts(self):
         rows, cols = self.factors.global_indices()
@@ -217,11 +234,13 @@ class DenseLU:
         return u / a if a > 0 else float("nan")
 
     def residual(self, A, tree="binary"):
-        """Collective. ||A - L U||_F / ||A||_F, L U formed by the 2.5D multiply on the same grid;
-        ``A`` the DistributedDense factored (or the same matrix on the same grid)."""
+        """Collective. ||P A - L U||_F / ||A||_F, L U formed by the 2.5D multiply on the same
+        grid; ``A`` the DistributedDense factored (or the same matrix on the same grid)."""
         if not isinstance(A, DistributedDense):
             raise ValueError("residual: A must be the DistributedDense that was factored (DistributedDense.from_global)")
         self.factors.agree_layout(A, "residual")
+        if self.ipiv is not None:
+            A = A.permute_rows(self.perm())
         MPI = mpi()
         LU = matmul(self.L(), self.U(), tree=tree)
         comm = self.factors.comm
@@ -230,33 +249,43 @@ class DenseLU:
         return math.sqrt(num / den) if den > 0 else float("nan")
 
 
-PIVOTING = ("none",)
+PIVOTING = ("none", "tournament")
 GROWTH_WARNING = 1e3  # an LU report warns above this growth (max |U| / max |A|)
 
 
-class LUPlan:
-    """Collective. The 2.5D LU without pivoting of an n x n matrix on ``grid`` over ``comm`` in
-    blocks of ``nb``, planned once and run as often as wanted (:meth:`factor`); ``tree``,
-    ``topology`` and ``piece`` as :class:`MatmulPlan`'s."""
+def check_pivoting(pivoting):
+    if pivoting not in PIVOTING:
+        raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
+    return pivoting
 
-    def __init__(self, n, comm, grid=None, nb=None, tree="binary", topology=None, piece=PIECE):
+
+class LUPlan:
+    """Collective. The 2.5D LU of an n x n matrix on ``grid`` over ``comm`` in blocks of
+    ``nb``, planned once and run as often as wanted (:meth:`factor`); ``pivoting`` "none" or
+    "tournament" (CALU's tournament pivoting: each panel's pivot rows chosen by a reduction of
+    candidate rows over its process column); ``tree``, ``topology`` and ``piece`` as
+    :class:`MatmulPlan`'s."""
+
+    def __init__(self, n, comm, grid=None, nb=None, tree="binary", topology=None, piece=PIECE, pivoting="none"):
         self.n = int(n)
         self.comm = comm
         self.grid = tuple(parse_grid25(grid, comm.size))
         self.nb = DEFAULT_NB if nb is None else int(nb)
         self.tree = str(tree)
-        agree_args(comm, "dense.lu", n=self.n, grid=self.grid, nb=self.nb, tree=tree, piece=piece)
+        self.pivoting = check_pivoting(pivoting)
+        agree_args(comm, "dense.lu", n=self.n, grid=self.grid, nb=self.nb, tree=tree, piece=piece, pivoting=pivoting)
         topo = resolve_topology(topology, comm)
         t0 = time.perf_counter()
-        self._core = _core.LU25D(comm.py2f(), topo, self.n, self.nb, self.grid, tree_shape(tree), int(piece))
+        self._core = _core.LU25D(comm.py2f(), topo, self.n, self.nb, self.grid, tree_shape(tree), int(piece),
+                                 self.pivoting == "tournament")
         self.setup_seconds = time.perf_counter() - t0
 
     def factor(self, A):
         """Collective. The factors of the DistributedDense ``A`` laid out as planned (A is not
         changed): a :class:`DenseLU`. A zero or non-finite pivot stops the job with the column
-        that met it (MPI_Abort: the other ranks would wait for its messages); the growth
-        max |U| / max |A| is in ``report.growth``, with a warning in ``report.warnings`` above
-        :data:`GROWTH_WARNING`."""
+        that met it (MPI_Abort: the other ranks would wait for its messages; with pivoting
+        only a singular matrix has one); the growth max |U| / max |A| is in
+        ``report.growth``, with a warning in ``report.warnings`` above :data:`GROWTH_WARNING`."""
         if not isinstance(A, DistributedDense) or A.grid != self.grid or A.nb != self.nb or A.comm is not self.comm \
                 or A.shape != (self.n, self.n):
             raise ValueError(f"LUPlan.factor: A must be a {self.n} x {self.n} DistributedDense on grid {self.grid} "
@@ -265,13 +294,15 @@ class LUPlan:
         times = or_abort(self.comm, "the 2.5D LU", self._core.run, f)
         F = DistributedDense(f.reshape(A.local.shape, order="F"), A.shape, self.nb, self.grid, self.comm)
         n = self.n
+        ipiv = np.array(self._core.ipiv) if self.pivoting == "tournament" else None
         out = DenseLU(F, _report(self._core, self.comm, "lu", (n, n, n), self.grid, self.nb, self.tree, times,
-                                 self.setup_seconds))
+                                 self.setup_seconds, self.pivoting), ipiv)
         g = out.growth(A)
         out.report.growth = g
         if not g <= GROWTH_WARNING:  # NaN warns too
-            out.report.warnings.append(f"growth max|U| / max|A| = {g:.3g} (above {GROWTH_WARNING:g}): without "
-                                       "pivoting the factors may be inaccurate; check DenseLU.residual(A)")
+            how = "without pivoting" if ipiv is None else "even with tournament pivoting"
+            out.report.warnings.append(f"growth max|U| / max|A| = {g:.3g} (above {GROWTH_WARNING:g}): {how} "
+                                       "the factors may be inaccurate; check DenseLU.residual(A)")
         return out
 
 
@@ -279,15 +310,15 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     """Collective. The LU factorization of the square ``A`` (a DistributedDense, whose
     ``comm``, ``grid`` and ``nb`` are then taken, or a numpy array every rank passes alike:
     its factors stay distributed, ``factors.to_global()`` gathers them) by the 2.5D algorithm
-    on ``grid``, without pivoting (for matrices that need none: diagonally dominant, SPD),
-    planned and run once (:class:`LUPlan` to run a plan many times). Returns a
-    :class:`DenseLU` (see :meth:`LUPlan.factor` for pivots and growth)."""
-    if pivoting not in PIVOTING:
-        raise ValueError(f"pivoting must be one of {', '.join(PIVOTING)}, got {pivoting!r}")
+    on ``grid``: ``pivoting="none"`` for matrices that need none (diagonally dominant, SPD),
+    "tournament" for any nonsingular one (P A = L U); planned and run once (:class:`LUPlan`
+    to run a plan many times). Returns a :class:`DenseLU` (see :meth:`LUPlan.factor` for
+    pivots and growth)."""
+    check_pivoting(pivoting)
     (A,) = _distributed(A, comm, grid, nb)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"lu: A is {A.shape[0]} x {A.shape[1]}, not square")
-    return LUPlan(A.shape[0], A.comm, A.grid, A.nb, tree, topology, piece).factor(A)
+    return LUPlan(A.shape[0], A.comm, A.grid, A.nb, tree, topology, piece, pivoting).factor(A)
 
 
 def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE):

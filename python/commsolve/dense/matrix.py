@@ -182,6 +182,34 @@ class DistributedDense:
         self.comm.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
         return y
 
+    def permute_rows(self, perm):
+        """Collective. The matrix whose row i is this one's row ``perm[i]`` (every rank passes the
+        same permutation), laid out alike: each rank sends its rows where they go (alltoall)."""
+        perm = np.asarray(perm, dtype=np.int64)
+        m = self.shape[0]
+        if perm.shape != (m,) or not np.array_equal(np.sort(perm), np.arange(m)):
+            raise ValueError(f"permute_rows: expected a permutation of {m} rows, got an array of shape {perm.shape}")
+        pr, pc, _ = self.grid
+        rows, _ = self.global_indices()
+        inv = np.empty(m, dtype=np.int64)
+        inv[perm] = np.arange(m)
+        new = inv[rows]  # where each local row goes
+        owner = (new // self.nb) % pr
+        x, y, z = self.position
+        out = [None] * self.comm.size
+        if z == 0:
+            for xd in range(pr):
+                pick = owner == xd
+                out[xd * pc + y] = (new[pick], self.local[pick])
+        local = np.zeros_like(self.local)
+        if z == 0:
+            pos = np.full(m, -1, dtype=np.int64)
+            pos[rows] = np.arange(len(rows))
+        for part in self.comm.alltoall(out):
+            if part is not None and len(part[0]):
+                local[pos[part[0]]] = part[1]
+        return DistributedDense(local, self.shape, self.nb, self.grid, self.comm)
+
     def flat(self):
         """This rank's blocks as the flat column-major array the core reads (a copy only if needed)."""
         return self.local.reshape(-1, order="F")

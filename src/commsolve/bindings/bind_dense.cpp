@@ -26,12 +26,12 @@ Grid25D grid_of(const GridTuple& t) {
 }
 
 DensePlan plan_of(const std::string& kind, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t nb,
-                  const Grid25D& g, std::int64_t panel, std::int64_t piece, int rank = -1) {
+                  const Grid25D& g, std::int64_t panel, std::int64_t piece, int rank = -1, bool tournament = false) {
   if (rank >= g.size()) throw nb::value_error("dense plan: rank outside the grid");
   if (kind == "matmul") return matmul_plan(MatmulShape{m, n, k, nb, panel, piece}, g, rank);
   if (kind == "lu") {
     if (m != n) throw nb::value_error(("LU of a square matrix: got " + std::to_string(m) + " x " + std::to_string(n)).c_str());
-    return lu_plan(n, nb, g, piece, rank);
+    return lu_plan(n, nb, g, piece, rank, tournament);
   }
   throw nb::value_error(("dense plan kind must be 'matmul' or 'lu', got '" + kind + "'").c_str());
 }
@@ -61,8 +61,8 @@ void bind_dense(nb::module_& m) {
   }, "n"_a, "nb"_a, "p"_a, "proc"_a,
      "The global indices process `proc` of `p` holds, in local order, of n indices block-cyclic in blocks of nb.");
   m.def("dense_plan", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k, std::int64_t nb,
-                         const GridTuple& grid, std::int64_t panel, std::int64_t piece, int rank) {
-    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece, rank);
+                         const GridTuple& grid, std::int64_t panel, std::int64_t piece, int rank, bool tournament) {
+    DensePlan p = plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece, rank, tournament);
     nb::dict d;
     d["set"] = p.set;
     d["role"] = copy_numpy(p.role);
@@ -71,17 +71,19 @@ void bind_dense(nb::module_& m) {
     d["piece"] = copy_numpy(p.piece);
     return d;
   }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a = 512, "piece"_a = 1 << 16, "rank"_a = -1,
-     "The collectives (all, or only those rank takes part in, with the same ids) of the 2.5D multiply (A m x k times B k x n) or LU (n x n; m = k = n) on grid (pr, pc, c).");
+     "tournament"_a = false,
+     "The collectives (all, or only those rank takes part in, with the same ids) of the 2.5D multiply (A m x k times B k x n) or LU (n x n; m = k = n; tournament: with tournament pivoting) on grid (pr, pc, c).");
   m.def("dense_stats_virtual", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k,
                                   std::int64_t nb, const GridTuple& grid, const TreeShape& shape, const Topology& topo,
-                                  std::int64_t panel, std::int64_t piece) {
+                                  std::int64_t panel, std::int64_t piece, bool tournament) {
     std::vector<CommStats> all;
     {
       nb::gil_scoped_release nogil;
-      all = dense_stats_virtual(plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece), shape, topo);
+      all = dense_stats_virtual(plan_of(kind, m_, n, k, nb, grid_of(grid), panel, piece, -1, tournament), shape, topo);
     }
     return stats_array(all, false);
   }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "shape"_a, "topology"_a, "panel"_a = 512, "piece"_a = 1 << 16,
+     "tournament"_a = false,
      "Every rank's planned statistics of the 2.5D multiply or LU: (ranks, roles, 8).");
 
   nb::class_<Matmul25D>(m, "Matmul25D", "The 2.5D multiply C = A B on MPI.")
@@ -116,15 +118,15 @@ void bind_dense(nb::module_& m) {
       .def_prop_ro("flops", &Matmul25D::flops)
       .def_prop_ro("position", [](const Matmul25D& s) { return std::make_tuple(s.x(), s.y(), s.z()); });
 
-  nb::class_<LU25D>(m, "LU25D", "2.5D LU without pivoting on MPI.")
+  nb::class_<LU25D>(m, "LU25D", "2.5D LU, without pivoting or with tournament pivoting, on MPI.")
       .def("__init__", [](LU25D* self, std::int64_t comm, const Topology& topo, std::int64_t n, std::int64_t nb,
-                          const GridTuple& grid, const TreeShape& shape, std::int64_t piece) {
+                          const GridTuple& grid, const TreeShape& shape, std::int64_t piece, bool tournament) {
         const Grid25D g = grid_of(grid);
         MPI_Comm c = comm_from_handle(comm);
         nb::gil_scoped_release nogil;
-        new (self) LU25D(c, topo, n, nb, g, shape, piece);
-      }, "comm"_a, "topology"_a, "n"_a, "nb"_a, "grid"_a, "shape"_a, "piece"_a = 1 << 16,
-           "Collective. piece: most values per message.")
+        new (self) LU25D(c, topo, n, nb, g, shape, piece, tournament);
+      }, "comm"_a, "topology"_a, "n"_a, "nb"_a, "grid"_a, "shape"_a, "piece"_a = 1 << 16, "tournament"_a = false,
+           "Collective. piece: most values per message; tournament: tournament pivoting.")
       .def("run", [](LU25D& s, Out<double> a) {
         if (s.z() == 0) require_len(a, s.rows().local_size(s.x()) * s.cols().local_size(s.y()), "a");
         DenseTimes t;
@@ -138,6 +140,8 @@ void bind_dense(nb::module_& m) {
            "layers' array is not read. Returns this rank's seconds (total, compute).")
       .def("planned_stats_array", [](const LU25D& s) { return stats_array(s.planned()); })
       .def("recorded_stats_array", [](const LU25D& s) { return stats_array(s.recorded()); })
+      .def_prop_ro("ipiv", [](const LU25D& s) { return to_numpy(std::vector<std::int64_t>(s.ipiv())); },
+                   "With tournament pivoting, after a run: row i was interchanged with row ipiv[i] (0-based, in order).")
       .def_prop_ro("flops", &LU25D::flops)
       .def_prop_ro("position", [](const LU25D& s) { return std::make_tuple(s.x(), s.y(), s.z()); });
 }

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
 #include "dense/lu_machine.hpp"
+#include "dense/lu_tournament_machine.hpp"
 #include "dense/matmul_machine.hpp"
 #include "direct/supernodal_lu.hpp"
 
@@ -76,11 +80,47 @@ void add_into(std::vector<double>& acc, const double* v, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[static_cast<std::size_t>(i)] += v[i];
 }
 
-void prepare_engine(MessageEngine& e, const DensePlan& p, const Grid25D& g, int& runs) {
-  e.set_kind_of([&p](std::int64_t id) { return static_cast<int>(p.role[static_cast<std::size_t>(p.index_of(id))]); });
+// Keys from p.nids on (messages outside the plan: a pivoted LU's swaps) are counted as `extra`.
+void prepare_engine(MessageEngine& e, const DensePlan& p, const Grid25D& g, int& runs, int extra = -1) {
+  e.set_kind_of([&p, extra](std::int64_t id) {
+    return id >= p.nids && extra >= 0 ? extra : static_cast<int>(p.role[static_cast<std::size_t>(p.index_of(id))]);
+  });
   e.set_window(std::max(64, 8 * (g.pr + g.pc + g.c)));
   e.reset_recorded();
   e.set_tag(first_tag + runs++ % tag_cycle);
+}
+
+// Partial pivoting on the m x w array a (column-major, leading dimension m) in place: row i of
+// the result is row perm[i] of the input, factored (L unit lower below the diagonal, U on and
+// above it, in the first min(m, w) rows). A column with no nonzero finite candidate is left
+// as it is; the first such column is returned (-1: none).
+std::int64_t partial_pivoting(double* a, std::int64_t m, std::int64_t w, std::vector<std::int64_t>& perm) {
+  perm.resize(static_cast<std::size_t>(m));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::int64_t zero = -1;
+  for (std::int64_t j = 0; j < std::min(m, w); ++j) {
+    double* cj = a + j * m;
+    std::int64_t p = j;
+    for (std::int64_t i = j + 1; i < m; ++i)
+      if (std::abs(cj[i]) > std::abs(cj[p])) p = i;
+    if (!(std::abs(cj[p]) > 0) || !std::isfinite(cj[p])) {
+      if (zero < 0) zero = j;
+      continue;
+    }
+    if (p != j) {
+      for (std::int64_t c = 0; c < w; ++c) std::swap(a[c * m + j], a[c * m + p]);
+      std::swap(perm[static_cast<std::size_t>(j)], perm[static_cast<std::size_t>(p)]);
+    }
+    const double d = cj[j];
+    for (std::int64_t i = j + 1; i < m; ++i) cj[i] /= d;
+    for (std::int64_t c = j + 1; c < w; ++c) {
+      double* cc = a + c * m;
+      const double u = cc[j];
+      if (u != 0)
+        for (std::int64_t i = j + 1; i < m; ++i) cc[i] -= cj[i] * u;
+    }
+  }
+  return zero;
 }
 
 }  // namespace
@@ -339,10 +379,320 @@ struct LuNumbers {
   }
 };
 
+// ---- tournament pivoting --------------------------------------------------------------------
+
+// Candidate rows travel as w * (w + 1) values: their global positions (-1: none), then the
+// w x w values of those rows (column-major), as the panel held them before any elimination.
+struct TournamentNumbers : LuNumbers {
+  std::int64_t global_row(std::int64_t lr) const {  // of a local row
+    const std::int64_t nb = m.nb_, lb = lr / nb;
+    return (lb * m.grid_.pr + m.x_) * nb + lr % nb;
+  }
+  std::int64_t local_row(std::int64_t g) const { return r(g / m.nb_) + g % m.nb_; }
+  std::vector<double>& cand(std::int64_t s) { return s >= 0 ? m.cand_[static_cast<std::size_t>(s)] : m.tour_own_; }
+
+  // The candidates in `sets` (concatenated) stacked and pivoted: the winners' rows stay on top
+  // of `stack` (factored), their positions in `winners`; returns the first column without a pivot.
+  std::int64_t play(std::int64_t k, const std::vector<double>& sets, std::vector<double>& stack,
+                    std::vector<std::int64_t>& winners) {
+    const std::int64_t wk = w(k), len = wk * (wk + 1);
+    std::vector<std::int64_t> pos;
+    std::vector<std::pair<std::size_t, std::int64_t>> from;  // (set start, row in it)
+    for (std::size_t at = 0; at + static_cast<std::size_t>(len) <= sets.size(); at += static_cast<std::size_t>(len))
+      for (std::int64_t i = 0; i < wk; ++i)
+        if (sets[at + static_cast<std::size_t>(i)] >= 0) {
+          pos.push_back(std::llround(sets[at + static_cast<std::size_t>(i)]));
+          from.emplace_back(at, i);
+        }
+    const auto rows = static_cast<std::int64_t>(pos.size());
+    stack.assign(static_cast<std::size_t>(rows * wk), 0.0);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const auto [at, row] = from[static_cast<std::size_t>(i)];
+      for (std::int64_t j = 0; j < wk; ++j)
+        stack[static_cast<std::size_t>(j * rows + i)] = sets[at + static_cast<std::size_t>(wk + j * wk + row)];
+    }
+    std::vector<std::int64_t> perm;
+    const auto t = clock_type::now();
+    const std::int64_t zero = partial_pivoting(stack.data(), rows, wk, perm);
+    timed_flops(t, static_cast<double>(rows * wk * wk));
+    winners.clear();
+    for (std::int64_t i = 0; i < std::min(rows, wk); ++i) winners.push_back(perm[static_cast<std::size_t>(i)]);
+    // the winners' original values, as a candidate set
+    m.out_.assign(static_cast<std::size_t>(len), 0.0);
+    std::fill(m.out_.begin(), m.out_.begin() + wk, -1.0);
+    for (std::size_t i = 0; i < winners.size(); ++i) {
+      const auto [at, row] = from[static_cast<std::size_t>(winners[i])];
+      m.out_[i] = static_cast<double>(pos[static_cast<std::size_t>(winners[i])]);
+      for (std::int64_t j = 0; j < wk; ++j)
+        m.out_[static_cast<std::size_t>(wk + j * wk) + i] = sets[at + static_cast<std::size_t>(wk + j * wk + row)];
+      winners[i] = pos[static_cast<std::size_t>(winners[i])];
+    }
+    return zero;
+  }
+
+  void tour_leaf(std::int64_t k, std::int64_t s) {  // this rank's rows of the panel, as one big set
+    const std::int64_t wk = w(k), r0 = r(k), rows = ml() - r0;
+    std::vector<double> set(static_cast<std::size_t>(wk * (wk + 1))), sets;
+    for (std::int64_t i0 = 0; i0 < rows; i0 += wk) {  // in sets of wk rows
+      std::fill(set.begin(), set.end(), 0.0);
+      std::fill(set.begin(), set.begin() + wk, -1.0);
+      for (std::int64_t i = i0; i < std::min(rows, i0 + wk); ++i) {
+        set[static_cast<std::size_t>(i - i0)] = static_cast<double>(global_row(r0 + i));
+        for (std::int64_t j = 0; j < wk; ++j) set[static_cast<std::size_t>(wk + j * wk + i - i0)] = *at(r0 + i, c(k) + j);
+      }
+      sets.insert(sets.end(), set.begin(), set.end());
+    }
+    std::vector<double> stack;
+    std::vector<std::int64_t> winners;
+    play(k, sets, stack, winners);
+    std::vector<double>& acc = cand(s);
+    acc.insert(acc.end(), m.out_.begin(), m.out_.end());
+  }
+  void tour_add(std::int64_t s, const double* v, std::int64_t n) {
+    std::vector<double>& acc = cand(s);
+    acc.insert(acc.end(), v, v + n);
+  }
+  const double* tour_out(std::int64_t k, std::int64_t s) {
+    std::vector<double> stack;
+    std::vector<std::int64_t> winners;
+    play(k, cand(s), stack, winners);
+    std::vector<double>().swap(cand(s));
+    return m.out_.data();
+  }
+  void tour_final(std::int64_t k, std::int64_t s) {
+    const std::int64_t wk = w(k), k0 = k * m.nb_;
+    std::vector<double> stack;
+    std::vector<std::int64_t> winners;
+    const std::int64_t zero = play(k, cand(s), stack, winners);
+    std::vector<double>().swap(cand(s));
+    if (zero >= 0 || static_cast<std::int64_t>(winners.size()) < wk)
+      throw std::runtime_error("2.5D LU with tournament pivoting: the matrix is singular (no nonzero finite pivot "
+                               "in column " + std::to_string(k0 + std::max<std::int64_t>(zero, 0)) + ")");
+    const std::int64_t rows = static_cast<std::int64_t>(stack.size()) / wk;
+    m.diag_.resize(static_cast<std::size_t>(wk * wk));
+    pack(stack.data(), rows, 0, 0, wk, wk, m.diag_.data());
+    m.diag_k_ = k;
+    // the winners in order, as LAPACK's interchanges: row k0 + i with the row holding winner i
+    std::map<std::int64_t, std::int64_t> where, content;  // moved rows only: row -> position, position -> row
+    const auto at_pos = [&](std::int64_t p) { auto it = content.find(p); return it == content.end() ? p : it->second; };
+    const auto pos_of = [&](std::int64_t g) { auto it = where.find(g); return it == where.end() ? g : it->second; };
+    for (std::int64_t i = 0; i < wk; ++i) {
+      const std::int64_t t = k0 + i, g = winners[static_cast<std::size_t>(i)], p = pos_of(g), a = at_pos(t);
+      m.ipiv_[static_cast<std::size_t>(t)] = p;
+      content[t] = g, content[p] = a, where[g] = t, where[a] = p;
+    }
+  }
+  const double* pivots(std::int64_t k) {
+    m.pack_.assign(m.ipiv_.begin() + k * m.nb_, m.ipiv_.begin() + k * m.nb_ + w(k));
+    return m.pack_.data();
+  }
+  void set_pivots(std::int64_t k, const double* v) {
+    for (std::int64_t i = 0; i < w(k); ++i) m.ipiv_[static_cast<std::size_t>(k * m.nb_ + i)] = std::llround(v[i]);
+  }
+  const double* diag(std::int64_t) { return m.diag_.data(); }
+  void put_diag(std::int64_t k) { unpack_range(m.A_, ml(), r(k), c(k), w(k), 0, w(k) * w(k), m.diag_.data()); }
+
+  // Step k's interchanges as a permutation of positions: src[q] is the position whose row ends
+  // at q (only positions that change).
+  std::map<std::int64_t, std::int64_t> moved(std::int64_t k) const {
+    std::map<std::int64_t, std::int64_t> content;
+    const auto at_pos = [&](std::int64_t p) { auto it = content.find(p); return it == content.end() ? p : it->second; };
+    for (std::int64_t t = k * m.nb_; t < k * m.nb_ + w(k); ++t) {
+      const std::int64_t p = m.ipiv_[static_cast<std::size_t>(t)], a = at_pos(t), b = at_pos(p);
+      content[t] = b, content[p] = a;
+    }
+    for (auto it = content.begin(); it != content.end();) it = it->first == it->second ? content.erase(it) : std::next(it);
+    return content;
+  }
+  std::int64_t swap_plan(std::int64_t k) {
+    LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
+    sw.c0 = m.z_ == static_cast<int>(k % m.grid_.c) ? c(k) : c(k + 1);
+    sw.ncols = m.cols_.local_size(m.y_) - sw.c0;
+    sw.planned = true;
+    if (sw.ncols == 0) return 0;
+    std::map<int, std::vector<std::int64_t>> out, in;
+    for (const auto& [q, src] : moved(k)) {
+      const int xq = m.rows_.owner(q / m.nb_), xs = m.rows_.owner(src / m.nb_);
+      if (xs == m.x_ && xq != m.x_) out[xq].push_back(q);
+      if (xq == m.x_ && xs != m.x_) in[xs].push_back(q);
+    }
+    sw.out.assign(out.begin(), out.end());
+    sw.in.assign(in.begin(), in.end());
+    return static_cast<std::int64_t>(sw.in.size());
+  }
+  // Rows [r0, r0 + nrows) (nrows > 1: a block) or the single row r0, brought up to date with
+  // every pending update.
+  void catch_up(const std::vector<PendingUpdate>& pend, std::int64_t r0, std::int64_t nrows) {
+    const std::int64_t nl = m.cols_.local_size(m.y_);
+    for (const PendingUpdate& p : pend) {
+      const std::int64_t c0 = c(p.bnext), wk = w(p.k), ldl = ra(p.k);
+      if (c0 >= nl || nrows == 0) continue;
+      const double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() + (r0 - r(p.k + 1));
+      const double* U = p.uslot >= 0 ? held(p.uslot) + (c0 - c(p.k + 1)) * wk : at(r(p.k), c0);
+      const std::int64_t ldu = p.uslot >= 0 ? wk : ml();
+      const auto t = clock_type::now();
+      if (nrows == 1)
+        cblas_dgemv(CblasColMajor, CblasTrans, static_cast<int>(wk), static_cast<int>(nl - c0), -1.0, U,
+                    static_cast<int>(ldu), L, static_cast<int>(ldl), 1.0, at(r0, c0), static_cast<int>(ml()));
+      else
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nrows), static_cast<int>(nl - c0),
+                    static_cast<int>(wk), -1.0, L, static_cast<int>(ldl), U, static_cast<int>(ldu), 1.0, at(r0, c0),
+                    static_cast<int>(ml()));
+      timed_flops(t, 2.0 * static_cast<double>(nrows * (nl - c0) * wk));
+    }
+  }
+  void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend) {
+    LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
+    const std::int64_t k1 = (k + 1) * m.nb_;
+    if (m.x_ == m.rows_.owner(k)) catch_up(pend, r(k), w(k));  // block row k becomes final
+    const std::map<std::int64_t, std::int64_t> mv = moved(k);
+    for (const auto& [q, src] : mv) {  // rows below it that move: up to date, then left alone
+      if (q < k1 || m.rows_.owner(q / m.nb_) != m.x_) continue;
+      const std::int64_t lr = local_row(q);
+      catch_up(pend, lr, 1);
+      for (const PendingUpdate& p : pend) {
+        std::vector<double>& L = m.lcopy_[static_cast<std::size_t>(p.k)];
+        const std::int64_t ldl = ra(p.k), i = lr - r(p.k + 1);
+        for (std::int64_t j = 0; j < w(p.k); ++j) L[static_cast<std::size_t>(j * ldl + i)] = 0.0;
+      }
+    }
+    if (sw.ncols == 0) return;
+    const auto row_into = [&](std::int64_t g, double* out) {  // the moving part of a position's row
+      const std::int64_t lr = local_row(g);
+      for (std::int64_t j = 0; j < sw.ncols; ++j) out[j] = *at(lr, sw.c0 + j);
+    };
+    for (const auto& [xq, qs] : sw.out) {
+      m.pack_.resize(qs.size() * static_cast<std::size_t>(sw.ncols));
+      for (std::size_t i = 0; i < qs.size(); ++i) row_into(mv.at(qs[i]), m.pack_.data() + i * sw.ncols);
+      send(m.grid_.rank(xq, m.y_, m.z_), m.plan_.nids + k, m.pack_.data(), static_cast<std::int64_t>(m.pack_.size()),
+           lu_swap);
+    }
+    std::vector<std::pair<std::int64_t, std::vector<double>>> local;  // read them all, then write
+    for (const auto& [q, src] : mv)
+      if (m.rows_.owner(q / m.nb_) == m.x_ && m.rows_.owner(src / m.nb_) == m.x_) {
+        local.emplace_back(q, std::vector<double>(static_cast<std::size_t>(sw.ncols)));
+        row_into(src, local.back().second.data());
+      }
+    for (const auto& [q, v] : local) write_row(sw, q, v.data());
+  }
+  void write_row(const LU25D::Swap& sw, std::int64_t g, const double* v) {
+    const std::int64_t lr = local_row(g);
+    for (std::int64_t j = 0; j < sw.ncols; ++j) *at(lr, sw.c0 + j) = v[j];
+  }
+  void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n) {
+    m.swaps_[static_cast<std::size_t>(k)].got.emplace_back(source, std::vector<double>(v, v + n));
+  }
+  void swap_finish(std::int64_t k) {
+    LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
+    for (const auto& [src, v] : sw.got) {
+      const int xs = m.grid_.x_of(src);
+      auto it = std::find_if(sw.in.begin(), sw.in.end(), [xs](const auto& e) { return e.first == xs; });
+      if (it == sw.in.end() || m.grid_.y_of(src) != m.y_ || m.grid_.z_of(src) != m.z_ ||
+          static_cast<std::int64_t>(v.size()) != static_cast<std::int64_t>(it->second.size()) * sw.ncols)
+        throw std::logic_error("LU: a swap message for step " + std::to_string(k) + " this rank did not expect");
+      for (std::size_t i = 0; i < it->second.size(); ++i) write_row(sw, it->second[i], v.data() + i * sw.ncols);
+    }
+    sw = LU25D::Swap{};
+  }
+  void keep_l(std::int64_t k, std::int64_t lslot) {
+    std::vector<double>& L = m.lcopy_[static_cast<std::size_t>(k)];
+    if (lslot >= 0) {
+      L.swap(m.held_[static_cast<std::size_t>(lslot)]);
+      release(lslot);
+    } else {
+      L.resize(static_cast<std::size_t>(ra(k) * w(k)));
+      pack(m.A_, ml(), r(k + 1), c(k), ra(k), w(k), L.data());
+    }
+  }
+  void drop_l(std::int64_t k) { std::vector<double>().swap(m.lcopy_[static_cast<std::size_t>(k)]); }
+  void update(const PendingUpdate& p, std::int64_t r0, std::int64_t c0, std::int64_t c1) {
+    const std::int64_t r1 = ml(), wk = w(p.k);
+    if (r0 >= r1) return;
+    const double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() + (r0 - r(p.k + 1));
+    const double* U = p.uslot >= 0 ? held(p.uslot) + (c0 - c(p.k + 1)) * wk : at(r(p.k), c0);
+    const std::int64_t ldu = p.uslot >= 0 ? wk : ml();
+    const auto t = clock_type::now();
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
+                static_cast<int>(wk), -1.0, L, static_cast<int>(ra(p.k)), U, static_cast<int>(ldu), 1.0, at(r0, c0),
+                static_cast<int>(ml()));
+    timed_flops(t, 2.0 * static_cast<double>((r1 - r0) * (c1 - c0) * wk));
+  }
+};
+
+// Layer 0 after a pivoted run: block column j of L holds its rows as they stood after step j;
+// each moves to where the interchanges of the steps after j took it (LAPACK's getrf applies
+// them to the left columns as it goes). One message per pair of process rows that trade rows.
+void LU25D::swap_left_columns() {
+  const int tag = first_tag + runs_++ % tag_cycle;  // every rank: the tags stay in step
+  const std::int64_t K = rows_.nblocks();
+  if (z_ != 0 || K == 0) return;
+  std::vector<std::int64_t> src(static_cast<std::size_t>(n_)), inv(static_cast<std::size_t>(n_));
+  std::iota(src.begin(), src.end(), 0);  // src[q]: where the row at q after the steps > j stood after step j
+  std::iota(inv.begin(), inv.end(), 0);
+  TournamentNumbers be{*this};
+  struct Move { std::int64_t j, q, s; };
+  std::map<int, std::vector<Move>> out, in;
+  std::vector<Move> local;
+  for (std::int64_t j = K - 1; j >= 0; --j) {
+    if (cols_.owner(j) == y_)
+      for (std::int64_t q = (j + 1) * nb_; q < n_; ++q) {
+        const std::int64_t s = src[static_cast<std::size_t>(q)];
+        if (s == q) continue;
+        const int xq = rows_.owner(q / nb_), xs = rows_.owner(s / nb_);
+        if (xs == x_ && xq == x_) local.push_back({j, q, s});
+        else if (xs == x_) out[xq].push_back({j, q, s});
+        else if (xq == x_) in[xs].push_back({j, q, s});
+      }
+    // step j in front: src[q] = sigma_j(src[q]), sigma_j(p) the position before step j of the row at p after it
+    std::vector<std::pair<std::int64_t, std::int64_t>> upd;  // (q, new src)
+    for (const auto& [p, before] : be.moved(j)) upd.emplace_back(inv[static_cast<std::size_t>(p)], before);
+    for (const auto& [q, s] : upd) src[static_cast<std::size_t>(q)] = s;
+    for (const auto& [q, s] : upd) inv[static_cast<std::size_t>(s)] = q;
+  }
+  const auto row = [&](const Move& mv, std::int64_t g) { return A_ + cols_.local_start(y_, mv.j) * rows_.local_size(x_) +
+                                                                 be.local_row(g); };
+  const std::int64_t ml = rows_.local_size(x_);
+  const auto copy_row = [&](const Move& mv, std::int64_t g, double* o) {
+    for (std::int64_t c = 0; c < rows_.width(mv.j); ++c) o[c] = row(mv, g)[c * ml];
+  };
+  const auto write_row = [&](const Move& mv, const double* v) {
+    for (std::int64_t c = 0; c < rows_.width(mv.j); ++c) row(mv, mv.q)[c * ml] = v[c];
+  };
+  std::vector<double> buf;
+  engine_.set_tag(tag);
+  for (const auto& [xq, moves] : out) {
+    buf.clear();
+    for (const Move& mv : moves) {
+      buf.resize(buf.size() + static_cast<std::size_t>(rows_.width(mv.j)));
+      copy_row(mv, mv.s, buf.data() + buf.size() - static_cast<std::size_t>(rows_.width(mv.j)));
+    }
+    engine_.send(grid_.rank(xq, y_, 0), plan_.nids + K, buf.data(), static_cast<std::int64_t>(buf.size()), lu_swap);
+  }
+  buf.clear();
+  for (const Move& mv : local) {
+    buf.resize(buf.size() + static_cast<std::size_t>(rows_.width(mv.j)));
+    copy_row(mv, mv.s, buf.data() + buf.size() - static_cast<std::size_t>(rows_.width(mv.j)));
+  }
+  for (std::size_t i = 0, off = 0; i < local.size(); off += static_cast<std::size_t>(rows_.width(local[i].j)), ++i)
+    write_row(local[i], buf.data() + off);
+  engine_.run(static_cast<std::int64_t>(in.size()), [&](int source, std::int64_t, const double* v, std::int64_t n) {
+    const auto it = in.find(grid_.x_of(source));
+    std::int64_t need = 0;
+    if (it != in.end())
+      for (const Move& mv : it->second) need += rows_.width(mv.j);
+    if (it == in.end() || need != n) throw std::logic_error("LU: an unexpected message while swapping L's rows");
+    for (const Move& mv : it->second) {
+      write_row(mv, v);
+      v += rows_.width(mv.j);
+    }
+  });
+}
+
 LU25D::LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
-             const TreeShape& shape, std::int64_t piece)
-    : n_(n), nb_(nb), grid_(checked(g, comm)), rows_{n, nb, g.pr}, cols_{n, nb, g.pc}, topo_(topo),
-      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)), plan_(lu_plan(n, nb, g, piece, rank_)),
+             const TreeShape& shape, std::int64_t piece, bool tournament)
+    : n_(n), nb_(nb), tournament_(tournament), grid_(checked(g, comm)), rows_{n, nb, g.pr}, cols_{n, nb, g.pc}, topo_(topo),
+      rank_(comm_rank(comm)), x_(g.x_of(rank_)), y_(g.y_of(rank_)), z_(g.z_of(rank_)),
+      plan_(lu_plan(n, nb, g, piece, rank_, tournament)),
       tree_(build_tree_plan(plan_.set, rank_, shape, topo)), engine_(comm, topo, plan_.max_count(), 0, lu_nroles) {
   require(topo.size() == g.size(), "LU: the topology has " + std::to_string(topo.size()) + " ranks, the grid " +
                                        std::to_string(g.size()));
@@ -365,14 +715,30 @@ DenseTimes LU25D::run(double* a) {
   packed_.assign(tree_.index.size(), {});
   diag_k_ = -1;
   flops_ = compute_ = 0;
-  prepare_engine(engine_, plan_, grid_, runs_);
-  LuNumbers be{*this};
-  LuMachine<LuNumbers> machine(plan_, tree_, n_, nb_, grid_, rank_, be);
-  machine.start();
-  engine_.run(machine.expected(),
-              [&](int, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(key, v, len); },
-              [&] { return machine.idle(); });
-  if (!machine.done()) throw std::logic_error("LU: the run ended with work left (" + machine.state() + ")");
+  prepare_engine(engine_, plan_, grid_, runs_, lu_swap);
+  if (tournament_) {
+    const std::int64_t K = rows_.nblocks();
+    ipiv_.assign(static_cast<std::size_t>(n_), -1);
+    cand_.assign(tree_.index.size(), {});
+    lcopy_.assign(static_cast<std::size_t>(K), {});
+    swaps_.assign(static_cast<std::size_t>(K), {});
+    TournamentNumbers be{*this};
+    TournamentLuMachine<TournamentNumbers> machine(plan_, tree_, n_, nb_, grid_, rank_, be);
+    machine.start();
+    engine_.run_until([&] { return machine.done(); },
+                      [&](int src, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(src, key, v, len); },
+                      [&] { return machine.idle(); });
+    if (!machine.done()) throw std::logic_error("LU: the run ended with work left (" + machine.state() + ")");
+    swap_left_columns();
+  } else {
+    LuNumbers be{*this};
+    LuMachine<LuNumbers> machine(plan_, tree_, n_, nb_, grid_, rank_, be);
+    machine.start();
+    engine_.run(machine.expected(),
+                [&](int, std::int64_t key, const double* v, std::int64_t len) { machine.arrive(key, v, len); },
+                [&] { return machine.idle(); });
+    if (!machine.done()) throw std::logic_error("LU: the run ended with work left (" + machine.state() + ")");
+  }
   A_ = nullptr;
   std::vector<double>().swap(a_);
   return {since(t0), compute_};

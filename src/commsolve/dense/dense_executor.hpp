@@ -57,14 +57,20 @@ class Matmul25D {
 
 class LU25D {
  public:
-  // Collective on comm (g.size() ranks). n x n in blocks of nb.
+  // Collective on comm (g.size() ranks). n x n in blocks of nb; tournament: with tournament
+  // pivoting (CALU's), else without pivoting.
   LU25D(MPI_Comm comm, const Topology& topo, std::int64_t n, std::int64_t nb, const Grid25D& g,
-        const TreeShape& shape, std::int64_t piece = 1 << 16);
+        const TreeShape& shape, std::int64_t piece = 1 << 16, bool tournament = false);
 
   // Collective. Layer 0: this rank's blocks of A in, of L and U out (L unit lower below the
-  // diagonal, U on and above it, as LAPACK's getrf stores them); other layers pass null. A
-  // zero or non-finite pivot throws std::runtime_error on the rank that meets it.
+  // diagonal, U on and above it, as LAPACK's getrf stores them, with the row interchanges of
+  // ipiv()); other layers pass null. A zero or non-finite pivot throws std::runtime_error on
+  // the rank that meets it (without pivoting: the matrix needs pivoting; with: it is singular).
   DenseTimes run(double* a);
+  // With tournament pivoting, after run() (every rank): row i was interchanged with row
+  // ipiv[i] (0-based, in order i = 0 .. n - 1), as LAPACK's getrf reports.
+  const std::vector<std::int64_t>& ipiv() const { return ipiv_; }
+  bool tournament() const { return tournament_; }
 
   const Cyclic1D& rows() const { return rows_; }
   const Cyclic1D& cols() const { return cols_; }
@@ -77,7 +83,10 @@ class LU25D {
 
  private:
   friend struct LuNumbers;
+  friend struct TournamentNumbers;
+  void swap_left_columns();  // layer 0, after a pivoted run: the interchanges of later steps in L
   std::int64_t n_, nb_;
+  bool tournament_;
   Grid25D grid_;
   Cyclic1D rows_, cols_;
   Topology topo_;
@@ -89,6 +98,19 @@ class LU25D {
   std::int64_t diag_k_ = -1;                   // the step whose diagonal block diag_ holds
   double* A_ = nullptr;                        // this rank's share of the matrix (during run)
   std::vector<std::vector<double>> held_, acc_, packed_;  // per slot: data held, children's sums, own share
+  // Tournament pivoting: the pivots, candidates per slot (own and children's), the pending
+  // steps' copies of L, and each step's swap while it is under way.
+  struct Swap {
+    std::int64_t c0 = 0, ncols = 0;  // the local columns that move
+    std::vector<std::pair<int, std::vector<std::int64_t>>> out, in;  // per process row: the positions sent to it
+                                                                     // (received from it), ascending
+    std::vector<std::pair<int, std::vector<double>>> got;            // rows received, per source rank
+    bool planned = false;
+  };
+  std::vector<std::int64_t> ipiv_;
+  std::vector<std::vector<double>> cand_, lcopy_;
+  std::vector<Swap> swaps_;
+  std::vector<double> tour_own_;
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;
 };

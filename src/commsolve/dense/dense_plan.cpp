@@ -12,7 +12,8 @@ const std::vector<std::string>& matmul_role_names() {
 }
 
 const std::vector<std::string>& lu_role_names() {
-  static const std::vector<std::string> names = {"reduce_col", "reduce_row", "diag", "panel_l", "panel_u"};
+  static const std::vector<std::string> names = {"reduce_col", "reduce_row", "diag",       "panel_l",
+                                                  "panel_u",    "tournament", "pivots", "swap"};
   return names;
 }
 
@@ -50,7 +51,10 @@ struct PlanBuilder {
   int only = -1;  // keep only the collectives of this rank (-1: all)
   std::vector<int> members;
   std::int64_t next_id = 0;
-  void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count) {
+  // whole: in one piece whatever its size (a tournament's candidates, a step's pivots)
+  void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count,
+           bool whole = false) {
+    const std::int64_t piece = whole ? std::max<std::int64_t>(count, 1) : this->piece;
     members.erase(std::remove(members.begin(), members.end(), root), members.end());
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
@@ -130,10 +134,12 @@ DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g, int only_rank) {
     }
   }
   along_z(mm_reduce_c, CollectiveKind::reduce, L.a_rows, L.b_cols);
+  p.nids = b.next_id;
   return p;
 }
 
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece, int only_rank) {
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece, int only_rank,
+                  bool tournament) {
   if (n < 0 || nb < 1 || piece < 1)
     throw std::invalid_argument("LU of " + std::to_string(n) + " x " + std::to_string(n) + " in blocks of " +
                                 std::to_string(nb) + " (pieces of " + std::to_string(piece) +
@@ -152,6 +158,13 @@ DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_
     for (int x = 0; x < g.pr; ++x) {
       for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(x, yk, z));
       b.add(lu_reduce_col, step, x, CollectiveKind::reduce, g.rank(x, yk, zk), rows_from(x, k) * w);
+    }
+    if (tournament) {
+      for (int x = 0; x < g.pr; ++x)
+        if (rows_from(x, k) > 0) b.members.push_back(g.rank(x, yk, zk));
+      b.add(lu_tournament, step, yk, CollectiveKind::reduce, g.rank(xk, yk, zk), w * (w + 1), true);
+      for (int r = 0; r < g.size(); ++r) b.members.push_back(r);
+      b.add(lu_pivots, step, -1, CollectiveKind::broadcast, g.rank(xk, yk, zk), w, true);
     }
     for (int y = 0; y < g.pc; ++y) {
       for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(xk, y, z));
@@ -178,6 +191,7 @@ DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_
       b.add(lu_panel_u, step, y, CollectiveKind::broadcast, g.rank(xk, y, zk), w * cols_from(y, k + 1));
     }
   }
+  p.nids = b.next_id;
   return p;
 }
 

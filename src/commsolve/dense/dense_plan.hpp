@@ -25,6 +25,16 @@
 // eliminated elsewhere, so the factors end on layer 0. Each rank receives about n^2 / sqrt(c p)
 // words of panels.
 //
+// With tournament pivoting (CALU's TSLU), after the sum of block column k:
+//   tournament                the reduction of candidate pivot rows over the panel's process
+//                             column on layer z_k (w rows and their indices per message; each
+//                             node keeps the w rows partial pivoting picks from its own and its
+//                             children's), to the diagonal owner, which factors the w winners
+//   pivots                    the step's w pivots (LAPACK's ipiv) broadcast to every rank
+// then every layer swaps the rows of its share (point-to-point messages within each process
+// column, decided by the pivots: lu_swap, not planned), block row k is summed as above, and
+// layer 0 swaps the rows of the earlier block columns of L once at the end.
+//
 // Pieces: every move of more than `piece` values travels as several collectives of at most
 // that many (consecutive ids, the same members, each its own tree), forwarded piece by piece:
 // a broadcast down a tree of depth h then costs about m / B + h times a piece's time rather
@@ -44,7 +54,11 @@
 namespace commsolve {
 
 enum MatmulRole : std::int8_t { mm_replicate_a = 0, mm_replicate_b, mm_panel_a, mm_panel_b, mm_reduce_c, mm_nroles };
-enum LuRole : std::int8_t { lu_reduce_col = 0, lu_reduce_row, lu_diag, lu_panel_l, lu_panel_u, lu_nroles };
+enum LuRole : std::int8_t {
+  lu_reduce_col = 0, lu_reduce_row, lu_diag, lu_panel_l, lu_panel_u,
+  lu_tournament, lu_pivots, lu_swap,  // with tournament pivoting (lu_swap: point-to-point, not in the plan)
+  lu_nroles
+};
 
 const std::vector<std::string>& matmul_role_names();
 const std::vector<std::string>& lu_role_names();
@@ -56,6 +70,7 @@ struct DensePlan {
   std::vector<std::int32_t> pos;   // process row or column it runs along; layer position for z collectives
   std::vector<std::int32_t> piece;  // which piece of its move (0, 1, ...); pieces are consecutive
   int nroles = 0;
+  std::int64_t nids = 0;  // ids the whole plan numbers (0 .. nids - 1): keys from nids on are free
   std::int64_t max_count() const;
   std::int64_t index_of(std::int64_t id) const;  // the collective with this id (std::logic_error if none)
 };
@@ -93,7 +108,8 @@ SummaPanels summa_panels(const MatmulShape& s, const Grid25D& g);
 // collectives `only_rank` takes part in (what an MPI rank keeps: DESIGN rule 2), their ids
 // those of the whole plan either way (messages carry ids).
 DensePlan matmul_plan(const MatmulShape& s, const Grid25D& g, int only_rank = -1);  // steps: panel ids
-DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece = 1 << 16, int only_rank = -1);
+DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_t piece = 1 << 16, int only_rank = -1,
+                  bool tournament = false);
 
 // Planned statistics of one rank (steps: roles) and of every rank without MPI.
 CommStats dense_stats(const TreePlan& plan, const DensePlan& dp, const Topology& topo);

@@ -190,9 +190,11 @@ void MessageEngine::reap_sends() {
 // Each message probed, then received into a buffer of its size (max_posted = 0). Between
 // messages: queued sends are started as the window allows and idle work is done; the loop
 // blocks for a message only when neither is left (a queued send may be what a peer waits for).
-void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle) {
+void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle,
+                               const std::function<bool()>* finished) {
   bool more = idle != nullptr;  // idle work may be left
-  for (std::int64_t arrived = 0; arrived < expected; ++arrived) {
+  const auto over = [&](std::int64_t arrived) { return finished ? (*finished)() : arrived >= expected; };
+  for (std::int64_t arrived = 0; !over(arrived); ++arrived) {
     MPI_Message msg;
     MPI_Status st;
     int found = 0;
@@ -201,8 +203,12 @@ void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival,
       if (found) break;
       if (!queued_.empty()) pump();
       if (more) more = (*idle)();  // it may queue sends too
+      if (finished && (*finished)()) break;
     }
-    if (!found) check_mpi(MPI_Mprobe(MPI_ANY_SOURCE, tag_, comm_.get(), &msg, &st), "MPI_Mprobe");
+    if (!found) {
+      if (finished && (*finished)()) break;
+      check_mpi(MPI_Mprobe(MPI_ANY_SOURCE, tag_, comm_.get(), &msg, &st), "MPI_Mprobe");
+    }
     int ndoubles = 0;
     check_mpi(MPI_Get_count(&st, MPI_DOUBLE, &ndoubles), "MPI_Get_count");
     if (ndoubles < 1) throw std::logic_error("engine: a message without its key");
@@ -218,6 +224,12 @@ void MessageEngine::run_probed(std::int64_t expected, const Handler& on_arrival,
     while ((*idle)()) {
     }
   reap_sends();
+}
+
+void MessageEngine::run_until(const std::function<bool()>& finished, const Handler& on_arrival,
+                              const std::function<bool()>& idle) {
+  require(rreq_.empty(), "engine: idle work needs probe mode (max_posted = 0)");
+  run_probed(0, on_arrival, &idle, &finished);
 }
 
 void MessageEngine::run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle) {

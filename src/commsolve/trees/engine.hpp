@@ -51,6 +51,9 @@ class MessageEngine {
   // next message. Arrivals are handled between pieces, not after all of them; after the
   // last arrival the idle work is finished before the sends are completed.
   void run(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>& idle);
+  // Probe mode only: the same until finished() holds, for runs whose messages are not all
+  // known at the start (a rank may learn of some from others).
+  void run_until(const std::function<bool()>& finished, const Handler& on_arrival, const std::function<bool()>& idle);
   // What went through MPI, per kind, since construction (sends counted when handed to MPI);
   // kind_of(key) classifies arrivals (a kind out of range is an error).
   const CommStats& recorded() const { return stats_; }
@@ -69,7 +72,8 @@ class MessageEngine {
 
  private:
   void post(std::size_t slot);
-  void run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle);
+  void run_probed(std::int64_t expected, const Handler& on_arrival, const std::function<bool()>* idle,
+                  const std::function<bool()>* finished = nullptr);
   struct Outgoing {
     int dest, tag, kind;
     std::vector<double> buf;

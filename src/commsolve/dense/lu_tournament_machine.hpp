@@ -1,0 +1,320 @@
+// The message-driven logic of 2.5D LU with tournament pivoting on one rank
+// (dense/dense_plan.hpp says what moves), written over a backend as dense/lu_machine.hpp is:
+// dense/dense_executor runs it on MPI with the numbers.
+//
+// As without pivoting, layer z eliminates the steps k with k mod c = z, every layer holds a
+// share of the trailing matrix and block column k is summed along z before step k. Then the
+// tournament picks step k's pivot rows over the panel's process column, the pivots go to
+// every rank, and every layer swaps the rows of its share (the pivots are known only now, so
+// block row k is summed after the swap, not ahead of it).
+//
+// Updates stay lazy: a step's trailing update is pending on its layer until applied, block
+// column by block column (the next one at once: the next step's sum waits for it; the rest as
+// idle work). A swap must not move a row with updates still pending on it, nor leave pending
+// updates to a row that arrived up to date: before swap k a rank brings up to date block row k
+// and the rows it sends away (every pending update of its layer, on the columns not yet done),
+// and zeroes, in its copies of the pending steps' L, the rows of the positions that receive a
+// row, so the updates still to come leave them alone. A rank swaps for step k once it knows
+// the pivots, has swapped for k - 1 and holds L and U of every step of its layer before k.
+//
+// A Backend provides, besides dense/lu_machine.hpp's send, hold, held, release, reduce_add,
+// reduce_out, reduce_in, trsm_l, trsm_u, panel_l, panel_u and store (`pend` is the machine's
+// list of pending updates):
+//   void tour_leaf(std::int64_t k, std::int64_t s);   // this rank's candidates for step k (s: the tournament's slot, or -1)
+//   void tour_add(std::int64_t s, const double* v, std::int64_t n);  // a child's candidates
+//   const double* tour_out(std::int64_t k, std::int64_t s);  // the winners of own and children's, to the parent
+//   void tour_final(std::int64_t k, std::int64_t s);  // at the root: the pivots and the factored diagonal block
+//   const double* pivots(std::int64_t k);  void set_pivots(std::int64_t k, const double* v);
+//   const double* diag(std::int64_t k);  void put_diag(std::int64_t k);  // the root: into its block once swapped
+//   std::int64_t swap_plan(std::int64_t k);  // from the pivots: the messages this rank will receive for step k
+//   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend);  // catch up, send, keep the local moves
+//   void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n);
+//   void swap_finish(std::int64_t k);  // the rows received and kept written
+//   void keep_l(std::int64_t k, std::int64_t lslot);  void drop_l(std::int64_t k);  // a pending step's own copy of L
+//   void update(const PendingUpdate& p, std::int64_t r0, std::int64_t c0, std::int64_t c1);
+//                                             // local rows [r0, end) x columns [c0, c1) -= L U
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dense/dense_trees.hpp"
+
+namespace commsolve {
+
+struct PendingUpdate {  // a step of this layer whose trailing update is not all applied
+  std::int64_t k, uslot;  // uslot -1: U(k, >k) is this rank's own, in place
+  std::int64_t bnext;     // block columns < bnext are done
+};
+
+template <class Backend>
+class TournamentLuMachine {
+ public:
+  TournamentLuMachine(const DensePlan& dp, const TreePlan& plan, std::int64_t n, std::int64_t nb, const Grid25D& g,
+                      int rank, Backend& be, std::int64_t piece_cols = 256)
+      : R_{n, nb, g.pr}, C_{n, nb, g.pc}, K_(R_.nblocks()), trees_(dp, plan, K_), nids_(dp.nids), g_(g),
+        x_(g.x_of(rank)), y_(g.y_of(rank)), z_(g.z_of(rank)), be_(be),
+        piece_cols_(std::max<std::int64_t>(1, piece_cols)), steps_(static_cast<std::size_t>(K_)) {
+    mine_ = before(K_);
+  }
+
+  // Every planned message in, every swap done and every update applied: the run may end (the
+  // swaps' messages are known only once the pivots are, so the engine runs until this holds).
+  bool done() const {
+    return planned_got_ == trees_.expected() && swapped_ == K_ && next_col_ == K_ && reg_ == mine_ && pend_.empty();
+  }
+  std::string state() const {
+    std::string s = "swaps done for " + std::to_string(swapped_) + " of " + std::to_string(K_) +
+                    " steps, column shares sent for " + std::to_string(next_col_) + ", " + std::to_string(reg_) +
+                    " of this layer's " + std::to_string(mine_) + " steps eliminated, " +
+                    std::to_string(pend_.size()) + " updates pending";
+    if (swapped_ < K_) {
+      const Step& st = steps_[static_cast<std::size_t>(swapped_)];
+      s += "; step " + std::to_string(swapped_) + ": pivots " + std::to_string(st.piv) + ", swap messages " +
+           std::to_string(st.got) + " of " + std::to_string(st.incoming) + (st.sent ? " (sent)" : "");
+    }
+    return s;
+  }
+
+  void start() { progress(); }
+
+  void arrive(int source, std::int64_t c, const double* v, std::int64_t n) {
+    if (c >= nids_) {  // a swap's rows
+      const std::int64_t k = c - nids_;
+      be_.swap_arrive(k, source, v, n);
+      ++steps_[static_cast<std::size_t>(k)].got;
+      progress();
+      return;
+    }
+    ++planned_got_;
+    const std::int64_t s = trees_.slot_of(c, n), s0 = trees_.first(s);
+    const int role = trees_.role(s);
+    const std::int64_t k = trees_.step(s);
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    if (role == lu_reduce_col || role == lu_reduce_row) {
+      be_.reduce_add(s, v, n);
+      if (trees_.contribute(s)) reduce_up(s);
+    } else if (role == lu_tournament) {
+      be_.tour_add(s, v, n);
+      if (trees_.contribute(s)) tour_up(k, s);
+    } else if (role == lu_pivots) {
+      forward(s, v);
+      be_.set_pivots(k, v);
+      pivots_known(k);
+    } else {
+      forward(s, v);
+      if (z_ != layer(k)) {  // layer 0 keeps a factor block eliminated on another layer
+        be_.store(role, k, trees_.offset(s), v, n);
+      } else {
+        be_.hold(s0, trees_.offset(s), v, n, trees_.total(s0));
+        if (trees_.piece_done(s)) (role == lu_diag ? st.dslot : role == lu_panel_l ? st.lslot : st.uslot) = s0;
+      }
+    }
+    progress();
+  }
+
+  // One piece of a pending update: the one the next column share waits for first; false when
+  // there is nothing to do.
+  bool idle() {
+    if (pend_.empty()) return false;
+    std::size_t i = 0;
+    std::int64_t to = 0;
+    const auto waits = [&](const PendingUpdate& p) { return next_col_ < K_ && p.bnext <= next_col_; };
+    const auto it = std::find_if(pend_.begin(), pend_.end(), waits);
+    if (it != pend_.end()) {
+      i = static_cast<std::size_t>(it - pend_.begin());
+      to = next_col_ + 1;
+    } else {  // the oldest: at least piece_cols local columns, whole blocks
+      to = pend_[0].bnext;
+      while (to < K_ && col_at(to) - col_at(pend_[0].bnext) < piece_cols_) ++to;
+      to = std::max(to, pend_[0].bnext + 1);
+    }
+    apply(i, to);
+    progress();
+    return true;
+  }
+
+ private:
+  struct Step {
+    bool col_ready = false, row_ready = false, cand = false, piv = false, diag = false, diag_put = false, l = false,
+         u = false, sent = false;
+    std::int64_t dslot = -1, lslot = -1, uslot = -1;  // broadcasts' data held here
+    std::int64_t incoming = 0, got = 0;  // swap messages due and arrived
+  };
+
+  int layer(std::int64_t k) const { return static_cast<int>(k % g_.c); }
+  std::int64_t row_at(std::int64_t b) const { return R_.local_start(x_, b); }
+  std::int64_t col_at(std::int64_t b) const { return C_.local_start(y_, b); }
+  std::int64_t rows_after(std::int64_t k) const { return R_.local_size(x_) - row_at(k + 1); }
+  std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - col_at(k + 1); }
+  std::int64_t before(std::int64_t m) const { return m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0; }
+
+  void forward(std::int64_t s, const double* v) {
+    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
+  }
+  void bcast_root(int role, std::int64_t k, const double* v) {
+    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(k));
+    if (s0 < 0) return;
+    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s) forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
+  }
+
+  void pivots_known(std::int64_t k) {
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    st.piv = true;
+    st.incoming = be_.swap_plan(k);
+  }
+
+  // Block columns [p.bnext, to) of pending update i, on the rows not final yet.
+  void apply(std::size_t i, std::int64_t to) {
+    PendingUpdate& p = pend_[i];
+    to = std::min(to, K_);
+    if (col_at(to) > col_at(p.bnext))
+      be_.update(p, row_at(std::max(p.k + 1, final_rows_)), col_at(p.bnext), col_at(to));
+    p.bnext = to;
+    if (p.bnext >= K_) {
+      be_.drop_l(p.k);
+      if (p.uslot >= 0) be_.release(p.uslot);
+      pend_.erase(pend_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+
+  void contribute(std::int64_t m, int role) {
+    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(m));
+    if (s0 >= 0) {
+      for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+        if (trees_.contribute(s)) reduce_up(s);
+    } else if (z_ == layer(m)) {  // nothing to sum: final as it is
+      Step& st = steps_[static_cast<std::size_t>(m)];
+      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+    }
+  }
+  void reduce_up(std::int64_t s) {
+    const int role = trees_.role(s);
+    const std::int64_t k = trees_.step(s), off = trees_.offset(s), n = trees_.count(s), s0 = trees_.first(s);
+    if (trees_.is_root(s)) {
+      be_.reduce_in(s, role, k, off, n);
+      if (trees_.piece_done(s)) {
+        Step& st = steps_[static_cast<std::size_t>(k)];
+        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+      }
+    } else {
+      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
+      if (trees_.piece_done(s)) be_.release(s0);
+    }
+  }
+  void tour_up(std::int64_t k, std::int64_t s) {  // s < 0: the root is the tournament's only player
+    if (s >= 0 && !trees_.is_root(s)) {
+      be_.send(trees_.parent(s), trees_.id(s), be_.tour_out(k, s), trees_.count(s), lu_tournament);
+      return;
+    }
+    be_.tour_final(k, s);
+    pivots_known(k);
+    steps_[static_cast<std::size_t>(k)].diag = true;
+    bcast_root(lu_pivots, k, be_.pivots(k));
+    bcast_root(lu_diag, k, be_.diag(k));
+  }
+
+  bool can_contribute_col(std::int64_t m) const {
+    if (swapped_ < m || reg_ < before(m)) return false;
+    return std::all_of(pend_.begin(), pend_.end(), [m](const PendingUpdate& p) { return p.bnext > m; });
+  }
+
+  // Swap k here: started once allowed, finished once its rows are in.
+  bool swap() {
+    if (swapped_ >= K_) return false;
+    const std::int64_t k = swapped_;
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    bool did = false;
+    if (!st.sent && st.piv && reg_ >= before(k)) {
+      be_.swap_send(k, pend_);
+      final_rows_ = k + 1;  // block row k is up to date: no pending update may touch it again
+      st.sent = did = true;
+    }
+    if (st.sent && st.got == st.incoming) {
+      be_.swap_finish(k);
+      ++swapped_;
+      if (x_ == R_.owner(k)) contribute(k, lu_reduce_row);
+      did = true;
+    }
+    return did;
+  }
+
+  void progress() {
+    for (bool more = true; more;) {
+      more = swap();
+      while (next_col_ < K_ && can_contribute_col(next_col_)) {
+        contribute(next_col_++, lu_reduce_col);
+        more = true;
+      }
+      const std::int64_t k = z_ + g_.c * reg_;  // this layer's next step
+      if (k < K_) more |= advance(k);
+    }
+  }
+
+  // Step k on its layer: what its data allows; true if anything was done.
+  bool advance(std::int64_t k) {
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    const bool in_col = y_ == C_.owner(k), in_row = x_ == R_.owner(k), root = in_col && in_row;
+    const std::int64_t ra = rows_after(k), ca = cols_after(k);
+    bool did = false;
+    if (in_col && !st.cand && st.col_ready && (root || R_.local_size(x_) > row_at(k))) {
+      st.cand = did = true;
+      const std::int64_t s = trees_.slot(lu_tournament, static_cast<std::int32_t>(k));
+      be_.tour_leaf(k, s);
+      if (s < 0 || trees_.contribute(s)) tour_up(k, s);
+    }
+    const bool swapped = swapped_ > k;
+    if (root && swapped && !st.diag_put) {
+      be_.put_diag(k);
+      st.diag_put = did = true;
+    }
+    const bool have_diag = root ? st.diag : st.dslot >= 0;
+    const auto d = [&] { return root ? be_.diag(k) : be_.held(st.dslot); };
+    if (in_col && ra > 0 && !st.l && swapped && have_diag) {
+      be_.trsm_l(k, d());
+      st.l = did = true;
+      bcast_root(lu_panel_l, k, be_.panel_l(k));
+    }
+    if (in_row && ca > 0 && !st.u && st.row_ready && have_diag) {
+      be_.trsm_u(k, d());
+      st.u = did = true;
+      bcast_root(lu_panel_u, k, be_.panel_u(k));
+    }
+    if (!swapped || (root && !st.diag_put)) return did;
+    const bool update = ra > 0 && ca > 0;
+    const bool have_l = in_col ? (ra == 0 || st.l) : (!update || st.lslot >= 0);
+    const bool have_u = in_row ? (ca == 0 || st.u) : (!update || st.uslot >= 0);
+    if (!have_l || !have_u) return did;
+    if (st.dslot >= 0) be_.release(st.dslot);
+    ++reg_;
+    if (update) {
+      be_.keep_l(k, in_col ? -1 : st.lslot);
+      pend_.push_back({k, in_row ? -1 : st.uslot, k + 1});
+      apply(pend_.size() - 1, k + 2);  // the next step's block column at once: its sum waits for it
+    } else {
+      for (std::int64_t s : {st.lslot, st.uslot})
+        if (s >= 0) be_.release(s);
+    }
+    return true;
+  }
+
+  const Cyclic1D R_, C_;
+  const std::int64_t K_;
+  DenseTrees trees_;
+  const std::int64_t nids_;
+  const Grid25D g_;
+  const int x_, y_, z_;
+  Backend& be_;
+  const std::int64_t piece_cols_;
+  std::vector<Step> steps_;
+  std::vector<PendingUpdate> pend_;
+  std::int64_t mine_ = 0, planned_got_ = 0;
+  std::int64_t swapped_ = 0;     // swaps done here (steps 0 .. swapped_ - 1)
+  std::int64_t final_rows_ = 0;  // block rows < final_rows_ are final: pending updates skip them
+  std::int64_t next_col_ = 0;    // the next step this rank sends its share of a block column to
+  std::int64_t reg_ = 0;         // this layer's steps whose update is pending or applied
+};
+
+}  // namespace commsolve
