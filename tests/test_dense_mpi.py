@@ -75,6 +75,77 @@ def test_lu_without_pivoting_equals_numpy_elimination(grid):
             assert r["words"] > 0, where
 
 
+def interchanges(n, nb, ipiv, k):
+    """Step k's row interchanges as {position: the position its row came from} (moved rows only)."""
+    content = list(range(n))
+    for t in range(k * nb, min(n, (k + 1) * nb)):
+        content[t], content[ipiv[t]] = content[ipiv[t]], content[t]
+    return {q: s for q, s in enumerate(content) if s != q}
+
+
+def hand_swap_received(n, nb, grid, ipiv):
+    """Per rank: [messages, words] of row swaps received, counted from the pivots: at step k
+    every layer moves the rows of its columns right of block k (layer k mod c: from block k),
+    one message per pair of process rows in a process column; at the end layer 0 moves the rows
+    of each block column j of L as the later steps' interchanges took them."""
+    pr, pc, c = grid
+    nblocks = -(-n // nb)
+    width = [min(nb, n - b * nb) for b in range(nblocks)]
+    owner = [(q // nb) % pr for q in range(n)]
+    got = {}  # (receiver, source) -> words, per step or phase
+
+    def add(moves, cols_of, z):
+        pairs = {}
+        for q, s in moves:
+            if owner[q] != owner[s]:
+                pairs.setdefault((owner[q], owner[s]), []).append(q)
+        for y in range(pc):
+            words = cols_of(y)
+            for (xq, xs), qs in pairs.items():
+                if words(len(qs)) > 0:
+                    got.setdefault(z * pr * pc + xq * pc + y, []).append(words(len(qs)))
+
+    for k in range(nblocks):
+        moves = interchanges(n, nb, ipiv, k).items()
+        for z in range(c):
+            first = k if z == k % c else k + 1
+            add(moves, lambda y, first=first: (lambda rows: rows * sum(width[b] for b in range(first, nblocks)
+                                                                       if b % pc == y)), z)
+    src = list(range(n))  # the steps after j, composed
+    last = {}  # layer 0's final phase: one message per pair of process rows, all block columns together
+    for j in range(nblocks - 1, -1, -1):
+        for q in range((j + 1) * nb, n):
+            if src[q] != q and owner[q] != owner[src[q]]:
+                key = (owner[q] * pc + j % pc, owner[src[q]])
+                last[key] = last.get(key, 0) + width[j]
+        step = interchanges(n, nb, ipiv, j)
+        inv = {s: q for q, s in enumerate(src)}
+        for p, before in [(p, step[p]) for p in step]:
+            src[inv[p]] = before
+    for (r, _), words in last.items():
+        got.setdefault(r, []).append(words)
+    out = [[0, 0] for _ in range(pr * pc * c)]
+    for r, words in got.items():
+        out[r] = [len(words), sum(words)]
+    return out
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=["x".join(map(str, g)) for g in GRIDS])
+def test_lu_with_tournament_pivoting_factors_pa(grid):
+    rows = [r for r in results(grid) if r["kind"] == "lu_tournament"]
+    assert len(rows) == 25
+    for r in rows:
+        n, nb = r["shape"][0], r["nb"]
+        where = f"{grid} n={n} nb={nb} {r['tree']}"
+        assert r["err"] <= 1e-13 and r["residual"] <= 1e-14, where  # P A = L U (numpy; the 2.5D multiply)
+        assert 1 <= r["growth"] <= max(2.0, n / 2), where  # random matrices: modest growth, as partial pivoting's
+        assert all(i <= p < n for i, p in enumerate(r["ipiv"])), where  # LAPACK's convention
+        if grid[0] == 1:  # one process row: the tournament is partial pivoting
+            assert r["lapack_same_pivots"] and r["lapack_err"] <= 1e-12, where
+        assert r["stats_ok"] and r["virtual_ok"] and r["seconds_ok"], where
+        assert r["swap_received"] == hand_swap_received(n, nb, grid, r["ipiv"]), where
+
+
 @pytest.mark.parametrize("grid", GRIDS, ids=["x".join(map(str, g)) for g in GRIDS])
 def test_moves_in_pieces_give_the_same_results(grid):
     rows = [r for r in results(grid) if r["kind"] == "pieces"]
@@ -86,6 +157,12 @@ def test_moves_in_pieces_give_the_same_results(grid):
 
 
 def test_a_zero_pivot_stops_the_job_naming_its_column():
-    proc = mpirun(2, "dense_errors.py", 2, check=False, timeout=60)
+    proc = mpirun(2, "dense_errors.py", 2, "zero-pivot", check=False, timeout=60)
     assert proc.returncode != 0
     assert "zero pivot at column 0" in proc.stderr and "needs pivoting" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_singular_matrix_stops_the_pivoted_lu_naming_its_column():
+    proc = mpirun(2, "dense_errors.py", 2, "singular", check=False, timeout=60)
+    assert proc.returncode != 0
+    assert "singular (no nonzero finite pivot in column 2)" in proc.stderr, proc.stderr[-2000:]

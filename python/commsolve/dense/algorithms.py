@@ -321,12 +321,15 @@ def lu(A, comm=None, grid=None, nb=None, pivoting="none", tree="binary", topolog
     return LUPlan(A.shape[0], A.comm, A.grid, A.nb, tree, topology, piece, pivoting).factor(A)
 
 
-def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE):
+def virtual_stats(kind, m, n, k, grid, nb=DEFAULT_NB, tree="binary", ppn=1, topology=None, panel=PANEL, piece=PIECE,
+                  pivoting="none"):
     """Every rank's planned statistics of the 2.5D multiply ("matmul", A m x k, B k x n) or
-    LU ("lu", n x n) on ``grid`` (pr, pc, c), without MPI, ``ppn`` consecutive ranks per node
-    (the last node partly filled if need be): a list of CommStats (steps: :data:`ROLES`)."""
+    LU ("lu", n x n, ``pivoting`` "none" or "tournament": the row swaps, which follow the
+    pivots, are not in it) on ``grid`` (pr, pc, c), without MPI, ``ppn`` consecutive ranks
+    per node (the last node partly filled if need be): a list of CommStats (steps:
+    :data:`ROLES`)."""
     pr, pc, c = parse_grid25(grid)
     topo = topology if topology is not None else blocked_topology(pr * pc * c, ppn)
     arr = _core.dense_stats_virtual(kind, m, n, k, int(nb), (pr, pc, c), tree_shape(tree), topo, int(panel),
-                                    int(piece))
+                                    int(piece), check_pivoting(pivoting) == "tournament")
     return [CommStats(a) for a in arr]

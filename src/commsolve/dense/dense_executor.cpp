@@ -90,37 +90,25 @@ void prepare_engine(MessageEngine& e, const DensePlan& p, const Grid25D& g, int&
   e.set_tag(first_tag + runs++ % tag_cycle);
 }
 
-// Partial pivoting on the m x w array a (column-major, leading dimension m) in place: row i of
-// the result is row perm[i] of the input, factored (L unit lower below the diagonal, U on and
-// above it, in the first min(m, w) rows). A column with no nonzero finite candidate is left
-// as it is; the first such column is returned (-1: none).
+extern "C" void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+
+// Partial pivoting (LAPACK's dgetrf) on the m x w array a (column-major, leading dimension m)
+// in place: row i of the result is row perm[i] of the input, factored (L unit lower below the
+// diagonal, U on and above it, in the first min(m, w) rows). Returns the first column with
+// no nonzero finite pivot (-1: none).
 std::int64_t partial_pivoting(double* a, std::int64_t m, std::int64_t w, std::vector<std::int64_t>& perm) {
   perm.resize(static_cast<std::size_t>(m));
   std::iota(perm.begin(), perm.end(), 0);
-  std::int64_t zero = -1;
-  for (std::int64_t j = 0; j < std::min(m, w); ++j) {
-    double* cj = a + j * m;
-    std::int64_t p = j;
-    for (std::int64_t i = j + 1; i < m; ++i)
-      if (std::abs(cj[i]) > std::abs(cj[p])) p = i;
-    if (!(std::abs(cj[p]) > 0) || !std::isfinite(cj[p])) {
-      if (zero < 0) zero = j;
-      continue;
-    }
-    if (p != j) {
-      for (std::int64_t c = 0; c < w; ++c) std::swap(a[c * m + j], a[c * m + p]);
-      std::swap(perm[static_cast<std::size_t>(j)], perm[static_cast<std::size_t>(p)]);
-    }
-    const double d = cj[j];
-    for (std::int64_t i = j + 1; i < m; ++i) cj[i] /= d;
-    for (std::int64_t c = j + 1; c < w; ++c) {
-      double* cc = a + c * m;
-      const double u = cc[j];
-      if (u != 0)
-        for (std::int64_t i = j + 1; i < m; ++i) cc[i] -= cj[i] * u;
-    }
-  }
-  return zero;
+  const std::int64_t d = std::min(m, w);
+  if (d == 0) return -1;
+  const int mi = static_cast<int>(m), wi = static_cast<int>(w);
+  std::vector<int> ip(static_cast<std::size_t>(d));
+  int info = 0;
+  dgetrf_(&mi, &wi, a, &mi, ip.data(), &info);
+  for (std::int64_t i = 0; i < d; ++i) std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(ip[static_cast<std::size_t>(i)] - 1)]);
+  for (std::int64_t j = 0; j < d; ++j)
+    if (!(std::abs(a[j * m + j]) > 0) || !std::isfinite(a[j * m + j])) return j;
+  return -1;
 }
 
 }  // namespace
@@ -391,10 +379,8 @@ struct TournamentNumbers : LuNumbers {
   std::int64_t local_row(std::int64_t g) const { return r(g / m.nb_) + g % m.nb_; }
   std::vector<double>& cand(std::int64_t s) { return s >= 0 ? m.cand_[static_cast<std::size_t>(s)] : m.tour_own_; }
 
-  // The candidates in `sets` (concatenated) stacked and pivoted: the winners' rows stay on top
-  // of `stack` (factored), their positions in `winners`; returns the first column without a pivot.
-  std::int64_t play(std::int64_t k, const std::vector<double>& sets, std::vector<double>& stack,
-                    std::vector<std::int64_t>& winners) {
+  // The candidates in `sets` (concatenated) stacked and pivoted (play_stack).
+  std::int64_t play(std::int64_t k, const std::vector<double>& sets, std::vector<std::int64_t>& winners) {
     const std::int64_t wk = w(k), len = wk * (wk + 1);
     std::vector<std::int64_t> pos;
     std::vector<std::pair<std::size_t, std::int64_t>> from;  // (set start, row in it)
@@ -405,46 +391,48 @@ struct TournamentNumbers : LuNumbers {
           from.emplace_back(at, i);
         }
     const auto rows = static_cast<std::int64_t>(pos.size());
-    stack.assign(static_cast<std::size_t>(rows * wk), 0.0);
+    std::vector<double> stack(static_cast<std::size_t>(rows * wk));
     for (std::int64_t i = 0; i < rows; ++i) {
       const auto [at, row] = from[static_cast<std::size_t>(i)];
       for (std::int64_t j = 0; j < wk; ++j)
         stack[static_cast<std::size_t>(j * rows + i)] = sets[at + static_cast<std::size_t>(wk + j * wk + row)];
     }
+    return play_stack(k, std::move(stack), pos, winners);
+  }
+  // The rows x w(k) candidates `stack` (column-major; global positions `pos`) pivoted: the
+  // winners (at most w(k)) as a candidate set in m.out_, their positions in `winners`, the
+  // factored winners in m.diag_; returns the first column without a pivot (-1: none).
+  std::int64_t play_stack(std::int64_t k, std::vector<double> stack, const std::vector<std::int64_t>& pos,
+                          std::vector<std::int64_t>& winners) {
+    const std::int64_t wk = w(k), rows = static_cast<std::int64_t>(pos.size());
+    const std::vector<double> orig = stack;
     std::vector<std::int64_t> perm;
     const auto t = clock_type::now();
     const std::int64_t zero = partial_pivoting(stack.data(), rows, wk, perm);
     timed_flops(t, static_cast<double>(rows * wk * wk));
-    winners.clear();
-    for (std::int64_t i = 0; i < std::min(rows, wk); ++i) winners.push_back(perm[static_cast<std::size_t>(i)]);
-    // the winners' original values, as a candidate set
-    m.out_.assign(static_cast<std::size_t>(len), 0.0);
+    const std::int64_t nw = std::min(rows, wk);
+    m.out_.assign(static_cast<std::size_t>(wk * (wk + 1)), 0.0);
     std::fill(m.out_.begin(), m.out_.begin() + wk, -1.0);
-    for (std::size_t i = 0; i < winners.size(); ++i) {
-      const auto [at, row] = from[static_cast<std::size_t>(winners[i])];
-      m.out_[i] = static_cast<double>(pos[static_cast<std::size_t>(winners[i])]);
+    winners.clear();
+    for (std::int64_t i = 0; i < nw; ++i) {
+      const std::int64_t src = perm[static_cast<std::size_t>(i)];
+      winners.push_back(pos[static_cast<std::size_t>(src)]);
+      m.out_[static_cast<std::size_t>(i)] = static_cast<double>(winners.back());
       for (std::int64_t j = 0; j < wk; ++j)
-        m.out_[static_cast<std::size_t>(wk + j * wk) + i] = sets[at + static_cast<std::size_t>(wk + j * wk + row)];
-      winners[i] = pos[static_cast<std::size_t>(winners[i])];
+        m.out_[static_cast<std::size_t>(wk + j * wk + i)] = orig[static_cast<std::size_t>(j * rows + src)];
     }
+    m.diag_.resize(static_cast<std::size_t>(wk * wk));
+    pack(stack.data(), rows, 0, 0, std::min(rows, wk), wk, m.diag_.data());
     return zero;
   }
 
-  void tour_leaf(std::int64_t k, std::int64_t s) {  // this rank's rows of the panel, as one big set
+  void tour_leaf(std::int64_t k, std::int64_t s) {  // this rank's rows of the panel
     const std::int64_t wk = w(k), r0 = r(k), rows = ml() - r0;
-    std::vector<double> set(static_cast<std::size_t>(wk * (wk + 1))), sets;
-    for (std::int64_t i0 = 0; i0 < rows; i0 += wk) {  // in sets of wk rows
-      std::fill(set.begin(), set.end(), 0.0);
-      std::fill(set.begin(), set.begin() + wk, -1.0);
-      for (std::int64_t i = i0; i < std::min(rows, i0 + wk); ++i) {
-        set[static_cast<std::size_t>(i - i0)] = static_cast<double>(global_row(r0 + i));
-        for (std::int64_t j = 0; j < wk; ++j) set[static_cast<std::size_t>(wk + j * wk + i - i0)] = *at(r0 + i, c(k) + j);
-      }
-      sets.insert(sets.end(), set.begin(), set.end());
-    }
-    std::vector<double> stack;
-    std::vector<std::int64_t> winners;
-    play(k, sets, stack, winners);
+    std::vector<double> stack(static_cast<std::size_t>(rows * wk));
+    pack(m.A_, ml(), r0, c(k), rows, wk, stack.data());
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(rows)), winners;
+    for (std::int64_t i = 0; i < rows; ++i) pos[static_cast<std::size_t>(i)] = global_row(r0 + i);
+    play_stack(k, std::move(stack), pos, winners);
     std::vector<double>& acc = cand(s);
     acc.insert(acc.end(), m.out_.begin(), m.out_.end());
   }
@@ -453,24 +441,19 @@ struct TournamentNumbers : LuNumbers {
     acc.insert(acc.end(), v, v + n);
   }
   const double* tour_out(std::int64_t k, std::int64_t s) {
-    std::vector<double> stack;
     std::vector<std::int64_t> winners;
-    play(k, cand(s), stack, winners);
+    play(k, cand(s), winners);
     std::vector<double>().swap(cand(s));
     return m.out_.data();
   }
   void tour_final(std::int64_t k, std::int64_t s) {
     const std::int64_t wk = w(k), k0 = k * m.nb_;
-    std::vector<double> stack;
     std::vector<std::int64_t> winners;
-    const std::int64_t zero = play(k, cand(s), stack, winners);
+    const std::int64_t zero = play(k, cand(s), winners);  // the winners factored: the diagonal block
     std::vector<double>().swap(cand(s));
     if (zero >= 0 || static_cast<std::int64_t>(winners.size()) < wk)
       throw std::runtime_error("2.5D LU with tournament pivoting: the matrix is singular (no nonzero finite pivot "
                                "in column " + std::to_string(k0 + std::max<std::int64_t>(zero, 0)) + ")");
-    const std::int64_t rows = static_cast<std::int64_t>(stack.size()) / wk;
-    m.diag_.resize(static_cast<std::size_t>(wk * wk));
-    pack(stack.data(), rows, 0, 0, wk, wk, m.diag_.data());
     m.diag_k_ = k;
     // the winners in order, as LAPACK's interchanges: row k0 + i with the row holding winner i
     std::map<std::int64_t, std::int64_t> where, content;  // moved rows only: row -> position, position -> row
@@ -520,64 +503,89 @@ struct TournamentNumbers : LuNumbers {
     sw.in.assign(in.begin(), in.end());
     return static_cast<std::int64_t>(sw.in.size());
   }
-  // Rows [r0, r0 + nrows) (nrows > 1: a block) or the single row r0, brought up to date with
-  // every pending update.
-  void catch_up(const std::vector<PendingUpdate>& pend, std::int64_t r0, std::int64_t nrows) {
-    const std::int64_t nl = m.cols_.local_size(m.y_);
+  // Local rows `lr` x columns [c0, c0 + nc) of this rank's share, copied out to (gather) or
+  // in from (scatter) an lr.size() x nc column-major array.
+  void gather(const std::vector<std::int64_t>& lr, std::int64_t c0, std::int64_t nc, double* out) {
+    const std::size_t nr = lr.size();
+    for (std::int64_t j = 0; j < nc; ++j) {
+      const double* col = at(0, c0 + j);
+      for (std::size_t i = 0; i < nr; ++i) out[static_cast<std::size_t>(j) * nr + i] = col[lr[i]];
+    }
+  }
+  void scatter(const std::vector<std::int64_t>& lr, std::int64_t c0, std::int64_t nc, const double* v) {
+    const std::size_t nr = lr.size();
+    for (std::int64_t j = 0; j < nc; ++j) {
+      double* col = at(0, c0 + j);
+      for (std::size_t i = 0; i < nr; ++i) col[lr[i]] = v[static_cast<std::size_t>(j) * nr + i];
+    }
+  }
+  // Local rows `lr` brought up to date with every pending update: one GEMM each, in place
+  // where the rows are consecutive, else on gathered copies.
+  void catch_up(const std::vector<PendingUpdate>& pend, const std::vector<std::int64_t>& lr) {
+    const std::int64_t nl = m.cols_.local_size(m.y_), nr = static_cast<std::int64_t>(lr.size());
+    const bool block = nr > 0 && lr.back() - lr.front() == nr - 1;
+    std::vector<double> Lg, Ag;
     for (const PendingUpdate& p : pend) {
-      const std::int64_t c0 = c(p.bnext), wk = w(p.k), ldl = ra(p.k);
-      if (c0 >= nl || nrows == 0) continue;
-      const double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() + (r0 - r(p.k + 1));
+      const std::int64_t c0 = c(p.bnext), wk = w(p.k), ldl = ra(p.k), nc = nl - c0;
+      if (nc <= 0 || nr == 0) continue;
+      const double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);  // indexed by local row
+      if (!block) {
+        Lg.resize(static_cast<std::size_t>(nr * wk));
+        for (std::int64_t j = 0; j < wk; ++j)
+          for (std::int64_t i = 0; i < nr; ++i)
+            Lg[static_cast<std::size_t>(j * nr + i)] = L[j * ldl + lr[static_cast<std::size_t>(i)]];
+        Ag.resize(static_cast<std::size_t>(nr * nc));
+        gather(lr, c0, nc, Ag.data());
+      }
       const double* U = p.uslot >= 0 ? held(p.uslot) + (c0 - c(p.k + 1)) * wk : at(r(p.k), c0);
       const std::int64_t ldu = p.uslot >= 0 ? wk : ml();
       const auto t = clock_type::now();
-      if (nrows == 1)
-        cblas_dgemv(CblasColMajor, CblasTrans, static_cast<int>(wk), static_cast<int>(nl - c0), -1.0, U,
-                    static_cast<int>(ldu), L, static_cast<int>(ldl), 1.0, at(r0, c0), static_cast<int>(ml()));
-      else
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nrows), static_cast<int>(nl - c0),
-                    static_cast<int>(wk), -1.0, L, static_cast<int>(ldl), U, static_cast<int>(ldu), 1.0, at(r0, c0),
-                    static_cast<int>(ml()));
-      timed_flops(t, 2.0 * static_cast<double>(nrows * (nl - c0) * wk));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nr), static_cast<int>(nc),
+                  static_cast<int>(wk), -1.0, block ? L + lr.front() : Lg.data(), static_cast<int>(block ? ldl : nr), U,
+                  static_cast<int>(ldu), 1.0, block ? at(lr.front(), c0) : Ag.data(),
+                  static_cast<int>(block ? ml() : nr));
+      timed_flops(t, 2.0 * static_cast<double>(nr * nc * wk));
+      if (!block) scatter(lr, c0, nc, Ag.data());
     }
   }
+  // Swap k's messages hold their rows' moving columns as a rows x ncols column-major array,
+  // rows in ascending order of the positions they go to.
   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
     const std::int64_t k1 = (k + 1) * m.nb_;
-    if (m.x_ == m.rows_.owner(k)) catch_up(pend, r(k), w(k));  // block row k becomes final
     const std::map<std::int64_t, std::int64_t> mv = moved(k);
-    for (const auto& [q, src] : mv) {  // rows below it that move: up to date, then left alone
-      if (q < k1 || m.rows_.owner(q / m.nb_) != m.x_) continue;
-      const std::int64_t lr = local_row(q);
-      catch_up(pend, lr, 1);
-      for (const PendingUpdate& p : pend) {
-        std::vector<double>& L = m.lcopy_[static_cast<std::size_t>(p.k)];
-        const std::int64_t ldl = ra(p.k), i = lr - r(p.k + 1);
-        for (std::int64_t j = 0; j < w(p.k); ++j) L[static_cast<std::size_t>(j * ldl + i)] = 0.0;
-      }
+    std::vector<std::int64_t> rows, below;  // block row k (it becomes final) and the rows below it that move
+    if (m.x_ == m.rows_.owner(k))
+      for (std::int64_t i = r(k); i < r(k + 1); ++i) rows.push_back(i);
+    for (const auto& [q, src] : mv)
+      if (q >= k1 && m.rows_.owner(q / m.nb_) == m.x_) below.push_back(local_row(q));
+    catch_up(pend, rows);
+    catch_up(pend, below);  // up to date, then left alone by the updates to come:
+    for (const PendingUpdate& p : pend) {
+      double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);
+      for (std::int64_t j = 0; j < w(p.k); ++j)
+        for (const std::int64_t lr : below) L[j * ra(p.k) + lr] = 0.0;
     }
     if (sw.ncols == 0) return;
-    const auto row_into = [&](std::int64_t g, double* out) {  // the moving part of a position's row
-      const std::int64_t lr = local_row(g);
-      for (std::int64_t j = 0; j < sw.ncols; ++j) out[j] = *at(lr, sw.c0 + j);
-    };
+    std::vector<std::int64_t> from;
     for (const auto& [xq, qs] : sw.out) {
-      m.pack_.resize(qs.size() * static_cast<std::size_t>(sw.ncols));
-      for (std::size_t i = 0; i < qs.size(); ++i) row_into(mv.at(qs[i]), m.pack_.data() + i * sw.ncols);
+      from.clear();
+      for (const std::int64_t q : qs) from.push_back(local_row(mv.at(q)));
+      m.pack_.resize(from.size() * static_cast<std::size_t>(sw.ncols));
+      gather(from, sw.c0, sw.ncols, m.pack_.data());
       send(m.grid_.rank(xq, m.y_, m.z_), m.plan_.nids + k, m.pack_.data(), static_cast<std::int64_t>(m.pack_.size()),
            lu_swap);
     }
-    std::vector<std::pair<std::int64_t, std::vector<double>>> local;  // read them all, then write
+    std::vector<std::int64_t> to;  // the moves within this rank: read them all, then write
+    from.clear();
     for (const auto& [q, src] : mv)
       if (m.rows_.owner(q / m.nb_) == m.x_ && m.rows_.owner(src / m.nb_) == m.x_) {
-        local.emplace_back(q, std::vector<double>(static_cast<std::size_t>(sw.ncols)));
-        row_into(src, local.back().second.data());
+        to.push_back(local_row(q));
+        from.push_back(local_row(src));
       }
-    for (const auto& [q, v] : local) write_row(sw, q, v.data());
-  }
-  void write_row(const LU25D::Swap& sw, std::int64_t g, const double* v) {
-    const std::int64_t lr = local_row(g);
-    for (std::int64_t j = 0; j < sw.ncols; ++j) *at(lr, sw.c0 + j) = v[j];
+    std::vector<double> tmp(from.size() * static_cast<std::size_t>(sw.ncols));
+    gather(from, sw.c0, sw.ncols, tmp.data());
+    scatter(to, sw.c0, sw.ncols, tmp.data());
   }
   void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n) {
     m.swaps_[static_cast<std::size_t>(k)].got.emplace_back(source, std::vector<double>(v, v + n));
@@ -590,7 +598,9 @@ struct TournamentNumbers : LuNumbers {
       if (it == sw.in.end() || m.grid_.y_of(src) != m.y_ || m.grid_.z_of(src) != m.z_ ||
           static_cast<std::int64_t>(v.size()) != static_cast<std::int64_t>(it->second.size()) * sw.ncols)
         throw std::logic_error("LU: a swap message for step " + std::to_string(k) + " this rank did not expect");
-      for (std::size_t i = 0; i < it->second.size(); ++i) write_row(sw, it->second[i], v.data() + i * sw.ncols);
+      std::vector<std::int64_t> to;
+      for (const std::int64_t q : it->second) to.push_back(local_row(q));
+      scatter(to, sw.c0, sw.ncols, v.data());
     }
     sw = LU25D::Swap{};
   }
@@ -630,18 +640,23 @@ void LU25D::swap_left_columns() {
   std::iota(src.begin(), src.end(), 0);  // src[q]: where the row at q after the steps > j stood after step j
   std::iota(inv.begin(), inv.end(), 0);
   TournamentNumbers be{*this};
-  struct Move { std::int64_t j, q, s; };
-  std::map<int, std::vector<Move>> out, in;
-  std::vector<Move> local;
+  struct Group {  // rows of one block column moving between two process rows (or within this one)
+    std::int64_t j;
+    std::vector<std::int64_t> to, from;  // local rows here (to: received; from: sent)
+  };
+  std::map<int, std::vector<Group>> out, in;  // per process row; local moves under this rank's own
+  const auto group = [](std::vector<Group>& gs, std::int64_t j) -> Group& {
+    if (gs.empty() || gs.back().j != j) gs.push_back({j, {}, {}});
+    return gs.back();
+  };
   for (std::int64_t j = K - 1; j >= 0; --j) {
     if (cols_.owner(j) == y_)
       for (std::int64_t q = (j + 1) * nb_; q < n_; ++q) {
         const std::int64_t s = src[static_cast<std::size_t>(q)];
         if (s == q) continue;
         const int xq = rows_.owner(q / nb_), xs = rows_.owner(s / nb_);
-        if (xs == x_ && xq == x_) local.push_back({j, q, s});
-        else if (xs == x_) out[xq].push_back({j, q, s});
-        else if (xq == x_) in[xs].push_back({j, q, s});
+        if (xs == x_) group(out[xq], j).from.push_back(be.local_row(s));
+        if (xq == x_) group(in[xs], j).to.push_back(be.local_row(q));
       }
     // step j in front: src[q] = sigma_j(src[q]), sigma_j(p) the position before step j of the row at p after it
     std::vector<std::pair<std::int64_t, std::int64_t>> upd;  // (q, new src)
@@ -649,42 +664,40 @@ void LU25D::swap_left_columns() {
     for (const auto& [q, s] : upd) src[static_cast<std::size_t>(q)] = s;
     for (const auto& [q, s] : upd) inv[static_cast<std::size_t>(s)] = q;
   }
-  const auto row = [&](const Move& mv, std::int64_t g) { return A_ + cols_.local_start(y_, mv.j) * rows_.local_size(x_) +
-                                                                 be.local_row(g); };
-  const std::int64_t ml = rows_.local_size(x_);
-  const auto copy_row = [&](const Move& mv, std::int64_t g, double* o) {
-    for (std::int64_t c = 0; c < rows_.width(mv.j); ++c) o[c] = row(mv, g)[c * ml];
+  // A message: each group's rows x width(j), column-major, the groups in order.
+  const auto pack_groups = [&](const std::vector<Group>& gs, std::vector<double>& buf) {
+    buf.clear();
+    for (const Group& g : gs) {
+      const std::size_t at = buf.size(), w = static_cast<std::size_t>(rows_.width(g.j));
+      buf.resize(at + g.from.size() * w);
+      be.gather(g.from, cols_.local_start(y_, g.j), rows_.width(g.j), buf.data() + at);
+    }
   };
-  const auto write_row = [&](const Move& mv, const double* v) {
-    for (std::int64_t c = 0; c < rows_.width(mv.j); ++c) row(mv, mv.q)[c * ml] = v[c];
+  const auto unpack_groups = [&](const std::vector<Group>& gs, const double* v, std::int64_t n) {
+    std::int64_t need = 0;
+    for (const Group& g : gs) need += static_cast<std::int64_t>(g.to.size()) * rows_.width(g.j);
+    if (need != n) throw std::logic_error("LU: an unexpected message while swapping L's rows");
+    for (const Group& g : gs) {
+      be.scatter(g.to, cols_.local_start(y_, g.j), rows_.width(g.j), v);
+      v += static_cast<std::int64_t>(g.to.size()) * rows_.width(g.j);
+    }
   };
   std::vector<double> buf;
   engine_.set_tag(tag);
-  for (const auto& [xq, moves] : out) {
-    buf.clear();
-    for (const Move& mv : moves) {
-      buf.resize(buf.size() + static_cast<std::size_t>(rows_.width(mv.j)));
-      copy_row(mv, mv.s, buf.data() + buf.size() - static_cast<std::size_t>(rows_.width(mv.j)));
+  for (const auto& [xq, gs] : out)
+    if (xq != x_) {
+      pack_groups(gs, buf);
+      engine_.send(grid_.rank(xq, y_, 0), plan_.nids + K, buf.data(), static_cast<std::int64_t>(buf.size()), lu_swap);
     }
-    engine_.send(grid_.rank(xq, y_, 0), plan_.nids + K, buf.data(), static_cast<std::int64_t>(buf.size()), lu_swap);
+  if (out.count(x_)) {  // within this rank: read them all, then write
+    pack_groups(out[x_], buf);
+    unpack_groups(in[x_], buf.data(), static_cast<std::int64_t>(buf.size()));
   }
-  buf.clear();
-  for (const Move& mv : local) {
-    buf.resize(buf.size() + static_cast<std::size_t>(rows_.width(mv.j)));
-    copy_row(mv, mv.s, buf.data() + buf.size() - static_cast<std::size_t>(rows_.width(mv.j)));
-  }
-  for (std::size_t i = 0, off = 0; i < local.size(); off += static_cast<std::size_t>(rows_.width(local[i].j)), ++i)
-    write_row(local[i], buf.data() + off);
+  in.erase(x_);
   engine_.run(static_cast<std::int64_t>(in.size()), [&](int source, std::int64_t, const double* v, std::int64_t n) {
     const auto it = in.find(grid_.x_of(source));
-    std::int64_t need = 0;
-    if (it != in.end())
-      for (const Move& mv : it->second) need += rows_.width(mv.j);
-    if (it == in.end() || need != n) throw std::logic_error("LU: an unexpected message while swapping L's rows");
-    for (const Move& mv : it->second) {
-      write_row(mv, v);
-      v += rows_.width(mv.j);
-    }
+    if (it == in.end()) throw std::logic_error("LU: an unexpected message while swapping L's rows");
+    unpack_groups(it->second, v, n);
   });
 }
 

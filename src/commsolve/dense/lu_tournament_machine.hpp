@@ -115,23 +115,19 @@ class TournamentLuMachine {
     progress();
   }
 
-  // One piece of a pending update: the one the next column share waits for first; false when
-  // there is nothing to do.
+  // One piece of the oldest pending update (up to the next column share at once if that is
+  // what it waits for); false when there is nothing to do.
   bool idle() {
     if (pend_.empty()) return false;
-    std::size_t i = 0;
-    std::int64_t to = 0;
-    const auto waits = [&](const PendingUpdate& p) { return next_col_ < K_ && p.bnext <= next_col_; };
-    const auto it = std::find_if(pend_.begin(), pend_.end(), waits);
-    if (it != pend_.end()) {
-      i = static_cast<std::size_t>(it - pend_.begin());
+    const PendingUpdate& p = pend_[0];
+    std::int64_t to = p.bnext;
+    if (pend_.size() == 1 && next_col_ < K_ && p.bnext <= next_col_) {
       to = next_col_ + 1;
-    } else {  // the oldest: at least piece_cols local columns, whole blocks
-      to = pend_[0].bnext;
-      while (to < K_ && col_at(to) - col_at(pend_[0].bnext) < piece_cols_) ++to;
-      to = std::max(to, pend_[0].bnext + 1);
+    } else {  // at least piece_cols local columns, whole blocks
+      while (to < K_ && col_at(to) - col_at(p.bnext) < piece_cols_) ++to;
+      to = std::max(to, p.bnext + 1);
     }
-    apply(i, to);
+    apply(0, to);
     progress();
     return true;
   }
@@ -216,9 +212,12 @@ class TournamentLuMachine {
     bcast_root(lu_diag, k, be_.diag(k));
   }
 
+  // Column share m: every swap before m done, and every update of this layer's steps before m
+  // applied (the last one's up to block column m): at most one update pending, so that a
+  // swap's catching up stays one step's work.
   bool can_contribute_col(std::int64_t m) const {
-    if (swapped_ < m || reg_ < before(m)) return false;
-    return std::all_of(pend_.begin(), pend_.end(), [m](const PendingUpdate& p) { return p.bnext > m; });
+    if (swapped_ < m || reg_ < before(m) || pend_.size() > 1) return false;
+    return pend_.empty() || pend_[0].bnext > m;
   }
 
   // Swap k here: started once allowed, finished once its rows are in.
