@@ -4,9 +4,11 @@ scale, simulated at 65,536 ranks.
 Parts (--parts, all by default):
   measured   commsolve gemm / lu against ScaLAPACK's pdgemm / pdgetrf (Debian's 2.2.1, built by
              bench/scalapack_peer.py into ~/.cache/commsolve/peers; the same n and block size,
-             one thread per rank, random matrices, LU on diagonally dominant ones: ScaLAPACK
-             pivots but swaps no row), alternated --rounds times, medians: 1x1(x1), 1x2(x1) and
-             1x1x2 for commsolve (2 ranks on this 2-core machine: reported apart). commsolve's
+             one thread per rank, random matrices; "lu" without pivoting on diagonally dominant
+             ones (ScaLAPACK pivots but swaps no row), "lu-tournament" with tournament pivoting
+             on random ones (ScaLAPACK's partial pivoting swaps rows too)), alternated --rounds
+             times, medians: 1x1(x1), 1x2(x1), 2x1(x1) (pivoted LU) and 1x1x2 for commsolve (2
+             ranks on this 2-core machine: reported apart). commsolve's
              time includes its plan's setup; both sides time between barriers, b and x (here
              A, B, C) already distributed.
   words      the words of panels each rank receives, counted from the plans of every rank
@@ -48,28 +50,32 @@ def ours(op, n, nb, grid):
     """One run of commsolve gemm / lu: seconds with the plan's setup (plan, trees, engine) and
     without it, and the whole report."""
     p = int(np.prod([int(v) for v in grid.split("x")]))
+    pivoting = ["--pivoting", "tournament"] if op == "lu-tournament" else []
     out = mpi_job(p, [sys.executable, "-m", "mpi4py", "-m", "commsolve", "gemm" if op == "gemm" else "lu", "--n", str(n),
-                      "--nb", str(nb), "--grid", grid, "--repeat", "1", "--json", "-np", str(p)])
+                      "--nb", str(nb), "--grid", grid, "--repeat", "1", "--json", "-np", str(p), *pivoting])
     r = json.loads(out[out.index("{"):])
     return r["seconds"] + r["setup_seconds"], r
 
 
 def measured(sizes, nb, rounds):
     rows = []
+    peer_op = {"gemm": "gemm", "lu": "getrf", "lu-tournament": "getrf-random"}
+    notes = {"gemm": "commsolve's seconds include its plan's setup",
+             "lu": "commsolve's seconds include its plan's setup; its LU does not pivot, ScaLAPACK's pdgetrf does "
+                   "(no row moves on these diagonally dominant matrices, but it searches)",
+             "lu-tournament": "commsolve's seconds include its plan's setup; both pivot on the same random matrix "
+                              "(tournament against partial pivoting: the same pivots on one process row)"}
     for op, n in sizes:
-        for grid in ("1x1x1", "1x2x1", "1x1x2"):
+        for grid in ("1x1x1", "1x2x1", "2x1x1", "1x1x2") if op == "lu-tournament" else ("1x1x1", "1x2x1", "1x1x2"):
             pr, pc, c = (int(v) for v in grid.split("x"))
             mine, peer, last = [], [], None
             for _ in range(rounds):  # alternated: the machine's drift hits both sides alike
                 t, last = ours(op, n, nb, grid)
                 mine.append(t)
                 if c == 1:
-                    peer.append(scalapack_peer.run("gemm" if op == "gemm" else "getrf", n, nb, pr, pc, repeat=1,
-                                                   oversubscribe=True)["median"])
+                    peer.append(scalapack_peer.run(peer_op[op], n, nb, pr, pc, repeat=1, oversubscribe=True)["median"])
             row = {"op": op, "n": n, "nb": nb, "grid": grid, "ranks": pr * pc * c, "commsolve_s": mine,
-                   "note": "commsolve's seconds include its plan's setup; its LU does not pivot, ScaLAPACK's "
-                           "pdgetrf does (no row moves on these diagonally dominant matrices, but it searches)"
-                   if op == "lu" else "commsolve's seconds include its plan's setup",
+                   "note": notes[op], "growth": last.get("growth"),
                    "commsolve_median_s": float(np.median(mine)), "check_error": last["check_error"],
                    "panel_words_received_max": last["panel_words_received"]["max"],
                    "panel_words_formula": last["panel_words_received"]["formula"],
@@ -177,7 +183,7 @@ def main():
                                      "on 65,536 cores of BG/P)"}
     if "measured" in parts:
         scalapack_peer.build()
-        doc["measured"] = measured([("gemm", 3000), ("lu", 3000)], args.nb, args.rounds)
+        doc["measured"] = measured([("gemm", 3000), ("lu", 3000), ("lu-tournament", 3000)], args.nb, args.rounds)
     if "words" in parts:
         doc["words"] = words()
     if "simulated" in parts:

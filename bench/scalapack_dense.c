@@ -2,14 +2,15 @@
  * block-cyclic N x N matrices, for the benchmarks that compare commsolve's 2.5D dense multiply
  * and LU (cs.dense.matmul / lu) with ScaLAPACK (bench/scalapack_peer.py builds and runs it).
  *
- *   mpiexec -n PR*PC scalapack_dense OP N NB PR PC REPEAT      (OP: gemm or getrf)
+ *   mpiexec -n PR*PC scalapack_dense OP N NB PR PC REPEAT      (OP: gemm, getrf or getrf-random)
  *
  * The ranks form a PR x PC BLACS grid in row-major order (Cblacs_gridinit(..., "Row", PR, PC)),
  * so rank r is grid position (x, y) = (r / PC, r % PC), as on commsolve's layer 0. The matrices
  * are NB x NB block-cyclic from process (0, 0) (numroc_ / descinit_). Entry (i, j) of each
  * matrix is a hash of (matrix, i, j) mapped to [-1, 1), so the matrices are the same on every
  * grid; for getrf, N is added to the diagonal (strictly diagonally dominant by columns, so
- * partial pivoting swaps no rows and the factorization is well defined).
+ * partial pivoting swaps no rows and the factorization is well defined); getrf-random factors
+ * the random matrix as it is (partial pivoting swaps rows at every step).
  *
  * gemm: C = A B ('N', 'N', alpha 1, beta 0), REPEAT times; the entry C(0, 0) is checked against
  * the sum computed from the generator. getrf: A = P L U, REPEAT times, A refilled before each
@@ -111,7 +112,7 @@ static int bad_arguments(int rank, const char* why) {
   if (rank == 0) {
     fprintf(stderr, "scalapack_dense: %s\n", why);
     fprintf(stderr, "usage: mpiexec -n PR*PC scalapack_dense OP N NB PR PC REPEAT  "
-                    "(OP: gemm or getrf; N, NB, PR, PC, REPEAT positive integers)\n");
+                    "(OP: gemm, getrf or getrf-random; N, NB, PR, PC, REPEAT positive integers)\n");
   }
   MPI_Finalize();
   return 2;
@@ -138,8 +139,9 @@ int main(int argc, char** argv) {
     return bad_arguments(rank, why);
   }
   const char* op = argv[1];
-  const int is_gemm = strcmp(op, "gemm") == 0;
-  if (!is_gemm && strcmp(op, "getrf") != 0) return bad_arguments(rank, "OP must be gemm or getrf");
+  const int is_gemm = strcmp(op, "gemm") == 0, is_random = strcmp(op, "getrf-random") == 0;
+  if (!is_gemm && !is_random && strcmp(op, "getrf") != 0)
+    return bad_arguments(rank, "OP must be gemm, getrf or getrf-random");
   static const char* names[] = {"N", "NB", "PR", "PC", "REPEAT"};
   int vals[5];
   for (int k = 0; k < 5; ++k) {
@@ -185,7 +187,7 @@ int main(int argc, char** argv) {
   double* a = checked_malloc(local * sizeof(double));
   double *b = NULL, *c = NULL;
   int* ipiv = NULL;
-  const double shift = is_gemm ? 0.0 : (double)n;
+  const double shift = is_gemm || is_random ? 0.0 : (double)n;
   fill(a, MAT_A, n, nb, myrow, mycol, pr, pc, mloc, nloc, lld, shift);
   if (is_gemm) {
     b = checked_malloc(local * sizeof(double));

@@ -58,14 +58,15 @@ def build(force=False):
 
 
 def run(op, n, nb, pr, pc, repeat=3, oversubscribe=False, timeout=600):
-    """``repeat`` runs of ScaLAPACK's ``op`` ("gemm": C = A B; "getrf": A = P L U) on N x N
+    """``repeat`` runs of ScaLAPACK's ``op`` ("gemm": C = A B; "getrf": A = P L U, A
+    diagonally dominant; "getrf-random": the same, A random) on N x N
     matrices in nb x nb blocks on a pr x pc grid, under ``mpiexec -n pr*pc`` with one thread
     per rank (``--oversubscribe`` when asked, for more ranks than cores): the driver's JSON
     record, {"op", "n", "nb", "grid": [pr, pc], "times": [seconds per run], "median",
     "gflops"} (flops 2 n^3 for gemm, 2 n^3 / 3 for getrf, over the median). A RuntimeError
     with the driver's stderr if it fails or runs past ``timeout`` seconds."""
-    if op not in ("gemm", "getrf"):
-        raise ValueError(f"op must be 'gemm' or 'getrf', not {op!r}")
+    if op not in ("gemm", "getrf", "getrf-random"):
+        raise ValueError(f"op must be 'gemm', 'getrf' or 'getrf-random', not {op!r}")
     for name, value in (("n", n), ("nb", nb), ("pr", pr), ("pc", pc), ("repeat", repeat)):
         if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
             raise ValueError(f"{name} must be a positive integer, not {value!r}")

@@ -55,11 +55,16 @@ def gemm(n, m, k, nprocs, oversubscribe, timeout, nb, grid, tree, repeat, ppn, s
 
 @click.command()
 @click.option("--n", type=click.IntRange(1), required=True, help="Size of the matrix.")
+@click.option("--pivoting", type=click.Choice(["none", "tournament"]), default="none", show_default=True,
+              help="none: a random diagonally dominant matrix; tournament: a random matrix, with tournament "
+              "pivoting (CALU's).")
 @dense_options
-def lu(n, nprocs, oversubscribe, timeout, nb, grid, tree, repeat, ppn, seed, tol, as_json):
-    """2.5D LU without pivoting of a random diagonally dominant matrix: step k eliminated on
-    layer k mod C, the panels summed over the layers first. Reports time, GFlop/s, words
-    received per rank (beside n^2 (1/PR + 1/PC) / (2C)), the growth max|U|/max|A| and the
-    check ||L (U x) - A x|| / ||A x||."""
+def lu(n, pivoting, nprocs, oversubscribe, timeout, nb, grid, tree, repeat, ppn, seed, tol, as_json):
+    """2.5D LU of a random matrix: step k eliminated on layer k mod C, the panels summed over
+    the layers first; without pivoting (the matrix made diagonally dominant) or with
+    tournament pivoting (each panel's pivot rows picked by a reduction of candidate rows over
+    its process column). Reports time, GFlop/s, words received per rank (beside
+    n^2 (1/PR + 1/PC) / (2C)), the growth max|U|/max|A| and the check
+    ||L (U x) - P A x|| / ||P A x||."""
     relaunch_or_check(nprocs, oversubscribe, timeout)
-    _run("lu", tol, as_json, n=n, nb=nb, grid=grid, tree=tree, repeat=repeat, ppn=ppn, seed=seed)
+    _run("lu", tol, as_json, n=n, nb=nb, grid=grid, tree=tree, repeat=repeat, ppn=ppn, seed=seed, pivoting=pivoting)

@@ -330,7 +330,7 @@ def _dense_command(kind, name):
                   help="Node torus extents (e.g. 16x32x32 for 65,536 ranks at 4 per node): messages share the "
                   "links of their routes (the profile's [torus] rates).")
     @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-    def command(n, procs, replications, nb, profile, ppn, tree, piece, torus, as_json):
+    def command(n, procs, replications, nb, profile, ppn, tree, piece, torus, as_json, pivoting="none"):
         from ..sim.dense import format_replication_study, replication_study
 
         try:
@@ -347,13 +347,19 @@ def _dense_command(kind, name):
             except ValueError:
                 raise click.BadParameter(f"expected extents like 16x32x32, got {torus!r}", param_hint="--torus") from None
         out = offline(replication_study, kind, n, procs, profile, cs, nb=nb, ppn=ppn, tree=tree, piece=piece,
-                      torus=dims, progress=None if as_json else lambda it: bar(iterable=it, desc=name))
+                      torus=dims, pivoting=pivoting,
+                      progress=None if as_json else lambda it: bar(iterable=it, desc=name))
         click.echo(as_json_text(out) if as_json else format_replication_study(out))
 
     command.__doc__ = (f"The 2.5D {'multiply' if kind == 'matmul' else 'LU'} of n x n on --procs simulated ranks, "
                        "one run per replication factor c on a sqrt(p/c) x sqrt(p/c) x c grid: predicted time, "
                        "speedup over the first c, share of the flop rate, words per rank beside the formula "
-                       "(Solomonik and Demmel's strong scaling at 65,536 cores).")
+                       "(Solomonik and Demmel's strong scaling at 65,536 cores)."
+                       + (" With --pivoting tournament, the pivots of a random matrix are modelled (each step's "
+                          "pivot rows drawn uniformly from the rows left)." if kind == "lu" else ""))
+    if kind == "lu":
+        command = click.option("--pivoting", type=click.Choice(["none", "tournament"]), default="none",
+                               show_default=True, help="Without pivoting, or with tournament pivoting.")(command)
     return command
 
 

@@ -21,9 +21,10 @@ def _relative(a, b):
 
 
 def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid=None, tree="binary", repeat=3,
-              ppn=None, seed=0, progress=None):
+              ppn=None, seed=0, pivoting="none", progress=None):
     """Collective. ``kind`` "gemm": C = A B, A m x k, B k x n (m and k default to n); "lu": A
-    n x n with n added to its diagonal (diagonally dominant: no pivoting needed). Runs
+    n x n random, with ``pivoting`` "tournament" as it is, with "none" n added to its
+    diagonal (diagonally dominant: no pivoting needed). Runs
     ``repeat`` times on ``grid`` ("PRxPCxC"; default the squarest 2D grid); reports the run
     of median time (its slowest rank). Returns the result dict on rank 0, None elsewhere."""
     if kind not in ("gemm", "lu"):
@@ -37,6 +38,7 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
                              f"repeat={repeat}")
         if kind == "lu" and m != n:
             raise ValueError("lu factors a square matrix: give --n only")
+        dense.algorithms.check_pivoting(pivoting)
         return dense.parse_grid25(grid, comm.size)
 
     g = run_agreed(comm, check_args)
@@ -55,9 +57,10 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
         extra = {}
     else:
         A = DistributedDense.random(n, n, comm, g, nb, seed=seed)
-        rows, cols = A.global_indices()
-        A.local += n * (rows[:, None] == cols[None, :])
-        plan = dense.LUPlan(n, comm, g, nb, tree=tree, topology=ppn)
+        if pivoting == "none":
+            rows, cols = A.global_indices()
+            A.local += n * (rows[:, None] == cols[None, :])
+        plan = dense.LUPlan(n, comm, g, nb, tree=tree, topology=ppn, pivoting=pivoting)
         for _ in (range(repeat) if progress is None else progress(range(repeat))):
             f = plan.factor(A)
             runs.append(f.report)
@@ -65,9 +68,9 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
         F = f.factors
         Ux = F.matvec(x, keep=lambda r, c: r <= c)
         LUx = F.matvec(Ux, keep=lambda r, c: r > c) + Ux
-        check = _relative(LUx, A.matvec(x))
-        check_name = "||L (U x) - A x|| / ||A x||, x random"
-        extra = {}
+        check = _relative(LUx, A.matvec(x)[f.perm()])
+        check_name = "||L (U x) - P A x|| / ||P A x||, x random"
+        extra = {"pivoting": pivoting}
     rep = runs[int(np.argsort([r.seconds for r in runs])[len(runs) // 2])]
     if comm.rank != 0:
         return None
@@ -81,7 +84,8 @@ def run_dense(comm, kind, *, n, m=None, k=None, nb=dense.matrix.DEFAULT_NB, grid
 def format_dense(r):
     """The text report of :func:`run_dense`'s result."""
     m, n, k = r["shape"]
-    what = f"C = A B, A {m:,} x {k:,}, B {k:,} x {n:,}" if r["kind"] == "gemm" else f"LU of {n:,} x {n:,} (no pivoting)"
+    how = "no pivoting" if r.get("pivoting") == "none" else f"{r.get('pivoting')} pivoting"
+    what = f"C = A B, A {m:,} x {k:,}, B {k:,} x {n:,}" if r["kind"] == "gemm" else f"LU of {n:,} x {n:,} ({how})"
     w, pw = r["words_received"], r["panel_words_received"]
     lines = [
         f"problem     {what}, blocks of {r['nb']}",
@@ -95,7 +99,8 @@ def format_dense(r):
         f"all moves   words received per rank: max {w['max']:,.0f}, mean {w['mean']:,.0f} (with replication, sums "
         f"along z and layer 0's copy of the factors)",
         f"check       {r['check']} = {r['check_error']:.2e}",
-        f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",
+        f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}"
+        + (" (row swaps follow the pivots: recorded only)" if r.get("pivoting") == "tournament" else ""),
     ]
     if r.get("growth") is not None:
         lines.insert(5, f"growth      max |U| / max |A| = {r['growth']:.3g}")

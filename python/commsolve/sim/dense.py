@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _core
 from ..dense import ROLES, words_leading_term
-from ..dense.algorithms import PANEL, PIECE
+from ..dense.algorithms import PANEL, PIECE, check_pivoting
 from ..dense.matrix import DEFAULT_NB
 from ..topology import Topology, blocked_topology
 from ..trees import tree_shape
@@ -27,9 +27,11 @@ KINDS = ("matmul", "lu")
 
 
 def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary", m=None, k=None, panel=PANEL,
-                   piece=PIECE, timeline=False, trace=False, torus=None):
+                   piece=PIECE, timeline=False, trace=False, torus=None, pivoting="none"):
     """Replays the 2.5D ``kind`` ("matmul": A m x k times B k x n, m and k defaulting to n; "lu":
-    n x n) on ``grid`` (pr, pc, c) with ``profile``'s models, ``ppn`` ranks per node (default
+    n x n, ``pivoting`` "none" or "tournament": the pivots modelled as a random matrix's, each
+    step's pivot rows drawn uniformly from the rows left) on ``grid`` (pr, pc, c) with
+    ``profile``'s models, ``ppn`` ranks per node (default
     the profile's), moves in pieces of at most ``piece`` values. With ``torus`` (node extents
     whose product is the node count), the nodes make that torus and messages share the links
     of their routes (the profile's ``[torus]`` rates). Returns a
@@ -37,6 +39,9 @@ def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary
     :data:`commsolve.dense.ROLES`)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    tournament = check_pivoting(pivoting) == "tournament"
+    if tournament and kind != "lu":
+        raise ValueError("pivoting is for kind 'lu'")
     prof = simulation_profile(profile)
     pr, pc, c = (int(v) for v in grid)
     p = pr * pc * c
@@ -52,8 +57,10 @@ def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary
     k = n if k is None else k
     t0 = time.perf_counter()
     d = _core.simulate_dense(kind, int(m), int(n), int(k), int(nb), (pr, pc, c), int(panel), int(piece), tree_shape(tree), topo,
-                             network_model(prof, topo.max_ppn), compute_model(prof), bool(timeline), bool(trace))
+                             network_model(prof, topo.max_ppn), compute_model(prof), bool(timeline), bool(trace),
+                             tournament)
     info = {"workload": kind, "grid": f"{pr}x{pc}x{c}", "n": int(n), "nb": int(nb), "tree": str(tree),
+            "pivoting": pivoting if kind == "lu" else None,
             "piece": int(piece), "torus": list(torus) if torus is not None else None, "profile": prof.name, "ppn": ppn,
             "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)
@@ -71,12 +78,12 @@ def square_grids(p, replications):
 
 
 def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
-                      panel=PANEL, piece=PIECE, torus=None, progress=None):
+                      panel=PANEL, piece=PIECE, torus=None, progress=None, pivoting="none"):
     """``kind`` of size n on p ranks for each replication factor c (grids of
     :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
     smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
     and the words each rank received (max, counted by the simulator) beside the formula's
-    leading term. ``torus``: node extents (see :func:`simulate_dense`)."""
+    leading term. ``torus``, ``pivoting``: see :func:`simulate_dense`."""
     prof = simulation_profile(profile)
     grids = square_grids(p, replications)
     if not grids:
@@ -88,10 +95,12 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
                              f"ranks make any comparison meaningless); use nb <= {n // max(g[0], g[1])}")
     flops = 2.0 * n ** 3 if kind == "matmul" else 2.0 * n ** 3 / 3
     out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "piece": piece,
+           "pivoting": pivoting if kind == "lu" else None,
            "torus": list(torus) if torus is not None else None, "runs": {}}
     base = None
     for g in (grids if progress is None else progress(grids)):
-        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece, torus=torus)
+        r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece, torus=torus,
+                           pivoting=pivoting)
         panels = [i for i, role in enumerate(ROLES[kind]) if role.startswith("panel")]
         words = np.array([s.words_received(panels) for s in r.recorded], dtype=float)
         base = r.predicted_s if base is None else base
@@ -105,8 +114,9 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
 
 
 def format_replication_study(s):
+    piv = f", {s['pivoting']} pivoting" if s.get("pivoting") else ""
     lines = [f"{s['workload']} of n = {s['n']:,} on {s['nranks']:,} simulated ranks ({s['profile']}, blocks of "
-             f"{s['nb']}, {s['tree']} trees)",
+             f"{s['nb']}, {s['tree']} trees{piv})",
              f"  {'c':>4} {'grid':>12} {'predicted s':>12} {'speedup':>8} {'of F':>6} {'words/rank':>12} "
              f"{'formula':>12}"]
     for c, r in s["runs"].items():

@@ -182,7 +182,8 @@ void bind_replays(nb::module_& m) {
   m.def("simulate_dense", [](const std::string& kind, std::int64_t m_, std::int64_t n, std::int64_t k,
                              std::int64_t nb, const std::tuple<int, int, int>& grid, std::int64_t panel,
                              std::int64_t piece, const TreeShape& tree, const Topology& topo,
-                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {
+                             const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace,
+                             bool tournament) {
     const Grid25D g{std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)};
     if (kind != "matmul" && kind != "lu") throw nb::value_error("kind must be 'matmul' or 'lu'");
     if (kind == "lu" && (m_ != n || k != n)) throw nb::value_error("LU of a square matrix: m = n = k");
@@ -191,14 +192,15 @@ void bind_replays(nb::module_& m) {
       nb::gil_scoped_release nogil;
       r = kind == "matmul" ? sim::simulate_matmul(MatmulShape{m_, n, k, nb, panel, piece}, g, tree, topo, net, cpu,
                                                   {timeline, trace})
-                           : sim::simulate_lu(n, nb, g, tree, topo, net, cpu, {timeline, trace}, piece);
+                           : sim::simulate_lu(n, nb, g, tree, topo, net, cpu, {timeline, trace}, piece, tournament);
     }
     return result_dict(r);
   }, "kind"_a, "m"_a, "n"_a, "k"_a, "nb"_a, "grid"_a, "panel"_a, "piece"_a, "tree"_a, "topology"_a, "network"_a,
         "compute"_a,
-        "timeline"_a = false, "trace"_a = false,
-        "The 2.5D multiply or LU replayed as the MPI run does it (the same machines): categories (compute, comm, "
-        "idle), per-rank times, recorded statistics per role, critical path, predicted.");
+        "timeline"_a = false, "trace"_a = false, "tournament"_a = false,
+        "The 2.5D multiply or LU (tournament: with tournament pivoting, a random matrix's pivots modelled) replayed "
+        "as the MPI run does it (the same machines): categories (compute, comm, idle), per-rank times, recorded "
+        "statistics per role, critical path, predicted.");
   m.def("selinv_categories", &sim::selinv_categories, "What a simulated selected inversion's time goes to.");
   m.def("simulate_selinv", [](const SolveLayout& layout, const TreeShape& tree, bool symmetric, const Topology& topo,
                               const sim::NetworkModel& net, const sim::ComputeModel& cpu, bool timeline, bool trace) {

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "dense/lu_machine.hpp"
 #include "dense/lu_tournament_machine.hpp"
+#include "dense/pivots.hpp"
 #include "dense/matmul_machine.hpp"
 #include "direct/supernodal_lu.hpp"
 
@@ -475,18 +476,7 @@ struct TournamentNumbers : LuNumbers {
   const double* diag(std::int64_t) { return m.diag_.data(); }
   void put_diag(std::int64_t k) { unpack_range(m.A_, ml(), r(k), c(k), w(k), 0, w(k) * w(k), m.diag_.data()); }
 
-  // Step k's interchanges as a permutation of positions: src[q] is the position whose row ends
-  // at q (only positions that change).
-  std::map<std::int64_t, std::int64_t> moved(std::int64_t k) const {
-    std::map<std::int64_t, std::int64_t> content;
-    const auto at_pos = [&](std::int64_t p) { auto it = content.find(p); return it == content.end() ? p : it->second; };
-    for (std::int64_t t = k * m.nb_; t < k * m.nb_ + w(k); ++t) {
-      const std::int64_t p = m.ipiv_[static_cast<std::size_t>(t)], a = at_pos(t), b = at_pos(p);
-      content[t] = b, content[p] = a;
-    }
-    for (auto it = content.begin(); it != content.end();) it = it->first == it->second ? content.erase(it) : std::next(it);
-    return content;
-  }
+  std::map<std::int64_t, std::int64_t> moved(std::int64_t k) const { return interchange_moves(m.ipiv_, k * m.nb_, w(k)); }
   std::int64_t swap_plan(std::int64_t k) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
     sw.c0 = m.z_ == static_cast<int>(k % m.grid_.c) ? c(k) : c(k + 1);
@@ -519,78 +509,76 @@ struct TournamentNumbers : LuNumbers {
       for (std::size_t i = 0; i < nr; ++i) col[lr[i]] = v[static_cast<std::size_t>(j) * nr + i];
     }
   }
-  // Local rows `lr` brought up to date with every pending update: one GEMM each, in place
-  // where the rows are consecutive, else on gathered copies.
-  void catch_up(const std::vector<PendingUpdate>& pend, const std::vector<std::int64_t>& lr) {
-    const std::int64_t nl = m.cols_.local_size(m.y_), nr = static_cast<std::int64_t>(lr.size());
-    const bool block = nr > 0 && lr.back() - lr.front() == nr - 1;
-    std::vector<double> Lg, Ag;
+  // Rows brought up to date with every pending update on the columns it has not reached (from
+  // column c0 on: no column before is still pending): local rows [r0, r0 + nr) of the share in
+  // place (buf null), or the rows `lr` gathered in buf (nr x (nl - c0), column-major).
+  void catch_up(const std::vector<PendingUpdate>& pend, std::int64_t r0, std::int64_t nr, std::int64_t c0,
+                const std::vector<std::int64_t>* lr = nullptr, double* buf = nullptr) {
+    const std::int64_t nl = m.cols_.local_size(m.y_);
+    std::vector<double> Lg;
     for (const PendingUpdate& p : pend) {
-      const std::int64_t c0 = c(p.bnext), wk = w(p.k), ldl = ra(p.k), nc = nl - c0;
+      const std::int64_t cp = std::max(c(p.bnext), c0), wk = w(p.k), ldl = ra(p.k), nc = nl - cp;
       if (nc <= 0 || nr == 0) continue;
       const double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);  // indexed by local row
-      if (!block) {
+      if (lr != nullptr) {
         Lg.resize(static_cast<std::size_t>(nr * wk));
         for (std::int64_t j = 0; j < wk; ++j)
-          for (std::int64_t i = 0; i < nr; ++i)
-            Lg[static_cast<std::size_t>(j * nr + i)] = L[j * ldl + lr[static_cast<std::size_t>(i)]];
-        Ag.resize(static_cast<std::size_t>(nr * nc));
-        gather(lr, c0, nc, Ag.data());
+          for (std::int64_t i = 0; i < nr; ++i) Lg[static_cast<std::size_t>(j * nr + i)] = L[j * ldl + (*lr)[static_cast<std::size_t>(i)]];
       }
-      const double* U = p.uslot >= 0 ? held(p.uslot) + (c0 - c(p.k + 1)) * wk : at(r(p.k), c0);
+      const double* U = p.uslot >= 0 ? held(p.uslot) + (cp - c(p.k + 1)) * wk : at(r(p.k), cp);
       const std::int64_t ldu = p.uslot >= 0 ? wk : ml();
       const auto t = clock_type::now();
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nr), static_cast<int>(nc),
-                  static_cast<int>(wk), -1.0, block ? L + lr.front() : Lg.data(), static_cast<int>(block ? ldl : nr), U,
-                  static_cast<int>(ldu), 1.0, block ? at(lr.front(), c0) : Ag.data(),
-                  static_cast<int>(block ? ml() : nr));
+                  static_cast<int>(wk), -1.0, lr ? Lg.data() : L + r0, static_cast<int>(lr ? nr : ldl), U,
+                  static_cast<int>(ldu), 1.0, lr ? buf + (cp - c0) * nr : at(r0, cp), static_cast<int>(lr ? nr : ml()));
       timed_flops(t, 2.0 * static_cast<double>(nr * nc * wk));
-      if (!block) scatter(lr, c0, nc, Ag.data());
     }
   }
   // Swap k's messages hold their rows' moving columns as a rows x ncols column-major array,
-  // rows in ascending order of the positions they go to.
+  // rows in ascending order of the positions they go to. A row that leaves for another process
+  // row goes up to date (its pending updates applied first); a row that comes from one arrives
+  // so, and its position's rows of the pending steps' L are zeroed (the updates to come leave
+  // it alone); a row that moves within this rank takes its pending updates along (its rows of
+  // L move with it). Block row k is brought up to date once its rows are in (swap_finish).
   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
-    const std::int64_t k1 = (k + 1) * m.nb_;
+    if (sw.ncols == 0) return;  // (nothing pending either: updates touch only the columns that move)
     const std::map<std::int64_t, std::int64_t> mv = moved(k);
-    std::vector<std::int64_t> rows, below;  // block row k (it becomes final) and the rows below it that move
-    if (m.x_ == m.rows_.owner(k))
-      for (std::int64_t i = r(k); i < r(k + 1); ++i) rows.push_back(i);
-    for (const auto& [q, src] : mv)
-      if (q >= k1 && m.rows_.owner(q / m.nb_) == m.x_) below.push_back(local_row(q));
-    catch_up(pend, rows);
-    catch_up(pend, below);  // up to date, then left alone by the updates to come:
-    for (const PendingUpdate& p : pend) {
-      double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);
-      for (std::int64_t j = 0; j < w(p.k); ++j)
-        for (const std::int64_t lr : below) L[j * ra(p.k) + lr] = 0.0;
-    }
-    if (sw.ncols == 0) return;
-    std::vector<std::int64_t> from;
+    std::vector<std::int64_t> from, to;
     for (const auto& [xq, qs] : sw.out) {
       from.clear();
       for (const std::int64_t q : qs) from.push_back(local_row(mv.at(q)));
       m.pack_.resize(from.size() * static_cast<std::size_t>(sw.ncols));
       gather(from, sw.c0, sw.ncols, m.pack_.data());
+      catch_up(pend, 0, static_cast<std::int64_t>(from.size()), sw.c0, &from, m.pack_.data());
       send(m.grid_.rank(xq, m.y_, m.z_), m.plan_.nids + k, m.pack_.data(), static_cast<std::int64_t>(m.pack_.size()),
            lu_swap);
     }
-    std::vector<std::int64_t> to;  // the moves within this rank: read them all, then write
     from.clear();
     for (const auto& [q, src] : mv)
       if (m.rows_.owner(q / m.nb_) == m.x_ && m.rows_.owner(src / m.nb_) == m.x_) {
         to.push_back(local_row(q));
         from.push_back(local_row(src));
       }
-    std::vector<double> tmp(from.size() * static_cast<std::size_t>(sw.ncols));
+    std::vector<double> tmp(from.size() * static_cast<std::size_t>(sw.ncols));  // read them all, then write
     gather(from, sw.c0, sw.ncols, tmp.data());
     scatter(to, sw.c0, sw.ncols, tmp.data());
+    for (const PendingUpdate& p : pend) {
+      double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);
+      const std::int64_t ldl = ra(p.k);
+      for (std::int64_t j = 0; j < w(p.k); ++j) {
+        double* Lj = L + j * ldl;
+        for (std::size_t i = 0; i < from.size(); ++i) tmp[i] = Lj[from[i]];
+        for (std::size_t i = 0; i < to.size(); ++i) Lj[to[i]] = tmp[i];
+        for (const auto& [xs, qs] : sw.in)
+          for (const std::int64_t q : qs) Lj[local_row(q)] = 0.0;
+      }
+    }
   }
   void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n) {
     m.swaps_[static_cast<std::size_t>(k)].got.emplace_back(source, std::vector<double>(v, v + n));
   }
-  void swap_finish(std::int64_t k) {
+  void swap_finish(std::int64_t k, const std::vector<PendingUpdate>& pend) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
     for (const auto& [src, v] : sw.got) {
       const int xs = m.grid_.x_of(src);
@@ -602,6 +590,7 @@ struct TournamentNumbers : LuNumbers {
       for (const std::int64_t q : it->second) to.push_back(local_row(q));
       scatter(to, sw.c0, sw.ncols, v.data());
     }
+    if (m.x_ == m.rows_.owner(k)) catch_up(pend, r(k), w(k), sw.c0);  // block row k becomes final
     sw = LU25D::Swap{};
   }
   void keep_l(std::int64_t k, std::int64_t lslot) {
@@ -636,9 +625,6 @@ void LU25D::swap_left_columns() {
   const int tag = first_tag + runs_++ % tag_cycle;  // every rank: the tags stay in step
   const std::int64_t K = rows_.nblocks();
   if (z_ != 0 || K == 0) return;
-  std::vector<std::int64_t> src(static_cast<std::size_t>(n_)), inv(static_cast<std::size_t>(n_));
-  std::iota(src.begin(), src.end(), 0);  // src[q]: where the row at q after the steps > j stood after step j
-  std::iota(inv.begin(), inv.end(), 0);
   TournamentNumbers be{*this};
   struct Group {  // rows of one block column moving between two process rows (or within this one)
     std::int64_t j;
@@ -649,21 +635,12 @@ void LU25D::swap_left_columns() {
     if (gs.empty() || gs.back().j != j) gs.push_back({j, {}, {}});
     return gs.back();
   };
-  for (std::int64_t j = K - 1; j >= 0; --j) {
-    if (cols_.owner(j) == y_)
-      for (std::int64_t q = (j + 1) * nb_; q < n_; ++q) {
-        const std::int64_t s = src[static_cast<std::size_t>(q)];
-        if (s == q) continue;
-        const int xq = rows_.owner(q / nb_), xs = rows_.owner(s / nb_);
-        if (xs == x_) group(out[xq], j).from.push_back(be.local_row(s));
-        if (xq == x_) group(in[xs], j).to.push_back(be.local_row(q));
-      }
-    // step j in front: src[q] = sigma_j(src[q]), sigma_j(p) the position before step j of the row at p after it
-    std::vector<std::pair<std::int64_t, std::int64_t>> upd;  // (q, new src)
-    for (const auto& [p, before] : be.moved(j)) upd.emplace_back(inv[static_cast<std::size_t>(p)], before);
-    for (const auto& [q, s] : upd) src[static_cast<std::size_t>(q)] = s;
-    for (const auto& [q, s] : upd) inv[static_cast<std::size_t>(s)] = q;
-  }
+  for_left_moves(ipiv_, n_, nb_, [&](std::int64_t j, std::int64_t q, std::int64_t s) {
+    if (cols_.owner(j) != y_) return;
+    const int xq = rows_.owner(q / nb_), xs = rows_.owner(s / nb_);
+    if (xs == x_) group(out[xq], j).from.push_back(be.local_row(s));
+    if (xq == x_) group(in[xs], j).to.push_back(be.local_row(q));
+  });
   // A message: each group's rows x width(j), column-major, the groups in order.
   const auto pack_groups = [&](const std::vector<Group>& gs, std::vector<double>& buf) {
     buf.clear();

@@ -10,12 +10,13 @@
 //
 // Updates stay lazy: a step's trailing update is pending on its layer until applied, block
 // column by block column (the next one at once: the next step's sum waits for it; the rest as
-// idle work). A swap must not move a row with updates still pending on it, nor leave pending
-// updates to a row that arrived up to date: before swap k a rank brings up to date block row k
-// and the rows it sends away (every pending update of its layer, on the columns not yet done),
-// and zeroes, in its copies of the pending steps' L, the rows of the positions that receive a
-// row, so the updates still to come leave them alone. A rank swaps for step k once it knows
-// the pivots, has swapped for k - 1 and holds L and U of every step of its layer before k.
+// idle work; at most one step's pending when a column share goes). A swap must not lose a
+// pending update nor apply one twice: a row that leaves for another rank goes up to date
+// first, one that arrives from another comes so and its rows of the pending steps' L are
+// zeroed, one that moves within the rank takes its rows of L along; block row k is brought up
+// to date when its rows are in (it is final then: the updates to come skip it). A rank swaps
+// for step k once it knows the pivots, has swapped for k - 1 and holds L and U of every step
+// of its layer before k.
 //
 // A Backend provides, besides dense/lu_machine.hpp's send, hold, held, release, reduce_add,
 // reduce_out, reduce_in, trsm_l, trsm_u, panel_l, panel_u and store (`pend` is the machine's
@@ -27,9 +28,9 @@
 //   const double* pivots(std::int64_t k);  void set_pivots(std::int64_t k, const double* v);
 //   const double* diag(std::int64_t k);  void put_diag(std::int64_t k);  // the root: into its block once swapped
 //   std::int64_t swap_plan(std::int64_t k);  // from the pivots: the messages this rank will receive for step k
-//   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend);  // catch up, send, keep the local moves
+//   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend);  // rows sent, moved here, L zeroed
 //   void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n);
-//   void swap_finish(std::int64_t k);  // the rows received and kept written
+//   void swap_finish(std::int64_t k, const std::vector<PendingUpdate>& pend);  // rows in, block row k up to date
 //   void keep_l(std::int64_t k, std::int64_t lslot);  void drop_l(std::int64_t k);  // a pending step's own copy of L
 //   void update(const PendingUpdate& p, std::int64_t r0, std::int64_t c0, std::int64_t c1);
 //                                             // local rows [r0, end) x columns [c0, c1) -= L U
@@ -60,6 +61,8 @@ class TournamentLuMachine {
     mine_ = before(K_);
   }
 
+  // The messages this rank receives: the plan's and, as the pivots come, the swaps'.
+  std::int64_t expected() const { return trees_.expected() + swap_messages_; }
   // Every planned message in, every swap done and every update applied: the run may end (the
   // swaps' messages are known only once the pivots are, so the engine runs until this holds).
   bool done() const {
@@ -160,14 +163,15 @@ class TournamentLuMachine {
     Step& st = steps_[static_cast<std::size_t>(k)];
     st.piv = true;
     st.incoming = be_.swap_plan(k);
+    swap_messages_ += st.incoming;
   }
 
-  // Block columns [p.bnext, to) of pending update i, on the rows not final yet.
+  // Block columns [p.bnext, to) of pending update i, on the rows not final yet (block rows >= swapped_).
   void apply(std::size_t i, std::int64_t to) {
     PendingUpdate& p = pend_[i];
     to = std::min(to, K_);
     if (col_at(to) > col_at(p.bnext))
-      be_.update(p, row_at(std::max(p.k + 1, final_rows_)), col_at(p.bnext), col_at(to));
+      be_.update(p, row_at(std::max(p.k + 1, swapped_)), col_at(p.bnext), col_at(to));
     p.bnext = to;
     if (p.bnext >= K_) {
       be_.drop_l(p.k);
@@ -228,12 +232,11 @@ class TournamentLuMachine {
     bool did = false;
     if (!st.sent && st.piv && reg_ >= before(k)) {
       be_.swap_send(k, pend_);
-      final_rows_ = k + 1;  // block row k is up to date: no pending update may touch it again
       st.sent = did = true;
     }
     if (st.sent && st.got == st.incoming) {
-      be_.swap_finish(k);
-      ++swapped_;
+      be_.swap_finish(k, pend_);
+      ++swapped_;  // block row k is up to date: no pending update may touch it again
       if (x_ == R_.owner(k)) contribute(k, lu_reduce_row);
       did = true;
     }
@@ -309,9 +312,8 @@ class TournamentLuMachine {
   const std::int64_t piece_cols_;
   std::vector<Step> steps_;
   std::vector<PendingUpdate> pend_;
-  std::int64_t mine_ = 0, planned_got_ = 0;
-  std::int64_t swapped_ = 0;     // swaps done here (steps 0 .. swapped_ - 1)
-  std::int64_t final_rows_ = 0;  // block rows < final_rows_ are final: pending updates skip them
+  std::int64_t mine_ = 0, planned_got_ = 0, swap_messages_ = 0;
+  std::int64_t swapped_ = 0;     // swaps done here (steps 0 .. swapped_ - 1): block rows before are final
   std::int64_t next_col_ = 0;    // the next step this rank sends its share of a block column to
   std::int64_t reg_ = 0;         // this layer's steps whose update is pending or applied
 };

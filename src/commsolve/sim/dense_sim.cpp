@@ -7,7 +7,9 @@
 
 #include "core/error.hpp"
 #include "dense/lu_machine.hpp"
+#include "dense/lu_tournament_machine.hpp"
 #include "dense/matmul_machine.hpp"
+#include "dense/pivots.hpp"
 
 namespace commsolve::sim {
 
@@ -35,6 +37,12 @@ struct Costs {
   void product(std::int64_t m, std::int64_t n, std::int64_t k, double share = 1.0) {
     sim->gemm(rank, m, n, k, compute, share);
   }
+  // A phase after the machine's (a pivoted LU's last row swaps): none here.
+  static constexpr std::int64_t after_key = -1;
+  std::int64_t after_expected() const { return 0; }
+  bool after_done() const { return true; }
+  void after_start() {}
+  void after_arrive(std::int64_t) {}
 };
 
 struct MatmulCosts : Costs {
@@ -100,6 +108,145 @@ struct LuCosts : Costs {
   }
 };
 
+// The pivots of a simulated pivoted LU, those of a random matrix as modelled here: step k's
+// pivot rows drawn uniformly (a fixed hash) from the rows left, as partial pivoting's are on
+// random matrices, and what they move, counted once for all ranks: per step, the rows going
+// from one process row to another (or within one); per process column, the words of L's rows
+// moved at the end between each pair of process rows.
+struct PivotModel {
+  struct Pair {
+    int to, from;
+    std::int64_t rows;
+  };
+  Cyclic1D R, C;
+  std::vector<std::int64_t> ipiv;
+  std::vector<std::vector<Pair>> step;  // per step
+  std::vector<std::int64_t> left;       // [y][to][from]: words
+
+  PivotModel(std::int64_t n, std::int64_t nb, const Grid25D& g) : R{n, nb, g.pr}, C{n, nb, g.pc} {
+    ipiv.resize(static_cast<std::size_t>(n));
+    for (std::int64_t t = 0; t < n; ++t) {
+      std::uint64_t h = static_cast<std::uint64_t>(t) * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+      h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
+      ipiv[static_cast<std::size_t>(t)] = t + static_cast<std::int64_t>(h % static_cast<std::uint64_t>(n - t));
+    }
+    for (std::int64_t k = 0; k < R.nblocks(); ++k) {
+      std::map<std::pair<int, int>, std::int64_t> rows;
+      for (const auto& [q, src] : interchange_moves(ipiv, k * nb, R.width(k))) ++rows[{R.owner(q / nb), R.owner(src / nb)}];
+      step.emplace_back();
+      for (const auto& [tf, r] : rows) step.back().push_back({tf.first, tf.second, r});
+    }
+    left.assign(static_cast<std::size_t>(g.pc) * g.pr * g.pr, 0);
+    for_left_moves(ipiv, n, nb, [&](std::int64_t j, std::int64_t q, std::int64_t src) {
+      left[(static_cast<std::size_t>(C.owner(j)) * g.pr + R.owner(q / nb)) * g.pr + R.owner(src / nb)] += R.width(j);
+    });
+  }
+  std::int64_t left_words(int y, int to, int from, int pr) const {
+    return left[(static_cast<std::size_t>(y) * pr + to) * pr + from];
+  }
+};
+
+struct TournamentCosts : LuCosts {
+  const PivotModel* piv = nullptr;
+  const Grid25D* g = nullptr;
+  int z = 0;
+  std::int64_t nids = 0;
+  std::vector<std::int64_t> ncols;  // per step: the columns its swap moves here
+  std::int64_t nl() const { return C.local_size(y); }
+  std::int64_t col(std::int64_t b) const { return C.local_start(y, b); }
+
+  void tour_leaf(std::int64_t k, std::int64_t) {
+    const std::int64_t rows = R.local_size(x) - R.local_start(x, k);
+    copy(rows * w(k));
+    product(rows, w(k), w(k), 0.5);  // partial pivoting on them: rows w^2 flops
+  }
+  std::int64_t stacked = 0;  // candidate rows gathered at this node
+  void tour_add(std::int64_t, const double*, std::int64_t n) {
+    copy(n);
+    stacked += n;
+  }
+  void play(std::int64_t k) {
+    product(stacked / (w(k) + 1) + w(k), w(k), w(k), 0.5);
+    stacked = 0;
+  }
+  const double* tour_out(std::int64_t k, std::int64_t) {
+    play(k);
+    return nullptr;
+  }
+  void tour_final(std::int64_t k, std::int64_t) { play(k); }
+  const double* pivots(std::int64_t) { return nullptr; }
+  void set_pivots(std::int64_t, const double*) {}
+  const double* diag(std::int64_t) { return nullptr; }
+  void put_diag(std::int64_t k) { copy(w(k) * w(k)); }
+  std::int64_t swap_plan(std::int64_t k) {
+    ncols.resize(static_cast<std::size_t>(R.nblocks()), 0);
+    const std::int64_t n = nl() - (z == static_cast<int>(k % g->c) ? col(k) : col(k + 1));
+    ncols[static_cast<std::size_t>(k)] = n;
+    std::int64_t in = 0;
+    for (const PivotModel::Pair& p : piv->step[static_cast<std::size_t>(k)]) in += p.to == x && p.from != x && n > 0;
+    return in;
+  }
+  // As the executor: rows leaving for other process rows brought up to date and sent, rows
+  // moving here copied (with their rows of L), block row k brought up to date at the end.
+  void catch_up(const std::vector<PendingUpdate>& pend, std::int64_t rows, std::int64_t k) {
+    for (const PendingUpdate& p : pend) {
+      const std::int64_t nc = nl() - std::max(col(p.bnext), col(k + 1));
+      if (nc > 0 && rows > 0) product(rows, nc, w(p.k));
+    }
+  }
+  void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend) {
+    const std::int64_t n = ncols[static_cast<std::size_t>(k)];
+    if (n == 0) return;
+    for (const PivotModel::Pair& p : piv->step[static_cast<std::size_t>(k)]) {
+      if (p.from != x) continue;
+      if (p.to == x) {
+        copy(2 * p.rows * n);  // gathered, then written
+        continue;
+      }
+      copy(p.rows * n, comm);
+      catch_up(pend, p.rows, k);
+      send(g->rank(p.to, y, z), nids + k, nullptr, p.rows * n, lu_swap);
+    }
+  }
+  void swap_arrive(std::int64_t, int, const double*, std::int64_t n) { copy(n); }
+  void swap_finish(std::int64_t k, const std::vector<PendingUpdate>& pend) {
+    if (R.owner(k) == x) catch_up(pend, w(k), k);
+  }
+  void keep_l(std::int64_t k, std::int64_t lslot) {
+    if (lslot < 0) copy(ra(k) * w(k));
+  }
+  void drop_l(std::int64_t) {}
+  void update(const PendingUpdate& p, std::int64_t r0, std::int64_t c0, std::int64_t c1) {
+    product(R.local_size(x) - r0, c1 - c0, w(p.k));
+  }
+
+  // Layer 0 after the machine: the rows of L's block columns to where the later steps' interchanges took them.
+  std::int64_t after_key = -1, after_in = 0, after_got = 0;
+  bool after_started = false;
+  std::int64_t after_expected() const { return after_in; }
+  bool after_done() const { return z != 0 || (after_started && after_got == after_in); }
+  void after_start() {
+    if (after_started || z != 0) return;
+    after_started = true;
+    for (int other = 0; other < g->pr; ++other) {
+      const std::int64_t out = piv->left_words(y, other, x, g->pr), in = piv->left_words(y, x, other, g->pr);
+      if (other == x) {
+        copy(2 * out);
+        continue;
+      }
+      if (out > 0) {
+        copy(out, comm);
+        send(g->rank(other, y, 0), after_key, nullptr, out, lu_swap);
+      }
+      after_in += in > 0;
+    }
+  }
+  void after_arrive(std::int64_t n) {
+    copy(n);
+    ++after_got;
+  }
+};
+
 // A rank running a machine: arrivals handed to it, its idle work one piece at a time with
 // the messages that came meanwhile let in between (Simulator::resume), as the engine does.
 template <class Machine, class Backend>
@@ -111,20 +258,26 @@ class DenseProcess final : public Process {
     sim_ = &sim;
     rank_ = rank;
     make_(*this, sim, rank);
-    expected_ = machine->expected();
     machine->start();
     work();
   }
   void receive(Simulator&, const Message& msg) override {
     ++arrived_;
-    machine->arrive(msg.key, nullptr, msg.values);
+    if (msg.key == backend.after_key)
+      backend.after_arrive(msg.values);
+    else if constexpr (requires { machine->arrive(0, msg.key, nullptr, msg.values); })  // it wants the sender
+      machine->arrive(msg.src, msg.key, nullptr, msg.values);
+    else
+      machine->arrive(msg.key, nullptr, msg.values);
     work();
   }
   void resume(Simulator&, int) override {
     resuming_ = false;
     work();
   }
-  bool done() const override { return arrived_ == expected_ && machine->done(); }
+  bool done() const override {
+    return arrived_ == machine->expected() + backend.after_expected() && machine->done() && backend.after_done();
+  }
 
   TreePlan plan_;
   Backend backend;
@@ -132,15 +285,18 @@ class DenseProcess final : public Process {
 
  private:
   void work() {
-    if (!resuming_ && machine->idle()) {
+    if (resuming_) return;
+    if (machine->idle()) {
       resuming_ = true;
       sim_->resume(rank_);
+    } else if (machine->done()) {
+      backend.after_start();
     }
   }
   Make make_;
   Simulator* sim_ = nullptr;
   int rank_ = 0;
-  std::int64_t expected_ = 0, arrived_ = 0;
+  std::int64_t arrived_ = 0;
   bool resuming_ = false;
 };
 
@@ -186,10 +342,29 @@ SimResult simulate_matmul(const MatmulShape& s, const Grid25D& g, const TreeShap
 }
 
 SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const TreeShape& shape, const Topology& topo,
-                      const NetworkModel& net, const ComputeModel& cpu, Recording keep, std::int64_t piece) {
+                      const NetworkModel& net, const ComputeModel& cpu, Recording keep, std::int64_t piece,
+                      bool tournament) {
   const auto t0 = std::chrono::steady_clock::now();
   check_size(g, topo);
-  const DensePlan dp = lu_plan(n, nb, g, piece);
+  const DensePlan dp = lu_plan(n, nb, g, piece, -1, tournament);
+  if (tournament) {
+    const PivotModel piv(n, nb, g);
+    using P = DenseProcess<TournamentLuMachine<TournamentCosts>, TournamentCosts>;
+    return run_all<P>(dp, shape, topo, net, cpu, keep, [&](P& p, Simulator& sim, int rank) {
+      p.backend.sim = &sim;
+      p.backend.rank = rank;
+      p.backend.R = Cyclic1D{n, nb, g.pr};
+      p.backend.C = Cyclic1D{n, nb, g.pc};
+      p.backend.x = g.x_of(rank);
+      p.backend.y = g.y_of(rank);
+      p.backend.z = g.z_of(rank);
+      p.backend.piv = &piv;
+      p.backend.g = &g;
+      p.backend.nids = dp.nids;
+      p.backend.after_key = dp.nids + p.backend.R.nblocks();
+      p.machine.emplace(dp, p.plan_, n, nb, g, rank, p.backend);
+    }, t0);
+  }
   using P = DenseProcess<LuMachine<LuCosts>, LuCosts>;
   return run_all<P>(dp, shape, topo, net, cpu, keep, [&](P& p, Simulator& sim, int rank) {
     p.backend.sim = &sim;

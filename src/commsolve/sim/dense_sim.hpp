@@ -17,8 +17,10 @@ const std::vector<std::string>& dense_categories();  // compute, comm
 
 SimResult simulate_matmul(const MatmulShape& s, const Grid25D& g, const TreeShape& shape, const Topology& topo,
                           const NetworkModel& net, const ComputeModel& cpu, Recording keep = {});
+// tournament: with tournament pivoting, the pivots modelled (those of a random matrix:
+// each step's pivot rows drawn uniformly from the rows left).
 SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const TreeShape& shape, const Topology& topo,
                       const NetworkModel& net, const ComputeModel& cpu, Recording keep = {},
-                      std::int64_t piece = 1 << 16);
+                      std::int64_t piece = 1 << 16, bool tournament = false);
 
 }  // namespace commsolve::sim
