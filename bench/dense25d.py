@@ -16,7 +16,10 @@ Parts (--parts, all by default):
              (multiply), for c = 1, 4, 16 at p = 1,024 and 4,096.
   simulated  strong scaling at 65,536 simulated ranks (intrepid-bgp: BG/P, 4 ranks per node,
              16,384 nodes on a 16x32x32 torus whose links the messages share) for c = 1, 4,
-             16, beside the seed's 2.6x (multiply) and 2.7x (LU) of 2.5D over 2D.
+             16, beside the seed's 2.6x (multiply) and 2.7x (LU) of 2.5D over 2D; LU without
+             pivoting and with tournament pivoting (the pivots modelled: a random matrix's).
+  growth     tournament pivoting's growth max|U| / max|A| on random matrices (n = 1,000 to 3,000 on
+             2 ranks) beside partial pivoting's (scipy) on the same matrices.
   multicast  one 1 MB multicast to every node of an 8x8x8 and a 16x16x16 torus, binomial and
              rectangular trees, simulated with shared links, beside the seed's models and its
              120x (1/30 of a link's bandwidth on Cray XE6 against 4x on BG/P).
@@ -113,16 +116,35 @@ def words(n=16384, nb=32):
 
 def simulated(cases, p=65536, torus=(16, 32, 32)):
     out = []
-    for kind, n, nb, piece, tree in cases:
+    for kind, n, nb, piece, tree, pivoting in cases:
         t = time.time()
         s = replication_study(kind, n, p, "intrepid-bgp", replications=(1, 4, 16), nb=nb, piece=piece, tree=tree,
-                              torus=list(torus))
+                              torus=list(torus), pivoting=pivoting)
         s["wall_s"] = time.time() - t
         out.append(s)
         print(json.dumps({k: v for k, v in s.items() if k != "runs"}),
               {c: (round(r["predicted_s"], 3), round(r["speedup"], 2)) for c, r in s["runs"].items()},
               file=sys.stderr, flush=True)
     return out
+
+
+def growth(cases=((1000, "2x1x1"), (2000, "2x1x1"), (2000, "1x2x1"), (3000, "2x1x1")), nb=64):
+    """Tournament pivoting's growth max|U| / max|A| on the random matrices commsolve lu makes
+    (seed 0), against partial pivoting's (scipy's getrf) on the same matrix."""
+    import scipy.linalg
+
+    from commsolve.dense import random_entries
+
+    rows = []
+    for n, grid in cases:
+        _, r = ours("lu-tournament", n, nb, grid)
+        A = random_entries(np.arange(n), np.arange(n), 0)
+        U = np.triu(scipy.linalg.lu_factor(A, check_finite=False)[0])
+        rows.append({"n": n, "nb": nb, "grid": grid, "tournament_growth": r["growth"],
+                     "partial_pivoting_growth": float(np.abs(U).max() / np.abs(A).max()),
+                     "check_error": r["check_error"]})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
 
 
 def multicast():
@@ -167,7 +189,7 @@ def plot(doc, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="measured,words,simulated,multicast")
+    ap.add_argument("--parts", default="measured,growth,words,simulated,multicast")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nb", type=int, default=128)
     ap.add_argument("--plot-only", action="store_true", help="Redraw the PNG from the JSON.")
@@ -184,11 +206,16 @@ def main():
     if "measured" in parts:
         scalapack_peer.build()
         doc["measured"] = measured([("gemm", 3000), ("lu", 3000), ("lu-tournament", 3000)], args.nb, args.rounds)
+    if "growth" in parts:
+        doc["growth"] = growth()
     if "words" in parts:
         doc["words"] = words()
     if "simulated" in parts:
-        doc["simulated"] = simulated([("matmul", 32768, 128, 8192, "binary"), ("matmul", 32768, 128, 8192, "rectangular"),
-                                      ("matmul", 65536, 256, 32768, "binary"), ("lu", 32768, 64, 8192, "binary")])
+        doc["simulated"] = simulated([("matmul", 32768, 128, 8192, "binary", "none"),
+                                      ("matmul", 32768, 128, 8192, "rectangular", "none"),
+                                      ("matmul", 65536, 256, 32768, "binary", "none"),
+                                      ("lu", 32768, 64, 8192, "binary", "none"),
+                                      ("lu", 32768, 64, 8192, "binary", "tournament")])
     if "multicast" in parts:
         doc["multicast"] = multicast()
     write_results(RESULTS, doc)

@@ -155,3 +155,26 @@ def test_blas_advice_names_the_kernels_to_select(kernel, flags, expected):
 
     advice = blas_advice(kernel, flags)
     assert (advice is None) if expected is None else (expected in advice and kernel in advice)
+
+
+def test_lu_with_tournament_pivoting_reports_json():
+    p = cli("lu", "--n", "300", "--nb", "32", "-np", "2", "--grid", "2x1x1", "--pivoting", "tournament", "--repeat",
+            "2", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["pivoting"] == "tournament" and r["grid"] == "2x1x1" and r["nranks"] == 2
+    assert r["check_error"] <= 1e-12 and "P A x" in r["check"]  # L U x against the rows of A x as pivoted
+    assert r["stats_recorded_equal_planned"]
+    assert r["words_received_per_role_max"]["swap"] > 0 and r["words_received_per_role_max"]["tournament"] > 0
+    assert 1 < r["growth"] < 300
+
+
+def test_simulated_lu_with_tournament_pivoting():
+    p = cli("simulate", "lu", "--n", "2048", "--procs", "64", "--c", "1,4", "--nb", "64", "--pivoting", "tournament",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["pivoting"] == "tournament" and set(r["runs"]) == {"1", "4"}
+    assert all(v["predicted_s"] > 0 for v in r["runs"].values())
+    q = cli("simulate", "gemm", "--n", "256", "--procs", "4", "--pivoting", "tournament")
+    assert q.returncode != 0 and "No such option '--pivoting'" in q.stderr

@@ -99,6 +99,20 @@ def test_the_simulator_sends_what_the_plans_say():
         assert r.predicted_s > 0
 
 
+def test_the_simulated_pivoted_lu_sends_what_the_plans_say_and_swaps_rows():
+    prof = load_profile("intrepid-bgp")
+    swap = dense.ROLES["lu"].index("swap")
+    for grid in ((3, 3, 1), (2, 2, 4), (1, 4, 1)):
+        r = simulate_dense("lu", 300, grid, prof, nb=32, ppn=4, tree="binary", pivoting="tournament")
+        planned = dense.virtual_stats("lu", 300, 300, 300, grid, nb=32, ppn=4, pivoting="tournament")
+        assert all(np.array_equal(np.delete(a.array, swap, 0), np.delete(b.array, swap, 0))
+                   for a, b in zip(r.recorded, planned)), grid
+        swapped = sum(s.words_received([swap]) for s in r.recorded)
+        assert (swapped > 0) == (grid[0] > 1), grid  # one process row: every swap stays on its rank
+        plain = simulate_dense("lu", 300, grid, prof, nb=32, ppn=4, tree="binary")
+        assert r.predicted_s > plain.predicted_s > 0, grid  # the tournament and the swaps cost time
+
+
 def test_the_simulated_2_5d_grid_moves_fewer_words_per_rank():
     prof = load_profile("intrepid-bgp")
     got = {}
@@ -108,12 +122,12 @@ def test_the_simulated_2_5d_grid_moves_fewer_words_per_rank():
     assert got[1] / got[4] == pytest.approx(2 * (1 - 1 / 16))
 
 
-@pytest.mark.parametrize("kind", ["matmul", "lu"])
-def test_an_mpi_ranks_plan_is_its_part_of_the_whole(kind):
-    grid, whole = (2, 3, 2), _core.dense_plan(kind, 90, 90, 90, 8, (2, 3, 2), piece=50)
+@pytest.mark.parametrize("kind,tournament", [("matmul", False), ("lu", False), ("lu", True)])
+def test_an_mpi_ranks_plan_is_its_part_of_the_whole(kind, tournament):
+    grid, whole = (2, 3, 2), _core.dense_plan(kind, 90, 90, 90, 8, (2, 3, 2), piece=50, tournament=tournament)
     S = whole["set"]
     members = [set(S.part[S.part_ptr[c]:S.part_ptr[c + 1]].tolist()) for c in range(len(S))]
     for rank in range(12):
-        mine = _core.dense_plan(kind, 90, 90, 90, 8, grid, piece=50, rank=rank)
+        mine = _core.dense_plan(kind, 90, 90, 90, 8, grid, piece=50, rank=rank, tournament=tournament)
         assert mine["set"].id.tolist() == [c for c in range(len(S)) if rank in members[c]]
         assert mine["set"].count.tolist() == S.count[mine["set"].id].tolist()

@@ -36,4 +36,4 @@ def test_readme_direct_solver_example_runs(tmp_path):
 
 def test_readme_dense_example_runs(tmp_path):
     proc = run_example(tmp_path, "cs.dense")
-    assert "matmul True" in proc.stdout and "lu True" in proc.stdout, proc.stdout
+    assert "matmul True" in proc.stdout and "lu True" in proc.stdout and "pivoted True" in proc.stdout, proc.stdout

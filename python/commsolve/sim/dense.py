@@ -108,6 +108,7 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
             "grid": "x".join(map(str, g)), "predicted_s": r.predicted_s, "speedup": base / r.predicted_s,
             "flop_rate_share": flops / r.predicted_s / p / prof.compute["flop_rate"],
             "breakdown": r.breakdown(), "words_max": float(words.max()), "words_mean": float(words.mean()),
+            "all_words_max": float(max(s.words_received() for s in r.recorded)),
             "words_formula": words_leading_term(kind, n, n, n, g), "messages": int(r.messages[:, 0].sum()),
             "simulate_s": r.run_s, "roles": list(ROLES[kind])}
     return out
