@@ -404,7 +404,7 @@ struct TournamentNumbers : LuNumbers {
   // winners (at most w(k)) as a candidate set in m.out_, their positions in `winners`, the
   // factored winners in m.diag_; returns the first column without a pivot (-1: none).
   std::int64_t play_stack(std::int64_t k, std::vector<double> stack, const std::vector<std::int64_t>& pos,
-                          std::vector<std::int64_t>& winners) {
+                          std::vector<std::int64_t>& winners, std::vector<double>* factored = nullptr) {
     const std::int64_t wk = w(k), rows = static_cast<std::int64_t>(pos.size());
     const std::vector<double> orig = stack;
     std::vector<std::int64_t> perm;
@@ -424,6 +424,7 @@ struct TournamentNumbers : LuNumbers {
     }
     m.diag_.resize(static_cast<std::size_t>(wk * wk));
     pack(stack.data(), rows, 0, 0, std::min(rows, wk), wk, m.diag_.data());
+    if (factored != nullptr) *factored = std::move(stack);
     return zero;
   }
 
@@ -433,7 +434,9 @@ struct TournamentNumbers : LuNumbers {
     pack(m.A_, ml(), r0, c(k), rows, wk, stack.data());
     std::vector<std::int64_t> pos(static_cast<std::size_t>(rows)), winners;
     for (std::int64_t i = 0; i < rows; ++i) pos[static_cast<std::size_t>(i)] = global_row(r0 + i);
-    play_stack(k, std::move(stack), pos, winners);
+    // the only player (s < 0): its partial pivoting is the panel's, L included (put_diag)
+    play_stack(k, std::move(stack), pos, winners, s < 0 ? &m.whole_ : nullptr);
+    m.whole_k_ = s < 0 ? k : -1;
     std::vector<double>& acc = cand(s);
     acc.insert(acc.end(), m.out_.begin(), m.out_.end());
   }
@@ -452,9 +455,16 @@ struct TournamentNumbers : LuNumbers {
     std::vector<std::int64_t> winners;
     const std::int64_t zero = play(k, cand(s), winners);  // the winners factored: the diagonal block
     std::vector<double>().swap(cand(s));
-    if (zero >= 0 || static_cast<std::int64_t>(winners.size()) < wk)
-      throw std::runtime_error("2.5D LU with tournament pivoting: the matrix is singular (no nonzero finite pivot "
-                               "in column " + std::to_string(k0 + std::max<std::int64_t>(zero, 0)) + ")");
+    if (m.whole_k_ == k)  // the only player: the diagonal block as its panel has it (the same rounding)
+      pack(m.whole_.data(), static_cast<std::int64_t>(m.whole_.size()) / wk, 0, 0, wk, wk, m.diag_.data());
+    if (zero >= 0 || static_cast<std::int64_t>(winners.size()) < wk) {
+      const std::int64_t j = std::max<std::int64_t>(zero, 0);
+      const bool finite = std::isfinite(m.diag_[static_cast<std::size_t>(j * wk + j)]);
+      throw std::runtime_error("2.5D LU with tournament pivoting: " +
+                               std::string(finite ? "the matrix is singular (no nonzero pivot in column "
+                                                  : "a non-finite pivot in column ") +
+                               std::to_string(k0 + j) + (finite ? ")" : " (Inf or NaN entries, or overflow)"));
+    }
     m.diag_k_ = k;
     // the winners in order, as LAPACK's interchanges: row k0 + i with the row holding winner i
     std::map<std::int64_t, std::int64_t> where, content;  // moved rows only: row -> position, position -> row
@@ -474,7 +484,19 @@ struct TournamentNumbers : LuNumbers {
     for (std::int64_t i = 0; i < w(k); ++i) m.ipiv_[static_cast<std::size_t>(k * m.nb_ + i)] = std::llround(v[i]);
   }
   const double* diag(std::int64_t) { return m.diag_.data(); }
-  void put_diag(std::int64_t k) { unpack_range(m.A_, ml(), r(k), c(k), w(k), 0, w(k) * w(k), m.diag_.data()); }
+  // The factored diagonal block into place, or the whole factored panel where this rank was
+  // the tournament's only player (true: L is there too).
+  bool put_diag(std::int64_t k) {
+    if (m.whole_k_ != k) {
+      unpack_range(m.A_, ml(), r(k), c(k), w(k), 0, w(k) * w(k), m.diag_.data());
+      return false;
+    }
+    const std::int64_t rows = ml() - r(k);
+    unpack_range(m.A_, ml(), r(k), c(k), rows, 0, rows * w(k), m.whole_.data());
+    std::vector<double>().swap(m.whole_);
+    m.whole_k_ = -1;
+    return true;
+  }
 
   std::map<std::int64_t, std::int64_t> moved(std::int64_t k) const { return interchange_moves(m.ipiv_, k * m.nb_, w(k)); }
   std::int64_t swap_plan(std::int64_t k) {

@@ -26,7 +26,9 @@
 //   const double* tour_out(std::int64_t k, std::int64_t s);  // the winners of own and children's, to the parent
 //   void tour_final(std::int64_t k, std::int64_t s);  // at the root: the pivots and the factored diagonal block
 //   const double* pivots(std::int64_t k);  void set_pivots(std::int64_t k, const double* v);
-//   const double* diag(std::int64_t k);  void put_diag(std::int64_t k);  // the root: into its block once swapped
+//   const double* diag(std::int64_t k);
+//   bool put_diag(std::int64_t k);  // the root, once swapped: the diagonal block into place, or the whole
+//                                   // panel factored (true) where it was the tournament's only player
 //   std::int64_t swap_plan(std::int64_t k);  // from the pivots: the messages this rank will receive for step k
 //   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend);  // rows sent, moved here, L zeroed
 //   void swap_arrive(std::int64_t k, int source, const double* v, std::int64_t n);
@@ -269,8 +271,11 @@ class TournamentLuMachine {
     }
     const bool swapped = swapped_ > k;
     if (root && swapped && !st.diag_put) {
-      be_.put_diag(k);
       st.diag_put = did = true;
+      if (be_.put_diag(k) && ra > 0) {  // its partial pivoting factored the whole panel: L is there
+        st.l = true;
+        bcast_root(lu_panel_l, k, be_.panel_l(k));
+      }
     }
     const bool have_diag = root ? st.diag : st.dslot >= 0;
     const auto d = [&] { return root ? be_.diag(k) : be_.held(st.dslot); };

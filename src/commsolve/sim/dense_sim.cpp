@@ -155,10 +155,12 @@ struct TournamentCosts : LuCosts {
   std::int64_t nl() const { return C.local_size(y); }
   std::int64_t col(std::int64_t b) const { return C.local_start(y, b); }
 
-  void tour_leaf(std::int64_t k, std::int64_t) {
+  bool only_player = false;
+  void tour_leaf(std::int64_t k, std::int64_t s) {
     const std::int64_t rows = R.local_size(x) - R.local_start(x, k);
     copy(rows * w(k));
     product(rows, w(k), w(k), 0.5);  // partial pivoting on them: rows w^2 flops
+    only_player = s < 0;
   }
   std::int64_t stacked = 0;  // candidate rows gathered at this node
   void tour_add(std::int64_t, const double*, std::int64_t n) {
@@ -177,7 +179,12 @@ struct TournamentCosts : LuCosts {
   const double* pivots(std::int64_t) { return nullptr; }
   void set_pivots(std::int64_t, const double*) {}
   const double* diag(std::int64_t) { return nullptr; }
-  void put_diag(std::int64_t k) { copy(w(k) * w(k)); }
+  bool put_diag(std::int64_t k) {
+    const bool whole = only_player;
+    copy(whole ? (R.local_size(x) - R.local_start(x, k)) * w(k) : w(k) * w(k));
+    only_player = false;
+    return whole;
+  }
   std::int64_t swap_plan(std::int64_t k) {
     ncols.resize(static_cast<std::size_t>(R.nblocks()), 0);
     const std::int64_t n = nl() - (z == static_cast<int>(k % g->c) ? col(k) : col(k + 1));
