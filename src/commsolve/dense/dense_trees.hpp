@@ -83,6 +83,16 @@ class DenseTrees {
   bool is_root(std::int64_t s) const { return plan_.links[static_cast<std::size_t>(s)].parent < 0; }
   int parent(std::int64_t s) const { return plan_.links[static_cast<std::size_t>(s)].parent; }
   const std::vector<int>& children(std::int64_t s) const { return plan_.links[static_cast<std::size_t>(s)].children; }
+  // A broadcast's piece s to its children, and a root's whole move s0 (v: all its values, null
+  // in a simulation), through be.send(dest, id, values, n, role).
+  template <class Backend>
+  void forward(Backend& be, std::int64_t s, const double* v) const {
+    for (int ch : children(s)) be.send(ch, id(s), v, count(s), role(s));
+  }
+  template <class Backend>
+  void bcast_all(Backend& be, std::int64_t s0, const double* v) const {
+    for (std::int64_t s = s0; s < s0 + pieces(s0); ++s) forward(be, s, v == nullptr ? nullptr : v + offset(s));
+  }
   // A reduction piece's contribution (a child's or this rank's own) is in: true once all are.
   bool contribute(std::int64_t s) {
     if (waiting_[static_cast<std::size_t>(s)] <= 0) throw std::logic_error("dense: a reduction contributed to twice");
@@ -105,6 +115,56 @@ class DenseTrees {
   std::vector<std::int64_t> ids_, first_, offset_, left_, pieces_;
   std::int64_t nsteps_;
   std::int64_t expected_ = 0;
+};
+
+}  // namespace commsolve
+
+namespace commsolve {
+
+// The sums along z both LU machines make (dense/lu_machine.hpp, dense/lu_tournament_machine.hpp):
+// a rank's share of block column or row m, piece by piece up its tree, summed at each node and
+// kept at the root (the step's col_ready or row_ready then set; with nothing to sum, at once
+// on the eliminating layer). Step: the machine's per-step record.
+template <class Backend, class Step>
+class LuSums {
+ public:
+  LuSums(DenseTrees& trees, Backend& be, std::vector<Step>& steps, const Grid25D& g, int z)
+      : trees_(trees), be_(be), steps_(steps), c_(g.c), z_(z) {}
+  // role: lu_reduce_col (the share of block column m) or lu_reduce_row (of block row m).
+  void contribute(std::int64_t m, int role) {
+    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(m));
+    if (s0 >= 0) {
+      for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
+        if (trees_.contribute(s)) up(s);
+    } else if (z_ == static_cast<int>(m % c_)) {  // nothing to sum (c = 1, or no share): final as it is
+      ready(m, role);
+    }
+  }
+  void arrive(std::int64_t s, const double* v, std::int64_t n) {  // a child's piece
+    be_.reduce_add(s, v, n);
+    if (trees_.contribute(s)) up(s);
+  }
+
+ private:
+  void ready(std::int64_t k, int role) {
+    Step& st = steps_[static_cast<std::size_t>(k)];
+    (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
+  }
+  void up(std::int64_t s) {  // a piece summed here: kept (root) or passed to the parent
+    const int role = trees_.role(s);
+    const std::int64_t k = trees_.step(s), off = trees_.offset(s), n = trees_.count(s), s0 = trees_.first(s);
+    if (trees_.is_root(s)) {
+      be_.reduce_in(s, role, k, off, n);
+      if (trees_.piece_done(s)) ready(k, role);
+    } else {
+      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
+      if (trees_.piece_done(s)) be_.release(s0);
+    }
+  }
+  DenseTrees& trees_;
+  Backend& be_;
+  std::vector<Step>& steps_;
+  const int c_, z_;
 };
 
 }  // namespace commsolve

@@ -85,10 +85,9 @@ class LuMachine {
     const int role = trees_.role(s);
     const std::int64_t k = trees_.step(s);
     if (role == lu_reduce_col || role == lu_reduce_row) {
-      be_.reduce_add(s, v, n);
-      if (trees_.contribute(s)) reduce_up(s);
+      sums_.arrive(s, v, n);
     } else {
-      forward(s, v);
+      trees_.forward(be_, s, v);
       if (z_ != layer(k)) {  // layer 0 keeps a factor block eliminated on another layer
         be_.store(role, k, trees_.offset(s), v, n);
       } else {
@@ -145,13 +144,9 @@ class LuMachine {
   std::int64_t rows_after(std::int64_t k) const { return R_.local_size(x_) - R_.local_start(x_, k + 1); }
   std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - C_.local_start(y_, k + 1); }
 
-  void forward(std::int64_t s, const double* v) {  // one piece, to its children
-    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
-  }
   void bcast_root(int role, std::int64_t k, const double* v) {  // every piece
     const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(k));
-    if (s0 < 0) return;
-    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s) forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
+    if (s0 >= 0) trees_.bcast_all(be_, s0, v);
   }
 
   std::int64_t before(std::int64_t m) const { return m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0; }  // this layer's steps < m
@@ -165,30 +160,6 @@ class LuMachine {
     // or its halves up to block m's column (odd) or row (even)
     return eager_.k == last && eager_.halves >= 2 * (m - last) - (role == lu_reduce_col ? 1 : 0);
   }
-  void contribute(std::int64_t m, int role) {
-    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(m));
-    if (s0 >= 0) {
-      for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
-        if (trees_.contribute(s)) reduce_up(s);
-    } else if (z_ == layer(m)) {  // nothing to sum (c = 1, or no share): final as it is
-      Step& st = steps_[static_cast<std::size_t>(m)];
-      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
-    }
-  }
-  void reduce_up(std::int64_t s) {  // a piece summed here: kept (root) or passed to the parent
-    const int role = trees_.role(s);
-    const std::int64_t k = trees_.step(s), off = trees_.offset(s), n = trees_.count(s), s0 = trees_.first(s);
-    if (trees_.is_root(s)) {
-      be_.reduce_in(s, role, k, off, n);
-      if (trees_.piece_done(s)) {
-        Step& st = steps_[static_cast<std::size_t>(k)];
-        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
-      }
-    } else {
-      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
-      if (trees_.piece_done(s)) be_.release(s0);
-    }
-  }
 
   void progress() {
     for (bool more = true; more;) {
@@ -196,7 +167,7 @@ class LuMachine {
       for (int role : {lu_reduce_col, lu_reduce_row}) {
         std::int64_t& next = next_[role == lu_reduce_col ? 0 : 1];
         while (next < K_ && can_contribute(next, role)) {
-          contribute(next++, role);
+          sums_.contribute(next++, role);
           more = true;
         }
       }
@@ -276,6 +247,7 @@ class LuMachine {
   Backend& be_;
   const std::int64_t piece_cols_;
   std::vector<Step> steps_;
+  LuSums<Backend, Step> sums_{trees_, be_, steps_, g_, z_};
   std::deque<Bulk> bulk_;
   Eager eager_;
   std::int64_t mine_ = 0;          // steps this layer eliminates

@@ -99,17 +99,16 @@ class TournamentLuMachine {
     const std::int64_t k = trees_.step(s);
     Step& st = steps_[static_cast<std::size_t>(k)];
     if (role == lu_reduce_col || role == lu_reduce_row) {
-      be_.reduce_add(s, v, n);
-      if (trees_.contribute(s)) reduce_up(s);
+      sums_.arrive(s, v, n);
     } else if (role == lu_tournament) {
       be_.tour_add(s, v, n);
       if (trees_.contribute(s)) tour_up(k, s);
     } else if (role == lu_pivots) {
-      forward(s, v);
+      trees_.forward(be_, s, v);
       be_.set_pivots(k, v);
       pivots_known(k);
     } else {
-      forward(s, v);
+      trees_.forward(be_, s, v);
       if (z_ != layer(k)) {  // layer 0 keeps a factor block eliminated on another layer
         be_.store(role, k, trees_.offset(s), v, n);
       } else {
@@ -152,13 +151,9 @@ class TournamentLuMachine {
   std::int64_t cols_after(std::int64_t k) const { return C_.local_size(y_) - col_at(k + 1); }
   std::int64_t before(std::int64_t m) const { return m > z_ ? (m - z_ + g_.c - 1) / g_.c : 0; }
 
-  void forward(std::int64_t s, const double* v) {
-    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
-  }
   void bcast_root(int role, std::int64_t k, const double* v) {
     const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(k));
-    if (s0 < 0) return;
-    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s) forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
+    if (s0 >= 0) trees_.bcast_all(be_, s0, v);
   }
 
   void pivots_known(std::int64_t k) {
@@ -182,30 +177,6 @@ class TournamentLuMachine {
     }
   }
 
-  void contribute(std::int64_t m, int role) {
-    const std::int64_t s0 = trees_.slot(role, static_cast<std::int32_t>(m));
-    if (s0 >= 0) {
-      for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
-        if (trees_.contribute(s)) reduce_up(s);
-    } else if (z_ == layer(m)) {  // nothing to sum: final as it is
-      Step& st = steps_[static_cast<std::size_t>(m)];
-      (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
-    }
-  }
-  void reduce_up(std::int64_t s) {
-    const int role = trees_.role(s);
-    const std::int64_t k = trees_.step(s), off = trees_.offset(s), n = trees_.count(s), s0 = trees_.first(s);
-    if (trees_.is_root(s)) {
-      be_.reduce_in(s, role, k, off, n);
-      if (trees_.piece_done(s)) {
-        Step& st = steps_[static_cast<std::size_t>(k)];
-        (role == lu_reduce_col ? st.col_ready : st.row_ready) = true;
-      }
-    } else {
-      be_.send(trees_.parent(s), trees_.id(s), be_.reduce_out(s0, s, role, k, off, n), n, role);
-      if (trees_.piece_done(s)) be_.release(s0);
-    }
-  }
   void tour_up(std::int64_t k, std::int64_t s) {  // s < 0: the root is the tournament's only player
     if (s >= 0 && !trees_.is_root(s)) {
       be_.send(trees_.parent(s), trees_.id(s), be_.tour_out(k, s), trees_.count(s), lu_tournament);
@@ -239,7 +210,7 @@ class TournamentLuMachine {
     if (st.sent && st.got == st.incoming) {
       be_.swap_finish(k, pend_);
       ++swapped_;  // block row k is up to date: no pending update may touch it again
-      if (x_ == R_.owner(k)) contribute(k, lu_reduce_row);
+      if (x_ == R_.owner(k)) sums_.contribute(k, lu_reduce_row);
       did = true;
     }
     return did;
@@ -249,7 +220,7 @@ class TournamentLuMachine {
     for (bool more = true; more;) {
       more = swap();
       while (next_col_ < K_ && can_contribute_col(next_col_)) {
-        contribute(next_col_++, lu_reduce_col);
+        sums_.contribute(next_col_++, lu_reduce_col);
         more = true;
       }
       const std::int64_t k = z_ + g_.c * reg_;  // this layer's next step
@@ -316,6 +287,7 @@ class TournamentLuMachine {
   Backend& be_;
   const std::int64_t piece_cols_;
   std::vector<Step> steps_;
+  LuSums<Backend, Step> sums_{trees_, be_, steps_, g_, z_};
   std::vector<PendingUpdate> pend_;
   std::int64_t mine_ = 0, planned_got_ = 0, swap_messages_ = 0;
   std::int64_t swapped_ = 0;     // swaps done here (steps 0 .. swapped_ - 1): block rows before are final

@@ -51,7 +51,7 @@ class MatmulMachine {
       const std::int64_t s = trees_.slot(role, -1);
       bool& ready = role == mm_replicate_a ? a_ready_ : b_ready_;
       ready = s < 0 || trees_.is_root(s);
-      if (s >= 0 && trees_.is_root(s)) bcast_all(s, be_.replicate_data(role));
+      if (s >= 0 && trees_.is_root(s)) trees_.bcast_all(be_, s, be_.replicate_data(role));
     }
     start_roots();
     if (panels_ == 0) finish_c();
@@ -65,7 +65,7 @@ class MatmulMachine {
       if (trees_.contribute(s)) reduce_up(s);
       return;
     }
-    forward(s, v);
+    trees_.forward(be_, s, v);
     be_.hold(role, s0, trees_.offset(s), v, n, trees_.total(s0));
     if (!trees_.piece_done(s)) return;
     if (role == mm_replicate_a || role == mm_replicate_b) {
@@ -92,13 +92,6 @@ class MatmulMachine {
   }
 
  private:
-  void forward(std::int64_t s, const double* v) {  // one piece, to its children
-    for (int ch : trees_.children(s)) be_.send(ch, trees_.id(s), v, trees_.count(s), trees_.role(s));
-  }
-  void bcast_all(std::int64_t s0, const double* v) {  // a root: every piece
-    for (std::int64_t s = s0; s < s0 + trees_.pieces(s0); ++s)
-      forward(s, v == nullptr ? nullptr : v + trees_.offset(s));
-  }
   // The move holding a panel's data: -1 this rank's own (or none is needed), -2 not here yet.
   std::int64_t source(int role, std::int32_t q) const {
     const std::int64_t s = trees_.slot(role, q);
@@ -110,7 +103,7 @@ class MatmulMachine {
       const std::int32_t q = mine_[static_cast<std::size_t>(started_)];
       for (int role : {mm_panel_a, mm_panel_b}) {
         const std::int64_t s = trees_.slot(role, q);
-        if (s >= 0 && trees_.is_root(s)) bcast_all(s, be_.own_panel(role, q));
+        if (s >= 0 && trees_.is_root(s)) trees_.bcast_all(be_, s, be_.own_panel(role, q));
       }
       ++started_;
     }

@@ -354,16 +354,19 @@ SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const T
   const auto t0 = std::chrono::steady_clock::now();
   check_size(g, topo);
   const DensePlan dp = lu_plan(n, nb, g, piece, -1, tournament);
+  const auto lu_costs = [&](LuCosts& b, Simulator& sim, int rank) {
+    b.sim = &sim;
+    b.rank = rank;
+    b.R = Cyclic1D{n, nb, g.pr};
+    b.C = Cyclic1D{n, nb, g.pc};
+    b.x = g.x_of(rank);
+    b.y = g.y_of(rank);
+  };
   if (tournament) {
     const PivotModel piv(n, nb, g);
     using P = DenseProcess<TournamentLuMachine<TournamentCosts>, TournamentCosts>;
     return run_all<P>(dp, shape, topo, net, cpu, keep, [&](P& p, Simulator& sim, int rank) {
-      p.backend.sim = &sim;
-      p.backend.rank = rank;
-      p.backend.R = Cyclic1D{n, nb, g.pr};
-      p.backend.C = Cyclic1D{n, nb, g.pc};
-      p.backend.x = g.x_of(rank);
-      p.backend.y = g.y_of(rank);
+      lu_costs(p.backend, sim, rank);
       p.backend.z = g.z_of(rank);
       p.backend.piv = &piv;
       p.backend.g = &g;
@@ -374,12 +377,7 @@ SimResult simulate_lu(std::int64_t n, std::int64_t nb, const Grid25D& g, const T
   }
   using P = DenseProcess<LuMachine<LuCosts>, LuCosts>;
   return run_all<P>(dp, shape, topo, net, cpu, keep, [&](P& p, Simulator& sim, int rank) {
-    p.backend.sim = &sim;
-    p.backend.rank = rank;
-    p.backend.R = Cyclic1D{n, nb, g.pr};
-    p.backend.C = Cyclic1D{n, nb, g.pc};
-    p.backend.x = g.x_of(rank);
-    p.backend.y = g.y_of(rank);
+    lu_costs(p.backend, sim, rank);
     p.machine.emplace(dp, p.plan_, n, nb, g, rank, p.backend);
   }, t0);
 }
