@@ -21,7 +21,7 @@ expected, grid = int(sys.argv[1]), sys.argv[2]
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 pr, pc, c = dense.parse_grid25(grid, comm.size)
 ppn = 2 if comm.size % 2 == 0 else 1
-TREES = ["binary", "flat", "shifted-binary", "binomial", "rectangular"]
+TREES = ["binary", "flat", "shifted-binary", "binomial", "rectangular", "need-ordered"]
 
 
 def unpivoted_lu(A):

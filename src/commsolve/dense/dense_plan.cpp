@@ -43,8 +43,9 @@ MatmulLayout::MatmulLayout(const MatmulShape& s, const Grid25D& g)
 
 namespace {
 
-// Appends one collective (root first among the members), unless it would move nothing: no
-// values, or no member but the root.
+// Appends one collective (root first among the members, the others in the order given: who
+// needs the data first, for need-ordered trees), unless it would move nothing: no values, or
+// no member but the root.
 struct PlanBuilder {
   DensePlan& p;
   std::int64_t piece;
@@ -55,11 +56,18 @@ struct PlanBuilder {
   void add(std::int8_t role, std::int32_t step, std::int32_t pos, CollectiveKind kind, int root, std::int64_t count,
            bool whole = false) {
     const std::int64_t piece = whole ? std::max<std::int64_t>(count, 1) : this->piece;
-    members.erase(std::remove(members.begin(), members.end(), root), members.end());
-    std::sort(members.begin(), members.end());
-    members.erase(std::unique(members.begin(), members.end()), members.end());
+    std::vector<int> seen(members);  // drop the root and repeats, keeping the order
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    std::vector<char> taken(seen.size(), 0);
+    std::size_t kept = 0;
+    for (const int r : members) {
+      const std::size_t i = static_cast<std::size_t>(std::lower_bound(seen.begin(), seen.end(), r) - seen.begin());
+      if (r != root && !taken[i]) taken[i] = 1, members[kept++] = r;
+    }
+    members.resize(kept);
     if (count > 0 && !members.empty()) {
-      const bool keep = only < 0 || only == root || std::binary_search(members.begin(), members.end(), only);
+      const bool keep = only < 0 || only == root || std::binary_search(seen.begin(), seen.end(), only);
       CollectiveSet& s = p.set;
       for (std::int64_t off = 0, i = 0; off < count; off += piece, ++i) {
         const std::int64_t id = next_id++;
@@ -155,8 +163,13 @@ DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_
     const int xk = R.owner(k), yk = C.owner(k), zk = static_cast<int>(k % g.c);
     const std::int64_t w = R.width(k);
     const auto step = static_cast<std::int32_t>(k);
+    // The sums along z list the layer that eliminated step k - 1 first: its share comes last
+    // (it waits for that step's update), so need-ordered trees hang it from the root.
+    const auto along_z = [&](int x, int y) {
+      for (int d = g.c - 1; d >= 1; --d) b.members.push_back(g.rank(x, y, (zk + d) % g.c));
+    };
     for (int x = 0; x < g.pr; ++x) {
-      for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(x, yk, z));
+      along_z(x, yk);
       b.add(lu_reduce_col, step, x, CollectiveKind::reduce, g.rank(x, yk, zk), rows_from(x, k) * w);
     }
     if (tournament) {
@@ -167,26 +180,29 @@ DensePlan lu_plan(std::int64_t n, std::int64_t nb, const Grid25D& g, std::int64_
       b.add(lu_pivots, step, -1, CollectiveKind::broadcast, g.rank(xk, yk, zk), w, true);
     }
     for (int y = 0; y < g.pc; ++y) {
-      for (int z = 0; z < g.c; ++z) b.members.push_back(g.rank(xk, y, z));
+      along_z(xk, y);
       b.add(lu_reduce_row, step, y, CollectiveKind::reduce, g.rank(xk, y, zk), w * cols_from(y, k + 1));
     }
-    for (int x = 0; x < g.pr; ++x)
-      if (rows_from(x, k + 1) > 0) b.members.push_back(g.rank(x, yk, zk));
-    for (int y = 0; y < g.pc; ++y)
-      if (cols_from(y, k + 1) > 0) b.members.push_back(g.rank(xk, y, zk));
+    // The broadcasts list their receivers in need order: the next steps' process rows and
+    // columns first (x_k + 1, x_k + 2, ...), layer 0's copy last.
+    const auto ring = [](int from, int d, int n) { return (from + d) % n; };
+    for (int d = 1; d < std::max(g.pr, g.pc); ++d) {
+      if (d < g.pr && rows_from(ring(xk, d, g.pr), k + 1) > 0) b.members.push_back(g.rank(ring(xk, d, g.pr), yk, zk));
+      if (d < g.pc && cols_from(ring(yk, d, g.pc), k + 1) > 0) b.members.push_back(g.rank(xk, ring(yk, d, g.pc), zk));
+    }
     b.members.push_back(g.rank(xk, yk, 0));
     b.add(lu_diag, step, -1, CollectiveKind::broadcast, g.rank(xk, yk, zk), w * w);
     for (int x = 0; x < g.pr; ++x) {
       if (rows_from(x, k + 1) == 0) continue;
-      for (int y = 0; y < g.pc; ++y)
-        if (cols_from(y, k + 1) > 0) b.members.push_back(g.rank(x, y, zk));
+      for (int d = 1; d < g.pc; ++d)
+        if (cols_from(ring(yk, d, g.pc), k + 1) > 0) b.members.push_back(g.rank(x, ring(yk, d, g.pc), zk));
       b.members.push_back(g.rank(x, yk, 0));
       b.add(lu_panel_l, step, x, CollectiveKind::broadcast, g.rank(x, yk, zk), rows_from(x, k + 1) * w);
     }
     for (int y = 0; y < g.pc; ++y) {
       if (cols_from(y, k + 1) == 0) continue;
-      for (int x = 0; x < g.pr; ++x)
-        if (rows_from(x, k + 1) > 0) b.members.push_back(g.rank(x, y, zk));
+      for (int d = 1; d < g.pr; ++d)
+        if (rows_from(ring(xk, d, g.pr), k + 1) > 0) b.members.push_back(g.rank(ring(xk, d, g.pr), y, zk));
       b.members.push_back(g.rank(xk, y, 0));
       b.add(lu_panel_u, step, y, CollectiveKind::broadcast, g.rank(xk, y, zk), w * cols_from(y, k + 1));
     }
