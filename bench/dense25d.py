@@ -20,12 +20,14 @@ Parts (--parts, all by default):
              pivoting and with tournament pivoting (the pivots modelled: a random matrix's).
   growth     tournament pivoting's growth max|U| / max|A| on random matrices (n = 1,000 to 3,000 on
              2 ranks) beside partial pivoting's (scipy) on the same matrices.
+  lu-trees   LU with need-ordered trees (its plans list each broadcast's receivers in need order)
+             against binary ones, simulated at 16,384 ranks on a torus and 4,096 without one.
   multicast  one 1 MB multicast to every node of an 8x8x8 and a 16x16x16 torus, binomial and
              rectangular trees, simulated with shared links, beside the seed's models and its
              120x (1/30 of a link's bandwidth on Cray XE6 against 4x on BG/P).
 
 Writes bench/results/dense25d.json (with the machine) and bench/results/dense25d.png.
-Run: python3 bench/dense25d.py [--parts measured,growth,words,simulated,multicast] (simulated-lu: only
+Run: python3 bench/dense25d.py [--parts measured,growth,words,simulated,lu-trees,multicast] (simulated-lu: only
 the LU cases of simulated, the multiply's kept)
 """
 
@@ -148,6 +150,26 @@ def growth(cases=((1000, "2x1x1"), (2000, "2x1x1"), (2000, "1x2x1"), (3000, "2x1
     return rows
 
 
+def lu_trees(n=16384, p=16384, torus=(16, 16, 16), nb=64):
+    """LU's broadcasts and sums in need order (need-ordered trees: the next steps' owners first,
+    the late layer's share straight to the root) against binary trees, simulated."""
+    out = []
+    for tree in ("binary", "need-ordered"):
+        s = replication_study("lu", n, p, "intrepid-bgp", replications=(1, 4), nb=nb, piece=8192, tree=tree,
+                              torus=list(torus))
+        out.append({"tree": tree, "n": n, "nranks": p, "nb": nb, "torus": list(torus),
+                    "predicted_s": {c: r["predicted_s"] for c, r in s["runs"].items()}})
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+    s = replication_study("lu", 8192, 4096, "intrepid-bgp", replications=(1, 4, 16), nb=nb, piece=8192,
+                          tree="need-ordered")
+    out.append({"tree": "need-ordered", "n": 8192, "nranks": 4096, "nb": nb, "torus": None,
+                "predicted_s": {c: r["predicted_s"] for c, r in s["runs"].items()}})
+    s = replication_study("lu", 8192, 4096, "intrepid-bgp", replications=(1, 4, 16), nb=nb, piece=8192, tree="binary")
+    out.append({"tree": "binary", "n": 8192, "nranks": 4096, "nb": nb, "torus": None,
+                "predicted_s": {c: r["predicted_s"] for c, r in s["runs"].items()}})
+    return out
+
+
 def multicast():
     from commsolve.sim.multicast import multicast_study
 
@@ -191,7 +213,7 @@ def plot(doc, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="measured,growth,words,simulated,multicast")
+    ap.add_argument("--parts", default="measured,growth,words,simulated,lu-trees,multicast")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nb", type=int, default=128)
     ap.add_argument("--plot-only", action="store_true", help="Redraw the PNG from the JSON.")
@@ -222,6 +244,8 @@ def main():
         doc["simulated"] = simulated(mm_cases + lu_cases)
     elif "simulated-lu" in parts:  # the LU cases only, the others kept
         doc["simulated"] = [s for s in doc.get("simulated", []) if s["workload"] != "lu"] + simulated(lu_cases)
+    if "lu-trees" in parts:
+        doc["lu_trees"] = lu_trees()
     if "multicast" in parts:
         doc["multicast"] = multicast()
     write_results(RESULTS, doc)
