@@ -21,7 +21,8 @@ Parts (--parts, all by default):
   growth     tournament pivoting's growth max|U| / max|A| on random matrices (n = 1,000 to 3,000 on
              2 ranks) beside partial pivoting's (scipy) on the same matrices.
   lu-trees   LU with need-ordered trees (its plans list each broadcast's receivers in need order)
-             against binary ones, simulated at 16,384 ranks on a torus and 4,096 without one.
+             against binary ones, simulated at 16,384 ranks on a torus and 4,096 without one; and
+             the grid placed layers-first on the torus's nodes (z fastest) against rank order.
   multicast  one 1 MB multicast to every node of an 8x8x8 and a 16x16x16 torus, binomial and
              rectangular trees, simulated with shared links, beside the seed's models and its
              120x (1/30 of a link's bandwidth on Cray XE6 against 4x on BG/P).
@@ -160,6 +161,11 @@ def lu_trees(n=16384, p=16384, torus=(16, 16, 16), nb=64):
         out.append({"tree": tree, "n": n, "nranks": p, "nb": nb, "torus": list(torus),
                     "predicted_s": {c: r["predicted_s"] for c, r in s["runs"].items()}})
         print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+    s = replication_study("lu", n, p, "intrepid-bgp", replications=(4, 16), nb=nb, piece=8192, tree="binary",
+                          torus=list(torus), placement="layers")
+    out.append({"tree": "binary", "placement": "layers", "n": n, "nranks": p, "nb": nb, "torus": list(torus),
+                "predicted_s": {c: r["predicted_s"] for c, r in s["runs"].items()}})
+    print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     s = replication_study("lu", 8192, 4096, "intrepid-bgp", replications=(1, 4, 16), nb=nb, piece=8192,
                           tree="need-ordered")
     out.append({"tree": "need-ordered", "n": 8192, "nranks": 4096, "nb": nb, "torus": None,

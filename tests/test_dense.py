@@ -10,6 +10,7 @@ from commsolve import _core, dense
 from commsolve.model.profile import load_profile
 from commsolve.sim import simulate_dense
 from commsolve.sim.dense import square_grids
+from commsolve.topology import Topology
 
 
 def words(stats, roles):
@@ -131,3 +132,19 @@ def test_an_mpi_ranks_plan_is_its_part_of_the_whole(kind, tournament):
         mine = _core.dense_plan(kind, 90, 90, 90, 8, grid, piece=50, rank=rank, tournament=tournament)
         assert mine["set"].id.tolist() == [c for c in range(len(S)) if rank in members[c]]
         assert mine["set"].count.tolist() == S.count[mine["set"].id].tolist()
+
+
+def test_layers_first_placement_keeps_the_sums_along_z_inside_nodes():
+    prof = load_profile("intrepid-bgp")
+    roles = [dense.ROLES["lu"].index(r) for r in ("reduce_col", "reduce_row")]
+
+    def inter_node_bytes(placement, torus=None):
+        r = simulate_dense("lu", 256, (2, 2, 4), prof, nb=16, ppn=4, placement=placement, torus=torus)
+        return sum(int(s.array[roles, 3].sum()) for s in r.recorded)  # bytes sent to other nodes
+
+    assert inter_node_bytes("ranks") > 0 and inter_node_bytes("layers") == 0
+    assert inter_node_bytes("layers", torus=[2, 2, 1]) == 0
+    with pytest.raises(ValueError, match="placement must be one of ranks, layers"):
+        simulate_dense("lu", 256, (2, 2, 4), prof, nb=16, ppn=4, placement="diagonal")
+    with pytest.raises(ValueError, match="placed on node 9, outside the torus's"):
+        Topology.torus_placed([2, 2], [0, 1, 9])

@@ -329,8 +329,11 @@ def _dense_command(kind, name):
     @click.option("--torus", default=None,
                   help="Node torus extents (e.g. 16x32x32 for 65,536 ranks at 4 per node): messages share the "
                   "links of their routes (the profile's [torus] rates).")
+    @click.option("--placement", type=click.Choice(["ranks", "layers"]), default="ranks", show_default=True,
+                  help="Ranks on nodes: in rank order (a layer spans nodes), or layers first (a rank's copies "
+                  "along z on its node and the next: the sums along z stay close).")
     @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-    def command(n, procs, replications, nb, profile, ppn, tree, piece, torus, as_json, pivoting="none"):
+    def command(n, procs, replications, nb, profile, ppn, tree, piece, torus, placement, as_json, pivoting="none"):
         from ..sim.dense import format_replication_study, replication_study
 
         try:
@@ -347,7 +350,7 @@ def _dense_command(kind, name):
             except ValueError:
                 raise click.BadParameter(f"expected extents like 16x32x32, got {torus!r}", param_hint="--torus") from None
         out = offline(replication_study, kind, n, procs, profile, cs, nb=nb, ppn=ppn, tree=tree, piece=piece,
-                      torus=dims, pivoting=pivoting,
+                      torus=dims, pivoting=pivoting, placement=placement,
                       progress=None if as_json else lambda it: bar(iterable=it, desc=name))
         click.echo(as_json_text(out) if as_json else format_replication_study(out))
 

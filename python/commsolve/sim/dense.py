@@ -16,7 +16,7 @@ from .. import _core
 from ..dense import ROLES, words_leading_term
 from ..dense.algorithms import PANEL, PIECE, check_pivoting
 from ..dense.matrix import DEFAULT_NB
-from ..topology import Topology, blocked_topology
+from ..topology import Topology
 from ..trees import tree_shape
 from .models import compute_model, network_model, simulation_profile
 from .result import SimResult
@@ -26,15 +26,34 @@ __all__ = ["simulate_dense", "square_grids", "replication_study", "format_replic
 KINDS = ("matmul", "lu")
 
 
+PLACEMENTS = ("ranks", "layers")
+
+
+def grid_nodes(grid, ppn, placement):
+    """The node of each rank of ``grid`` (pr, pc, c), ``ppn`` per node: "ranks" in rank order
+    (layer 0's ranks first: a layer spans nodes), "layers" in (x, y, z) order with z fastest (a
+    rank's copies on the other layers share its node or the next ones: the sums and copies
+    along z stay inside nodes or between neighbours)."""
+    pr, pc, c = grid
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    r = np.arange(pr * pc * c)
+    if placement == "ranks":
+        return r // ppn
+    z, xy = r // (pr * pc), r % (pr * pc)
+    return (xy * c + z) // ppn
+
+
 def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary", m=None, k=None, panel=PANEL,
-                   piece=PIECE, timeline=False, trace=False, torus=None, pivoting="none"):
+                   piece=PIECE, timeline=False, trace=False, torus=None, pivoting="none", placement="ranks"):
     """Replays the 2.5D ``kind`` ("matmul": A m x k times B k x n, m and k defaulting to n; "lu":
     n x n, ``pivoting`` "none" or "tournament": the pivots modelled as a random matrix's, each
     step's pivot rows drawn uniformly from the rows left) on ``grid`` (pr, pc, c) with
     ``profile``'s models, ``ppn`` ranks per node (default
     the profile's), moves in pieces of at most ``piece`` values. With ``torus`` (node extents
     whose product is the node count), the nodes make that torus and messages share the links
-    of their routes (the profile's ``[torus]`` rates). Returns a
+    of their routes (the profile's ``[torus]`` rates); ``placement`` puts the ranks on the
+    nodes (:func:`grid_nodes`). Returns a
     :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics steps
     :data:`commsolve.dense.ROLES`)."""
     if kind not in KINDS:
@@ -50,9 +69,9 @@ def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary
         if int(np.prod(torus)) * ppn != p:
             raise ValueError(f"a {'x'.join(map(str, torus))} torus of {ppn} ranks per node holds "
                              f"{int(np.prod(torus)) * ppn} ranks, the grid {p}")
-        topo = Topology.torus(list(torus), ppn)
+        topo = Topology.torus_placed(list(torus), grid_nodes((pr, pc, c), ppn, placement).tolist())
     else:
-        topo = blocked_topology(p, ppn)
+        topo = Topology.from_node_list(grid_nodes((pr, pc, c), ppn, placement).tolist())
     m = n if m is None else m
     k = n if k is None else k
     t0 = time.perf_counter()
@@ -60,8 +79,9 @@ def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary
                              network_model(prof, topo.max_ppn), compute_model(prof), bool(timeline), bool(trace),
                              tournament)
     info = {"workload": kind, "grid": f"{pr}x{pc}x{c}", "n": int(n), "nb": int(nb), "tree": str(tree),
-            "pivoting": pivoting if kind == "lu" else None,
-            "piece": int(piece), "torus": list(torus) if torus is not None else None, "profile": prof.name, "ppn": ppn,
+            "pivoting": pivoting if kind == "lu" else None, "placement": placement,
+            "piece": int(piece), "torus": list(torus) if torus is not None else None, "placement": placement,
+            "profile": prof.name, "ppn": ppn,
             "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)
 
@@ -78,12 +98,12 @@ def square_grids(p, replications):
 
 
 def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
-                      panel=PANEL, piece=PIECE, torus=None, progress=None, pivoting="none"):
+                      panel=PANEL, piece=PIECE, torus=None, progress=None, pivoting="none", placement="ranks"):
     """``kind`` of size n on p ranks for each replication factor c (grids of
     :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
     smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
     and the words each rank received (max, counted by the simulator) beside the formula's
-    leading term. ``torus``, ``pivoting``: see :func:`simulate_dense`."""
+    leading term. ``torus``, ``pivoting``, ``placement``: see :func:`simulate_dense`."""
     prof = simulation_profile(profile)
     grids = square_grids(p, replications)
     if not grids:
@@ -95,12 +115,12 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
                              f"ranks make any comparison meaningless); use nb <= {n // max(g[0], g[1])}")
     flops = 2.0 * n ** 3 if kind == "matmul" else 2.0 * n ** 3 / 3
     out = {"workload": kind, "n": n, "nranks": p, "profile": prof.name, "nb": nb, "tree": str(tree), "piece": piece,
-           "pivoting": pivoting if kind == "lu" else None,
+           "pivoting": pivoting if kind == "lu" else None, "placement": placement,
            "torus": list(torus) if torus is not None else None, "runs": {}}
     base = None
     for g in (grids if progress is None else progress(grids)):
         r = simulate_dense(kind, n, g, prof, nb=nb, ppn=ppn, tree=tree, panel=panel, piece=piece, torus=torus,
-                           pivoting=pivoting)
+                           pivoting=pivoting, placement=placement)
         panels = [i for i, role in enumerate(ROLES[kind]) if role.startswith("panel")]
         words = np.array([s.words_received(panels) for s in r.recorded], dtype=float)
         base = r.predicted_s if base is None else base

@@ -39,6 +39,8 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
       .def_prop_ro("node_of_rank", [](const Topology& t) { return copy_numpy(t.node_of_rank()); })
       .def_static("torus", &Topology::torus, "dims"_a, "ppn"_a = 1,
                   "Nodes on a torus of extents `dims` (node id: coordinates, dimension 0 fastest), ppn ranks each.")
+      .def_static("torus_placed", &Topology::torus_placed, "dims"_a, "node_of_rank"_a,
+                  "A torus of extents `dims` with each rank's node given (node ids: torus positions).")
       .def_prop_ro("torus_dims", &Topology::torus_dims, "The node torus's extents (empty: none).")
       .def("hops", &Topology::hops, "a"_a, "b"_a, "Torus links between nodes a and b (dimension-ordered route).")
       .def("route", [](const Topology& t, int a, int b) {

@@ -78,6 +78,24 @@ Topology Topology::torus(const std::vector<int>& dims, int ppn) {
   return t;
 }
 
+Topology Topology::torus_placed(const std::vector<int>& dims, const std::vector<int>& node_of_rank) {
+  Topology t = torus(dims, 1);
+  const int nodes = t.num_nodes();
+  require(!node_of_rank.empty(), "topology: the rank -> node list is empty");
+  t.node_ = node_of_rank;
+  t.local_.assign(node_of_rank.size(), 0);
+  t.node_ranks_.assign(static_cast<std::size_t>(nodes), {});
+  for (std::size_t r = 0; r < node_of_rank.size(); ++r) {
+    const int node = node_of_rank[r];
+    require(node >= 0 && node < nodes, "topology: rank " + std::to_string(r) + " placed on node " +
+                                           std::to_string(node) + ", outside the torus's [0, " + std::to_string(nodes) +
+                                           ")");
+    t.local_[r] = static_cast<int>(t.node_ranks_[static_cast<std::size_t>(node)].size());
+    t.node_ranks_[static_cast<std::size_t>(node)].push_back(static_cast<int>(r));
+  }
+  return t;
+}
+
 int Topology::coord(int node, int dim) const {
   int v = node;
   for (int d = 0; d < dim; ++d) v /= torus_[d];

@@ -40,6 +40,9 @@ class Topology {
   // `nodes` torus extents (their product: the node count), `ppn` ranks per node laid out
   // "smp"; node id = coordinates with dimension 0 fastest. Local.
   static Topology torus(const std::vector<int>& dims, int ppn);
+  // The same torus with each rank's node given (a placement): node ids are torus positions
+  // (0 .. product of dims - 1, dimension 0 fastest); a node may hold no rank. Local.
+  static Topology torus_placed(const std::vector<int>& dims, const std::vector<int>& node_of_rank);
   bool has_torus() const { return !torus_.empty(); }
   const std::vector<int>& torus_dims() const { return torus_; }
   int coord(int node, int dim) const;
