@@ -155,7 +155,7 @@ def test_moves_in_pieces_give_the_same_results(grid):
     rows = [r for r in results(grid) if r["kind"] == "pieces"]
     assert len(rows) == 6
     for r in rows:
-        assert r["err"] <= 1e-13 and r["lu_err"] <= 1e-13 and r["stats_ok"], (grid, r)
+        assert r["err"] <= 1e-13 and r["lu_err"] <= 1e-13 and r["piv_err"] <= 1e-13 and r["stats_ok"], (grid, r)
         if int(np.prod(grid)) > 1:
             assert r["messages"] > 0
 

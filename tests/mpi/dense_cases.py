@@ -72,7 +72,16 @@ for tree in TREES:
     f = dense.lu(DistributedDense.from_global(M, comm, grid, 4), tree=tree, topology=ppn, piece=5)
     F = f.factors.to_global()
     lu_err = float(np.abs(F - unpivoted_lu(M)).max() / np.abs(unpivoted_lu(M)).max()) if comm.rank == 0 else None
-    emit({"kind": "pieces", "tree": tree, "err": err, "lu_err": lu_err, "stats_ok": rep.planned_equal and f.report.planned_equal,
+    R = np.random.default_rng(8).standard_normal((30, 30))
+    g = dense.lu(DistributedDense.from_global(R, comm, grid, 4), tree=tree, topology=ppn, piece=5, pivoting="tournament")
+    G = g.factors.to_global()
+    if comm.rank == 0:
+        p = np.arange(30)
+        for i, j in enumerate(g.ipiv):
+            p[i], p[j] = p[j], p[i]
+        piv_err = float(np.abs(R[p] - (np.tril(G, -1) + np.eye(30)) @ np.triu(G)).max() / np.abs(R).max())
+    emit({"kind": "pieces", "tree": tree, "err": err, "lu_err": lu_err, "piv_err": piv_err if comm.rank == 0 else None,
+          "stats_ok": rep.planned_equal and f.report.planned_equal and g.report.planned_equal,
           "messages": int(sum(s.total()["msgs_recv_intra"] + s.total()["msgs_recv_inter"] for s in rep.recorded))})
 
 # A matrix given on rank 0 only, scattered; gathered back where it came from.

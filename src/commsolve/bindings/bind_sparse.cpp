@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
+#include "sparse/sell.hpp"
 #include "sparse/matrix_market.hpp"
 #include "sparse/partition.hpp"
 #include "topology/topology.hpp"
@@ -106,6 +107,32 @@ void bind_kernels(nb::module_& m) {
     return truncate_rows(n, indptr.data(), indices.data(), data.data(), factor, max_elements);
   }, "indptr"_a.noconvert(), "indices"_a.noconvert(), "data"_a.noconvert(), "factor"_a, "max_elements"_a,
         "Truncates a CSR's rows in place (hypre's trunc_factor, P_max_elmts); returns the entries kept.");
+  nb::class_<LocalSell>(m, "SellMatrix",
+                        "A local matrix in SELL-C-sigma storage (sparse/sell.hpp): ELL is C = nrows, sigma = 1; "
+                        "sliced ELL is sigma = 1.")
+      .def("__init__", [](LocalSell* self, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                          std::int64_t ncols, int C, std::int64_t sigma) {
+        const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+        if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+          throw nb::value_error("SellMatrix: indptr does not describe the entries");
+        require_len(data, indices.shape(0), "data");
+        nb::gil_scoped_release nogil;
+        new (self) LocalSell(sell_from_csr({n, indptr.data(), indices.data(), data.data()}, ncols, C, sigma));
+      }, "indptr"_a, "indices"_a, "data"_a, "ncols"_a, "C"_a, "sigma"_a,
+           "From CSR arrays (int32 indices; columns checked against ncols).")
+      .def("spmv", [](const LocalSell& s, In<double> x, Out<double> y) {
+        require_len(x, s.ncols, "x");
+        require_len(y, s.nrows, "y");
+        nb::gil_scoped_release nogil;
+        spmv(s, x.data(), y.data());
+      }, "x"_a, "y"_a.noconvert(), "y = A x.")
+      .def_ro("nrows", &LocalSell::nrows)
+      .def_ro("ncols", &LocalSell::ncols)
+      .def_ro("nnz", &LocalSell::nnz)
+      .def_ro("C", &LocalSell::C)
+      .def_ro("sigma", &LocalSell::sigma)
+      .def_prop_ro("stored", &LocalSell::stored, "Entries stored, padding included.")
+      .def_prop_ro("spmv_bytes", &LocalSell::spmv_bytes, "Bytes one SpMV reads and writes.");
   m.def("blas_kernel", [] { return std::string(openblas_get_corename()); },
         "The CPU kernels OpenBLAS chose at load time (e.g. SkylakeX, Haswell, Prescott: generic).");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,
