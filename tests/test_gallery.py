@@ -117,3 +117,35 @@ def test_block_coupled_surrogates_are_the_point_matrix_kronecker_a_dense_spd_blo
     assert A.shape == ref.shape == (dofs * n ** 3,) * 2
     assert abs(A - ref).max() == 0
     assert np.linalg.eigvalsh(A.toarray()).min() > 0
+
+
+def test_groundwater3d_is_spd_symmetric_and_spans_its_contrast():
+    from commsolve.gallery import conductivity_field, groundwater3d
+
+    A = gallery.from_spec("groundwater3d:10")
+    assert A.shape == (1000, 1000) and abs(A - A.T).max() == 0
+    np.linalg.cholesky(A.toarray())  # SPD: fails otherwise
+    d = A.diagonal()
+    off = abs(A).sum(axis=1).A1 - d
+    top = np.arange(1000) // 100 == 9
+    assert (d[~top] >= off[~top] * (1 - 1e-12)).all() and (d[top] > off[top]).all()  # the fixed head on top
+    # each rank can build its own rows alone
+    rows = np.arange(137, 611)
+    assert abs(gallery.from_spec("groundwater3d:10", rows=rows) - A[rows]).max() == 0
+    # log10 K within [-L, L], L = log10(contrast) / 2, covering most of it on a large grid
+    g = conductivity_field(np.arange(48 ** 3), 48, contrast=1e10)
+    assert g.min() >= -5 and g.max() <= 5 and np.quantile(g, 0.02) < -3 and np.quantile(g, 0.98) > 3
+    # the field repeats every `tile` cells; seeds differ
+    cells = np.arange(0, 20 ** 3, 7)
+    x = cells % 20
+    same = x + 8 < 20
+    assert np.allclose(conductivity_field(cells[same], 20, tile=8), conductivity_field(cells[same] + 8, 20, tile=8),
+                       rtol=0, atol=1e-9)
+    assert not np.array_equal(conductivity_field(cells, 20, seed=1), conductivity_field(cells, 20, seed=2))
+    # one face: the transmissibility is the harmonic mean of the two cells' conductivities
+    K = 10.0 ** conductivity_field(np.array([0, 1]), 10)
+    assert A[0, 1] == pytest.approx(-2 * K[0] * K[1] / (K[0] + K[1]), rel=1e-14)
+    with pytest.raises(ValueError, match="contrast >= 1"):
+        groundwater3d(4, contrast=0.5)
+    with pytest.raises(ValueError, match="unknown parameter 'sigma' for groundwater3d"):
+        gallery.from_spec("groundwater3d:8,sigma=2")

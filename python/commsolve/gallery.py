@@ -27,6 +27,11 @@ Families
                       PSelInv paper's): N^3 elements of M basis functions (default 16), dense
                       M x M blocks inside an element and between face neighbours (7-point);
                       SPD; M N^3 rows
+``groundwater3d:N,contrast=C,seed=S,tile=T``  steady groundwater flow by finite volumes on
+                      N^3 cells (Nakajima's pGW3D-FVM): 7-point, harmonic-mean
+                      transmissibilities of a smooth log-normal conductivity spanning C
+                      (default 1e10: 1e-5 .. 1e5) that repeats every T cells (default 64),
+                      fixed head on the top face; SPD
 
 Examples
 --------
@@ -63,6 +68,8 @@ __all__ = [
     "kkt3d",
     "elasticity3d",
     "dg3d",
+    "groundwater3d",
+    "conductivity_field",
     "stencil_matrix",
 ]
 
@@ -269,6 +276,68 @@ def dg3d(n, dofs=16, rows=None):
     return block_coupled(poisson3d, n, dofs, rows=rows)
 
 
+_GW_MODES = 64  # random Fourier modes of the groundwater conductivity field
+
+
+def conductivity_field(cells, n, contrast=1e10, seed=0, tile=64):
+    """log10 of the hydraulic conductivity at ``cells`` (global cell indices of an n x n x n
+    grid, x fastest) of :func:`groundwater3d`: a smooth Gaussian random field (a sum of
+    random Fourier modes whose wave numbers are whole multiples of 2 pi / ``tile`` cells, so
+    the field repeats every ``tile`` cells: weak scaling keeps its statistics), normalised to
+    unit variance, its 3-sigma range mapped onto [-L, L] with L = log10(contrast) / 2 and
+    clipped there: K spans ``contrast`` (1e-5 .. 1e5 by default). The same on every rank: any
+    rank evaluates any cell."""
+    cells = np.asarray(cells, dtype=np.int64)
+    rng = np.random.default_rng([int(seed), 0x6D67])  # every rank draws the same modes
+    waves = rng.integers(-4, 5, size=(_GW_MODES, 3)) * (2 * np.pi / tile)  # up to 4 periods per tile
+    phase = rng.uniform(0, 2 * np.pi, _GW_MODES)
+    coords = np.stack([cells % n, (cells // n) % n, cells // (n * n)], axis=1).astype(float)
+    g = np.zeros(len(cells))
+    for start in range(0, len(cells), _CHUNK_ROWS):
+        block = coords[start:start + _CHUNK_ROWS]
+        g[start:start + _CHUNK_ROWS] = np.cos(block @ waves.T + phase).sum(axis=1)
+    g /= math.sqrt(_GW_MODES / 2.0)  # unit variance (modes of random phase)
+    half = math.log10(contrast) / 2.0
+    return np.clip(g / 3.0, -1.0, 1.0) * half
+
+
+def groundwater3d(n, contrast=1e10, seed=0, tile=64, rows=None):
+    """Steady groundwater flow ``-div(K grad h) = 0`` by cell-centred finite volumes on an
+    n x n x n grid of unit cells (Nakajima's pGW3D-FVM problem): 7-point, each face's
+    transmissibility the harmonic mean of its two cells' conductivities, K from
+    :func:`conductivity_field` (spanning ``contrast``), no-flow on every face but the top
+    (z = n - 1), where the head is fixed (Dirichlet, half a cell away: transmissibility 2 K).
+    Symmetric positive definite, diagonally dominant."""
+    if n < 1 or not contrast >= 1 or tile < 1:
+        raise ValueError(f"groundwater3d: n >= 1, contrast >= 1 and tile >= 1, got n={n}, contrast={contrast}, "
+                         f"tile={tile}")
+    N = n ** 3
+    rows = _rows_array(N, rows)
+    x, y, z = rows % n, (rows // n) % n, rows // (n * n)
+    K = 10.0 ** conductivity_field(rows, n, contrast, seed, tile)
+    offsets = [(-1, 0, 0, x > 0), (1, 0, 0, x < n - 1), (0, -n, 0, y > 0), (0, n, 0, y < n - 1),
+               (0, 0, -n * n, z > 0), (0, 0, n * n, z < n - 1)]
+    diag = np.where(z == n - 1, 2.0 * K, 0.0)  # the fixed head above the top face
+    cols, vals, mask = [], [], []
+    for dx, dy, dz, inside in offsets:
+        nbr = np.where(inside, rows + dx + dy + dz, rows)
+        Kn = 10.0 ** conductivity_field(nbr, n, contrast, seed, tile)
+        t = np.where(inside, 2.0 * K * Kn / (K + Kn), 0.0)
+        diag += t
+        cols.append(nbr)
+        vals.append(-t)
+        mask.append(inside)
+    cols = np.stack([rows] + cols, axis=1)
+    vals = np.stack([diag] + vals, axis=1)
+    keep = np.stack([np.ones(len(rows), dtype=bool)] + mask, axis=1)
+    order = np.argsort(np.where(keep, cols, np.iinfo(np.int64).max), axis=1, kind="stable")
+    cols, vals, keep = (np.take_along_axis(a, order, axis=1) for a in (cols, vals, keep))
+    counts = keep.sum(axis=1)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    idx = np.int32 if max(N, indptr[-1]) < 2**31 else np.int64
+    return sp.csr_matrix((vals[keep], cols[keep].astype(idx), indptr.astype(idx)), shape=(len(rows), N))
+
+
 def _random_block(n, k, seed, block):
     """Rows [block*B, ...) of the random matrix: k-1 distinct off-diagonal columns each."""
     lo = block * _RANDOM_BLOCK
@@ -359,7 +428,7 @@ class GallerySpec:
 # Entries per row (at most) and bytes per entry while building (CSR plus the temporaries of
 # the stencil builder), for the up-front memory check.
 _NNZ_PER_ROW = {"poisson2d": 5, "poisson2d9": 9, "poisson3d": 7, "poisson3d27": 27, "aniso2d": 9, "convdiff2d": 5,
-                "kkt3d": 14}
+                "kkt3d": 14, "groundwater3d": 7}
 _BYTES_PER_ENTRY = 40
 
 
@@ -441,6 +510,12 @@ _FAMILIES = {
         lambda s, rows, nprocs: dg3d(_grid_n(s), _dofs(s, 16), rows),
         lambda s, nprocs: _dofs(s, 16) * _grid_n(s) ** 3,
     ),
+    "groundwater3d": (
+        lambda s, rows, nprocs: groundwater3d(_grid_n(s), _number(s, "contrast", 1e10),
+                                              _whole(s, "seed", s.kwargs.get("seed", 0)),
+                                              _whole(s, "tile", s.kwargs.get("tile", 64)), rows),
+        lambda s, nprocs: _grid_n(s) ** 3,
+    ),
 }
 
 
@@ -457,6 +532,7 @@ _KNOWN_KEYS = {
     "kkt3d": {"n", "alpha"},
     "elasticity3d": {"n", "dofs"},
     "dg3d": {"n", "dofs"},
+    "groundwater3d": {"n", "contrast", "seed", "tile"},
 }
 
 
