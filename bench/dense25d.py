@@ -29,7 +29,8 @@ Parts (--parts, all by default):
 
 Writes bench/results/dense25d.json (with the machine) and bench/results/dense25d.png.
 Run: python3 bench/dense25d.py [--parts measured,growth,words,simulated,lu-trees,multicast] (simulated-lu: only
-the LU cases of simulated, the multiply's kept)
+the LU cases of simulated, the multiply's kept; simulated-16k: only the pivoted and unpivoted LU in blocks
+of 64 at 16,384 ranks)
 """
 
 from __future__ import annotations
@@ -246,10 +247,14 @@ def main():
     # the simulator's per-rank trees too large for this machine's memory at 512 steps
     lu_cases = [("lu", 32768, 64, 8192, "binary", "none"), ("lu", 32768, 128, 8192, "binary", "none"),
                 ("lu", 32768, 128, 8192, "binary", "tournament")]
+    # blocks of 64 with pivoting fit at 16,384 ranks (a 16x16x16 torus): the same comparison there
+    lu_small = [("lu", 16384, 64, 8192, "binary", "none"), ("lu", 16384, 64, 8192, "binary", "tournament")]
     if "simulated" in parts:
         doc["simulated"] = simulated(mm_cases + lu_cases)
     elif "simulated-lu" in parts:  # the LU cases only, the others kept
         doc["simulated"] = [s for s in doc.get("simulated", []) if s["workload"] != "lu"] + simulated(lu_cases)
+    if "simulated" in parts or "simulated-lu" in parts or "simulated-16k" in parts:
+        doc["simulated_16384"] = simulated(lu_small, p=16384, torus=(16, 16, 16))
     if "lu-trees" in parts:
         doc["lu_trees"] = lu_trees()
     if "multicast" in parts:
