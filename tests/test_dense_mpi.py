@@ -148,6 +148,8 @@ def test_lu_with_tournament_pivoting_factors_pa(grid):
             assert r["lapack_same_pivots"] and r["lapack_err"] <= 1e-12, where
         assert r["stats_ok"] and r["virtual_ok"] and r["seconds_ok"], where
         assert r["swap_received"] == hand_swap_received(n, nb, grid, r["ipiv"]), where
+    ties = [r for r in results(grid) if r["kind"] == "lu_ties"]
+    assert len(ties) == 2 and all(r["err"] <= 1e-14 for r in ties), (grid, ties)
 
 
 @pytest.mark.parametrize("grid", GRIDS, ids=["x".join(map(str, g)) for g in GRIDS])

@@ -151,3 +151,19 @@ for (n, nb, zero_diag) in [(40, 5, False), (33, 4, True), (7, 8, False), (1, 2, 
                 row["lapack_same_pivots"] = bool(np.array_equal(piv_ref, f.ipiv))
                 row["lapack_err"] = float(np.abs(F - lu_ref).max() / np.abs(lu_ref).max())
         emit(row)
+
+# Exact ties between candidate pivots (small integers over 3): where the panel has one process
+# row, the factors and the pivots must come from the same elimination (P A = L U still).
+TIES = [np.array([[-1, 0, 0, 1, -2, 2], [1, -2, 0, 1, -2, -1], [1, -1, -2, 1, 1, -1], [2, 2, -2, -1, 0, -2],
+                  [0, -1, 1, -1, 0, -1], [0, -1, 2, -2, 1, -1]]) / 3.0,
+        np.random.default_rng(63).integers(-2, 3, (51, 51)) / 3.0]
+for A, nb in zip(TIES, (4, 16)):
+    n = A.shape[0]
+    f = dense.lu(DistributedDense.from_global(A, comm, grid, nb), topology=ppn, pivoting="tournament")
+    F = f.factors.to_global()
+    if comm.rank == 0:
+        p = np.arange(n)
+        for i, j in enumerate(f.ipiv):
+            p[i], p[j] = p[j], p[i]
+        L, U = np.tril(F, -1) + np.eye(n), np.triu(F)
+        emit({"kind": "lu_ties", "n": n, "nb": nb, "err": float(np.abs(A[p] - L @ U).max() / np.abs(A).max())})

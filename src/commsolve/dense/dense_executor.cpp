@@ -378,7 +378,7 @@ struct TournamentNumbers : LuNumbers {
     return (lb * m.grid_.pr + m.x_) * nb + lr % nb;
   }
   std::int64_t local_row(std::int64_t g) const { return r(g / m.nb_) + g % m.nb_; }
-  std::vector<double>& cand(std::int64_t s) { return s >= 0 ? m.cand_[static_cast<std::size_t>(s)] : m.tour_own_; }
+  std::vector<double>& cand(std::int64_t s) { return m.cand_[static_cast<std::size_t>(s)]; }  // s >= 0
 
   // The candidates in `sets` (concatenated) stacked and pivoted (play_stack).
   std::int64_t play(std::int64_t k, const std::vector<double>& sets, std::vector<std::int64_t>& winners) {
@@ -434,9 +434,15 @@ struct TournamentNumbers : LuNumbers {
     pack(m.A_, ml(), r0, c(k), rows, wk, stack.data());
     std::vector<std::int64_t> pos(static_cast<std::size_t>(rows)), winners;
     for (std::int64_t i = 0; i < rows; ++i) pos[static_cast<std::size_t>(i)] = global_row(r0 + i);
-    // the only player (s < 0): its partial pivoting is the panel's, L included (put_diag)
-    play_stack(k, std::move(stack), pos, winners, s < 0 ? &m.whole_ : nullptr);
+    // the only player (s < 0): its partial pivoting is the panel's, L included (put_diag), and
+    // its winners, in its order, are the pivots (tour_final plays no second round)
+    const std::int64_t zero = play_stack(k, std::move(stack), pos, winners, s < 0 ? &m.whole_ : nullptr);
     m.whole_k_ = s < 0 ? k : -1;
+    if (s < 0) {
+      m.whole_winners_ = winners;
+      m.whole_zero_ = zero;
+      return;
+    }
     std::vector<double>& acc = cand(s);
     acc.insert(acc.end(), m.out_.begin(), m.out_.end());
   }
@@ -453,10 +459,15 @@ struct TournamentNumbers : LuNumbers {
   void tour_final(std::int64_t k, std::int64_t s) {
     const std::int64_t wk = w(k), k0 = k * m.nb_;
     std::vector<std::int64_t> winners;
-    const std::int64_t zero = play(k, cand(s), winners);  // the winners factored: the diagonal block
-    std::vector<double>().swap(cand(s));
-    if (m.whole_k_ == k)  // the only player: the diagonal block as its panel has it (the same rounding)
+    std::int64_t zero = -1;
+    if (m.whole_k_ == k) {  // the only player: its winners, zero column and diagonal block as its panel has them
+      winners.swap(m.whole_winners_);
+      zero = m.whole_zero_;
       pack(m.whole_.data(), static_cast<std::int64_t>(m.whole_.size()) / wk, 0, 0, wk, wk, m.diag_.data());
+    } else {
+      zero = play(k, cand(s), winners);  // the winners factored: the diagonal block
+      std::vector<double>().swap(cand(s));
+    }
     if (zero >= 0 || static_cast<std::int64_t>(winners.size()) < wk) {
       const std::int64_t j = std::max<std::int64_t>(zero, 0);
       const bool finite = std::isfinite(m.diag_[static_cast<std::size_t>(j * wk + j)]);

@@ -110,8 +110,9 @@ class LU25D {
   std::vector<std::int64_t> ipiv_;
   std::vector<std::vector<double>> cand_, lcopy_;
   std::vector<Swap> swaps_;
-  std::vector<double> tour_own_, whole_;  // whole_: the factored panel of step whole_k_ (the only player's)
-  std::int64_t whole_k_ = -1;
+  std::vector<double> whole_;  // the factored panel of step whole_k_ (the tournament's only player's)
+  std::vector<std::int64_t> whole_winners_;  // its pivot rows, in its order, and its first column without a pivot
+  std::int64_t whole_k_ = -1, whole_zero_ = -1;
   double flops_ = 0, compute_ = 0;
   int runs_ = 0;
 };
