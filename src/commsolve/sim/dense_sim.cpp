@@ -175,7 +175,9 @@ struct TournamentCosts : LuCosts {
     play(k);
     return nullptr;
   }
-  void tour_final(std::int64_t k, std::int64_t) { play(k); }
+  void tour_final(std::int64_t k, std::int64_t s) {  // the only player (s < 0) plays no second round
+    if (s >= 0) play(k);
+  }
   const double* pivots(std::int64_t) { return nullptr; }
   void set_pivots(std::int64_t, const double*) {}
   const double* diag(std::int64_t) { return nullptr; }
