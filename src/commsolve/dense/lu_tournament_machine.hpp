@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,7 @@ class TournamentLuMachine {
   void arrive(int source, std::int64_t c, const double* v, std::int64_t n) {
     if (c >= nids_) {  // a swap's rows
       const std::int64_t k = c - nids_;
+      if (k >= K_) throw std::logic_error("LU: a message for swap " + std::to_string(k) + " of " + std::to_string(K_));
       be_.swap_arrive(k, source, v, n);
       ++steps_[static_cast<std::size_t>(k)].got;
       progress();
