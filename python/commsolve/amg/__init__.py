@@ -39,7 +39,9 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     ``strategy``: the halo and product exchange strategy of every level ("standard",
     "node-aware", "node-aware-2step", or "auto": chosen per level from that level's own
     pattern, priced with ``profile`` when given), or a list with one per level. ``method``:
-    "classical" or "sa". Setup options: :data:`SETUP_DEFAULTS`, described in
+    "classical" or "sa" (algebraic), or "geometric" with ``grid=(nx, ny, nz)`` (cell-centred
+    2 x 2 x 2 aggregation of a structured grid: Nakajima's MGCG). Setup options:
+    :data:`SETUP_DEFAULTS`, described in
     :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
     ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi).
 

@@ -87,6 +87,39 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     return agg, coarse, roots
 
 
+def geometric_aggregates(A, grid):
+    """Collective. Cell-centred 2 x 2 x 2 aggregation of a structured ``grid`` (nx, ny, nz; row
+    index x fastest, as :mod:`commsolve.gallery` numbers cells): each owned cell's aggregate
+    (its coarse global index, the coarse grid's own numbering, x fastest), the coarse
+    Distribution, which owned cells are roots (the aggregate's first cell: x, y, z even),
+    and the coarse grid's extents (halved, rounded up; a dimension of 1 stays 1). Needs rows
+    in global order across the ranks (a contiguous partition): the aggregates' roots are then
+    numbered in the coarse grid's own order (a ValueError otherwise)."""
+    from .classical import C, coarse_numbering
+
+    nx, ny, nz = (int(v) for v in grid)
+    if nx * ny * nz != A.shape[0] or min(nx, ny, nz) < 1:
+        raise ValueError(f"geometric aggregation: a {nx} x {ny} x {nz} grid has {nx * ny * nz} cells, the matrix "
+                         f"{A.shape[0]} rows")
+    g = A.owned_rows()
+    cx, cy, cz = (-(-v // 2) for v in (nx, ny, nz))
+    x, y, z = g % nx, (g // nx) % ny, g // (nx * ny)
+    agg = (x // 2 + (y // 2) * cx + (z // 2) * cx * cy).astype(np.int64)
+    roots = (x % 2 == 0) & (y % 2 == 0) & (z % 2 == 0)
+    cfull, coarse = coarse_numbering(A, np.where(roots, C, -1))
+    ordered = not np.any(np.diff(g) != 1) and np.array_equal(cfull[: g.size][roots], agg[roots])
+    if not A.comm.allreduce(ordered, op=_mpi_min()):
+        raise ValueError("geometric aggregation needs each rank's rows consecutive, in rank order "
+                         "(partition='contiguous')")
+    return agg, coarse, roots, (cx, cy, cz)
+
+
+def _mpi_min():
+    from mpi4py import MPI
+
+    return MPI.MIN
+
+
 def tentative_prolongator(A, agg, coarse, candidate):
     """Collective. P0 (scipy CSR rows, global coarse columns) and the coarse level's
     candidate: the near-null-space vector ``candidate`` (this rank's entries; the constant

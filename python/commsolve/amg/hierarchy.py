@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import products
 from .._collective import agree
@@ -20,13 +21,13 @@ from .spectrum import spectral_radius_dinv_a
 
 __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAULTS"]
 
-METHODS = ("classical", "sa")
+METHODS = ("classical", "sa", "geometric")
 INTERPOLATIONS = ("ext+i", "direct")
 # hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
 # interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
 # simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "coarsening": None, "interpolation": None,
-                  "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0}
+                  "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0, "grid": None}
 THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
 COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank
 
@@ -91,8 +92,11 @@ def _check_level(A, k):
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
                     sparsify=None, **options):
-    """Collective. The levels of an AMG hierarchy (``method`` "classical" or "sa") for the
-    ParCSR ``A``.
+    """Collective. The levels of a multigrid hierarchy for the ParCSR ``A``: ``method``
+    "classical" or "sa" (algebraic), or "geometric" (the cell-centred 2 x 2 x 2 aggregation of
+    the structured ``grid`` (nx, ny, nz) the matrix lives on, piecewise-constant
+    interpolation, Galerkin coarse operators: the geometric multigrid of Nakajima's MGCG;
+    rows in global order across the ranks).
 
     ``strategy``: one name for every level, or a list (one per level, the last repeated).
     ``on_level(level, L)`` is called once a level other than the coarsest is complete, with
@@ -112,11 +116,13 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     if unknown:
         raise ValueError(f"unknown AMG option(s) {', '.join(sorted(unknown))} (known: {', '.join(SETUP_DEFAULTS)})")
     o = {**SETUP_DEFAULTS, **options}
-    if method == "sa" and (o["coarsening"] is not None or o["interpolation"] is not None or o["pmax"] is not None
-                           or o["trunc"] != 0):
+    if (method == "geometric") != (o["grid"] is not None):
+        raise ValueError("grid=(nx, ny, nz) is what geometric multigrid needs, and only it")
+    if method != "classical" and (o["coarsening"] is not None or o["interpolation"] is not None or o["pmax"] is not None
+                                  or o["trunc"] != 0):
         raise ValueError("coarsening, interpolation, pmax and trunc are options of classical AMG; smoothed "
                          "aggregation smooths its tentative prolongator (prolongator_omega)")
-    if method == "classical" and o["prolongator_omega"] != SETUP_DEFAULTS["prolongator_omega"]:
+    if method != "sa" and o["prolongator_omega"] != SETUP_DEFAULTS["prolongator_omega"]:
         raise ValueError("prolongator_omega is an option of smoothed aggregation (method='sa')")
     o["interpolation"] = o["interpolation"] or "ext+i"
     o["coarsening"] = o["coarsening"] or "pmis"
@@ -126,10 +132,15 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     pmax = (4 if o["interpolation"] == "ext+i" else 0) if o["pmax"] is None else int(o["pmax"])
     if pmax < 0 or not 0 <= o["trunc"] < 1:
         raise ValueError(f"pmax must be >= 0 and trunc in [0, 1), got {o['pmax']} and {o['trunc']}")
-    o["theta"] = THETA[method] if o["theta"] is None else o["theta"]
-    if not (0 < o["theta"] < 1 or (method == "sa" and o["theta"] == 0)):
-        raise ValueError(f"theta must lie in {'[0, 1)' if method == 'sa' else '(0, 1)'} for {method} AMG, "
-                         f"got {o['theta']}")
+    if method == "geometric":
+        if o["theta"] is not None:
+            raise ValueError("theta (the strength of connection) is an option of the algebraic methods, not "
+                             "geometric multigrid's")
+    else:
+        o["theta"] = THETA[method] if o["theta"] is None else o["theta"]
+        if not (0 < o["theta"] < 1 or (method == "sa" and o["theta"] == 0)):
+            raise ValueError(f"theta must lie in {'[0, 1)' if method == 'sa' else '(0, 1)'} for {method} AMG, "
+                             f"got {o['theta']}")
     if not 0 < o["prolongator_omega"] < 2:
         raise ValueError(f"prolongator_omega must lie in (0, 2), got {o['prolongator_omega']}")
     if A.shape[0] != A.shape[1]:
@@ -171,10 +182,12 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                    coarsening=o["coarsening"])
             cfull, coarse = classical.coarse_numbering(current, state)
             kept = state == classical.C
-        else:
+        elif method == "sa":
             strong = aggregation.symmetric_strength(current, L, o["theta"])
             agg, coarse, kept = aggregation.mis2_aggregates(current, L, strong, ids, seed=o["seed"],
                                                             strategy=level.strategy)
+        else:
+            agg, coarse, kept, o["grid"] = aggregation.geometric_aggregates(current, o["grid"])
         nc = coarse.global_size
         if nc == 0 or nc >= current.shape[0]:  # no coarsening possible: this is the coarsest level
             if level.A_hat is not None:  # sparse/hybrid: the coarsest is solved with the Galerkin A itself
@@ -186,6 +199,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
             Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, level.rho, o["prolongator_omega"],
                                                     strategy=strat)
+        elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
+            Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
         else:

@@ -18,7 +18,8 @@ from .common import (as_json_text, bar, check_plot_path, check_sparsify, fail, g
 @launch_options()
 @ppn_option()
 @row_partition_option
-@click.option("--method", type=click.Choice(METHODS), default=METHODS[0], show_default=True,
+@click.option("--method", type=click.Choice([m for m in METHODS if m != "geometric"]), default=METHODS[0],
+              show_default=True,
               help="classical (PMIS, extended+i) or sa (smoothed aggregation, MIS-2 aggregates).")
 @strategy_option(default="auto", help="Exchange strategy of every level (auto: chosen per level).")
 @click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
