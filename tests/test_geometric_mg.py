@@ -68,3 +68,19 @@ def test_distributed_hierarchy_is_the_serial_one_and_solves(k):
     assert max(r["operator_errors"]) <= 1e-13  # P^T A P of the aggregation's definition
     assert r["info"] == 0 and r["residual"] <= 1.01e-8 and r["iterations"] < 40
     assert "needs each rank's rows consecutive" in (r["partition_error"] or "")  # metis: out of global order
+
+
+def test_over_correction_keeps_the_cycle_symmetric_and_cuts_iterations():
+    A = sp.csr_matrix(gallery.from_spec("groundwater3d:32"))
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    v, w = np.random.default_rng(1).standard_normal((2, A.shape[0]))
+    its = {}
+    for corr in (1.0, 1.8):
+        ml = amg.solver(A, MPI.COMM_SELF, method="geometric", grid=(32, 32, 32), max_coarse=8, correction=corr)
+        x, info = ml.solve(b, tol=1e-8)
+        assert info == 0 and np.linalg.norm(b - A @ x) <= 1.01e-8 * np.linalg.norm(b)
+        assert abs(v @ ml.cycle(w) - w @ ml.cycle(v)) <= 1e-10 * abs(v @ ml.cycle(v))
+        its[corr] = ml.last_solve["iterations"]
+    assert its[1.8] < its[1.0], its
+    with pytest.raises(ValueError, match="must lie in \\(0, 2\\), got 2"):
+        amg.solver(A, MPI.COMM_SELF, method="geometric", grid=(32, 32, 32), correction=2)

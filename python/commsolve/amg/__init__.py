@@ -32,7 +32,7 @@ SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumpti
 
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
            omega=None, partition="contiguous", topology=None, progress=None, sparsify=None, gamma=None, lumping=None,
-           adaptive=None, **options):
+           adaptive=None, correction=1.0, **options):
     """Collective. Sets up an AMG hierarchy for ``A``: a :class:`~commsolve.ParCSR`, or a
     scipy matrix that every rank of ``comm`` passes whole (rows split by ``partition``).
 
@@ -43,7 +43,10 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     2 x 2 x 2 aggregation of a structured grid: Nakajima's MGCG). Setup options:
     :data:`SETUP_DEFAULTS`, described in
     :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
-    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi).
+    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi);
+    ``correction``: the factor on every coarse correction, in (0, 2) (over-correction, for the
+    piecewise-constant interpolation of geometric aggregation, whose coarse corrections fall
+    short; 1: none).
 
     Sparsified coarse operators (thesis Chapter 4, :mod:`commsolve.amg.sparsify`):
     ``sparsify`` "non-galerkin", "sparse" or "hybrid", with ``gamma`` the drop tolerance of
@@ -60,7 +63,7 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
         A = ParCSR.from_global(A, comm, partition=partition, topology=topology)
     return MultilevelSolver(A, method=method, strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps,
                             omega=omega, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
-                            adaptive=adaptive, **options)
+                            adaptive=adaptive, correction=correction, **options)
 
 
 class MultilevelSolver:
@@ -68,12 +71,15 @@ class MultilevelSolver:
 
     @watched("amg.solver (the setup)")
     def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, sparsify=None, gamma=None,
-                 lumping=None, adaptive=None, **options):
+                 lumping=None, adaptive=None, correction=1.0, **options):
         self.comm = A.comm
         agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
                    sweeps=sweeps, omega=omega, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
-                   **options)
+                   correction=correction, **options)
         check_smoother(smoother, sweeps, omega)
+        if not 0 < correction < 2:
+            raise ValueError(f"correction (the coarse corrections' factor) must lie in (0, 2), got {correction}")
+        self.correction = float(correction)
         self.sparsification = sparsification(sparsify, gamma, lumping)
         self.adaptive = self._check_adaptive(adaptive)
         t0 = time.perf_counter()
@@ -173,7 +179,8 @@ class MultilevelSolver:
 
     def cycle(self, b):
         """Collective. One V-cycle applied to this rank's part of b (zero initial guess)."""
-        return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64))
+        return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
+                      self.correction)
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):

@@ -152,10 +152,11 @@ class CoarseSolver:
         return np.ascontiguousarray(x[self.owned])
 
 
-def vcycle(levels, smoothers, coarse, b):
+def vcycle(levels, smoothers, coarse, b, correction=1.0):
     """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
     Each level smooths with and takes residuals of its ``solve_A`` (a sparsified copy where
-    sparse or hybrid Galerkin made one)."""
+    sparse or hybrid Galerkin made one); every coarse correction is scaled by ``correction``
+    (a constant: the cycle stays symmetric)."""
     if len(levels) == 1:
         return coarse.solve(b)
     xs, bs = [], [b]
@@ -168,7 +169,7 @@ def vcycle(levels, smoothers, coarse, b):
     xc = coarse.solve(bs[-1])
     for k in range(len(levels) - 2, -1, -1):
         x = xs[k]
-        x += levels[k].P.matvec(xc)
+        x += levels[k].P.matvec(xc) if correction == 1.0 else correction * levels[k].P.matvec(xc)
         smoothers[k].post(bs[k], x)
         xc = x
     return xc
