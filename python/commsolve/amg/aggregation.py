@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core, products
-from .classical import _rows, coarse_numbering, hash_uniform, strength_graphs
+from .._collective import mpi
+from .classical import C, _rows, coarse_numbering, hash_uniform, strength_graphs
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
 
@@ -95,8 +96,6 @@ def geometric_aggregates(A, grid):
     and the coarse grid's extents (halved, rounded up; a dimension of 1 stays 1). Needs rows
     in global order across the ranks (a contiguous partition): the aggregates' roots are then
     numbered in the coarse grid's own order (a ValueError otherwise)."""
-    from .classical import C, coarse_numbering
-
     nx, ny, nz = (int(v) for v in grid)
     if nx * ny * nz != A.shape[0] or min(nx, ny, nz) < 1:
         raise ValueError(f"geometric aggregation: a {nx} x {ny} x {nz} grid has {nx * ny * nz} cells, the matrix "
@@ -108,16 +107,11 @@ def geometric_aggregates(A, grid):
     roots = (x % 2 == 0) & (y % 2 == 0) & (z % 2 == 0)
     cfull, coarse = coarse_numbering(A, np.where(roots, C, -1))
     ordered = not np.any(np.diff(g) != 1) and np.array_equal(cfull[: g.size][roots], agg[roots])
-    if not A.comm.allreduce(ordered, op=_mpi_min()):
+    if not A.comm.allreduce(ordered, op=mpi().MIN):
         raise ValueError("geometric aggregation needs each rank's rows consecutive, in rank order "
                          "(partition='contiguous')")
     return agg, coarse, roots, (cx, cy, cz)
 
-
-def _mpi_min():
-    from mpi4py import MPI
-
-    return MPI.MIN
 
 
 def tentative_prolongator(A, agg, coarse, candidate):

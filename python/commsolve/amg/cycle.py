@@ -169,7 +169,7 @@ def vcycle(levels, smoothers, coarse, b, correction=1.0):
     xc = coarse.solve(bs[-1])
     for k in range(len(levels) - 2, -1, -1):
         x = xs[k]
-        x += levels[k].P.matvec(xc) if correction == 1.0 else correction * levels[k].P.matvec(xc)
+        x += correction * levels[k].P.matvec(xc)
         smoothers[k].post(bs[k], x)
         xc = x
     return xc

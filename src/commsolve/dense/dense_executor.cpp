@@ -476,7 +476,6 @@ struct TournamentNumbers : LuNumbers {
                                                   : "a non-finite pivot in column ") +
                                std::to_string(k0 + j) + (finite ? ")" : " (Inf or NaN entries, or overflow)"));
     }
-    m.diag_k_ = k;
     // the winners in order, as LAPACK's interchanges: row k0 + i with the row holding winner i
     std::map<std::int64_t, std::int64_t> where, content;  // moved rows only: row -> position, position -> row
     const auto at_pos = [&](std::int64_t p) { auto it = content.find(p); return it == content.end() ? p : it->second; };
@@ -509,15 +508,14 @@ struct TournamentNumbers : LuNumbers {
     return true;
   }
 
-  std::map<std::int64_t, std::int64_t> moved(std::int64_t k) const { return interchange_moves(m.ipiv_, k * m.nb_, w(k)); }
   std::int64_t swap_plan(std::int64_t k) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
     sw.c0 = m.z_ == static_cast<int>(k % m.grid_.c) ? c(k) : c(k + 1);
     sw.ncols = m.cols_.local_size(m.y_) - sw.c0;
-    sw.planned = true;
     if (sw.ncols == 0) return 0;
+    sw.moved = interchange_moves(m.ipiv_, k * m.nb_, w(k));
     std::map<int, std::vector<std::int64_t>> out, in;
-    for (const auto& [q, src] : moved(k)) {
+    for (const auto& [q, src] : sw.moved) {
       const int xq = m.rows_.owner(q / m.nb_), xs = m.rows_.owner(src / m.nb_);
       if (xs == m.x_ && xq != m.x_) out[xq].push_back(q);
       if (xq == m.x_ && xs != m.x_) in[xs].push_back(q);
@@ -576,8 +574,8 @@ struct TournamentNumbers : LuNumbers {
   void swap_send(std::int64_t k, std::vector<PendingUpdate>& pend) {
     LU25D::Swap& sw = m.swaps_[static_cast<std::size_t>(k)];
     if (sw.ncols == 0) return;  // (nothing pending either: updates touch only the columns that move)
-    const std::map<std::int64_t, std::int64_t> mv = moved(k);
-    std::vector<std::int64_t> from, to;
+    const std::map<std::int64_t, std::int64_t>& mv = sw.moved;
+    std::vector<std::int64_t> from, to, zeroed;  // zeroed: positions a row from another rank comes to
     for (const auto& [xq, qs] : sw.out) {
       from.clear();
       for (const std::int64_t q : qs) from.push_back(local_row(mv.at(q)));
@@ -596,6 +594,8 @@ struct TournamentNumbers : LuNumbers {
     std::vector<double> tmp(from.size() * static_cast<std::size_t>(sw.ncols));  // read them all, then write
     gather(from, sw.c0, sw.ncols, tmp.data());
     scatter(to, sw.c0, sw.ncols, tmp.data());
+    for (const auto& [xs, qs] : sw.in)
+      for (const std::int64_t q : qs) zeroed.push_back(local_row(q));
     for (const PendingUpdate& p : pend) {
       double* L = m.lcopy_[static_cast<std::size_t>(p.k)].data() - r(p.k + 1);
       const std::int64_t ldl = ra(p.k);
@@ -603,8 +603,7 @@ struct TournamentNumbers : LuNumbers {
         double* Lj = L + j * ldl;
         for (std::size_t i = 0; i < from.size(); ++i) tmp[i] = Lj[from[i]];
         for (std::size_t i = 0; i < to.size(); ++i) Lj[to[i]] = tmp[i];
-        for (const auto& [xs, qs] : sw.in)
-          for (const std::int64_t q : qs) Lj[local_row(q)] = 0.0;
+        for (const std::int64_t lr : zeroed) Lj[lr] = 0.0;
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "comm/comm_stats.hpp"
@@ -105,7 +106,7 @@ class LU25D {
     std::vector<std::pair<int, std::vector<std::int64_t>>> out, in;  // per process row: the positions sent to it
                                                                      // (received from it), ascending
     std::vector<std::pair<int, std::vector<double>>> got;            // rows received, per source rank
-    bool planned = false;
+    std::map<std::int64_t, std::int64_t> moved;  // the step's interchanges (pivots.hpp's interchange_moves)
   };
   std::vector<std::int64_t> ipiv_;
   std::vector<std::vector<double>> cand_, lcopy_;
