@@ -43,7 +43,8 @@ def monitored(tmp, workload, k):
     return json_lines(proc.stdout), sent
 
 
-@pytest.mark.parametrize("workload", ["halo", "trees", "sptrsv", "spgemm", "factor3d", "sparsified", "selinv", "dense"])
+@pytest.mark.parametrize("workload", ["halo", "trees", "sptrsv", "spgemm", "factor3d", "sparsified", "selinv", "dense",
+                                      "mgcg"])
 def test_recorded_traffic_matches_open_mpi_counters(tmp_path, workload):
     plan1, sent1 = monitored(tmp_path, workload, 1)
     plan3, sent3 = monitored(tmp_path, workload, 3)

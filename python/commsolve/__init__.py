@@ -5,7 +5,7 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import amg, dense, direct, gallery, io, model, partition, sim, stats, trees, tune, virtual, workloads
+from . import amg, dense, direct, gallery, io, mg, model, partition, redistribute, sim, stats, trees, tune, virtual, workloads
 from . import _watchdog
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
@@ -22,7 +22,7 @@ _watchdog.configure()  # COMMSOLVE_TIMEOUT: a rank stuck in one collective call 
 
 __all__ = [
     "CollectiveError", "CommPlan", "amg", "CommStats", "dense", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
-    "sim", "trees", "tune", "workloads",
+    "mg", "redistribute", "sim", "trees", "tune", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual", "galerkin", "spgemm",
 ]

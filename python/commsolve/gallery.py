@@ -27,6 +27,9 @@ Families
                       PSelInv paper's): N^3 elements of M basis functions (default 16), dense
                       M x M blocks inside an element and between face neighbours (7-point);
                       SPD; M N^3 rows
+``hpcg:N``            HPCG 3.1's problem: the 27-point operator (26 on the diagonal, -1 to
+                      each neighbour) on N x N x N points per rank, the ranks stacked in z
+                      (an N x N x N P grid: weak scaling, as HPCG's local grid per rank)
 ``groundwater3d:N,contrast=C,seed=S,tile=T``  steady groundwater flow by finite volumes on
                       N^3 cells (Nakajima's pGW3D-FVM): 7-point, harmonic-mean
                       transmissibilities of a smooth log-normal conductivity spanning C
@@ -62,6 +65,8 @@ __all__ = [
     "poisson2d9",
     "poisson3d",
     "poisson3d27",
+    "hpcg",
+    "grid_shape",
     "aniso2d",
     "random_fixed_nnz",
     "convdiff2d",
@@ -146,6 +151,11 @@ def stencil_matrix(shape, offsets, weights, rows=None):
 
 def _laplacian(dim, points, n, rows):
     """Box stencil (3^dim points) or star stencil (2*dim+1 points) Laplacian."""
+    return _laplacian_on((n,) * dim, points, rows)
+
+
+def _laplacian_on(shape, points, rows):
+    dim = len(shape)
     if points == 2 * dim + 1:
         offs = [np.zeros(dim, dtype=int)]
         for d in range(dim):
@@ -158,7 +168,7 @@ def _laplacian(dim, points, n, rows):
         offs = [o - 1 for o in offs]
     offs = np.array(offs)
     w = np.where(np.all(offs == 0, axis=1), len(offs) - 1.0, -1.0)
-    return stencil_matrix((n,) * dim, offs, w, rows)
+    return stencil_matrix(shape, offs, w, rows)
 
 
 def poisson2d(n, rows=None):
@@ -428,7 +438,7 @@ class GallerySpec:
 # Entries per row (at most) and bytes per entry while building (CSR plus the temporaries of
 # the stencil builder), for the up-front memory check.
 _NNZ_PER_ROW = {"poisson2d": 5, "poisson2d9": 9, "poisson3d": 7, "poisson3d27": 27, "aniso2d": 9, "convdiff2d": 5,
-                "kkt3d": 14, "groundwater3d": 7}
+                "kkt3d": 14, "groundwater3d": 7, "hpcg": 27}
 _BYTES_PER_ENTRY = 40
 
 
@@ -479,6 +489,30 @@ def _random_build(spec, rows, nprocs):
     return random_fixed_nnz(_random_rows(spec, nprocs), k, _whole(spec, "seed", kw.get("seed", 0)), rows)
 
 
+def hpcg(n, nprocs=1, rows=None):
+    """HPCG 3.1's matrix (GenerateProblem): the 27-point operator, 26 on the diagonal and -1 to
+    every neighbour inside the grid, on ``n`` x ``n`` x ``n nprocs`` points (each of
+    ``nprocs`` ranks an n^3 block, stacked in z; HPCG's process grid differs, the problem
+    only by a rotation when it is 1 x 1 x P)."""
+    return _laplacian_on((n, n, n * int(nprocs)), 27, rows)
+
+
+def _hpcg_ranks(spec, nprocs):
+    return 1 if nprocs is None else int(nprocs)
+
+
+def grid_shape(spec, nprocs=None):
+    """The structured grid (nx, ny, nz; x fastest) a spec's rows number, for the families
+    that have one in 3D (poisson3d, poisson3d27, groundwater3d, hpcg), else None."""
+    spec = spec if isinstance(spec, GallerySpec) else parse_spec(spec)
+    if spec.family in ("poisson3d", "poisson3d27", "groundwater3d"):
+        return (_grid_n(spec),) * 3
+    if spec.family == "hpcg":
+        n = _grid_n(spec)
+        return (n, n, n * _hpcg_ranks(spec, nprocs))
+    return None
+
+
 def _stencil_family(fn, dim):
     return (lambda s, rows, nprocs: fn(_grid_n(s), rows=rows), lambda s, nprocs: _grid_n(s) ** dim)
 
@@ -509,6 +543,10 @@ _FAMILIES = {
     "dg3d": (
         lambda s, rows, nprocs: dg3d(_grid_n(s), _dofs(s, 16), rows),
         lambda s, nprocs: _dofs(s, 16) * _grid_n(s) ** 3,
+    ),
+    "hpcg": (
+        lambda s, rows, nprocs: hpcg(_grid_n(s), _hpcg_ranks(s, nprocs), rows),
+        lambda s, nprocs: _grid_n(s) ** 3 * _hpcg_ranks(s, nprocs),
     ),
     "groundwater3d": (
         lambda s, rows, nprocs: groundwater3d(_grid_n(s), _number(s, "contrast", 1e10),

@@ -267,6 +267,19 @@ class ParCSR:
     def __matmul__(self, x):
         return self.matvec(x)
 
+    def set_format(self, format):
+        """Local. How :meth:`matvec` streams this rank's on-process block (the off-process
+        blocks stay CSR): ``"csr"``, or that block also kept in SELL-C-sigma storage
+        (Kreutzer et al. 2014): ``"ell"``, ``"sliced-ell"`` (SELL-8-1, Nakajima's sliced
+        ELL), ``"sell"`` (SELL-8-256) or ``"sell-C-SIGMA"``. The product is the same to
+        rounding; only the kernel and its memory traffic (:attr:`spmv_bytes`) change."""
+        self._core.set_format(str(format))
+        return self
+
+    @property
+    def format(self):
+        return self._core.format
+
     # ---- vectors --------------------------------------------------------------------
     def owned_rows(self):
         """Global indices of this rank's rows, in local order."""

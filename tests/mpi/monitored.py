@@ -11,6 +11,8 @@ broadcasts inside the grids, inter-grid reductions and the ancestor broadcast), 
 hybrid Galerkin AMG hierarchy's sparsified operators and interpolations), selinv (parallel
 selected inversion on a 2x2 grid, symmetric and unsymmetric forms), dense (the 2.5D multiply
 and LU on a 1x2x2 grid, LU with tournament pivoting on 2x1x2: its row swaps as recorded).
+mgcg (one V-cycle of MGCG with hierarchical coarse-grid aggregation: its moves onto 2 ranks,
+then 1, recorded as run).
 Rank 0 prints a JSON
 line per rank: [msgs intra, msgs inter, bytes intra, bytes inter] sent per repetition, and
 the node of every rank.
@@ -145,6 +147,25 @@ elif workload == "sparsified":
             M.rmatvec(np.ones(M.local_rows))
 
     planned = sum(sent(M.planned_stats()) + sent(M.planned_stats().reversed()) for M in ops)
+elif workload == "mgcg":
+    # One V-cycle of MGCG with hCGA (4 ranks -> 2 -> 1), SELL-C-sigma operators, IC(0): every
+    # level's halo exchanges, interpolations both ways, and the moves' gathers and scatters.
+    from commsolve.mg import _chain, _operators
+
+    s = cs.mg.MGCG("groundwater3d:16", comm, topology=topo, format="sell", cga="hierarchical", hcga_group=2,
+                   hcga_rows=200, cga_rows=20)
+    assert [lv["ranks"] for lv in s.describe()] == [4, 2, 2, 1, 1]
+    ops = [op for solver in _chain(s.ml) for op in _operators(solver)]
+    b = np.ones(s.A.local_rows)
+
+    def once():
+        s.ml.cycle(b)
+
+    for op in ops:
+        op.reset_recorded()
+    once()  # how often one cycle runs each plan, each way
+    planned = sum(op.runs[0] * sent(op.planned_stats()) + op.runs[1] * sent(op.planned_stats().reversed())
+                  for op in ops) if ops else np.zeros(4, dtype=np.int64)
 elif workload == "selinv":
     # Parallel selected inversion on a 2x2 grid, both forms (symmetric with shifted-binary
     # trees, unsymmetric with flat ones): every broadcast, reduction and cross-diagonal send.

@@ -20,9 +20,10 @@ import numpy as np
 
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
+from .agglomerate import Agglomerated, parse_stages
 from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, dot, gmres, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
-from .sparsify import parse_adaptive, relaxed, sparsification
+from .sparsify import halo_summary, parse_adaptive, relaxed, sparsification
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
 
@@ -32,7 +33,7 @@ SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumpti
 
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
            omega=None, partition="contiguous", topology=None, progress=None, sparsify=None, gamma=None, lumping=None,
-           adaptive=None, correction=1.0, **options):
+           adaptive=None, correction=1.0, agglomerate=None, **options):
     """Collective. Sets up an AMG hierarchy for ``A``: a :class:`~commsolve.ParCSR`, or a
     scipy matrix that every rank of ``comm`` passes whole (rows split by ``partition``).
 
@@ -47,6 +48,11 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     ``correction``: the factor on every coarse correction, in (0, 2) (over-correction, for the
     piecewise-constant interpolation of geometric aggregation, whose coarse corrections fall
     short; 1: none).
+
+    ``agglomerate``: coarse levels on fewer ranks (:mod:`commsolve.amg.agglomerate`), a list
+    of stages ``(rows_per_rank, nranks)``: the first level with fewer rows per rank than
+    ``rows_per_rank`` moves onto ``nranks`` ranks and the hierarchy goes on there, until
+    the next stage. ``[(64, 1)]`` is Nakajima's CGA, ``[(64, P // 16), (64, 1)]`` his hCGA.
 
     Sparsified coarse operators (thesis Chapter 4, :mod:`commsolve.amg.sparsify`):
     ``sparsify`` "non-galerkin", "sparse" or "hybrid", with ``gamma`` the drop tolerance of
@@ -63,19 +69,25 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
         A = ParCSR.from_global(A, comm, partition=partition, topology=topology)
     return MultilevelSolver(A, method=method, strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps,
                             omega=omega, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
-                            adaptive=adaptive, correction=correction, **options)
+                            adaptive=adaptive, correction=correction, agglomerate=agglomerate, **options)
 
 
 class MultilevelSolver:
-    """A set-up hierarchy (:attr:`levels`) and its V-cycle; :meth:`solve` runs it."""
+    """A set-up hierarchy and its V-cycle; :meth:`solve` runs it. :attr:`levels`: the levels
+    on this communicator; when the coarse levels moved onto fewer ranks, the last of them is
+    the level moved and :attr:`inner` (on the ranks that received it; None elsewhere) is the
+    solver that goes on from it."""
 
     @watched("amg.solver (the setup)")
     def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, sparsify=None, gamma=None,
-                 lumping=None, adaptive=None, correction=1.0, **options):
+                 lumping=None, adaptive=None, correction=1.0, agglomerate=None, _continued=None, **options):
         self.comm = A.comm
         agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
                    sweeps=sweeps, omega=omega, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
-                   correction=correction, **options)
+                   correction=correction, agglomerate=agglomerate, **options)
+        stages = run_agreed(self.comm, parse_stages, agglomerate, self.comm.size)
+        if stages and sparsify is not None:
+            agree(self.comm, "sparsified hierarchies are not agglomerated (agglomerate= with sparsify=)")
         check_smoother(smoother, sweeps, omega)
         if not 0 < correction < 2:
             raise ValueError(f"correction (the coarse corrections' factor) must lie in (0, 2), got {correction}")
@@ -92,18 +104,44 @@ class MultilevelSolver:
         def add_smoother(lvl, local):
             self.smoothers.append(self._smoother(lvl, local))
 
+        ids, candidate = (None, None) if _continued is None else _continued
         self.levels = build_hierarchy(A, method=method, strategy=strategy, profile=profile, progress=progress,
-                                      on_level=add_smoother, sparsify=self.sparsification, **options)
-        self.coarse = CoarseSolver(self.levels[-1].A)
+                                      on_level=add_smoother, sparsify=self.sparsification, ids=ids,
+                                      candidate=candidate, agglomerate_below=stages[0][0] if stages else None,
+                                      **options)
+        self.inner = None
+        self.level_times = None  # an array (a slot per level here) makes every cycle time its levels
+        last = self.levels[-1]
+        if last.agglomerated:
+            rest = ((strategy[len(self.levels) - 1:] or strategy[-1:]) if isinstance(strategy, (list, tuple))
+                    else strategy)
+
+            def build(moved, ids, candidate, grid):
+                more = dict(options, grid=grid) if method == "geometric" else options
+                return MultilevelSolver(moved, method=method, strategy=rest, profile=profile, smoother=smoother,
+                                        sweeps=sweeps, omega=omega, progress=None, correction=correction,
+                                        agglomerate=stages[1:], _continued=(ids, candidate), **more)
+
+            self.coarse = Agglomerated(last, stages[0][1], build, last.strategy)
+            self.inner = self.coarse.inner
+        else:
+            self.coarse = CoarseSolver(last.A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.method, self.smoother = method, smoother
         # CG needs a symmetric A; a random-vector check costs two products (cycle.asymmetry)
-        self.asymmetry = asymmetry(A)
+        self.asymmetry = asymmetry(A) if _continued is None else 0.0
         self.symmetric = self.asymmetry <= SYMMETRY_TOL
         self.last_solve = None
-        self._nnz = [lvl.nnz() for lvl in self.levels]
-        self._galerkin_nnz = [lvl.A.global_nnz() if lvl.A_hat is not None else n
-                              for lvl, n in zip(self.levels, self._nnz)]
+        own = self._own_levels
+        self._nnz = [lvl.nnz() for lvl in own]
+        self._galerkin_nnz = [lvl.A.global_nnz() if lvl.A_hat is not None else n for lvl, n in zip(own, self._nnz)]
+        self._rows = [lvl.rows for lvl in own]
+        self._ranks = [self.comm.size] * len(own)
+        if last.agglomerated:  # the continued levels' figures, from rank 0 (a receiver at every stage)
+            more = self.comm.bcast((self.inner._nnz, self.inner._galerkin_nnz, self.inner._rows, self.inner._ranks)
+                                   if self.comm.rank == 0 else None, root=0)
+            for mine, theirs in zip((self._nnz, self._galerkin_nnz, self._rows, self._ranks), more):
+                mine.extend(theirs)
 
     def _smoother(self, lvl, local=None):
         """Level ``lvl``'s smoother, on the operator the cycle uses there (``local``: its
@@ -135,16 +173,24 @@ class MultilevelSolver:
 
     @property
     def grid_complexity(self):
-        rows = [lvl.rows for lvl in self.levels]
-        return sum(rows) / rows[0]
+        return sum(self._rows) / self._rows[0]
+
+    @property
+    def level_ranks(self):
+        """The ranks each level of the whole hierarchy lives on (fewer on agglomerated levels)."""
+        return list(self._ranks)
 
     @watched("MultilevelSolver.describe")
     def describe(self):
-        """Collective. One dict per level: rows, nnz, its share of the operator complexity,
-        strategies, and the busiest rank's halo-exchange messages (inter- and intra-node)."""
+        """Collective. One dict per level of the whole hierarchy: rows, nnz, its share of the
+        operator complexity, the ranks it lives on, strategies, and the busiest rank's
+        halo-exchange messages (inter- and intra-node); a level moved onto fewer ranks also
+        has ``moved``: the ranks it came from and the busiest receiver's messages and bytes
+        when a vector is gathered to it (scattering it back sends as many the other way)."""
         out = []
-        for k, lvl in enumerate(self.levels):
+        for k, lvl in enumerate(self._own_levels):
             row = {"level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
+                   "ranks": self.comm.size,
                    "strategy": lvl.strategy, "product_strategy": lvl.product_strategy or None,
                    **_busiest(lvl.halo_stats()), "setup_s": lvl.setup_s, "sparsified": None}
             if lvl.sparsified is not None:
@@ -153,7 +199,24 @@ class MultilevelSolver:
                                      "nnz_after": done["nnz_after"], "dropped": done["dropped"],
                                      "before": _busiest(done["before"]), "after": _busiest(done["after"])}
             out.append(row)
+        if self.inner is not None or self.levels[-1].agglomerated:
+            busiest = halo_summary(self.coarse.move.R)["max"]
+            moved = {"ranks_from": self.comm.size,
+                     "recv_msgs_max": int(busiest["msgs_recv_intra"] + busiest["msgs_recv_inter"]),
+                     "recv_bytes_max": int(busiest["bytes_recv_intra"] + busiest["bytes_recv_inter"])}
+            more = self.inner.describe() if self.inner is not None else None
+            more = self.comm.bcast(more if self.comm.rank == 0 else None, root=0)
+            more[0]["moved"] = moved
+            for row in more:
+                row["level"] += len(out)
+                row["complexity"] = row["nnz"] / self._nnz[0]
+            out.extend(more)
         return out
+
+    @property
+    def _own_levels(self):
+        """The levels this communicator smooths (not the last, when it moved elsewhere)."""
+        return self.levels[:-1] if self.levels[-1].agglomerated else self.levels
 
     @property
     def gammas(self):
@@ -180,7 +243,7 @@ class MultilevelSolver:
     def cycle(self, b):
         """Collective. One V-cycle applied to this rank's part of b (zero initial guess)."""
         return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
-                      self.correction)
+                      self.correction, self.level_times)
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):
@@ -306,14 +369,16 @@ class MultilevelSolver:
         spars = self.sparsification
         how = "" if spars is None else f", {spars.method} sparsified with {spars.lumping} lumping"
         galerkin = "" if spars is None or not spars.keeps_galerkin else f" (Galerkin {self.galerkin_complexity:.3f})"
-        lines = [f"AMG ({self.method}, {self.smoother}{how}) on {self.comm.size} rank(s): {len(self.levels)} levels, "
+        lines = [f"AMG ({self.method}, {self.smoother}{how}) on {self.comm.size} rank(s): {len(self._nnz)} levels, "
                  f"operator complexity {self.operator_complexity:.3f}{galerkin}, grid complexity "
                  f"{self.grid_complexity:.3f}"]
-        for k, lvl in enumerate(self.levels):
+        own = self._own_levels
+        for k, (rows, nnz, ranks) in enumerate(zip(self._rows, self._nnz, self._ranks)):
             note = ""
-            if lvl.sparsified is not None:
-                note = f"  gamma {lvl.sparsified['gamma']:g}: {lvl.sparsified['nnz_before']:,} nnz before"
-            lines.append(f"  level {k}: {lvl.rows:>10,} rows {self._nnz[k]:>12,} nnz  strategy {lvl.strategy}{note}")
+            if k < len(own) and own[k].sparsified is not None:
+                note = f"  gamma {own[k].sparsified['gamma']:g}: {own[k].sparsified['nnz_before']:,} nnz before"
+            where = f"strategy {own[k].strategy}" if k < len(own) else f"on {ranks} rank(s)"
+            lines.append(f"  level {k}: {rows:>10,} rows {nnz:>12,} nnz  {where}{note}")
         return "\n".join(lines)
 
 

@@ -10,14 +10,24 @@ are split — a partition that cuts most couplings, strided say, leaves hybrid G
 an undamped Jacobi — at the price of weaker smoothing where many couplings are cut; Baker,
 Falgout, Kolev, Yang 2011), ``chebyshev`` (a Chebyshev polynomial in D^-1 A of degree
 CHEBYSHEV_DEGREE per sweep over [0.33, 1.1] x its largest eigenvalue, estimated by
-Lanczos [relax_type 16]; PETSc GAMG's default smoother kind). Only the Jacobi and
-Chebyshev smoothers are independent of the partition; hybrid Gauss-Seidel on P ranks is a different
-smoother from Gauss-Seidel on one, so iteration counts may differ with P.
+Lanczos [relax_type 16]; PETSc GAMG's default smoother kind), ``symmetric-gs`` (HPCG's
+SYMGS: one halo exchange, then a forward and a backward sweep, before and after the coarse
+correction alike), ``ilu0`` / ``ic0`` (x += (L U)^-1 (b - A x) with the ILU(0) factor of the
+rank's diagonal block: block Jacobi across ranks, Nakajima's localized IC(0); on a symmetric
+matrix ILU(0) is IC(0), U = D L^T, so the two names run the same factor and the cycle stays
+symmetric). Only the Jacobi and Chebyshev smoothers are independent of the partition;
+hybrid Gauss-Seidel on P ranks is a different smoother from Gauss-Seidel on one, so
+iteration counts may differ with P.
 """
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
 
 from .. import _core
 from .._collective import CollectiveError
@@ -25,7 +35,7 @@ from .spectrum import global_dot as dot, spectral_radius_dinv_a
 
 __all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "gmres", "asymmetry", "dot"]
 
-SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev")
+SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "symmetric-gs", "ilu0", "ic0")
 # Chebyshev smoothing (hypre's hypre_ParCSRRelax_Cheby with its defaults, the smallest
 # eigenvalue taken as 0): the polynomial of this degree per sweep, damping D^-1 A's spectrum
 # in [fraction x upper, upper], upper = 1.1 x the estimated largest eigenvalue (the factor
@@ -68,6 +78,8 @@ class Smoother:
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
         self.diag = np.ascontiguousarray(diag, dtype=np.float64)
+        if kind in ("ilu0", "ic0"):
+            self.lu = _local_ilu0(L, n, A)
         if kind == "chebyshev":
             if rho is None:
                 rho = spectral_radius_dinv_a(A, self.diag, A.owned_rows() if ids is None else ids)
@@ -96,7 +108,7 @@ class Smoother:
     def _jacobi(self, b, x):
         x += self.omega * (b - self.A.matvec(x)) / self.diag
 
-    def _gs(self, b, x, forward, zero):
+    def _gs(self, b, x, directions, zero):
         n = x.size
         full = self.full
         full[:n] = x
@@ -104,75 +116,150 @@ class Smoother:
             full[n:] = 0.0
         else:
             self.A.exchange(x, out=full[n:])
-        _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.diag, b, full, forward)
+        for forward in directions:
+            _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.diag, b, full, forward)
         x[:] = full[:n]
+
+    def _ilu(self, b, x, zero):
+        indptr, indices, lu = self.lu
+        r = b if zero else b - self.A.matvec(x)
+        d = np.empty_like(x)
+        _core.ilu0_solve(indptr, indices, lu, np.ascontiguousarray(r), d)
+        x += d
+
+    def _sweep(self, b, x, zero, forward):
+        if self.kind.endswith("hybrid-gs"):
+            self._gs(b, x, (forward,), zero)
+        elif self.kind == "symmetric-gs":
+            self._gs(b, x, (True, False), zero)
+        elif self.kind == "chebyshev":
+            self._chebyshev(b, x, zero)
+        elif self.kind in ("ilu0", "ic0"):
+            self._ilu(b, x, zero)
+        else:
+            self._jacobi(b, x)
 
     def pre(self, b, x, zero=False):
         """Smooths x in place; ``zero``: x is known to be 0 (the halo need not travel)."""
         for k in range(self.sweeps):
-            if self.kind.endswith("hybrid-gs"):
-                self._gs(b, x, True, zero and k == 0)
-            elif self.kind == "chebyshev":
-                self._chebyshev(b, x, zero and k == 0)
-            else:
-                self._jacobi(b, x)
+            self._sweep(b, x, zero and k == 0, True)
 
     def post(self, b, x):
         for _ in range(self.sweeps):
-            if self.kind.endswith("hybrid-gs"):
-                self._gs(b, x, False, False)
-            elif self.kind == "chebyshev":
-                self._chebyshev(b, x, False)
-            else:
-                self._jacobi(b, x)
+            self._sweep(b, x, False, False)
+
+
+def _local_ilu0(L, n, A):
+    """The ILU(0) factor of the rank's diagonal block (the first ``n`` columns of its local
+    block ``L``): (indptr, indices, values) as int32/float64 arrays, or a CollectiveError on
+    every rank naming the global row of a zero pivot."""
+    from .._collective import agree
+
+    D = sp.csr_matrix(L[:, :n])
+    D.sort_indices()
+    D.sum_duplicates()
+    indptr, indices = D.indptr.astype(np.int32), D.indices.astype(np.int32)
+    lu = np.ascontiguousarray(D.data, dtype=np.float64)
+    bad = _core.ilu0_factor(indptr, indices, lu)
+    agree(A.comm, None if bad < 0 else
+          f"ILU(0) of the rank's diagonal block: zero or non-finite pivot in row {int(A.owned_rows()[bad])} (the "
+          "matrix is not an M-matrix there; try another smoother)", where="ilu0 smoother")
+    return indptr, indices, lu
 
 
 class CoarseSolver:
-    """The coarsest operator gathered on every rank and factored there by commsolve's own
-    supernodal LU; each solve gathers the right-hand side and keeps the rank's part."""
+    """The coarsest operator gathered on every rank and factored there: by LAPACK's dense LU
+    (getrf with partial pivoting) up to DENSE_COARSE rows, where a call's overhead is the
+    cost (hypre's Gaussian elimination coarse solve), by commsolve's own supernodal LU above;
+    each solve gathers the right-hand side and keeps the rank's part."""
 
     def __init__(self, A):
         from ..direct import SparseLU
 
         self.A = A
         self.global_A = A.to_global(root=None)
+        n = self.global_A.shape[0]
+        self.lu = self.dense = None
         try:  # every rank factors the same matrix: every rank fails alike
-            self.lu = SparseLU(self.global_A) if self.global_A.shape[0] > 0 else None
+            if 0 < n <= DENSE_COARSE:
+                self.dense = _dense_lu(self.global_A.toarray())
+            elif n > 0:
+                self.lu = SparseLU(self.global_A)
         except ValueError as e:
             reason = str(e).split(" (static pivoting")[0]  # its advice is the direct solver's, not ours
             raise ValueError(
-                f"the coarsest level's operator ({self.global_A.shape[0]} rows) cannot be factored ({reason}): A is "
+                f"the coarsest level's operator ({n} rows) cannot be factored ({reason}): A is "
                 "probably singular, e.g. a Laplacian with pure Neumann boundaries, whose null space is the "
                 "constants. Make it nonsingular (fix one value, or shift: A + sigma I with a small sigma > 0), "
                 "or remove the null space from the problem.") from None
         self.owned = A.owned_rows()
 
     def solve(self, b):
-        x = self.lu.solve(self.A.gather(b, root=None), refine=False)
+        b = self.A.gather(b, root=None)
+        if self.dense is not None:
+            x = scipy.linalg.lu_solve(self.dense, b, check_finite=False)
+        else:
+            x = self.lu.solve(b, refine=False)
         return np.ascontiguousarray(x[self.owned])
 
 
-def vcycle(levels, smoothers, coarse, b, correction=1.0):
+DENSE_COARSE = 512  # rows up to which the coarsest level is factored dense
+
+
+def _dense_lu(M):
+    """LAPACK's LU of a small dense matrix; a ValueError on an exactly zero pivot."""
+    with warnings.catch_warnings():  # a zero pivot is reported below, as an error
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        lu, piv = scipy.linalg.lu_factor(M, check_finite=True)
+    d = np.abs(np.diag(lu))
+    if not np.all(d > 0):
+        raise ValueError(f"zero pivot at row {int(np.argmin(d))}")
+    return lu, piv
+
+
+def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None):
     """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
     Each level smooths with and takes residuals of its ``solve_A`` (a sparsified copy where
     sparse or hybrid Galerkin made one); every coarse correction is scaled by ``correction``
-    (a constant: the cycle stays symmetric)."""
+    (a constant: the cycle stays symmetric). ``times``: an array with a slot per level to
+    which each level's seconds are added (smoothing, residual, restriction and interpolation
+    on level k; the coarse solve on the last)."""
+    clock = _Clock(times)
     if len(levels) == 1:
-        return coarse.solve(b)
+        x = coarse.solve(b)
+        clock.lap(0)
+        return x
     xs, bs = [], [b]
-    for lvl, sm in zip(levels[:-1], smoothers):
+    for k, (lvl, sm) in enumerate(zip(levels[:-1], smoothers)):
         x = np.zeros(lvl.A.local_rows)
         sm.pre(bs[-1], x, zero=True)
         r = bs[-1] - lvl.solve_A.matvec(x)
         xs.append(x)
         bs.append(lvl.P.rmatvec(r))
+        clock.lap(k)
     xc = coarse.solve(bs[-1])
+    clock.lap(len(levels) - 1)
     for k in range(len(levels) - 2, -1, -1):
         x = xs[k]
         x += correction * levels[k].P.matvec(xc)
         smoothers[k].post(bs[k], x)
         xc = x
+        clock.lap(k)
     return xc
+
+
+class _Clock:
+    """Adds the seconds since the last lap to a slot of ``times`` (nothing when None)."""
+
+    def __init__(self, times):
+        self.times = times
+        self.t = time.perf_counter() if times is not None else 0.0
+
+    def lap(self, k):
+        if self.times is not None:
+            now = time.perf_counter()
+            self.times[k] += now - self.t
+            self.t = now
 
 
 def pcg(A, precondition, b, x, target, maxiter, history, stop=None):

@@ -54,6 +54,8 @@ class Level:
     sparsified: dict = None        # what sparsification did to this level's operator (gamma, nnz and halo
     #                                statistics before and after), None if it was not sparsified
     coarse: np.ndarray = None      # mask over this level's rows: its coarse points (not on the coarsest)
+    grid: tuple = None             # geometric: the structured grid (nx, ny, nz) this level's rows live on
+    agglomerated: bool = False     # the last level, moved whole onto fewer ranks (the hierarchy goes on there)
 
     @property
     def solve_A(self):
@@ -91,7 +93,7 @@ def _check_level(A, k):
 
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
-                    sparsify=None, **options):
+                    sparsify=None, ids=None, candidate=None, agglomerate_below=None, **options):
     """Collective. The levels of a multigrid hierarchy for the ParCSR ``A``: ``method``
     "classical" or "sa" (algebraic), or "geometric" (the cell-centred 2 x 2 x 2 aggregation of
     the structured ``grid`` (nx, ny, nz) the matrix lives on, piecewise-constant
@@ -109,7 +111,13 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P; default 4 for
     ext+i, no limit for direct; 0: no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
     times rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
-    (None: the plain Galerkin hierarchy)."""
+    (None: the plain Galerkin hierarchy).
+
+    ``agglomerate_below``: the hierarchy stops at the first level with fewer rows per rank
+    than this, marked ``agglomerated`` (the caller moves it onto fewer ranks and goes on
+    there, :mod:`commsolve.redistribute`). ``ids`` and ``candidate`` (this rank's points'
+    fine-grid indices and smoothed aggregation's near-null space) continue a hierarchy so
+    moved; by default they are those of a finest level."""
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
     unknown = set(options) - set(SETUP_DEFAULTS)
@@ -154,8 +162,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
 
     levels = []
     current = A
-    ids = A.owned_rows()
-    candidate = np.ones(A.local_rows)  # smoothed aggregation's near-null space, this level's
+    ids = A.owned_rows() if ids is None else ids
+    candidate = np.ones(A.local_rows) if candidate is None else candidate  # sa's near-null space, this level's
     pending = {}  # what sparsifying the next level's operator made, for its Level
     strength_theta = o["theta"] if method == "classical" else THETA["classical"]  # strong-neighbour lumping's
     while True:
@@ -165,10 +173,12 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         if k == 0 and strat != A.plan.strategy:  # coarse levels are built with their own strategy
             current = current.with_strategy(strat, profile)
         level = Level(current, strategy=current.plan.strategy, ids=ids,
-                      candidate=candidate if method == "sa" else None, **pending)
+                      candidate=candidate if method == "sa" else None, grid=o["grid"], **pending)
         pending = {}
         levels.append(level)
         last = current.shape[0] <= o["max_coarse"] or k + 1 >= o["max_levels"]
+        if not last and agglomerate_below is not None and current.shape[0] < agglomerate_below * current.comm.size:
+            level.agglomerated = last = True
         if last:
             _check_level(current, k)
             level.setup_s = time.perf_counter() - t0
@@ -229,7 +239,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             progress(k + 1, nc)
         current = Ac
     last = levels[-1]
-    if last.rows > max(o["max_coarse"], COARSEST_LIMIT):
+    if not last.agglomerated and last.rows > max(o["max_coarse"], COARSEST_LIMIT):
         why = ("max_levels reached" if len(levels) >= o["max_levels"] else
                "coarsening stalled (too few strong connections: try another theta, or the other method)")
         raise ValueError(f"AMG setup: the coarsest level (level {len(levels) - 1}) has {last.rows:,} rows, more than "

@@ -18,6 +18,7 @@ from .amg import amg_cmd
 from .analyze import analyze
 from .calibrate import calibrate
 from .demo import demo
+from .mgcg import mgcg
 from .dense import gemm, lu
 from .selinv import selinv
 from .simulate import simulate
@@ -34,5 +35,5 @@ def main():
     """commsolve: communication-optimized distributed sparse linear algebra on MPI."""
 
 
-for command in (spmv, sptrsv, selinv, gemm, lu, amg_cmd, analyze, trees, simulate, calibrate, demo):
+for command in (spmv, sptrsv, selinv, gemm, lu, amg_cmd, mgcg, analyze, trees, simulate, calibrate, demo):
     main.add_command(command)

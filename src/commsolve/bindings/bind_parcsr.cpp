@@ -137,6 +137,11 @@ void bind_matrix(nb::module_& m) {
         nb::gil_scoped_release nogil;
         A.rmatvec(x.data(), y.data());
       }, "x"_a, "y"_a.noconvert())
+      .def("set_format", [](ParCsr& A, const std::string& format) {
+        nb::gil_scoped_release nogil;
+        A.set_format(format);
+      }, "format"_a, "How matvec streams the on-process block: csr, ell, sliced-ell, sell or sell-C-SIGMA.")
+      .def_prop_ro("format", &ParCsr::format)
       .def_prop_ro("rank", &ParCsr::rank)
       .def_prop_ro("local_rows", &ParCsr::local_rows)
       .def_prop_ro("local_cols", &ParCsr::local_cols)

@@ -97,6 +97,26 @@ void bind_kernels(nb::module_& m) {
     gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, diag.data(), b.data(), x.data(), forward);
   }, "indptr"_a, "indices"_a, "data"_a, "diag"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
         "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo); columns not checked.");
+  m.def("ilu0_factor", [](In<std::int32_t> indptr, In<std::int32_t> indices, Out<double> lu) {
+    std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(lu, indices.shape(0), "lu");
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int32_t p = indptr.data()[i]; p < indptr.data()[i + 1]; ++p)
+        if (indices.data()[p] < 0 || indices.data()[p] >= n || (p > indptr.data()[i] && indices.data()[p] <= indices.data()[p - 1]))
+          throw nb::value_error("ilu0_factor needs a square matrix with sorted, distinct column indices");
+    nb::gil_scoped_release nogil;
+    return ilu0_factor(n, indptr.data(), indices.data(), lu.data());
+  }, "indptr"_a, "indices"_a, "lu"_a.noconvert(),
+        "ILU(0) in place on lu (A's values; sorted square CSR): returns -1, or the first row with a zero pivot.");
+  m.def("ilu0_solve", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> lu, In<double> b,
+                         Out<double> x) {
+    std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    require_len(lu, indices.shape(0), "lu");
+    require_len(b, n, "b");
+    require_len(x, n, "x");
+    nb::gil_scoped_release nogil;
+    ilu0_solve({n, indptr.data(), indices.data(), lu.data()}, b.data(), x.data());
+  }, "indptr"_a, "indices"_a, "lu"_a, "b"_a, "x"_a.noconvert(), "x = (L U)^-1 b with ilu0_factor's factor.");
   m.def("truncate_rows", [](Out<std::int64_t> indptr, Out<std::int64_t> indices, Out<double> data, double factor,
                             int max_elements) {
     const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;

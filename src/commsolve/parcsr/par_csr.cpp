@@ -1,6 +1,8 @@
 #include "parcsr/par_csr.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <stdexcept>
 #include <utility>
 
 #include "comm/plan_builder.hpp"
@@ -80,11 +82,39 @@ ParCsr::ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy)
       offd_on_(other.offd_on_),
       offd_off_(other.offd_off_),
       executor_(std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_,
-                                               comm)) {}
+                                               comm)) {
+  set_format(other.format_);
+}
+
+void ParCsr::set_format(const std::string& format) {
+  int C = 8;
+  std::int64_t sigma = 1;
+  if (format == "csr") {
+    diag_sell_.reset();
+    format_ = format;
+    return;
+  }
+  if (format == "ell") {
+    C = static_cast<int>(std::max<std::int64_t>(diag_.nrows, 1));
+  } else if (format == "sell") {
+    sigma = 256;
+  } else if (format != "sliced-ell") {
+    long c = 0, s = 0;
+    char tail = 0;
+    if (std::sscanf(format.c_str(), "sell-%ld-%ld%c", &c, &s, &tail) != 2 || c < 1 || s < 1 || c > (1 << 20))
+      throw std::invalid_argument("unknown matrix format '" + format +
+                                  "' (known: csr, ell, sliced-ell, sell, sell-C-SIGMA with C, SIGMA >= 1)");
+    C = static_cast<int>(c);
+    sigma = s;
+  }
+  diag_sell_ = std::make_unique<LocalSell>(sell_from_csr(view(diag_), diag_.ncols, C, sigma));
+  format_ = format;
+}
 
 void ParCsr::matvec(const double* x, double* y) {
   executor_->begin(x);
-  spmv(view(diag_), x, y);
+  if (diag_sell_) spmv(*diag_sell_, x, y);
+  else spmv(view(diag_), x, y);
   const double* halo = executor_->end();
   if (offd_on_.nnz() > 0) spmv_add(view(offd_on_), halo, y);
   if (offd_off_.nnz() > 0) spmv_add(view(offd_off_), halo, y);
@@ -133,8 +163,9 @@ std::vector<std::int64_t> ParCsr::space_globals() const {
 }
 
 double ParCsr::spmv_bytes() const {
-  // diag and both offd blocks, x and halo read, y read-modify-written for the offd passes.
-  double b = diag_.spmv_bytes();
+  // diag (in its format) and both offd blocks, x and halo read, y read-modify-written for
+  // the offd passes.
+  double b = diag_sell_ ? diag_sell_->spmv_bytes() : diag_.spmv_bytes();
   for (const LocalCsr* o : {&offd_on_, &offd_off_})
     if (o->nnz() > 0) b += 12.0 * o->nnz() + 4.0 * (o->nrows + 1) + 16.0 * o->nrows + 8.0 * o->ncols;
   return b;

@@ -18,6 +18,7 @@
 #include "comm/mpi_executor.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
+#include "sparse/sell.hpp"
 #include "topology/topology.hpp"
 
 namespace commsolve {
@@ -48,6 +49,13 @@ class ParCsr {
   // y = A^T x. Collective. x: local_rows() entries, y: local_cols() entries. The
   // off-process contributions travel back along the plan in reverse.
   void rmatvec(const double* x, double* y);
+
+  // How matvec streams the on-process block (the rest stays CSR): "csr", or the block kept
+  // also in SELL-C-sigma storage (sparse/sell.hpp): "ell" (one chunk, no sorting),
+  // "sliced-ell" (SELL-8-1, Nakajima's), "sell" (SELL-8-256), or "sell-C-SIGMA". The values
+  // are the same; only the kernel changes. std::invalid_argument for an unknown name.
+  void set_format(const std::string& format);
+  const std::string& format() const { return format_; }
 
   int rank() const { return pattern_.rank; }
   std::int64_t local_rows() const { return diag_.nrows; }
@@ -87,6 +95,8 @@ class ParCsr {
   Topology topo_;
   HaloPattern pattern_;
   LocalCsr diag_, offd_on_, offd_off_;
+  std::string format_ = "csr";
+  std::unique_ptr<LocalSell> diag_sell_;  // the on-process block in format_ (null: CSR)
   std::unique_ptr<HaloExecutor> executor_;
 };
 

@@ -107,6 +107,43 @@ void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* 
   }
 }
 
+std::int64_t ilu0_factor(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices, double* lu) {
+  std::vector<std::int32_t> diag(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> where(static_cast<std::size_t>(n), -1);  // row i's position of each column
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int32_t p = indptr[i]; p < indptr[i + 1]; ++p) where[indices[p]] = p;
+    for (std::int32_t p = indptr[i]; p < indptr[i + 1] && indices[p] < i; ++p) {
+      const std::int32_t k = indices[p];
+      lu[p] /= lu[diag[k]];
+      for (std::int32_t q = diag[k] + 1; q < indptr[k + 1]; ++q)  // row k of U, right of its diagonal
+        if (where[indices[q]] >= 0) lu[where[indices[q]]] -= lu[p] * lu[q];
+    }
+    for (std::int32_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      if (indices[p] == i) diag[i] = p;
+      where[indices[p]] = -1;
+    }
+    if (diag[i] < 0 || lu[diag[i]] == 0.0 || !std::isfinite(lu[diag[i]])) return i;
+  }
+  return -1;
+}
+
+void ilu0_solve(CsrView LU, const double* b, double* x) {
+  const std::int64_t n = LU.nrows;
+  for (std::int64_t i = 0; i < n; ++i) {  // L y = b, unit diagonal
+    double r = b[i];
+    for (std::int32_t p = LU.indptr[i]; p < LU.indptr[i + 1] && LU.indices[p] < i; ++p) r -= LU.data[p] * x[LU.indices[p]];
+    x[i] = r;
+  }
+  for (std::int64_t i = n - 1; i >= 0; --i) {  // U x = y
+    double r = x[i], d = 0.0;
+    for (std::int32_t p = LU.indptr[i + 1] - 1; p >= LU.indptr[i] && LU.indices[p] >= i; --p) {
+      if (LU.indices[p] == i) d = LU.data[p];
+      else r -= LU.data[p] * x[LU.indices[p]];
+    }
+    x[i] = r / d;
+  }
+}
+
 std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_t* indices, double* data,
                            double factor, int max_elements) {
   std::int64_t out = 0;

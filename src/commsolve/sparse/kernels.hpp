@@ -45,6 +45,15 @@ void spmv_transpose_add(CsrView A, const double* x, double* y);
 // (a_ii, or a_ii plus an l1 term); the diagonal entry in A itself is skipped by column.
 void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward);
 
+// ILU(0) of a square CSR matrix with sorted column indices, in place on its values: on return
+// the strictly lower entries hold L (unit diagonal implied) and the rest U, on A's own
+// pattern (Saad, Iterative Methods, Algorithm 10.4). For a symmetric matrix this is IC(0):
+// U = D L^T. Returns -1, or the first row whose pivot is zero, missing or not finite.
+std::int64_t ilu0_factor(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices, double* lu);
+
+// x = (L U)^-1 b with the factor ilu0_factor left (b and x may be the same array).
+void ilu0_solve(CsrView LU, const double* b, double* x);
+
 // Interpolation truncation (hypre's trunc_factor and P_max_elmts), row by row in place on a
 // CSR with int64 columns: drops entries below factor * the row's largest magnitude, then all
 // but its max_elements largest (0: no limit), rescaling what is kept so the row sum stays.

@@ -1,0 +1,99 @@
+"""``commsolve mgcg``: geometric-multigrid-preconditioned CG on a structured grid (Nakajima's
+MGCG, HPCG's solver), with the SpMV format and the coarse-grid aggregation chosen, under
+MPI."""
+
+from __future__ import annotations
+
+import click
+
+from ..amg import SMOOTHERS
+from ..mg import CGA_MODES, CGA_ROWS, FORMATS, HCGA_GROUP, HCGA_ROWS
+from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options, matrix_options,
+                     need_one_source, ppn_option, relaunch_or_check, report, strategy_option, tolerance)
+
+
+def _grid(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        dims = tuple(int(v) for v in value.lower().replace("x", ",").split(","))
+    except ValueError:
+        dims = ()
+    if len(dims) != 3 or min(dims) < 1:
+        raise click.BadParameter(f"three positive extents NX,NY,NZ (x fastest), got {value!r}")
+    return dims
+
+
+def _format(ctx, param, value):
+    if value in FORMATS or value.startswith("sell-"):
+        return value  # sell-C-SIGMA is checked by the library, with its own message
+    raise click.BadParameter(f"one of {', '.join(FORMATS)} or sell-C-SIGMA, got {value!r}")
+
+
+@click.command(name="mgcg")
+@matrix_options("groundwater3d:64", "Matrix Market file of a 3D structured grid (with --grid).")
+@click.option("--grid", callback=_grid, metavar="NX,NY,NZ",
+              help="The grid the rows number, x fastest (default: the --gen spec's).")
+@launch_options()
+@ppn_option()
+@click.option("--format", "fmt", default="csr", show_default=True, callback=_format,
+              help=f"SpMV storage of every level's operator: {', '.join(FORMATS)} or sell-C-SIGMA.")
+@click.option("--cga", type=click.Choice(CGA_MODES), default="none", show_default=True,
+              help="Coarse-grid aggregation: flat (CGA: onto one rank) or hierarchical (hCGA: first onto one rank "
+              "per group, then onto one).")
+@click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True,
+              help="CGA moves the first level with fewer rows per rank than this onto one rank.")
+@click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True,
+              help="hCGA's first move: the first level with fewer rows per rank than this.")
+@click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
+              help="hCGA's first move: onto one rank of every this many consecutive ranks.")
+@click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="ic0", show_default=True)
+@click.option("--sweeps", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--correction", type=float, default=1.0, show_default=True,
+              help="Factor on every coarse correction, in (0, 2).")
+@strategy_option(default="standard", with_auto=False)
+@click.option("--max-coarse", type=click.IntRange(1), default=1, show_default=True,
+              help="Coarsen until a level has at most this many rows.")
+@click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: tolerance(v))
+@click.option("--maxiter", type=click.IntRange(1), default=500, show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the time and messages per level.")
+@json_option()
+def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, cga_rows, hcga_rows, hcga_group,
+         smoother, sweeps, correction, strategy, max_coarse, tol, maxiter, plot, as_json):
+    """Geometric multigrid (2 x 2 x 2 cell aggregation) as the preconditioner of CG: iterations,
+    time per iteration, and each level's time and messages, with and without coarse-grid
+    aggregation."""
+    need_one_source(gen, matrix)
+    if matrix is not None and grid is None:
+        raise click.UsageError("--matrix needs --grid NX,NY,NZ (the grid its rows number)")
+    if not 0 < correction < 2:
+        raise click.BadParameter(f"must lie in (0, 2), got {correction}", param_hint="--correction")
+    for name, value in (("--cga-rows", cga_rows), ("--hcga-rows", hcga_rows)):
+        if not value > 0:
+            raise click.BadParameter(f"must be > 0, got {value}", param_hint=name)
+    check_plot_path(plot, "--plot")
+    relaunch_or_check(nprocs, oversubscribe, timeout)
+    from mpi4py import MPI
+
+    from ..runs.mgcg import format_mgcg, plot_mgcg, run_mgcg
+
+    levels_bar = None if as_json else bar(desc="MGCG setup", unit="level")
+    result = guarded(run_mgcg, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, ppn=ppn, fmt=fmt, cga=cga,
+                     cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, smoother=smoother, sweeps=sweeps,
+                     correction=correction, strategy=strategy, max_coarse=max_coarse, tol=tol, maxiter=maxiter,
+                     progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1))
+    if levels_bar is not None:
+        levels_bar.close()
+    if result is None:
+        return
+    if plot:
+        plot_mgcg(result, plot)
+    report(as_json_text(result) if as_json else format_mgcg(result))
+    if not result["converged"]:
+        fail(f"MGCG did not converge to {tol:g} in {maxiter} iterations "
+             f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
+    res = result["rel_residual_vs_scipy"]
+    if res is not None and not res <= 10 * tol:  # NaN fails
+        fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
+    if not result["stats_recorded_equal_planned"]:
+        fail("recorded communication statistics differ from the plans'", True)

@@ -1,0 +1,248 @@
+"""Multigrid-preconditioned CG on structured grids (Nakajima's MGCG in pGW3D-FVM, HPCG's
+solver): geometric multigrid (cell-centred 2 x 2 x 2 aggregation, Galerkin coarse
+operators, V-cycle) as the preconditioner of CG, with
+
+- the SpMV format of every level's operator (``format``: CSR, ELL, sliced ELL or
+  SELL-C-sigma, :meth:`commsolve.ParCSR.set_format`),
+- per-rank smoothing: IC(0) (Nakajima's localized IC(0); ILU(0) is the same factor on a
+  symmetric matrix), HPCG's symmetric Gauss-Seidel, or any AMG smoother,
+- coarse-grid aggregation (``cga``): ``"flat"`` (CGA: the first level with fewer than
+  ``cga_rows`` rows per rank is gathered onto one rank, which runs the rest of the
+  hierarchy), ``"hierarchical"`` (hCGA: first onto one rank of every ``hcga_group``
+  consecutive ranks, at fewer than ``hcga_rows`` rows per rank, then as CGA), or ``"none"``
+  (every level on every rank, the coarsest gathered whole on each and solved there).
+
+The moves are :mod:`commsolve.redistribute` plans: counted, recorded and priced like every
+halo exchange. Example (``mpiexec -n 2 python -m mpi4py example.py``)::
+
+    solver = cs.mg.MGCG("groundwater3d:64", MPI.COMM_WORLD, format="sell", cga="hierarchical")
+    x, info = solver.solve(tol=1e-8)           # b = 1 on every cell by default
+    print(solver.last_solve["iterations"], solver.last_solve["per_iteration_s"])
+    for level in solver.last_solve["levels"]: print(level)
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import amg
+from ._collective import agree, agree_args, mpi, run_agreed
+from ._watchdog import watched
+from .amg.cycle import dot, pcg
+from .gallery import GallerySpec, grid_shape, parse_spec
+
+__all__ = ["MGCG", "CGA_MODES", "FORMATS", "cga_stages"]
+
+CGA_MODES = ("none", "flat", "hierarchical")
+FORMATS = ("csr", "ell", "sliced-ell", "sell")  # and "sell-C-SIGMA" (ParCSR.set_format)
+# CGA's switch: the first level with fewer rows per rank than this goes to one rank (a 64^3
+# block per rank: the level with one cell per rank, where Nakajima's parallel levels end);
+# hCGA's first move: fewer than HCGA_ROWS rows per rank (8 cells per rank there), onto one
+# rank per group of HCGA_GROUP (the 16 cores of an FX10 node in flat MPI).
+CGA_ROWS, HCGA_ROWS, HCGA_GROUP = 8, 64, 16
+
+
+def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP):
+    """The agglomeration stages (:mod:`commsolve.amg.agglomerate`) of a CGA mode on
+    ``nranks`` ranks: none, flat ``[(cga_rows, 1)]``, hierarchical ``[(hcga_rows,
+    ceil(P / hcga_group)), (cga_rows, 1)]`` (its first stage dropped when it would leave one
+    rank: then it is CGA)."""
+    if mode not in CGA_MODES:
+        raise ValueError(f"unknown coarse-grid aggregation '{mode}' (known: {', '.join(CGA_MODES)})")
+    if not (cga_rows > 0 and hcga_rows > 0 and int(hcga_group) >= 2):
+        raise ValueError(f"cga_rows and hcga_rows must be > 0 and hcga_group >= 2, got {cga_rows}, {hcga_rows}, "
+                         f"{hcga_group}")
+    if mode == "none" or nranks == 1:
+        return []
+    subset = -(-int(nranks) // int(hcga_group))
+    if mode == "flat" or subset == 1:
+        return [(float(cga_rows), 1)]
+    return [(float(hcga_rows), subset), (float(cga_rows), 1)]
+
+
+def _problem(A, comm, grid, partition, topology, strategy):
+    """(ParCSR, grid) from a ParCSR, a scipy matrix with the communicator, or a gallery spec."""
+    from .parcsr import ParCSR
+
+    if isinstance(A, (str, GallerySpec)):
+        if comm is None:
+            raise ValueError("a gallery spec needs the communicator (comm=)")
+        spec = run_agreed(comm, lambda: A if isinstance(A, GallerySpec) else parse_spec(A))
+        grid = grid if grid is not None else grid_shape(spec, comm.size)
+        agree(comm, None if grid is not None else
+              f"'{spec.text}' is not a 3D structured grid (poisson3d, poisson3d27, groundwater3d, hpcg): pass grid=")
+        return ParCSR.from_spec(spec, comm, partition=partition, topology=topology, strategy=strategy), grid
+    if not isinstance(A, ParCSR):
+        if comm is None:
+            raise ValueError("pass a ParCSR, a gallery spec, or a scipy matrix with the communicator (comm=)")
+        A = ParCSR.from_global(A, comm, partition=partition, topology=topology, strategy=strategy)
+    if grid is None:
+        raise ValueError("geometric multigrid needs the structured grid the rows number: grid=(nx, ny, nz)")
+    return A, grid
+
+
+class MGCG:
+    """Geometric-multigrid-preconditioned CG (set up once, solved as often as wanted)."""
+
+    @watched("mg.MGCG (the setup)")
+    def __init__(self, A, comm=None, *, grid=None, format="csr", cga="none", cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS,
+                 hcga_group=HCGA_GROUP, smoother="ic0", sweeps=1, correction=1.0, strategy="standard", max_coarse=1,
+                 partition="contiguous", topology=None, progress=None):
+        """Collective. ``A``: a :class:`~commsolve.ParCSR`, a scipy matrix every rank of
+        ``comm`` passes whole, or a gallery spec (each rank builds its own rows; the grid is
+        the spec's). ``grid``: (nx, ny, nz), x fastest, rows in that order across the ranks
+        (a contiguous partition). ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
+        for every level's operator. ``cga``: one of :data:`CGA_MODES` with its switches
+        (:func:`cga_stages`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
+        IC(0)), ``sweeps`` before and after each coarse correction, ``correction`` the
+        coarse corrections' factor (:func:`commsolve.amg.solver`). ``max_coarse``: the
+        hierarchy coarsens until a level has at most this many rows (then solved directly).
+        ``strategy``: the halo exchanges' (any of :data:`commsolve.parcsr.STRATEGIES`)."""
+        comm = A.comm if comm is None and hasattr(A, "comm") else comm
+        if comm is not None:
+            agree_args(comm, "mg.MGCG", format=format, cga=cga, cga_rows=cga_rows, hcga_rows=hcga_rows,
+                       hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse)
+        A, grid = _problem(A, comm, grid, partition, topology, strategy)
+        self.comm = A.comm
+        stages = run_agreed(self.comm, cga_stages, cga, self.comm.size, cga_rows, hcga_rows, hcga_group)
+        run_agreed(self.comm, A.set_format, format)  # an unknown format fails here, on every rank alike
+        t0 = time.perf_counter()
+        self.ml = amg.solver(A, method="geometric", grid=tuple(int(g) for g in grid), strategy=strategy,
+                             smoother=smoother, sweeps=sweeps, correction=correction, agglomerate=stages,
+                             max_coarse=max_coarse, progress=progress)
+        for solver in _chain(self.ml):
+            for lvl in solver.levels:
+                lvl.A.set_format(format)
+        self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
+        self.format, self.cga, self.stages, self.smoother = format, cga, stages, smoother
+        self.grid = tuple(int(g) for g in grid)
+        self.last_solve = None
+
+    @property
+    def A(self):
+        return self.ml.A
+
+    def describe(self):
+        """Collective. The hierarchy level by level (:meth:`MultilevelSolver.describe`)."""
+        return self.ml.describe()
+
+    @watched("MGCG.solve")
+    def solve(self, b=None, x0=None, tol=1e-8, maxiter=500):
+        """Collective. CG preconditioned by one V-cycle on A x = b (this rank's rows; default
+        1 everywhere) from x0 (default 0) to ||b - A x|| <= tol ||b||. Returns ``(x, info)``
+        (info 0 when converged, else the iterations done). :attr:`last_solve`: iterations,
+        residual history, solve time and time per iteration (the slowest rank's), and per
+        level (:meth:`level_report`) the seconds spent there and the messages the solve sent
+        there, as recorded by the executors."""
+        agree_args(self.comm, "MGCG.solve", tol=tol, maxiter=maxiter, b_given=b is not None, x0_given=x0 is not None)
+        A = self.A
+        b = np.ones(A.local_rows) if b is None else np.asarray(b, dtype=np.float64)
+        error = None
+        if b.shape != (A.local_rows,):
+            error = f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}"
+        elif not np.all(np.isfinite(b)):
+            error = "b holds non-finite values"
+        elif not tol > 0:
+            error = f"tol must be > 0, got {tol}"
+        agree(self.comm, error, where="MGCG.solve")
+        x = np.zeros(A.local_rows) if x0 is None else np.array(x0, dtype=np.float64)
+        chain = _chain(self.ml)
+        for solver in chain:
+            solver.level_times = np.zeros(len(solver.levels))
+            for op in _operators(solver):
+                op.reset_recorded()
+        history = []
+        bnorm = np.sqrt(dot(self.comm, b, b))
+        self.comm.Barrier()
+        t0 = time.perf_counter()
+        its = pcg(A, self.ml.cycle, b, x, tol * bnorm, maxiter, history)
+        elapsed = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
+        converged = bool(history[-1] <= tol * bnorm)
+        levels = self.level_report()
+        for solver in chain:
+            solver.level_times = None
+        self.last_solve = {"iterations": its, "converged": converged, "residuals": [float(h) for h in history],
+                           "solve_s": elapsed, "per_iteration_s": elapsed / max(its, 1), "levels": levels,
+                           "relative_residual": float(history[-1] / bnorm) if bnorm > 0 else 0.0}
+        return x, (0 if converged else its)
+
+    def level_report(self):
+        """Collective. Per level of the whole hierarchy (after a solve): rows, the ranks it
+        lives on, the seconds spent there in the V-cycles (the slowest rank's; the coarsest
+        level's include its direct solve, a moved level's the move there and back), and what
+        its exchanges sent during the solve: messages and bytes summed over ranks, and the
+        busiest rank's messages (recorded by the executors: the operator's halo exchanges,
+        the interpolation's both ways, and a moved level's gather and scatter; CG's own
+        products on level 0)."""
+        return _report(self.ml)
+
+    def __repr__(self):
+        stages = ", ".join(f"< {r:g} rows/rank -> {m} rank(s)" for r, m in self.stages) or "none"
+        return (f"MGCG on a {' x '.join(map(str, self.grid))} grid, format {self.format}, smoother {self.smoother}, "
+                f"CGA {self.cga} ({stages})\n{self.ml!r}")
+
+
+def _chain(ml):
+    """The solver and the solvers its coarse levels moved to, as far as this rank takes part."""
+    out = [ml]
+    while out[-1].inner is not None:
+        out.append(out[-1].inner)
+    return out
+
+
+def _operators(solver):
+    """The ParCSRs a solver's cycle exchanges through: each level's operator and interpolation,
+    and the move of a level that went elsewhere."""
+    ops = []
+    for lvl in solver.levels:
+        ops += [m for m in (lvl.A, lvl.P) if m is not None]
+    if solver.levels[-1].agglomerated:
+        ops.append(solver.coarse.move.R)
+    return ops
+
+
+def _sent(stats_list):
+    """[msgs, bytes] sent by this rank in the given CommStats."""
+    total = sum((s.array.sum(axis=0) for s in stats_list), np.zeros(8, dtype=np.int64))
+    return [int(total[0] + total[1]), int(total[2] + total[3])]
+
+
+def _report(solver):
+    """Collective on the solver's communicator: :meth:`MGCG.level_report` of it and of the
+    solvers its coarse levels moved to (broadcast from rank 0, which takes part in all)."""
+    comm = solver.comm
+    own = solver._own_levels
+    times = np.empty(len(solver.levels))
+    comm.Allreduce(np.asarray(solver.level_times, dtype=np.float64), times, op=mpi().MAX)
+    rows = []
+    for k, lvl in enumerate(own):
+        recorded = [lvl.A.recorded_stats()]
+        if lvl.P is not None:
+            recorded += [lvl.P.recorded_stats(), lvl.P.recorded_stats(reverse=True)]
+        rows.append((k, lvl.rows, times[k], _sent(recorded)))
+    moved = None
+    if solver.levels[-1].agglomerated:
+        R = solver.coarse.move.R
+        moved = _sent([R.recorded_stats(), R.recorded_stats(reverse=True)])
+    out = []
+    for k, nrows, seconds, mine in rows + ([(len(own), None, times[len(own)], moved)] if moved else []):
+        totals = np.empty(2, dtype=np.int64)
+        comm.Allreduce(np.array(mine, dtype=np.int64), totals)
+        busiest = comm.allreduce(mine[0], op=mpi().MAX)
+        out.append({"level": k, "rows": nrows, "ranks": comm.size, "time_s": float(seconds),
+                    "msgs": int(totals[0]), "bytes": int(totals[1]), "msgs_max": int(busiest)})
+    if not moved:
+        return out
+    inner = _report(solver.inner) if solver.inner is not None else None
+    inner = comm.bcast(inner if comm.rank == 0 else None, root=0)
+    move = out.pop()  # the moved level's seconds include the inner cycle's; its messages are the move's
+    move_s = move["time_s"] - sum(r["time_s"] for r in inner)
+    for r in inner:
+        r["level"] += len(out)
+    inner[0]["moved_from"] = comm.size
+    inner[0]["move"] = {"time_s": max(move_s, 0.0), "msgs": move["msgs"], "bytes": move["bytes"],
+                        "msgs_max": move["msgs_max"]}
+    return out + inner
+

@@ -1,0 +1,112 @@
+"""The MGCG run behind ``commsolve mgcg``: set up, solve, check against scipy and against the
+plans."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import mg
+from .._collective import mpi
+from ..gallery import parse_spec
+from ..io import mmread
+from ..parcsr import ParCSR
+from .spmv import CHECK_LIMIT, machine_info
+
+__all__ = ["run_mgcg", "format_mgcg", "plot_mgcg"]
+
+
+def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga="none", tol=1e-8, maxiter=500,
+             progress=None, **options):
+    """Collective. Sets up MGCG for the matrix (a 3D structured-grid spec, or a file with
+    ``grid``), solves A x = b (b = 1), checks the true residual with scipy on rank 0 (up to
+    CHECK_LIMIT rows) and every exchange's recorded statistics against its plan. Returns
+    the result dict on rank 0."""
+    if (gen is None) == (matrix is None):
+        raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
+    source = gen if gen is not None else ParCSR.from_file(matrix, comm, topology=ppn)
+    solver = mg.MGCG(source, comm, grid=grid, format=fmt, cga=cga, topology=ppn, progress=progress, **options)
+    A = solver.A
+    x, info = solver.solve(tol=tol, maxiter=maxiter)
+    levels = solver.describe()
+    ok = all(op.recorded_stats() == op.planned_stats().scaled(op.runs[0])
+             and op.recorded_stats(reverse=True) == op.planned_stats().reversed().scaled(op.runs[1])
+             for s in mg._chain(solver.ml) for op in mg._operators(s))
+    stats_ok = comm.allreduce(int(ok), op=mpi().MIN) == 1
+    residual = None
+    x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
+    if comm.rank == 0 and x_global is not None:
+        G = sp.csr_matrix(parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix))
+        residual = float(np.linalg.norm(1.0 - G @ x_global) / np.sqrt(G.shape[0]))
+    if comm.rank != 0:
+        return None
+    s = solver.last_solve
+    return {
+        "matrix": gen if gen is not None else str(matrix), "grid": list(solver.grid), "rows": int(A.shape[0]),
+        "nnz": int(levels[0]["nnz"]), "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn,
+        "format": fmt, "cga": cga, "stages": [list(st) for st in solver.stages], "smoother": solver.smoother,
+        "tol": tol, "hierarchy": levels, "operator_complexity": solver.ml.operator_complexity,
+        "setup_s": solver.setup_s, "solve_s": s["solve_s"], "per_iteration_s": s["per_iteration_s"],
+        "iterations": s["iterations"], "converged": s["converged"], "residuals": s["residuals"],
+        "levels": s["levels"], "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok),
+        "info": info, "machine": machine_info(),
+    }
+
+
+def format_mgcg(r):
+    """The text report of :func:`run_mgcg`'s result."""
+    stages = ", ".join(f"below {rows:g} rows/rank onto {m} rank(s)" for rows, m in r["stages"]) or "none"
+    head = [f"matrix      {r['matrix']}: {' x '.join(map(str, r['grid']))} grid, {r['rows']:,} rows, "
+            f"{r['nnz']:,} nonzeros on {r['nranks']} rank(s), {r['nodes']} node(s)",
+            f"MGCG        format {r['format']}, smoother {r['smoother']}, CGA {r['cga']} ({stages}), "
+            f"{len(r['levels'])} levels, operator complexity {r['operator_complexity']:.3f}",
+            f"{'level':>6}{'rows':>12}{'ranks':>7}{'time s':>10}{'share':>8}{'msgs':>9}{'busiest':>9}{'bytes':>13}"]
+    total = sum(lv["time_s"] + lv.get("move", {}).get("time_s", 0.0) for lv in r["levels"]) or 1.0
+    rows = []
+    for lv in r["levels"]:
+        move = lv.get("move")
+        if move:
+            rows.append(f"{'move':>6}{'':>12}{str(lv['moved_from']) + '>' + str(lv['ranks']):>7}"
+                        f"{move['time_s']:>10.4f}{move['time_s'] / total:>8.1%}{move['msgs']:>9,}"
+                        f"{move['msgs_max']:>9,}{move['bytes']:>13,}")
+        rows.append(f"{lv['level']:>6}{lv['rows']:>12,}{lv['ranks']:>7}{lv['time_s']:>10.4f}"
+                    f"{lv['time_s'] / total:>8.1%}{lv['msgs']:>9,}{lv['msgs_max']:>9,}{lv['bytes']:>13,}")
+    res = r["rel_residual_vs_scipy"]
+    tail = ["  (time: the slowest rank's seconds in the V-cycles; messages and bytes: sent during the solve, "
+            "all ranks; busiest: one rank's most)",
+            f"setup       {r['setup_s']:.3f} s",
+            f"solve       {r['solve_s']:.3f} s, {r['iterations']} CG iterations, "
+            f"{r['per_iteration_s'] * 1e3:.3f} ms per iteration, "
+            f"{'converged' if r['converged'] else 'NOT converged'} to {r['tol']:g}",
+            "check       " + ("skipped (problem too large)" if res is None else
+                              f"||b - A x|| / ||b|| by scipy = {res:.2e}"),
+            "CommStats   recorded == planned on every exchange: "
+            + ("yes" if r["stats_recorded_equal_planned"] else "NO")]
+    return "\n".join(head + rows + tail)
+
+
+def plot_mgcg(r, path):
+    """Per level: the slowest rank's seconds (a moved level's move stacked on it) and the
+    messages sent during the solve."""
+    from .._plotting import finish, pyplot
+
+    plt = pyplot()
+    lv = r["levels"]
+    k = np.arange(len(lv))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    own = [v["time_s"] for v in lv]
+    move = [v.get("move", {}).get("time_s", 0.0) for v in lv]
+    axes[0].bar(k, own, label="level")
+    axes[0].bar(k, move, bottom=own, label="move onto fewer ranks")
+    axes[0].set_title("seconds in the V-cycles (slowest rank)")
+    axes[1].bar(k - 0.2, [v["msgs"] for v in lv], 0.4, label="level's exchanges")
+    axes[1].bar(k + 0.2, [v.get("move", {}).get("msgs", 0) for v in lv], 0.4, label="move")
+    axes[1].set_title("messages sent during the solve (all ranks)")
+    for ax in axes:
+        ax.set_xlabel("level (ranks: " + ", ".join(str(v["ranks"]) for v in lv) + ")")
+        ax.set_xticks(k)
+        ax.legend()
+    fig.suptitle(f"MGCG on {r['matrix']}, {r['nranks']} ranks, format {r['format']}, CGA {r['cga']}: "
+                 f"{r['iterations']} iterations", fontsize=9)
+    fig.tight_layout()
+    return finish(fig, path)

@@ -1,0 +1,220 @@
+"""MGCG (issue 31): the ILU(0)/IC(0) kernel by its definition, the SpMV formats against scipy,
+the agglomeration of a ParCSR onto fewer ranks (matrix, vectors) against scipy and the
+original, CGA and hCGA against no aggregation (a partition-independent smoother gives the same
+CG iterations and residuals; IC(0), a per-rank smoother, is allowed to differ by a few), the
+MGCG preconditioner against scipy's CG, and the ``commsolve mgcg`` command."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from mpi4py import MPI
+
+import commsolve as cs
+from commsolve import _core, amg, gallery
+from commsolve.amg.agglomerate import parse_stages
+from commsolve.mg import cga_stages
+from commsolve.launch import mpi_env
+
+
+def _ilu0(A):
+    A = sp.csr_matrix(A)
+    A.sort_indices()
+    lu = A.data.copy()
+    bad = _core.ilu0_factor(A.indptr.astype(np.int32), A.indices.astype(np.int32), lu)
+    return bad, sp.csr_matrix((lu, A.indices, A.indptr), shape=A.shape)
+
+
+@pytest.mark.parametrize("spec", ["groundwater3d:6,contrast=1e6", "convdiff2d:9", "poisson3d27:5"])
+def test_ilu0_reproduces_a_on_its_pattern(spec):
+    A = sp.csr_matrix(gallery.from_spec(spec))
+    bad, F = _ilu0(A)
+    assert bad == -1
+    L, U = sp.tril(F, -1) + sp.eye(A.shape[0]), sp.triu(F)
+    M = (L @ U).tocsr()
+    mask = A.copy()
+    mask.data[:] = 1.0
+    # ILU(0)'s definition: (L U)_ij = a_ij wherever A has an entry (and the factors stay on A's pattern)
+    assert abs(M.multiply(mask) - A).max() <= 1e-13 * abs(A).max()
+    if "convdiff" not in spec:  # symmetric: IC(0), U = D L^T
+        assert abs(U - sp.diags(U.diagonal()) @ (L - sp.eye(A.shape[0])).T - sp.diags(U.diagonal())).max() \
+            <= 1e-13 * abs(U).max()
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    x = np.empty_like(b)
+    _core.ilu0_solve(A.indptr.astype(np.int32), A.indices.astype(np.int32), F.data, b, x)
+    assert np.linalg.norm(M @ x - b) <= 1e-12 * np.linalg.norm(b)
+
+
+def test_ilu0_zero_pivot_and_bad_pattern():
+    bad, _ = _ilu0(np.array([[1.0, 1.0], [1.0, 1.0]]))  # pivot of row 1: 1 - 1 = 0
+    assert bad == 1
+    with pytest.raises(ValueError, match="sorted, distinct column indices"):
+        _core.ilu0_factor(np.array([0, 2], dtype=np.int32), np.array([1, 0], dtype=np.int32), np.ones(2))
+    from commsolve.amg.cycle import Smoother
+
+    A = cs.ParCSR.from_global(np.array([[1.0, 1, 0], [1, 1, 1], [0, 1, 1]]), MPI.COMM_SELF)  # nonsingular
+    with pytest.raises(cs.CollectiveError, match="zero or non-finite pivot in row 1"):
+        Smoother(A, "ilu0")
+
+
+@pytest.mark.parametrize("fmt", ["ell", "sliced-ell", "sell", "sell-4-16", "sell-1-1"])
+def test_every_format_gives_scipys_product(fmt):
+    for spec in ("groundwater3d:7", "aniso2d:15", "random:rows=200,nnz_per_row=11,seed=3"):
+        M = sp.csr_matrix(gallery.from_spec(spec))
+        P = cs.ParCSR.from_global(M, MPI.COMM_SELF).set_format(fmt)
+        assert P.format == fmt
+        v = np.random.default_rng(1).standard_normal(M.shape[0])
+        np.testing.assert_allclose(P.matvec(v), M @ v, rtol=1e-13, atol=1e-13 * abs(M @ v).max())
+
+
+def test_unknown_format_is_refused():
+    P = cs.ParCSR.from_spec("poisson2d:4", MPI.COMM_SELF)
+    for bad in ("coo", "sell-0-4", "sell-8", "sell-8-2x"):
+        with pytest.raises(ValueError, match="unknown matrix format"):
+            P.set_format(bad)
+    assert P.format == "csr"
+
+
+def test_cga_stages_and_their_checks():
+    assert cga_stages("none", 64) == []
+    assert cga_stages("flat", 64) == [(8.0, 1)]
+    assert cga_stages("hierarchical", 64) == [(64.0, 4), (8.0, 1)]
+    assert cga_stages("hierarchical", 64, hcga_group=64) == [(8.0, 1)]  # one group: it is CGA
+    assert cga_stages("flat", 1) == []
+    with pytest.raises(ValueError, match="unknown coarse-grid aggregation 'tree'"):
+        cga_stages("tree", 4)
+    with pytest.raises(ValueError, match="hcga_group >= 2"):
+        cga_stages("hierarchical", 4, hcga_group=1)
+    assert parse_stages([(64, 4), (8, 1)], 16) == [(64.0, 4), (8.0, 1)]
+    assert parse_stages([(64, 4), (8, 1)], 4) == [(8.0, 1)]  # a stage onto as many ranks moves nothing
+    with pytest.raises(ValueError, match="fewer and fewer ranks"):
+        parse_stages([(64, 2), (8, 2)], 8)
+    with pytest.raises(ValueError, match="rows per rank must be > 0"):
+        parse_stages([(0, 1)], 8)
+    with pytest.raises(ValueError, match="list of \\(rows_per_rank, nranks\\) stages"):
+        parse_stages([64], 8)
+
+
+def test_hpcg_problem_is_the_27_point_operator_per_rank():
+    assert gallery.grid_shape("hpcg:4", 3) == (4, 4, 12) and gallery.grid_shape("groundwater3d:5") == (5, 5, 5)
+    assert gallery.grid_shape("poisson2d:5") is None
+    A = sp.csr_matrix(gallery.from_spec("hpcg:4", nprocs=2))
+    assert A.shape == (128, 128) and np.all(A.diagonal() == 26)
+    assert abs(A - gallery.stencil_matrix((4, 4, 8), [o for o in np.ndindex(3, 3, 3)] - np.ones(3, int),
+                                          [26.0 if o == (1, 1, 1) else -1.0 for o in np.ndindex(3, 3, 3)])).max() == 0
+    assert np.array_equal(np.diff(A.indptr)[[0, 21]], [8, 27])  # a corner point, an interior point
+
+
+@pytest.mark.parametrize("fmt,smoother", [("sell", "ic0"), ("csr", "symmetric-gs"), ("sliced-ell", "chebyshev")])
+def test_mgcg_preconditioner_is_spd_and_matches_scipys_cg(fmt, smoother):
+    s = cs.mg.MGCG("groundwater3d:14,contrast=1e6", MPI.COMM_SELF, format=fmt, smoother=smoother)
+    A = s.A.to_global(root=None)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    x, info = s.solve(b, tol=1e-8)
+    assert info == 0 and np.linalg.norm(b - A @ x) <= 1.01e-8 * np.linalg.norm(b)  # NaN fails
+    M = spla.LinearOperator(A.shape, matvec=lambda r: s.ml.cycle(np.asarray(r).ravel()))
+    count = []
+    xs, flag = spla.cg(A, b, M=M, rtol=1e-8, maxiter=300, callback=lambda _: count.append(1))
+    assert flag == 0 and abs(len(count) - s.last_solve["iterations"]) <= 2
+    v, w = np.random.default_rng(1).standard_normal((2, A.shape[0]))
+    assert abs(v @ s.ml.cycle(w) - w @ s.ml.cycle(v)) <= 1e-10 * abs(v @ s.ml.cycle(v))
+    levels = s.last_solve["levels"]
+    assert [lv["rows"] for lv in levels] == [2744, 343, 64, 8, 1] and all(lv["time_s"] > 0 for lv in levels)
+    assert levels[0]["msgs"] == 0  # one rank: nothing travels
+
+
+def test_mgcg_refuses_what_it_cannot_solve():
+    with pytest.raises(ValueError, match="not a 3D structured grid"):
+        cs.mg.MGCG("poisson2d:8", MPI.COMM_SELF)
+    with pytest.raises(ValueError, match="needs the structured grid"):
+        cs.mg.MGCG(sp.eye(8).tocsr(), MPI.COMM_SELF)
+    with pytest.raises(ValueError, match="unknown matrix format 'dia'"):
+        cs.mg.MGCG("poisson3d:4", MPI.COMM_SELF, format="dia")
+    s = cs.mg.MGCG("poisson3d:4", MPI.COMM_SELF)
+    with pytest.raises(cs.CollectiveError, match="non-finite"):
+        s.solve(np.full(64, np.nan))
+
+
+@pytest.fixture(scope="module")
+def three_ranks(mpi_cache):
+    (r,) = mpi_cache("mgcg_cases.py", 3, 3)
+    return r
+
+
+def test_agglomeration_moves_rows_and_vectors_exactly(three_ranks):
+    moves = three_ranks["moves"]
+    assert len(moves) == 6
+    for m in moves:
+        assert m["round_trip"] and m["matrix"] and m["gather"], m
+        assert m["leaders"] == {1: 1, 2: 2, 3: 3}[m["m"]]  # groups of ceil(3 / m) ranks
+
+
+def test_cga_and_hcga_keep_the_iterations(three_ranks):
+    runs = three_ranks["agglomerated"]
+    for smoother in ("jacobi", "ic0"):
+        flat, hier, none = (runs[f"{smoother}/{m}"] for m in ("flat", "hierarchical", "none"))
+        for r in (flat, hier, none):
+            assert r["info"] == 0 and r["residual"] <= 1.01e-9 and r["rows"] == [1728, 216, 27, 8, 1]
+        assert none["ranks"] == [3] * 5 and flat["ranks"] == [3, 3, 1, 1, 1] and hier["ranks"] == [3, 2, 1, 1, 1]
+        assert flat["report_ranks"] == flat["ranks"] and hier["report_ranks"] == hier["ranks"]
+        if smoother == "jacobi":  # independent of the partition: the same CG, to rounding
+            for r in (flat, hier):
+                assert r["iterations"] == none["iterations"]
+                np.testing.assert_allclose(r["residuals"], none["residuals"], rtol=1e-6)
+        else:  # IC(0) per rank: fewer, larger blocks on the moved levels (the documented difference)
+            assert max(abs(r["iterations"] - none["iterations"]) for r in (flat, hier)) <= 3
+    # By hand: 12^3 cells in z-slabs of 4 planes; level 2 (3^3) has 9 rows per rank, under 20: CGA gathers two
+    # messages of 9 values onto rank 0. hCGA: level 1 (6^3, 72 per rank, under 200) goes onto ranks 0 and 2
+    # (groups of 2: rank 0 receives rank 1's 72), then level 2 (18 + 9 rows on 2 ranks, under 20 each) onto one.
+    assert runs["jacobi/flat"]["moved"] == [{"ranks_from": 3, "recv_msgs_max": 2, "recv_bytes_max": 2 * 9 * 8}]
+    assert runs["jacobi/hierarchical"]["moved"] == [{"ranks_from": 3, "recv_msgs_max": 1, "recv_bytes_max": 72 * 8},
+                                                    {"ranks_from": 2, "recv_msgs_max": 1, "recv_bytes_max": 9 * 8}]
+
+
+def test_amg_agglomerate_keeps_the_hierarchy_and_iterations(three_ranks):
+    plain, moved = three_ranks["amg"]["None"], three_ranks["amg"]["[(150, 1)]"]
+    assert moved["level_ranks"][0] == 3 and moved["level_ranks"][-1] == 1 and plain["level_ranks"][-1] == 3
+    assert moved["complexity"] == pytest.approx(plain["complexity"], rel=1e-12)  # PMIS: the same hierarchy
+    assert moved["iterations"] == plain["iterations"]
+    np.testing.assert_allclose(moved["residuals"], plain["residuals"], rtol=1e-6)
+
+
+def test_distributed_formats_match_scipy(three_ranks):
+    for spec, errs in three_ranks["formats"].items():
+        assert set(errs) == {"csr", "ell", "sliced-ell", "sell", "sell-4-16"}
+        assert all(e <= 1e-14 for e in errs.values()), (spec, errs)  # NaN fails
+
+
+def _cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
+                          timeout=timeout, env=mpi_env(2))
+
+
+def test_cli_mgcg_reports_levels_and_checks_itself():
+    proc = _cli("mgcg", "--gen", "groundwater3d:16", "-np", "2", "--format", "sell", "--cga", "flat",
+                "--cga-rows", "40", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout)
+    assert r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7 and r["stats_recorded_equal_planned"]
+    assert [lv["ranks"] for lv in r["levels"]] == [2, 2, 1, 1, 1] and r["levels"][2]["moved_from"] == 2
+    assert r["levels"][2]["move"]["msgs"] > 0 and r["levels"][0]["msgs"] > 0
+    assert r["per_iteration_s"] > 0 and r["format"] == "sell" and r["stages"] == [[40.0, 1]]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--matrix", "x.mtx"], "--matrix needs --grid"),
+    (["--gen", "groundwater3d:8", "--grid", "8,8"], "three positive extents"),
+    (["--gen", "groundwater3d:8", "--format", "coo"], "one of csr, ell, sliced-ell, sell or sell-C-SIGMA"),
+    (["--gen", "groundwater3d:8", "--format", "sell-0-3"], "unknown matrix format 'sell-0-3'"),
+    (["--gen", "groundwater3d:8", "--correction", "2.5"], "must lie in \\(0, 2\\)"),
+    (["--gen", "poisson2d:8"], "not a 3D structured grid"),
+])
+def test_cli_mgcg_bad_input(args, message):
+    import re
+
+    proc = _cli("mgcg", *args)
+    assert proc.returncode != 0 and re.search(message, proc.stderr + proc.stdout), proc.stderr[-1500:]
