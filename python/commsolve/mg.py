@@ -89,7 +89,7 @@ class MGCG:
     @watched("mg.MGCG (the setup)")
     def __init__(self, A, comm=None, *, grid=None, format="csr", cga="none", cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS,
                  hcga_group=HCGA_GROUP, smoother="ic0", sweeps=1, correction=1.0, strategy="standard", max_coarse=1,
-                 partition="contiguous", topology=None, progress=None):
+                 max_levels=25, partition="contiguous", topology=None, progress=None):
         """Collective. ``A``: a :class:`~commsolve.ParCSR`, a scipy matrix every rank of
         ``comm`` passes whole, or a gallery spec (each rank builds its own rows; the grid is
         the spec's). ``grid``: (nx, ny, nz), x fastest, rows in that order across the ranks
@@ -98,12 +98,14 @@ class MGCG:
         (:func:`cga_stages`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
         IC(0)), ``sweeps`` before and after each coarse correction, ``correction`` the
         coarse corrections' factor (:func:`commsolve.amg.solver`). ``max_coarse``: the
-        hierarchy coarsens until a level has at most this many rows (then solved directly).
+        hierarchy coarsens until a level has at most this many rows, or has ``max_levels``
+        levels (the coarsest is then solved directly).
         ``strategy``: the halo exchanges' (any of :data:`commsolve.parcsr.STRATEGIES`)."""
         comm = A.comm if comm is None and hasattr(A, "comm") else comm
         if comm is not None:
             agree_args(comm, "mg.MGCG", format=format, cga=cga, cga_rows=cga_rows, hcga_rows=hcga_rows,
-                       hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse)
+                       hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse,
+                       max_levels=max_levels)
         A, grid = _problem(A, comm, grid, partition, topology, strategy)
         self.comm = A.comm
         stages = run_agreed(self.comm, cga_stages, cga, self.comm.size, cga_rows, hcga_rows, hcga_group)
@@ -111,7 +113,7 @@ class MGCG:
         t0 = time.perf_counter()
         self.ml = amg.solver(A, method="geometric", grid=tuple(int(g) for g in grid), strategy=strategy,
                              smoother=smoother, sweeps=sweeps, correction=correction, agglomerate=stages,
-                             max_coarse=max_coarse, progress=progress)
+                             max_coarse=max_coarse, max_levels=max_levels, progress=progress)
         for solver in _chain(self.ml):
             for lvl in solver.levels:
                 lvl.A.set_format(format)

@@ -68,16 +68,20 @@ class Smoother:
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
         L = A.local_block() if local is None else local
+        if not L.has_sorted_indices:  # the zero-start sweep reads each row up to its diagonal
+            L = L.sorted_indices()
         n = L.shape[0]
         self.full = np.zeros(L.shape[1])  # [owned | halo] values of x during a sweep
         self.indptr = L.indptr.astype(np.int32)
         self.indices = L.indices.astype(np.int32)
         self.data = np.ascontiguousarray(L.data, dtype=np.float64)
         diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
+        self.own = np.ascontiguousarray(diag, dtype=np.float64)  # a_ii as the block holds it
         if kind.startswith("l1-"):  # l1 scaling: convergent however the rows are split
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
         self.diag = np.ascontiguousarray(diag, dtype=np.float64)
+        self.inv = 1.0 / self.diag
         if kind in ("ilu0", "ic0"):
             self.lu = _local_ilu0(L, n, A)
         if kind == "chebyshev":
@@ -116,8 +120,9 @@ class Smoother:
             full[n:] = 0.0
         else:
             self.A.exchange(x, out=full[n:])
-        for forward in directions:
-            _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.diag, b, full, forward)
+        for k, forward in enumerate(directions):
+            _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.inv, self.own, b, full, forward,
+                                     zero and k == 0)
         x[:] = full[:n]
 
     def _ilu(self, b, x, zero):

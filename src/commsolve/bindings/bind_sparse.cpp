@@ -87,16 +87,22 @@ void bind_kernels(nb::module_& m) {
   }, "indptr"_a, "indices"_a, "data"_a, "x"_a, "y"_a.noconvert(),
         "y = A x for a CSR matrix with int32 indices (no checks on column range: trusted input).");
   m.def("gauss_seidel_sweep", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
-                                 In<double> diag, In<double> b, Out<double> x, bool forward) {
+                                 In<double> inv, In<double> own, In<double> b, Out<double> x, bool forward,
+                                 bool zero) {
     std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(data, indices.shape(0), "data");
-    require_len(diag, n, "diag");
+    require_len(inv, n, "inv");
+    if (zero && !forward) throw nb::value_error("gauss_seidel_sweep: zero (x = 0 on entry) is for forward sweeps");
+    require_len(own, n, "own");
     require_len(b, n, "b");
     if (static_cast<std::int64_t>(x.shape(0)) < n) throw nb::value_error("x is shorter than the number of rows");
     nb::gil_scoped_release nogil;
-    gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, diag.data(), b.data(), x.data(), forward);
-  }, "indptr"_a, "indices"_a, "data"_a, "diag"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
-        "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo); columns not checked.");
+    gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, inv.data(), own.data(), b.data(), x.data(),
+                       forward, zero);
+  }, "indptr"_a, "indices"_a, "data"_a, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
+        "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo): reciprocal divisors inv, the "
+        "rows' own diagonal entries own; zero: x = 0 on entry and columns sorted (forward: the lower part only); "
+        "columns not checked.");
   m.def("ilu0_factor", [](In<std::int32_t> indptr, In<std::int32_t> indices, Out<double> lu) {
     std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(lu, indices.shape(0), "lu");

@@ -96,14 +96,43 @@ std::vector<double> stream_read_bandwidth(std::int64_t n, int reps) {
   return out;
 }
 
-void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward) {
+void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
+                        bool zero) {
+  // x_i = (b_i - sum_{j != i} a_ij x_j) / d_i, the sum over the whole row (four partial sums:
+  // a row's products do not wait on one another, only on x_{i-1}) with the diagonal's own
+  // term a_ii x_i put back; from x = 0 (forward), only the row's entries left of its
+  // diagonal (sorted columns) are read.
   const std::int64_t n = A.nrows;
+  const std::int32_t* ptr = A.indptr;
+  const std::int32_t* col = A.indices;
+  const double* val = A.data;
+  if (zero) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      double s0 = 0.0, s1 = 0.0;
+      std::int32_t p = ptr[i];
+      const std::int32_t e = ptr[i + 1];
+      for (; p + 2 <= e && col[p + 1] < i; p += 2) {
+        s0 += val[p] * x[col[p]];
+        s1 += val[p + 1] * x[col[p + 1]];
+      }
+      for (; p < e && col[p] < i; ++p) s0 += val[p] * x[col[p]];
+      x[i] = (b[i] - (s0 + s1)) * inv[i];
+    }
+    return;
+  }
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int64_t i = forward ? k : n - 1 - k;
-    double r = b[i];
-    for (std::int32_t p = A.indptr[i]; p < A.indptr[i + 1]; ++p)
-      if (A.indices[p] != i) r -= A.data[p] * x[A.indices[p]];
-    x[i] = r / diag[i];
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    std::int32_t p = ptr[i];
+    const std::int32_t e = ptr[i + 1];
+    for (; p + 4 <= e; p += 4) {
+      s0 += val[p] * x[col[p]];
+      s1 += val[p + 1] * x[col[p + 1]];
+      s2 += val[p + 2] * x[col[p + 2]];
+      s3 += val[p + 3] * x[col[p + 3]];
+    }
+    for (; p < e; ++p) s0 += val[p] * x[col[p]];
+    x[i] = (b[i] - ((s0 + s1) + (s2 + s3)) + own[i] * x[i]) * inv[i];
   }
 }
 

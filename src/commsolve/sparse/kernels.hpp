@@ -41,9 +41,13 @@ void spmv_transpose_add(CsrView A, const double* x, double* y);
 
 // One Gauss-Seidel sweep over the rows of A (forward or backward), in place on x, whose
 // first nrows entries are the unknowns and the rest fixed values (a process's halo: the
-// hybrid Gauss-Seidel of hypre, Jacobi across processes). diag[i] is the divisor of row i
-// (a_ii, or a_ii plus an l1 term); the diagonal entry in A itself is skipped by column.
-void gauss_seidel_sweep(CsrView A, const double* diag, const double* b, double* x, bool forward);
+// hybrid Gauss-Seidel of hypre, Jacobi across processes). inv[i] is 1 / the divisor of row i
+// (a_ii, or a_ii plus an l1 term) and own[i] the row's diagonal entry a_ii as A holds it
+// (the row's whole product is formed, then a_ii x_i taken back out). `zero` (forward only):
+// x is 0 on entry, halo included, and each row's columns are sorted: only the entries left
+// of the diagonal are read (half the matrix).
+void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
+                        bool zero);
 
 // ILU(0) of a square CSR matrix with sorted column indices, in place on its values: on return
 // the strictly lower entries hold L (unit diagonal implied) and the rest U, on A's own
