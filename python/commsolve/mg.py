@@ -2,8 +2,9 @@
 solver): geometric multigrid (cell-centred 2 x 2 x 2 aggregation, Galerkin coarse
 operators, V-cycle) as the preconditioner of CG, with
 
-- the SpMV format of every level's operator (``format``: CSR, ELL, sliced ELL or
-  SELL-C-sigma, :meth:`commsolve.ParCSR.set_format`),
+- the storage format of every level's operator (``format``: CSR, ELL, sliced ELL,
+  SELL-C-sigma or DIA, :meth:`commsolve.ParCSR.set_format`), which its SpMV, residuals and
+  Gauss-Seidel sweeps run on,
 - per-rank smoothing: IC(0) (Nakajima's localized IC(0); ILU(0) is the same factor on a
   symmetric matrix), HPCG's symmetric Gauss-Seidel, or any AMG smoother,
 - coarse-grid aggregation (``cga``): ``"flat"`` (CGA: the first level with fewer than
@@ -36,7 +37,7 @@ from .gallery import GallerySpec, grid_shape, parse_spec
 __all__ = ["MGCG", "CGA_MODES", "FORMATS", "cga_stages"]
 
 CGA_MODES = ("none", "flat", "hierarchical")
-FORMATS = ("csr", "ell", "sliced-ell", "sell")  # and "sell-C-SIGMA" (ParCSR.set_format)
+FORMATS = ("csr", "ell", "sliced-ell", "sell", "dia")  # and "sell-C-SIGMA" (ParCSR.set_format)
 # CGA's switch: the first level with fewer rows per rank than this goes to one rank (a 64^3
 # block per rank: the level with one cell per rank, where Nakajima's parallel levels end);
 # hCGA's first move: fewer than HCGA_ROWS rows per rank (8 cells per rank there), onto one

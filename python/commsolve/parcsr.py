@@ -268,11 +268,16 @@ class ParCSR:
         return self.matvec(x)
 
     def set_format(self, format):
-        """Local. How :meth:`matvec` streams this rank's on-process block (the off-process
-        blocks stay CSR): ``"csr"``, or that block also kept in SELL-C-sigma storage
-        (Kreutzer et al. 2014): ``"ell"``, ``"sliced-ell"`` (SELL-8-1, Nakajima's sliced
-        ELL), ``"sell"`` (SELL-8-256) or ``"sell-C-SIGMA"``. The product is the same to
-        rounding; only the kernel and its memory traffic (:attr:`spmv_bytes`) change."""
+        """Local. How :meth:`matvec` and the Gauss-Seidel sweeps of the multigrid smoothers
+        stream this rank's on-process block (the off-process blocks stay CSR): ``"csr"``, or
+        that block also kept in SELL-C-sigma storage (Kreutzer et al. 2014): ``"ell"``,
+        ``"sliced-ell"`` (SELL-8-1, Nakajima's sliced ELL), ``"sell"`` (SELL-8-256) or
+        ``"sell-C-SIGMA"``; or in DIA storage, ``"dia"`` (the distinct diagonals' values row
+        by row, no column indices: stencils and banded matrices; a ValueError for a block
+        with more than 64 diagonals or more than twice its entries stored). The product is
+        the same to rounding; only the kernel and its memory traffic (:attr:`spmv_bytes`)
+        change. A Gauss-Seidel sweep takes the rows one by one in storage order: ELL's
+        column-major storage of all rows makes it slow (every entry a row apart)."""
         self._core.set_format(str(format))
         return self
 

@@ -84,7 +84,9 @@ for spec in ("groundwater3d:9", "poisson2d:20", "poisson3d27:7", "random:rows=30
     v = np.random.default_rng(3).standard_normal(M.shape[0])
     ref = M @ v
     errs = {}
-    for fmt in ("csr", "ell", "sliced-ell", "sell", "sell-4-16"):
+    for fmt in ("csr", "ell", "sliced-ell", "sell", "sell-4-16", "dia"):
+        if fmt == "dia" and "random" in spec:
+            continue
         Mp.set_format(fmt)
         got = Mp.gather(Mp.matvec(v[Mp.owned_cols()]), root=None)
         errs[fmt] = float(np.abs(got - ref).max() / np.abs(ref).max())

@@ -56,8 +56,9 @@ def check_smoother(kind, sweeps, omega):
 
 
 class Smoother:
-    """What one level's smoother needs (its local block in int32 CSR over [owned | halo],
-    the divisors) and the sweeps themselves."""
+    """What one level's smoother needs (the divisors, an ILU(0) factor) and the sweeps
+    themselves; Gauss-Seidel sweeps run on the operator's own storage, in its format
+    (:meth:`ParCSR.set_format`)."""
 
     def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None, local=None):
         """Collective for ``chebyshev`` without ``rho`` (the spectral radius of D^-1 A, which
@@ -68,13 +69,9 @@ class Smoother:
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
         L = A.local_block() if local is None else local
-        if not L.has_sorted_indices:  # the zero-start sweep reads each row up to its diagonal
-            L = L.sorted_indices()
         n = L.shape[0]
-        self.full = np.zeros(L.shape[1])  # [owned | halo] values of x during a sweep
-        self.indptr = L.indptr.astype(np.int32)
-        self.indices = L.indices.astype(np.int32)
-        self.data = np.ascontiguousarray(L.data, dtype=np.float64)
+        self.halo = np.zeros(L.shape[1] - n)  # the off-process values of x during a sweep
+        self.work = np.empty(n)
         diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
         self.own = np.ascontiguousarray(diag, dtype=np.float64)  # a_ii as the block holds it
         if kind.startswith("l1-"):  # l1 scaling: convergent however the rows are split
@@ -113,17 +110,9 @@ class Smoother:
         x += self.omega * (b - self.A.matvec(x)) / self.diag
 
     def _gs(self, b, x, directions, zero):
-        n = x.size
-        full = self.full
-        full[:n] = x
-        if zero:
-            full[n:] = 0.0
-        else:
-            self.A.exchange(x, out=full[n:])
+        halo = None if zero else self.A.exchange(x, out=self.halo)
         for k, forward in enumerate(directions):
-            _core.gauss_seidel_sweep(self.indptr, self.indices, self.data, self.inv, self.own, b, full, forward,
-                                     zero and k == 0)
-        x[:] = full[:n]
+            self.A._core.gauss_seidel(self.inv, self.own, b, halo, x, forward, zero and k == 0, self.work)
 
     def _ilu(self, b, x, zero):
         indptr, indices, lu = self.lu

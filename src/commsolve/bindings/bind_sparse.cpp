@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
+#include "sparse/dia.hpp"
 #include "sparse/sell.hpp"
 #include "sparse/matrix_market.hpp"
 #include "sparse/partition.hpp"
@@ -75,6 +76,20 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
       .def_prop_ro("offsets", [](const Distribution& d) { return copy_numpy(d.offsets()); });
 
 }
+
+namespace {
+
+// A Gauss-Seidel sweep's arrays against its square block.
+void check_sweep(std::int64_t nrows, std::int64_t ncols, const In<double>& inv, const In<double>& own,
+                 const In<double>& b, const Out<double>& x) {
+  if (nrows != ncols) throw nb::value_error("gauss_seidel: the block must be square (the rank's own columns)");
+  require_len(inv, nrows, "inv");
+  require_len(own, nrows, "own");
+  require_len(b, nrows, "b");
+  require_len(x, nrows, "x");
+}
+
+}  // namespace
 
 void bind_kernels(nb::module_& m) {
   m.def("spmv", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data, In<double> x,
@@ -157,8 +172,47 @@ void bind_kernels(nb::module_& m) {
       .def_ro("nnz", &LocalSell::nnz)
       .def_ro("C", &LocalSell::C)
       .def_ro("sigma", &LocalSell::sigma)
+      .def("gauss_seidel", [](const LocalSell& s, In<double> inv, In<double> own, In<double> b, Out<double> x,
+                              bool forward) {
+        check_sweep(s.nrows, s.ncols, inv, own, b, x);
+        nb::gil_scoped_release nogil;
+        gauss_seidel_sweep(s, inv.data(), own.data(), b.data(), x.data(), forward);
+      }, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
+         "One Gauss-Seidel sweep in place on x (a square block; rows in storage order, or its reverse).")
       .def_prop_ro("stored", &LocalSell::stored, "Entries stored, padding included.")
       .def_prop_ro("spmv_bytes", &LocalSell::spmv_bytes, "Bytes one SpMV reads and writes.");
+  nb::class_<LocalDia>(m, "DiaMatrix", "A local matrix in DIA storage (sparse/dia.hpp): banded and stencil matrices.")
+      .def("__init__", [](LocalDia* self, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
+                          std::int64_t ncols, int max_diagonals) {
+        const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+        if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+          throw nb::value_error("DiaMatrix: indptr does not describe the entries");
+        require_len(data, indices.shape(0), "data");
+        nb::gil_scoped_release nogil;
+        new (self) LocalDia(dia_from_csr({n, indptr.data(), indices.data(), data.data()}, ncols, max_diagonals));
+      }, "indptr"_a, "indices"_a, "data"_a, "ncols"_a, "max_diagonals"_a = 64,
+           "From CSR arrays (int32 indices; columns checked against ncols); ValueError if not banded enough.")
+      .def("spmv", [](const LocalDia& d, In<double> x, Out<double> y) {
+        require_len(x, d.ncols, "x");
+        require_len(y, d.nrows, "y");
+        nb::gil_scoped_release nogil;
+        spmv(d, x.data(), y.data());
+      }, "x"_a, "y"_a.noconvert(), "y = A x.")
+      .def("gauss_seidel", [](const LocalDia& d, In<double> inv, In<double> own, In<double> b, Out<double> x,
+                              bool forward, bool zero) {
+        check_sweep(d.nrows, d.ncols, inv, own, b, x);
+        if (zero && !forward) throw nb::value_error("gauss_seidel: zero (x = 0 on entry) is for forward sweeps");
+        nb::gil_scoped_release nogil;
+        gauss_seidel_sweep(d, inv.data(), own.data(), b.data(), x.data(), forward, zero);
+      }, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
+         "One Gauss-Seidel sweep in place on x (a square block); zero: x = 0 on entry (lower diagonals only).")
+      .def_ro("nrows", &LocalDia::nrows)
+      .def_ro("ncols", &LocalDia::ncols)
+      .def_ro("nnz", &LocalDia::nnz)
+      .def_prop_ro("ndiag", &LocalDia::ndiag)
+      .def_prop_ro("offsets", [](const LocalDia& d) { return copy_numpy(d.offsets); })
+      .def_prop_ro("stored", &LocalDia::stored, "Values stored, padding included.")
+      .def_prop_ro("spmv_bytes", &LocalDia::spmv_bytes, "Bytes one SpMV reads and writes.");
   m.def("blas_kernel", [] { return std::string(openblas_get_corename()); },
         "The CPU kernels OpenBLAS chose at load time (e.g. SkylakeX, Haswell, Prescott: generic).");
   m.def("stream_triad_bandwidth", &stream_triad_bandwidth, "n"_a, "reps"_a,

@@ -3,12 +3,30 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "comm/plan_builder.hpp"
 #include "core/error.hpp"
 
 namespace commsolve {
+
+namespace {
+
+// Each row's entries by ascending column (values along).
+void sort_rows(LocalCsr& A) {
+  std::vector<std::pair<std::int32_t, double>> row;
+  for (std::int64_t i = 0; i < A.nrows; ++i) {
+    const std::int32_t b = A.indptr[i], e = A.indptr[i + 1];
+    if (std::is_sorted(A.indices.begin() + b, A.indices.begin() + e)) continue;
+    row.clear();
+    for (std::int32_t p = b; p < e; ++p) row.emplace_back(A.indices[p], A.data[p]);
+    std::sort(row.begin(), row.end(), [](const auto& u, const auto& v) { return u.first < v.first; });
+    for (std::int32_t p = b; p < e; ++p) std::tie(A.indices[p], A.data[p]) = row[static_cast<std::size_t>(p - b)];
+  }
+}
+
+}  // namespace
 
 ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribution row_dist,
                Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy)
@@ -70,6 +88,7 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
       block->indptr.push_back(static_cast<std::int32_t>(block->indices.size()));
   }
   require(rows.indptr[rows.nrows] < (std::int64_t(1) << 31), "ParCsr: more than 2^31 local nonzeros");
+  sort_rows(diag_);  // the zero-start Gauss-Seidel sweep reads each row up to its diagonal
   executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }
 
@@ -89,7 +108,8 @@ ParCsr::ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy)
 void ParCsr::set_format(const std::string& format) {
   int C = 8;
   std::int64_t sigma = 1;
-  if (format == "csr") {
+  if (format == "csr" || format == "dia") {
+    diag_dia_ = format == "dia" ? std::make_unique<LocalDia>(dia_from_csr(view(diag_), diag_.ncols)) : nullptr;
     diag_sell_.reset();
     format_ = format;
     return;
@@ -103,21 +123,40 @@ void ParCsr::set_format(const std::string& format) {
     char tail = 0;
     if (std::sscanf(format.c_str(), "sell-%ld-%ld%c", &c, &s, &tail) != 2 || c < 1 || s < 1 || c > (1 << 20))
       throw std::invalid_argument("unknown matrix format '" + format +
-                                  "' (known: csr, ell, sliced-ell, sell, sell-C-SIGMA with C, SIGMA >= 1)");
+                                  "' (known: csr, ell, sliced-ell, sell, sell-C-SIGMA with C, SIGMA >= 1, dia)");
     C = static_cast<int>(c);
     sigma = s;
   }
   diag_sell_ = std::make_unique<LocalSell>(sell_from_csr(view(diag_), diag_.ncols, C, sigma));
+  diag_dia_.reset();
   format_ = format;
 }
 
 void ParCsr::matvec(const double* x, double* y) {
   executor_->begin(x);
   if (diag_sell_) spmv(*diag_sell_, x, y);
+  else if (diag_dia_) spmv(*diag_dia_, x, y);
   else spmv(view(diag_), x, y);
   const double* halo = executor_->end();
   if (offd_on_.nnz() > 0) spmv_add(view(offd_on_), halo, y);
   if (offd_off_.nnz() > 0) spmv_add(view(offd_off_), halo, y);
+}
+
+void ParCsr::gauss_seidel(const double* inv, const double* own, const double* b, const double* halo, double* x,
+                          bool forward, bool zero, double* work) const {
+  require(diag_.nrows == diag_.ncols, "gauss_seidel: the on-process block is not square");
+  require(!zero || forward, "gauss_seidel: zero (x = 0 on entry) is for forward sweeps");
+  const double* rhs = b;
+  if (!zero && halo != nullptr && (offd_on_.nnz() > 0 || offd_off_.nnz() > 0)) {  // b - (off-process part) halo
+    std::fill(work, work + diag_.nrows, 0.0);
+    for (const LocalCsr* o : {&offd_on_, &offd_off_})
+      if (o->nnz() > 0) spmv_add(view(*o), halo, work);
+    for (std::int64_t i = 0; i < diag_.nrows; ++i) work[i] = b[i] - work[i];
+    rhs = work;
+  }
+  if (diag_sell_) gauss_seidel_sweep(*diag_sell_, inv, own, rhs, x, forward);
+  else if (diag_dia_) gauss_seidel_sweep(*diag_dia_, inv, own, rhs, x, forward, zero);
+  else gauss_seidel_sweep(view(diag_), inv, own, rhs, x, forward, zero);
 }
 
 void ParCsr::rmatvec(const double* x, double* y) {
@@ -165,7 +204,7 @@ std::vector<std::int64_t> ParCsr::space_globals() const {
 double ParCsr::spmv_bytes() const {
   // diag (in its format) and both offd blocks, x and halo read, y read-modify-written for
   // the offd passes.
-  double b = diag_sell_ ? diag_sell_->spmv_bytes() : diag_.spmv_bytes();
+  double b = diag_sell_ ? diag_sell_->spmv_bytes() : diag_dia_ ? diag_dia_->spmv_bytes() : diag_.spmv_bytes();
   for (const LocalCsr* o : {&offd_on_, &offd_off_})
     if (o->nnz() > 0) b += 12.0 * o->nnz() + 4.0 * (o->nrows + 1) + 16.0 * o->nrows + 8.0 * o->ncols;
   return b;

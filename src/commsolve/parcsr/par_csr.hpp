@@ -18,6 +18,7 @@
 #include "comm/mpi_executor.hpp"
 #include "sparse/distribution.hpp"
 #include "sparse/kernels.hpp"
+#include "sparse/dia.hpp"
 #include "sparse/sell.hpp"
 #include "topology/topology.hpp"
 
@@ -52,10 +53,20 @@ class ParCsr {
 
   // How matvec streams the on-process block (the rest stays CSR): "csr", or the block kept
   // also in SELL-C-sigma storage (sparse/sell.hpp): "ell" (one chunk, no sorting),
-  // "sliced-ell" (SELL-8-1, Nakajima's), "sell" (SELL-8-256), or "sell-C-SIGMA". The values
-  // are the same; only the kernel changes. std::invalid_argument for an unknown name.
+  // "sliced-ell" (SELL-8-1, Nakajima's), "sell" (SELL-8-256), or "sell-C-SIGMA"; or in DIA
+  // storage (sparse/dia.hpp): "dia". The values are the same; only the kernel changes.
+  // std::invalid_argument for an unknown name, or a block DIA cannot hold.
   void set_format(const std::string& format);
   const std::string& format() const { return format_; }
+
+  // One hybrid Gauss-Seidel sweep on this rank's rows (Jacobi across ranks): x (owned
+  // entries) in place, the off-process columns fixed at `halo` (col_map order; null: zero),
+  // the on-process block swept in its format (forward, or backward), with reciprocal
+  // divisors inv and the rows' diagonal entries own. `zero` (forward): x and the halo are 0 on
+  // entry (the lower part only is read). work: local_rows() doubles of scratch. Square
+  // blocks only (the rows' and columns' distributions alike).
+  void gauss_seidel(const double* inv, const double* own, const double* b, const double* halo, double* x,
+                    bool forward, bool zero, double* work) const;
 
   int rank() const { return pattern_.rank; }
   std::int64_t local_rows() const { return diag_.nrows; }
@@ -96,7 +107,8 @@ class ParCsr {
   HaloPattern pattern_;
   LocalCsr diag_, offd_on_, offd_off_;
   std::string format_ = "csr";
-  std::unique_ptr<LocalSell> diag_sell_;  // the on-process block in format_ (null: CSR)
+  std::unique_ptr<LocalSell> diag_sell_;  // the on-process block in format_ (both null: CSR)
+  std::unique_ptr<LocalDia> diag_dia_;
   std::unique_ptr<HaloExecutor> executor_;
 };
 

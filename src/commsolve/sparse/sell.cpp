@@ -108,6 +108,50 @@ void chunks_any(const LocalSell& A, const double* __restrict x, double* __restri
 
 }  // namespace
 
+namespace {
+
+// Row i of a chunk of width W at `base` (its lane's first entry), `len` entries a lane.
+template <int W>
+inline double lane_sum(const std::int32_t* __restrict col, const double* __restrict val, const double* x,
+                       std::int64_t base, std::int32_t len, std::int64_t width) {
+  const std::int64_t C = W > 0 ? W : width;
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::int32_t j = 0;
+  for (; j + 4 <= len; j += 4) {
+    const std::int64_t a = base + j * C;
+    s0 += val[a] * x[col[a]];
+    s1 += val[a + C] * x[col[a + C]];
+    s2 += val[a + 2 * C] * x[col[a + 2 * C]];
+    s3 += val[a + 3 * C] * x[col[a + 3 * C]];
+  }
+  for (; j < len; ++j) s0 += val[base + j * C] * x[col[base + j * C]];
+  return (s0 + s1) + (s2 + s3);
+}
+
+template <int W>
+void sweep(const LocalSell& A, const double* inv, const double* own, const double* b, double* x, bool forward) {
+  const std::int64_t n = A.nrows, C = W > 0 ? W : A.C;
+  for (std::int64_t q = 0; q < n; ++q) {
+    const std::int64_t p = forward ? q : n - 1 - q, c = p / C;
+    const std::int64_t i = A.perm[static_cast<std::size_t>(p)];
+    const double s = lane_sum<W>(A.indices.data(), A.data.data(), x, A.chunk_ptr[static_cast<std::size_t>(c)] + (p - c * C),
+                                 A.chunk_len[static_cast<std::size_t>(c)], C);
+    x[i] = (b[i] - s + own[i] * x[i]) * inv[i];
+  }
+}
+
+}  // namespace
+
+void gauss_seidel_sweep(const LocalSell& A, const double* inv, const double* own, const double* b, double* x,
+                        bool forward) {
+  switch (A.C) {
+    case 4: return sweep<4>(A, inv, own, b, x, forward);
+    case 8: return sweep<8>(A, inv, own, b, x, forward);
+    case 16: return sweep<16>(A, inv, own, b, x, forward);
+    default: return sweep<0>(A, inv, own, b, x, forward);
+  }
+}
+
 void spmv(const LocalSell& A, const double* x, double* y) {
   switch (A.C) {
     case 4: return chunks<4>(A, x, y);
