@@ -46,7 +46,7 @@ from spmv_local import machine, mpi_job, triad, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "peers"))
-FORMATS = ("csr", "ell", "sliced-ell", "sell")
+FORMATS = ("csr", "ell", "sliced-ell", "sell", "dia")
 CGA = ("none", "flat", "hierarchical")
 ITERS = 50  # HPCG's iterations per set
 
@@ -155,7 +155,7 @@ def worker_groundwater(spec, repeat):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="32^3 per rank, one repetition, CSR and SELL only")
+    ap.add_argument("--quick", action="store_true", help="32^3 per rank, one repetition, CSR and DIA only")
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "mgcg_vs_hpcg.json"))
@@ -171,7 +171,7 @@ def main():
 
     n = 32 if args.quick else 64
     repeat = 1 if args.quick else args.repeat
-    formats = ("csr", "sell") if args.quick else FORMATS
+    formats = ("csr", "dia") if args.quick else FORMATS
     ranks = [int(r) for r in args.ranks.split(",")]
     xhpcg = build_hpcg()
     me = [sys.executable, "-m", "mpi4py", os.path.abspath(__file__)]

@@ -15,7 +15,7 @@ import scipy.sparse.linalg as spla
 from mpi4py import MPI
 
 import commsolve as cs
-from commsolve import _core, amg, gallery
+from commsolve import _core, gallery
 from commsolve.amg.agglomerate import parse_stages
 from commsolve.mg import cga_stages
 from commsolve.launch import mpi_env
@@ -233,6 +233,24 @@ def test_cga_and_hcga_keep_the_iterations(three_ranks):
                                                     {"ranks_from": 2, "recv_msgs_max": 1, "recv_bytes_max": 9 * 8}]
 
 
+def test_cga_auto_takes_the_cheapest_prediction(three_ranks):
+    a = three_ranks["auto"]
+    table = a["choice"]["candidates"]
+    assert len(table) == 1 + 5 and table[0]["choice"] == "none"  # none, or moving any of the 5 levels
+    assert all(np.isfinite(c["cycle_s"]) and c["cycle_s"] > 0 for c in table)
+    best = min(table, key=lambda c: c["cycle_s"])
+    assert a["choice"]["chosen"] == best["choice"] and a["info"] == 0
+    if best["choice"] == "none":
+        assert a["ranks"] == [3] * 5 and a["stages"] == []
+    else:  # the chosen level is the first on one rank
+        assert a["ranks"].index(1) == best["choice"] and a["stages"][0][1] == 1
+
+
+def test_cga_auto_needs_a_profile():
+    with pytest.raises(ValueError, match="pass profile="):
+        cs.mg.MGCG("poisson3d:4", MPI.COMM_SELF, cga="auto")
+
+
 def test_amg_agglomerate_keeps_the_hierarchy_and_iterations(three_ranks):
     plain, moved = three_ranks["amg"]["None"], three_ranks["amg"]["[(150, 1)]"]
     assert moved["level_ranks"][0] == 3 and moved["level_ranks"][-1] == 1 and plain["level_ranks"][-1] == 3
@@ -243,7 +261,8 @@ def test_amg_agglomerate_keeps_the_hierarchy_and_iterations(three_ranks):
 
 def test_distributed_formats_match_scipy(three_ranks):
     for spec, errs in three_ranks["formats"].items():
-        assert set(errs) == {"csr", "ell", "sliced-ell", "sell", "sell-4-16"} | ({"dia"} if "random" not in spec else set())
+        banded = {"dia"} if "random" not in spec else set()
+        assert set(errs) == {"csr", "ell", "sliced-ell", "sell", "sell-4-16"} | banded
         assert all(e <= 1e-14 for e in errs.values()), (spec, errs)  # NaN fails
 
 
@@ -263,13 +282,29 @@ def test_cli_mgcg_reports_levels_and_checks_itself():
     assert r["per_iteration_s"] > 0 and r["format"] == "sell" and r["stages"] == [[40.0, 1]]
 
 
+def test_cli_amg_agglomerate():
+    proc = _cli("amg", "--gen", "poisson3d:16", "-np", "2", "--agglomerate", "300:1", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout)
+    ranks = [lv["ranks"] for lv in r["levels"]]
+    assert ranks[0] == 2 and ranks[-1] == 1 and r["converged"] and r["stats_recorded_equal_planned"]
+    moved = [lv for lv in r["levels"] if "moved" in lv]
+    assert len(moved) == 1 and moved[0]["moved"]["recv_msgs_max"] == 1 and moved[0]["rows"] < 300 * 2
+    text = _cli("amg", "--gen", "poisson3d:12", "-np", "2", "--agglomerate", "300:1")
+    assert text.returncode == 0 and "moved from 2 ranks" in text.stdout, text.stderr[-1500:]
+    for bad, message in (("5", "stages ROWS:RANKS"), ("64:2,8:2", "fewer and fewer ranks")):
+        proc = _cli("amg", "--gen", "poisson3d:8", "--agglomerate", bad)
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-1500:]
+
+
 @pytest.mark.parametrize("args,message", [
     (["--matrix", "x.mtx"], "--matrix needs --grid"),
     (["--gen", "groundwater3d:8", "--grid", "8,8"], "three positive extents"),
-    (["--gen", "groundwater3d:8", "--format", "coo"], "one of csr, ell, sliced-ell, sell or sell-C-SIGMA"),
+    (["--gen", "groundwater3d:8", "--format", "coo"], "one of csr, ell, sliced-ell, sell, dia or sell-C-SIGMA"),
     (["--gen", "groundwater3d:8", "--format", "sell-0-3"], "unknown matrix format 'sell-0-3'"),
     (["--gen", "groundwater3d:8", "--correction", "2.5"], "must lie in \\(0, 2\\)"),
     (["--gen", "poisson2d:8"], "not a 3D structured grid"),
+    (["--gen", "groundwater3d:8", "--cga", "auto"], "give both --cga auto and --profile"),
 ])
 def test_cli_mgcg_bad_input(args, message):
     import re

@@ -5,6 +5,7 @@
 - "agglomerated": MGCG on groundwater3d:12 for each CGA mode with a partition-independent
   smoother (Jacobi) and with IC(0): iterations, residual histories, true residual (scipy),
   the ranks of every level, and the busiest receiver's messages of each move;
+- "auto": MGCG with CGA's switch chosen by the cost model (its predictions, the levels' ranks);
 - "amg": classical AMG with and without agglomeration (level sizes, iterations, Jacobi);
 - "formats": the distributed SpMV in every format against scipy's product."""
 
@@ -65,6 +66,12 @@ for smoother in ("jacobi", "ic0"):
                 "ranks": [lv["ranks"] for lv in d], "rows": [lv["rows"] for lv in d],
                 "moved": [lv["moved"] for lv in d if "moved" in lv],
                 "report_ranks": [lv["ranks"] for lv in s.last_solve["levels"]]}
+
+s = cs.mg.MGCG(G, comm, grid=(n, n, n), cga="auto", profile="bluewaters")
+xs, info = s.solve(b_global[s.A.owned_rows()], tol=1e-9, maxiter=400)
+d = s.describe()
+if comm.rank == 0:
+    out["auto"] = {"choice": s.cga_choice, "ranks": [lv["ranks"] for lv in d], "info": info, "stages": s.stages}
 
 P = sp.csr_matrix(gallery.from_spec("poisson3d:14"))
 bp = np.random.default_rng(2).standard_normal(P.shape[0])

@@ -1,10 +1,12 @@
-"""``commsolve analyze spmv|amg``: every rank's plans at virtual scale, built in one process
-(no MPI), per strategy."""
+"""``commsolve analyze spmv|amg|mgcg``: every rank's plans at virtual scale, built in one
+process (no MPI), per strategy; MGCG's levels with and without coarse-grid aggregation."""
 
 from __future__ import annotations
 
 import click
 
+from ..mg import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS
+from ..mg.analysis import FX10_BANDWIDTH
 from ..parcsr import STRATEGIES
 from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, check_sparsify, json_option, matrix_options,
                      need_one_source, offline, ppn_option, refuse, row_partition_option, sparsify_options, split_list,
@@ -13,10 +15,11 @@ from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, check_sp
 CONCRETE = ",".join(s for s in STRATEGIES if s != "auto")
 
 
-@click.group(cls=WorkloadGroup, legacy={"spmv": "spmv", "amg": "amg"}, default="spmv")
+@click.group(cls=WorkloadGroup, legacy={"spmv": "spmv", "amg": "amg", "mgcg": "mgcg"}, default="spmv")
 def analyze():
     """Every rank's communication plans at virtual scale, built in one process (no MPI):
-    one matrix's halo exchange (spmv) or every level of its AMG hierarchy (amg)."""
+    one matrix's halo exchange (spmv), every level of its AMG hierarchy (amg), or every level
+    of MGCG on a structured grid with and without coarse-grid aggregation (mgcg)."""
 
 
 def _virtual_options(f):
@@ -108,3 +111,47 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
 
         plot_amg_levels(result, plot)
     click.echo(as_json_text(result) if as_json else format_amg_analysis(result))
+
+
+@analyze.command(name="mgcg")
+@click.option("--procs", type=click.IntRange(1), required=True, help="Virtual ranks.")
+@ppn_option(required=True, help="Virtual ranks per node (consecutive ranks, x fastest in the process grid).")
+@click.option("--per-rank", type=click.IntRange(1), default=64, show_default=True,
+              help="Cells per rank along each dimension (the seed's 64^3).")
+@click.option("--stencil", type=click.Choice(["7", "27"]), default="7", show_default=True,
+              help="The operator's stencil (groundwater: 7; HPCG: 27).")
+@click.option("--cga", type=click.Choice(["all", *CGA_MODES]), default="all", show_default=True,
+              help="Coarse-grid aggregation mode(s) to compare.")
+@click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True,
+              help="CGA: the first level with fewer rows per rank moves onto one rank.")
+@click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True,
+              help="hCGA's first move: the first level with fewer rows per rank.")
+@click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
+              help="hCGA's first move: onto one rank of every this many consecutive ranks.")
+@_profile_option
+@click.option("--bandwidth", type=float, default=FX10_BANDWIDTH, show_default=True,
+              help="Bytes/s one rank streams its matrix at (the busiest rank's local work; default an FX10 core's "
+              "share of its node).")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of each mode's messages and time per level.")
+@json_option("Print the result as JSON.")
+def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_group, profile, bandwidth, plot,
+                 as_json):
+    """MGCG's levels on a structured grid of --per-rank^3 cells per rank at --procs ranks:
+    per level and coarse-grid aggregation mode, the busiest rank's messages in one V-cycle
+    (halo exchanges, interpolation, moves onto fewer ranks), priced with --profile."""
+    check_plot_path(plot, "--plot")
+    for name, value in (("--cga-rows", cga_rows), ("--hcga-rows", hcga_rows), ("--bandwidth", bandwidth)):
+        if not value > 0:
+            raise click.BadParameter(f"must be > 0, got {value}", param_hint=name)
+    from ..mg.analysis import analyze_mgcg as run_analysis
+    from ..mg.analysis import format_mgcg_analysis
+
+    modes = CGA_MODES if cga == "all" else (cga,)
+    result = offline(run_analysis, procs, ppn, per_rank=per_rank, stencil=int(stencil), modes=modes,
+                     cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, profile=profile,
+                     bandwidth=bandwidth, oom="try fewer ranks")
+    if plot:
+        from ..runs.plots import plot_mgcg_analysis
+
+        plot_mgcg_analysis(result, plot)
+    click.echo(as_json_text(result) if as_json else format_mgcg_analysis(result))

@@ -38,9 +38,10 @@ def _format(ctx, param, value):
 @ppn_option()
 @click.option("--format", "fmt", default="csr", show_default=True, callback=_format,
               help=f"SpMV storage of every level's operator: {', '.join(FORMATS)} or sell-C-SIGMA.")
-@click.option("--cga", type=click.Choice(CGA_MODES), default="none", show_default=True,
-              help="Coarse-grid aggregation: flat (CGA: onto one rank) or hierarchical (hCGA: first onto one rank "
-              "per group, then onto one).")
+@click.option("--cga", type=click.Choice([*CGA_MODES, "auto"]), default="none", show_default=True,
+              help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto one rank "
+              "per group, then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")
+@click.option("--profile", help="Machine profile (bundled name or TOML file) --cga auto prices with.")
 @click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True,
               help="CGA moves the first level with fewer rows per rank than this onto one rank.")
 @click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True,
@@ -58,7 +59,7 @@ def _format(ctx, param, value):
 @click.option("--maxiter", type=click.IntRange(1), default=500, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the time and messages per level.")
 @json_option()
-def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, cga_rows, hcga_rows, hcga_group,
+def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profile, cga_rows, hcga_rows, hcga_group,
          smoother, sweeps, correction, strategy, max_coarse, tol, maxiter, plot, as_json):
     """Geometric multigrid (2 x 2 x 2 cell aggregation) as the preconditioner of CG: iterations,
     time per iteration, and each level's time and messages, with and without coarse-grid
@@ -66,6 +67,9 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, cga_r
     need_one_source(gen, matrix)
     if matrix is not None and grid is None:
         raise click.UsageError("--matrix needs --grid NX,NY,NZ (the grid its rows number)")
+    if (cga == "auto") != (profile is not None):
+        raise click.UsageError("--cga auto chooses with a machine profile, and only it takes one: give both "
+                               "--cga auto and --profile")
     if not 0 < correction < 2:
         raise click.BadParameter(f"must lie in (0, 2), got {correction}", param_hint="--correction")
     for name, value in (("--cga-rows", cga_rows), ("--hcga-rows", hcga_rows)):
@@ -81,6 +85,7 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, cga_r
     result = guarded(run_mgcg, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, ppn=ppn, fmt=fmt, cga=cga,
                      cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, smoother=smoother, sweeps=sweeps,
                      correction=correction, strategy=strategy, max_coarse=max_coarse, tol=tol, maxiter=maxiter,
+                     profile=profile,
                      progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1))
     if levels_bar is not None:
         levels_bar.close()

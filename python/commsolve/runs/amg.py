@@ -84,13 +84,14 @@ def format_amg(r):
                     f"{','.join(f'{g:g}' for g in spars['gamma'])} (coarse levels 1, 2, ...; the last repeated)"
                     + (f"; Galerkin operator complexity {spars['galerkin_complexity']:.3f}"
                        if spars["method"] != "non-galerkin" else ""))
-    cols = f"{'level':>6}{'rows':>12}{'nnz':>14}{'complexity':>12}  {'strategy':<18}{'inter msgs':>11}{'intra msgs':>11}"
+    cols = (f"{'level':>6}{'rows':>12}{'nnz':>14}{'complexity':>12}{'ranks':>7}  {'strategy':<18}{'inter msgs':>11}"
+            f"{'intra msgs':>11}")
     if spars:
         cols += f"{'gamma':>7}{'nnz before':>12}{'inter before':>13}{'intra before':>13}{'inter bytes':>21}"
 
     def row(lv):
-        text = (f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}  {lv['strategy']:<18}"
-                f"{lv['inter_msgs_max']:>11}{lv['intra_msgs_max']:>11}")
+        text = (f"{lv['level']:>6}{lv['rows']:>12,}{lv['nnz']:>14,}{lv['complexity']:>12.3f}{lv['ranks']:>7}  "
+                f"{lv['strategy']:<18}{lv['inter_msgs_max']:>11}{lv['intra_msgs_max']:>11}")
         done = lv.get("sparsified")
         if done:
             text += (f"{done['gamma']:>7g}{done['nnz_before']:>12,}{done['before']['inter_msgs_max']:>13}"
@@ -98,7 +99,13 @@ def format_amg(r):
                      f"{done['before']['inter_bytes_max']:>10,} -> {done['after']['inter_bytes_max']:<7,}")
         return text
 
-    rows = [row(lv) for lv in r["levels"]]
+    rows = []
+    for lv in r["levels"]:
+        if "moved" in lv:
+            m = lv["moved"]
+            rows.append(f"{'':>6}  moved from {m['ranks_from']} ranks: the busiest receiver gets {m['recv_msgs_max']} "
+                        f"messages, {m['recv_bytes_max']:,} bytes (gather; the scatter back as many)")
+        rows.append(row(lv))
     res = r["rel_residual_vs_scipy"]
     tail = ["  (messages: the busiest rank's, one halo exchange of the operator the cycle applies"
             + ("; before: the Galerkin operator it was sparsified from" if spars else "") + ")",

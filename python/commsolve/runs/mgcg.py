@@ -44,7 +44,8 @@ def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga
     return {
         "matrix": gen if gen is not None else str(matrix), "grid": list(solver.grid), "rows": int(A.shape[0]),
         "nnz": int(levels[0]["nnz"]), "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn,
-        "format": fmt, "cga": cga, "stages": [list(st) for st in solver.stages], "smoother": solver.smoother,
+        "format": fmt, "cga": cga, "stages": [list(st) for st in solver.stages], "cga_choice": solver.cga_choice,
+        "smoother": solver.smoother,
         "tol": tol, "hierarchy": levels, "operator_complexity": solver.ml.operator_complexity,
         "setup_s": solver.setup_s, "solve_s": s["solve_s"], "per_iteration_s": s["per_iteration_s"],
         "iterations": s["iterations"], "converged": s["converged"], "residuals": s["residuals"],
@@ -72,6 +73,12 @@ def format_mgcg(r):
         rows.append(f"{lv['level']:>6}{lv['rows']:>12,}{lv['ranks']:>7}{lv['time_s']:>10.4f}"
                     f"{lv['time_s'] / total:>8.1%}{lv['msgs']:>9,}{lv['msgs_max']:>9,}{lv['bytes']:>13,}")
     res = r["rel_residual_vs_scipy"]
+    choice = r.get("cga_choice")
+    if choice:
+        cands = ", ".join(f"{'none' if c['choice'] == 'none' else 'level ' + str(c['choice'])} "
+                          f"{c['cycle_s'] * 1e3:.3f} ms" for c in choice["candidates"])
+        chosen = "none" if choice["chosen"] == "none" else f"level {choice['chosen']} onto one rank"
+        head.insert(2, f"CGA auto    chose {chosen} by {choice['profile']} (predicted per V-cycle: {cands})")
     tail = ["  (time: the slowest rank's seconds in the V-cycles; messages and bytes: sent during the solve, "
             "all ranks; busiest: one rank's most)",
             f"setup       {r['setup_s']:.3f} s",

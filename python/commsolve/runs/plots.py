@@ -94,3 +94,35 @@ def plot_amg_levels(result, path):
     fig.suptitle(f"AMG on {result['matrix']}, {result['nprocs']:,} ranks, {result['ppn']} per node")
     fig.tight_layout()
     return finish(fig, path)
+
+
+def plot_mgcg_analysis(result, path):
+    """Per MGCG level and coarse-grid aggregation mode: the busiest rank's messages received in
+    one V-cycle (halo exchanges, interpolation, moves; left) and, when priced, the modelled
+    communication time per V-cycle (right, with the busiest rank's local work)."""
+    from ..mg.analysis import _received
+
+    plt = pyplot()
+    modes = result["modes"]
+    priced = result["profile"] is not None
+    fig, axes = plt.subplots(1, 2 if priced else 1, figsize=(11 if priced else 6, 4), squeeze=False)
+    for mode, m in modes.items():
+        k = [lv["level"] for lv in m["levels"]]
+        msgs = [_received(lv) for lv in m["levels"]]
+        axes[0][0].plot(k, np.maximum(msgs, 0.5), marker="o", label=f"CGA {mode}")
+        if priced:
+            axes[0][1].plot(k, [lv["comm_s"] * 1e3 for lv in m["levels"]], marker="o", label=f"CGA {mode}")
+    axes[0][0].set_yscale("log")
+    axes[0][0].set_title("busiest rank's messages received per V-cycle")
+    if priced:
+        first = next(iter(modes.values()))
+        axes[0][1].plot([lv["level"] for lv in first["levels"]], [lv["work_s"] * 1e3 for lv in first["levels"]],
+                        "k--", label="local work (CGA none)")
+        axes[0][1].set_yscale("log")
+        axes[0][1].set_title(f"modelled communication per V-cycle, ms ({result['profile']})")
+    for ax in axes[0]:
+        ax.set_xlabel("level")
+        ax.legend()
+    fig.suptitle(f"MGCG on {result['procs']:,} ranks, {' x '.join(map(str, result['grid']))} grid", fontsize=9)
+    fig.tight_layout()
+    return finish(fig, path)

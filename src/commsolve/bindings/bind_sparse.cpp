@@ -80,11 +80,10 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
 namespace {
 
 // A Gauss-Seidel sweep's arrays against its square block.
-void check_sweep(std::int64_t nrows, std::int64_t ncols, const In<double>& inv, const In<double>& own,
-                 const In<double>& b, const Out<double>& x) {
+void check_sweep(std::int64_t nrows, std::int64_t ncols, const In<double>& inv, const In<double>& b,
+                 const Out<double>& x) {
   if (nrows != ncols) throw nb::value_error("gauss_seidel: the block must be square (the rank's own columns)");
   require_len(inv, nrows, "inv");
-  require_len(own, nrows, "own");
   require_len(b, nrows, "b");
   require_len(x, nrows, "x");
 }
@@ -174,7 +173,8 @@ void bind_kernels(nb::module_& m) {
       .def_ro("sigma", &LocalSell::sigma)
       .def("gauss_seidel", [](const LocalSell& s, In<double> inv, In<double> own, In<double> b, Out<double> x,
                               bool forward) {
-        check_sweep(s.nrows, s.ncols, inv, own, b, x);
+        check_sweep(s.nrows, s.ncols, inv, b, x);
+        require_len(own, s.nrows, "own");
         nb::gil_scoped_release nogil;
         gauss_seidel_sweep(s, inv.data(), own.data(), b.data(), x.data(), forward);
       }, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
@@ -198,14 +198,15 @@ void bind_kernels(nb::module_& m) {
         nb::gil_scoped_release nogil;
         spmv(d, x.data(), y.data());
       }, "x"_a, "y"_a.noconvert(), "y = A x.")
-      .def("gauss_seidel", [](const LocalDia& d, In<double> inv, In<double> own, In<double> b, Out<double> x,
-                              bool forward, bool zero) {
-        check_sweep(d.nrows, d.ncols, inv, own, b, x);
+      .def("gauss_seidel", [](const LocalDia& d, In<double> inv, In<double> b, Out<double> x, bool forward,
+                              bool zero) {
+        check_sweep(d.nrows, d.ncols, inv, b, x);
         if (zero && !forward) throw nb::value_error("gauss_seidel: zero (x = 0 on entry) is for forward sweeps");
         nb::gil_scoped_release nogil;
-        gauss_seidel_sweep(d, inv.data(), own.data(), b.data(), x.data(), forward, zero);
-      }, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
-         "One Gauss-Seidel sweep in place on x (a square block); zero: x = 0 on entry (lower diagonals only).")
+        gauss_seidel_sweep(d, inv.data(), b.data(), x.data(), forward, zero);
+      }, "inv"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
+         "One Gauss-Seidel sweep in place on x (a square block, its diagonal stored); zero: x = 0 on entry (lower "
+         "diagonals only).")
       .def_ro("nrows", &LocalDia::nrows)
       .def_ro("ncols", &LocalDia::ncols)
       .def_ro("nnz", &LocalDia::nnz)

@@ -155,7 +155,7 @@ void ParCsr::gauss_seidel(const double* inv, const double* own, const double* b,
     rhs = work;
   }
   if (diag_sell_) gauss_seidel_sweep(*diag_sell_, inv, own, rhs, x, forward);
-  else if (diag_dia_) gauss_seidel_sweep(*diag_dia_, inv, own, rhs, x, forward, zero);
+  else if (diag_dia_) gauss_seidel_sweep(*diag_dia_, inv, rhs, x, forward, zero);
   else gauss_seidel_sweep(view(diag_), inv, own, rhs, x, forward, zero);
 }
 

@@ -92,18 +92,82 @@ void spmv(const LocalDia& A, const double* x, double* y) {
   for (std::int64_t i = A.interior_end; i < A.nrows; ++i) y[i] = row_sum(A, x, i, 0, nd, false);
 }
 
-void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* own, const double* b, double* x,
-                        bool forward, bool zero) {
-  const std::int64_t n = A.nrows;
-  const int nd = A.ndiag();
-  if (zero) {  // x = 0 ahead of row i: the lower diagonals only
-    const int nl = A.nlower();
-    for (std::int64_t i = 0; i < n; ++i) x[i] = (b[i] - row_sum(A, x, i, 0, nl, inside(A, i))) * inv[i];
-    return;
+namespace {
+
+// Rows [lo, hi) of the interior (every offset inside), in order (FWD) or reversed: the sum
+// over the diagonals but the centre c, or (ZERO) over those below it only, through one pointer
+// per diagonal; ND > 0 fixes the diagonal count at compile time (the loop unrolled), 0 takes
+// it at run time.
+template <int ND, bool FWD, bool ZERO>
+void interior(const LocalDia& A, int c, const double* inv, const double* b, double* x, std::int64_t lo,
+              std::int64_t hi) {
+  const int nd = ND > 0 ? ND : A.ndiag();
+  std::vector<const double*> xp(static_cast<std::size_t>(nd));
+  for (int k = 0; k < nd; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
+  const double* const* p = xp.data();
+  const double* val = A.data.data();
+  const int k1 = ZERO ? c : nd;
+  for (std::int64_t q = lo; q < hi; ++q) {
+    const std::int64_t i = FWD ? q : lo + hi - 1 - q;
+    const double* v = val + static_cast<std::size_t>(i) * nd;
+    double s[4] = {0.0, 0.0, 0.0, 0.0};
+    if (ND > 0) {
+#pragma GCC unroll 32
+      for (int k = 0; k < ND; ++k)
+        if (ZERO ? k < c : k != c) s[k & 3] += v[k] * p[k][i];
+    } else {
+      for (int k = 0; k < k1; ++k)
+        if (k != c) s[k & 3] += v[k] * p[k][i];
+    }
+    x[i] = (b[i] - ((s[0] + s[1]) + (s[2] + s[3]))) * inv[i];
   }
-  for (std::int64_t k = 0; k < n; ++k) {
-    const std::int64_t i = forward ? k : n - 1 - k;
-    x[i] = (b[i] - row_sum(A, x, i, 0, nd, inside(A, i)) + own[i] * x[i]) * inv[i];
+}
+
+template <int ND>
+void interior_any(const LocalDia& A, int c, const double* inv, const double* b, double* x, std::int64_t lo,
+                  std::int64_t hi, bool forward, bool zero) {
+  if (zero) return interior<ND, true, true>(A, c, inv, b, x, lo, hi);
+  if (forward) return interior<ND, true, false>(A, c, inv, b, x, lo, hi);
+  return interior<ND, false, false>(A, c, inv, b, x, lo, hi);
+}
+
+// An edge row (some offsets outside): checked, the same sum.
+inline void edge(const LocalDia& A, int c, int k1, const double* inv, const double* b, double* x, std::int64_t i) {
+  const int nd = A.ndiag();
+  const double* v = A.data.data() + static_cast<std::size_t>(i) * nd;
+  double s = 0.0;
+  for (int k = 0; k < k1; ++k) {
+    const std::int64_t j = i + A.offsets[static_cast<std::size_t>(k)];
+    if (k != c && j >= 0 && j < A.ncols) s += v[k] * x[j];
+  }
+  x[i] = (b[i] - s) * inv[i];
+}
+
+}  // namespace
+
+void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero) {
+  // The centre diagonal (offset 0) holds a_ii: skipped, divided by instead (inv: 1 / a_ii,
+  // or with an l1 term). From x = 0 forward only the lower diagonals are read.
+  const std::int64_t n = A.nrows, lo = A.interior_begin, hi = A.interior_end;
+  const int nl = A.nlower();
+  const int c = nl < A.ndiag() && A.offsets[static_cast<std::size_t>(nl)] == 0 ? nl : -1;
+  if (c < 0 && n > 0) throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
+  const int k1 = zero ? nl : A.ndiag();
+  const auto middle = [&](std::int64_t a, std::int64_t z) {
+    switch (A.ndiag()) {
+      case 7: return interior_any<7>(A, c, inv, b, x, a, z, forward, zero);
+      case 27: return interior_any<27>(A, c, inv, b, x, a, z, forward, zero);
+      default: return interior_any<0>(A, c, inv, b, x, a, z, forward, zero);
+    }
+  };
+  if (forward) {
+    for (std::int64_t i = 0; i < lo; ++i) edge(A, c, k1, inv, b, x, i);
+    middle(lo, hi);
+    for (std::int64_t i = hi; i < n; ++i) edge(A, c, k1, inv, b, x, i);
+  } else {
+    for (std::int64_t i = n - 1; i >= hi; --i) edge(A, c, k1, inv, b, x, i);
+    middle(lo, hi);
+    for (std::int64_t i = lo - 1; i >= 0; --i) edge(A, c, k1, inv, b, x, i);
   }
 }
 

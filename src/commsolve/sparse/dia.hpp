@@ -35,9 +35,8 @@ LocalDia dia_from_csr(CsrView A, std::int64_t ncols, int max_diagonals = 64, dou
 void spmv(const LocalDia& A, const double* x, double* y);
 
 // One Gauss-Seidel sweep on a square block in place on x (forward or backward): x_i = (b_i -
-// sum_{j != i} a_ij x_j) inv_i, with own_i = a_ii; `zero` (forward): x is 0 on entry, so only
-// the lower diagonals are read.
-void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* own, const double* b, double* x,
-                        bool forward, bool zero);
+// sum_{j != i} a_ij x_j) inv_i, the diagonal (offset 0, which must exist) skipped; `zero`
+// (forward): x is 0 on entry, so only the lower diagonals are read.
+void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero);
 
 }  // namespace commsolve

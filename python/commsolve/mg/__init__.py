@@ -28,11 +28,11 @@ import time
 
 import numpy as np
 
-from . import amg
-from ._collective import agree, agree_args, mpi, run_agreed
-from ._watchdog import watched
-from .amg.cycle import dot, pcg
-from .gallery import GallerySpec, grid_shape, parse_spec
+from .. import amg
+from .._collective import agree, agree_args, mpi, run_agreed
+from .._watchdog import watched
+from ..amg.cycle import dot, pcg
+from ..gallery import GallerySpec, grid_shape, parse_spec
 
 __all__ = ["MGCG", "CGA_MODES", "FORMATS", "cga_stages"]
 
@@ -65,7 +65,7 @@ def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=
 
 def _problem(A, comm, grid, partition, topology, strategy):
     """(ParCSR, grid) from a ParCSR, a scipy matrix with the communicator, or a gallery spec."""
-    from .parcsr import ParCSR
+    from ..parcsr import ParCSR
 
     if isinstance(A, (str, GallerySpec)):
         if comm is None:
@@ -90,13 +90,15 @@ class MGCG:
     @watched("mg.MGCG (the setup)")
     def __init__(self, A, comm=None, *, grid=None, format="csr", cga="none", cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS,
                  hcga_group=HCGA_GROUP, smoother="ic0", sweeps=1, correction=1.0, strategy="standard", max_coarse=1,
-                 max_levels=25, partition="contiguous", topology=None, progress=None):
+                 max_levels=25, partition="contiguous", topology=None, profile=None, progress=None):
         """Collective. ``A``: a :class:`~commsolve.ParCSR`, a scipy matrix every rank of
         ``comm`` passes whole, or a gallery spec (each rank builds its own rows; the grid is
         the spec's). ``grid``: (nx, ny, nz), x fastest, rows in that order across the ranks
         (a contiguous partition). ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
         for every level's operator. ``cga``: one of :data:`CGA_MODES` with its switches
-        (:func:`cga_stages`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
+        (:func:`cga_stages`), or ``"auto"``: CGA's switch level (or none) chosen by the cost
+        model with the machine ``profile`` (:func:`commsolve.mg.choice.choose_cga`; the
+        predictions in :attr:`cga_choice`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
         IC(0)), ``sweeps`` before and after each coarse correction, ``correction`` the
         coarse corrections' factor (:func:`commsolve.amg.solver`). ``max_coarse``: the
         hierarchy coarsens until a level has at most this many rows, or has ``max_levels``
@@ -106,15 +108,31 @@ class MGCG:
         if comm is not None:
             agree_args(comm, "mg.MGCG", format=format, cga=cga, cga_rows=cga_rows, hcga_rows=hcga_rows,
                        hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse,
-                       max_levels=max_levels)
+                       max_levels=max_levels, profile=profile)
+        if cga == "auto" and profile is None:
+            raise ValueError("cga='auto' chooses the switch level with a machine profile: pass profile=")
         A, grid = _problem(A, comm, grid, partition, topology, strategy)
         self.comm = A.comm
-        stages = run_agreed(self.comm, cga_stages, cga, self.comm.size, cga_rows, hcga_rows, hcga_group)
+        if cga != "auto":
+            stages = run_agreed(self.comm, cga_stages, cga, self.comm.size, cga_rows, hcga_rows, hcga_group)
         run_agreed(self.comm, A.set_format, format)  # an unknown format fails here, on every rank alike
         t0 = time.perf_counter()
-        self.ml = amg.solver(A, method="geometric", grid=tuple(int(g) for g in grid), strategy=strategy,
-                             smoother=smoother, sweeps=sweeps, correction=correction, agglomerate=stages,
-                             max_coarse=max_coarse, max_levels=max_levels, progress=progress)
+
+        def setup(stages):
+            return amg.solver(A, method="geometric", grid=tuple(int(g) for g in grid), strategy=strategy,
+                              smoother=smoother, sweeps=sweeps, correction=correction, agglomerate=stages,
+                              max_coarse=max_coarse, max_levels=max_levels, progress=progress)
+
+        self.cga_choice = None
+        if cga == "auto":
+            from .choice import choose_cga
+
+            self.ml = setup([])
+            stages, self.cga_choice = choose_cga(self.ml, profile)
+            if stages:
+                self.ml = setup(stages)
+        else:
+            self.ml = setup(stages)
         for solver in _chain(self.ml):
             for lvl in solver.levels:
                 lvl.A.set_format(format)

@@ -1,0 +1,397 @@
+"""MGCG's communication at the seed's scale (Nakajima: 64^3 cells per rank, 4,096 nodes x 16
+ranks, flat MPI), level by level, with and without coarse-grid aggregation, counted in one
+process and priced by a machine profile.
+
+The grid is split into a 3D process grid of blocks (ranks numbered x fastest, ``ppn``
+consecutive ranks a node), each level's cells 2 x 2 x 2 aggregates of the level above, an
+aggregate owned by the owner of its first cell (as :func:`commsolve.amg.aggregation.
+geometric_aggregates` does). Ownership is then a product of one owner map per dimension, so
+every rank's messages follow from three short arrays per level, at any scale: the operator's
+halo exchange (a 7- or 27-point stencil: Galerkin aggregation of a 7-point operator keeps 7
+points), the interpolation's (coarse values a rank's fine cells need from elsewhere), and a
+move's gather of a level onto the group leaders (CGA, hCGA: :mod:`commsolve.redistribute`'s
+groups of consecutive ranks, onto their first; the groups must tile the process grid's x
+extent, or be all of it). The per-dimension counts are checked against the virtual world's
+real plans in the tests.
+
+Prices: each exchange's explicit message list through :meth:`CostModel.price_messages` (the
+profile's latency and rates per locality and protocol, the queue-search term for ranks that
+receive many messages at once, injection limits); the local work of the busiest rank at
+``bandwidth`` bytes per second (a level's matrix passes per V-cycle, 12 bytes a nonzero); a
+coarsest level left on every rank is gathered to all of them (an allgather: ceil(log2 P)
+inter-node latencies, then its bytes at the inter-node rate), and solved on each.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
+
+__all__ = ["analyze_mgcg", "format_mgcg_analysis", "process_grid", "Level", "level_messages", "STENCILS",
+           "allgather_seconds", "work_seconds"]
+
+STENCILS = (7, 27)
+PASSES = 5  # matrix passes per V-cycle on a level: 2 smoothing steps (IC(0): a triangular pair each,
+#             symmetric Gauss-Seidel: 2 sweeps from zero count ~1.5 + 2), the residual, and P both ways (~0.5)
+FX10_BANDWIDTH = 85e9 / 16  # bytes/s per rank: an FX10 node's 85 GB/s over its 16 cores
+
+
+def process_grid(nprocs):
+    """A balanced 3D process grid (px, py, pz), px >= py >= pz, px py pz = nprocs (as
+    MPI_Dims_create)."""
+    dims = [1, 1, 1]
+    n = int(nprocs)
+    f = 2
+    factors = []
+    while f * f <= n:
+        while n % f == 0:
+            factors.append(f)
+            n //= f
+        f += 1
+    if n > 1:
+        factors.append(n)
+    for f in sorted(factors, reverse=True):
+        dims[int(np.argmin(dims))] *= f
+    return tuple(sorted(dims, reverse=True))
+
+
+@dataclass
+class Level:
+    """One level: the grid, each dimension's owner map (process coordinate of every cell) and
+    the process grid it lives on."""
+
+    grid: tuple
+    owners: tuple          # three int arrays: owners[d][c] = process coordinate of cell c along d
+    procs: tuple           # the process grid (px, py, pz) of the ranks the level lives on
+
+    @property
+    def rows(self):
+        return int(np.prod(self.grid))
+
+    @property
+    def nranks(self):
+        return int(np.prod(self.procs))
+
+    def counts(self):
+        """Cells per process coordinate, per dimension."""
+        return tuple(np.bincount(o, minlength=p) for o, p in zip(self.owners, self.procs))
+
+    def coarser(self):
+        grid = tuple(-(-g // 2) for g in self.grid)
+        return Level(grid, tuple(o[::2].copy() for o in self.owners), self.procs)
+
+    def moved(self, group):
+        """The level on the leaders of groups of ``group`` consecutive ranks (x fastest, each
+        onto its first): groups that tile x, whole rows of y, or whole planes of z (a
+        ValueError for others)."""
+        px, py, pz = self.procs
+        zero = np.zeros_like
+        if group >= px * py * pz:
+            return Level(self.grid, tuple(zero(o) for o in self.owners), (1, 1, 1))
+        if px % group == 0:
+            return Level(self.grid, (self.owners[0] // group, *self.owners[1:]), (px // group, py, pz))
+        if group % px == 0 and py % (group // px) == 0:
+            q = group // px
+            return Level(self.grid, (zero(self.owners[0]), self.owners[1] // q, self.owners[2]), (1, py // q, pz))
+        if group % (px * py) == 0 and pz % (group // (px * py)) == 0:
+            q = group // (px * py)
+            return Level(self.grid, (zero(self.owners[0]), zero(self.owners[1]), self.owners[2] // q), (1, 1, pz // q))
+        raise ValueError(f"groups of {group} consecutive ranks do not tile a {px} x {py} x {pz} process grid")
+
+
+def _block_owners(extent, parts):
+    """Owner coordinate of each of ``extent`` cells split into ``parts`` equal blocks."""
+    return (np.arange(extent) // (extent // parts)).astype(np.int64)
+
+
+def _needs(owners, parts, width):
+    """For a dimension: table[a, b] = how many cells owned by b lie within ``width`` of a cell
+    owned by a (b != a), as the stencil reaches."""
+    n = owners.size
+    table = np.zeros((parts, parts), dtype=np.int64)
+    for a in range(parts):
+        mine = np.flatnonzero(owners == a)
+        if mine.size == 0:
+            continue
+        near = np.unique(np.clip(np.concatenate([mine + s for s in range(-width, width + 1)]), 0, n - 1))
+        np.add.at(table[a], owners[near], 1)
+        table[a, a] = 0
+    return table
+
+
+def _coarse_needs(fine, coarse, parts_f, parts_c):
+    """For a dimension: table[a, b] = how many coarse cells owned by b the fine cells of a
+    belong to (aggregates c // 2), b = a included (the caller drops the rank itself)."""
+    table = np.zeros((parts_f, parts_c), dtype=np.int64)
+    for a in range(parts_f):
+        agg = np.unique(np.flatnonzero(fine == a) // 2)
+        np.add.at(table[a], coarse[agg], 1)
+    return table
+
+
+def _rank_ids(procs):
+    px, py, pz = procs
+    ax, ay, az = np.meshgrid(np.arange(px), np.arange(py), np.arange(pz), indexing="ij")
+    return ax, ay, az
+
+
+def level_messages(level, stencil=7):
+    """One halo exchange of the level's operator: arrays (receiver, sender, bytes), one entry
+    per message, ranks numbered x fastest on the level's process grid."""
+    width = 1
+    tables = [_needs(o, p, width) for o, p in zip(level.owners, level.procs)]
+    counts = level.counts()
+    px, py, pz = level.procs
+    recv, send, nbytes = [], [], []
+
+    def rank(ax, ay, az):
+        return ax + px * (ay + py * az)
+
+    if stencil == 7:  # neighbours differ in one dimension
+        for d in range(3):
+            T = tables[d]
+            a_idx, b_idx = np.nonzero(T)
+            for a, b in zip(a_idx, b_idx):
+                other = [counts[e] for e in range(3) if e != d]
+                grid_o = np.outer(other[0], other[1])  # cells per (other two coordinates)
+                o0, o1 = np.nonzero(grid_o)
+                vals = T[a, b] * grid_o[o0, o1]
+                coords = [None, None, None]
+                coords[d] = (np.full(o0.size, a), np.full(o0.size, b))
+                e0, e1 = [e for e in range(3) if e != d]
+                recv_c, send_c = [0, 0, 0], [0, 0, 0]
+                recv_c[d], send_c[d] = coords[d]
+                recv_c[e0] = send_c[e0] = o0
+                recv_c[e1] = send_c[e1] = o1
+                recv.append(rank(*recv_c))
+                send.append(rank(*send_c))
+                nbytes.append(8 * vals)
+    else:  # 27 points: any combination of dimensions, the stencil's box
+        full = [T + np.diag(c) for T, c in zip(tables, counts)]  # a's own cells count along a dimension
+        nz = [np.nonzero(F) for F in full]
+        for ia in range(nz[0][0].size):
+            ax, bx = nz[0][0][ia], nz[0][1][ia]
+            for ib in range(nz[1][0].size):
+                ay, by = nz[1][0][ib], nz[1][1][ib]
+                az, bz = nz[2]
+                keep = ~((ax == bx) & (ay == by) & (az == bz))
+                vals = full[0][ax, bx] * full[1][ay, by] * full[2][az[keep], bz[keep]]
+                recv.append(rank(ax, ay, az[keep]))
+                send.append(rank(bx, by, bz[keep]))
+                nbytes.append(8 * vals)
+    return _concat(recv, send, nbytes)
+
+
+def interpolation_messages(fine, coarse):
+    """Interpolation's exchange from level ``fine`` to ``coarse`` (same process grid):
+    (receiver, sender, bytes), the coarse values a rank's fine cells need from elsewhere."""
+    tables = [_coarse_needs(f, c, pf, pc) for f, c, pf, pc in zip(fine.owners, coarse.owners, fine.procs, coarse.procs)]
+    px, py, pz = fine.procs
+    nz = [np.nonzero(T) for T in tables]
+    recv, send, nbytes = [], [], []
+    for ia in range(nz[0][0].size):
+        ax, bx = nz[0][0][ia], nz[0][1][ia]
+        for ib in range(nz[1][0].size):
+            ay, by = nz[1][0][ib], nz[1][1][ib]
+            az, bz = nz[2]
+            keep = ~((ax == bx) & (ay == by) & (az == bz))
+            recv.append(ax + px * (ay + py * az[keep]))
+            send.append(bx + px * (by + py * bz[keep]))
+            nbytes.append(8 * tables[0][ax, bx] * tables[1][ay, by] * tables[2][az[keep], bz[keep]])
+    return _concat(recv, send, nbytes)
+
+
+def move_messages(level, group):
+    """A move's gather (receiver, sender, bytes): every member of a group of ``group``
+    consecutive ranks holding cells sends them to the group's first rank."""
+    counts = level.counts()
+    cells = np.einsum("i,j,k->kji", *counts).ravel()  # cells per rank, x fastest
+    ranks = np.flatnonzero(cells)
+    leaders = (ranks // group) * group
+    member = ranks != leaders
+    return leaders[member], ranks[member], 8 * cells[ranks[member]]
+
+
+def _concat(recv, send, nbytes):
+    if not recv:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.concatenate([np.ravel(r) for r in recv]).astype(np.int64),
+            np.concatenate([np.ravel(s) for s in send]).astype(np.int64),
+            np.concatenate([np.ravel(b) for b in nbytes]).astype(np.int64))
+
+
+def _summary(msgs, nranks, cost, topology):
+    """Busiest rank's sends and receives, totals, and the priced time of one exchange."""
+    recv, send, nbytes = msgs
+    sent = np.bincount(send, minlength=nranks)
+    got = np.bincount(recv, minlength=nranks)
+    out = {"msgs": int(send.size), "bytes": int(nbytes.sum()), "send_max": int(sent.max(initial=0)),
+           "recv_max": int(got.max(initial=0)), "bytes_max": int(np.bincount(send, nbytes, nranks).max(initial=0))}
+    if cost is not None:
+        out["model_s"] = _price(cost, topology, msgs, nranks)
+    return out
+
+
+def _price(cost, topology, msgs, nranks):
+    recv, send, nbytes = msgs
+    if send.size == 0:
+        return 0.0
+    nrecv = np.bincount(recv, minlength=nranks).astype(float)[:, None]
+    return cost.price_messages(topology, 1, send, np.zeros(send.size, np.int64), recv, nbytes.astype(float),
+                               nrecv).time
+
+
+def allgather_seconds(profile, nranks, nbytes):
+    """An allgather of ``nbytes`` in all over ``nranks`` ranks: ceil(log2 P) inter-node
+    latencies (recursive doubling) and the bytes at the inter-node rate."""
+    if nranks <= 1:
+        return 0.0
+    alpha = profile.alpha.get(("inter_node", "short"), 0.0)
+    rate = profile.rate.get(("inter_node", "rend"), np.inf)
+    return math.ceil(math.log2(nranks)) * alpha + nbytes / rate
+
+
+def work_seconds(nnz, bandwidth):
+    """A level's local work per V-cycle: PASSES matrix passes of ``nnz`` entries, 12 bytes
+    each, at ``bandwidth`` bytes/s."""
+    return PASSES * 12.0 * nnz / bandwidth
+
+
+def _topology(nranks, ppn, stride=1):
+    """Ranks ``0, stride, 2 stride, ...`` of a machine with ``ppn`` consecutive ranks a node,
+    renumbered: each keeps its node."""
+    from ..topology import make_topology
+
+    nodes = (np.arange(nranks) * stride) // ppn
+    _, relabelled = np.unique(nodes, return_inverse=True)
+    return make_topology(nodes=relabelled.tolist())
+
+
+def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MODES, cga_rows=CGA_ROWS,
+                 hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP, profile=None, bandwidth=FX10_BANDWIDTH):
+    """Per CGA mode, per level of MGCG's hierarchy on ``procs`` ranks of ``per_rank``^3 cells
+    each (or the global ``grid`` split over the balanced process grid): rows, ranks, active
+    ranks, and for one V-cycle the busiest rank's messages (halo exchanges, interpolation,
+    a move's gather) with, given a ``profile``, their modelled time and the busiest rank's
+    local work at ``bandwidth`` bytes/s; totals per mode."""
+    if stencil not in STENCILS:
+        raise ValueError(f"stencil must be one of {STENCILS}, got {stencil}")
+    dims = process_grid(procs)
+    if grid is None:
+        grid = tuple(int(per_rank) * p for p in dims)
+    grid = tuple(int(g) for g in grid)
+    if any(g % p for g, p in zip(grid, dims)):
+        raise ValueError(f"a {' x '.join(map(str, grid))} grid does not split into {' x '.join(map(str, dims))} "
+                         "equal blocks")
+    cost = None
+    if profile is not None:
+        from ..model import CostModel
+
+        cost = CostModel(profile)
+    fine = Level(grid, tuple(_block_owners(g, p) for g, p in zip(grid, dims)), dims)
+    out = {"procs": int(procs), "ppn": int(ppn), "process_grid": list(dims), "grid": list(grid), "stencil": stencil,
+           "profile": None if cost is None else cost.profile.name, "bandwidth": bandwidth, "modes": {}}
+    for mode in modes:
+        out["modes"][mode] = _mode(fine, mode, cga_stages(mode, procs, cga_rows, hcga_rows, hcga_group), ppn, stencil,
+                                   cost, bandwidth)
+    # The levels the modes differ on: from the first move any of them makes (the finer ones are alike).
+    moved = [lv["level"] for m in out["modes"].values() for lv in m["levels"] if "move" in lv]
+    out["coarse_from"] = first = min(moved) if moved else None
+    for m in out["modes"].values():
+        coarse = [lv for lv in m["levels"] if first is not None and lv["level"] >= first]
+        m["total"]["coarse_msgs"] = sum(_received(lv) for lv in coarse)
+        if cost is not None:
+            m["total"]["coarse_comm_s"] = sum(lv["comm_s"] for lv in coarse)
+            m["total"]["coarse_work_s"] = sum(lv["work_s"] for lv in coarse)
+    return out
+
+
+def _received(lv):
+    """The busiest rank's messages received on a level in one V-cycle (each exchange taken
+    twice: two halo exchanges, interpolation and restriction, a move's gather and scatter)."""
+    return 2 * (lv["halo"]["recv_max"] + lv.get("interpolation", {}).get("recv_max", 0)
+                + lv.get("move", {}).get("recv_max", 0))
+
+
+def _mode(fine, mode, stages, ppn, stencil, cost, bandwidth):
+    levels, stride = [], 1  # stride: ranks of the original machine between two of this level's ranks
+    level, k, stage = fine, 0, 0
+    topo = _topology(level.nranks, ppn) if cost is not None else None
+    nnz_row = stencil
+    while True:
+        row = {"level": k, "grid": list(level.grid), "rows": level.rows, "ranks": level.nranks}
+        if stage < len(stages) and level.rows < stages[stage][0] * level.nranks:
+            group = -(-level.nranks // stages[stage][1])
+            gather = move_messages(level, group)
+            row["move"] = {"from": level.nranks, **_summary(gather, level.nranks, cost, topo)}
+            if cost is not None:
+                row["move"]["model_s"] *= 2  # the gather, then the scatter back
+            level = level.moved(group)
+            stride *= group
+            stage += 1
+            topo = _topology(level.nranks, ppn, stride) if cost is not None else None
+            row["ranks"] = level.nranks
+        counts = level.counts()
+        cells = np.einsum("i,j,k->kji", *counts).ravel()
+        row["active_ranks"] = int(np.count_nonzero(cells))
+        row["rows_max"] = int(cells.max())
+        last = level.rows <= 1
+        halo = _summary(level_messages(level, stencil), level.nranks, cost, topo)
+        row["halo"] = halo
+        row["work_s"] = work_seconds(nnz_row * row["rows_max"], bandwidth)
+        if not last:
+            coarse = level.coarser()
+            row["interpolation"] = _summary(interpolation_messages(level, coarse), level.nranks, cost, topo)
+        if cost is not None:
+            per_cycle = 2 * halo["model_s"] + (2 * row["interpolation"]["model_s"] if not last else 0.0)
+            if last and level.nranks > 1:  # the coarsest, gathered whole on every rank
+                per_cycle += allgather_seconds(cost.profile, level.nranks, 8.0 * level.rows)
+            row["comm_s"] = per_cycle + row.get("move", {}).get("model_s", 0.0)
+        levels.append(row)
+        if last:
+            break
+        level = coarse
+        k += 1
+    total = {"busiest_msgs_per_cycle": sum(_received(lv) for lv in levels),
+             "work_s": sum(lv["work_s"] for lv in levels)}
+    if cost is not None:
+        total["comm_s"] = sum(lv["comm_s"] for lv in levels)
+        total["cycle_s"] = total["comm_s"] + total["work_s"]
+    return {"stages": [list(s) for s in stages], "levels": levels, "total": total}
+
+
+def format_mgcg_analysis(r):
+    """Text tables of :func:`analyze_mgcg`'s result, one per mode, and a summary line each."""
+    lines = [f"MGCG on {r['procs']:,} ranks ({r['ppn']} per node), process grid "
+             f"{' x '.join(map(str, r['process_grid']))}, grid {' x '.join(map(str, r['grid']))}, "
+             f"{r['stencil']}-point" + (f", priced with {r['profile']}" if r["profile"] else "")]
+    priced = r["profile"] is not None
+    for mode, m in r["modes"].items():
+        stages = ", ".join(f"below {a:g} rows/rank onto {b} rank(s)" for a, b in m["stages"]) or "none"
+        lines.append(f"\nCGA {mode} ({stages})")
+        lines.append(f"{'level':>5}{'grid':>18}{'ranks':>8}{'active':>8}{'rows max':>10}{'halo recv':>11}"
+                     f"{'interp recv':>12}{'move recv':>11}" + (f"{'comm us':>14}{'work us':>12}" if priced else ""))
+        for lv in m["levels"]:
+            move = lv.get("move", {}).get("recv_max", "")
+            text = (f"{lv['level']:>5}{'x'.join(map(str, lv['grid'])):>18}{lv['ranks']:>8,}{lv['active_ranks']:>8,}"
+                    f"{lv['rows_max']:>10,}{lv['halo']['recv_max']:>11}"
+                    f"{lv.get('interpolation', {}).get('recv_max', ''):>12}{move:>11}")
+            if priced:
+                text += f"{lv['comm_s'] * 1e6:>14,.1f}{lv['work_s'] * 1e6:>12,.1f}"
+            lines.append(text)
+        t = m["total"]
+        lines.append(f"  one V-cycle: the busiest rank receives {t['busiest_msgs_per_cycle']:,} messages summed over "
+                     "levels" + (f"; communication {t['comm_s'] * 1e3:.3f} ms + busiest rank's work "
+                                 f"{t['work_s'] * 1e3:.3f} ms = {t['cycle_s'] * 1e3:.3f} ms" if priced else ""))
+        if r["coarse_from"] is not None:
+            lines.append(f"  levels {r['coarse_from']} and coarser (where the modes differ): {t['coarse_msgs']:,} "
+                         "messages" + (f", communication {t['coarse_comm_s'] * 1e3:.3f} ms, work "
+                                       f"{t['coarse_work_s'] * 1e3:.3f} ms" if priced else ""))
+    lines.append("  (recv: the busiest rank's messages received in one exchange; comm: two halo exchanges, the "
+                 "interpolation both ways and a move there and back per V-cycle; work: the busiest rank's "
+                 f"{PASSES} matrix passes at the given bandwidth)")
+    return "\n".join(lines)
