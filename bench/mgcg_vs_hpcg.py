@@ -24,7 +24,8 @@ it is CGA there).
 HPCG and commsolve alternate, ``--repeat`` times each; medians are reported. One thread per
 rank on both sides.
 
-    python bench/mgcg_vs_hpcg.py [--quick] [--ranks 1,2] [--repeat 3] [--out bench/results/mgcg_vs_hpcg.json]
+    python bench/mgcg_vs_hpcg.py [--quick] [--ranks 1,2] [--repeat 3] [--formats csr,dia] [--no-groundwater]
+                                 [--out bench/results/mgcg_vs_hpcg.json]
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ def main():
     ap.add_argument("--worker", choices=["hpcg", "groundwater"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=64, help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
-    ap.add_argument("--formats", default=",".join(FORMATS), help=argparse.SUPPRESS)
+    ap.add_argument("--formats", default=",".join(FORMATS), help="formats to run (comma-separated)")
+    ap.add_argument("--no-groundwater", action="store_true", help="the HPCG problem only")
     args = ap.parse_args()
     if args.worker == "hpcg":
         return worker_hpcg(args.n, args.repeat, args.formats.split(","))
@@ -171,7 +173,7 @@ def main():
 
     n = 32 if args.quick else 64
     repeat = 1 if args.quick else args.repeat
-    formats = ("csr", "dia") if args.quick else FORMATS
+    formats = ("csr", "dia") if args.quick else tuple(args.formats.split(","))
     ranks = [int(r) for r in args.ranks.split(",")]
     xhpcg = build_hpcg()
     me = [sys.executable, "-m", "mpi4py", os.path.abspath(__file__)]
@@ -211,7 +213,7 @@ def main():
         print(f"[{p} rank(s)] HPCG {h_rating:.3f} GFLOP/s ({h_iter * 1e3:.1f} ms/it); commsolve best "
               f"{best['rating_gflops']:.3f} ({best['per_iteration_s'] * 1e3:.1f} ms/it): "
               f"{best['vs_hpcg_rating']:.2f}x", file=sys.stderr)
-    if not args.quick:
+    if not (args.quick or args.no_groundwater):
         for p in ranks:
             print(f"[{p} rank(s)] groundwater3d:64, every format and CGA mode", file=sys.stderr)
             runs = json.loads(mpi_job(p, me + ["--worker", "groundwater", "--spec", "groundwater3d:64",

@@ -21,7 +21,7 @@ import numpy as np
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
-from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, dot, gmres, pcg, vcycle
+from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, cycle_work, dot, gmres, pcg, vcycle
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
 from .sparsify import halo_summary, parse_adaptive, relaxed, sparsification
 
@@ -111,6 +111,7 @@ class MultilevelSolver:
                                       **options)
         self.inner = None
         self.level_times = None  # an array (a slot per level here) makes every cycle time its levels
+        self._work = None  # the cycle's arrays, made at its first run
         last = self.levels[-1]
         if last.agglomerated:
             rest = ((strategy[len(self.levels) - 1:] or strategy[-1:]) if isinstance(strategy, (list, tuple))
@@ -240,10 +241,17 @@ class MultilevelSolver:
             done.append((k, gamma))
         return done
 
-    def cycle(self, b):
-        """Collective. One V-cycle applied to this rank's part of b (zero initial guess)."""
-        return vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
-                      self.correction, self.level_times)
+    def cycle(self, b, out=None):
+        """Collective. One V-cycle applied to this rank's part of b (zero initial guess):
+        M b, written into ``out`` if given (else a new array)."""
+        if self._work is None:
+            self._work = cycle_work(self.levels)
+        x = vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
+                   self.correction, self.level_times, self._work)
+        if out is None:
+            return np.array(x)
+        out[:] = x
+        return out
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):

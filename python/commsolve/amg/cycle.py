@@ -116,9 +116,13 @@ class Smoother:
 
     def _ilu(self, b, x, zero):
         indptr, indices, lu = self.lu
-        r = b if zero else b - self.A.matvec(x)
-        d = np.empty_like(x)
-        _core.ilu0_solve(indptr, indices, lu, np.ascontiguousarray(r), d)
+        d = self.work
+        if zero:  # x = 0: x = M^-1 b
+            _core.ilu0_solve(indptr, indices, lu, np.ascontiguousarray(b), x)
+            return
+        self.A.matvec(x, out=d)
+        np.subtract(b, d, out=d)
+        _core.ilu0_solve(indptr, indices, lu, d, d)  # in place: the solve reads b[i] before writing x[i]
         x += d
 
     def _sweep(self, b, x, zero, forward):
@@ -211,35 +215,49 @@ def _dense_lu(M):
     return lu, piv
 
 
-def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None):
+def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None):
     """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
     Each level smooths with and takes residuals of its ``solve_A`` (a sparsified copy where
     sparse or hybrid Galerkin made one); every coarse correction is scaled by ``correction``
     (a constant: the cycle stays symmetric). ``times``: an array with a slot per level to
     which each level's seconds are added (smoothing, residual, restriction and interpolation
-    on level k; the coarse solve on the last)."""
+    on level k; the coarse solve on the last). ``work``: :func:`cycle_work`'s arrays, reused
+    (the finest x returned is then one of them); None: fresh arrays."""
     clock = _Clock(times)
     if len(levels) == 1:
         x = coarse.solve(b)
         clock.lap(0)
         return x
+    work = cycle_work(levels) if work is None else work
     xs, bs = [], [b]
     for k, (lvl, sm) in enumerate(zip(levels[:-1], smoothers)):
-        x = np.zeros(lvl.A.local_rows)
+        x, r, coarse_b = work[k]
+        x.fill(0.0)
         sm.pre(bs[-1], x, zero=True)
-        r = bs[-1] - lvl.solve_A.matvec(x)
+        lvl.solve_A.matvec(x, out=r)
+        np.subtract(bs[-1], r, out=r)
         xs.append(x)
-        bs.append(lvl.P.rmatvec(r))
+        bs.append(lvl.P.rmatvec(r, out=coarse_b))
         clock.lap(k)
     xc = coarse.solve(bs[-1])
     clock.lap(len(levels) - 1)
     for k in range(len(levels) - 2, -1, -1):
-        x = xs[k]
-        x += correction * levels[k].P.matvec(xc)
+        x, t = xs[k], work[k][1]  # the residual's array, free again
+        levels[k].P.matvec(xc, out=t)
+        if correction != 1.0:
+            t *= correction
+        x += t
         smoothers[k].post(bs[k], x)
         xc = x
         clock.lap(k)
     return xc
+
+
+def cycle_work(levels):
+    """The arrays a V-cycle reuses: per level but the coarsest, its x and residual and the
+    next level's right-hand side."""
+    return [(np.zeros(lvl.A.local_rows), np.zeros(lvl.A.local_rows), np.zeros(lvl.P.local_cols))
+            for lvl in levels[:-1]]
 
 
 class _Clock:
@@ -257,41 +275,48 @@ class _Clock:
 
 
 def pcg(A, precondition, b, x, target, maxiter, history, stop=None):
-    """Preconditioned CG on the distributed A from x (in place). Stops when
-    ||r|| <= target, or when ``stop(iteration, history, x)`` (called after each iteration,
-    if given) returns True; appends ||r|| of every iterate to ``history``. Returns the
-    iterations done. Raises a CollectiveError (on every rank: the tests read allreduced
-    values) on a non-finite residual or when A or the preconditioner is not positive
-    definite."""
+    """Preconditioned CG on the distributed A from x (in place); ``precondition(r, out)``
+    writes M r into ``out``. Stops when ||r|| <= target, or when ``stop(iteration, history,
+    x)`` (called after each iteration, if given) returns True; appends ||r|| of every iterate
+    to ``history``. Returns the iterations done. Raises a CollectiveError (on every rank: the
+    tests read allreduced values) on a non-finite residual or when A or the preconditioner
+    is not positive definite. The vectors are updated in place (BLAS axpy)."""
     comm = A.comm
     r = b - A.matvec(x)
     history.append(np.sqrt(dot(comm, r, r)))
     if history[-1] <= target:
         return 0
-    z = precondition(r)
+    z, q = np.empty_like(r), np.empty_like(r)
+    precondition(r, z)
     p = z.copy()
     rz = dot(comm, r, z)
     for it in range(1, maxiter + 1):
         if rz == 0:  # M r = 0: r is zero in floating point (a target below rounding): nothing left to reduce
             return it - 1
-        q = A.matvec(p)
+        A.matvec(p, out=q)
         pq = dot(comm, p, q)
         if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):
             raise CollectiveError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
                                      "(the matrix or the preconditioner is not symmetric positive definite)")
         alpha = rz / pq
-        x += alpha * p
-        r -= alpha * q
+        _axpy(alpha, p, x)
+        _axpy(-alpha, q, r)
         history.append(np.sqrt(dot(comm, r, r)))
         if not np.isfinite(history[-1]):
             raise CollectiveError(f"CG residual is not finite at iteration {it}")
         if history[-1] <= target or (stop is not None and stop(it, history, x)):
             return it
-        z = precondition(r)
+        precondition(r, z)
         rz_new = dot(comm, r, z)
-        p = z + (rz_new / rz) * p
+        p *= rz_new / rz
+        p += z
         rz = rz_new
     return maxiter
+
+
+def _axpy(a, x, y):
+    """y += a x in place (BLAS daxpy: no temporary)."""
+    scipy.linalg.blas.daxpy(x, y, a=a)
 
 
 def gmres(A, precondition, b, x, target, maxiter, history, restart=30):

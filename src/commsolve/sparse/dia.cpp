@@ -6,10 +6,6 @@
 
 namespace commsolve {
 
-int LocalDia::nlower() const {
-  return static_cast<int>(std::lower_bound(offsets.begin(), offsets.end(), 0) - offsets.begin());
-}
-
 LocalDia dia_from_csr(CsrView A, std::int64_t ncols, int max_diagonals, double max_fill) {
   LocalDia D;
   D.nrows = A.nrows;
@@ -35,17 +31,20 @@ LocalDia dia_from_csr(CsrView A, std::int64_t ncols, int max_diagonals, double m
                                 std::to_string(D.nnz) + " entries (more than " + std::to_string(max_fill) +
                                 " times: use csr or sell)");
   D.offsets = offs;
-  const int nd = D.ndiag();
-  D.data.assign(static_cast<std::size_t>(nd) * static_cast<std::size_t>(A.nrows), 0.0);
+  D.nlower = static_cast<int>(std::lower_bound(offs.begin(), offs.end(), 0) - offs.begin());
+  const std::size_t nl = static_cast<std::size_t>(D.nlower), nu = static_cast<std::size_t>(D.nupper());
+  D.lower.assign(nl * static_cast<std::size_t>(A.nrows), 0.0);
+  D.upper.assign(nu * static_cast<std::size_t>(A.nrows), 0.0);
   for (std::int64_t i = 0; i < A.nrows; ++i) {
     std::size_t k = 0;  // the row's columns ascend with the offsets: a merge (sorted or not, found by search)
     for (std::int32_t p = A.indptr[i]; p < A.indptr[i + 1]; ++p) {
       const std::int64_t o = static_cast<std::int64_t>(A.indices[p]) - i;
       if (k >= offs.size() || offs[k] != o) k = std::lower_bound(offs.begin(), offs.end(), o) - offs.begin();
-      D.data[static_cast<std::size_t>(i) * nd + k] += A.data[p];
+      if (k < nl) D.lower[static_cast<std::size_t>(i) * nl + k] += A.data[p];
+      else D.upper[static_cast<std::size_t>(i) * nu + (k - nl)] += A.data[p];
     }
   }
-  if (nd == 0) {
+  if (offs.empty()) {
     D.interior_begin = 0;
     D.interior_end = A.nrows;
   } else {
@@ -57,117 +56,117 @@ LocalDia dia_from_csr(CsrView A, std::int64_t ncols, int max_diagonals, double m
 
 namespace {
 
-// Row i's sum over diagonals [k0, k1): unchecked inside the interior, checked at the edges.
-inline double row_sum(const LocalDia& A, const double* __restrict x, std::int64_t i, int k0, int k1, bool inside) {
-  const int nd = A.ndiag();
-  const double* __restrict v = A.data.data() + static_cast<std::size_t>(i) * nd;
-  const std::int64_t* off = A.offsets.data();
-  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-  int k = k0;
-  if (inside) {
-    for (; k + 4 <= k1; k += 4) {
-      s0 += v[k] * x[i + off[k]];
-      s1 += v[k + 1] * x[i + off[k + 1]];
-      s2 += v[k + 2] * x[i + off[k + 2]];
-      s3 += v[k + 3] * x[i + off[k + 3]];
-    }
-    for (; k < k1; ++k) s0 += v[k] * x[i + off[k]];
-  } else {
-    for (; k < k1; ++k) {
-      const std::int64_t j = i + off[k];
-      if (j >= 0 && j < A.ncols) s0 += v[k] * x[j];
-    }
+// Row i's sum over the diagonals [k0, k1) of one half (values v, its offsets off, `skip` a
+// diagonal left out or -1), unchecked (an interior row) or checked against the columns.
+inline double half_sum(const double* __restrict v, const std::int64_t* off, int k0, int k1, int skip,
+                       const double* __restrict x, std::int64_t i, std::int64_t ncols, bool inside) {
+  double s0 = 0.0, s1 = 0.0;
+  for (int k = k0; k < k1; ++k) {
+    if (k == skip) continue;
+    const std::int64_t j = i + off[k];
+    if (inside || (j >= 0 && j < ncols)) ((k & 1) ? s1 : s0) += v[k] * x[j];
   }
-  return (s0 + s1) + (s2 + s3);
+  return s0 + s1;
 }
 
-inline bool inside(const LocalDia& A, std::int64_t i) { return i >= A.interior_begin && i < A.interior_end; }
-
-}  // namespace
-
-void spmv(const LocalDia& A, const double* x, double* y) {
-  const int nd = A.ndiag();
-  for (std::int64_t i = 0; i < A.interior_begin; ++i) y[i] = row_sum(A, x, i, 0, nd, false);
-  for (std::int64_t i = A.interior_begin; i < A.interior_end; ++i) y[i] = row_sum(A, x, i, 0, nd, true);
-  for (std::int64_t i = A.interior_end; i < A.nrows; ++i) y[i] = row_sum(A, x, i, 0, nd, false);
+// Row i's sum over both halves (the centre, upper diagonal 0, left out when skip_centre).
+inline double row_sum(const LocalDia& A, const double* x, std::int64_t i, bool inside, bool lower_only,
+                      bool skip_centre) {
+  const int nl = A.nlower, nu = A.nupper();
+  const std::int64_t* off = A.offsets.data();
+  double s = half_sum(A.lower.data() + static_cast<std::size_t>(i) * nl, off, 0, nl, -1, x, i, A.ncols, inside);
+  if (!lower_only)
+    s += half_sum(A.upper.data() + static_cast<std::size_t>(i) * nu, off + nl, 0, nu, skip_centre ? 0 : -1, x, i,
+                  A.ncols, inside);
+  return s;
 }
 
-namespace {
-
-// Rows [lo, hi) of the interior (every offset inside), in order (FWD) or reversed: the sum
-// over the diagonals but the centre c, or (ZERO) over those below it only, through one pointer
-// per diagonal; ND > 0 fixes the diagonal count at compile time (the loop unrolled), 0 takes
-// it at run time.
-template <int ND, bool FWD, bool ZERO>
-void interior(const LocalDia& A, int c, const double* inv, const double* b, double* x, std::int64_t lo,
-              std::int64_t hi) {
-  const int nd = ND > 0 ? ND : A.ndiag();
-  std::vector<const double*> xp(static_cast<std::size_t>(nd));
-  for (int k = 0; k < nd; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
-  const double* const* p = xp.data();
-  const double* val = A.data.data();
-  const int k1 = ZERO ? c : nd;
+// Interior rows [lo, hi) of a sweep, in order (FWD) or reversed, through one pointer per
+// diagonal: the lower half, and (unless ZERO) the upper half but its centre; NL and NU > 0 fix
+// the halves' sizes at compile time (the loops unrolled), 0 takes them at run time.
+template <int NL, int NU, bool FWD, bool ZERO>
+void interior(const LocalDia& A, const double* inv, const double* b, double* x, std::int64_t lo, std::int64_t hi) {
+  const int nl = NL > 0 ? NL : A.nlower, nu = NU > 0 ? NU : A.nupper();
+  std::vector<const double*> xp(static_cast<std::size_t>(nl + nu));
+  for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
+  const double* const* pl = xp.data();
+  const double* const* pu = xp.data() + nl;
   for (std::int64_t q = lo; q < hi; ++q) {
     const std::int64_t i = FWD ? q : lo + hi - 1 - q;
-    const double* v = val + static_cast<std::size_t>(i) * nd;
+    const double* vl = A.lower.data() + static_cast<std::size_t>(i) * nl;
+    const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
     double s[4] = {0.0, 0.0, 0.0, 0.0};
-    if (ND > 0) {
 #pragma GCC unroll 32
-      for (int k = 0; k < ND; ++k)
-        if (ZERO ? k < c : k != c) s[k & 3] += v[k] * p[k][i];
-    } else {
-      for (int k = 0; k < k1; ++k)
-        if (k != c) s[k & 3] += v[k] * p[k][i];
+    for (int k = 0; k < (NL > 0 ? NL : nl); ++k) s[k & 3] += vl[k] * pl[k][i];
+    if (!ZERO) {
+#pragma GCC unroll 32
+      for (int k = 1; k < (NU > 0 ? NU : nu); ++k) s[k & 3] += vu[k] * pu[k][i];
     }
     x[i] = (b[i] - ((s[0] + s[1]) + (s[2] + s[3]))) * inv[i];
   }
 }
 
-template <int ND>
-void interior_any(const LocalDia& A, int c, const double* inv, const double* b, double* x, std::int64_t lo,
-                  std::int64_t hi, bool forward, bool zero) {
-  if (zero) return interior<ND, true, true>(A, c, inv, b, x, lo, hi);
-  if (forward) return interior<ND, true, false>(A, c, inv, b, x, lo, hi);
-  return interior<ND, false, false>(A, c, inv, b, x, lo, hi);
+// SpMV's interior rows: both halves whole.
+template <int NL, int NU>
+void spmv_interior(const LocalDia& A, const double* x, double* y, std::int64_t lo, std::int64_t hi) {
+  const int nl = NL > 0 ? NL : A.nlower, nu = NU > 0 ? NU : A.nupper();
+  std::vector<const double*> xp(static_cast<std::size_t>(nl + nu));
+  for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
+  const double* const* pl = xp.data();
+  const double* const* pu = xp.data() + nl;
+  for (std::int64_t i = lo; i < hi; ++i) {
+    const double* vl = A.lower.data() + static_cast<std::size_t>(i) * nl;
+    const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
+    double s[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma GCC unroll 32
+    for (int k = 0; k < (NL > 0 ? NL : nl); ++k) s[k & 3] += vl[k] * pl[k][i];
+#pragma GCC unroll 32
+    for (int k = 0; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
+    y[i] = (s[0] + s[1]) + (s[2] + s[3]);
+  }
 }
 
-// An edge row (some offsets outside): checked, the same sum.
-inline void edge(const LocalDia& A, int c, int k1, const double* inv, const double* b, double* x, std::int64_t i) {
-  const int nd = A.ndiag();
-  const double* v = A.data.data() + static_cast<std::size_t>(i) * nd;
-  double s = 0.0;
-  for (int k = 0; k < k1; ++k) {
-    const std::int64_t j = i + A.offsets[static_cast<std::size_t>(k)];
-    if (k != c && j >= 0 && j < A.ncols) s += v[k] * x[j];
-  }
-  x[i] = (b[i] - s) * inv[i];
+template <int NL, int NU>
+void interior_any(const LocalDia& A, const double* inv, const double* b, double* x, std::int64_t lo, std::int64_t hi,
+                  bool forward, bool zero) {
+  if (zero) return interior<NL, NU, true, true>(A, inv, b, x, lo, hi);
+  if (forward) return interior<NL, NU, true, false>(A, inv, b, x, lo, hi);
+  return interior<NL, NU, false, false>(A, inv, b, x, lo, hi);
 }
 
 }  // namespace
 
+// The stencils' halves are unrolled at compile time: 27 points (13 below the centre, 14 from
+// it) and 7 points (3, 4); any other count runs with them taken at run time.
+void spmv(const LocalDia& A, const double* x, double* y) {
+  for (std::int64_t i = 0; i < A.interior_begin; ++i) y[i] = row_sum(A, x, i, false, false, false);
+  for (std::int64_t i = A.interior_end; i < A.nrows; ++i) y[i] = row_sum(A, x, i, false, false, false);
+  const auto run = [&](auto f) { f(A, x, y, A.interior_begin, A.interior_end); };
+  if (A.nlower == 13 && A.nupper() == 14) return run(spmv_interior<13, 14>);
+  if (A.nlower == 3 && A.nupper() == 4) return run(spmv_interior<3, 4>);
+  run(spmv_interior<0, 0>);
+}
+
 void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero) {
-  // The centre diagonal (offset 0) holds a_ii: skipped, divided by instead (inv: 1 / a_ii,
-  // or with an l1 term). From x = 0 forward only the lower diagonals are read.
+  // The centre diagonal (offset 0, the upper half's first) holds a_ii: left out, divided by
+  // instead (inv: 1 / a_ii, or with an l1 term). From x = 0 forward only the lower half is read.
   const std::int64_t n = A.nrows, lo = A.interior_begin, hi = A.interior_end;
-  const int nl = A.nlower();
-  const int c = nl < A.ndiag() && A.offsets[static_cast<std::size_t>(nl)] == 0 ? nl : -1;
-  if (c < 0 && n > 0) throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
-  const int k1 = zero ? nl : A.ndiag();
-  const auto middle = [&](std::int64_t a, std::int64_t z) {
-    switch (A.ndiag()) {
-      case 7: return interior_any<7>(A, c, inv, b, x, a, z, forward, zero);
-      case 27: return interior_any<27>(A, c, inv, b, x, a, z, forward, zero);
-      default: return interior_any<0>(A, c, inv, b, x, a, z, forward, zero);
-    }
+  if (n > 0 && (A.nupper() == 0 || A.offsets[static_cast<std::size_t>(A.nlower)] != 0))
+    throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
+  const auto edge = [&](std::int64_t i) { x[i] = (b[i] - row_sum(A, x, i, false, zero, true)) * inv[i]; };
+  const auto middle = [&]() {
+    if (A.nlower == 13 && A.nupper() == 14) return interior_any<13, 14>(A, inv, b, x, lo, hi, forward, zero);
+    if (A.nlower == 3 && A.nupper() == 4) return interior_any<3, 4>(A, inv, b, x, lo, hi, forward, zero);
+    return interior_any<0, 0>(A, inv, b, x, lo, hi, forward, zero);
   };
   if (forward) {
-    for (std::int64_t i = 0; i < lo; ++i) edge(A, c, k1, inv, b, x, i);
-    middle(lo, hi);
-    for (std::int64_t i = hi; i < n; ++i) edge(A, c, k1, inv, b, x, i);
+    for (std::int64_t i = 0; i < lo; ++i) edge(i);
+    middle();
+    for (std::int64_t i = hi; i < n; ++i) edge(i);
   } else {
-    for (std::int64_t i = n - 1; i >= hi; --i) edge(A, c, k1, inv, b, x, i);
-    middle(lo, hi);
-    for (std::int64_t i = lo - 1; i >= 0; --i) edge(A, c, k1, inv, b, x, i);
+    for (std::int64_t i = n - 1; i >= hi; --i) edge(i);
+    middle();
+    for (std::int64_t i = lo - 1; i >= 0; --i) edge(i);
   }
 }
 
