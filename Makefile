@@ -16,7 +16,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv bench-dense clean
+.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -60,6 +60,9 @@ bench-selinv: build
 bench-dense: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/dense25d.py
+
+bench-mgcg: build  # builds HPCG 3.1 from ../shared/peers into ~/.cache (the bench calls its script)
+	$(PYTHON) bench/mgcg_vs_hpcg.py
 
 clean:
 	rm -rf build

@@ -128,3 +128,25 @@ def test_cli_analyze_mgcg():
     bad = subprocess.run([sys.executable, "-m", "commsolve", "analyze", "mgcg", "--procs", "64", "--ppn", "4",
                           "--hcga-group", "3"], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "do not tile" in bad.stderr
+
+
+def test_amg_analysis_with_agglomeration():
+    from commsolve.amg.analysis import analyze_amg, format_amg_analysis
+
+    plain = analyze_amg(64, 4, gen="poisson3d:16", strategies=("standard",))
+    moved = analyze_amg(64, 4, gen="poisson3d:16", strategies=("standard",), agglomerate=[(40, 4), (10, 1)],
+                        profile="bluewaters")
+    assert [lv["rows"] for lv in moved["levels"]] == [lv["rows"] for lv in plain["levels"]]
+    moves = [(lv["level"], lv["move"]) for lv in moved["levels"] if "move" in lv]
+    assert len(moves) == 2
+    (k1, m1), (k2, m2) = moves
+    rows = [lv["rows"] for lv in plain["levels"]]
+    # the first level under 40 rows per rank moves onto 4 ranks (groups of 16), the first under 10 per rank of
+    # those 4 onto 1; by hand: a leader receives from the other ranks of its group that hold rows
+    assert rows[k1] < 40 * 64 <= rows[k1 - 1] and m1["ranks_to"] <= 4 and m1["ranks_from"] == plain["levels"][k1][
+        "active_ranks"]
+    assert rows[k2] < 10 * 4 and m2["ranks_to"] == 1 and m2["recv_msgs_max"] == m2["ranks_from"] - 1
+    assert m1["recv_msgs_max"] <= 15 and m1["model_s"] > 0
+    assert all(lv["active_ranks"] <= 4 for lv in moved["levels"][k1:])
+    assert all(lv["active_ranks"] == 1 for lv in moved["levels"][k2:])
+    assert "moved from" in format_amg_analysis(moved)

@@ -5,7 +5,8 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import amg, dense, direct, gallery, io, mg, model, partition, redistribute, sim, stats, trees, tune, virtual, workloads
+from . import (amg, dense, direct, gallery, io, mg, model, partition, redistribute, sim, stats, trees, tune, virtual,
+               workloads)
 from . import _watchdog
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep

@@ -27,14 +27,28 @@ CONCRETE = ("standard", "node-aware-2step", "node-aware")
 FIELDS = ("msgs_sent_inter", "bytes_sent_inter", "msgs_sent_intra")
 
 
-def level_distributions(ml, nprocs):
-    """Row Distribution of every level over nprocs ranks, as a run on nprocs ranks makes them."""
-    dists = [Distribution.contiguous(ml.levels[0].rows, nprocs)]
-    for lvl in ml.levels[:-1]:
-        owners = np.asarray(dists[-1].owners_of(np.asarray(lvl.c_points, dtype=np.int64)))
-        counts = np.bincount(owners, minlength=nprocs)
-        dists.append(Distribution.from_offsets(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)))
-    return dists
+def level_distributions(ml, nprocs, agglomerate=None):
+    """Row Distribution of every level over nprocs ranks, as a run on nprocs ranks makes them;
+    with ``agglomerate`` stages (:func:`commsolve.amg.solver`'s), a moved level's rows are on
+    its group leaders from that level on. Returns the list, or with stages (list, {level:
+    distribution before its move})."""
+    from ..redistribute import _target_distributions, group_size
+    from .agglomerate import parse_stages
+
+    stages = parse_stages(agglomerate, nprocs)
+    dists, moved, group = [Distribution.contiguous(ml.levels[0].rows, nprocs)], {}, 1
+    for k, lvl in enumerate(ml.levels):
+        if k > 0:
+            above = ml.levels[k - 1]
+            owners = np.asarray(dists[-1].owners_of(np.asarray(above.c_points, dtype=np.int64)))
+            counts = np.bincount(owners, minlength=nprocs)
+            dists.append(Distribution.from_offsets(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)))
+        alive = -(-nprocs // group)
+        if stages and stages[0][1] < alive and lvl.rows < stages[0][0] * alive:
+            group *= group_size(alive, stages.pop(0)[1])
+            moved[k] = dists[k]
+            dists[k] = _target_distributions(dists[k], group)[0]
+    return dists if agglomerate is None else (dists, moved)
 
 
 def _before_sparsification(ml, k):
@@ -72,7 +86,22 @@ def _spmv_counts(A, dist, strategies, topo, cost):
     return out, priced
 
 
-def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, profile=None, progress=None, **setup):
+def _move_counts(n, before, after, topo, cost):
+    """A level's move onto its group leaders (the identity from ``before`` to ``after``,
+    :mod:`commsolve.redistribute`'s R): the busiest receiver's messages and bytes."""
+    plans = virtual.plans(sp.identity(n, format="csr"), after, before, topology=topo)
+    got = np.array([[s.total()[f] for f in ("msgs_recv_intra", "msgs_recv_inter", "bytes_recv_intra",
+                                             "bytes_recv_inter")] for s in virtual.plan_stats(plans, topo)])
+    ranks = lambda d: int(np.count_nonzero(np.diff(d.offsets)))  # noqa: E731
+    out = {"ranks_from": ranks(before), "ranks_to": ranks(after), "recv_msgs_max": int((got[:, 0] + got[:, 1]).max()),
+           "recv_bytes_max": int((got[:, 2] + got[:, 3]).max())}
+    if cost is not None:
+        out["model_s"] = cost.price(plans, topo).time
+    return out
+
+
+def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, profile=None, progress=None,
+                agglomerate=None, **setup):
     """Per level of the AMG hierarchy of the matrix on ``nprocs`` virtual ranks (``ppn`` per
     node): rows, nonzeros, and for each strategy the busiest and mean rank's messages of one
     SpMV halo exchange (with thesis eq. 4.5's communication time, and ``profile``'s price
@@ -80,7 +109,11 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
     inter-node messages on the busiest rank, or the cheapest priced by ``profile``). With a
     sparsification among the ``setup`` options (:func:`commsolve.amg.solver`'s), a
     sparsified level's SpMV is that of the operator the cycle applies, and
-    ``"sparsified"`` holds gamma, the nonzeros and the SpMV counts before."""
+    ``"sparsified"`` holds gamma, the nonzeros and the SpMV counts before. With
+    ``agglomerate`` stages (:func:`commsolve.amg.solver`'s), the levels below a move live on
+    the group leaders and the moved level has ``"move"``: the ranks before and after and the
+    busiest receiver's messages and bytes of the gather (standard plan; priced with
+    ``profile``, the scatter back the same)."""
     from mpi4py import MPI
 
     from . import solver
@@ -96,7 +129,7 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
     setup_s = time.perf_counter() - t0
     topo = make_topology(size=nprocs, ppn=ppn)
     cost = CostModel(profile) if profile is not None else None
-    dists = level_distributions(ml, nprocs)
+    dists, moved = level_distributions(ml, nprocs, agglomerate or [])
     out = {"matrix": gen if gen is not None else str(matrix), "nprocs": nprocs, "ppn": ppn, "nodes": topo.num_nodes,
            "setup_s": setup_s, "operator_complexity": ml.operator_complexity,
            "sparsify": None if ml.sparsification is None else {
@@ -107,6 +140,8 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
         Ak = lvl.solve_A.local_matrix()
         level = {"level": k, "rows": int(Ak.shape[0]), "nnz": int(Ak.nnz),
                  "active_ranks": int(np.count_nonzero(np.diff(dists[k].offsets))), "galerkin": {}, "sparsified": None}
+        if k in moved:
+            level["move"] = _move_counts(Ak.shape[0], moved[k], dists[k], topo, cost)
         level["spmv"], priced = _spmv_counts(Ak, dists[k], strategies, topo, cost)
         before = _before_sparsification(ml, k)
         if before is not None:
@@ -135,6 +170,11 @@ def format_amg_analysis(r):
     cols = f"{'level':>5}{'rows':>12}{'nnz':>13}{'ranks':>7}" + "".join(f"{s[:16]:>18}" for s in strategies) + "   auto"
     lines = [head, cols]
     for lv in r["levels"]:
+        if lv.get("move"):
+            m = lv["move"]
+            lines.append(f"{'':>5}  moved from {m['ranks_from']:,} to {m['ranks_to']:,} ranks: the busiest receiver gets "
+                         f"{m['recv_msgs_max']:,} messages, {m['recv_bytes_max']:,} bytes"
+                         + (f" ({m['model_s'] * 1e6:.1f} us)" if "model_s" in m else ""))
         cells = []
         for s in strategies:
             g = lv["galerkin"].get(s)

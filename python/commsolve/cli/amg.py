@@ -5,25 +5,13 @@ from __future__ import annotations
 import click
 
 from ..amg import METHODS, SMOOTHERS
-from ..amg.agglomerate import parse_stages
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
 from ..amg.sparsify import parse_adaptive
-from .common import (as_json_text, bar, check_plot_path, check_sparsify, fail, guarded, json_option, launch_options,
+from .common import (agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, fail, guarded, json_option,
+                     launch_options,
                      matrix_options, need_one_source, ppn_option, relaunch_or_check, report, row_partition_option,
                      sparsify_options, strategy_option, tolerance)
-
-
-def _stages(text):
-    """--agglomerate's stages: [(rows per rank, ranks), ...] (checked by the library too)."""
-    if text is None:
-        return None
-    try:
-        stages = [(float(r), int(m)) for r, m in (item.split(":") for item in text.split(","))]
-        return parse_stages(stages, max(m for _, m in stages) + 1)
-    except ValueError as e:
-        raise click.BadParameter(f"stages ROWS:RANKS, comma-separated ({e})" if ":" in text else
-                                 f"stages ROWS:RANKS, comma-separated, got {text!r}", param_hint="--agglomerate")
 
 
 @click.command(name="amg")
@@ -52,9 +40,7 @@ def _stages(text):
 @click.option("--adaptive", default=None, metavar="k=K,s=S[,rho=R]",
               help="Adaptive solve (sparse/hybrid, CG): every K iterations converging slower than R per iteration "
               "(default 0.5), entries go back into the finest S sparsified levels.")
-@click.option("--agglomerate", callback=lambda c, p, v: _stages(v), metavar="ROWS:RANKS[,ROWS:RANKS]",
-              help="Coarse levels on fewer ranks: the first level with fewer than ROWS rows per rank moves onto "
-              "RANKS ranks (stages in turn; 64:1 is Nakajima's CGA).")
+@agglomerate_option
 @click.option("--tol", type=float, default=1e-8, show_default=True, callback=lambda c, p, v: tolerance(v))
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")

@@ -8,7 +8,7 @@ import click
 from ..mg import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS
 from ..mg.analysis import FX10_BANDWIDTH
 from ..parcsr import STRATEGIES
-from .common import (WorkloadGroup, as_json_text, bar, check_plot_path, check_sparsify, json_option, matrix_options,
+from .common import (WorkloadGroup, agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, json_option, matrix_options,
                      need_one_source, offline, ppn_option, refuse, row_partition_option, sparsify_options, split_list,
                      workload_hint)
 
@@ -83,15 +83,17 @@ def analyze_spmv(gen, matrix, procs, ppn, strategy, layout, partition, plot, hea
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @_profile_option
 @sparsify_options
+@agglomerate_option
 @json_option("Print the result as JSON.")
 @refuse("--heatmap", "--layout", "--partition", "--heatmap-level",
         allowed={"--layout": "smp", "--partition": "contiguous", "--heatmap-level": "node"},
         message=lambda ctx, name: "the amg analysis distributes every level as a run does (contiguous rows, SMP "
         f"layout); --heatmap, --layout and --partition are for {workload_hint(ctx, 'analyze', 'spmv', 'spmv')}")
-def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamma, lumping, as_json):
+def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamma, lumping, agglomerate, as_json):
     """Every level of the matrix's AMG hierarchy, set up once in-process: per level and
     strategy, the busiest rank's messages of one SpMV and of the Galerkin product; with
-    --sparsify, each sparsified level's SpMV before and after (thesis Chapter 4)."""
+    --sparsify, each sparsified level's SpMV before and after (thesis Chapter 4); with
+    --agglomerate, the levels below a move on the group leaders, and the move's messages."""
     need_one_source(gen, matrix)
     check_plot_path(plot, "--plot")
     check_sparsify(sparsify, gamma, lumping)
@@ -102,6 +104,7 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
     try:
         result = offline(run_analysis, procs, ppn, gen=gen, matrix=matrix, profile=profile,
                          strategies=split_list(strategy), sparsify=sparsify, gamma=gamma, lumping=lumping,
+                         agglomerate=agglomerate,
                          progress=lambda k, n: (setattr(levels, "total", n), levels.update(k - levels.n)),
                          oom="try fewer ranks or a smaller matrix")
     finally:

@@ -19,7 +19,7 @@ from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
            "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_2d", "WorkloadGroup",
-           "workload_hint", "refuse", "matrix_options", "launch_options", "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
+           "workload_hint", "refuse", "agglomerate_option", "matrix_options", "launch_options", "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
            "max_supernode_option", "ROW_PARTITIONS", "TREE"]
 
@@ -390,6 +390,26 @@ def sparsify_options(f):
                         help="Sparsified coarse operators (thesis Chapter 4): non-galerkin (the hierarchy built on "
                         "them), sparse or hybrid Galerkin (the Galerkin hierarchy kept, sparsified copies in smoothing "
                         "and residuals).")(f)
+
+
+def _stages(text):
+    """--agglomerate's stages: [(rows per rank, ranks), ...] (checked as the library does)."""
+    from ..amg.agglomerate import parse_stages
+
+    if text is None:
+        return None
+    try:
+        stages = [(float(r), int(m)) for r, m in (item.split(":") for item in text.split(","))]
+        return parse_stages(stages, max(m for _, m in stages) + 1)
+    except ValueError as e:
+        raise click.BadParameter(f"stages ROWS:RANKS, comma-separated ({e})" if ":" in text else
+                                 f"stages ROWS:RANKS, comma-separated, got {text!r}", param_hint="--agglomerate")
+
+
+def agglomerate_option(f):
+    return click.option("--agglomerate", callback=lambda c, p, v: _stages(v), metavar="ROWS:RANKS[,ROWS:RANKS]",
+                        help="Coarse levels on fewer ranks: the first level with fewer than ROWS rows per rank "
+                        "moves onto RANKS ranks (stages in turn; 64:1 is Nakajima's CGA).")(f)
 
 
 def check_sparsify(sparsify, gamma, lumping):
