@@ -111,6 +111,29 @@ def test_gauss_seidel_sweeps_in_every_format_are_the_definitions(fmt):
     np.testing.assert_allclose(zero, _hand_sweep(A, b, np.zeros(n), True), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["tridiagonal", "poisson2d:7", "aniso2d:7", "poisson3d:5", "poisson3d27:4",
+                                  "banded"])
+def test_dia_kernels_on_every_stencil_shape(name):
+    # 5, 9, 7 and 27 points run the unrolled kernels; a tridiagonal and an irregular band the general one
+    if name == "tridiagonal":
+        A = sp.diags([-1.0, 2.5, -1.2], [-1, 0, 1], shape=(40, 40), format="csr")
+    elif name == "banded":
+        A = sp.diags([0.3, -1.0, 4.0, -1.0, 0.5, 0.2], [-7, -1, 0, 1, 3, 11], shape=(60, 60), format="csr")
+    else:
+        A = sp.csr_matrix(gallery.from_spec(name))
+    n = A.shape[0]
+    P = cs.ParCSR.from_global(A, MPI.COMM_SELF).set_format("dia")
+    v = np.random.default_rng(2).standard_normal(n)
+    np.testing.assert_allclose(P.matvec(v), A @ v, rtol=1e-13, atol=1e-13 * abs(A @ v).max())
+    d = A.diagonal()
+    b = np.random.default_rng(3).standard_normal(n)
+    for forward, zero in ((True, False), (False, False), (True, True)):
+        x0 = np.zeros(n) if zero else v
+        x = x0.copy()
+        P._core.gauss_seidel(1.0 / d, d, b, None, x, forward, zero, np.empty(n))
+        np.testing.assert_allclose(x, _hand_sweep(A, b, x0, forward), rtol=1e-12, atol=1e-12)
+
+
 def test_sell_sweep_order_keeps_symmetric_gauss_seidel_symmetric():
     # sigma > 1 sorts rows inside windows: another Gauss-Seidel ordering, its backward sweep the exact reverse
     A = sp.csr_matrix(gallery.from_spec("poisson2d:9"))

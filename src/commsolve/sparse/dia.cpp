@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace commsolve {
 
@@ -126,6 +127,19 @@ void spmv_interior(const LocalDia& A, const double* x, double* y, std::int64_t l
   }
 }
 
+// Calls f(NL, NU) with the block's halves as compile-time constants for the common stencils
+// (2D 5- and 9-point, 3D 7- and 27-point: their loops unrolled), as 0, 0 (run time) otherwise.
+template <class F>
+void with_halves(const LocalDia& A, F&& f) {
+  using std::integral_constant;
+  const int nl = A.nlower, nu = A.nupper();
+  if (nl == 2 && nu == 3) return f(integral_constant<int, 2>{}, integral_constant<int, 3>{});
+  if (nl == 4 && nu == 5) return f(integral_constant<int, 4>{}, integral_constant<int, 5>{});
+  if (nl == 3 && nu == 4) return f(integral_constant<int, 3>{}, integral_constant<int, 4>{});
+  if (nl == 13 && nu == 14) return f(integral_constant<int, 13>{}, integral_constant<int, 14>{});
+  f(integral_constant<int, 0>{}, integral_constant<int, 0>{});
+}
+
 template <int NL, int NU>
 void interior_any(const LocalDia& A, const double* inv, const double* b, double* x, std::int64_t lo, std::int64_t hi,
                   bool forward, bool zero) {
@@ -136,15 +150,12 @@ void interior_any(const LocalDia& A, const double* inv, const double* b, double*
 
 }  // namespace
 
-// The stencils' halves are unrolled at compile time: 27 points (13 below the centre, 14 from
-// it) and 7 points (3, 4); any other count runs with them taken at run time.
 void spmv(const LocalDia& A, const double* x, double* y) {
   for (std::int64_t i = 0; i < A.interior_begin; ++i) y[i] = row_sum(A, x, i, false, false, false);
   for (std::int64_t i = A.interior_end; i < A.nrows; ++i) y[i] = row_sum(A, x, i, false, false, false);
-  const auto run = [&](auto f) { f(A, x, y, A.interior_begin, A.interior_end); };
-  if (A.nlower == 13 && A.nupper() == 14) return run(spmv_interior<13, 14>);
-  if (A.nlower == 3 && A.nupper() == 4) return run(spmv_interior<3, 4>);
-  run(spmv_interior<0, 0>);
+  with_halves(A, [&](auto nl, auto nu) {
+    spmv_interior<decltype(nl)::value, decltype(nu)::value>(A, x, y, A.interior_begin, A.interior_end);
+  });
 }
 
 void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero) {
@@ -155,9 +166,9 @@ void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, d
     throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
   const auto edge = [&](std::int64_t i) { x[i] = (b[i] - row_sum(A, x, i, false, zero, true)) * inv[i]; };
   const auto middle = [&]() {
-    if (A.nlower == 13 && A.nupper() == 14) return interior_any<13, 14>(A, inv, b, x, lo, hi, forward, zero);
-    if (A.nlower == 3 && A.nupper() == 4) return interior_any<3, 4>(A, inv, b, x, lo, hi, forward, zero);
-    return interior_any<0, 0>(A, inv, b, x, lo, hi, forward, zero);
+    with_halves(A, [&](auto nl, auto nu) {
+      interior_any<decltype(nl)::value, decltype(nu)::value>(A, inv, b, x, lo, hi, forward, zero);
+    });
   };
   if (forward) {
     for (std::int64_t i = 0; i < lo; ++i) edge(i);
