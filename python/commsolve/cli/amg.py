@@ -8,10 +8,9 @@ from ..amg import METHODS, SMOOTHERS
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
 from ..amg.sparsify import parse_adaptive
-from .common import (agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, fail, guarded, json_option,
-                     launch_options,
-                     matrix_options, need_one_source, ppn_option, relaunch_or_check, report, row_partition_option,
-                     sparsify_options, strategy_option, tolerance)
+from .common import (agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, fail_unless_solved, guarded,
+                     json_option, launch_options, matrix_options, need_one_source, ppn_option, relaunch_or_check,
+                     report, row_partition_option, sparsify_options, strategy_option, tolerance)
 
 
 @click.command(name="amg")
@@ -85,11 +84,4 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     if plot:
         plot_levels(result, plot)
     report(as_json_text(result) if as_json else format_amg(result))
-    if not result["converged"]:
-        fail(f"AMG-{accel} did not converge to {tol:g} in {maxiter} iterations "
-             f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
-    res = result["rel_residual_vs_scipy"]
-    if res is not None and not res <= 10 * tol:  # NaN fails
-        fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
-    if not result["stats_recorded_equal_planned"]:
-        fail("recorded communication statistics differ from the plans'", True)
+    fail_unless_solved(result, f"AMG-{accel}", tol, maxiter)

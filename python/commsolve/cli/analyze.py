@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import click
 
-from ..mg import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS
+from ..mg import CGA_MODES
 from ..mg.analysis import FX10_BANDWIDTH
 from ..parcsr import STRATEGIES
-from .common import (WorkloadGroup, agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, json_option, matrix_options,
-                     need_one_source, offline, ppn_option, refuse, row_partition_option, sparsify_options, split_list,
-                     workload_hint)
+from .common import (WorkloadGroup, agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, json_option,
+                     matrix_options, need_one_source, offline, ppn_option, refuse, row_partition_option,
+                     sparsify_options, split_list, workload_hint)
+from .mgcg import cga_options
 
 CONCRETE = ",".join(s for s in STRATEGIES if s != "auto")
 
@@ -125,12 +126,7 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
               help="The operator's stencil (groundwater: 7; HPCG: 27).")
 @click.option("--cga", type=click.Choice(["all", *CGA_MODES]), default="all", show_default=True,
               help="Coarse-grid aggregation mode(s) to compare.")
-@click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True,
-              help="CGA: the first level with fewer rows per rank moves onto one rank.")
-@click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True,
-              help="hCGA's first move: the first level with fewer rows per rank.")
-@click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
-              help="hCGA's first move: onto one rank of every this many consecutive ranks.")
+@cga_options
 @_profile_option
 @click.option("--bandwidth", type=float, default=FX10_BANDWIDTH, show_default=True,
               help="Bytes/s one rank streams its matrix at (the busiest rank's local work; default an FX10 core's "
@@ -143,9 +139,8 @@ def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_g
     per level and coarse-grid aggregation mode, the busiest rank's messages in one V-cycle
     (halo exchanges, interpolation, moves onto fewer ranks), priced with --profile."""
     check_plot_path(plot, "--plot")
-    for name, value in (("--cga-rows", cga_rows), ("--hcga-rows", hcga_rows), ("--bandwidth", bandwidth)):
-        if not value > 0:
-            raise click.BadParameter(f"must be > 0, got {value}", param_hint=name)
+    if not bandwidth > 0:
+        raise click.BadParameter(f"must be > 0, got {bandwidth}", param_hint="--bandwidth")
     from ..mg.analysis import analyze_mgcg as run_analysis
     from ..mg.analysis import format_mgcg_analysis
 

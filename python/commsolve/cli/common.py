@@ -19,7 +19,8 @@ from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
            "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_2d", "WorkloadGroup",
-           "workload_hint", "refuse", "agglomerate_option", "matrix_options", "launch_options", "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
+           "workload_hint", "refuse", "agglomerate_option", "fail_unless_solved", "matrix_options", "launch_options",
+           "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
            "max_supernode_option", "ROW_PARTITIONS", "TREE"]
 
@@ -410,6 +411,19 @@ def agglomerate_option(f):
     return click.option("--agglomerate", callback=lambda c, p, v: _stages(v), metavar="ROWS:RANKS[,ROWS:RANKS]",
                         help="Coarse levels on fewer ranks: the first level with fewer than ROWS rows per rank "
                         "moves onto RANKS ranks (stages in turn; 64:1 is Nakajima's CGA).")(f)
+
+
+def fail_unless_solved(result, what, tol, maxiter):
+    """Exit 1 (collectively) when a solver run did not converge, its answer's residual checked
+    by scipy is above 10 tol (NaN too), or its recorded statistics differ from its plans'."""
+    if not result["converged"]:
+        fail(f"{what} did not converge to {tol:g} in {maxiter} iterations "
+             f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
+    res = result["rel_residual_vs_scipy"]
+    if res is not None and not res <= 10 * tol:  # NaN fails
+        fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
+    if not result["stats_recorded_equal_planned"]:
+        fail("recorded communication statistics differ from the plans'", True)
 
 
 def check_sparsify(sparsify, gamma, lumping):

@@ -8,8 +8,8 @@ import click
 
 from ..amg import SMOOTHERS
 from ..mg import CGA_MODES, CGA_ROWS, FORMATS, HCGA_GROUP, HCGA_ROWS
-from .common import (as_json_text, bar, check_plot_path, fail, guarded, json_option, launch_options, matrix_options,
-                     need_one_source, ppn_option, relaunch_or_check, report, strategy_option, tolerance)
+from .common import (as_json_text, bar, check_plot_path, fail_unless_solved, guarded, json_option, launch_options,
+                     matrix_options, need_one_source, ppn_option, relaunch_or_check, report, strategy_option, tolerance)
 
 
 def _grid(ctx, param, value):
@@ -30,6 +30,22 @@ def _format(ctx, param, value):
     raise click.BadParameter(f"one of {', '.join(FORMATS)} or sell-C-SIGMA, got {value!r}")
 
 
+def cga_options(f):
+    """--cga-rows, --hcga-rows, --hcga-group: the coarse-grid aggregation's switches."""
+    f = click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
+                     help="hCGA's first move: onto one rank of every this many consecutive ranks.")(f)
+    f = click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True, callback=_positive,
+                     help="hCGA's first move: the first level with fewer rows per rank than this.")(f)
+    return click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True, callback=_positive,
+                        help="CGA moves the first level with fewer rows per rank than this onto one rank.")(f)
+
+
+def _positive(ctx, param, value):
+    if not value > 0:  # NaN fails
+        raise click.BadParameter(f"must be > 0, got {value}")
+    return value
+
+
 @click.command(name="mgcg")
 @matrix_options("groundwater3d:64", "Matrix Market file of a 3D structured grid (with --grid).")
 @click.option("--grid", callback=_grid, metavar="NX,NY,NZ",
@@ -42,12 +58,7 @@ def _format(ctx, param, value):
               help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto one rank "
               "per group, then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")
 @click.option("--profile", help="Machine profile (bundled name or TOML file) --cga auto prices with.")
-@click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True,
-              help="CGA moves the first level with fewer rows per rank than this onto one rank.")
-@click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True,
-              help="hCGA's first move: the first level with fewer rows per rank than this.")
-@click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
-              help="hCGA's first move: onto one rank of every this many consecutive ranks.")
+@cga_options
 @click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="ic0", show_default=True)
 @click.option("--sweeps", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--correction", type=float, default=1.0, show_default=True,
@@ -72,9 +83,6 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profi
                                "--cga auto and --profile")
     if not 0 < correction < 2:
         raise click.BadParameter(f"must lie in (0, 2), got {correction}", param_hint="--correction")
-    for name, value in (("--cga-rows", cga_rows), ("--hcga-rows", hcga_rows)):
-        if not value > 0:
-            raise click.BadParameter(f"must be > 0, got {value}", param_hint=name)
     check_plot_path(plot, "--plot")
     relaunch_or_check(nprocs, oversubscribe, timeout)
     from mpi4py import MPI
@@ -94,11 +102,4 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profi
     if plot:
         plot_mgcg(result, plot)
     report(as_json_text(result) if as_json else format_mgcg(result))
-    if not result["converged"]:
-        fail(f"MGCG did not converge to {tol:g} in {maxiter} iterations "
-             f"(reached {result['residuals'][-1] / result['residuals'][0]:.2e} relative)", True)
-    res = result["rel_residual_vs_scipy"]
-    if res is not None and not res <= 10 * tol:  # NaN fails
-        fail(f"the solution's residual checked by scipy is {res:.2e}, above the tolerance", True)
-    if not result["stats_recorded_equal_planned"]:
-        fail("recorded communication statistics differ from the plans'", True)
+    fail_unless_solved(result, "MGCG", tol, maxiter)

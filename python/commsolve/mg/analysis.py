@@ -133,76 +133,39 @@ def _coarse_needs(fine, coarse, parts_f, parts_c):
     return table
 
 
-def _rank_ids(procs):
-    px, py, pz = procs
-    ax, ay, az = np.meshgrid(np.arange(px), np.arange(py), np.arange(pz), indexing="ij")
-    return ax, ay, az
-
-
 def level_messages(level, stencil=7):
     """One halo exchange of the level's operator: arrays (receiver, sender, bytes), one entry
     per message, ranks numbered x fastest on the level's process grid."""
-    width = 1
-    tables = [_needs(o, p, width) for o, p in zip(level.owners, level.procs)]
-    counts = level.counts()
-    px, py, pz = level.procs
-    recv, send, nbytes = [], [], []
-
-    def rank(ax, ay, az):
-        return ax + px * (ay + py * az)
-
-    if stencil == 7:  # neighbours differ in one dimension
-        for d in range(3):
-            T = tables[d]
-            a_idx, b_idx = np.nonzero(T)
-            for a, b in zip(a_idx, b_idx):
-                other = [counts[e] for e in range(3) if e != d]
-                grid_o = np.outer(other[0], other[1])  # cells per (other two coordinates)
-                o0, o1 = np.nonzero(grid_o)
-                vals = T[a, b] * grid_o[o0, o1]
-                coords = [None, None, None]
-                coords[d] = (np.full(o0.size, a), np.full(o0.size, b))
-                e0, e1 = [e for e in range(3) if e != d]
-                recv_c, send_c = [0, 0, 0], [0, 0, 0]
-                recv_c[d], send_c[d] = coords[d]
-                recv_c[e0] = send_c[e0] = o0
-                recv_c[e1] = send_c[e1] = o1
-                recv.append(rank(*recv_c))
-                send.append(rank(*send_c))
-                nbytes.append(8 * vals)
-    else:  # 27 points: any combination of dimensions, the stencil's box
-        full = [T + np.diag(c) for T, c in zip(tables, counts)]  # a's own cells count along a dimension
-        nz = [np.nonzero(F) for F in full]
-        for ia in range(nz[0][0].size):
-            ax, bx = nz[0][0][ia], nz[0][1][ia]
-            for ib in range(nz[1][0].size):
-                ay, by = nz[1][0][ib], nz[1][1][ib]
-                az, bz = nz[2]
-                keep = ~((ax == bx) & (ay == by) & (az == bz))
-                vals = full[0][ax, bx] * full[1][ay, by] * full[2][az[keep], bz[keep]]
-                recv.append(rank(ax, ay, az[keep]))
-                send.append(rank(bx, by, bz[keep]))
-                nbytes.append(8 * vals)
-    return _concat(recv, send, nbytes)
+    near = [_needs(o, p, 1) for o, p in zip(level.owners, level.procs)]
+    own = [np.diag(c) for c in level.counts()]  # a rank's own cells along a dimension
+    if stencil == 27:  # the stencil's box: any combination of dimensions
+        return _box_messages([T + D for T, D in zip(near, own)], level.procs)
+    parts = [_box_messages([near[e] if e == d else own[e] for e in range(3)], level.procs) for d in range(3)]
+    return tuple(np.concatenate(a) for a in zip(*parts))  # 7 points: neighbours differ in one dimension
 
 
-def interpolation_messages(fine, coarse):
-    """Interpolation's exchange from level ``fine`` to ``coarse`` (same process grid):
-    (receiver, sender, bytes), the coarse values a rank's fine cells need from elsewhere."""
-    tables = [_coarse_needs(f, c, pf, pc) for f, c, pf, pc in zip(fine.owners, coarse.owners, fine.procs, coarse.procs)]
-    px, py, pz = fine.procs
+def _box_messages(tables, procs):
+    """Messages of a pattern that is a product over dimensions: receiver a needs from sender b
+    tables[0][ax, bx] x tables[1][ay, by] x tables[2][az, bz] values (a rank not from itself)."""
+    px, py, _ = procs
     nz = [np.nonzero(T) for T in tables]
     recv, send, nbytes = [], [], []
-    for ia in range(nz[0][0].size):
-        ax, bx = nz[0][0][ia], nz[0][1][ia]
-        for ib in range(nz[1][0].size):
-            ay, by = nz[1][0][ib], nz[1][1][ib]
+    for ax, bx in zip(*nz[0]):
+        for ay, by in zip(*nz[1]):
             az, bz = nz[2]
             keep = ~((ax == bx) & (ay == by) & (az == bz))
             recv.append(ax + px * (ay + py * az[keep]))
             send.append(bx + px * (by + py * bz[keep]))
             nbytes.append(8 * tables[0][ax, bx] * tables[1][ay, by] * tables[2][az[keep], bz[keep]])
     return _concat(recv, send, nbytes)
+
+
+def interpolation_messages(fine, coarse):
+    """Interpolation's exchange from level ``fine`` to ``coarse`` (same process grid):
+    (receiver, sender, bytes), the coarse values a rank's fine cells need from elsewhere."""
+    return _box_messages([_coarse_needs(f, c, pf, pc) for f, c, pf, pc in zip(fine.owners, coarse.owners,
+                                                                                fine.procs, coarse.procs)],
+                         fine.procs)
 
 
 def move_messages(level, group):

@@ -12,7 +12,7 @@ from ..io import mmread
 from ..parcsr import ParCSR
 from .spmv import CHECK_LIMIT, machine_info
 
-__all__ = ["run_amg", "format_amg"]
+__all__ = ["run_amg", "format_amg", "scipy_residual"]
 
 
 def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, method="classical", strategy="auto",
@@ -35,11 +35,7 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
     ok = all(lvl.solve_A.recorded_stats() == lvl.solve_A.planned_stats().scaled(lvl.solve_A.runs[0])
              for lvl in ml.levels)
     stats_ok = comm.allreduce(int(ok), op=MPI.MIN) == 1
-    residual = None
-    x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
-    if comm.rank == 0 and x_global is not None:
-        G = sp.csr_matrix(parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix))
-        residual = float(np.linalg.norm(1.0 - G @ x_global) / np.sqrt(G.shape[0]))
+    residual = scipy_residual(comm, A, x, gen, matrix)
     if comm.rank != 0:
         return None
     s = ml.last_solve
@@ -56,6 +52,16 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok), "info": info,
         "machine": machine_info(),
     }
+
+
+def scipy_residual(comm, A, x, gen, matrix):
+    """Collective. ||b - G x|| / ||b|| for b = 1 on rank 0, G the matrix scipy builds from the
+    spec or reads from the file (None above CHECK_LIMIT rows, and on the other ranks)."""
+    x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
+    if comm.rank != 0 or x_global is None:
+        return None
+    G = sp.csr_matrix(parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix))
+    return float(np.linalg.norm(1.0 - G @ x_global) / np.sqrt(G.shape[0]))
 
 
 def _sparsify_summary(ml):

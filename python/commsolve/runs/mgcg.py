@@ -4,14 +4,12 @@ plans."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import mg
 from .._collective import mpi
-from ..gallery import parse_spec
-from ..io import mmread
 from ..parcsr import ParCSR
-from .spmv import CHECK_LIMIT, machine_info
+from .amg import scipy_residual
+from .spmv import machine_info
 
 __all__ = ["run_mgcg", "format_mgcg", "plot_mgcg"]
 
@@ -33,11 +31,7 @@ def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga
              and op.recorded_stats(reverse=True) == op.planned_stats().reversed().scaled(op.runs[1])
              for s in mg._chain(solver.ml) for op in mg._operators(s))
     stats_ok = comm.allreduce(int(ok), op=mpi().MIN) == 1
-    residual = None
-    x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
-    if comm.rank == 0 and x_global is not None:
-        G = sp.csr_matrix(parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix))
-        residual = float(np.linalg.norm(1.0 - G @ x_global) / np.sqrt(G.shape[0]))
+    residual = scipy_residual(comm, A, x, gen, matrix)
     if comm.rank != 0:
         return None
     s = solver.last_solve

@@ -82,48 +82,33 @@ inline double row_sum(const LocalDia& A, const double* x, std::int64_t i, bool i
   return s;
 }
 
-// Interior rows [lo, hi) of a sweep, in order (FWD) or reversed, through one pointer per
-// diagonal: the lower half, and (unless ZERO) the upper half but its centre; NL and NU > 0 fix
-// the halves' sizes at compile time (the loops unrolled), 0 takes them at run time.
-template <int NL, int NU, bool FWD, bool ZERO>
-void interior(const LocalDia& A, const double* inv, const double* b, double* x, std::int64_t lo, std::int64_t hi) {
+enum class Pass { spmv, forward, backward, zero };  // what an interior pass computes
+
+// Interior rows [lo, hi) through one pointer per diagonal: SpMV (y = A x, both halves whole),
+// or a Gauss-Seidel sweep in order or reversed (the lower half and the upper half but its
+// centre, divided by; from zero, forward, the lower half only). NL and NU > 0 fix the halves'
+// sizes at compile time (the loops unrolled), 0 takes them at run time.
+template <int NL, int NU, Pass P>
+void interior(const LocalDia& A, const double* inv, const double* b, const double* xin, double* out, std::int64_t lo,
+              std::int64_t hi) {
   const int nl = NL > 0 ? NL : A.nlower, nu = NU > 0 ? NU : A.nupper();
   std::vector<const double*> xp(static_cast<std::size_t>(nl + nu));
-  for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
+  for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = xin + A.offsets[static_cast<std::size_t>(k)];
   const double* const* pl = xp.data();
   const double* const* pu = xp.data() + nl;
   for (std::int64_t q = lo; q < hi; ++q) {
-    const std::int64_t i = FWD ? q : lo + hi - 1 - q;
+    const std::int64_t i = P == Pass::backward ? lo + hi - 1 - q : q;
     const double* vl = A.lower.data() + static_cast<std::size_t>(i) * nl;
     const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
     double s[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma GCC unroll 32
     for (int k = 0; k < (NL > 0 ? NL : nl); ++k) s[k & 3] += vl[k] * pl[k][i];
-    if (!ZERO) {
+    if (P != Pass::zero) {
 #pragma GCC unroll 32
-      for (int k = 1; k < (NU > 0 ? NU : nu); ++k) s[k & 3] += vu[k] * pu[k][i];
+      for (int k = P == Pass::spmv ? 0 : 1; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
     }
-    x[i] = (b[i] - ((s[0] + s[1]) + (s[2] + s[3]))) * inv[i];
-  }
-}
-
-// SpMV's interior rows: both halves whole.
-template <int NL, int NU>
-void spmv_interior(const LocalDia& A, const double* x, double* y, std::int64_t lo, std::int64_t hi) {
-  const int nl = NL > 0 ? NL : A.nlower, nu = NU > 0 ? NU : A.nupper();
-  std::vector<const double*> xp(static_cast<std::size_t>(nl + nu));
-  for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = x + A.offsets[static_cast<std::size_t>(k)];
-  const double* const* pl = xp.data();
-  const double* const* pu = xp.data() + nl;
-  for (std::int64_t i = lo; i < hi; ++i) {
-    const double* vl = A.lower.data() + static_cast<std::size_t>(i) * nl;
-    const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
-    double s[4] = {0.0, 0.0, 0.0, 0.0};
-#pragma GCC unroll 32
-    for (int k = 0; k < (NL > 0 ? NL : nl); ++k) s[k & 3] += vl[k] * pl[k][i];
-#pragma GCC unroll 32
-    for (int k = 0; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
-    y[i] = (s[0] + s[1]) + (s[2] + s[3]);
+    const double sum = (s[0] + s[1]) + (s[2] + s[3]);
+    out[i] = P == Pass::spmv ? sum : (b[i] - sum) * inv[i];
   }
 }
 
@@ -140,21 +125,14 @@ void with_halves(const LocalDia& A, F&& f) {
   f(integral_constant<int, 0>{}, integral_constant<int, 0>{});
 }
 
-template <int NL, int NU>
-void interior_any(const LocalDia& A, const double* inv, const double* b, double* x, std::int64_t lo, std::int64_t hi,
-                  bool forward, bool zero) {
-  if (zero) return interior<NL, NU, true, true>(A, inv, b, x, lo, hi);
-  if (forward) return interior<NL, NU, true, false>(A, inv, b, x, lo, hi);
-  return interior<NL, NU, false, false>(A, inv, b, x, lo, hi);
-}
-
 }  // namespace
 
 void spmv(const LocalDia& A, const double* x, double* y) {
   for (std::int64_t i = 0; i < A.interior_begin; ++i) y[i] = row_sum(A, x, i, false, false, false);
   for (std::int64_t i = A.interior_end; i < A.nrows; ++i) y[i] = row_sum(A, x, i, false, false, false);
   with_halves(A, [&](auto nl, auto nu) {
-    spmv_interior<decltype(nl)::value, decltype(nu)::value>(A, x, y, A.interior_begin, A.interior_end);
+    interior<decltype(nl)::value, decltype(nu)::value, Pass::spmv>(A, nullptr, nullptr, x, y, A.interior_begin,
+                                                                      A.interior_end);
   });
 }
 
@@ -167,7 +145,10 @@ void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, d
   const auto edge = [&](std::int64_t i) { x[i] = (b[i] - row_sum(A, x, i, false, zero, true)) * inv[i]; };
   const auto middle = [&]() {
     with_halves(A, [&](auto nl, auto nu) {
-      interior_any<decltype(nl)::value, decltype(nu)::value>(A, inv, b, x, lo, hi, forward, zero);
+      constexpr int NL = decltype(nl)::value, NU = decltype(nu)::value;
+      if (zero) interior<NL, NU, Pass::zero>(A, inv, b, x, x, lo, hi);
+      else if (forward) interior<NL, NU, Pass::forward>(A, inv, b, x, x, lo, hi);
+      else interior<NL, NU, Pass::backward>(A, inv, b, x, x, lo, hi);
     });
   };
   if (forward) {
