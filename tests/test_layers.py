@@ -13,9 +13,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "python" / "commsolve
 LAYERS = [
     {"_core", "_collective", "_watchdog", "_plotting", "launch", "stats", "topology", "partition", "io", "gallery"},  # foundation
     {"model"},                                                                              # cost models
-    {"parcsr", "products", "trees", "virtual"},                                             # distributed data, plans
+    {"parcsr", "products", "trees", "virtual", "redistribute"},                             # distributed data, plans
     {"direct", "dense"},                                                                    # direct and dense solvers
-    {"amg", "workloads"},                                                                   # AMG; solves counted
+    {"amg", "mg", "workloads"},                                                             # multigrid; solves counted
     {"sim"},                                                                                # the simulator reads plans
     {"tune"},                                                                               # tuning by simulation
     {"runs"},                                                                               # run drivers, reports

@@ -205,13 +205,15 @@ DENSE_COARSE = 512  # rows up to which the coarsest level is factored dense
 
 
 def _dense_lu(M):
-    """LAPACK's LU of a small dense matrix; a ValueError on an exactly zero pivot."""
+    """LAPACK's LU of a small dense matrix; a ValueError on a pivot that is zero to rounding
+    (at most n eps times the largest: numerically singular, as a Neumann Laplacian's)."""
     with warnings.catch_warnings():  # a zero pivot is reported below, as an error
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
         lu, piv = scipy.linalg.lu_factor(M, check_finite=True)
     d = np.abs(np.diag(lu))
-    if not np.all(d > 0):
-        raise ValueError(f"zero pivot at row {int(np.argmin(d))}")
+    tiny = d <= M.shape[0] * np.finfo(float).eps * d.max(initial=0.0)
+    if np.any(tiny):  # NaN or zero included
+        raise ValueError(f"zero pivot at row {int(np.argmax(tiny))} (numerically singular)")
     return lu, piv
 
 

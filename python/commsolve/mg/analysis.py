@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
+from .stages import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
 
 __all__ = ["analyze_mgcg", "format_mgcg_analysis", "process_grid", "Level", "level_messages", "STENCILS",
            "allgather_seconds", "work_seconds"]
