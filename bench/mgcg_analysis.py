@@ -1,7 +1,10 @@
 """MGCG's coarse levels at the seed's scale (Nakajima: 4,096 nodes x 16 ranks, 64^3 cells per
 rank, flat MPI) with and without coarse-grid aggregation, counted and priced in one process
 (:func:`commsolve.mg.analysis.analyze_mgcg`) with two bundled profiles: intrepid-bgp (a 3D
-torus, as the seed's FX10 is a torus) and bluewaters. Writes the JSON and one PNG per profile.
+torus, as the seed's FX10 is a torus) and bluewaters, each with and without the profiles'
+network-contention term (which, under rank-order placement, dominates the fine levels' prices
+at this scale: the message counts are the figures to read there). Writes the JSON and one PNG
+per profile and variant.
 
     python bench/mgcg_analysis.py [--procs 65536] [--ppn 16] [--out bench/results/mgcg_analysis.json]
 """
@@ -31,10 +34,12 @@ def main():
     doc = {"benchmark": "mgcg_analysis", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
            "results": {}}
     for profile in PROFILES:
-        r = analyze_mgcg(args.procs, args.ppn, profile=profile)
-        doc["results"][profile] = r
-        print(format_mgcg_analysis(r), file=sys.stderr)
-        plot_mgcg_analysis(r, args.out.replace(".json", f"_{profile}.png"))
+        for contention in (True, False):
+            r = analyze_mgcg(args.procs, args.ppn, profile=profile, contention=contention)
+            name = profile if contention else f"{profile}-no-contention"
+            doc["results"][name] = r
+            print(format_mgcg_analysis(r), file=sys.stderr)
+            plot_mgcg_analysis(r, args.out.replace(".json", f"_{name}.png"))
     write_results(args.out, doc)
 
 

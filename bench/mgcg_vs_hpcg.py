@@ -10,7 +10,10 @@ iteration one V-cycle of 4 levels with one symmetric Gauss-Seidel step before an
 coarse correction (HPCG's), 50 iterations per set; its rating is HPCG's own flop formula
 (ReportResults.cpp: 3 dot products, 3 vector updates, one SpMV, and per level 4 nnz flops per
 smoothing step plus 2 nnz for the residual, 4 nnz at the coarsest) over our measured time of
-the 50 iterations. Two differences, both against us in the flop count: our coarsest level is
+the 50 iterations, compared with HPCG's raw rate (its flops over the same 50 iterations' time:
+HPCG's official rating also charges a tenth of its setup and optimisation time to each set,
+which we do not: our setup, in Python, is slower than HPCG's). Two differences, both against
+us in the flop count: our coarsest level is
 solved exactly (dense LU of 512 rows, more work than HPCG's one Gauss-Seidel sweep, credited
 as HPCG's), and our coarse operators are Galerkin products (2 x 2 x 2 aggregation) where HPCG
 re-discretises (the same 27-point pattern and nonzero count). Also reported: the residual after
@@ -202,9 +205,10 @@ def hpcg_part(args, n, repeat, formats, ranks, me):
             ours.append(json.loads(mpi_job(p, me + ["--worker", "hpcg", "--n", str(n), "--repeat", "1",
                                                    "--formats", ",".join(formats)]).strip().splitlines()[-1]))
         h_rating = statistics.median(r["rating_gflops"] for r in peer)
+        h_raw = statistics.median(r["raw_gflops"] for r in peer)
         h_iter = statistics.median(r["per_iteration_s"] for r in peer)
         h_res = peer[0]["scaled_residual"]
-        row = {"nranks": p, "hpcg": {"rating_gflops": h_rating, "per_iteration_s": h_iter,
+        row = {"nranks": p, "hpcg": {"rating_gflops": h_rating, "raw_gflops": h_raw, "per_iteration_s": h_iter,
                                       "scaled_residual_50": h_res, "rows": peer[0]["rows"], "nnz": peer[0]["nnz"],
                                       "runs": peer}, "commsolve": {}}
         for fmt in formats:
@@ -216,15 +220,16 @@ def hpcg_part(args, n, repeat, formats, ranks, me):
             reach = int(np.argmax(hist <= h_res)) if np.any(hist <= h_res) else None
             row["commsolve"][fmt] = {
                 "rating_gflops": flops / t_set / 1e9, "per_iteration_s": t_set / ITERS, "set_s": sets,
-                "vs_hpcg_rating": flops / t_set / 1e9 / h_rating, "residual_50": first["residual_50"],
+                "vs_hpcg_raw": flops / t_set / 1e9 / h_raw, "vs_hpcg_rating": flops / t_set / 1e9 / h_rating,
+                "vs_hpcg_per_iteration": h_iter / (t_set / ITERS), "residual_50": first["residual_50"],
                 "nnz_levels": first["nnz_levels"], "iterations_to_hpcg_residual": reach,
                 "seconds_to_hpcg_residual": None if reach is None else reach * t_set / ITERS,
                 "levels": first["levels"]}
         doc["hpcg_problem"].append(row)
         best = max(row["commsolve"].values(), key=lambda r: r["rating_gflops"])
-        print(f"[{p} rank(s)] HPCG {h_rating:.3f} GFLOP/s ({h_iter * 1e3:.1f} ms/it); commsolve best "
-              f"{best['rating_gflops']:.3f} ({best['per_iteration_s'] * 1e3:.1f} ms/it): "
-              f"{best['vs_hpcg_rating']:.2f}x", file=sys.stderr)
+        print(f"[{p} rank(s)] HPCG {h_raw:.3f} GFLOP/s raw, rating {h_rating:.3f} ({h_iter * 1e3:.1f} ms/it); "
+              f"commsolve best {best['rating_gflops']:.3f} ({best['per_iteration_s'] * 1e3:.1f} ms/it): "
+              f"{best['vs_hpcg_raw']:.2f}x its raw rate", file=sys.stderr)
     doc["triad_gbs_after"] = float(np.median(triad())) / 1e9
     write_results(args.out, doc)
 

@@ -73,6 +73,13 @@ d = s.describe()
 if comm.rank == 0:
     out["auto"] = {"choice": s.cga_choice, "ranks": [lv["ranks"] for lv in d], "info": info, "stages": s.stages}
 
+s = cs.mg.MGCG(G, comm, grid=(n, n, n), cga="flat", cga_rows=200, max_levels=3)  # max_levels across the move
+twice = amg.solver(G, comm, method="geometric", grid=(n, n, n), agglomerate=[(1000, 2), (1000, 1)])
+d, d2 = s.describe(), twice.describe()
+if comm.rank == 0:
+    out["max_levels"] = [lv["ranks"] for lv in d]
+    out["twice"] = [(lv["ranks"], lv.get("moved")) for lv in d2]
+
 P = sp.csr_matrix(gallery.from_spec("poisson3d:14"))
 bp = np.random.default_rng(2).standard_normal(P.shape[0])
 for ag in (None, [(150, 1)]):

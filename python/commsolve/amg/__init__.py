@@ -118,7 +118,9 @@ class MultilevelSolver:
                     else strategy)
 
             def build(moved, ids, candidate, grid):
-                more = dict(options, grid=grid) if method == "geometric" else options
+                more = dict(options, grid=grid) if method == "geometric" else dict(options)
+                # the moved level is the continued hierarchy's first: the levels above count against max_levels
+                more["max_levels"] = options.get("max_levels", SETUP_DEFAULTS["max_levels"]) - (len(self.levels) - 1)
                 return MultilevelSolver(moved, method=method, strategy=rest, profile=profile, smoother=smoother,
                                         sweeps=sweeps, omega=omega, progress=None, correction=correction,
                                         agglomerate=stages[1:], _continued=(ids, candidate), **more)
@@ -186,8 +188,9 @@ class MultilevelSolver:
         """Collective. One dict per level of the whole hierarchy: rows, nnz, its share of the
         operator complexity, the ranks it lives on, strategies, and the busiest rank's
         halo-exchange messages (inter- and intra-node); a level moved onto fewer ranks also
-        has ``moved``: the ranks it came from and the busiest receiver's messages and bytes
-        when a vector is gathered to it (scattering it back sends as many the other way)."""
+        has ``moved``: per move (two when a stage moves the level again at once), the ranks
+        it came from and the busiest receiver's messages and bytes when a vector is gathered
+        (scattering it back sends as many the other way)."""
         out = []
         for k, lvl in enumerate(self._own_levels):
             row = {"level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
@@ -207,7 +210,7 @@ class MultilevelSolver:
                      "recv_bytes_max": int(busiest["bytes_recv_intra"] + busiest["bytes_recv_inter"])}
             more = self.inner.describe() if self.inner is not None else None
             more = self.comm.bcast(more if self.comm.rank == 0 else None, root=0)
-            more[0]["moved"] = moved
+            more[0]["moved"] = [moved, *more[0].get("moved", [])]  # a level moved twice at once: both moves
             for row in more:
                 row["level"] += len(out)
                 row["complexity"] = row["nnz"] / self._nnz[0]

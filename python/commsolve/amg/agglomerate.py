@@ -12,6 +12,8 @@ correction is scattered back (R^T M R: symmetric when the inner cycle is).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..redistribute import agglomeration
@@ -53,8 +55,17 @@ class Agglomerated:
         ids = self.move.gather(level.ids.astype(np.float64)).astype(np.int64)  # exact below 2^53
         candidate = None if level.candidate is None else self.move.gather(level.candidate)
         self.inner = build(moved, ids, candidate, level.grid) if moved is not None else None
+        self.seconds = None  # a number: the moves' time is added to it (the solve's report)
 
     def solve(self, b):
-        """Collective on the level's communicator: the inner V-cycle of b, back on b's ranks."""
+        """Collective on the level's communicator: the inner V-cycle of b, back on b's ranks.
+        While :attr:`seconds` is a number, the gather's and scatter's seconds are added to it."""
+        t0 = time.perf_counter()
         y = self.move.gather(b)
-        return self.move.scatter(self.inner.cycle(y) if self.inner is not None else y)
+        moved = time.perf_counter() - t0
+        z = self.inner.cycle(y) if self.inner is not None else y
+        t0 = time.perf_counter()
+        x = self.move.scatter(z)
+        if self.seconds is not None:
+            self.seconds += moved + time.perf_counter() - t0
+        return x

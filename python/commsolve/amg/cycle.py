@@ -195,7 +195,8 @@ class CoarseSolver:
     def solve(self, b):
         b = self.A.gather(b, root=None)
         if self.dense is not None:
-            x = scipy.linalg.lu_solve(self.dense, b, check_finite=False)
+            lu, piv, scale = self.dense
+            x = scipy.linalg.lu_solve((lu, piv), b * scale, check_finite=False)
         else:
             x = self.lu.solve(b, refine=False)
         return np.ascontiguousarray(x[self.owned])
@@ -205,16 +206,21 @@ DENSE_COARSE = 512  # rows up to which the coarsest level is factored dense
 
 
 def _dense_lu(M):
-    """LAPACK's LU of a small dense matrix; a ValueError on a pivot that is zero to rounding
-    (at most n eps times the largest: numerically singular, as a Neumann Laplacian's)."""
+    """LAPACK's LU of a small dense matrix, its rows first scaled to largest entry 1 (so the
+    test below does not depend on how the rows are scaled): (lu, piv, row scales), or a
+    ValueError on a pivot of at most n eps, zero to rounding (numerically singular, as a
+    Neumann Laplacian's)."""
+    scale = np.abs(M).max(axis=1)
+    if not np.all(scale > 0):
+        raise ValueError(f"zero pivot at row {int(np.argmin(scale))} (an empty row)")
+    scale = 1.0 / scale
     with warnings.catch_warnings():  # a zero pivot is reported below, as an error
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-        lu, piv = scipy.linalg.lu_factor(M, check_finite=True)
-    d = np.abs(np.diag(lu))
-    tiny = d <= M.shape[0] * np.finfo(float).eps * d.max(initial=0.0)
-    if np.any(tiny):  # NaN or zero included
+        lu, piv = scipy.linalg.lu_factor(M * scale[:, None], check_finite=True)
+    tiny = ~(np.abs(np.diag(lu)) > M.shape[0] * np.finfo(float).eps)  # NaN too
+    if np.any(tiny):
         raise ValueError(f"zero pivot at row {int(np.argmax(tiny))} (numerically singular)")
-    return lu, piv
+    return lu, piv, scale
 
 
 def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None):

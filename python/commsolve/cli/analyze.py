@@ -131,10 +131,12 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
 @click.option("--bandwidth", type=float, default=FX10_BANDWIDTH, show_default=True,
               help="Bytes/s one rank streams its matrix at (the busiest rank's local work; default an FX10 core's "
               "share of its node).")
+@click.option("--no-contention", is_flag=True, help="Price without the profile's network-contention term (which "
+              "dominates the fine levels at scale under rank-order placement).")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of each mode's messages and time per level.")
 @json_option("Print the result as JSON.")
-def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_group, profile, bandwidth, plot,
-                 as_json):
+def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_group, profile, bandwidth, no_contention,
+                 plot, as_json):
     """MGCG's levels on a structured grid of --per-rank^3 cells per rank at --procs ranks:
     per level and coarse-grid aggregation mode, the busiest rank's messages in one V-cycle
     (halo exchanges, interpolation, moves onto fewer ranks), priced with --profile."""
@@ -147,7 +149,7 @@ def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_g
     modes = CGA_MODES if cga == "all" else (cga,)
     result = offline(run_analysis, procs, ppn, per_rank=per_rank, stencil=int(stencil), modes=modes,
                      cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, profile=profile,
-                     bandwidth=bandwidth, oom="try fewer ranks")
+                     bandwidth=bandwidth, contention=not no_contention, oom="try fewer ranks")
     if plot:
         from ..runs.plots import plot_mgcg_analysis
 

@@ -53,7 +53,8 @@ def _positive(ctx, param, value):
 @launch_options()
 @ppn_option()
 @click.option("--format", "fmt", default="csr", show_default=True, callback=_format,
-              help=f"SpMV storage of every level's operator: {', '.join(FORMATS)} or sell-C-SIGMA.")
+              help=f"Storage of every level's operator, which its SpMV, residuals and Gauss-Seidel sweeps run on: "
+              f"{', '.join(FORMATS)} or sell-C-SIGMA.")
 @click.option("--cga", type=click.Choice([*CGA_MODES, "auto"]), default="none", show_default=True,
               help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto one rank "
               "per group, then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")

@@ -112,7 +112,7 @@ class MGCG:
             self.ml = setup(stages)
         for solver in _chain(self.ml):
             for lvl in solver.levels:
-                lvl.A.set_format(format)
+                _apply_format(lvl.A, format)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.format, self.cga, self.stages, self.smoother = format, cga, stages, smoother
         self.grid = tuple(int(g) for g in grid)
@@ -149,6 +149,8 @@ class MGCG:
         chain = _chain(self.ml)
         for solver in chain:
             solver.level_times = np.zeros(len(solver.levels))
+            if solver.levels[-1].agglomerated:
+                solver.coarse.seconds = 0.0
             for op in _operators(solver):
                 op.reset_recorded()
         history = []
@@ -161,6 +163,8 @@ class MGCG:
         levels = self.level_report()
         for solver in chain:
             solver.level_times = None
+            if solver.levels[-1].agglomerated:
+                solver.coarse.seconds = None
         self.last_solve = {"iterations": its, "converged": converged, "residuals": [float(h) for h in history],
                            "solve_s": elapsed, "per_iteration_s": elapsed / max(its, 1), "levels": levels,
                            "relative_residual": float(history[-1] / bnorm) if bnorm > 0 else 0.0}
@@ -168,18 +172,32 @@ class MGCG:
 
     def level_report(self):
         """Collective. Per level of the whole hierarchy (after a solve): rows, the ranks it
-        lives on, the seconds spent there in the V-cycles (the slowest rank's; the coarsest
-        level's include its direct solve, a moved level's the move there and back), and what
-        its exchanges sent during the solve: messages and bytes summed over ranks, and the
-        busiest rank's messages (recorded by the executors: the operator's halo exchanges,
-        the interpolation's both ways, and a moved level's gather and scatter; CG's own
-        products on level 0)."""
+        lives on, its operator's format (CSR where the asked one could not hold it), the
+        seconds spent there in the V-cycles (the slowest rank's; the coarsest level's include
+        its direct solve), and what its exchanges sent during the solve: messages and bytes
+        summed over ranks, and the busiest rank's messages (recorded by the executors: the
+        operator's halo exchanges, the interpolation's both ways; CG's own products on level
+        0). A moved level has ``moves``: per move onto it, the ranks it came from, the
+        slowest rank's seconds in its gathers and scatters, and their messages."""
         return _report(self.ml)
 
     def __repr__(self):
         stages = ", ".join(f"< {r:g} rows/rank -> {m} rank(s)" for r, m in self.stages) or "none"
         return (f"MGCG on a {' x '.join(map(str, self.grid))} grid, format {self.format}, smoother {self.smoother}, "
                 f"CGA {self.cga} ({stages})\n{self.ml!r}")
+
+
+def _apply_format(A, format):
+    """Collective on A's communicator. A level's operator in ``format``, or in CSR where some
+    rank's block cannot take it (DIA refuses a block it would store with too much padding:
+    a Galerkin coarse level of a 27-point operator can be one)."""
+    try:
+        A.set_format(format)
+        ok = True
+    except ValueError:
+        ok = False
+    if not A.comm.allreduce(ok, op=mpi().LAND):
+        A.set_format("csr")
 
 
 def _chain(ml):
@@ -219,28 +237,28 @@ def _report(solver):
         recorded = [lvl.A.recorded_stats()]
         if lvl.P is not None:
             recorded += [lvl.P.recorded_stats(), lvl.P.recorded_stats(reverse=True)]
-        rows.append((k, lvl.rows, times[k], _sent(recorded)))
+        rows.append((k, lvl.rows, lvl.A.format, times[k], _sent(recorded)))
     moved = None
     if solver.levels[-1].agglomerated:
         R = solver.coarse.move.R
         moved = _sent([R.recorded_stats(), R.recorded_stats(reverse=True)])
+        rows.append((len(own), None, None, comm.allreduce(solver.coarse.seconds, op=mpi().MAX), moved))
     out = []
-    for k, nrows, seconds, mine in rows + ([(len(own), None, times[len(own)], moved)] if moved else []):
+    for k, nrows, fmt, seconds, mine in rows:
         totals = np.empty(2, dtype=np.int64)
         comm.Allreduce(np.array(mine, dtype=np.int64), totals)
         busiest = comm.allreduce(mine[0], op=mpi().MAX)
-        out.append({"level": k, "rows": nrows, "ranks": comm.size, "time_s": float(seconds),
+        out.append({"level": k, "rows": nrows, "ranks": comm.size, "format": fmt, "time_s": float(seconds),
                     "msgs": int(totals[0]), "bytes": int(totals[1]), "msgs_max": int(busiest)})
     if not moved:
         return out
     inner = _report(solver.inner) if solver.inner is not None else None
     inner = comm.bcast(inner if comm.rank == 0 else None, root=0)
-    move = out.pop()  # the moved level's seconds include the inner cycle's; its messages are the move's
-    move_s = move["time_s"] - sum(r["time_s"] for r in inner)
+    move = out.pop()  # the move's own seconds (gather and scatter) and messages
     for r in inner:
         r["level"] += len(out)
-    inner[0]["moved_from"] = comm.size
-    inner[0]["move"] = {"time_s": max(move_s, 0.0), "msgs": move["msgs"], "bytes": move["bytes"],
-                        "msgs_max": move["msgs_max"]}
+    move = {"from": comm.size, "time_s": move["time_s"], "msgs": move["msgs"], "bytes": move["bytes"],
+            "msgs_max": move["msgs_max"]}
+    inner[0]["moves"] = [move, *inner[0].get("moves", [])]  # a level moved twice at once: both moves
     return out + inner
 

@@ -24,6 +24,7 @@ inter-node latencies, then its bytes at the inter-node rate), and solved on each
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -235,12 +236,15 @@ def _topology(nranks, ppn, stride=1):
 
 
 def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MODES, cga_rows=CGA_ROWS,
-                 hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP, profile=None, bandwidth=FX10_BANDWIDTH):
+                 hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP, profile=None, bandwidth=FX10_BANDWIDTH, contention=True):
     """Per CGA mode, per level of MGCG's hierarchy on ``procs`` ranks of ``per_rank``^3 cells
     each (or the global ``grid`` split over the balanced process grid): rows, ranks, active
     ranks, and for one V-cycle the busiest rank's messages (halo exchanges, interpolation,
     a move's gather) with, given a ``profile``, their modelled time and the busiest rank's
-    local work at ``bandwidth`` bytes/s; totals per mode."""
+    local work at ``bandwidth`` bytes/s; totals per mode. ``contention=False`` prices
+    without the profile's network-contention term (thesis eq. 3.3: 2 h^3 b ppn delta with h
+    the hops of a cube partition, which under rank-order placement dominates the fine levels'
+    prices at this scale)."""
     if stencil not in STENCILS:
         raise ValueError(f"stencil must be one of {STENCILS}, got {stencil}")
     dims = process_grid(procs)
@@ -255,9 +259,12 @@ def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MOD
         from ..model import CostModel
 
         cost = CostModel(profile)
+        if not contention:
+            cost.profile = dataclasses.replace(cost.profile, delta=0.0)
     fine = Level(grid, tuple(_block_owners(g, p) for g, p in zip(grid, dims)), dims)
     out = {"procs": int(procs), "ppn": int(ppn), "process_grid": list(dims), "grid": list(grid), "stencil": stencil,
-           "profile": None if cost is None else cost.profile.name, "bandwidth": bandwidth, "modes": {}}
+           "profile": None if cost is None else cost.profile.name, "contention": bool(contention),
+           "bandwidth": bandwidth, "modes": {}}
     for mode in modes:
         out["modes"][mode] = _mode(fine, mode, cga_stages(mode, procs, cga_rows, hcga_rows, hcga_group), ppn, stencil,
                                    cost, bandwidth)
@@ -331,7 +338,9 @@ def format_mgcg_analysis(r):
     """Text tables of :func:`analyze_mgcg`'s result, one per mode, and a summary line each."""
     lines = [f"MGCG on {r['procs']:,} ranks ({r['ppn']} per node), process grid "
              f"{' x '.join(map(str, r['process_grid']))}, grid {' x '.join(map(str, r['grid']))}, "
-             f"{r['stencil']}-point" + (f", priced with {r['profile']}" if r["profile"] else "")]
+             f"{r['stencil']}-point" + (f", priced with {r['profile']}" + ("" if r["contention"] else
+                                                                          " (no contention term)")
+                                        if r["profile"] else "")]
     priced = r["profile"] is not None
     for mode, m in r["modes"].items():
         stages = ", ".join(f"below {a:g} rows/rank onto {b} rank(s)" for a, b in m["stages"]) or "none"

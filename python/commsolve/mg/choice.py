@@ -43,8 +43,8 @@ def _gather_seconds(cost, lvl):
 def choose_cga(ml, profile, bandwidth=None):
     """Collective. For the multilevel solver ``ml`` (no agglomeration), the agglomeration
     stages the cost model finds cheapest ([] or one move onto one rank) and the table of
-    predictions: one row per choice (``"none"``, or the level moved) with its seconds per
-    V-cycle."""
+    predictions: one row per choice (``"none"``, or the level moved: any but the coarsest,
+    which is solved where it is) with its seconds per V-cycle."""
     from ..model import CostModel
 
     comm = ml.comm
@@ -60,7 +60,7 @@ def choose_cga(ml, profile, bandwidth=None):
     serial = [work_seconds(lvl.A.global_nnz(), bandwidth) for lvl in levels]  # the level on one rank
     table = [{"choice": "none", "cycle_s": sum(parallel) + allgather_seconds(cost.profile, comm.size,
                                                                               8.0 * levels[-1].rows)}]
-    for s in range(len(levels)):
+    for s in range(len(levels) - 1):  # the coarsest is solved where it is, never moved
         t = sum(parallel[:s]) + _gather_seconds(cost, levels[s]) + sum(serial[s:])
         table.append({"choice": s, "rows": levels[s].rows, "cycle_s": t})
     best = min(table, key=lambda r: r["cycle_s"])

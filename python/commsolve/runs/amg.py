@@ -107,8 +107,7 @@ def format_amg(r):
 
     rows = []
     for lv in r["levels"]:
-        if "moved" in lv:
-            m = lv["moved"]
+        for m in lv.get("moved", []):
             rows.append(f"{'':>6}  moved from {m['ranks_from']} ranks: the busiest receiver gets {m['recv_msgs_max']} "
                         f"messages, {m['recv_bytes_max']:,} bytes (gather; the scatter back as many)")
         rows.append(row(lv))

@@ -55,16 +55,17 @@ def format_mgcg(r):
             f"{r['nnz']:,} nonzeros on {r['nranks']} rank(s), {r['nodes']} node(s)",
             f"MGCG        format {r['format']}, smoother {r['smoother']}, CGA {r['cga']} ({stages}), "
             f"{len(r['levels'])} levels, operator complexity {r['operator_complexity']:.3f}",
-            f"{'level':>6}{'rows':>12}{'ranks':>7}{'time s':>10}{'share':>8}{'msgs':>9}{'busiest':>9}{'bytes':>13}"]
-    total = sum(lv["time_s"] + lv.get("move", {}).get("time_s", 0.0) for lv in r["levels"]) or 1.0
+            f"{'level':>6}{'rows':>12}{'ranks':>7}{'format':>7}{'time s':>10}{'share':>8}{'msgs':>9}{'busiest':>9}"
+            f"{'bytes':>13}"]
+    total = sum(lv["time_s"] + _move_seconds(lv) for lv in r["levels"]) or 1.0
     rows = []
     for lv in r["levels"]:
-        move = lv.get("move")
-        if move:
-            rows.append(f"{'move':>6}{'':>12}{str(lv['moved_from']) + '>' + str(lv['ranks']):>7}"
+        for i, move in enumerate(lv.get("moves", [])):
+            to = lv["moves"][i + 1]["from"] if i + 1 < len(lv["moves"]) else lv["ranks"]
+            rows.append(f"{'move':>6}{'':>12}{str(move['from']) + '>' + str(to):>7}{'':>7}"
                         f"{move['time_s']:>10.4f}{move['time_s'] / total:>8.1%}{move['msgs']:>9,}"
                         f"{move['msgs_max']:>9,}{move['bytes']:>13,}")
-        rows.append(f"{lv['level']:>6}{lv['rows']:>12,}{lv['ranks']:>7}{lv['time_s']:>10.4f}"
+        rows.append(f"{lv['level']:>6}{lv['rows']:>12,}{lv['ranks']:>7}{lv['format']:>7}{lv['time_s']:>10.4f}"
                     f"{lv['time_s'] / total:>8.1%}{lv['msgs']:>9,}{lv['msgs_max']:>9,}{lv['bytes']:>13,}")
     res = r["rel_residual_vs_scipy"]
     choice = r.get("cga_choice")
@@ -86,6 +87,10 @@ def format_mgcg(r):
     return "\n".join(head + rows + tail)
 
 
+def _move_seconds(level):
+    return sum(m["time_s"] for m in level.get("moves", []))
+
+
 def plot_mgcg(r, path):
     """Per level: the slowest rank's seconds (a moved level's move stacked on it) and the
     messages sent during the solve."""
@@ -96,12 +101,12 @@ def plot_mgcg(r, path):
     k = np.arange(len(lv))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     own = [v["time_s"] for v in lv]
-    move = [v.get("move", {}).get("time_s", 0.0) for v in lv]
+    move = [_move_seconds(v) for v in lv]
     axes[0].bar(k, own, label="level")
     axes[0].bar(k, move, bottom=own, label="move onto fewer ranks")
     axes[0].set_title("seconds in the V-cycles (slowest rank)")
     axes[1].bar(k - 0.2, [v["msgs"] for v in lv], 0.4, label="level's exchanges")
-    axes[1].bar(k + 0.2, [v.get("move", {}).get("msgs", 0) for v in lv], 0.4, label="move")
+    axes[1].bar(k + 0.2, [sum(m["msgs"] for m in v.get("moves", [])) for v in lv], 0.4, label="moves")
     axes[1].set_title("messages sent during the solve (all ranks)")
     for ax in axes:
         ax.set_xlabel("level (ranks: " + ", ".join(str(v["ranks"]) for v in lv) + ")")
