@@ -33,7 +33,8 @@ def _format(ctx, param, value):
 def cga_options(f):
     """--cga-rows, --hcga-rows, --hcga-group: the coarse-grid aggregation's switches."""
     f = click.option("--hcga-group", type=click.IntRange(2), default=HCGA_GROUP, show_default=True,
-                     help="hCGA's first move: onto one rank of every this many consecutive ranks.")(f)
+                     help="hCGA's first move: onto ceil(P / this) ranks (groups of this many consecutive ranks "
+                     "when it divides P).")(f)
     f = click.option("--hcga-rows", type=float, default=HCGA_ROWS, show_default=True, callback=_positive,
                      help="hCGA's first move: the first level with fewer rows per rank than this.")(f)
     return click.option("--cga-rows", type=float, default=CGA_ROWS, show_default=True, callback=_positive,
@@ -56,8 +57,8 @@ def _positive(ctx, param, value):
               help=f"Storage of every level's operator, which its SpMV, residuals and Gauss-Seidel sweeps run on: "
               f"{', '.join(FORMATS)} or sell-C-SIGMA.")
 @click.option("--cga", type=click.Choice([*CGA_MODES, "auto"]), default="none", show_default=True,
-              help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto one rank "
-              "per group, then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")
+              help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto fewer ranks, "
+              "then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")
 @click.option("--profile", help="Machine profile (bundled name or TOML file) --cga auto prices with.")
 @cga_options
 @click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="ic0", show_default=True)

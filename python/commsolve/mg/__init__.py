@@ -9,9 +9,10 @@ operators, V-cycle) as the preconditioner of CG, with
   symmetric matrix), HPCG's symmetric Gauss-Seidel, or any AMG smoother,
 - coarse-grid aggregation (``cga``): ``"flat"`` (CGA: the first level with fewer than
   ``cga_rows`` rows per rank is gathered onto one rank, which runs the rest of the
-  hierarchy), ``"hierarchical"`` (hCGA: first onto one rank of every ``hcga_group``
-  consecutive ranks, at fewer than ``hcga_rows`` rows per rank, then as CGA), or ``"none"``
-  (every level on every rank, the coarsest gathered whole on each and solved there).
+  hierarchy), ``"hierarchical"`` (hCGA: first, at fewer than ``hcga_rows`` rows per rank,
+  onto ceil(P / ``hcga_group``) ranks — groups of ``hcga_group`` consecutive ranks when it
+  divides P —, then as CGA), ``"none"`` (every level on every rank, the coarsest gathered
+  whole on each and solved there), or ``"auto"`` (CGA's level, or none, by the cost model).
 
 The moves are :mod:`commsolve.redistribute` plans: counted, recorded and priced like every
 halo exchange. Example (``mpiexec -n 2 python -m mpi4py example.py``)::

@@ -17,7 +17,8 @@ def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=
     """The agglomeration stages (:mod:`commsolve.amg.agglomerate`) of a CGA mode on
     ``nranks`` ranks: none, flat ``[(cga_rows, 1)]``, hierarchical ``[(hcga_rows,
     ceil(P / hcga_group)), (cga_rows, 1)]`` (its first stage dropped when it would leave one
-    rank: then it is CGA)."""
+    rank: then it is CGA). The first stage's groups are ceil(P / its ranks) consecutive ranks:
+    ``hcga_group`` when it divides P."""
     if mode not in CGA_MODES:
         raise ValueError(f"unknown coarse-grid aggregation '{mode}' (known: {', '.join(CGA_MODES)})")
     if not (cga_rows > 0 and hcga_rows > 0 and int(hcga_group) >= 2):
