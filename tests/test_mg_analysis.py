@@ -125,6 +125,9 @@ def test_cli_analyze_mgcg():
                            "--per-rank", "8", "--cga", "hierarchical", "--hcga-group", "4"],
                           capture_output=True, text=True, timeout=300)
     assert text.returncode == 0 and "CGA hierarchical" in text.stdout, text.stderr[-2000:]
+    legacy = subprocess.run([sys.executable, "-m", "commsolve", "analyze", "--workload", "mgcg", "--procs", "4096",
+                             "--per-rank", "8", "--cga", "flat"], capture_output=True, text=True, timeout=300)
+    assert legacy.returncode == 0 and "4,096 ranks (16 per node)" in legacy.stdout, legacy.stderr[-2000:]
     bad = subprocess.run([sys.executable, "-m", "commsolve", "analyze", "mgcg", "--procs", "64", "--ppn", "4",
                           "--hcga-group", "3"], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "do not tile" in bad.stderr

@@ -119,7 +119,8 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
 
 @analyze.command(name="mgcg")
 @click.option("--procs", type=click.IntRange(1), required=True, help="Virtual ranks.")
-@ppn_option(required=True, help="Virtual ranks per node (consecutive ranks, x fastest in the process grid).")
+@ppn_option(default=16, help="Virtual ranks per node (consecutive ranks, x fastest in the process grid; the seed's "
+            "FX10 in flat MPI: 16).")
 @click.option("--per-rank", type=click.IntRange(1), default=64, show_default=True,
               help="Cells per rank along each dimension (the seed's 64^3).")
 @click.option("--stencil", type=click.Choice(["7", "27"]), default="7", show_default=True,
