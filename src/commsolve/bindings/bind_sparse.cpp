@@ -79,13 +79,14 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
 
 namespace {
 
-// A Gauss-Seidel sweep's arrays against its square block.
-void check_sweep(std::int64_t nrows, std::int64_t ncols, const In<double>& inv, const In<double>& b,
-                 const Out<double>& x) {
-  if (nrows != ncols) throw nb::value_error("gauss_seidel: the block must be square (the rank's own columns)");
-  require_len(inv, nrows, "inv");
-  require_len(b, nrows, "b");
-  require_len(x, nrows, "x");
+// Borrowed CSR arrays (int32 indices) checked to describe their entries, for a storage's constructor.
+CsrView csr_arrays(const In<std::int32_t>& indptr, const In<std::int32_t>& indices, const In<double>& data,
+                   const char* what) {
+  const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+  if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
+    throw nb::value_error((std::string(what) + ": indptr does not describe the entries").c_str());
+  require_len(data, indices.shape(0), "data");
+  return {n, indptr.data(), indices.data(), data.data()};
 }
 
 }  // namespace
@@ -100,23 +101,6 @@ void bind_kernels(nb::module_& m) {
     spmv({n, indptr.data(), indices.data(), data.data()}, x.data(), y.data());
   }, "indptr"_a, "indices"_a, "data"_a, "x"_a, "y"_a.noconvert(),
         "y = A x for a CSR matrix with int32 indices (no checks on column range: trusted input).");
-  m.def("gauss_seidel_sweep", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
-                                 In<double> inv, In<double> own, In<double> b, Out<double> x, bool forward,
-                                 bool zero) {
-    std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
-    require_len(data, indices.shape(0), "data");
-    require_len(inv, n, "inv");
-    if (zero && !forward) throw nb::value_error("gauss_seidel_sweep: zero (x = 0 on entry) is for forward sweeps");
-    require_len(own, n, "own");
-    require_len(b, n, "b");
-    if (static_cast<std::int64_t>(x.shape(0)) < n) throw nb::value_error("x is shorter than the number of rows");
-    nb::gil_scoped_release nogil;
-    gauss_seidel_sweep({n, indptr.data(), indices.data(), data.data()}, inv.data(), own.data(), b.data(), x.data(),
-                       forward, zero);
-  }, "indptr"_a, "indices"_a, "data"_a, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
-        "One Gauss-Seidel sweep in place on x[:nrows] (x[nrows:] fixed: the halo): reciprocal divisors inv, the "
-        "rows' own diagonal entries own; zero: x = 0 on entry and columns sorted (forward: the lower part only); "
-        "columns not checked.");
   m.def("ilu0_factor", [](In<std::int32_t> indptr, In<std::int32_t> indices, Out<double> lu) {
     std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(lu, indices.shape(0), "lu");
@@ -152,12 +136,9 @@ void bind_kernels(nb::module_& m) {
                         "sliced ELL is sigma = 1.")
       .def("__init__", [](LocalSell* self, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
                           std::int64_t ncols, int C, std::int64_t sigma) {
-        const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
-        if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
-          throw nb::value_error("SellMatrix: indptr does not describe the entries");
-        require_len(data, indices.shape(0), "data");
+        const CsrView A = csr_arrays(indptr, indices, data, "SellMatrix");
         nb::gil_scoped_release nogil;
-        new (self) LocalSell(sell_from_csr({n, indptr.data(), indices.data(), data.data()}, ncols, C, sigma));
+        new (self) LocalSell(sell_from_csr(A, ncols, C, sigma));
       }, "indptr"_a, "indices"_a, "data"_a, "ncols"_a, "C"_a, "sigma"_a,
            "From CSR arrays (int32 indices; columns checked against ncols).")
       .def("spmv", [](const LocalSell& s, In<double> x, Out<double> y) {
@@ -171,25 +152,14 @@ void bind_kernels(nb::module_& m) {
       .def_ro("nnz", &LocalSell::nnz)
       .def_ro("C", &LocalSell::C)
       .def_ro("sigma", &LocalSell::sigma)
-      .def("gauss_seidel", [](const LocalSell& s, In<double> inv, In<double> own, In<double> b, Out<double> x,
-                              bool forward) {
-        check_sweep(s.nrows, s.ncols, inv, b, x);
-        require_len(own, s.nrows, "own");
-        nb::gil_scoped_release nogil;
-        gauss_seidel_sweep(s, inv.data(), own.data(), b.data(), x.data(), forward);
-      }, "inv"_a, "own"_a, "b"_a, "x"_a.noconvert(), "forward"_a,
-         "One Gauss-Seidel sweep in place on x (a square block; rows in storage order, or its reverse).")
       .def_prop_ro("stored", &LocalSell::stored, "Entries stored, padding included.")
       .def_prop_ro("spmv_bytes", &LocalSell::spmv_bytes, "Bytes one SpMV reads and writes.");
   nb::class_<LocalDia>(m, "DiaMatrix", "A local matrix in DIA storage (sparse/dia.hpp): banded and stencil matrices.")
       .def("__init__", [](LocalDia* self, In<std::int32_t> indptr, In<std::int32_t> indices, In<double> data,
                           std::int64_t ncols, int max_diagonals) {
-        const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
-        if (n < 0 || indptr.data()[0] != 0 || indptr.data()[n] != static_cast<std::int64_t>(indices.shape(0)))
-          throw nb::value_error("DiaMatrix: indptr does not describe the entries");
-        require_len(data, indices.shape(0), "data");
+        const CsrView A = csr_arrays(indptr, indices, data, "DiaMatrix");
         nb::gil_scoped_release nogil;
-        new (self) LocalDia(dia_from_csr({n, indptr.data(), indices.data(), data.data()}, ncols, max_diagonals));
+        new (self) LocalDia(dia_from_csr(A, ncols, max_diagonals));
       }, "indptr"_a, "indices"_a, "data"_a, "ncols"_a, "max_diagonals"_a = 64,
            "From CSR arrays (int32 indices; columns checked against ncols); ValueError if not banded enough.")
       .def("spmv", [](const LocalDia& d, In<double> x, Out<double> y) {
@@ -198,15 +168,6 @@ void bind_kernels(nb::module_& m) {
         nb::gil_scoped_release nogil;
         spmv(d, x.data(), y.data());
       }, "x"_a, "y"_a.noconvert(), "y = A x.")
-      .def("gauss_seidel", [](const LocalDia& d, In<double> inv, In<double> b, Out<double> x, bool forward,
-                              bool zero) {
-        check_sweep(d.nrows, d.ncols, inv, b, x);
-        if (zero && !forward) throw nb::value_error("gauss_seidel: zero (x = 0 on entry) is for forward sweeps");
-        nb::gil_scoped_release nogil;
-        gauss_seidel_sweep(d, inv.data(), b.data(), x.data(), forward, zero);
-      }, "inv"_a, "b"_a, "x"_a.noconvert(), "forward"_a, "zero"_a = false,
-         "One Gauss-Seidel sweep in place on x (a square block, its diagonal stored); zero: x = 0 on entry (lower "
-         "diagonals only).")
       .def_ro("nrows", &LocalDia::nrows)
       .def_ro("ncols", &LocalDia::ncols)
       .def_ro("nnz", &LocalDia::nnz)
