@@ -259,14 +259,32 @@ def test_cga_and_hcga_keep_the_iterations(three_ranks):
 def test_cga_auto_takes_the_cheapest_prediction(three_ranks):
     a = three_ranks["auto"]
     table = a["choice"]["candidates"]
-    assert len(table) == 1 + 4 and table[0]["choice"] == "none"  # none, or moving any level but the coarsest
+    # 5 levels: none; CGA at any but the coarsest (4); groups of 2 (leaders 0 and 2): the leaders alone from any
+    # level but the coarsest (4), hCGA at any two of them (6)
+    modes = [c["mode"] for c in table]
+    assert [modes.count(m) for m in ("none", "flat", "subset", "hierarchical")] == [1, 4, 4, 6]
     assert all(np.isfinite(c["cycle_s"]) and c["cycle_s"] > 0 for c in table)
     best = min(table, key=lambda c: c["cycle_s"])
-    assert a["choice"]["chosen"] == best["choice"] and a["info"] == 0
-    if best["choice"] == "none":
-        assert a["ranks"] == [3] * 5 and a["stages"] == []
-    else:  # the chosen level is the first on one rank
-        assert a["ranks"].index(1) == best["choice"] and a["stages"][0][1] == 1
+    assert a["choice"]["chosen"] == best and a["info"] == 0
+    for mode, c in a["choice"]["best"].items():
+        assert c == min((d for d in table if d["mode"] == mode), key=lambda d: d["cycle_s"])
+    expected = [3] * 5
+    for s, m in zip(best["levels"], best["ranks"]):
+        expected[s:] = [m] * (5 - s)
+    assert a["ranks"] == expected
+
+
+def test_hcga_placements_land_where_priced_and_merged_messages_are_the_leaders_real_ones(three_ranks):
+    placements = three_ranks["placements"]
+    assert len(placements) == 6
+    for p in placements:
+        (s1, s2), (m, _) = p["levels"], p["ranks"]
+        assert p["level_ranks"] == [3] * s1 + [m] * (s2 - s1) + [1] * (5 - s2)
+        assert len(p["real"]) == len(p["merged"]) == s2 - s1
+        for real, merged in zip(p["real"], p["merged"]):
+            assert [(a, b) for a, b, _ in real] == [(a, b) for a, b, _ in merged]  # the same leader pairs
+            assert all(0 < r <= mb for (_, _, r), (_, _, mb) in zip(real, merged))  # shared values travel once
+    assert any(p["real"][0] for p in placements)  # some level on the leaders exchanges at all
 
 
 def test_moves_count_against_max_levels_and_two_moves_at_once_are_both_reported(three_ranks):

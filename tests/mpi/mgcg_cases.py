@@ -5,7 +5,10 @@
 - "agglomerated": MGCG on groundwater3d:12 for each CGA mode with a partition-independent
   smoother (Jacobi) and with IC(0): iterations, residual histories, true residual (scipy),
   the ranks of every level, and the busiest receiver's messages of each move;
-- "auto": MGCG with CGA's switch chosen by the cost model (its predictions, the levels' ranks);
+- "auto": MGCG with the CGA mode and switches chosen by the cost model (its predictions, the
+  levels' ranks);
+- "placements": every hCGA placement the model priced, built: its levels' ranks, and the
+  leaders' real messages against the ones the model merged from the unmoved plans;
 - "amg": classical AMG with and without agglomeration (level sizes, iterations, Jacobi);
 - "formats": the distributed SpMV in every format against scipy's product."""
 
@@ -18,6 +21,8 @@ from mpi4py import MPI
 
 import commsolve as cs
 from commsolve import amg, gallery
+from commsolve.mg.choice import merged_tables, placement_stages
+from commsolve.model.pricing import message_table
 from commsolve.redistribute import agglomeration
 
 comm = MPI.COMM_WORLD
@@ -67,11 +72,37 @@ for smoother in ("jacobi", "ic0"):
                 "moved": [lv["moved"] for lv in d if "moved" in lv],
                 "report_ranks": [lv["ranks"] for lv in s.last_solve["levels"]]}
 
-s = cs.mg.MGCG(G, comm, grid=(n, n, n), cga="auto", profile="bluewaters")
+s = cs.mg.MGCG(G, comm, grid=(n, n, n), cga="auto", profile="bluewaters", hcga_group=2)
 xs, info = s.solve(b_global[s.A.owned_rows()], tol=1e-9, maxiter=400)
 d = s.describe()
 if comm.rank == 0:
     out["auto"] = {"choice": s.cga_choice, "ranks": [lv["ranks"] for lv in d], "info": info, "stages": s.stages}
+
+# Every hCGA placement the model priced, built: its levels land where it said, and the leaders' real plans send
+# the messages the model merged from the unmoved hierarchy's plans (bytes: at most the merged sums).
+flat = amg.solver(G, comm, method="geometric", grid=(n, n, n), max_coarse=1)  # as MGCG's
+tables = [comm.gather(message_table(lvl.A.plan), root=0) for lvl in flat.levels]
+out["placements"] = []
+for c in s.cga_choice["candidates"]:
+    if c["mode"] != "hierarchical":
+        continue
+    ml = amg.solver(G, comm, method="geometric", grid=(n, n, n), max_coarse=1,
+                    agglomerate=placement_stages(c, [lvl.rows for lvl in flat.levels], comm.size))
+    s1, s2 = c["levels"]
+    real = []
+    if ml.inner is not None:  # the leaders: their levels s1 .. s2 - 1, back in the world's rank numbers
+        g = -(-comm.size // ml.inner.comm.size)
+        for lvl in ml.inner.levels[: s2 - s1]:
+            t = ml.inner.comm.gather(message_table(lvl.A.plan), root=0)
+            real.append(None if t is None else sorted((int(a) * g, int(b) * g, float(nb)) for tb in t
+                                                      for a, b, nb in zip(tb["rank"], tb["peer"], tb["nbytes"])))
+    level_ranks = ml.level_ranks
+    if comm.rank == 0:
+        leader = np.arange(comm.size) // g * g
+        merged = [sorted((int(a), int(b), float(nb)) for tb in merged_tables(tables[k], leader)
+                         for a, b, nb in zip(tb["rank"], tb["peer"], tb["nbytes"])) for k in range(s1, s2)]
+        out["placements"].append({"levels": c["levels"], "ranks": c["ranks"], "level_ranks": level_ranks,
+                                  "real": real, "merged": merged})
 
 s = cs.mg.MGCG(G, comm, grid=(n, n, n), cga="flat", cga_rows=200, max_levels=3)  # max_levels across the move
 twice = amg.solver(G, comm, method="geometric", grid=(n, n, n), agglomerate=[(1000, 2), (1000, 1)])

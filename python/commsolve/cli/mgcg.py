@@ -58,7 +58,7 @@ def _positive(ctx, param, value):
               f"{', '.join(FORMATS)} or sell-C-SIGMA.")
 @click.option("--cga", type=click.Choice([*CGA_MODES, "auto"]), default="none", show_default=True,
               help="Coarse-grid aggregation: flat (CGA: onto one rank), hierarchical (hCGA: first onto fewer ranks, "
-              "then onto one), or auto (CGA's level, or none, chosen by the cost model with --profile).")
+              "then onto one), or auto (the mode and its switch levels chosen by the cost model with --profile).")
 @click.option("--profile", help="Machine profile (bundled name or TOML file) --cga auto prices with.")
 @cga_options
 @click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="ic0", show_default=True)

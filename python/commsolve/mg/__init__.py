@@ -12,7 +12,8 @@ operators, V-cycle) as the preconditioner of CG, with
   hierarchy), ``"hierarchical"`` (hCGA: first, at fewer than ``hcga_rows`` rows per rank,
   onto ceil(P / ``hcga_group``) ranks — groups of ``hcga_group`` consecutive ranks when it
   divides P —, then as CGA), ``"none"`` (every level on every rank, the coarsest gathered
-  whole on each and solved there), or ``"auto"`` (CGA's level, or none, by the cost model).
+  whole on each and solved there), or ``"auto"`` (the mode and its switch levels chosen by
+  the cost model, :mod:`commsolve.mg.choice`).
 
 The moves are :mod:`commsolve.redistribute` plans: counted, recorded and priced like every
 halo exchange. Example (``mpiexec -n 2 python -m mpi4py example.py``)::
@@ -74,8 +75,9 @@ class MGCG:
         the spec's). ``grid``: (nx, ny, nz), x fastest, rows in that order across the ranks
         (a contiguous partition). ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
         for every level's operator. ``cga``: one of :data:`CGA_MODES` with its switches
-        (:func:`cga_stages`), or ``"auto"``: CGA's switch level (or none) chosen by the cost
-        model with the machine ``profile`` (:func:`commsolve.mg.choice.choose_cga`; the
+        (:func:`cga_stages`), or ``"auto"``: the mode (none, CGA, hCGA with groups of
+        ``hcga_group``, or the leaders' first move alone) and its switch levels chosen by the
+        cost model with the machine ``profile`` (:func:`commsolve.mg.choice.choose_cga`; the
         predictions in :attr:`cga_choice`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
         IC(0)), ``sweeps`` before and after each coarse correction, ``correction`` the
         coarse corrections' factor (:func:`commsolve.amg.solver`). ``max_coarse``: the
@@ -88,7 +90,7 @@ class MGCG:
                        hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse,
                        max_levels=max_levels, profile=profile)
         if cga == "auto" and profile is None:
-            raise ValueError("cga='auto' chooses the switch level with a machine profile: pass profile=")
+            raise ValueError("cga='auto' chooses the mode and its switch levels with a machine profile: pass profile=")
         A, grid = _problem(A, comm, grid, partition, topology, strategy)
         self.comm = A.comm
         if cga != "auto":
@@ -106,7 +108,7 @@ class MGCG:
             from .choice import choose_cga
 
             self.ml = setup([])
-            stages, self.cga_choice = choose_cga(self.ml, profile)
+            stages, self.cga_choice = choose_cga(self.ml, profile, hcga_group)
             if stages:
                 self.ml = setup(stages)
         else:

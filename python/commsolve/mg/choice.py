@@ -1,20 +1,37 @@
-"""CGA's switch level chosen by the cost model (``MGCG(cga="auto", profile=...)``): with the
-hierarchy set up on every rank, each level's halo and interpolation plans are priced by the
-machine profile (:meth:`CostModel.price_mpi`), each level's local work at the memory
-bandwidth this machine measures (STREAM triad on rank 0), and for every candidate level s
-the V-cycle that gathers level s onto one rank (the gather and the scatter back priced from
-their messages, the coarser levels' work then done on that rank alone) is compared with the
-V-cycle that keeps every level on every rank (the coarsest gathered whole on each). The
-cheapest wins; its prediction and every candidate's are kept for the report."""
+"""Coarse-grid aggregation's switch levels chosen by the cost model (``MGCG(cga="auto",
+profile=...)``).
+
+With the hierarchy set up on every rank (no move), every level's halo and interpolation
+plans travel to rank 0, which prices one V-cycle for each way of placing the coarse levels:
+
+- ``none``: every level on every rank, the coarsest gathered whole on each (an allgather);
+- ``flat`` at level s (CGA): level s gathered onto one rank, which does the coarser levels;
+- ``hierarchical`` at levels s1 < s2 (hCGA): level s1 onto one rank per group of
+  ``hcga_group`` consecutive ranks (the leaders), which do levels s1 .. s2 - 1, then level s2
+  onto one rank;
+- ``subset`` at level s1: onto the leaders as hCGA, which keep the rest (the coarsest
+  gathered whole on each leader).
+
+A level on every rank costs its plans (:meth:`CostModel.price_tables`, halo exchanges twice,
+the interpolation both ways) plus the busiest rank's local work at the memory bandwidth this
+machine measures (STREAM triad on rank 0). A level on the leaders costs the same plans with
+every group's messages merged: messages within a group vanish, messages between two groups
+become one carrying their bytes (an upper bound: a value two members both need travels
+once), and the busiest leader does its group's work. A move costs its messages, one from
+each rank holding rows to its receiver, there and back. A level on one rank costs its work
+alone. The cheapest placement wins; the best of each kind is kept for the report."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .._collective import mpi
+from ..model.pricing import message_table
+from ..redistribute import group_size
 from .analysis import allgather_seconds, work_seconds
+from .stages import HCGA_GROUP
 
-__all__ = ["choose_cga"]
+__all__ = ["choose_cga", "merged_tables", "placement_stages"]
 
 
 def _bandwidth(comm):
@@ -24,46 +41,122 @@ def _bandwidth(comm):
     return comm.bcast(bw, root=0)
 
 
-def _gather_seconds(cost, lvl):
-    """Collective. Moving level ``lvl``'s rows onto rank 0 and back: every other rank holding
-    rows sends them in one message (priced on rank 0, the result on all)."""
-    comm = lvl.A.comm
-    rows = np.array(comm.allgather(lvl.A.local_rows))
-    t = None
-    if comm.rank == 0:
-        senders = np.flatnonzero(rows[1:]) + 1
-        nrecv = np.zeros((comm.size, 1))
-        nrecv[0, 0] = senders.size
-        t = 0.0 if senders.size == 0 else 2 * cost.price_messages(
-            lvl.A.topology, 1, senders, np.zeros(senders.size, np.int64), np.zeros(senders.size, np.int64),
-            8.0 * rows[senders], nrecv).time
-    return comm.bcast(t, root=0)
+def merged_tables(tables, leader):
+    """The message tables (:func:`commsolve.model.pricing.message_table`, one per rank) of an
+    exchange after every rank's rows moved to ``leader[rank]``: one table per leader, with
+    one message per (step, leader pair) that any of the two groups' members exchanged,
+    carrying their bytes summed; messages within a group are gone."""
+    leader = np.asarray(leader)
+    cat = {k: np.concatenate([t[k] for t in tables]) for k in ("rank", "step", "peer", "nbytes")}
+    src, dst = leader[cat["rank"].astype(int)], leader[cat["peer"].astype(int)]
+    keep = src != dst
+    src, dst, step, nbytes = src[keep], dst[keep], cat["step"][keep].astype(int), cat["nbytes"][keep]
+    nsteps = max((t["nrecv"].size for t in tables), default=0)
+    P = len(tables)
+    key = (src * max(nsteps, 1) + step) * P + dst
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = np.zeros(uniq.size)
+    np.add.at(sums, inv, nbytes)
+    u_src, u_step, u_dst = uniq // (max(nsteps, 1) * P), (uniq // P) % max(nsteps, 1), uniq % P
+    out = []
+    for r in np.unique(leader):
+        mine = u_src == r
+        nrecv = np.bincount(u_step[u_dst == r], minlength=nsteps).astype(float)
+        out.append({"owner": int(r), "rank": u_src[mine], "step": u_step[mine], "peer": u_dst[mine],
+                    "nbytes": sums[mine], "nrecv": nrecv})
+    return out
 
 
-def choose_cga(ml, profile, bandwidth=None):
+def _move_seconds(cost, topology, rows, leader):
+    """One move there and back: every rank holding rows (``rows[r]`` of them) that is not its
+    own ``leader[r]`` sends them to it in one message."""
+    rows, leader = np.asarray(rows), np.asarray(leader)
+    senders = np.flatnonzero((rows > 0) & (leader != np.arange(rows.size)))
+    if senders.size == 0:
+        return 0.0
+    nrecv = np.bincount(leader[senders], minlength=rows.size).astype(float)[:, None]
+    zeros = np.zeros(senders.size, np.int64)
+    return 2 * cost.price_messages(topology, 1, senders, zeros, leader[senders], 8.0 * rows[senders], nrecv).time
+
+
+def _level_facts(ml):
+    """Collective. Per level: every rank's message tables (operator, interpolation) and
+    rows and local entries, on rank 0 (None elsewhere)."""
+    comm = ml.comm
+    mine = [(message_table(lvl.A.plan), message_table(lvl.P.plan) if lvl.P is not None else None,
+             lvl.A.local_rows, lvl.A.local_nnz) for lvl in ml.levels]
+    return comm.gather(mine, root=0)
+
+
+def choose_cga(ml, profile, hcga_group=HCGA_GROUP, bandwidth=None):
     """Collective. For the multilevel solver ``ml`` (no agglomeration), the agglomeration
-    stages the cost model finds cheapest ([] or one move onto one rank) and the table of
-    predictions: one row per choice (``"none"``, or the level moved: any but the coarsest,
-    which is solved where it is) with its seconds per V-cycle."""
+    stages (:mod:`commsolve.amg.agglomerate`) the cost model finds cheapest, and the
+    predictions: ``candidates``, every placement priced (``mode``, ``levels`` where it
+    switches, ``ranks`` it moves onto, ``cycle_s`` per V-cycle), ``best`` the cheapest of
+    each mode, and ``chosen``. The coarsest level is solved where it is, never moved."""
     from ..model import CostModel
 
     comm = ml.comm
     cost = CostModel(profile)
     bandwidth = _bandwidth(comm) if bandwidth is None else float(bandwidth)
-    levels = ml.levels
-    parallel = []  # per level on every rank: 2 halo exchanges, interpolation both ways, the busiest rank's work
-    for lvl in levels:
-        halo = cost.price_mpi(comm, lvl.A.plan, lvl.A.topology)
-        interp = cost.price_mpi(comm, lvl.P.plan, lvl.P.topology) if lvl.P is not None else 0.0
-        work = comm.allreduce(work_seconds(lvl.A.local_nnz, bandwidth), op=mpi().MAX)
-        parallel.append(2 * halo + 2 * interp + work)
-    serial = [work_seconds(lvl.A.global_nnz(), bandwidth) for lvl in levels]  # the level on one rank
-    table = [{"choice": "none", "cycle_s": sum(parallel) + allgather_seconds(cost.profile, comm.size,
-                                                                              8.0 * levels[-1].rows)}]
-    for s in range(len(levels) - 1):  # the coarsest is solved where it is, never moved
-        t = sum(parallel[:s]) + _gather_seconds(cost, levels[s]) + sum(serial[s:])
-        table.append({"choice": s, "rows": levels[s].rows, "cycle_s": t})
-    best = min(table, key=lambda r: r["cycle_s"])
-    stages = [] if best["choice"] == "none" else [((best["rows"] + 0.5) / comm.size, 1)]
-    return stages, {"profile": cost.profile.name, "bandwidth": bandwidth, "candidates": table,
-                    "chosen": best["choice"]}
+    facts = _level_facts(ml)
+    choice = _price_placements(cost, ml.A.topology, facts, bandwidth, int(hcga_group)) if comm.rank == 0 else None
+    choice = comm.bcast(choice, root=0)
+    return placement_stages(choice["chosen"], [lvl.rows for lvl in ml.levels], comm.size), choice
+
+
+def placement_stages(placement, rows, nranks):
+    """The agglomeration stages that put a hierarchy of levels with ``rows`` rows, on
+    ``nranks`` ranks, where a priced ``placement`` (:func:`choose_cga`'s) says."""
+    stages = []
+    for k, (s, m) in enumerate(zip(placement["levels"], placement["ranks"])):
+        # the first level with fewer rows per rank than this is level s (rows decrease level by level); the
+        # leaders of an earlier stage count their own ranks
+        stages.append(((rows[s] + 0.5) / (nranks if k == 0 else placement["ranks"][k - 1]), m))
+    return stages
+
+
+def _price_placements(cost, topology, facts, bandwidth, hcga_group):
+    """Rank 0's half of :func:`choose_cga`: ``facts[rank][level]`` = (operator table,
+    interpolation table or None, rows, entries)."""
+    P, nlev = len(facts), len(facts[0])
+    everyone = np.arange(P)
+
+    def exchange_seconds(k, leader):
+        tables = [[f[k][0] for f in facts]] + ([[f[k][1] for f in facts]] if facts[0][k][1] is not None else [])
+        if leader is not None:
+            tables = [merged_tables(t, leader) for t in tables]
+        return 2 * sum(cost.price_tables(t, topology).time for t in tables)  # both ways, or twice a cycle
+
+    rows = np.array([[f[k][2] for f in facts] for k in range(nlev)])
+    nnz = np.array([[f[k][3] for f in facts] for k in range(nlev)])
+    parallel = [exchange_seconds(k, None) + work_seconds(nnz[k].max(), bandwidth) for k in range(nlev)]
+    serial = [work_seconds(nnz[k].sum(), bandwidth) for k in range(nlev)]
+    coarsest_bytes = 8.0 * rows[-1].sum()
+    cands = [{"mode": "none", "levels": [], "ranks": [],
+              "cycle_s": sum(parallel) + allgather_seconds(cost.profile, P, coarsest_bytes)}]
+    for s in range(nlev - 1):
+        cands.append({"mode": "flat", "levels": [s], "ranks": [1],
+                      "cycle_s": sum(parallel[:s]) + _move_seconds(cost, topology, rows[s], np.zeros(P, int))
+                      + sum(serial[s:])})
+    g = group_size(P, -(-P // hcga_group))
+    m = -(-P // g)
+    if 1 < m < P:
+        leader = everyone // g * g
+        grouped = [exchange_seconds(k, leader) + work_seconds(np.bincount(leader, nnz[k]).max(), bandwidth)
+                   for k in range(nlev)]
+        for s1 in range(nlev - 1):
+            head = sum(parallel[:s1]) + _move_seconds(cost, topology, rows[s1], leader)
+            cands.append({"mode": "subset", "levels": [s1], "ranks": [m],
+                          "cycle_s": head + sum(grouped[s1:]) + allgather_seconds(cost.profile, m, coarsest_bytes)})
+            for s2 in range(s1 + 1, nlev - 1):
+                on_leaders = np.bincount(leader, rows[s2], minlength=P)  # level s2's rows, as the leaders hold them
+                cands.append({"mode": "hierarchical", "levels": [s1, s2], "ranks": [m, 1],
+                              "cycle_s": head + sum(grouped[s1:s2])
+                              + _move_seconds(cost, topology, on_leaders, np.zeros(P, int)) + sum(serial[s2:])})
+    best = {}
+    for c in cands:
+        if c["mode"] not in best or c["cycle_s"] < best[c["mode"]]["cycle_s"]:
+            best[c["mode"]] = c
+    return {"profile": cost.profile.name, "bandwidth": bandwidth, "hcga_group": g, "candidates": cands,
+            "best": best, "chosen": min(cands, key=lambda c: c["cycle_s"])}

@@ -16,7 +16,7 @@ import numpy as np
 from .formulas import contention, queue_search
 from .profile import LEVELS, PROTOCOLS, load_profile
 
-__all__ = ["CostModel", "Prediction", "COMPONENTS"]
+__all__ = ["CostModel", "Prediction", "COMPONENTS", "message_table"]
 
 COMPONENTS = ("latency", "bandwidth", "queue", "contention")
 
@@ -45,11 +45,12 @@ def _cube_hops(src_node, dst_node, nnodes):
     return np.minimum(d, c - d).sum(axis=0)
 
 
-def _message_table(plan):
-    """One rank's messages as arrays: rank, step, peer, nbytes per message; nrecv per step."""
+def message_table(plan):
+    """One rank's messages as arrays: rank, step, peer, nbytes per message; nrecv per step
+    (the messages ``owner``, this rank, receives)."""
     steps = plan.steps
     counts = [st.send_peers.size for st in steps]
-    return {"rank": np.full(sum(counts), plan.rank),
+    return {"owner": plan.rank, "rank": np.full(sum(counts), plan.rank),
             "step": np.repeat(np.arange(len(steps)), counts),
             "peer": np.concatenate([st.send_peers for st in steps]) if steps else np.zeros(0, int),
             "nbytes": np.concatenate([8.0 * np.diff(st.send_ptr) for st in steps]) if steps else np.zeros(0),
@@ -118,20 +119,22 @@ class CostModel:
         """Predicted cost of running every rank's plan once (``plans`` indexed by rank)."""
         if len(plans) != topology.size:
             raise ValueError(f"{len(plans)} plans for a topology of {topology.size} ranks")
-        return self._price_tables([_message_table(p) for p in plans], topology)
+        return self.price_tables([message_table(p) for p in plans], topology)
 
     def price_mpi(self, comm, plan, topology):
         """Collective. The exchange time of every rank running its ``plan`` once, on all ranks:
         the message lists travel to rank 0, which prices them."""
-        tables = comm.gather(_message_table(plan), root=0)
-        t = self._price_tables(tables, topology).time if comm.rank == 0 else None
+        tables = comm.gather(message_table(plan), root=0)
+        t = self.price_tables(tables, topology).time if comm.rank == 0 else None
         return comm.bcast(t, root=0)
 
-    def _price_tables(self, tables, topology):
+    def price_tables(self, tables, topology):
+        """Prices message tables (:func:`message_table`'s, any number of them, ranks of
+        ``topology``) as one exchange."""
         nsteps = max((t["nrecv"].size for t in tables), default=0)
         nrecv = np.zeros((topology.size, nsteps))
         for t in tables:
-            nrecv[t["rank"], : t["nrecv"].size] = t["nrecv"]
+            nrecv[t["owner"], : t["nrecv"].size] = t["nrecv"]
         arr = {k: np.concatenate([t[k] for t in tables]) for k in ("rank", "step", "peer", "nbytes")}
         return self.price_messages(topology, nsteps, arr["rank"].astype(int), arr["step"].astype(int),
                                    arr["peer"].astype(int), arr["nbytes"], nrecv)

@@ -70,10 +70,9 @@ def format_mgcg(r):
     res = r["rel_residual_vs_scipy"]
     choice = r.get("cga_choice")
     if choice:
-        cands = ", ".join(f"{'none' if c['choice'] == 'none' else 'level ' + str(c['choice'])} "
-                          f"{c['cycle_s'] * 1e3:.3f} ms" for c in choice["candidates"])
-        chosen = "none" if choice["chosen"] == "none" else f"level {choice['chosen']} onto one rank"
-        head.insert(2, f"CGA auto    chose {chosen} by {choice['profile']} (predicted per V-cycle: {cands})")
+        best = ", ".join(f"{_placement(c)} {c['cycle_s'] * 1e3:.3f} ms" for c in choice["best"].values())
+        head.insert(2, f"CGA auto    chose {_placement(choice['chosen'])} by {choice['profile']} "
+                       f"(best predicted V-cycle of each mode: {best})")
     tail = ["  (time: the slowest rank's seconds in the V-cycles; messages and bytes: sent during the solve, "
             "all ranks; busiest: one rank's most)",
             f"setup       {r['setup_s']:.3f} s",
@@ -85,6 +84,13 @@ def format_mgcg(r):
             "CommStats   recorded == planned on every exchange: "
             + ("yes" if r["stats_recorded_equal_planned"] else "NO")]
     return "\n".join(head + rows + tail)
+
+
+def _placement(c):
+    """A priced placement of the coarse levels (:func:`commsolve.mg.choice.choose_cga`) in words."""
+    if c["mode"] == "none":
+        return "none"
+    return c["mode"] + " (" + ", then ".join(f"level {s} onto {m}" for s, m in zip(c["levels"], c["ranks"])) + ")"
 
 
 def _move_seconds(level):
