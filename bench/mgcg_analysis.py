@@ -3,8 +3,9 @@ rank, flat MPI) with and without coarse-grid aggregation, counted and priced in 
 (:func:`commsolve.mg.analysis.analyze_mgcg`) with two bundled profiles: intrepid-bgp (a 3D
 torus, as the seed's FX10 is a torus) and bluewaters, each with and without the profiles'
 network-contention term (which, under rank-order placement, dominates the fine levels' prices
-at this scale: the message counts are the figures to read there). Writes the JSON and one PNG
-per profile and variant.
+at this scale: the message counts are the figures to read there). Besides the seed's fixed
+modes, ``auto``: the placement of the coarse levels the model itself finds cheapest (none, CGA
+or hCGA at any switch levels). Writes the JSON and one PNG per profile and variant.
 
     python bench/mgcg_analysis.py [--procs 65536] [--ppn 16] [--out bench/results/mgcg_analysis.json]
 """
@@ -35,7 +36,8 @@ def main():
            "results": {}}
     for profile in PROFILES:
         for contention in (True, False):
-            r = analyze_mgcg(args.procs, args.ppn, profile=profile, contention=contention)
+            r = analyze_mgcg(args.procs, args.ppn, profile=profile, contention=contention,
+                             modes=("none", "flat", "hierarchical", "auto"))
             name = profile if contention else f"{profile}-no-contention"
             doc["results"][name] = r
             print(format_mgcg_analysis(r), file=sys.stderr)

@@ -114,13 +114,45 @@ def test_the_seeds_reason_for_hcga_at_65536_ranks():
         assert np.isfinite(m["total"]["cycle_s"]) and m["total"]["cycle_s"] > 0
 
 
+def test_auto_placement_is_the_cheapest_and_each_walk_costs_what_the_search_priced():
+    r = analyze_mgcg(512, 16, per_rank=8, profile="intrepid-bgp", modes=("none", "flat", "hierarchical", "auto"))
+    a, n = r["auto"], len(r["modes"]["none"]["levels"])
+    modes = [c["mode"] for c in a["candidates"]]
+    assert [modes.count(m) for m in ("none", "flat", "subset", "hierarchical")] == [1, n - 1, n - 1,
+                                                                                     (n - 1) * (n - 2) // 2]
+    assert a["chosen"] == min(a["candidates"], key=lambda c: c["cycle_s"])
+    # The level-by-level walk of a placement (moving each level as it comes) costs what the search priced from
+    # every level on all ranks, on the leaders and on one rank: the fixed modes and the chosen one alike.
+    def moved_at(m):
+        return [lv["level"] for lv in r["modes"][m]["levels"] if "move" in lv]
+
+    priced = {(c["mode"], tuple(c["levels"])): c["cycle_s"] for c in a["candidates"]}
+    walks = {("none", ()): "none", ("flat", tuple(moved_at("flat"))): "flat",
+             ("hierarchical", tuple(moved_at("hierarchical"))): "hierarchical",
+             (a["chosen"]["mode"], tuple(a["chosen"]["levels"])): "auto"}
+    for key, mode in walks.items():
+        assert r["modes"][mode]["total"]["cycle_s"] == pytest.approx(priced[key], rel=1e-9), key
+    assert moved_at("auto") == a["chosen"]["levels"]
+
+
+def test_a_move_commutes_with_coarsening():
+    fine = Level((32, 16, 16), tuple(np.arange(e) // 4 for e in (32, 16, 16)), (8, 4, 4))
+    for group in (2, 8, 32):
+        a, b = fine.moved(group), fine
+        for _ in range(4):
+            a, b = a.coarser(), b.coarser()
+            assert a.procs == b.moved(group).procs
+            assert all(np.array_equal(x, y) for x, y in zip(a.owners, b.moved(group).owners))
+
+
 def test_cli_analyze_mgcg():
     proc = subprocess.run([sys.executable, "-m", "commsolve", "analyze", "mgcg", "--procs", "4096", "--ppn", "16",
                            "--per-rank", "16", "--profile", "bluewaters", "--json"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     r = json.loads(proc.stdout)
-    assert r["procs"] == 4096 and set(r["modes"]) == {"none", "flat", "hierarchical"}
+    assert r["procs"] == 4096 and set(r["modes"]) == {"none", "flat", "hierarchical", "auto"}  # auto: priced
+    assert r["modes"]["auto"]["total"]["cycle_s"] == min(c["cycle_s"] for c in r["auto"]["candidates"])
     text = subprocess.run([sys.executable, "-m", "commsolve", "analyze", "mgcg", "--procs", "64", "--ppn", "4",
                            "--per-rank", "8", "--cga", "hierarchical", "--hcga-group", "4"],
                           capture_output=True, text=True, timeout=300)

@@ -21,7 +21,8 @@ from mpi4py import MPI
 
 import commsolve as cs
 from commsolve import amg, gallery
-from commsolve.mg.choice import merged_tables, placement_stages
+from commsolve.mg.choice import merged_tables
+from commsolve.mg.stages import placement_stages
 from commsolve.model.pricing import message_table
 from commsolve.redistribute import agglomeration
 

@@ -125,8 +125,9 @@ def analyze_amg(gen, matrix, procs, ppn, strategy, plot, profile, sparsify, gamm
               help="Cells per rank along each dimension (the seed's 64^3).")
 @click.option("--stencil", type=click.Choice(["7", "27"]), default="7", show_default=True,
               help="The operator's stencil (groundwater: 7; HPCG: 27).")
-@click.option("--cga", type=click.Choice(["all", *CGA_MODES]), default="all", show_default=True,
-              help="Coarse-grid aggregation mode(s) to compare.")
+@click.option("--cga", type=click.Choice(["all", *CGA_MODES, "auto"]), default="all", show_default=True,
+              help="Coarse-grid aggregation mode(s) to compare: all (with --profile also auto), or one; auto: the "
+              "placement the cost model finds cheapest (needs --profile).")
 @cga_options
 @_profile_option
 @click.option("--bandwidth", type=float, default=FX10_BANDWIDTH, show_default=True,
@@ -147,7 +148,9 @@ def analyze_mgcg(procs, ppn, per_rank, stencil, cga, cga_rows, hcga_rows, hcga_g
     from ..mg.analysis import analyze_mgcg as run_analysis
     from ..mg.analysis import format_mgcg_analysis
 
-    modes = CGA_MODES if cga == "all" else (cga,)
+    if cga == "auto" and profile is None:
+        raise click.UsageError("--cga auto is the cost model's choice: give --profile")
+    modes = (*CGA_MODES, *(("auto",) if profile else ())) if cga == "all" else (cga,)
     result = offline(run_analysis, procs, ppn, per_rank=per_rank, stencil=int(stencil), modes=modes,
                      cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, profile=profile,
                      bandwidth=bandwidth, contention=not no_contention, oom="try fewer ranks")

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stages import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
+from .stages import (CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages, describe_placement, placement_stages,
+                     placements)
 
 __all__ = ["analyze_mgcg", "format_mgcg_analysis", "process_grid", "Level", "level_messages", "STENCILS",
            "allgather_seconds", "work_seconds"]
@@ -244,9 +245,12 @@ def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MOD
     local work at ``bandwidth`` bytes/s; totals per mode. ``contention=False`` prices
     without the profile's network-contention term (thesis eq. 3.3: 2 h^3 b ppn delta with h
     the hops of a cube partition, which under rank-order placement dominates the fine levels'
-    prices at this scale)."""
+    prices at this scale). Mode ``"auto"``: the placement the model finds cheapest
+    (:func:`choose_placement`; its candidates under ``"auto"``)."""
     if stencil not in STENCILS:
         raise ValueError(f"stencil must be one of {STENCILS}, got {stencil}")
+    if "auto" in modes and profile is None:
+        raise ValueError("the 'auto' mode is the cost model's choice of placement: pass profile=")
     dims = process_grid(procs)
     if grid is None:
         grid = tuple(int(per_rank) * p for p in dims)
@@ -266,8 +270,13 @@ def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MOD
            "profile": None if cost is None else cost.profile.name, "contention": bool(contention),
            "bandwidth": bandwidth, "modes": {}}
     for mode in modes:
-        out["modes"][mode] = _mode(fine, mode, cga_stages(mode, procs, cga_rows, hcga_rows, hcga_group), ppn, stencil,
-                                   cost, bandwidth)
+        if mode == "auto":
+            choice = choose_placement(fine, ppn, stencil, cost, bandwidth, hcga_group)
+            out["auto"] = {k: choice[k] for k in ("chosen", "best", "candidates")}
+            stages = choice["stages"]
+        else:
+            stages = cga_stages(mode, procs, cga_rows, hcga_rows, hcga_group)
+        out["modes"][mode] = _mode(fine, mode, stages, ppn, stencil, cost, bandwidth)
     # The levels the modes differ on: from the first move any of them makes (the finer ones are alike).
     moved = [lv["level"] for m in out["modes"].values() for lv in m["levels"] if "move" in lv]
     out["coarse_from"] = first = min(moved) if moved else None
@@ -287,42 +296,53 @@ def _received(lv):
                 + lv.get("move", {}).get("recv_max", 0))
 
 
+def _level_row(level, k, stencil, cost, topo, bandwidth):
+    """Level ``level`` (number ``k``) on its ranks: its row of the table (messages, and given a
+    ``cost`` model the communication of one V-cycle without the coarsest's allgather or a
+    move) and the next coarser level (None for the coarsest)."""
+    row = {"level": k, "grid": list(level.grid), "rows": level.rows, "ranks": level.nranks}
+    cells = np.einsum("i,j,k->kji", *level.counts()).ravel()
+    row["active_ranks"] = int(np.count_nonzero(cells))
+    row["rows_max"] = int(cells.max())
+    row["halo"] = halo = _summary(level_messages(level, stencil), level.nranks, cost, topo)
+    row["work_s"] = work_seconds(stencil * row["rows_max"], bandwidth)
+    coarse = level.coarser() if level.rows > 1 else None
+    if coarse is not None:
+        row["interpolation"] = _summary(interpolation_messages(level, coarse), level.nranks, cost, topo)
+    if cost is not None:
+        row["comm_s"] = 2 * halo["model_s"] + (2 * row["interpolation"]["model_s"] if coarse is not None else 0.0)
+    return row, coarse
+
+
+def _move_seconds(cost, level, group, topo):
+    """A move of ``level`` onto the first of each ``group`` consecutive ranks, there and back."""
+    return 2 * _price(cost, topo, move_messages(level, group), level.nranks)
+
+
 def _mode(fine, mode, stages, ppn, stencil, cost, bandwidth):
     levels, stride = [], 1  # stride: ranks of the original machine between two of this level's ranks
     level, k, stage = fine, 0, 0
     topo = _topology(level.nranks, ppn) if cost is not None else None
-    nnz_row = stencil
     while True:
-        row = {"level": k, "grid": list(level.grid), "rows": level.rows, "ranks": level.nranks}
+        move = None
         if stage < len(stages) and level.rows < stages[stage][0] * level.nranks:
             group = -(-level.nranks // stages[stage][1])
-            gather = move_messages(level, group)
-            row["move"] = {"from": level.nranks, **_summary(gather, level.nranks, cost, topo)}
+            move = {"from": level.nranks, **_summary(move_messages(level, group), level.nranks, cost, topo)}
             if cost is not None:
-                row["move"]["model_s"] *= 2  # the gather, then the scatter back
+                move["model_s"] *= 2  # the gather, then the scatter back
             level = level.moved(group)
             stride *= group
             stage += 1
             topo = _topology(level.nranks, ppn, stride) if cost is not None else None
-            row["ranks"] = level.nranks
-        counts = level.counts()
-        cells = np.einsum("i,j,k->kji", *counts).ravel()
-        row["active_ranks"] = int(np.count_nonzero(cells))
-        row["rows_max"] = int(cells.max())
-        last = level.rows <= 1
-        halo = _summary(level_messages(level, stencil), level.nranks, cost, topo)
-        row["halo"] = halo
-        row["work_s"] = work_seconds(nnz_row * row["rows_max"], bandwidth)
-        if not last:
-            coarse = level.coarser()
-            row["interpolation"] = _summary(interpolation_messages(level, coarse), level.nranks, cost, topo)
+        row, coarse = _level_row(level, k, stencil, cost, topo, bandwidth)
+        if move is not None:
+            row["move"] = move
         if cost is not None:
-            per_cycle = 2 * halo["model_s"] + (2 * row["interpolation"]["model_s"] if not last else 0.0)
-            if last and level.nranks > 1:  # the coarsest, gathered whole on every rank
-                per_cycle += allgather_seconds(cost.profile, level.nranks, 8.0 * level.rows)
-            row["comm_s"] = per_cycle + row.get("move", {}).get("model_s", 0.0)
+            if coarse is None and level.nranks > 1:  # the coarsest, gathered whole on every rank
+                row["comm_s"] += allgather_seconds(cost.profile, level.nranks, 8.0 * level.rows)
+            row["comm_s"] += row.get("move", {}).get("model_s", 0.0)
         levels.append(row)
-        if last:
+        if coarse is None:
             break
         level = coarse
         k += 1
@@ -332,6 +352,40 @@ def _mode(fine, mode, stages, ppn, stencil, cost, bandwidth):
         total["comm_s"] = sum(lv["comm_s"] for lv in levels)
         total["cycle_s"] = total["comm_s"] + total["work_s"]
     return {"stages": [list(s) for s in stages], "levels": levels, "total": total}
+
+
+def choose_placement(fine, ppn, stencil, cost, bandwidth, hcga_group):
+    """The cost model's cheapest placement of the coarse levels (:func:`placements`: none,
+    CGA at any level, hCGA at any two, the leaders alone) for the hierarchy from level
+    ``fine``: each level priced on every rank, on the leaders of groups of ``hcga_group``
+    consecutive ranks (a move commutes with coarsening: the leaders' level k is the moved
+    level k) and on one rank, and each move from its messages."""
+    P = fine.nranks
+    g = -(-P // -(-P // int(hcga_group)))  # as cga_stages' first stage groups them
+    m = -(-P // g)
+    topo, sub_topo = _topology(P, ppn), _topology(m, ppn, g)
+    levels = [fine]
+    while levels[-1].rows > 1:
+        levels.append(levels[-1].coarser())
+
+    def seconds(level, topo):
+        row, _ = _level_row(level, 0, stencil, cost, topo, bandwidth)
+        return row["comm_s"] + row["work_s"]
+
+    coarsest_bytes = 8.0 * levels[-1].rows
+    priced = {"on_all": [seconds(lv, topo) for lv in levels],
+              "on_one": [work_seconds(stencil * lv.rows, bandwidth) for lv in levels],
+              "to_one": [_move_seconds(cost, lv, P, topo) for lv in levels],
+              "allgather_all": allgather_seconds(cost.profile, P, coarsest_bytes)}
+    if 1 < m < P:
+        subs = [lv.moved(g) for lv in levels]
+        priced.update(leaders=m, allgather_leaders=allgather_seconds(cost.profile, m, coarsest_bytes),
+                      on_leaders=[seconds(lv, sub_topo) for lv in subs],
+                      to_leaders=[_move_seconds(cost, lv, g, topo) for lv in levels],
+                      leaders_to_one=[_move_seconds(cost, lv, m, sub_topo) for lv in subs])
+    out = placements(**priced)
+    out["stages"] = placement_stages(out["chosen"], [lv.rows for lv in levels], P)
+    return out
 
 
 def format_mgcg_analysis(r):
@@ -345,6 +399,10 @@ def format_mgcg_analysis(r):
     for mode, m in r["modes"].items():
         stages = ", ".join(f"below {a:g} rows/rank onto {b} rank(s)" for a, b in m["stages"]) or "none"
         lines.append(f"\nCGA {mode} ({stages})")
+        if mode == "auto":
+            best = ", ".join(f"{describe_placement(c)} {c['cycle_s'] * 1e3:.3f} ms" for c in r["auto"]["best"].values())
+            lines.append(f"  the model's cheapest placement: {describe_placement(r['auto']['chosen'])} (best V-cycle of each "
+                         f"kind: {best})")
         lines.append(f"{'level':>5}{'grid':>18}{'ranks':>8}{'active':>8}{'rows max':>10}{'halo recv':>11}"
                      f"{'interp recv':>12}{'move recv':>11}" + (f"{'comm us':>14}{'work us':>12}" if priced else ""))
         for lv in m["levels"]:

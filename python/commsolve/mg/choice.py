@@ -29,9 +29,9 @@ from .._collective import mpi
 from ..model.pricing import message_table
 from ..redistribute import group_size
 from .analysis import allgather_seconds, work_seconds
-from .stages import HCGA_GROUP
+from .stages import HCGA_GROUP, placement_stages, placements
 
-__all__ = ["choose_cga", "merged_tables", "placement_stages"]
+__all__ = ["choose_cga", "merged_tables"]
 
 
 def _bandwidth(comm):
@@ -105,22 +105,10 @@ def choose_cga(ml, profile, hcga_group=HCGA_GROUP, bandwidth=None):
     return placement_stages(choice["chosen"], [lvl.rows for lvl in ml.levels], comm.size), choice
 
 
-def placement_stages(placement, rows, nranks):
-    """The agglomeration stages that put a hierarchy of levels with ``rows`` rows, on
-    ``nranks`` ranks, where a priced ``placement`` (:func:`choose_cga`'s) says."""
-    stages = []
-    for k, (s, m) in enumerate(zip(placement["levels"], placement["ranks"])):
-        # the first level with fewer rows per rank than this is level s (rows decrease level by level); the
-        # leaders of an earlier stage count their own ranks
-        stages.append(((rows[s] + 0.5) / (nranks if k == 0 else placement["ranks"][k - 1]), m))
-    return stages
-
-
 def _price_placements(cost, topology, facts, bandwidth, hcga_group):
     """Rank 0's half of :func:`choose_cga`: ``facts[rank][level]`` = (operator table,
     interpolation table or None, rows, entries)."""
     P, nlev = len(facts), len(facts[0])
-    everyone = np.arange(P)
 
     def exchange_seconds(k, leader):
         tables = [[f[k][0] for f in facts]] + ([[f[k][1] for f in facts]] if facts[0][k][1] is not None else [])
@@ -130,33 +118,22 @@ def _price_placements(cost, topology, facts, bandwidth, hcga_group):
 
     rows = np.array([[f[k][2] for f in facts] for k in range(nlev)])
     nnz = np.array([[f[k][3] for f in facts] for k in range(nlev)])
-    parallel = [exchange_seconds(k, None) + work_seconds(nnz[k].max(), bandwidth) for k in range(nlev)]
-    serial = [work_seconds(nnz[k].sum(), bandwidth) for k in range(nlev)]
+    to_rank0 = np.zeros(P, int)
     coarsest_bytes = 8.0 * rows[-1].sum()
-    cands = [{"mode": "none", "levels": [], "ranks": [],
-              "cycle_s": sum(parallel) + allgather_seconds(cost.profile, P, coarsest_bytes)}]
-    for s in range(nlev - 1):
-        cands.append({"mode": "flat", "levels": [s], "ranks": [1],
-                      "cycle_s": sum(parallel[:s]) + _move_seconds(cost, topology, rows[s], np.zeros(P, int))
-                      + sum(serial[s:])})
+    priced = {"on_all": [exchange_seconds(k, None) + work_seconds(nnz[k].max(), bandwidth) for k in range(nlev)],
+              "on_one": [work_seconds(nnz[k].sum(), bandwidth) for k in range(nlev)],
+              "to_one": [_move_seconds(cost, topology, rows[k], to_rank0) for k in range(nlev)],
+              "allgather_all": allgather_seconds(cost.profile, P, coarsest_bytes)}
     g = group_size(P, -(-P // hcga_group))
     m = -(-P // g)
     if 1 < m < P:
-        leader = everyone // g * g
-        grouped = [exchange_seconds(k, leader) + work_seconds(np.bincount(leader, nnz[k]).max(), bandwidth)
-                   for k in range(nlev)]
-        for s1 in range(nlev - 1):
-            head = sum(parallel[:s1]) + _move_seconds(cost, topology, rows[s1], leader)
-            cands.append({"mode": "subset", "levels": [s1], "ranks": [m],
-                          "cycle_s": head + sum(grouped[s1:]) + allgather_seconds(cost.profile, m, coarsest_bytes)})
-            for s2 in range(s1 + 1, nlev - 1):
-                on_leaders = np.bincount(leader, rows[s2], minlength=P)  # level s2's rows, as the leaders hold them
-                cands.append({"mode": "hierarchical", "levels": [s1, s2], "ranks": [m, 1],
-                              "cycle_s": head + sum(grouped[s1:s2])
-                              + _move_seconds(cost, topology, on_leaders, np.zeros(P, int)) + sum(serial[s2:])})
-    best = {}
-    for c in cands:
-        if c["mode"] not in best or c["cycle_s"] < best[c["mode"]]["cycle_s"]:
-            best[c["mode"]] = c
-    return {"profile": cost.profile.name, "bandwidth": bandwidth, "hcga_group": g, "candidates": cands,
-            "best": best, "chosen": min(cands, key=lambda c: c["cycle_s"])}
+        leader = np.arange(P) // g * g
+        priced.update(
+            leaders=m, allgather_leaders=allgather_seconds(cost.profile, m, coarsest_bytes),
+            on_leaders=[exchange_seconds(k, leader) + work_seconds(np.bincount(leader, nnz[k]).max(), bandwidth)
+                        for k in range(nlev)],
+            to_leaders=[_move_seconds(cost, topology, rows[k], leader) for k in range(nlev)],
+            # level k's rows as the leaders hold them, onto rank 0
+            leaders_to_one=[_move_seconds(cost, topology, np.bincount(leader, rows[k], minlength=P), to_rank0)
+                            for k in range(nlev)])
+    return {"profile": cost.profile.name, "bandwidth": bandwidth, "hcga_group": g, **placements(**priced)}

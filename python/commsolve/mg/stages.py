@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "cga_stages"]
+__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "cga_stages", "placements", "placement_stages", "describe_placement"]
 
 CGA_MODES = ("none", "flat", "hierarchical")
 # CGA's switch: the first level with fewer rows per rank than this goes to one rank (a 64^3
@@ -30,3 +30,54 @@ def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=
     if mode == "flat" or subset == 1:
         return [(float(cga_rows), 1)]
     return [(float(hcga_rows), subset), (float(cga_rows), 1)]
+
+
+def placements(on_all, on_one, to_one, allgather_all, leaders=None, on_leaders=None, to_leaders=None,
+               leaders_to_one=None, allgather_leaders=0.0):
+    """Every placement of a hierarchy's coarse levels, priced per V-cycle from per-level
+    seconds (index k: level k): ``on_all`` on every rank, ``on_one`` on one rank, ``to_one``
+    moving level k from every rank onto one and back, ``allgather_all`` the coarsest gathered
+    whole on every rank; with ``leaders`` ranks of an hCGA subset, ``on_leaders``,
+    ``to_leaders`` (from every rank) and ``leaders_to_one``, ``allgather_leaders``. Placements:
+    ``none``; ``flat`` at level s (CGA); ``subset`` at s1 (onto the leaders, which keep the
+    rest); ``hierarchical`` at s1 < s2 (hCGA). The coarsest level is never moved. Returns
+    ``candidates`` (mode, levels, ranks, cycle_s), ``best`` (the cheapest of each mode) and
+    ``chosen`` (the cheapest)."""
+    n = len(on_all)
+    head = [float(sum(on_all[:s])) for s in range(n)]
+    cands = [{"mode": "none", "levels": [], "ranks": [], "cycle_s": head[-1] + on_all[-1] + allgather_all}]
+    cands += [{"mode": "flat", "levels": [s], "ranks": [1], "cycle_s": head[s] + to_one[s] + sum(on_one[s:])}
+              for s in range(n - 1)]
+    if leaders is not None:
+        for s1 in range(n - 1):
+            start = head[s1] + to_leaders[s1]
+            cands.append({"mode": "subset", "levels": [s1], "ranks": [leaders],
+                          "cycle_s": start + sum(on_leaders[s1:]) + allgather_leaders})
+            cands += [{"mode": "hierarchical", "levels": [s1, s2], "ranks": [leaders, 1],
+                       "cycle_s": start + sum(on_leaders[s1:s2]) + leaders_to_one[s2] + sum(on_one[s2:])}
+                      for s2 in range(s1 + 1, n - 1)]
+    for c in cands:
+        c["cycle_s"] = float(c["cycle_s"])
+    best = {}
+    for c in cands:
+        if c["mode"] not in best or c["cycle_s"] < best[c["mode"]]["cycle_s"]:
+            best[c["mode"]] = c
+    return {"candidates": cands, "best": best, "chosen": min(cands, key=lambda c: c["cycle_s"])}
+
+
+def placement_stages(placement, rows, nranks):
+    """The agglomeration stages that put a hierarchy of levels with ``rows`` rows, on
+    ``nranks`` ranks, where a ``placement`` (:func:`placements`') says."""
+    stages = []
+    for k, (s, m) in enumerate(zip(placement["levels"], placement["ranks"])):
+        # the first level with fewer rows per rank than this is level s (rows decrease level by level); the
+        # leaders of an earlier stage count their own ranks
+        stages.append(((rows[s] + 0.5) / (nranks if k == 0 else placement["ranks"][k - 1]), m))
+    return stages
+
+
+def describe_placement(c):
+    """A priced placement (:func:`placements`') in words."""
+    if c["mode"] == "none":
+        return "none"
+    return c["mode"] + " (" + ", then ".join(f"level {s} onto {m}" for s, m in zip(c["levels"], c["ranks"])) + ")"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mg
+from ..mg.stages import describe_placement
 from .._collective import mpi
 from ..parcsr import ParCSR
 from .amg import scipy_residual
@@ -70,8 +71,8 @@ def format_mgcg(r):
     res = r["rel_residual_vs_scipy"]
     choice = r.get("cga_choice")
     if choice:
-        best = ", ".join(f"{_placement(c)} {c['cycle_s'] * 1e3:.3f} ms" for c in choice["best"].values())
-        head.insert(2, f"CGA auto    chose {_placement(choice['chosen'])} by {choice['profile']} "
+        best = ", ".join(f"{describe_placement(c)} {c['cycle_s'] * 1e3:.3f} ms" for c in choice["best"].values())
+        head.insert(2, f"CGA auto    chose {describe_placement(choice['chosen'])} by {choice['profile']} "
                        f"(best predicted V-cycle of each mode: {best})")
     tail = ["  (time: the slowest rank's seconds in the V-cycles; messages and bytes: sent during the solve, "
             "all ranks; busiest: one rank's most)",
@@ -84,13 +85,6 @@ def format_mgcg(r):
             "CommStats   recorded == planned on every exchange: "
             + ("yes" if r["stats_recorded_equal_planned"] else "NO")]
     return "\n".join(head + rows + tail)
-
-
-def _placement(c):
-    """A priced placement of the coarse levels (:func:`commsolve.mg.choice.choose_cga`) in words."""
-    if c["mode"] == "none":
-        return "none"
-    return c["mode"] + " (" + ", then ".join(f"level {s} onto {m}" for s, m in zip(c["levels"], c["ranks"])) + ")"
 
 
 def _move_seconds(level):
