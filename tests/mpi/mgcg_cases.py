@@ -10,7 +10,8 @@
 - "placements": every hCGA placement the model priced, built: its levels' ranks, and the
   leaders' real messages against the ones the model merged from the unmoved plans;
 - "amg": classical AMG with and without agglomeration (level sizes, iterations, Jacobi);
-- "formats": the distributed SpMV in every format against scipy's product."""
+- "formats": the distributed SpMV in every format against scipy's product, and the residual
+  b - A x after a symmetric Gauss-Seidel pre-smoothing step against scipy's."""
 
 import json
 import sys
@@ -21,6 +22,7 @@ from mpi4py import MPI
 
 import commsolve as cs
 from commsolve import amg, gallery
+from commsolve.amg.cycle import Smoother
 from commsolve.mg.choice import merged_tables
 from commsolve.mg.stages import placement_stages
 from commsolve.model.pricing import message_table
@@ -136,6 +138,11 @@ for spec in ("groundwater3d:9", "poisson2d:20", "poisson3d27:7", "random:rows=30
         Mp.set_format(fmt)
         got = Mp.gather(Mp.matvec(v[Mp.owned_cols()]), root=None)
         errs[fmt] = float(np.abs(got - ref).max() / np.abs(ref).max())
+        if fmt in ("csr", "dia", "sell") and "random" not in spec:  # symmetric Gauss-Seidel from 0 and its residual (fused on CSR, DIA)
+            xs, rs = np.zeros(Mp.local_rows), np.zeros(Mp.local_rows)
+            Smoother(Mp, "symmetric-gs").pre_residual(v[Mp.owned_rows()], xs, rs)
+            xg, rg = Mp.gather(xs, root=None), Mp.gather(rs, root=None)
+            errs[f"{fmt}/residual"] = float(np.abs(rg - (v - M @ xg)).max() / np.abs(v).max())
     if comm.rank == 0:
         out["formats"][spec] = errs
 

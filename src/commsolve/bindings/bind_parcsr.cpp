@@ -142,6 +142,13 @@ void bind_matrix(nb::module_& m) {
         A.set_format(format);
       }, "format"_a, "How matvec streams the on-process block: csr, ell, sliced-ell, sell or sell-C-SIGMA.")
       .def_prop_ro("format", &ParCsr::format)
+      .def("zero_start_sgs_residual", [](ParCsr& A, In<double> x, Out<double> r, Out<double> work) {
+        require_len(x, A.local_rows(), "x");
+        require_len(r, A.local_rows(), "r");
+        require_len(work, A.local_rows(), "work");
+        nb::gil_scoped_release nogil;
+        A.zero_start_sgs_residual(x.data(), r.data(), work.data());
+      }, "x"_a, "r"_a.noconvert(), "work"_a.noconvert())
       .def("gauss_seidel", [](const ParCsr& A, In<double> inv, In<double> own, In<double> b,
                               std::optional<In<double>> halo, Out<double> x, bool forward, bool zero, Out<double> work) {
         const std::int64_t n = A.local_rows();

@@ -159,6 +159,21 @@ void ParCsr::gauss_seidel(const double* inv, const double* own, const double* b,
   else gauss_seidel_sweep(view(diag_), inv, own, rhs, x, forward, zero);
 }
 
+void ParCsr::zero_start_sgs_residual(const double* x, double* r, double* work) {
+  require(diag_.nrows == diag_.ncols, "zero_start_sgs_residual: the on-process block is not square");
+  require(!diag_sell_, "zero_start_sgs_residual: CSR or DIA storage only");
+  executor_->begin(x);
+  if (diag_dia_) lower_difference_product(*diag_dia_, x, r, work);
+  else lower_difference_product(view(diag_), x, r, work);
+  const double* halo = executor_->end();
+  for (const LocalCsr* o : {&offd_on_, &offd_off_}) {
+    if (o->nnz() == 0) continue;
+    const CsrView v = view(*o);
+    for (std::int64_t i = 0; i < v.nrows; ++i)
+      for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) r[i] -= v.data[p] * halo[v.indices[p]];
+  }
+}
+
 void ParCsr::rmatvec(const double* x, double* y) {
   double* halo = executor_->halo();
   std::fill(halo, halo + pattern_.n_halo(), 0.0);

@@ -68,6 +68,13 @@ class ParCsr {
   void gauss_seidel(const double* inv, const double* own, const double* b, const double* halo, double* x,
                     bool forward, bool zero, double* work) const;
 
+  // The residual b - A x after one symmetric Gauss-Seidel step (a forward then a backward
+  // sweep, divisors a_ii) from x = 0 with a zero halo, from the lower half of the
+  // on-process block alone: on entry r holds x as the forward sweep left it, on return the
+  // residual (x's halo exchanged to subtract the off-process part). work: local_rows()
+  // doubles of scratch. CSR and DIA only.
+  void zero_start_sgs_residual(const double* x, double* r, double* work);
+
   int rank() const { return pattern_.rank; }
   std::int64_t local_rows() const { return diag_.nrows; }
   std::int64_t local_cols() const { return pattern_.n_owned; }

@@ -82,33 +82,48 @@ inline double row_sum(const LocalDia& A, const double* x, std::int64_t i, bool i
   return s;
 }
 
-enum class Pass { spmv, forward, backward, zero };  // what an interior pass computes
+enum class Pass { spmv, forward, backward, zero, lower };  // what an interior pass computes
 
 // Interior rows [lo, hi) through one pointer per diagonal: SpMV (y = A x, both halves whole),
 // or a Gauss-Seidel sweep in order or reversed (the lower half and the upper half but its
-// centre, divided by; from zero, forward, the lower half only). NL and NU > 0 fix the halves'
-// sizes at compile time (the loops unrolled), 0 takes them at run time.
-template <int NL, int NU, Pass P>
+// centre, divided by; from zero, forward, the lower half only), or the lower half's product
+// alone. NL and NU > 0 fix the halves' sizes at compile time (the loops unrolled), 0 takes
+// them at run time.
+template <int NL, int NU, Pass P, bool CHAIN = false>
 void interior(const LocalDia& A, const double* inv, const double* b, const double* xin, double* out, std::int64_t lo,
               std::int64_t hi) {
+  // CHAIN (sweeps): the diagonal next to the centre on the side already swept (offset -1
+  // forward, +1 backward) is taken from the row just computed, held in a register, and added
+  // last: the sweep's row-to-row dependence is then one multiply-add and a multiply, not a
+  // store, a load and the whole row's sum.
+  constexpr bool up = P == Pass::backward;
   const int nl = NL > 0 ? NL : A.nlower, nu = NU > 0 ? NU : A.nupper();
+  const int lend = CHAIN && !up ? nl - 1 : nl, ubeg = P == Pass::spmv ? 0 : (CHAIN && up ? 2 : 1);
   std::vector<const double*> xp(static_cast<std::size_t>(nl + nu));
   for (int k = 0; k < nl + nu; ++k) xp[static_cast<std::size_t>(k)] = xin + A.offsets[static_cast<std::size_t>(k)];
   const double* const* pl = xp.data();
   const double* const* pu = xp.data() + nl;
+  double prev = CHAIN && lo < hi ? (up ? xin[hi] : xin[lo - 1]) : 0.0;
   for (std::int64_t q = lo; q < hi; ++q) {
-    const std::int64_t i = P == Pass::backward ? lo + hi - 1 - q : q;
+    const std::int64_t i = up ? lo + hi - 1 - q : q;
     const double* vl = A.lower.data() + static_cast<std::size_t>(i) * nl;
     const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
     double s[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma GCC unroll 32
-    for (int k = 0; k < (NL > 0 ? NL : nl); ++k) s[k & 3] += vl[k] * pl[k][i];
-    if (P != Pass::zero) {
+    for (int k = 0; k < (NL > 0 ? (CHAIN && !up ? NL - 1 : NL) : lend); ++k) s[k & 3] += vl[k] * pl[k][i];
+    if (P != Pass::zero && P != Pass::lower) {
 #pragma GCC unroll 32
-      for (int k = P == Pass::spmv ? 0 : 1; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
+      for (int k = ubeg; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
     }
     const double sum = (s[0] + s[1]) + (s[2] + s[3]);
-    out[i] = P == Pass::spmv ? sum : (b[i] - sum) * inv[i];
+    if constexpr (P == Pass::spmv || P == Pass::lower) {
+      out[i] = sum;
+    } else if constexpr (CHAIN) {
+      prev = (b[i] - sum - (up ? vu[1] : vl[nl - 1]) * prev) * inv[i];
+      out[i] = prev;
+    } else {
+      out[i] = (b[i] - sum) * inv[i];
+    }
   }
 }
 
@@ -136,6 +151,16 @@ void spmv(const LocalDia& A, const double* x, double* y) {
   });
 }
 
+void lower_difference_product(const LocalDia& A, const double* x, double* r, double* work) {
+  const std::int64_t n = A.nrows, lo = A.interior_begin, hi = A.interior_end;
+  for (std::int64_t i = 0; i < n; ++i) work[i] = r[i] - x[i];
+  for (std::int64_t i = 0; i < lo; ++i) r[i] = row_sum(A, work, i, false, true, false);
+  with_halves(A, [&](auto nl, auto nu) {
+    interior<decltype(nl)::value, decltype(nu)::value, Pass::lower>(A, nullptr, nullptr, work, r, lo, hi);
+  });
+  for (std::int64_t i = hi; i < n; ++i) r[i] = row_sum(A, work, i, false, true, false);
+}
+
 void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero) {
   // The centre diagonal (offset 0, the upper half's first) holds a_ii: left out, divided by
   // instead (inv: 1 / a_ii, or with an l1 term). From x = 0 forward only the lower half is read.
@@ -143,12 +168,19 @@ void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, d
   if (n > 0 && (A.nupper() == 0 || A.offsets[static_cast<std::size_t>(A.nlower)] != 0))
     throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
   const auto edge = [&](std::int64_t i) { x[i] = (b[i] - row_sum(A, x, i, false, zero, true)) * inv[i]; };
+  // the previous row's diagonal (offset -1 forward, +1 backward), if the block has it
+  const int nl = A.nlower;
+  const bool chain = forward ? nl > 0 && A.offsets[static_cast<std::size_t>(nl - 1)] == -1
+                             : A.nupper() > 1 && A.offsets[static_cast<std::size_t>(nl + 1)] == 1;
   const auto middle = [&]() {
-    with_halves(A, [&](auto nl, auto nu) {
-      constexpr int NL = decltype(nl)::value, NU = decltype(nu)::value;
-      if (zero) interior<NL, NU, Pass::zero>(A, inv, b, x, x, lo, hi);
-      else if (forward) interior<NL, NU, Pass::forward>(A, inv, b, x, x, lo, hi);
-      else interior<NL, NU, Pass::backward>(A, inv, b, x, x, lo, hi);
+    with_halves(A, [&](auto l, auto u) {
+      constexpr int NL = decltype(l)::value, NU = decltype(u)::value;
+      if (zero) chain ? interior<NL, NU, Pass::zero, true>(A, inv, b, x, x, lo, hi)
+                      : interior<NL, NU, Pass::zero>(A, inv, b, x, x, lo, hi);
+      else if (forward) chain ? interior<NL, NU, Pass::forward, true>(A, inv, b, x, x, lo, hi)
+                              : interior<NL, NU, Pass::forward>(A, inv, b, x, x, lo, hi);
+      else chain ? interior<NL, NU, Pass::backward, true>(A, inv, b, x, x, lo, hi)
+                 : interior<NL, NU, Pass::backward>(A, inv, b, x, x, lo, hi);
     });
   };
   if (forward) {

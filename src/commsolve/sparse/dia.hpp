@@ -42,4 +42,9 @@ void spmv(const LocalDia& A, const double* x, double* y);
 // (forward): x is 0 on entry, so only the lower diagonals are read.
 void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero);
 
+// r_i = sum over the lower diagonals of a_ij (r_j - x_j) (work: nrows doubles of scratch):
+// the block's residual after a symmetric Gauss-Seidel step from x = 0, as the CSR
+// lower_difference_product (kernels.hpp) computes it.
+void lower_difference_product(const LocalDia& A, const double* x, double* r, double* work);
+
 }  // namespace commsolve

@@ -96,6 +96,24 @@ std::vector<double> stream_read_bandwidth(std::int64_t n, int reps) {
   return out;
 }
 
+void lower_difference_product(CsrView A, const double* x, double* r, double* work) {
+  const std::int32_t* ptr = A.indptr;
+  const std::int32_t* col = A.indices;
+  const double* val = A.data;
+  for (std::int64_t i = 0; i < A.nrows; ++i) work[i] = r[i] - x[i];
+  for (std::int64_t i = 0; i < A.nrows; ++i) {
+    double s0 = 0.0, s1 = 0.0;
+    std::int32_t p = ptr[i];
+    const std::int32_t e = ptr[i + 1];
+    for (; p + 2 <= e && col[p + 1] < i; p += 2) {
+      s0 += val[p] * work[col[p]];
+      s1 += val[p + 1] * work[col[p + 1]];
+    }
+    for (; p < e && col[p] < i; ++p) s0 += val[p] * work[col[p]];
+    r[i] = s0 + s1;
+  }
+}
+
 void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
                         bool zero) {
   // x_i = (b_i - sum_{j != i} a_ij x_j) / d_i, the sum over the whole row (four partial sums:

@@ -49,6 +49,13 @@ void spmv_transpose_add(CsrView A, const double* x, double* y);
 void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
                         bool zero);
 
+// r_i = sum_{j < i} a_ij (r_j - x_j) for every row (work: nrows doubles of scratch, the
+// differences), each row's columns sorted. After a symmetric Gauss-Seidel step from x = 0
+// (r holding x as the forward sweep left it, x as the backward sweep did, divisors a_ii)
+// this is b - A x on the block: the backward sweep's own equation says
+// b_i - a_ii x_i - sum_{j > i} a_ij x_j = sum_{j < i} a_ij r_j.
+void lower_difference_product(CsrView A, const double* x, double* r, double* work);
+
 // ILU(0) of a square CSR matrix with sorted column indices, in place on its values: on return
 // the strictly lower entries hold L (unit diagonal implied) and the rest U, on A's own
 // pattern (Saad, Iterative Methods, Algorithm 10.4). For a symmetric matrix this is IC(0):
