@@ -384,9 +384,62 @@ def test_cli_amg_agglomerate():
     (["--gen", "groundwater3d:8", "--correction", "2.5"], "must lie in \\(0, 2\\)"),
     (["--gen", "poisson2d:8"], "not a 3D structured grid"),
     (["--gen", "groundwater3d:8", "--cga", "auto"], "give both --cga auto and --profile"),
+    (["--gen", "groundwater3d:8", "--process-grid", "1,1,2"], "--process-grid is the boxes of --decomposition"),
+    (["--gen", "groundwater3d:8", "--decomposition", "blocks", "--process-grid", "2,2,2"], "whose product is the 1"),
+    (["--gen", "groundwater3d:2", "-np", "2", "--decomposition", "blocks", "--process-grid", "1,1,3"],
+     "whose product is the 2"),
+    (["--gen", "groundwater3d:2", "-np", "4", "--oversubscribe", "--decomposition", "blocks", "--process-grid",
+      "4,1,1"], "more boxes than cells"),
 ])
 def test_cli_mgcg_bad_input(args, message):
     import re
 
     proc = _cli("mgcg", *args)
     assert proc.returncode != 0 and re.search(message, proc.stderr + proc.stdout), proc.stderr[-1500:]
+
+
+@pytest.fixture(scope="module")
+def four_ranks_blocks(mpi_cache):
+    (r,) = mpi_cache("mgcg_blocks.py", 4, 4)
+    return r
+
+
+def test_blocks_renumber_the_operator_box_by_box(four_ranks_blocks):
+    m = four_ranks_blocks["matrix"]
+    assert m["process_grid"] == [2, 2, 1]  # 12^3 on 4 ranks: boxes of 6 x 6 x 12 have the least surface
+    assert m["cells_permutation"] and m["equal"]  # P G P^T exactly, P from the cells each rank owns
+
+
+def test_blocks_give_the_slabs_iterations_with_a_partition_free_smoother(four_ranks_blocks):
+    runs = four_ranks_blocks["runs"]
+    for cga in ("none", "flat", "hierarchical"):
+        slabs, blocks = runs[f"slabs/{cga}"], runs[f"blocks/{cga}"]
+        assert blocks["info"] == 0 and blocks["residual"] < 1e-8  # scipy's residual, in lexicographic order
+        assert blocks["iterations"] == slabs["iterations"] and blocks["ranks"] == slabs["ranks"]
+        np.testing.assert_allclose(blocks["residuals"], slabs["residuals"], rtol=1e-6)
+
+
+def test_blocks_halo_messages_are_the_analysis_models(four_ranks_blocks):
+    # 27-point levels on 2 x 2 x 1 boxes: faces, edges and corners; the virtual-scale analysis counts them
+    # from one owner map per dimension, the real plans from the matrix
+    assert four_ranks_blocks["hpcg"]["info"] == 0
+    halo = four_ranks_blocks["halo"]
+    assert len(halo) == 6 and [h["extents"] for h in halo][:3] == [[6, 6, 24], [3, 3, 12], [2, 2, 6]]
+    for h in halo:
+        assert h["real"] == h["model"], h["extents"]
+    assert sorted(len(m) for m in halo[0]["real"]) == [3, 3, 3, 3]  # every box: 2 faces and a corner edge
+
+
+def test_blocks_on_the_cli_and_a_grid_that_does_not_match():
+    proc = _cli("mgcg", "--gen", "hpcg:8", "-np", "2", "--decomposition", "blocks", "--process-grid", "2,1,1",
+                "--smoother", "symmetric-gs", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout)
+    assert r["process_grid"] == [2, 1, 1] and r["converged"] and r["rel_residual_vs_scipy"] < 1e-7
+    from commsolve.boxes import BoxGrid
+
+    A = cs.ParCSR.from_spec("poisson3d:4", MPI.COMM_SELF)
+    with pytest.raises(ValueError, match="rows per rank differ|grid has"):
+        cs.mg.MGCG(A, grid=BoxGrid.blocks((4, 4, 2), (1, 1, 1)))
+    with pytest.raises(ValueError, match="comes with its BoxGrid"):
+        cs.mg.MGCG(A, grid=(4, 4, 4), decomposition="blocks")

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ..boxes import BoxGrid
 from ..redistribute import agglomeration
 
 __all__ = ["parse_stages", "Agglomerated"]
@@ -54,7 +55,8 @@ class Agglomerated:
         moved = self.move.matrix(A, strategy=strategy, spmv_strategy=strategy)
         ids = self.move.gather(level.ids.astype(np.float64)).astype(np.int64)  # exact below 2^53
         candidate = None if level.candidate is None else self.move.gather(level.candidate)
-        self.inner = build(moved, ids, candidate, level.grid) if moved is not None else None
+        grid = level.grid.moved(self.move.group) if isinstance(level.grid, BoxGrid) else level.grid
+        self.inner = build(moved, ids, candidate, grid) if moved is not None else None
         self.seconds = None  # a number: the moves' time is added to it (the solve's report)
 
     def solve(self, b):

@@ -89,29 +89,41 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
 
 
 def geometric_aggregates(A, grid):
-    """Collective. Cell-centred 2 x 2 x 2 aggregation of a structured ``grid`` (nx, ny, nz; row
-    index x fastest, as :mod:`commsolve.gallery` numbers cells): each owned cell's aggregate
-    (its coarse global index, the coarse grid's own numbering, x fastest), the coarse
-    Distribution, which owned cells are roots (the aggregate's first cell: x, y, z even),
-    and the coarse grid's extents (halved, rounded up; a dimension of 1 stays 1). Needs rows
-    in global order across the ranks (a contiguous partition): the aggregates' roots are then
-    numbered in the coarse grid's own order (a ValueError otherwise)."""
-    nx, ny, nz = (int(v) for v in grid)
+    """Collective. Cell-centred 2 x 2 x 2 aggregation of a structured ``grid``: (nx, ny, nz)
+    with rows numbered x fastest (as :mod:`commsolve.gallery` numbers cells) and split
+    contiguously, or a :class:`commsolve.boxes.BoxGrid` (rows numbered box by box). Returns
+    each owned cell's aggregate (its coarse global index, in the coarse grid's own numbering),
+    the coarse Distribution, which owned cells are roots (the aggregate's first cell: x, y, z
+    even), and the coarse grid (extents halved, rounded up; a dimension of 1 stays 1; a
+    BoxGrid's cuts halved with them, so each aggregate stays in its first cell's box). The
+    roots must be numbered in the coarse grid's own order on every rank (a ValueError
+    otherwise: lexicographic rows split other than contiguously)."""
+    from ..boxes import BoxGrid
+
+    boxed = isinstance(grid, BoxGrid)
+    nx, ny, nz = (int(v) for v in (grid.extents if boxed else grid))
     if nx * ny * nz != A.shape[0] or min(nx, ny, nz) < 1:
         raise ValueError(f"geometric aggregation: a {nx} x {ny} x {nz} grid has {nx * ny * nz} cells, the matrix "
                          f"{A.shape[0]} rows")
+    if boxed and not (A.row_dist.is_contiguous and np.array_equal(grid.offsets(), np.asarray(A.row_dist.offsets))):
+        raise ValueError(f"geometric aggregation: the {grid!r}'s rows per rank differ from the matrix's")
     g = A.owned_rows()
-    cx, cy, cz = (-(-v // 2) for v in (nx, ny, nz))
-    x, y, z = g % nx, (g // nx) % ny, g // (nx * ny)
-    agg = (x // 2 + (y // 2) * cx + (z // 2) * cx * cy).astype(np.int64)
+    if boxed:
+        x, y, z = grid.coords(g)
+        coarse_grid = grid.coarser()
+        agg = coarse_grid.index(x // 2, y // 2, z // 2)
+    else:
+        coarse_grid = tuple(-(-v // 2) for v in (nx, ny, nz))
+        cx, cy, _ = coarse_grid
+        x, y, z = g % nx, (g // nx) % ny, g // (nx * ny)
+        agg = (x // 2 + (y // 2) * cx + (z // 2) * cx * cy).astype(np.int64)
     roots = (x % 2 == 0) & (y % 2 == 0) & (z % 2 == 0)
     cfull, coarse = coarse_numbering(A, np.where(roots, C, -1))
-    ordered = not np.any(np.diff(g) != 1) and np.array_equal(cfull[: g.size][roots], agg[roots])
+    ordered = (boxed or not np.any(np.diff(g) != 1)) and np.array_equal(cfull[: g.size][roots], agg[roots])
     if not A.comm.allreduce(ordered, op=mpi().MIN):
         raise ValueError("geometric aggregation needs each rank's rows consecutive, in rank order "
-                         "(partition='contiguous')")
-    return agg, coarse, roots, (cx, cy, cz)
-
+                         "(partition='contiguous'), or a BoxGrid")
+    return agg, coarse, roots, coarse_grid
 
 
 def tentative_prolongator(A, agg, coarse, candidate):

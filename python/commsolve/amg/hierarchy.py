@@ -54,7 +54,7 @@ class Level:
     sparsified: dict = None        # what sparsification did to this level's operator (gamma, nnz and halo
     #                                statistics before and after), None if it was not sparsified
     coarse: np.ndarray = None      # mask over this level's rows: its coarse points (not on the coarsest)
-    grid: tuple = None             # geometric: the structured grid (nx, ny, nz) this level's rows live on
+    grid: object = None            # geometric: the structured grid this level's rows live on ((nx, ny, nz) or a BoxGrid)
     agglomerated: bool = False     # the last level, moved whole onto fewer ranks (the hierarchy goes on there)
 
     @property
@@ -96,7 +96,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                     sparsify=None, ids=None, candidate=None, agglomerate_below=None, **options):
     """Collective. The levels of a multigrid hierarchy for the ParCSR ``A``: ``method``
     "classical" or "sa" (algebraic), or "geometric" (the cell-centred 2 x 2 x 2 aggregation of
-    the structured ``grid`` (nx, ny, nz) the matrix lives on, piecewise-constant
+    the structured ``grid`` the matrix lives on ((nx, ny, nz) or a BoxGrid), piecewise-constant
     interpolation, Galerkin coarse operators: the geometric multigrid of Nakajima's MGCG;
     rows in global order across the ranks).
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from ..amg import SMOOTHERS
-from ..mg import CGA_MODES, CGA_ROWS, FORMATS, HCGA_GROUP, HCGA_ROWS
+from ..mg import CGA_MODES, CGA_ROWS, DECOMPOSITIONS, FORMATS, HCGA_GROUP, HCGA_ROWS
 from .common import (as_json_text, bar, check_plot_path, fail_unless_solved, guarded, json_option, launch_options,
                      matrix_options, need_one_source, ppn_option, relaunch_or_check, report, strategy_option, tolerance)
 
@@ -51,6 +51,11 @@ def _positive(ctx, param, value):
 @matrix_options("groundwater3d:64", "Matrix Market file of a 3D structured grid (with --grid).")
 @click.option("--grid", callback=_grid, metavar="NX,NY,NZ",
               help="The grid the rows number, x fastest (default: the --gen spec's).")
+@click.option("--decomposition", type=click.Choice(list(DECOMPOSITIONS)), default="slabs", show_default=True,
+              help="slabs: the rows split contiguously (z-planes); blocks: a box of cells per rank, 3D, as "
+              "Nakajima's pGW3D-FVM and HPCG decompose (the rows renumbered box by box).")
+@click.option("--process-grid", "procs", callback=_grid, metavar="PX,PY,PZ",
+              help="The boxes per dimension with --decomposition blocks (default: the least surface).")
 @launch_options()
 @ppn_option()
 @click.option("--format", "fmt", default="csr", show_default=True, callback=_format,
@@ -72,7 +77,7 @@ def _positive(ctx, param, value):
 @click.option("--maxiter", type=click.IntRange(1), default=500, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the time and messages per level.")
 @json_option()
-def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profile, cga_rows, hcga_rows, hcga_group,
+def mgcg(gen, matrix, grid, decomposition, procs, nprocs, oversubscribe, timeout, ppn, fmt, cga, profile, cga_rows, hcga_rows, hcga_group,
          smoother, sweeps, correction, strategy, max_coarse, tol, maxiter, plot, as_json):
     """Geometric multigrid (2 x 2 x 2 cell aggregation) as the preconditioner of CG: iterations,
     time per iteration, and each level's time and messages, with and without coarse-grid
@@ -80,6 +85,8 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profi
     need_one_source(gen, matrix)
     if matrix is not None and grid is None:
         raise click.UsageError("--matrix needs --grid NX,NY,NZ (the grid its rows number)")
+    if procs is not None and decomposition != "blocks":
+        raise click.UsageError("--process-grid is the boxes of --decomposition blocks")
     if (cga == "auto") != (profile is not None):
         raise click.UsageError("--cga auto chooses with a machine profile, and only it takes one: give both "
                                "--cga auto and --profile")
@@ -93,6 +100,7 @@ def mgcg(gen, matrix, grid, nprocs, oversubscribe, timeout, ppn, fmt, cga, profi
 
     levels_bar = None if as_json else bar(desc="MGCG setup", unit="level")
     result = guarded(run_mgcg, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, ppn=ppn, fmt=fmt, cga=cga,
+                     decomposition=decomposition, procs=procs,
                      cga_rows=cga_rows, hcga_rows=hcga_rows, hcga_group=hcga_group, smoother=smoother, sweeps=sweeps,
                      correction=correction, strategy=strategy, max_coarse=max_coarse, tol=tol, maxiter=maxiter,
                      profile=profile,

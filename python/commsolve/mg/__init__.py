@@ -29,38 +29,69 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import amg
 from .._collective import agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..amg.cycle import dot, pcg
+from ..boxes import BoxGrid, box_process_grid
 from ..gallery import GallerySpec, grid_shape, parse_spec
+from ..partition import Distribution
 from .stages import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
 
-__all__ = ["MGCG", "CGA_MODES", "FORMATS", "cga_stages"]
+__all__ = ["MGCG", "CGA_MODES", "DECOMPOSITIONS", "FORMATS", "cga_stages"]
 
 FORMATS = ("csr", "ell", "sliced-ell", "sell", "dia")  # and "sell-C-SIGMA" (ParCSR.set_format)
+DECOMPOSITIONS = ("slabs", "blocks")
 
 
-def _problem(A, comm, grid, partition, topology, strategy):
-    """(ParCSR, grid) from a ParCSR, a scipy matrix with the communicator, or a gallery spec."""
+def _problem(A, comm, grid, partition, topology, strategy, decomposition, procs):
+    """(ParCSR, grid) from a ParCSR, a scipy matrix with the communicator, or a gallery spec;
+    with ``decomposition="blocks"`` the rows renumbered box by box (:class:`BoxGrid`)."""
     from ..parcsr import ParCSR
 
+    if isinstance(A, ParCSR):
+        if grid is None:
+            raise ValueError("geometric multigrid needs the structured grid the rows number: grid=(nx, ny, nz) or a "
+                             "BoxGrid")
+        if decomposition == "blocks" and not isinstance(grid, BoxGrid):
+            raise ValueError("a ParCSR in box order comes with its BoxGrid (grid=); decomposition='blocks' renumbers "
+                             "a gallery spec or a scipy matrix")
+        return A, grid
+    if comm is None:
+        raise ValueError("pass a ParCSR, a gallery spec, or a scipy matrix with the communicator (comm=)")
+    spec = None
     if isinstance(A, (str, GallerySpec)):
-        if comm is None:
-            raise ValueError("a gallery spec needs the communicator (comm=)")
         spec = run_agreed(comm, lambda: A if isinstance(A, GallerySpec) else parse_spec(A))
         grid = grid if grid is not None else grid_shape(spec, comm.size)
         agree(comm, None if grid is not None else
               f"'{spec.text}' is not a 3D structured grid (poisson3d, poisson3d27, groundwater3d, hpcg): pass grid=")
-        return ParCSR.from_spec(spec, comm, partition=partition, topology=topology, strategy=strategy), grid
-    if not isinstance(A, ParCSR):
-        if comm is None:
-            raise ValueError("pass a ParCSR, a gallery spec, or a scipy matrix with the communicator (comm=)")
-        A = ParCSR.from_global(A, comm, partition=partition, topology=topology, strategy=strategy)
-    if grid is None:
+    elif grid is None:
         raise ValueError("geometric multigrid needs the structured grid the rows number: grid=(nx, ny, nz)")
-    return A, grid
+    if decomposition == "slabs":
+        if spec is not None:
+            return ParCSR.from_spec(spec, comm, partition=partition, topology=topology, strategy=strategy), grid
+        return ParCSR.from_global(A, comm, partition=partition, topology=topology, strategy=strategy), grid
+    extents = tuple(int(g) for g in grid)
+    boxes = run_agreed(comm, lambda: BoxGrid.blocks(extents, box_process_grid(extents, comm.size)
+                                                    if procs is None else _procs(procs, comm.size, extents)))
+    offsets = boxes.offsets()
+    lex = boxes.lexicographic(np.arange(offsets[comm.rank], offsets[comm.rank + 1]))
+    local = spec.build(rows=lex, nprocs=comm.size) if spec is not None else sp.csr_matrix(A)[lex]
+    local = sp.csr_matrix((local.data, boxes.from_lexicographic(local.indices), local.indptr), shape=local.shape)
+    local.sort_indices()
+    return ParCSR.from_local_rows(local, comm, row_dist=Distribution.from_offsets(offsets), topology=topology,
+                                  strategy=strategy), boxes
+
+
+def _procs(procs, nranks, extents):
+    procs = tuple(int(p) for p in procs)
+    if len(procs) != 3 or min(procs) < 1 or int(np.prod(procs)) != nranks:
+        raise ValueError(f"procs must be three positive numbers whose product is the {nranks} ranks, got {procs}")
+    if any(p > e for p, e in zip(procs, extents)):
+        raise ValueError(f"procs {procs}: more boxes than cells along a dimension of the {extents} grid")
+    return procs
 
 
 class MGCG:
@@ -69,11 +100,16 @@ class MGCG:
     @watched("mg.MGCG (the setup)")
     def __init__(self, A, comm=None, *, grid=None, format="csr", cga="none", cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS,
                  hcga_group=HCGA_GROUP, smoother="ic0", sweeps=1, correction=1.0, strategy="standard", max_coarse=1,
-                 max_levels=25, partition="contiguous", topology=None, profile=None, progress=None):
+                 max_levels=25, partition="contiguous", decomposition="slabs", procs=None, topology=None, profile=None,
+                 progress=None):
         """Collective. ``A``: a :class:`~commsolve.ParCSR`, a scipy matrix every rank of
         ``comm`` passes whole, or a gallery spec (each rank builds its own rows; the grid is
-        the spec's). ``grid``: (nx, ny, nz), x fastest, rows in that order across the ranks
-        (a contiguous partition). ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
+        the spec's). ``grid``: (nx, ny, nz), x fastest. ``decomposition``: ``"slabs"`` (rows
+        in that order, split contiguously across the ranks: slabs of z-planes) or ``"blocks"``
+        (a box of cells per rank on the process grid ``procs`` = (px, py, pz), by default the
+        one of least surface, :func:`commsolve.boxes.box_process_grid`; the rows renumbered
+        box by box, :meth:`cells` maps them back). A ParCSR already in box order comes with
+        its :class:`commsolve.boxes.BoxGrid` as ``grid``. ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
         for every level's operator. ``cga``: one of :data:`CGA_MODES` with its switches
         (:func:`cga_stages`), or ``"auto"``: the mode (none, CGA, hCGA with groups of
         ``hcga_group``, or the leaders' first move alone) and its switch levels chosen by the
@@ -88,10 +124,12 @@ class MGCG:
         if comm is not None:
             agree_args(comm, "mg.MGCG", format=format, cga=cga, cga_rows=cga_rows, hcga_rows=hcga_rows,
                        hcga_group=hcga_group, smoother=smoother, sweeps=sweeps, grid=grid, max_coarse=max_coarse,
-                       max_levels=max_levels, profile=profile)
+                       max_levels=max_levels, profile=profile, decomposition=decomposition, procs=procs)
+        if decomposition not in DECOMPOSITIONS:
+            raise ValueError(f"unknown decomposition '{decomposition}' (known: {', '.join(DECOMPOSITIONS)})")
         if cga == "auto" and profile is None:
             raise ValueError("cga='auto' chooses the mode and its switch levels with a machine profile: pass profile=")
-        A, grid = _problem(A, comm, grid, partition, topology, strategy)
+        A, grid = _problem(A, comm, grid, partition, topology, strategy, decomposition, procs)
         self.comm = A.comm
         if cga != "auto":
             stages = run_agreed(self.comm, cga_stages, cga, self.comm.size, cga_rows, hcga_rows, hcga_group)
@@ -99,7 +137,7 @@ class MGCG:
         t0 = time.perf_counter()
 
         def setup(stages):
-            return amg.solver(A, method="geometric", grid=tuple(int(g) for g in grid), strategy=strategy,
+            return amg.solver(A, method="geometric", grid=grid, strategy=strategy,
                               smoother=smoother, sweeps=sweeps, correction=correction, agglomerate=stages,
                               max_coarse=max_coarse, max_levels=max_levels, progress=progress)
 
@@ -118,12 +156,19 @@ class MGCG:
                 _apply_format(lvl.A, format)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         self.format, self.cga, self.stages, self.smoother = format, cga, stages, smoother
-        self.grid = tuple(int(g) for g in grid)
+        self.boxes = grid if isinstance(grid, BoxGrid) else None
+        self.grid = tuple(int(g) for g in (grid.extents if self.boxes is not None else grid))
         self.last_solve = None
 
     @property
     def A(self):
         return self.ml.A
+
+    def cells(self):
+        """The lexicographic index (x fastest over the whole grid) of each of this rank's rows:
+        ``b_global[solver.cells()]`` is this rank's b, and x goes back the same way."""
+        rows = self.A.owned_rows()
+        return rows if self.boxes is None else self.boxes.lexicographic(rows)
 
     def describe(self):
         """Collective. The hierarchy level by level (:meth:`MultilevelSolver.describe`)."""
@@ -186,7 +231,9 @@ class MGCG:
 
     def __repr__(self):
         stages = ", ".join(f"< {r:g} rows/rank -> {m} rank(s)" for r, m in self.stages) or "none"
-        return (f"MGCG on a {' x '.join(map(str, self.grid))} grid, format {self.format}, smoother {self.smoother}, "
+        boxes = "" if self.boxes is None else f" in {' x '.join(map(str, self.boxes.procs))} boxes"
+        return (f"MGCG on a {' x '.join(map(str, self.grid))} grid{boxes}, format {self.format}, "
+                f"smoother {self.smoother}, "
                 f"CGA {self.cga} ({stages})\n{self.ml!r}")
 
 

@@ -54,12 +54,18 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
     }
 
 
-def scipy_residual(comm, A, x, gen, matrix):
+def scipy_residual(comm, A, x, gen, matrix, cells=None):
     """Collective. ||b - G x|| / ||b|| for b = 1 on rank 0, G the matrix scipy builds from the
-    spec or reads from the file (None above CHECK_LIMIT rows, and on the other ranks)."""
-    x_global = A.gather(x) if A.shape[0] <= CHECK_LIMIT else None
-    if comm.rank != 0 or x_global is None:
+    spec or reads from the file (None above CHECK_LIMIT rows, and on the other ranks).
+    ``cells``: the row of G each of this rank's entries of x is (default: A's own rows)."""
+    if A.shape[0] > CHECK_LIMIT:
         return None
+    pieces = comm.gather((A.owned_rows() if cells is None else np.asarray(cells), x), root=0)
+    if comm.rank != 0:
+        return None
+    x_global = np.zeros(A.shape[0])
+    for rows, values in pieces:
+        x_global[rows] = values
     G = sp.csr_matrix(parse_spec(gen).build(nprocs=comm.size) if gen is not None else mmread(matrix))
     return float(np.linalg.norm(1.0 - G @ x_global) / np.sqrt(G.shape[0]))
 

@@ -4,10 +4,12 @@ plans."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.io import mmread
 
 from .. import mg
 from ..mg.stages import describe_placement
-from .._collective import mpi
+from .._collective import mpi, run_agreed
 from ..parcsr import ParCSR
 from .amg import scipy_residual
 from .spmv import machine_info
@@ -23,7 +25,12 @@ def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga
     the result dict on rank 0."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
-    source = gen if gen is not None else ParCSR.from_file(matrix, comm, topology=ppn)
+    if gen is not None:
+        source = gen
+    elif options.get("decomposition") == "blocks":  # renumbered box by box: every rank reads the file
+        source = run_agreed(comm, lambda: sp.csr_matrix(mmread(matrix)))
+    else:
+        source = ParCSR.from_file(matrix, comm, topology=ppn)
     solver = mg.MGCG(source, comm, grid=grid, format=fmt, cga=cga, topology=ppn, progress=progress, **options)
     A = solver.A
     x, info = solver.solve(tol=tol, maxiter=maxiter)
@@ -32,12 +39,14 @@ def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga
              and op.recorded_stats(reverse=True) == op.planned_stats().reversed().scaled(op.runs[1])
              for s in mg._chain(solver.ml) for op in mg._operators(s))
     stats_ok = comm.allreduce(int(ok), op=mpi().MIN) == 1
-    residual = scipy_residual(comm, A, x, gen, matrix)
+    residual = scipy_residual(comm, A, x, gen, matrix, cells=solver.cells())
     if comm.rank != 0:
         return None
     s = solver.last_solve
     return {
         "matrix": gen if gen is not None else str(matrix), "grid": list(solver.grid), "rows": int(A.shape[0]),
+        "decomposition": "slabs" if solver.boxes is None else "blocks",
+        "process_grid": None if solver.boxes is None else list(solver.boxes.procs),
         "nnz": int(levels[0]["nnz"]), "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn,
         "format": fmt, "cga": cga, "stages": [list(st) for st in solver.stages], "cga_choice": solver.cga_choice,
         "smoother": solver.smoother,
@@ -53,7 +62,8 @@ def format_mgcg(r):
     """The text report of :func:`run_mgcg`'s result."""
     stages = ", ".join(f"below {rows:g} rows/rank onto {m} rank(s)" for rows, m in r["stages"]) or "none"
     head = [f"matrix      {r['matrix']}: {' x '.join(map(str, r['grid']))} grid, {r['rows']:,} rows, "
-            f"{r['nnz']:,} nonzeros on {r['nranks']} rank(s), {r['nodes']} node(s)",
+            f"{r['nnz']:,} nonzeros on {r['nranks']} rank(s), {r['nodes']} node(s), "
+            + ("z-slabs" if r["decomposition"] == "slabs" else f"{'x'.join(map(str, r['process_grid']))} boxes"),
             f"MGCG        format {r['format']}, smoother {r['smoother']}, CGA {r['cga']} ({stages}), "
             f"{len(r['levels'])} levels, operator complexity {r['operator_complexity']:.3f}",
             f"{'level':>6}{'rows':>12}{'ranks':>7}{'format':>7}{'time s':>10}{'share':>8}{'msgs':>9}{'busiest':>9}"
