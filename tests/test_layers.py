@@ -11,7 +11,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "python" / "commsolve
 
 # Bottom to top; a module may import its own layer's and the layers below.
 LAYERS = [
-    {"_core", "_collective", "_watchdog", "_plotting", "launch", "stats", "topology", "partition", "io", "gallery"},  # foundation
+    {"_core", "_collective", "_watchdog", "_plotting", "launch", "stats", "topology", "partition", "io", "gallery",
+     "boxes"},  # foundation
     {"model"},                                                                              # cost models
     {"parcsr", "products", "trees", "virtual", "redistribute"},                             # distributed data, plans
     {"direct", "dense"},                                                                    # direct and dense solvers
