@@ -63,6 +63,15 @@ def test_amg_smoothed_aggregation():
     assert 1 < r["operator_complexity"] < 2 and len(r["levels"]) >= 3
 
 
+def test_amg_w_cycle_with_l1_symmetric_gauss_seidel():
+    p = cli("amg", "--gen", "poisson3d:12", "-np", "2", "--smoother", "l1-symmetric-gs", "--sweeps", "2", "--cycle",
+            "W", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["cycle"] == "W" and r["sweeps"] == 2 and r["smoother"] == "l1-symmetric-gs"
+    assert r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
+
+
 def test_amg_from_matrix_market_file(tmp_path):
     path = tmp_path / "aniso.mtx"
     mmwrite(path, gallery.aniso2d(30, eps=0.01, theta=30))
@@ -108,6 +117,8 @@ def test_zero_diagonal_on_a_coarse_level_names_it(tmp_path):
      "--coarsening is an option of --method classical"),
     (["amg", "--gen", "poisson2d:8", "--coarsening", "rs"], "Invalid value for '--coarsening'"),
     (["amg", "--gen", "poisson2d:8", "--smoother", "sor"], "Invalid value for '--smoother'"),
+    (["amg", "--gen", "poisson2d:8", "--degree", "3"], "--degree is the Chebyshev smoother's"),
+    (["amg", "--gen", "poisson2d:8", "--cycle", "F"], "Invalid value for '--cycle'"),
     (["amg", "--gen", "poisson2d:8", "--matrix", "x.mtx"], "exactly one of --gen SPEC or --matrix FILE"),
     (["amg", "--gen", "poisson2d:8", "--tol", "2"], "must lie in (0, 1)"),
     (["analyze", "--workload", "amg", "--gen", "poisson2d:8", "--procs", "4", "--ppn", "2", "--heatmap", "h.png"],

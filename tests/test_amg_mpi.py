@@ -46,8 +46,11 @@ def test_solution_and_rank_independence(mpi_cache, k, ppn, case):
     # vector is hashed from global indices too), so the iterations are those of one rank.
     for method in ("hybrid-gs", "sa"):
         assert r[method]["rows"] == one[method]["rows"] and r[method]["nnz"] == one[method]["nnz"], method
-    for smoother in ("jacobi", "chebyshev"):
+    for smoother in ("jacobi", "chebyshev", "chebyshev-4"):
         assert r["solves"][smoother]["iterations"] == one["solves"][smoother]["iterations"], smoother
+    # two sweeps a side, or two coarse visits, converge no slower than one forward and one backward sweep
+    for name in ("symmetric-gs", "w-cycle"):
+        assert r["solves"][name]["iterations"] <= r["solves"]["hybrid-gs"]["iterations"], name
     # Hybrid Gauss-Seidel is Jacobi across ranks: a different smoother on each partition.
     for name in ("hybrid-gs", "direct", "sa"):
         assert abs(r["solves"][name]["iterations"] - one["solves"][name]["iterations"]) <= 2, name

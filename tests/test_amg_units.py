@@ -6,7 +6,7 @@ import pyamg
 import pytest
 import scipy.sparse as sp
 
-from commsolve import gallery
+from commsolve import amg, gallery
 from commsolve.amg.classical import hash_uniform, strength, truncate
 
 
@@ -71,8 +71,9 @@ def test_tentative_prolongator_fits_the_candidate_by_hand():
     np.testing.assert_allclose(P0 @ Bc, [1, 2, 2, 3, 4, 0])
 
 
+@pytest.mark.parametrize("degree", [None, 1, 4])
 @pytest.mark.parametrize("zero", [False, True])
-def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
+def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero, degree):
     """One rank: after one Chebyshev sweep the error is T_k((theta - t) / delta) /
     T_k(theta / delta) at each eigenvalue t of D^-1 A (the closed form, evaluated by numpy's
     Chebyshev series in the eigenbasis, independent of the smoother's three-term recurrence),
@@ -84,14 +85,15 @@ def test_chebyshev_smoother_is_the_scaled_chebyshev_polynomial(zero):
 
     G = sp.csr_matrix(gallery.from_spec("aniso2d:8,eps=0.1,theta=30"))
     A = ParCSR.from_global(G, MPI.COMM_SELF)
-    sm = Smoother(A, "chebyshev")
+    sm = Smoother(A, "chebyshev", degree=degree)
+    k = CHEBYSHEV_DEGREE if degree is None else degree
     lo, hi = sm.interval
     d = G.diagonal()
     lam, V = np.linalg.eigh(G.toarray() / np.sqrt(d)[:, None] / np.sqrt(d)[None, :])
     assert lam.max() <= hi and lo == pytest.approx(CHEBYSHEV_FRACTION * hi)
     theta, delta = (hi + lo) / 2, (hi - lo) / 2
-    factor = np.polynomial.chebyshev.chebval((theta - lam) / delta, [0] * CHEBYSHEV_DEGREE + [1])
-    factor /= np.polynomial.chebyshev.chebval(theta / delta, [0] * CHEBYSHEV_DEGREE + [1])
+    factor = np.polynomial.chebyshev.chebval((theta - lam) / delta, [0] * k + [1])
+    factor /= np.polynomial.chebyshev.chebval(theta / delta, [0] * k + [1])
     rng = np.random.default_rng(3)
     b = rng.standard_normal(G.shape[0])
     x = np.zeros(G.shape[0]) if zero else rng.standard_normal(G.shape[0])
@@ -176,3 +178,48 @@ def test_ruge_stueben_first_pass_matches_a_written_out_reference(spec):
     Sg = S.local_matrix().tocsr()
     ref = _first_pass_reference(Sg)
     assert got.sum() > 0 and np.array_equal(got, ref)
+
+
+def test_w_cycle_is_the_recursive_definition_and_symmetric():
+    """One rank, Jacobi smoothing: the W-cycle applied to each unit vector equals the
+    two-visit recursion written out with dense numpy matrices from the hierarchy's operators
+    (the coarsest solved exactly, visited once), and the preconditioner is symmetric."""
+    from mpi4py import MPI
+
+    G = sp.csr_matrix(gallery.from_spec("poisson2d:12"))
+    ml = amg.solver(G, MPI.COMM_SELF, smoother="jacobi", cycle="W", max_coarse=10)
+    levels = ml.levels
+    assert len(levels) >= 3
+    As = [lvl.A.to_global(root=None).toarray() for lvl in levels]
+    Ps = [lvl.P.to_global(root=None).toarray() for lvl in levels[:-1]]
+    omega = 2.0 / 3.0
+
+    def cycle(k, b):
+        if k == len(levels) - 1:
+            return np.linalg.solve(As[k], b)
+        Dinv = omega / np.diag(As[k])
+        x = Dinv * b
+        bc = Ps[k].T @ (b - As[k] @ x)
+        xc = cycle(k + 1, bc)
+        if k + 1 < len(levels) - 1:
+            xc = xc + cycle(k + 1, bc - As[k + 1] @ xc)
+        x = x + Ps[k] @ xc
+        return x + Dinv * (b - As[k] @ x)
+
+    n = G.shape[0]
+    M = np.column_stack([ml.cycle(e) for e in np.eye(n)])
+    want = np.column_stack([cycle(0, e) for e in np.eye(n)])
+    np.testing.assert_allclose(M, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    assert np.abs(M - M.T).max() <= 1e-12 * np.abs(M).max()
+
+
+def test_bad_cycle_and_degree_are_refused():
+    from mpi4py import MPI
+
+    G = sp.csr_matrix(gallery.from_spec("poisson2d:6"))
+    with pytest.raises(ValueError, match="unknown cycle 'F'"):
+        amg.solver(G, MPI.COMM_SELF, cycle="F")
+    with pytest.raises(ValueError, match="degree is the Chebyshev smoother's"):
+        amg.solver(G, MPI.COMM_SELF, smoother="jacobi", degree=3)
+    with pytest.raises(ValueError, match="degree is the Chebyshev smoother's"):
+        amg.solver(G, MPI.COMM_SELF, smoother="chebyshev", degree=0)

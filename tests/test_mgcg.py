@@ -83,14 +83,15 @@ def test_dia_refuses_what_is_not_banded():
     assert R.format == "csr"
 
 
-def _hand_sweep(A, b, x, forward):
-    """One Gauss-Seidel sweep by its definition, row by row in Python."""
+def _hand_sweep(A, b, x, forward, divisors=None):
+    """One Gauss-Seidel sweep by its definition, row by row in Python: x_i += (b_i - (A x)_i)
+    / d_i, d_i = a_ii unless ``divisors`` (l1 Gauss-Seidel's a_ii + l_i) are given."""
     A = sp.csr_matrix(A)
+    d = A.diagonal() if divisors is None else divisors
     x = x.copy()
     for i in (range(A.shape[0]) if forward else range(A.shape[0] - 1, -1, -1)):
         row = A.getrow(i)
-        off = sum(v * x[j] for j, v in zip(row.indices, row.data) if j != i)
-        x[i] = (b[i] - off) / A[i, i]
+        x[i] += (b[i] - sum(v * x[j] for j, v in zip(row.indices, row.data))) / d[i]
     return x
 
 
@@ -102,12 +103,14 @@ def test_gauss_seidel_sweeps_in_every_format_are_the_definitions(fmt):
     d = A.diagonal()
     rng = np.random.default_rng(4)
     b, x0 = rng.standard_normal(n), rng.standard_normal(n)
-    for forward in (True, False):
-        x = x0.copy()
-        P._core.gauss_seidel(1.0 / d, d, b, None, x, forward, False, np.empty(n))
-        np.testing.assert_allclose(x, _hand_sweep(A, b, x0, forward), rtol=1e-12, atol=1e-12)
+    l1 = d + rng.uniform(0, 1, n) * d  # l1 Gauss-Seidel's larger divisors: still x_i += residual_i / divisor_i
+    for divisors in (d, l1):
+        for forward in (True, False):
+            x = x0.copy()
+            P._core.gauss_seidel(1.0 / divisors, b, None, x, forward, False, np.empty(n))
+            np.testing.assert_allclose(x, _hand_sweep(A, b, x0, forward, divisors), rtol=1e-12, atol=1e-12)
     zero = np.zeros(n)  # from x = 0: the lower-part shortcut gives the full sweep's answer
-    P._core.gauss_seidel(1.0 / d, d, b, None, zero, True, True, np.empty(n))
+    P._core.gauss_seidel(1.0 / d, b, None, zero, True, True, np.empty(n))
     np.testing.assert_allclose(zero, _hand_sweep(A, b, np.zeros(n), True), rtol=1e-12, atol=1e-12)
 
 
@@ -149,7 +152,7 @@ def test_dia_kernels_on_every_stencil_shape(name):
     for forward, zero in ((True, False), (False, False), (True, True)):
         x0 = np.zeros(n) if zero else v
         x = x0.copy()
-        P._core.gauss_seidel(1.0 / d, d, b, None, x, forward, zero, np.empty(n))
+        P._core.gauss_seidel(1.0 / d, b, None, x, forward, zero, np.empty(n))
         np.testing.assert_allclose(x, _hand_sweep(A, b, x0, forward), rtol=1e-12, atol=1e-12)
 
 
@@ -164,7 +167,7 @@ def test_sell_sweep_order_keeps_symmetric_gauss_seidel_symmetric():
     def symgs(r):
         x = np.zeros(n)
         for forward in (True, False):
-            P._core.gauss_seidel(1.0 / d, d, r, None, x, forward, False, np.empty(n))
+            P._core.gauss_seidel(1.0 / d, r, None, x, forward, False, np.empty(n))
         return x
 
     u, v = np.random.default_rng(5).standard_normal((2, n))

@@ -30,7 +30,10 @@ CASES = (("poisson2d:40", "auto"), ("poisson3d:10", "auto"), ("aniso2d:40,eps=0.
 SOLVERS = (("direct", {"smoother": "hybrid-gs", "interpolation": "direct"}), ("jacobi", {"smoother": "jacobi"}),
            ("hybrid-gs", {"smoother": "hybrid-gs"}), ("sa", {"method": "sa"}),
            ("chebyshev", {"smoother": "chebyshev"}), ("hmis", {"coarsening": "hmis"}),
-           ("hmis-direct", {"coarsening": "hmis", "interpolation": "direct"}))
+           ("hmis-direct", {"coarsening": "hmis", "interpolation": "direct"}),
+           ("symmetric-gs", {"smoother": "symmetric-gs"}), ("l1-symmetric-gs", {"smoother": "l1-symmetric-gs"}),
+           ("w-cycle", {"smoother": "symmetric-gs", "cycle": "W"}),
+           ("chebyshev-4", {"smoother": "chebyshev", "degree": 4, "cycle": "W"}))
 CHECKED = ("hybrid-gs", "sa")
 
 

@@ -21,19 +21,20 @@ import numpy as np
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
-from .cycle import SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_smoother, cycle_work, dot, gmres, pcg, vcycle
+from .cycle import (CYCLES, SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_cycle, check_smoother, cycle_work, dot,
+                    gmres, pcg, vcycle, wcycle)
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
 from .sparsify import halo_summary, parse_adaptive, relaxed, sparsification
 
-__all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "SETUP_DEFAULTS", "ACCELERATORS"]
+__all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "CYCLES", "SETUP_DEFAULTS", "ACCELERATORS"]
 
 ACCELERATORS = ("cg", "gmres", None)
 SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumption fails
 
 
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
-           omega=None, partition="contiguous", topology=None, progress=None, sparsify=None, gamma=None, lumping=None,
-           adaptive=None, correction=1.0, agglomerate=None, **options):
+           omega=None, degree=None, cycle="V", partition="contiguous", topology=None, progress=None, sparsify=None,
+           gamma=None, lumping=None, adaptive=None, correction=1.0, agglomerate=None, **options):
     """Collective. Sets up an AMG hierarchy for ``A``: a :class:`~commsolve.ParCSR`, or a
     scipy matrix that every rank of ``comm`` passes whole (rows split by ``partition``).
 
@@ -44,8 +45,9 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     2 x 2 x 2 aggregation of a structured grid: Nakajima's MGCG). Setup options:
     :data:`SETUP_DEFAULTS`, described in
     :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
-    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi);
-    ``correction``: the factor on every coarse correction, in (0, 2) (over-correction, for the
+    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi),
+    polynomial ``degree`` (Chebyshev); ``cycle``: "V", or "W" (each coarser level visited
+    twice, :func:`~commsolve.amg.cycle.wcycle`); ``correction``: the factor on every coarse correction, in (0, 2) (over-correction, for the
     piecewise-constant interpolation of geometric aggregation, whose coarse corrections fall
     short; 1: none).
 
@@ -68,7 +70,7 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
             raise ValueError("pass a ParCSR, or a scipy matrix with the communicator (comm=)")
         A = ParCSR.from_global(A, comm, partition=partition, topology=topology)
     return MultilevelSolver(A, method=method, strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps,
-                            omega=omega, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
+                            omega=omega, degree=degree, cycle=cycle, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
                             adaptive=adaptive, correction=correction, agglomerate=agglomerate, **options)
 
 
@@ -79,16 +81,19 @@ class MultilevelSolver:
     solver that goes on from it."""
 
     @watched("amg.solver (the setup)")
-    def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, sparsify=None, gamma=None,
-                 lumping=None, adaptive=None, correction=1.0, agglomerate=None, _continued=None, **options):
+    def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, degree=None, cycle="V",
+                 sparsify=None, gamma=None, lumping=None, adaptive=None, correction=1.0, agglomerate=None,
+                 _continued=None, **options):
         self.comm = A.comm
         agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
-                   sweeps=sweeps, omega=omega, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
+                   sweeps=sweeps, omega=omega, degree=degree, cycle=cycle, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
                    correction=correction, agglomerate=agglomerate, **options)
         stages = run_agreed(self.comm, parse_stages, agglomerate, self.comm.size)
         if stages and sparsify is not None:
             agree(self.comm, "sparsified hierarchies are not agglomerated (agglomerate= with sparsify=)")
-        check_smoother(smoother, sweeps, omega)
+        check_smoother(smoother, sweeps, omega, degree)
+        check_cycle(cycle)
+        self.cycle_type = cycle
         if not 0 < correction < 2:
             raise ValueError(f"correction (the coarse corrections' factor) must lie in (0, 2), got {correction}")
         self.correction = float(correction)
@@ -96,7 +101,7 @@ class MultilevelSolver:
         self.adaptive = self._check_adaptive(adaptive)
         t0 = time.perf_counter()
         self.smoothers = []  # built as each level completes, from the block the setup has at hand
-        self._smoothing = (smoother, sweeps, omega)
+        self._smoothing = (smoother, sweeps, omega, degree)
         self._profile = profile
         theta = options.get("theta")
         self._strength_theta = theta if method == "classical" and theta is not None else THETA["classical"]
@@ -122,7 +127,8 @@ class MultilevelSolver:
                 # the moved level is the continued hierarchy's first: the levels above count against max_levels
                 more["max_levels"] = options.get("max_levels", SETUP_DEFAULTS["max_levels"]) - (len(self.levels) - 1)
                 return MultilevelSolver(moved, method=method, strategy=rest, profile=profile, smoother=smoother,
-                                        sweeps=sweeps, omega=omega, progress=None, correction=correction,
+                                        sweeps=sweeps, omega=omega, degree=degree, cycle=cycle, progress=None,
+                                        correction=correction,
                                         agglomerate=stages[1:], _continued=(ids, candidate), **more)
 
             self.coarse = Agglomerated(last, stages[0][1], build, last.strategy)
@@ -149,8 +155,9 @@ class MultilevelSolver:
     def _smoother(self, lvl, local=None):
         """Level ``lvl``'s smoother, on the operator the cycle uses there (``local``: its
         block, if at hand); a sparsified copy's spectral radius is estimated anew."""
-        kind, sweeps, omega = self._smoothing
-        return Smoother(lvl.solve_A, kind, sweeps, omega, lvl.ids, lvl.rho if lvl.A_hat is None else None, local)
+        kind, sweeps, omega, degree = self._smoothing
+        return Smoother(lvl.solve_A, kind, sweeps, omega, lvl.ids, lvl.rho if lvl.A_hat is None else None, local,
+                        degree)
 
     def _check_adaptive(self, adaptive):
         adaptive = parse_adaptive(adaptive)
@@ -245,12 +252,15 @@ class MultilevelSolver:
         return done
 
     def cycle(self, b, out=None):
-        """Collective. One V-cycle applied to this rank's part of b (zero initial guess):
-        M b, written into ``out`` if given (else a new array)."""
-        if self._work is None:
-            self._work = cycle_work(self.levels)
-        x = vcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
-                   self.correction, self.level_times, self._work)
+        """Collective. One cycle (V or W) applied to this rank's part of b (zero initial
+        guess): M b, written into ``out`` if given (else a new array)."""
+        b = np.ascontiguousarray(b, dtype=np.float64)
+        if self.cycle_type == "W":
+            x = wcycle(self.levels, self.smoothers, self.coarse, b, 2, self.correction, self.level_times)
+        else:
+            if self._work is None:
+                self._work = cycle_work(self.levels)
+            x = vcycle(self.levels, self.smoothers, self.coarse, b, self.correction, self.level_times, self._work)
         if out is None:
             return np.array(x)
         out[:] = x

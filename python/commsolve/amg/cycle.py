@@ -9,10 +9,11 @@ interpolation, so the V-cycle stays symmetric for CG [relax_type 3/4]), ``l1-hyb
 are split — a partition that cuts most couplings, strided say, leaves hybrid Gauss-Seidel
 an undamped Jacobi — at the price of weaker smoothing where many couplings are cut; Baker,
 Falgout, Kolev, Yang 2011), ``chebyshev`` (a Chebyshev polynomial in D^-1 A of degree
-CHEBYSHEV_DEGREE per sweep over [0.33, 1.1] x its largest eigenvalue, estimated by
-Lanczos [relax_type 16]; PETSc GAMG's default smoother kind), ``symmetric-gs`` (HPCG's
-SYMGS: one halo exchange, then a forward and a backward sweep, before and after the coarse
-correction alike), ``ilu0`` / ``ic0`` (x += (L U)^-1 (b - A x) with the ILU(0) factor of the
+``degree`` (default CHEBYSHEV_DEGREE) per sweep over [0.3, 1.1] x its largest eigenvalue,
+estimated by Lanczos [relax_type 16]; PETSc GAMG's default smoother kind), ``symmetric-gs``
+(symmetric hybrid Gauss-Seidel, HPCG's SYMGS: one halo exchange, then a forward and a
+backward sweep, before and after the coarse correction alike [relax_type 6]),
+``l1-symmetric-gs`` (the same with the l1 term on the diagonal [relax_type 8]), ``ilu0`` / ``ic0`` (x += (L U)^-1 (b - A x) with the ILU(0) factor of the
 rank's diagonal block: block Jacobi across ranks, Nakajima's localized IC(0); on a symmetric
 matrix ILU(0) is IC(0), U = D L^T, so the two names run the same factor and the cycle stays
 symmetric). Only the Jacobi and Chebyshev smoothers are independent of the partition;
@@ -33,9 +34,11 @@ from .. import _core
 from .._collective import CollectiveError
 from .spectrum import global_dot as dot, spectral_radius_dinv_a
 
-__all__ = ["SMOOTHERS", "Smoother", "CoarseSolver", "vcycle", "pcg", "gmres", "asymmetry", "dot"]
+__all__ = ["SMOOTHERS", "CYCLES", "Smoother", "CoarseSolver", "vcycle", "wcycle", "pcg", "gmres", "asymmetry", "dot"]
 
-SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "symmetric-gs", "ilu0", "ic0")
+SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "symmetric-gs", "l1-symmetric-gs", "ilu0",
+             "ic0")
+CYCLES = ("V", "W")
 # Chebyshev smoothing (hypre's hypre_ParCSRRelax_Cheby with its defaults, the smallest
 # eigenvalue taken as 0): the polynomial of this degree per sweep, damping D^-1 A's spectrum
 # in [fraction x upper, upper], upper = 1.1 x the estimated largest eigenvalue (the factor
@@ -44,15 +47,24 @@ SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "s
 CHEBYSHEV_DEGREE, CHEBYSHEV_FRACTION, CHEBYSHEV_UPPER = 2, 0.3, 1.1
 
 
-def check_smoother(kind, sweeps, omega):
-    """A ValueError for an unknown smoother, fewer than one sweep, or a weight for a smoother
-    that takes none."""
+def check_smoother(kind, sweeps, omega, degree=None):
+    """A ValueError for an unknown smoother, fewer than one sweep, or a weight (a degree) for
+    a smoother that takes none."""
     if kind not in SMOOTHERS:
         raise ValueError(f"unknown smoother '{kind}' (known: {', '.join(SMOOTHERS)})")
     if omega is not None and not kind.endswith("jacobi"):
         raise ValueError(f"omega weights the Jacobi smoothers; the {kind} smoother takes none")
+    if degree is not None and (kind != "chebyshev" or int(degree) != degree or degree < 1):
+        raise ValueError(f"degree is the Chebyshev smoother's polynomial degree, a whole number >= 1 (got {degree} "
+                         f"for {kind})")
     if sweeps < 1:
         raise ValueError(f"smoothing sweeps must be at least 1, got {sweeps}")
+
+
+def check_cycle(cycle):
+    """A ValueError for a cycle other than :data:`CYCLES`."""
+    if cycle not in CYCLES:
+        raise ValueError(f"unknown cycle '{cycle}' (known: {', '.join(CYCLES)})")
 
 
 class Smoother:
@@ -60,20 +72,21 @@ class Smoother:
     themselves; Gauss-Seidel sweeps run on the operator's own storage, in its format
     (:meth:`ParCSR.set_format`)."""
 
-    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None, local=None):
+    def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None, local=None, degree=None):
         """Collective for ``chebyshev`` without ``rho`` (the spectral radius of D^-1 A, which
         smoothed aggregation has estimated already; else Lanczos from a start vector hashed
-        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight.
+        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight;
+        ``degree``: the Chebyshev polynomial's (default CHEBYSHEV_DEGREE).
         ``local``: A's local block if the caller has it (:meth:`ParCSR.local_block`)."""
-        check_smoother(kind, sweeps, omega)
+        check_smoother(kind, sweeps, omega, degree)
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
+        self.degree = CHEBYSHEV_DEGREE if degree is None else int(degree)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
         L = A.local_block() if local is None else local
         n = L.shape[0]
         self.halo = np.zeros(L.shape[1] - n)  # the off-process values of x during a sweep
         self.work = np.empty(n)
         diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
-        self.own = np.ascontiguousarray(diag, dtype=np.float64)  # a_ii as the block holds it
         if kind.startswith("l1-"):  # l1 scaling: convergent however the rows are split
             halo = L[:, n:] if L.shape[1] > n else None
             diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
@@ -90,16 +103,16 @@ class Smoother:
     def _chebyshev(self, b, x, zero):
         """x += p(D^-1 A) D^-1 (b - A x), the error multiplied by T_k((theta - t) / delta) /
         T_k(theta / delta) at each eigenvalue t of D^-1 A (Saad, Iterative Methods, Alg.
-        12.1; k = CHEBYSHEV_DEGREE matrix-vector products)."""
+        12.1; k = :attr:`degree` matrix-vector products)."""
         lo, hi = self.interval
         theta, delta = (hi + lo) / 2, (hi - lo) / 2
         sigma = theta / delta
         rho = 1.0 / sigma
         r = (b if zero else b - self.A.matvec(x)) / self.diag
         d = r / theta
-        for k in range(CHEBYSHEV_DEGREE):
+        for k in range(self.degree):
             x += d
-            if k + 1 == CHEBYSHEV_DEGREE:
+            if k + 1 == self.degree:
                 break
             r -= self.A.matvec(d) / self.diag
             rho_next = 1.0 / (2 * sigma - rho)
@@ -112,7 +125,7 @@ class Smoother:
     def _gs(self, b, x, directions, zero):
         halo = None if zero else self.A.exchange(x, out=self.halo)
         for k, forward in enumerate(directions):
-            self.A._core.gauss_seidel(self.inv, self.own, b, halo, x, forward, zero and k == 0, self.work)
+            self.A._core.gauss_seidel(self.inv, b, halo, x, forward, zero and k == 0, self.work)
 
     def _ilu(self, b, x, zero):
         indptr, indices, lu = self.lu
@@ -128,7 +141,7 @@ class Smoother:
     def _sweep(self, b, x, zero, forward):
         if self.kind.endswith("hybrid-gs"):
             self._gs(b, x, (forward,), zero)
-        elif self.kind == "symmetric-gs":
+        elif self.kind.endswith("symmetric-gs"):
             self._gs(b, x, (True, False), zero)
         elif self.kind == "chebyshev":
             self._chebyshev(b, x, zero)
@@ -152,9 +165,9 @@ class Smoother:
             np.subtract(b, r, out=r)
             return
         core = self.A._core
-        core.gauss_seidel(self.inv, self.own, b, None, x, True, True, self.work)
+        core.gauss_seidel(self.inv, b, None, x, True, True, self.work)
         np.copyto(r, x)  # x as the forward sweep left it
-        core.gauss_seidel(self.inv, self.own, b, None, x, False, False, self.work)
+        core.gauss_seidel(self.inv, b, None, x, False, False, self.work)
         core.zero_start_sgs_residual(x, r, self.work)
 
     def post(self, b, x):
@@ -272,6 +285,43 @@ def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None):
         xc = x
         clock.lap(k)
     return xc
+
+
+def wcycle(levels, smoothers, coarse, b, visits=2, correction=1.0, times=None):
+    """One cycle from a zero initial guess that visits each coarser level ``visits`` times
+    (2: the W-cycle; hypre's cycle_type 2): the second visit corrects the first with the
+    coarse residual. A coarsest level solved directly is visited once (a second exact solve
+    adds nothing); one moved onto fewer ranks is visited as often as any. Symmetric when the
+    smoothing is (the same smoother before and after, transposed). ``times``: as
+    :func:`vcycle`'s."""
+    clock = _Clock(times)
+    last = len(levels) - 1
+    again = visits - 1 if getattr(coarse, "move", None) is not None else 0  # an inner cycle is inexact
+
+    def visit(k, b):
+        if k == last:
+            x = np.array(coarse.solve(b))
+            clock.lap(k)
+            return x
+        lvl, sm = levels[k], smoothers[k]
+        x, r = np.zeros(lvl.A.local_rows), np.empty(lvl.A.local_rows)
+        sm.pre_residual(b, x, r)
+        bc = lvl.P.rmatvec(r)
+        clock.lap(k)
+        xc = visit(k + 1, bc)
+        for _ in range(visits - 1 if k + 1 < last else again):
+            rc = bc - levels[k + 1].solve_A.matvec(xc)
+            clock.lap(k + 1)
+            xc += visit(k + 1, rc)
+        t = lvl.P.matvec(xc)
+        if correction != 1.0:
+            t *= correction
+        x += t
+        sm.post(b, x)
+        clock.lap(k)
+        return x
+
+    return visit(0, b)
 
 
 def cycle_work(levels):

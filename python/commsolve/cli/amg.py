@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..amg import METHODS, SMOOTHERS
+from ..amg import CYCLES, METHODS, SMOOTHERS
 from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
 from ..amg.sparsify import parse_adaptive
@@ -25,6 +25,12 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
 @click.option("--profile", help="Machine profile that auto prices the strategies with (default: fewest "
               "inter-node messages).")
 @click.option("--smoother", type=click.Choice(list(SMOOTHERS)), default="hybrid-gs", show_default=True)
+@click.option("--sweeps", type=click.IntRange(1), default=1, show_default=True,
+              help="Smoothing steps before and after each coarse correction.")
+@click.option("--degree", type=click.IntRange(1), default=None,
+              help="The Chebyshev smoother's polynomial degree (default 2).")
+@click.option("--cycle", "cycle_type", type=click.Choice(list(CYCLES)), default="V", show_default=True,
+              help="V, or W (each coarser level visited twice).")
 @click.option("--theta", type=float, default=None, help="Strength threshold (default: 0.25 classical, 0 sa).")
 @click.option("--max-coarse", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--coarsening", type=click.Choice(list(COARSENINGS)), default=None,
@@ -44,7 +50,8 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
 @click.option("--maxiter", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the hierarchy's sizes and messages per level.")
 @json_option()
-def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method, strategy, profile, smoother, theta, max_coarse,
+def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method, strategy, profile, smoother, sweeps,
+            degree, cycle_type, theta, max_coarse,
             coarsening, interpolation, accel, sparsify, gamma, lumping, adaptive, agglomerate, tol, maxiter, plot,
             as_json):
     """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
@@ -55,6 +62,8 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
         if value is not None and method != "classical":
             raise click.UsageError(f"{name} is an option of --method classical")
+    if degree is not None and smoother != "chebyshev":
+        raise click.UsageError("--degree is the Chebyshev smoother's: --smoother chebyshev")
     check_sparsify(sparsify, gamma, lumping)
     try:
         if parse_adaptive(adaptive) is not None and sparsify not in ("sparse", "hybrid"):
@@ -72,7 +81,8 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
 
     levels_bar = None if as_json else bar(desc="AMG setup", unit="level")
     result = guarded(run_amg, MPI.COMM_WORLD, gen=gen, matrix=matrix, partition=partition, ppn=ppn, method=method,
-                     strategy=strategy, profile=profile, smoother=smoother, tol=tol,
+                     strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps, degree=degree,
+                     cycle=cycle_type, tol=tol,
                      accel=None if accel == "none" else accel, maxiter=maxiter,
                      progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1), theta=theta,
                      max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation, sparsify=sparsify,

@@ -43,6 +43,7 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "matrix": gen if gen is not None else str(matrix), "rows": int(A.shape[0]), "nnz": int(levels[0]["nnz"]),
         "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn, "method": method,
         "coarsening": (options.get("coarsening") or "pmis") if method == "classical" else None, "smoother": smoother,
+        "sweeps": options.get("sweeps", 1), "cycle": ml.cycle_type,
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
         "sparsify": _sparsify_summary(ml),
@@ -87,7 +88,8 @@ def format_amg(r):
     coarsening = f" ({r['coarsening']})" if r["coarsening"] else ""
     head = [f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros on {r['nranks']} rank(s), "
             f"{r['nodes']} node(s)",
-            f"AMG         {r['method']}{coarsening}, smoother {r['smoother']}, strategy {r['strategy']}: "
+            f"AMG         {r['method']}{coarsening}, smoother {r['smoother']} x{r['sweeps']}, {r['cycle']}-cycle, "
+            f"strategy {r['strategy']}: "
             f"{len(r['levels'])} levels, "
             f"operator complexity {r['operator_complexity']:.3f}, grid complexity {r['grid_complexity']:.3f}"]
     spars = r.get("sparsify")

@@ -149,19 +149,18 @@ void bind_matrix(nb::module_& m) {
         nb::gil_scoped_release nogil;
         A.zero_start_sgs_residual(x.data(), r.data(), work.data());
       }, "x"_a, "r"_a.noconvert(), "work"_a.noconvert())
-      .def("gauss_seidel", [](const ParCsr& A, In<double> inv, In<double> own, In<double> b,
+      .def("gauss_seidel", [](const ParCsr& A, In<double> inv, In<double> b,
                               std::optional<In<double>> halo, Out<double> x, bool forward, bool zero, Out<double> work) {
         const std::int64_t n = A.local_rows();
         require_len(inv, n, "inv");
-        require_len(own, n, "own");
         require_len(b, n, "b");
         require_len(x, n, "x");
         require_len(work, n, "work");
         if (halo) require_len(*halo, static_cast<std::int64_t>(A.col_map().size()), "halo");
         nb::gil_scoped_release nogil;
-        A.gauss_seidel(inv.data(), own.data(), b.data(), halo ? halo->data() : nullptr, x.data(), forward, zero,
+        A.gauss_seidel(inv.data(), b.data(), halo ? halo->data() : nullptr, x.data(), forward, zero,
                        work.data());
-      }, "inv"_a, "own"_a, "b"_a, "halo"_a.none(), "x"_a.noconvert(), "forward"_a, "zero"_a, "work"_a.noconvert(),
+      }, "inv"_a, "b"_a, "halo"_a.none(), "x"_a.noconvert(), "forward"_a, "zero"_a, "work"_a.noconvert(),
          "One hybrid Gauss-Seidel sweep on this rank's rows in the matrix's format (halo None: zero).")
       .def_prop_ro("rank", &ParCsr::rank)
       .def_prop_ro("local_rows", &ParCsr::local_rows)

@@ -142,7 +142,7 @@ void ParCsr::matvec(const double* x, double* y) {
   if (offd_off_.nnz() > 0) spmv_add(view(offd_off_), halo, y);
 }
 
-void ParCsr::gauss_seidel(const double* inv, const double* own, const double* b, const double* halo, double* x,
+void ParCsr::gauss_seidel(const double* inv, const double* b, const double* halo, double* x,
                           bool forward, bool zero, double* work) const {
   require(diag_.nrows == diag_.ncols, "gauss_seidel: the on-process block is not square");
   require(!zero || forward, "gauss_seidel: zero (x = 0 on entry) is for forward sweeps");
@@ -154,9 +154,9 @@ void ParCsr::gauss_seidel(const double* inv, const double* own, const double* b,
     for (std::int64_t i = 0; i < diag_.nrows; ++i) work[i] = b[i] - work[i];
     rhs = work;
   }
-  if (diag_sell_) gauss_seidel_sweep(*diag_sell_, inv, own, rhs, x, forward);
+  if (diag_sell_) gauss_seidel_sweep(*diag_sell_, inv, rhs, x, forward);
   else if (diag_dia_) gauss_seidel_sweep(*diag_dia_, inv, rhs, x, forward, zero);
-  else gauss_seidel_sweep(view(diag_), inv, own, rhs, x, forward, zero);
+  else gauss_seidel_sweep(view(diag_), inv, rhs, x, forward, zero);
 }
 
 void ParCsr::zero_start_sgs_residual(const double* x, double* r, double* work) {

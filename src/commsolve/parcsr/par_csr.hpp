@@ -62,10 +62,10 @@ class ParCsr {
   // One hybrid Gauss-Seidel sweep on this rank's rows (Jacobi across ranks): x (owned
   // entries) in place, the off-process columns fixed at `halo` (col_map order; null: zero),
   // the on-process block swept in its format (forward, or backward), with reciprocal
-  // divisors inv and the rows' diagonal entries own. `zero` (forward): x and the halo are 0 on
+  // divisors inv (x_i += (b_i - (A x)_i) inv_i). `zero` (forward): x and the halo are 0 on
   // entry (the lower part only is read). work: local_rows() doubles of scratch. Square
   // blocks only (the rows' and columns' distributions alike).
-  void gauss_seidel(const double* inv, const double* own, const double* b, const double* halo, double* x,
+  void gauss_seidel(const double* inv, const double* b, const double* halo, double* x,
                     bool forward, bool zero, double* work) const;
 
   // The residual b - A x after one symmetric Gauss-Seidel step (a forward then a backward

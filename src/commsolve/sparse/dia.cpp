@@ -115,14 +115,18 @@ void interior(const LocalDia& A, const double* inv, const double* b, const doubl
 #pragma GCC unroll 32
       for (int k = ubeg; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
     }
+    // a sweep's update x_i += (b_i - (A x)_i) inv_i takes the centre a_ii x_i (old) in too: with
+    // an l1 term in inv the fixed point stays A x = b
+    const double old = P == Pass::forward || P == Pass::backward ? out[i] : 0.0;
+    if constexpr (P == Pass::forward || P == Pass::backward) s[1] += vu[0] * old;
     const double sum = (s[0] + s[1]) + (s[2] + s[3]);
     if constexpr (P == Pass::spmv || P == Pass::lower) {
       out[i] = sum;
     } else if constexpr (CHAIN) {
-      prev = (b[i] - sum - (up ? vu[1] : vl[nl - 1]) * prev) * inv[i];
+      prev = old + (b[i] - sum - (up ? vu[1] : vl[nl - 1]) * prev) * inv[i];
       out[i] = prev;
     } else {
-      out[i] = (b[i] - sum) * inv[i];
+      out[i] = old + (b[i] - sum) * inv[i];
     }
   }
 }
@@ -167,7 +171,10 @@ void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, d
   const std::int64_t n = A.nrows, lo = A.interior_begin, hi = A.interior_end;
   if (n > 0 && (A.nupper() == 0 || A.offsets[static_cast<std::size_t>(A.nlower)] != 0))
     throw std::invalid_argument("DIA Gauss-Seidel: the block has no diagonal entries");
-  const auto edge = [&](std::int64_t i) { x[i] = (b[i] - row_sum(A, x, i, false, zero, true)) * inv[i]; };
+  const auto edge = [&](std::int64_t i) {
+    x[i] = zero ? (b[i] - row_sum(A, x, i, false, true, true)) * inv[i]
+                : x[i] + (b[i] - row_sum(A, x, i, false, false, false)) * inv[i];
+  };
   // the previous row's diagonal (offset -1 forward, +1 backward), if the block has it
   const int nl = A.nlower;
   const bool chain = forward ? nl > 0 && A.offsets[static_cast<std::size_t>(nl - 1)] == -1

@@ -37,9 +37,9 @@ LocalDia dia_from_csr(CsrView A, std::int64_t ncols, int max_diagonals = 64, dou
 // y = A x.
 void spmv(const LocalDia& A, const double* x, double* y);
 
-// One Gauss-Seidel sweep on a square block in place on x (forward or backward): x_i = (b_i -
-// sum_{j != i} a_ij x_j) inv_i, the diagonal (offset 0, which must exist) skipped; `zero`
-// (forward): x is 0 on entry, so only the lower diagonals are read.
+// One Gauss-Seidel sweep on a square block in place on x (forward or backward): x_i += (b_i -
+// sum_j a_ij x_j) inv_i (the diagonal, offset 0, must exist; inv: 1 / a_ii, or with an l1
+// term); `zero` (forward): x is 0 on entry, so only the lower diagonals are read.
 void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, double* x, bool forward, bool zero);
 
 // r_i = sum over the lower diagonals of a_ij (r_j - x_j) (work: nrows doubles of scratch):

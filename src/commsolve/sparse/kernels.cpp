@@ -114,12 +114,10 @@ void lower_difference_product(CsrView A, const double* x, double* r, double* wor
   }
 }
 
-void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
-                        bool zero) {
-  // x_i = (b_i - sum_{j != i} a_ij x_j) / d_i, the sum over the whole row (four partial sums:
-  // a row's products do not wait on one another, only on x_{i-1}) with the diagonal's own
-  // term a_ii x_i put back; from x = 0 (forward), only the row's entries left of its
-  // diagonal (sorted columns) are read.
+void gauss_seidel_sweep(CsrView A, const double* inv, const double* b, double* x, bool forward, bool zero) {
+  // x_i += (b_i - sum_j a_ij x_j) / d_i, the sum over the whole row (four partial sums: a
+  // row's products do not wait on one another, only on x_{i-1}); from x = 0 (forward), only
+  // the row's entries left of its diagonal (sorted columns) are read.
   const std::int64_t n = A.nrows;
   const std::int32_t* ptr = A.indptr;
   const std::int32_t* col = A.indices;
@@ -150,7 +148,7 @@ void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const d
       s3 += val[p + 3] * x[col[p + 3]];
     }
     for (; p < e; ++p) s0 += val[p] * x[col[p]];
-    x[i] = (b[i] - ((s0 + s1) + (s2 + s3)) + own[i] * x[i]) * inv[i];
+    x[i] += (b[i] - ((s0 + s1) + (s2 + s3))) * inv[i];
   }
 }
 

@@ -41,13 +41,12 @@ void spmv_transpose_add(CsrView A, const double* x, double* y);
 
 // One Gauss-Seidel sweep over the rows of A (forward or backward), in place on x, whose
 // first nrows entries are the unknowns and the rest fixed values (a process's halo: the
-// hybrid Gauss-Seidel of hypre, Jacobi across processes). inv[i] is 1 / the divisor of row i
-// (a_ii, or a_ii plus an l1 term) and own[i] the row's diagonal entry a_ii as A holds it
-// (the row's whole product is formed, then a_ii x_i taken back out). `zero` (forward only):
+// hybrid Gauss-Seidel of hypre, Jacobi across processes): x_i += (b_i - sum_j a_ij x_j) inv_i,
+// inv[i] 1 / the divisor of row i (a_ii, or a_ii plus an l1 term: hypre's l1 Gauss-Seidel,
+// whose fixed point is still A x = b). `zero` (forward only):
 // x is 0 on entry, halo included, and each row's columns are sorted: only the entries left
 // of the diagonal are read (half the matrix).
-void gauss_seidel_sweep(CsrView A, const double* inv, const double* own, const double* b, double* x, bool forward,
-                        bool zero);
+void gauss_seidel_sweep(CsrView A, const double* inv, const double* b, double* x, bool forward, bool zero);
 
 // r_i = sum_{j < i} a_ij (r_j - x_j) for every row (work: nrows doubles of scratch, the
 // differences), each row's columns sorted. After a symmetric Gauss-Seidel step from x = 0

@@ -129,26 +129,26 @@ inline double lane_sum(const std::int32_t* __restrict col, const double* __restr
 }
 
 template <int W>
-void sweep(const LocalSell& A, const double* inv, const double* own, const double* b, double* x, bool forward) {
+void sweep(const LocalSell& A, const double* inv, const double* b, double* x, bool forward) {
   const std::int64_t n = A.nrows, C = W > 0 ? W : A.C;
   for (std::int64_t q = 0; q < n; ++q) {
     const std::int64_t p = forward ? q : n - 1 - q, c = p / C;
     const std::int64_t i = A.perm[static_cast<std::size_t>(p)];
     const double s = lane_sum<W>(A.indices.data(), A.data.data(), x, A.chunk_ptr[static_cast<std::size_t>(c)] + (p - c * C),
                                  A.chunk_len[static_cast<std::size_t>(c)], C);
-    x[i] = (b[i] - s + own[i] * x[i]) * inv[i];
+    x[i] += (b[i] - s) * inv[i];
   }
 }
 
 }  // namespace
 
-void gauss_seidel_sweep(const LocalSell& A, const double* inv, const double* own, const double* b, double* x,
+void gauss_seidel_sweep(const LocalSell& A, const double* inv, const double* b, double* x,
                         bool forward) {
   switch (A.C) {
-    case 4: return sweep<4>(A, inv, own, b, x, forward);
-    case 8: return sweep<8>(A, inv, own, b, x, forward);
-    case 16: return sweep<16>(A, inv, own, b, x, forward);
-    default: return sweep<0>(A, inv, own, b, x, forward);
+    case 4: return sweep<4>(A, inv, b, x, forward);
+    case 8: return sweep<8>(A, inv, b, x, forward);
+    case 16: return sweep<16>(A, inv, b, x, forward);
+    default: return sweep<0>(A, inv, b, x, forward);
   }
 }
 

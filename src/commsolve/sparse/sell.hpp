@@ -38,9 +38,9 @@ void spmv(const LocalSell& A, const double* x, double* y);
 // One Gauss-Seidel sweep on a square block in place on x, rows taken in storage order
 // (forward) or its reverse: the rows' own order for sigma = 1; with sigma > 1, each window's
 // rows longest first (a Gauss-Seidel ordering too, the backward sweep its exact reverse, so
-// forward then backward stays symmetric). x_i = (b_i - sum_{j != i} a_ij x_j) inv_i, own_i
-// = a_ii. From x = 0 the whole row is read still (what is not yet updated is 0).
-void gauss_seidel_sweep(const LocalSell& A, const double* inv, const double* own, const double* b, double* x,
-                        bool forward);
+// forward then backward stays symmetric). x_i += (b_i - sum_j a_ij x_j) inv_i (inv: 1 / a_ii,
+// or 1 / (a_ii plus an l1 term)). From x = 0 the whole row is read still (what is not yet
+// updated is 0).
+void gauss_seidel_sweep(const LocalSell& A, const double* inv, const double* b, double* x, bool forward);
 
 }  // namespace commsolve
