@@ -22,7 +22,8 @@ re-discretises (the same 27-point pattern and nonzero count). Also reported: the
 Part 2, groundwater3d:64 (Nakajima's problem, conductivity contrast 1e10) on 1 and 2 ranks,
 IC(0) smoothing, tolerance 1e-8: iterations and time per iteration for every format and CGA
 mode (on 2 ranks hCGA's first move, onto one rank per group of 2, is already onto one rank:
-it is CGA there).
+it is CGA there), in z-slabs, and on more than one rank CSR and DIA also in boxes
+(``decomposition="blocks"``: 2 x 1 x 1 boxes on 2 ranks).
 
 HPCG and commsolve alternate, ``--repeat`` times each; medians are reported. One thread per
 rank on both sides.
@@ -141,18 +142,21 @@ def worker_groundwater(spec, repeat):
 
     comm = MPI.COMM_WORLD
     out = []
-    for fmt in FORMATS:
-        for cga in CGA:
-            s = cs.mg.MGCG(spec, comm, format=fmt, cga=cga, smoother="ic0", hcga_group=2)
-            per = []
-            for _ in range(repeat):
-                s.solve(tol=1e-8, maxiter=500)
-                per.append(s.last_solve["per_iteration_s"])
-            if comm.rank == 0:
-                out.append({"format": fmt, "cga": cga, "stages": [list(st) for st in s.stages],
-                            "iterations": s.last_solve["iterations"], "converged": s.last_solve["converged"],
-                            "per_iteration_s": per, "setup_s": s.setup_s, "levels": s.last_solve["levels"],
-                            "ranks": [lv["ranks"] for lv in s.last_solve["levels"]]})
+    runs = [(fmt, cga, "slabs") for fmt in FORMATS for cga in CGA]
+    runs += [(fmt, "none", "blocks") for fmt in ("csr", "dia")] if comm.size > 1 else []
+    for fmt, cga, decomposition in runs:
+        s = cs.mg.MGCG(spec, comm, format=fmt, cga=cga, smoother="ic0", hcga_group=2, decomposition=decomposition)
+        per = []
+        for _ in range(repeat):
+            s.solve(tol=1e-8, maxiter=500)
+            per.append(s.last_solve["per_iteration_s"])
+        if comm.rank == 0:
+            out.append({"format": fmt, "cga": cga, "decomposition": decomposition,
+                        "process_grid": None if s.boxes is None else list(s.boxes.procs),
+                        "stages": [list(st) for st in s.stages],
+                        "iterations": s.last_solve["iterations"], "converged": s.last_solve["converged"],
+                        "per_iteration_s": per, "setup_s": s.setup_s, "levels": s.last_solve["levels"],
+                        "ranks": [lv["ranks"] for lv in s.last_solve["levels"]]})
     if comm.rank == 0:
         print(json.dumps(out), flush=True)
 
