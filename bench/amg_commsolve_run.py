@@ -34,7 +34,7 @@ for _ in range(repeat):
     solve = time.perf_counter() - t0
     r = b - A.matvec(x)
     rel = np.sqrt(comm.allreduce(float(r @ r)) / comm.allreduce(float(b @ b)))
-    runs.append({"setup_s": setup, "solve_s": solve, "iterations": ml.last_solve["iterations"],
+    runs.append({"setup_s": setup, "setup_page_faults": ml.setup_page_faults, "solve_s": solve, "iterations": ml.last_solve["iterations"],
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:

@@ -223,3 +223,18 @@ def test_bad_cycle_and_degree_are_refused():
         amg.solver(G, MPI.COMM_SELF, smoother="jacobi", degree=3)
     with pytest.raises(ValueError, match="degree is the Chebyshev smoother's"):
         amg.solver(G, MPI.COMM_SELF, smoother="chebyshev", degree=0)
+
+
+def test_freed_memory_kept_unless_asked_not_and_setup_page_faults_counted():
+    import subprocess
+    import sys
+
+    from mpi4py import MPI
+
+    probe = "import commsolve; print(commsolve.KEEPS_FREED_MEMORY)"
+    on = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    off = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "COMMSOLVE_KEEP_MEMORY": "0"})
+    assert on.stdout.strip() == "True" and off.stdout.strip() == "False", (on.stderr, off.stderr)  # glibc here
+    ml = amg.solver(sp.csr_matrix(gallery.from_spec("poisson2d:40")), MPI.COMM_SELF)
+    assert isinstance(ml.setup_page_faults, int) and ml.setup_page_faults >= 0

@@ -7,7 +7,9 @@ one process (the virtual world) to study scale.
 
 from . import (amg, dense, direct, gallery, io, mg, model, partition, redistribute, sim, stats, trees, tune, virtual,
                workloads)
-from . import _watchdog
+import os as _os
+
+from . import _core, _watchdog
 from ._collective import CollectiveError, install_abort_hook
 from ._core import CommPlan, Distribution, HaloPattern, PlanStep
 from .io import mminfo, mmread, mmwrite
@@ -20,6 +22,9 @@ __version__ = "0.1.0"
 
 install_abort_hook()  # one rank's uncaught exception aborts the job, even under a plain mpiexec
 _watchdog.configure()  # COMMSOLVE_TIMEOUT: a rank stuck in one collective call aborts the job
+# Freed memory stays in the process for the next array instead of being mapped and zeroed anew
+# (core/memory.hpp: a fifth of a large AMG setup's time); COMMSOLVE_KEEP_MEMORY=0 leaves malloc as it was.
+KEEPS_FREED_MEMORY = _os.environ.get("COMMSOLVE_KEEP_MEMORY", "1") != "0" and _core.keep_freed_memory()
 
 __all__ = [
     "CollectiveError", "CommPlan", "amg", "CommStats", "dense", "Distribution", "HaloPattern", "ParCSR", "direct", "model",

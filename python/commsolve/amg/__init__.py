@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .. import _core
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
@@ -99,7 +100,7 @@ class MultilevelSolver:
         self.correction = float(correction)
         self.sparsification = sparsification(sparsify, gamma, lumping)
         self.adaptive = self._check_adaptive(adaptive)
-        t0 = time.perf_counter()
+        t0, faults = time.perf_counter(), _core.minor_page_faults()
         self.smoothers = []  # built as each level completes, from the block the setup has at hand
         self._smoothing = (smoother, sweeps, omega, degree)
         self._profile = profile
@@ -136,6 +137,8 @@ class MultilevelSolver:
         else:
             self.coarse = CoarseSolver(last.A)
         self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
+        # the busiest rank's minor page faults during the setup (memory first touched)
+        self.setup_page_faults = self.comm.allreduce(_core.minor_page_faults() - faults, op=mpi().MAX)
         self.method, self.smoother = method, smoother
         # CG needs a symmetric A; a random-vector check costs two products (cycle.asymmetry)
         self.asymmetry = asymmetry(A) if _continued is None else 0.0

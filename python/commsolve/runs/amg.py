@@ -47,7 +47,8 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
         "sparsify": _sparsify_summary(ml),
-        "setup_s": ml.setup_s, "solve_s": s["solve_s"], "iterations": s["iterations"], "converged": s["converged"],
+        "setup_s": ml.setup_s, "setup_page_faults": ml.setup_page_faults, "solve_s": s["solve_s"],
+        "iterations": s["iterations"], "converged": s["converged"],
         "convergence_factor": s["convergence_factor"], "residuals": s["residuals"], "warnings": s["warnings"],
         "asymmetry": ml.asymmetry,
         "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok), "info": info,
@@ -122,7 +123,7 @@ def format_amg(r):
     res = r["rel_residual_vs_scipy"]
     tail = ["  (messages: the busiest rank's, one halo exchange of the operator the cycle applies"
             + ("; before: the Galerkin operator it was sparsified from" if spars else "") + ")",
-            f"setup       {r['setup_s']:.3f} s",
+            f"setup       {r['setup_s']:.3f} s ({r['setup_page_faults']:,} page faults on the busiest rank)",
             f"solve       {r['solve_s']:.3f} s, {r['iterations']} iterations ({r['accel'] or 'V-cycles'}), "
             f"{'converged' if r['converged'] else 'NOT converged'} to {r['tol']:g}, "
             f"convergence factor {r['convergence_factor']:.3f}",

@@ -5,6 +5,7 @@
 
 #include "bindings/common.hpp"
 #include "core/error.hpp"
+#include "core/memory.hpp"
 
 NB_MODULE(_core, m) {
   using namespace commsolve;
@@ -17,6 +18,10 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  m.def("keep_freed_memory", &keep_freed_memory,
+        "Freed memory kept in the process (glibc: large blocks from the heap, never trimmed); whether it took "
+        "effect. commsolve calls it on import unless COMMSOLVE_KEEP_MEMORY=0.");
+  m.def("minor_page_faults", &minor_page_faults, "This process's minor page faults so far.");
   bind_sparse(m);
   bind_comm(m);
   bind_trees(m);
