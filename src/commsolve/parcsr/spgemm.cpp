@@ -91,19 +91,23 @@ EntrySpan span_of(const RecordSet& r) {
 
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
-// Gustavson's dense accumulator over compact columns, run in two passes by accumulate_rows:
-// count() sizes the result row by row, then add() sums the scaled entries and emit() writes
-// the row (columns ascending, exact zeros dropped unless kept) and resets for the next.
+// Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
+// entries and emits it (columns ascending, exact zeros dropped unless kept), resetting for the
+// next. One pass: the caller bounds the result's size (the number of terms), so its storage is
+// reserved once and only the entries written are touched; a counting pass first cost as much
+// as the product.
 class Accumulator {
  public:
-  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), stamp_(ncols, -1) {}
+  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), seen_(ncols, 0) {}
   // Rows first..last-1 of a product into `out`: `terms(j, use)` calls use(compact column,
-  // value) for every term of row j. A symbolic pass sizes the output, so it is allocated once.
+  // value) for every term of row j; `bound`: at most that many terms in all.
   template <class Terms>
   void accumulate_rows(std::int64_t first, std::int64_t last, const Terms& terms,
-                       const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros) {
-    for (std::int64_t j = first; j < last; ++j) terms(j, [&](std::int32_t c, double) { count(c, j); });
-    reserve(out, last - first);
+                       const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros,
+                       std::int64_t bound) {
+    out.indptr.reserve(out.indptr.size() + (last - first));
+    out.indices.reserve(out.indices.size() + bound);
+    out.data.reserve(out.data.size() + bound);
     for (std::int64_t j = first; j < last; ++j) {
       terms(j, [&](std::int32_t c, double v) { add(c, v); });
       emit(global, out, keep_zeros);
@@ -111,47 +115,36 @@ class Accumulator {
   }
 
  private:
-  // Symbolic: column c occurs in row `row` (rows counted in increasing order).
-  void count(std::int32_t c, std::int64_t row) {
-    if (stamp_[c] != row) {
-      stamp_[c] = row;
-      ++counted_;
-    }
-  }
   void add(std::int32_t c, double v) {
-    if (stamp_[c] != kNumeric) {
-      stamp_[c] = kNumeric;
+    if (!seen_[c]) {
+      seen_[c] = 1;
       touched_.push_back(c);
     }
     value_[c] += v;
   }
-  void emit(const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros = false) {
-    std::sort(touched_.begin(), touched_.end());
+  void emit(const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros) {
+    if (touched_.size() <= 32) {  // a product's rows are mostly short: insertion sort
+      for (std::size_t a = 1; a < touched_.size(); ++a)
+        for (std::size_t b = a; b > 0 && touched_[b - 1] > touched_[b]; --b) std::swap(touched_[b - 1], touched_[b]);
+    } else {
+      std::sort(touched_.begin(), touched_.end());
+    }
     for (std::int32_t c : touched_) {
       if (value_[c] != 0.0 || keep_zeros) {
         out.indices.push_back(global[c]);
         out.data.push_back(value_[c]);
       }
       value_[c] = 0.0;
-      stamp_[c] = -1;
+      seen_[c] = 0;
     }
     touched_.clear();
     out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
     ++out.nrows;
   }
-  // Between the passes: the result's storage for the counted entries.
-  void reserve(GlobalRows& out, std::int64_t rows) {
-    std::fill(stamp_.begin(), stamp_.end(), -1);
-    out.indptr.reserve(out.indptr.size() + rows);
-    out.indices.reserve(out.indices.size() + counted_);
-    out.data.reserve(out.data.size() + counted_);
-  }
 
-  static constexpr std::int64_t kNumeric = std::numeric_limits<std::int64_t>::max();
   std::vector<double> value_;
-  std::vector<std::int64_t> stamp_;  // symbolic: the last row that met the column; numeric: kNumeric if touched
+  std::vector<char> seen_;
   std::vector<std::int32_t> touched_;
-  std::int64_t counted_ = 0;
 };
 
 RecordSet to_records(const GlobalRows& rows) {
@@ -244,13 +237,33 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
   std::vector<std::int32_t> f_col(f.ptr[f.nrows]);
   for (std::int64_t k = 0; k < f.ptr[f.nrows]; ++k) f_col[k] = idx.index(f.c(k));
 
-  Accumulator acc(idx.cols.size());
+  // B's own rows flattened once over the compact columns (the inner loop's stream).
+  const std::int64_t nb = B.local_rows();
+  std::vector<std::int64_t> bptr(nb + 1, 0);
+  for (std::int64_t r = 0; r < nb; ++r) {
+    std::int64_t len = 0;
+    B.for_each_in_row(r, [&](std::int64_t, double) { ++len; });
+    bptr[r + 1] = bptr[r] + len;
+  }
+  std::vector<std::int32_t> bcol(bptr[nb]);
+  std::vector<double> bval(bptr[nb]);
+  for (std::int64_t r = 0, q = 0; r < nb; ++r)
+    B.for_each_in_row(r, [&](std::int64_t c, double b) {
+      bcol[q] = b_space[c];
+      bval[q++] = b;
+    });
   const LocalCsr& d = A.diag();
+  std::int64_t bound = 0;  // the product's terms
+  for (std::int32_t k = 0; k < d.indptr[A.local_rows()]; ++k) bound += bptr[d.indices[k] + 1] - bptr[d.indices[k]];
+  for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
+    for (std::int32_t k = 0; k < o->indptr[A.local_rows()]; ++k) bound += f.ptr[o->indices[k] + 1] - f.ptr[o->indices[k]];
+
+  Accumulator acc(idx.cols.size());
   // Every (compact column, A entry times B entry) of row i of A B, to `use`.
   auto row_terms = [&](std::int64_t i, const auto& use) {
     for (std::int32_t k = d.indptr[i]; k < d.indptr[i + 1]; ++k) {
       const double a = d.data[k];
-      B.for_each_in_row(d.indices[k], [&](std::int64_t c, double b) { use(b_space[c], a * b); });
+      for (std::int64_t q = bptr[d.indices[k]]; q < bptr[d.indices[k] + 1]; ++q) use(bcol[q], a * bval[q]);
     }
     for (const LocalCsr* o : {&A.offd_on_node(), &A.offd_off_node()})
       for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k) {
@@ -259,7 +272,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
         for (std::int64_t q = f.ptr[h]; q < f.ptr[h + 1]; ++q) use(f_col[q], a * f.v(q));
       }
   };
-  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros);
+  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros, bound);
   return res;
 }
 
@@ -302,21 +315,24 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
   // sent to their owners; then this rank's own rows, summed with what arrived for them.
   // Row j of P^T M sums row i of M times P(i, j) over column j of P (`tptr`, `trow`).
-  auto product_rows = [&](std::int64_t first, std::int64_t last, const ColumnIndex& idx, const RecordSet* extra,
-                          GlobalRows& out, bool keep_zeros) {
+  // `mcol`: M's columns in idx's compact numbering where already mapped (null: looked up).
+  auto product_rows = [&](std::int64_t first, std::int64_t last, const ColumnIndex& idx, const std::int32_t* mcol,
+                          const RecordSet* extra, GlobalRows& out, bool keep_zeros) {
     Accumulator acc(idx.cols.size());
+    const EntrySpan e = extra != nullptr ? span_of(*extra) : EntrySpan{};
+    std::int64_t bound = extra != nullptr ? e.ptr[e.nrows] : 0;
+    for (std::int64_t k = tptr[first]; k < tptr[last]; ++k) bound += M.indptr[trow[k] + 1] - M.indptr[trow[k]];
     auto terms = [&](std::int64_t j, const auto& use) {
       for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) {
         const std::int64_t i = trow[k];
         const double p = tval[k];
-        for (std::int64_t q = M.indptr[i]; q < M.indptr[i + 1]; ++q) use(idx.index(M.indices[q]), p * M.data[q]);
+        for (std::int64_t q = M.indptr[i]; q < M.indptr[i + 1]; ++q)
+          use(mcol != nullptr ? mcol[q] : idx.index(M.indices[q]), p * M.data[q]);
       }
-      if (extra != nullptr) {
-        const EntrySpan e = span_of(*extra);
+      if (extra != nullptr)
         for (std::int64_t q = e.ptr[j - first]; q < e.ptr[j - first + 1]; ++q) use(idx.index(e.c(q)), e.v(q));
-      }
     };
-    acc.accumulate_rows(first, last, terms, idx.cols, out, keep_zeros);
+    acc.accumulate_rows(first, last, terms, idx.cols, out, keep_zeros, bound);
   };
   // Only the rows of M that P's halo columns touch (the boundary) feed the partial rows.
   const ColumnIndex boundary_idx([&](const auto& visit) {
@@ -324,7 +340,7 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
       for (std::int64_t q = M.indptr[trow[k]]; q < M.indptr[trow[k] + 1]; ++q) visit(M.indices[q]);
   });
   GlobalRows partial;
-  product_rows(n_owned, n_space, boundary_idx, nullptr, partial, true);
+  product_rows(n_owned, n_space, boundary_idx, nullptr, nullptr, partial, true);
   const RecordSet arrived = exec.reverse(view(to_records(partial)));
   res.recorded = exec.recorded_reverse();
 
@@ -333,7 +349,9 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
     for (std::int64_t g : M.indices) visit(g);
     in.for_each_column(visit);
   });
-  product_rows(0, n_owned, idx, &arrived, res.rows, false);
+  std::vector<std::int32_t> mcol(M.indices.size());
+  for (std::size_t q = 0; q < mcol.size(); ++q) mcol[q] = idx.index(M.indices[q]);
+  product_rows(0, n_owned, idx, mcol.data(), &arrived, res.rows, false);
   return res;
 }
 
