@@ -42,7 +42,9 @@ class CoarseSet {
     return it == hashed_.end() ? -1 : it->second;
   }
   void insert(std::int64_t k) {
-    if (find(k) >= 0) return;
+    if (find(k) < 0) add(k);  // mostly there already: the hot loops keep their registers
+  }
+  [[gnu::noinline]] void add(std::int64_t k) {
     const auto pos = static_cast<std::int32_t>(keys.size());
     if (direct_) at_[k - lo_] = pos;
     else hashed_.emplace(k, pos);
@@ -155,9 +157,11 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       if (c == i) diag += v.data[p];
       else if (v.strong[p] && v.coarse[c] >= 0) hat.insert(v.coarse[c]);
     }
-    for (const RowRef& k : fine_rows)
-      for (std::int64_t q = 0; q < k.n; ++q)
-        if (k.e[q].strong && k.e[q].coarse >= 0) hat.insert(k.e[q].coarse);
+    for (const RowRef& k : fine_rows) {
+      const CoarseEntry* e = k.e;
+      for (const CoarseEntry* end = e + k.n; e < end; ++e)
+        if (e->strong && e->coarse >= 0) hat.insert(e->coarse);
+    }
     // Direct part: a_ij for neighbours in Ĉ_i; the rest of the weak ones lumped on the
     // diagonal; strong fine neighbours k distribute a_ik over Ĉ_i ∪ {i} by ā_kl.
     std::size_t next_fine = 0;
@@ -175,21 +179,25 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
         const double akk = diagonal(k, v.global[c]);
         // Where each entry of row k goes (kToDiag: i itself, else a position in Ĉ_i); the
         // entries that go nowhere are not kept. ā_kl keeps the couplings of opposite sign to a_kk.
-        targets.clear();
+        if (static_cast<std::int64_t>(targets.size()) < k.n) targets.resize(k.n);
+        std::int64_t nt = 0;
         double sum = 0.0;
         for (std::int64_t q = 0; q < k.n; ++q) {
           const CoarseEntry& e = k.e[q];
           if (e.val * akk >= 0) continue;
           const std::int64_t to = e.col == gi ? kToDiag : e.coarse >= 0 ? hat.find(e.coarse) : -1;
           if (to == -1) continue;
-          targets.emplace_back(to, e.val);
+          targets[nt++] = {to, e.val};
           sum += e.val;
         }
         if (sum == 0.0) {
           diag += a;
           continue;
         }
-        for (const auto& [to, val] : targets) (to == kToDiag ? diag : hat.w[to]) += a * val / sum;
+        for (std::int64_t t = 0; t < nt; ++t) {
+          const auto [to, val] = targets[t];
+          (to == kToDiag ? diag : hat.w[to]) += a * val / sum;
+        }
       }
     }
     // Ĉ_i in ascending coarse order, weights -w_j / ã_ii (a row with no interpolatory
