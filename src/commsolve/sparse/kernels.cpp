@@ -96,22 +96,26 @@ std::vector<double> stream_read_bandwidth(std::int64_t n, int reps) {
   return out;
 }
 
-void lower_difference_product(CsrView A, const double* x, double* r, double* work) {
-  const std::int32_t* ptr = A.indptr;
-  const std::int32_t* col = A.indices;
-  const double* val = A.data;
-  for (std::int64_t i = 0; i < A.nrows; ++i) work[i] = r[i] - x[i];
-  for (std::int64_t i = 0; i < A.nrows; ++i) {
-    double s0 = 0.0, s1 = 0.0;
-    std::int32_t p = ptr[i];
-    const std::int32_t e = ptr[i + 1];
-    for (; p + 2 <= e && col[p + 1] < i; p += 2) {
-      s0 += val[p] * work[col[p]];
-      s1 += val[p + 1] * work[col[p + 1]];
-    }
-    for (; p < e && col[p] < i; ++p) s0 += val[p] * work[col[p]];
-    r[i] = s0 + s1;
+namespace {
+
+// sum_{j < i} a_ij v_j over row i's entries left of its diagonal (sorted columns).
+inline double lower_row_sum(CsrView A, const double* v, std::int64_t i) {
+  double s0 = 0.0, s1 = 0.0;
+  std::int32_t p = A.indptr[i];
+  const std::int32_t e = A.indptr[i + 1];
+  for (; p + 2 <= e && A.indices[p + 1] < i; p += 2) {
+    s0 += A.data[p] * v[A.indices[p]];
+    s1 += A.data[p + 1] * v[A.indices[p + 1]];
   }
+  for (; p < e && A.indices[p] < i; ++p) s0 += A.data[p] * v[A.indices[p]];
+  return s0 + s1;
+}
+
+}  // namespace
+
+void lower_difference_product(CsrView A, const double* x, double* r, double* work) {
+  for (std::int64_t i = 0; i < A.nrows; ++i) work[i] = r[i] - x[i];
+  for (std::int64_t i = 0; i < A.nrows; ++i) r[i] = lower_row_sum(A, work, i);
 }
 
 void gauss_seidel_sweep(CsrView A, const double* inv, const double* b, double* x, bool forward, bool zero) {
@@ -123,17 +127,7 @@ void gauss_seidel_sweep(CsrView A, const double* inv, const double* b, double* x
   const std::int32_t* col = A.indices;
   const double* val = A.data;
   if (zero) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      double s0 = 0.0, s1 = 0.0;
-      std::int32_t p = ptr[i];
-      const std::int32_t e = ptr[i + 1];
-      for (; p + 2 <= e && col[p + 1] < i; p += 2) {
-        s0 += val[p] * x[col[p]];
-        s1 += val[p + 1] * x[col[p + 1]];
-      }
-      for (; p < e && col[p] < i; ++p) s0 += val[p] * x[col[p]];
-      x[i] = (b[i] - (s0 + s1)) * inv[i];
-    }
+    for (std::int64_t i = 0; i < n; ++i) x[i] = (b[i] - lower_row_sum(A, x, i)) * inv[i];
     return;
   }
   for (std::int64_t k = 0; k < n; ++k) {
