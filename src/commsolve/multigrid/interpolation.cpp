@@ -74,16 +74,16 @@ class CoarseSet {
 GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm) {
   const std::int64_t n = v.nrows, n_owned = A.local_cols();
   require(n == A.local_rows() && n == n_owned, "extended+i interpolation: the view must be the rank's block of a square A");
-  // The rank's fine rows as records, unpacked once (a row is read by each fine point that
-  // strongly depends on it); the plan sends those other ranks' halos hold.
+  // The owned rows other ranks' halos hold, as records (the rest left empty: nobody fetches
+  // them); this rank's own rows are read in place.
+  const std::vector<char> sent = sent_entries(A.plan());
   RecordSet owned;
   owned.ptr.assign(n + 1, 0);
-  for (std::int64_t i = 0; i < n; ++i)
-    owned.ptr[i + 1] = owned.ptr[i] + (v.coarse[i] < 0 ? v.indptr[i + 1] - v.indptr[i] : 0);
+  for (std::int64_t i = 0; i < n; ++i) owned.ptr[i + 1] = owned.ptr[i] + (sent[i] ? v.indptr[i + 1] - v.indptr[i] : 0);
   owned.data.resize(owned.ptr.back() * sizeof(CoarseEntry));
   auto* oe = reinterpret_cast<CoarseEntry*>(owned.data.data());
   for (std::int64_t i = 0; i < n; ++i)
-    if (v.coarse[i] < 0)
+    if (sent[i])
       for (std::int32_t p = v.indptr[i], q = 0; p < v.indptr[i + 1]; ++p, ++q) {
         const std::int32_t c = v.indices[p];
         oe[owned.ptr[i] + q] = {v.global[c], v.data[p], v.coarse[c], v.strong[p]};
@@ -91,9 +91,14 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
   RecordExecutor exec(A.plan(), A.topology(), comm, sizeof(CoarseEntry));
   const RecordSet halo = exec.forward(view(owned));
   const auto* he = reinterpret_cast<const CoarseEntry*>(halo.data.data());
-  // The rows of row i's strong fine neighbours, in the order its entries list them.
+  // The rows of row i's strong fine neighbours, in the order its entries list them: halo rows
+  // in place, owned rows unpacked once per row i into `scratch` (reused across rows).
+  std::vector<CoarseEntry> scratch;
+  std::vector<std::int64_t> scratch_at;  // per neighbour: offset into scratch, or -1 (halo)
   std::vector<RowRef> fine_rows;
   auto gather_fine_rows = [&](std::int64_t i) {
+    scratch.clear();
+    scratch_at.clear();
     fine_rows.clear();
     for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
       const std::int32_t c = v.indices[p];
@@ -101,10 +106,16 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       if (c >= n_owned) {
         const std::int64_t h = c - n_owned;
         fine_rows.push_back({he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]});
+        scratch_at.push_back(-1);
       } else {
-        fine_rows.push_back({oe + owned.ptr[c], owned.ptr[c + 1] - owned.ptr[c]});
+        scratch_at.push_back(static_cast<std::int64_t>(scratch.size()));
+        for (std::int32_t q = v.indptr[c]; q < v.indptr[c + 1]; ++q)
+          scratch.push_back({v.global[v.indices[q]], v.data[q], v.coarse[v.indices[q]], v.strong[q]});
+        fine_rows.push_back({nullptr, v.indptr[c + 1] - v.indptr[c]});
       }
     }
+    for (std::size_t k = 0; k < fine_rows.size(); ++k)
+      if (scratch_at[k] >= 0) fine_rows[k].e = scratch.data() + scratch_at[k];
   };
   auto diagonal = [](const RowRef& r, std::int64_t g) {
     for (std::int64_t q = 0; q < r.n; ++q)
