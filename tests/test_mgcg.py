@@ -18,6 +18,7 @@ import commsolve as cs
 from commsolve import _core, gallery
 from commsolve.amg.agglomerate import parse_stages
 from commsolve.mg import cga_stages
+from commsolve.mg.analysis import analyze_mgcg
 from commsolve.launch import mpi_env
 
 
@@ -190,7 +191,7 @@ def test_cga_stages_and_their_checks():
     assert cga_stages("flat", 1) == []
     with pytest.raises(ValueError, match="unknown coarse-grid aggregation 'tree'"):
         cga_stages("tree", 4)
-    with pytest.raises(ValueError, match="hcga_group >= 2"):
+    with pytest.raises(ValueError, match="hcga_group a whole number >= 2"):
         cga_stages("hierarchical", 4, hcga_group=1)
     assert parse_stages([(64, 4), (8, 1)], 16) == [(64.0, 4), (8.0, 1)]
     assert parse_stages([(64, 4), (8, 1)], 4) == [(8.0, 1)]  # a stage onto as many ranks moves nothing
@@ -327,9 +328,14 @@ def test_dia_falls_back_to_csr_where_a_coarse_level_cannot_take_it():
     assert "csr" in [lv["format"] for lv in json.loads(proc.stdout)["levels"]]
 
 
-def test_cga_auto_needs_a_profile():
+def test_cga_auto_needs_a_profile_and_sound_switches():
     with pytest.raises(ValueError, match="pass profile="):
         cs.mg.MGCG("poisson3d:4", MPI.COMM_SELF, cga="auto")
+    for group in (0, 1, 2.5):  # auto prices hCGA with these groups: checked before anything runs
+        with pytest.raises(ValueError, match="hcga_group a whole number >= 2"):
+            cs.mg.MGCG("poisson3d:4", MPI.COMM_SELF, cga="auto", profile="bluewaters", hcga_group=group)
+    with pytest.raises(ValueError, match="hcga_group a whole number >= 2"):
+        analyze_mgcg(64, 4, per_rank=4, modes=("auto",), profile="bluewaters", hcga_group=0)
 
 
 def test_amg_agglomerate_keeps_the_hierarchy_and_iterations(three_ranks):

@@ -38,7 +38,7 @@ from ..amg.cycle import dot, pcg
 from ..boxes import BoxGrid, box_process_grid
 from ..gallery import GallerySpec, grid_shape, parse_spec
 from ..partition import Distribution
-from .stages import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages
+from .stages import CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages, check_switches
 
 __all__ = ["MGCG", "CGA_MODES", "DECOMPOSITIONS", "FORMATS", "cga_stages"]
 
@@ -127,6 +127,7 @@ class MGCG:
                        max_levels=max_levels, profile=profile, decomposition=decomposition, procs=procs)
         if decomposition not in DECOMPOSITIONS:
             raise ValueError(f"unknown decomposition '{decomposition}' (known: {', '.join(DECOMPOSITIONS)})")
+        check_switches(cga_rows, hcga_rows, hcga_group)
         if cga == "auto" and profile is None:
             raise ValueError("cga='auto' chooses the mode and its switch levels with a machine profile: pass profile=")
         A, grid = _problem(A, comm, grid, partition, topology, strategy, decomposition, procs)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stages import (CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages, describe_placement, placement_stages,
-                     placements)
+from .stages import (CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages, check_switches, describe_placement,
+                     placement_stages, placements)
 
 __all__ = ["analyze_mgcg", "format_mgcg_analysis", "process_grid", "Level", "level_messages", "STENCILS",
            "allgather_seconds", "work_seconds"]
@@ -249,6 +249,7 @@ def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MOD
     (:func:`choose_placement`; its candidates under ``"auto"``)."""
     if stencil not in STENCILS:
         raise ValueError(f"stencil must be one of {STENCILS}, got {stencil}")
+    check_switches(cga_rows, hcga_rows, hcga_group)
     if "auto" in modes and profile is None:
         raise ValueError("the 'auto' mode is the cost model's choice of placement: pass profile=")
     dims = process_grid(procs)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._collective import mpi
+from .._collective import agree, mpi
 from ..model.pricing import message_table
 from ..redistribute import group_size
 from .analysis import allgather_seconds, work_seconds
@@ -100,8 +100,14 @@ def choose_cga(ml, profile, hcga_group=HCGA_GROUP, bandwidth=None):
     cost = CostModel(profile)
     bandwidth = _bandwidth(comm) if bandwidth is None else float(bandwidth)
     facts = _level_facts(ml)
-    choice = _price_placements(cost, ml.A.topology, facts, bandwidth, int(hcga_group)) if comm.rank == 0 else None
-    choice = comm.bcast(choice, root=0)
+    choice, error = None, None
+    if comm.rank == 0:  # the pricing runs on rank 0; its failure is every rank's
+        try:
+            choice = _price_placements(cost, ml.A.topology, facts, bandwidth, int(hcga_group))
+        except Exception as e:  # noqa: BLE001
+            error = f"cga='auto': pricing the placements failed ({type(e).__name__}: {e})"
+    choice, error = comm.bcast((choice, error), root=0)
+    agree(comm, error, where="mg.choose_cga")
     return placement_stages(choice["chosen"], [lvl.rows for lvl in ml.levels], comm.size), choice
 
 

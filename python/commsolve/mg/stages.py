@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "cga_stages", "placements", "placement_stages", "describe_placement"]
+__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "check_switches", "cga_stages", "placements", "placement_stages", "describe_placement"]
 
 CGA_MODES = ("none", "flat", "hierarchical")
 # CGA's switch: the first level with fewer rows per rank than this goes to one rank (a 64^3
@@ -11,6 +11,14 @@ CGA_MODES = ("none", "flat", "hierarchical")
 # hCGA's first move: fewer than HCGA_ROWS rows per rank (8 cells per rank there), onto one
 # rank per group of HCGA_GROUP (the 16 cores of an FX10 node in flat MPI).
 CGA_ROWS, HCGA_ROWS, HCGA_GROUP = 8, 64, 16
+
+
+def check_switches(cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP):
+    """A ValueError unless the rows per rank are > 0 and the hCGA groups hold 2 ranks or more
+    (every mode's, ``"auto"``'s too: it prices hCGA with those groups)."""
+    if not (cga_rows > 0 and hcga_rows > 0 and int(hcga_group) == hcga_group and hcga_group >= 2):
+        raise ValueError(f"cga_rows and hcga_rows must be > 0 and hcga_group a whole number >= 2, got {cga_rows}, "
+                         f"{hcga_rows}, {hcga_group}")
 
 
 def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP):
@@ -21,9 +29,7 @@ def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=
     ``hcga_group`` when it divides P."""
     if mode not in CGA_MODES:
         raise ValueError(f"unknown coarse-grid aggregation '{mode}' (known: {', '.join(CGA_MODES)})")
-    if not (cga_rows > 0 and hcga_rows > 0 and int(hcga_group) >= 2):
-        raise ValueError(f"cga_rows and hcga_rows must be > 0 and hcga_group >= 2, got {cga_rows}, {hcga_rows}, "
-                         f"{hcga_group}")
+    check_switches(cga_rows, hcga_rows, hcga_group)
     if mode == "none" or nranks == 1:
         return []
     subset = -(-int(nranks) // int(hcga_group))
@@ -66,8 +72,9 @@ def placements(on_all, on_one, to_one, allgather_all, leaders=None, on_leaders=N
 
 
 def placement_stages(placement, rows, nranks):
-    """The agglomeration stages that put a hierarchy of levels with ``rows`` rows, on
-    ``nranks`` ranks, where a ``placement`` (:func:`placements`') says."""
+    """The agglomeration stages that put a hierarchy of levels with ``rows`` rows (fewer on
+    every coarser level, as coarsening makes them), on ``nranks`` ranks, where a
+    ``placement`` (:func:`placements`') says."""
     stages = []
     for k, (s, m) in enumerate(zip(placement["levels"], placement["ranks"])):
         # the first level with fewer rows per rank than this is level s (rows decrease level by level); the

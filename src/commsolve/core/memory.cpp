@@ -12,7 +12,10 @@ namespace commsolve {
 
 bool keep_freed_memory() {
 #if defined(__GLIBC__)
-  return mallopt(M_MMAP_THRESHOLD, 1 << 30) == 1 && mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+  // glibc before 2.35 or so refuses a threshold above 32 MiB (the documented maximum on 64-bit)
+  const bool heap = mallopt(M_MMAP_THRESHOLD, 1 << 30) == 1 || mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  const bool kept = mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+  return heap && kept;
 #else
   return false;
 #endif

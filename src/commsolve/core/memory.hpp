@@ -11,8 +11,9 @@
 
 namespace commsolve {
 
-// Applies the policy: glibc's mmap threshold raised to 1 GiB and its heap never trimmed.
-// Returns whether it took effect (false off glibc).
+// Applies the policy: glibc's mmap threshold raised to 1 GiB (32 MiB where an older glibc
+// refuses more: larger blocks are then still mapped anew) and its heap never trimmed.
+// Returns whether both took effect (false off glibc).
 bool keep_freed_memory();
 
 // This process's minor page faults so far (getrusage).

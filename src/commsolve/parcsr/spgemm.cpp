@@ -112,6 +112,10 @@ class Accumulator {
       terms(j, [&](std::int32_t c, double v) { add(c, v); });
       emit(global, out, keep_zeros);
     }
+    if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
+      out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
+      out.data.shrink_to_fit();
+    }
   }
 
  private:
