@@ -111,6 +111,7 @@ def test_hmis_split_and_partition(mpi_cache, k, ppn, case):
     PMIS with the same interpolation on the same ranks."""
     r = result(mpi_cache, k, ppn, case)
     assert r["hmis_split"]["uncovered"] == 0 and r["hmis_split"]["keeps_first_pass"]
+    assert r["strength_graphs"] == {"symmetric_pattern": True, "depends_on_me": True}  # against pyamg's S
     for name, pmis in (("hmis", "hybrid-gs"), ("hmis-direct", "direct")):
         s = r["solves"][name]
         assert s["info"] == 0 and s["residual"] <= 1e-8, name

@@ -110,7 +110,9 @@ for gen, strategy in CASES:
     from commsolve.amg.classical import strength, strength_graphs
 
     L = A.local_block()
-    S, _, _ = strength_graphs(A, L, strength(L, 0.25), "standard")
+    S, Gsym, depends = strength_graphs(A, L, strength(L, 0.25), "standard")
+    Gsym_global = Gsym.to_global(root=0)
+    depends_all = comm.gather(depends, root=0)
     interior = np.diff(S.block("offd_on_node").indptr) + np.diff(S.block("offd_off_node").indptr) == 0
     kept = A.owned_rows()[(cs._core.rs_first_pass(S._core) == 1) & interior]
     hmis_keeps = all_ok(np.isin(kept, hierarchies["hmis"].levels[0].c_points).all() and kept.size > 0)
@@ -126,6 +128,12 @@ for gen, strategy in CASES:
         strong_c = (S @ coarse.astype(float)) > 0
         out["hmis_split"] = {"coarse": int(coarse.sum()), "keeps_first_pass": hmis_keeps,
                              "uncovered": int(np.sum(has_strong & ~coarse & ~strong_c))}
+        # PMIS's graphs against pyamg's strength: S + S^T's pattern, and how many points depend on each
+        sym = (abs(S) + abs(S.T)).tocsr()
+        sym.eliminate_zeros()
+        out["strength_graphs"] = {
+            "symmetric_pattern": bool((abs(Gsym_global) > 0).astype(int).__ne__((sym > 0).astype(int)).nnz == 0),
+            "depends_on_me": bool(np.array_equal(np.concatenate(depends_all), np.diff(S.tocsc().indptr)))}
     # Level 0's P untruncated, with the coarse points, for the test's own extended+i reference.
     ml0 = cs.amg.solver(A, strategy=strategy, pmax=0, max_levels=2)
     P0 = ml0.levels[0].P.to_global(root=0)

@@ -32,6 +32,7 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   GlobalRows s;
   s.nrows = n;
   s.indptr.resize(n + 1);
+  s.indices.reserve(L.indptr[n]);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
       if (strong[p]) s.indices.push_back(global[L.indices[p]]);
@@ -48,20 +49,25 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   // S^T's rows (who depends on each point), along S's own halo plan.
   const GlobalRows t = transpose_rows(*out.S, strategy, comm, &out.S->plan()).rows;
 
-  GlobalRows g;
+  GlobalRows g;  // row i of S + S^T: the two sorted rows merged, each column once
   g.nrows = n;
   g.indptr.resize(n + 1);
+  g.indices.resize(s.indices.size() + t.indices.size());
   out.depends_on_me.resize(n);
+  std::int64_t at = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     out.depends_on_me[i] = static_cast<double>(t.indptr[i + 1] - t.indptr[i]);
-    const auto first = static_cast<std::ptrdiff_t>(g.indices.size());
-    g.indices.insert(g.indices.end(), s.indices.begin() + s.indptr[i], s.indices.begin() + s.indptr[i + 1]);
-    g.indices.insert(g.indices.end(), t.indices.begin() + t.indptr[i], t.indices.begin() + t.indptr[i + 1]);
-    std::inplace_merge(g.indices.begin() + first, g.indices.begin() + first + (s.indptr[i + 1] - s.indptr[i]),
-                       g.indices.end());
-    g.indices.erase(std::unique(g.indices.begin() + first, g.indices.end()), g.indices.end());
-    g.indptr[i + 1] = static_cast<std::int64_t>(g.indices.size());
+    std::int64_t a = s.indptr[i], b = t.indptr[i];
+    const std::int64_t ae = s.indptr[i + 1], be = t.indptr[i + 1];
+    while (a < ae || b < be) {
+      const std::int64_t c = b == be || (a < ae && s.indices[a] <= t.indices[b]) ? s.indices[a] : t.indices[b];
+      while (a < ae && s.indices[a] == c) ++a;
+      while (b < be && t.indices[b] == c) ++b;
+      g.indices[at++] = c;
+    }
+    g.indptr[i + 1] = at;
   }
+  g.indices.resize(at);
   out.G = pattern(g);
   return out;
 }
