@@ -439,6 +439,15 @@ def test_blocks_halo_messages_are_the_analysis_models(four_ranks_blocks):
     assert sorted(len(m) for m in halo[0]["real"]) == [3, 3, 3, 3]  # every box: 2 faces and a corner edge
 
 
+def test_blocks_from_a_matrix_market_file(tmp_path):
+    path = tmp_path / "gw.mtx"
+    cs.mmwrite(str(path), sp.csr_matrix(gallery.from_spec("groundwater3d:6")))
+    proc = _cli("mgcg", "--matrix", str(path), "--grid", "6,6,6", "-np", "2", "--decomposition", "blocks", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout)
+    assert r["process_grid"] == [2, 1, 1] and r["converged"] and r["rel_residual_vs_scipy"] < 1e-7
+
+
 def test_blocks_on_the_cli_and_a_grid_that_does_not_match():
     proc = _cli("mgcg", "--gen", "hpcg:8", "-np", "2", "--decomposition", "blocks", "--process-grid", "2,1,1",
                 "--smoother", "symmetric-gs", "--json")

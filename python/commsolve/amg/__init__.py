@@ -23,7 +23,7 @@ from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
 from .cycle import (CYCLES, SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_cycle, check_smoother, cycle_work, dot,
-                    gmres, pcg, vcycle, wcycle)
+                    gmres, mgcycle, pcg)
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
 from .sparsify import halo_summary, parse_adaptive, relaxed, sparsification
 
@@ -48,9 +48,9 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
     :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
     ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi),
     polynomial ``degree`` (Chebyshev); ``cycle``: "V", or "W" (each coarser level visited
-    twice, :func:`~commsolve.amg.cycle.wcycle`); ``correction``: the factor on every coarse correction, in (0, 2) (over-correction, for the
-    piecewise-constant interpolation of geometric aggregation, whose coarse corrections fall
-    short; 1: none).
+    twice, :func:`~commsolve.amg.cycle.mgcycle`); ``correction``: the factor on every coarse
+    correction, in (0, 2) (over-correction, for the piecewise-constant interpolation of
+    geometric aggregation, whose coarse corrections fall short; 1: none).
 
     ``agglomerate``: coarse levels on fewer ranks (:mod:`commsolve.amg.agglomerate`), a list
     of stages ``(rows_per_rank, nranks)``: the first level with fewer rows per rank than
@@ -71,8 +71,9 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
             raise ValueError("pass a ParCSR, or a scipy matrix with the communicator (comm=)")
         A = ParCSR.from_global(A, comm, partition=partition, topology=topology)
     return MultilevelSolver(A, method=method, strategy=strategy, profile=profile, smoother=smoother, sweeps=sweeps,
-                            omega=omega, degree=degree, cycle=cycle, progress=progress, sparsify=sparsify, gamma=gamma, lumping=lumping,
-                            adaptive=adaptive, correction=correction, agglomerate=agglomerate, **options)
+                            omega=omega, degree=degree, cycle=cycle, progress=progress, sparsify=sparsify, gamma=gamma,
+                            lumping=lumping, adaptive=adaptive, correction=correction, agglomerate=agglomerate,
+                            **options)
 
 
 class MultilevelSolver:
@@ -87,8 +88,8 @@ class MultilevelSolver:
                  _continued=None, **options):
         self.comm = A.comm
         agree_args(self.comm, "amg.solver", method=method, strategy=strategy, profile=profile, smoother=smoother,
-                   sweeps=sweeps, omega=omega, degree=degree, cycle=cycle, sparsify=sparsify, gamma=gamma, lumping=lumping, adaptive=adaptive,
-                   correction=correction, agglomerate=agglomerate, **options)
+                   sweeps=sweeps, omega=omega, degree=degree, cycle=cycle, sparsify=sparsify, gamma=gamma,
+                   lumping=lumping, adaptive=adaptive, correction=correction, agglomerate=agglomerate, **options)
         stages = run_agreed(self.comm, parse_stages, agglomerate, self.comm.size)
         if stages and sparsify is not None:
             agree(self.comm, "sparsified hierarchies are not agglomerated (agglomerate= with sparsify=)")
@@ -257,13 +258,10 @@ class MultilevelSolver:
     def cycle(self, b, out=None):
         """Collective. One cycle (V or W) applied to this rank's part of b (zero initial
         guess): M b, written into ``out`` if given (else a new array)."""
-        b = np.ascontiguousarray(b, dtype=np.float64)
-        if self.cycle_type == "W":
-            x = wcycle(self.levels, self.smoothers, self.coarse, b, 2, self.correction, self.level_times)
-        else:
-            if self._work is None:
-                self._work = cycle_work(self.levels)
-            x = vcycle(self.levels, self.smoothers, self.coarse, b, self.correction, self.level_times, self._work)
+        if self._work is None:
+            self._work = cycle_work(self.levels)
+        x = mgcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
+                    self.correction, self.level_times, self._work, visits=2 if self.cycle_type == "W" else 1)
         if out is None:
             return np.array(x)
         out[:] = x

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from .. import _core, products
 from .._collective import mpi
+from ..boxes import BoxGrid
 from .classical import C, _rows, coarse_numbering, hash_uniform, strength_graphs
 
 __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "smoothed_prolongator"]
@@ -98,8 +99,6 @@ def geometric_aggregates(A, grid):
     BoxGrid's cuts halved with them, so each aggregate stays in its first cell's box). The
     roots must be numbered in the coarse grid's own order on every rank (a ValueError
     otherwise: lexicographic rows split other than contiguously)."""
-    from ..boxes import BoxGrid
-
     boxed = isinstance(grid, BoxGrid)
     nx, ny, nz = (int(v) for v in (grid.extents if boxed else grid))
     if nx * ny * nz != A.shape[0] or min(nx, ny, nz) < 1:

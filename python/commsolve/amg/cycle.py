@@ -13,9 +13,10 @@ Falgout, Kolev, Yang 2011), ``chebyshev`` (a Chebyshev polynomial in D^-1 A of d
 estimated by Lanczos [relax_type 16]; PETSc GAMG's default smoother kind), ``symmetric-gs``
 (symmetric hybrid Gauss-Seidel, HPCG's SYMGS: one halo exchange, then a forward and a
 backward sweep, before and after the coarse correction alike [relax_type 6]),
-``l1-symmetric-gs`` (the same with the l1 term on the diagonal [relax_type 8]), ``ilu0`` / ``ic0`` (x += (L U)^-1 (b - A x) with the ILU(0) factor of the
-rank's diagonal block: block Jacobi across ranks, Nakajima's localized IC(0); on a symmetric
-matrix ILU(0) is IC(0), U = D L^T, so the two names run the same factor and the cycle stays
+``l1-symmetric-gs`` (the same with the l1 term on the diagonal [relax_type 8]), ``ilu0`` /
+``ic0`` (x += (L U)^-1 (b - A x) with the ILU(0) factor of the rank's diagonal block: block
+Jacobi across ranks, Nakajima's localized IC(0); on a symmetric matrix ILU(0) is IC(0),
+U = D L^T, so the two names run the same factor and the cycle stays
 symmetric). Only the Jacobi and Chebyshev smoothers are independent of the partition;
 hybrid Gauss-Seidel on P ranks is a different smoother from Gauss-Seidel on one, so
 iteration counts may differ with P.
@@ -34,7 +35,7 @@ from .. import _core
 from .._collective import CollectiveError
 from .spectrum import global_dot as dot, spectral_radius_dinv_a
 
-__all__ = ["SMOOTHERS", "CYCLES", "Smoother", "CoarseSolver", "vcycle", "wcycle", "pcg", "gmres", "asymmetry", "dot"]
+__all__ = ["SMOOTHERS", "CYCLES", "Smoother", "CoarseSolver", "mgcycle", "pcg", "gmres", "asymmetry", "dot"]
 
 SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "symmetric-gs", "l1-symmetric-gs", "ilu0",
              "ic0")
@@ -251,72 +252,44 @@ def _dense_lu(M):
     return lu, piv, scale
 
 
-def vcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None):
-    """One V(nu, nu)-cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
-    Each level smooths with and takes residuals of its ``solve_A`` (a sparsified copy where
-    sparse or hybrid Galerkin made one); every coarse correction is scaled by ``correction``
-    (a constant: the cycle stays symmetric). ``times``: an array with a slot per level to
-    which each level's seconds are added (smoothing, residual, restriction and interpolation
-    on level k; the coarse solve on the last). ``work``: :func:`cycle_work`'s arrays, reused
-    (the finest x returned is then one of them); None: fresh arrays."""
-    clock = _Clock(times)
-    if len(levels) == 1:
-        x = coarse.solve(b)
-        clock.lap(0)
-        return x
-    work = cycle_work(levels) if work is None else work
-    xs, bs = [], [b]
-    for k, (lvl, sm) in enumerate(zip(levels[:-1], smoothers)):
-        x, r, coarse_b = work[k]
-        x.fill(0.0)
-        sm.pre_residual(bs[-1], x, r)
-        xs.append(x)
-        bs.append(lvl.P.rmatvec(r, out=coarse_b))
-        clock.lap(k)
-    xc = coarse.solve(bs[-1])
-    clock.lap(len(levels) - 1)
-    for k in range(len(levels) - 2, -1, -1):
-        x, t = xs[k], work[k][1]  # the residual's array, free again
-        levels[k].P.matvec(xc, out=t)
-        if correction != 1.0:
-            t *= correction
-        x += t
-        smoothers[k].post(bs[k], x)
-        xc = x
-        clock.lap(k)
-    return xc
-
-
-def wcycle(levels, smoothers, coarse, b, visits=2, correction=1.0, times=None):
-    """One cycle from a zero initial guess that visits each coarser level ``visits`` times
-    (2: the W-cycle; hypre's cycle_type 2): the second visit corrects the first with the
-    coarse residual. A coarsest level solved directly is visited once (a second exact solve
-    adds nothing); one moved onto fewer ranks is visited as often as any. Symmetric when the
-    smoothing is (the same smoother before and after, transposed). ``times``: as
-    :func:`vcycle`'s."""
+def mgcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None, visits=1):
+    """One multigrid cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
+    Each coarser level is visited ``visits`` times (1: the V-cycle; 2: the W-cycle, hypre's
+    cycle_type 2), each visit after the first on the coarse residual the earlier ones left; a
+    coarsest level solved directly is visited once (a second exact solve adds nothing), one
+    moved onto fewer ranks as often as any. Each level smooths with and takes residuals of its
+    ``solve_A`` (a sparsified copy where sparse or hybrid Galerkin made one); every coarse
+    correction is scaled by ``correction`` (a constant: the cycle stays symmetric when the
+    smoothing is). ``times``: an array with a slot per level to which each level's seconds are
+    added (smoothing, residual, restriction and interpolation on level k; the coarse solve on
+    the last). ``work``: :func:`cycle_work`'s arrays, reused (the finest x returned is then
+    one of them); None: fresh arrays."""
     clock = _Clock(times)
     last = len(levels) - 1
+    work = cycle_work(levels) if work is None else work
     again = visits - 1 if getattr(coarse, "move", None) is not None else 0  # an inner cycle is inexact
 
     def visit(k, b):
         if k == last:
-            x = np.array(coarse.solve(b))
+            x = coarse.solve(b)
             clock.lap(k)
             return x
         lvl, sm = levels[k], smoothers[k]
-        x, r = np.zeros(lvl.A.local_rows), np.empty(lvl.A.local_rows)
+        x, r, bc = work[k]
+        x.fill(0.0)
         sm.pre_residual(b, x, r)
-        bc = lvl.P.rmatvec(r)
+        lvl.P.rmatvec(r, out=bc)
         clock.lap(k)
         xc = visit(k + 1, bc)
         for _ in range(visits - 1 if k + 1 < last else again):
+            xc = np.array(xc)  # the next visit reuses level k + 1's arrays
             rc = bc - levels[k + 1].solve_A.matvec(xc)
             clock.lap(k + 1)
             xc += visit(k + 1, rc)
-        t = lvl.P.matvec(xc)
+        lvl.P.matvec(xc, out=r)  # the residual's array, free again
         if correction != 1.0:
-            t *= correction
-        x += t
+            r *= correction
+        x += r
         sm.post(b, x)
         clock.lap(k)
         return x

@@ -54,7 +54,7 @@ class Level:
     sparsified: dict = None        # what sparsification did to this level's operator (gamma, nnz and halo
     #                                statistics before and after), None if it was not sparsified
     coarse: np.ndarray = None      # mask over this level's rows: its coarse points (not on the coarsest)
-    grid: object = None            # geometric: the structured grid this level's rows live on ((nx, ny, nz) or a BoxGrid)
+    grid: object = None            # geometric: the structured grid of this level's rows, (nx, ny, nz) or a BoxGrid
     agglomerated: bool = False     # the last level, moved whole onto fewer ranks (the hierarchy goes on there)
 
     @property

@@ -77,8 +77,8 @@ def _positive(ctx, param, value):
 @click.option("--maxiter", type=click.IntRange(1), default=500, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of the time and messages per level.")
 @json_option()
-def mgcg(gen, matrix, grid, decomposition, procs, nprocs, oversubscribe, timeout, ppn, fmt, cga, profile, cga_rows, hcga_rows, hcga_group,
-         smoother, sweeps, correction, strategy, max_coarse, tol, maxiter, plot, as_json):
+def mgcg(gen, matrix, grid, decomposition, procs, nprocs, oversubscribe, timeout, ppn, fmt, cga, profile, cga_rows,
+         hcga_rows, hcga_group, smoother, sweeps, correction, strategy, max_coarse, tol, maxiter, plot, as_json):
     """Geometric multigrid (2 x 2 x 2 cell aggregation) as the preconditioner of CG: iterations,
     time per iteration, and each level's time and messages, with and without coarse-grid
     aggregation."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .stages import (CGA_MODES, CGA_ROWS, HCGA_GROUP, HCGA_ROWS, cga_stages, check_switches, describe_placement,
-                     placement_stages, placements)
+                     hcga_leaders, placement_stages, placements)
 
 __all__ = ["analyze_mgcg", "format_mgcg_analysis", "process_grid", "Level", "level_messages", "STENCILS",
            "allgather_seconds", "work_seconds"]
@@ -362,8 +362,7 @@ def choose_placement(fine, ppn, stencil, cost, bandwidth, hcga_group):
     consecutive ranks (a move commutes with coarsening: the leaders' level k is the moved
     level k) and on one rank, and each move from its messages."""
     P = fine.nranks
-    g = -(-P // -(-P // int(hcga_group)))  # as cga_stages' first stage groups them
-    m = -(-P // g)
+    g, m = hcga_leaders(P, hcga_group)
     topo, sub_topo = _topology(P, ppn), _topology(m, ppn, g)
     levels = [fine]
     while levels[-1].rows > 1:
@@ -402,7 +401,8 @@ def format_mgcg_analysis(r):
         lines.append(f"\nCGA {mode} ({stages})")
         if mode == "auto":
             best = ", ".join(f"{describe_placement(c)} {c['cycle_s'] * 1e3:.3f} ms" for c in r["auto"]["best"].values())
-            lines.append(f"  the model's cheapest placement: {describe_placement(r['auto']['chosen'])} (best V-cycle of each "
+            chosen = describe_placement(r["auto"]["chosen"])
+            lines.append(f"  the model's cheapest placement: {chosen} (best V-cycle of each "
                          f"kind: {best})")
         lines.append(f"{'level':>5}{'grid':>18}{'ranks':>8}{'active':>8}{'rows max':>10}{'halo recv':>11}"
                      f"{'interp recv':>12}{'move recv':>11}" + (f"{'comm us':>14}{'work us':>12}" if priced else ""))

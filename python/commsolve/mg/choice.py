@@ -27,9 +27,8 @@ import numpy as np
 
 from .._collective import agree, mpi
 from ..model.pricing import message_table
-from ..redistribute import group_size
 from .analysis import allgather_seconds, work_seconds
-from .stages import HCGA_GROUP, placement_stages, placements
+from .stages import HCGA_GROUP, hcga_leaders, placement_stages, placements
 
 __all__ = ["choose_cga", "merged_tables"]
 
@@ -130,8 +129,7 @@ def _price_placements(cost, topology, facts, bandwidth, hcga_group):
               "on_one": [work_seconds(nnz[k].sum(), bandwidth) for k in range(nlev)],
               "to_one": [_move_seconds(cost, topology, rows[k], to_rank0) for k in range(nlev)],
               "allgather_all": allgather_seconds(cost.profile, P, coarsest_bytes)}
-    g = group_size(P, -(-P // hcga_group))
-    m = -(-P // g)
+    g, m = hcga_leaders(P, hcga_group)
     if 1 < m < P:
         leader = np.arange(P) // g * g
         priced.update(

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "check_switches", "cga_stages", "placements", "placement_stages", "describe_placement"]
+__all__ = ["CGA_MODES", "CGA_ROWS", "HCGA_ROWS", "HCGA_GROUP", "check_switches", "hcga_leaders", "cga_stages", "placements",
+           "placement_stages", "describe_placement"]
 
 CGA_MODES = ("none", "flat", "hierarchical")
 # CGA's switch: the first level with fewer rows per rank than this goes to one rank (a 64^3
@@ -21,6 +22,14 @@ def check_switches(cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP
                          f"{hcga_rows}, {hcga_group}")
 
 
+def hcga_leaders(nranks, hcga_group=HCGA_GROUP):
+    """hCGA's first move on ``nranks`` ranks: (ranks per group, leaders). ceil(P / hcga_group)
+    leaders, each receiving a group of ceil(P / leaders) consecutive ranks (``hcga_group``
+    when it divides P), as :func:`commsolve.redistribute.agglomeration` groups them."""
+    leaders = -(-int(nranks) // int(hcga_group))
+    return -(-int(nranks) // leaders), leaders
+
+
 def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP):
     """The agglomeration stages (:mod:`commsolve.amg.agglomerate`) of a CGA mode on
     ``nranks`` ranks: none, flat ``[(cga_rows, 1)]``, hierarchical ``[(hcga_rows,
@@ -32,7 +41,7 @@ def cga_stages(mode, nranks, cga_rows=CGA_ROWS, hcga_rows=HCGA_ROWS, hcga_group=
     check_switches(cga_rows, hcga_rows, hcga_group)
     if mode == "none" or nranks == 1:
         return []
-    subset = -(-int(nranks) // int(hcga_group))
+    subset = hcga_leaders(nranks, hcga_group)[1]
     if mode == "flat" or subset == 1:
         return [(float(cga_rows), 1)]
     return [(float(hcga_rows), subset), (float(cga_rows), 1)]

@@ -4,12 +4,11 @@ plans."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.io import mmread
 
 from .. import mg
 from ..mg.stages import describe_placement
 from .._collective import mpi, run_agreed
+from ..io import mmread
 from ..parcsr import ParCSR
 from .amg import scipy_residual
 from .spmv import machine_info
@@ -28,7 +27,7 @@ def run_mgcg(comm, *, gen=None, matrix=None, grid=None, ppn=None, fmt="csr", cga
     if gen is not None:
         source = gen
     elif options.get("decomposition") == "blocks":  # renumbered box by box: every rank reads the file
-        source = run_agreed(comm, lambda: sp.csr_matrix(mmread(matrix)))
+        source = run_agreed(comm, mmread, matrix)
     else:
         source = ParCSR.from_file(matrix, comm, topology=ppn)
     solver = mg.MGCG(source, comm, grid=grid, format=fmt, cga=cga, topology=ppn, progress=progress, **options)

@@ -110,7 +110,7 @@ void interior(const LocalDia& A, const double* inv, const double* b, const doubl
     const double* vu = A.upper.data() + static_cast<std::size_t>(i) * nu;
     double s[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma GCC unroll 32
-    for (int k = 0; k < (NL > 0 ? (CHAIN && !up ? NL - 1 : NL) : lend); ++k) s[k & 3] += vl[k] * pl[k][i];
+    for (int k = 0; k < lend; ++k) s[k & 3] += vl[k] * pl[k][i];
     if (P != Pass::zero && P != Pass::lower) {
 #pragma GCC unroll 32
       for (int k = ubeg; k < (NU > 0 ? NU : nu); ++k) s[(k + 2) & 3] += vu[k] * pu[k][i];
@@ -182,12 +182,14 @@ void gauss_seidel_sweep(const LocalDia& A, const double* inv, const double* b, d
   const auto middle = [&]() {
     with_halves(A, [&](auto l, auto u) {
       constexpr int NL = decltype(l)::value, NU = decltype(u)::value;
-      if (zero) chain ? interior<NL, NU, Pass::zero, true>(A, inv, b, x, x, lo, hi)
-                      : interior<NL, NU, Pass::zero>(A, inv, b, x, x, lo, hi);
-      else if (forward) chain ? interior<NL, NU, Pass::forward, true>(A, inv, b, x, x, lo, hi)
-                              : interior<NL, NU, Pass::forward>(A, inv, b, x, x, lo, hi);
-      else chain ? interior<NL, NU, Pass::backward, true>(A, inv, b, x, x, lo, hi)
-                 : interior<NL, NU, Pass::backward>(A, inv, b, x, x, lo, hi);
+      const auto run = [&](auto pass) {
+        constexpr Pass P = decltype(pass)::value;
+        if (chain) interior<NL, NU, P, true>(A, inv, b, x, x, lo, hi);
+        else interior<NL, NU, P>(A, inv, b, x, x, lo, hi);
+      };
+      if (zero) run(std::integral_constant<Pass, Pass::zero>{});
+      else if (forward) run(std::integral_constant<Pass, Pass::forward>{});
+      else run(std::integral_constant<Pass, Pass::backward>{});
     });
   };
   if (forward) {
