@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .. import products
 from .._collective import agree
 from ..parcsr import check_strategy
-from . import aggregation, classical
+from . import aggregation, aggressive, classical
 from . import sparsify as sparsifying
 from .spectrum import spectral_radius_dinv_a
 
@@ -27,7 +27,8 @@ INTERPOLATIONS = ("ext+i", "direct")
 # interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
 # simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "coarsening": None, "interpolation": None,
-                  "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0, "grid": None}
+                  "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0, "grid": None,
+                  "aggressive": 0}
 THETA = {"classical": 0.25, "sa": 0.0}  # hypre's and pyamg's defaults for each method
 COARSEST_LIMIT = 20_000  # rows the coarsest level may have: it is gathered and factored on every rank
 
@@ -127,9 +128,12 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     if (method == "geometric") != (o["grid"] is not None):
         raise ValueError("grid=(nx, ny, nz) is what geometric multigrid needs, and only it")
     if method != "classical" and (o["coarsening"] is not None or o["interpolation"] is not None or o["pmax"] is not None
-                                  or o["trunc"] != 0):
-        raise ValueError("coarsening, interpolation, pmax and trunc are options of classical AMG; smoothed "
-                         "aggregation smooths its tentative prolongator (prolongator_omega)")
+                                  or o["trunc"] != 0 or o["aggressive"]):
+        raise ValueError("coarsening, interpolation, pmax, trunc and aggressive are options of classical AMG; "
+                         "smoothed aggregation smooths its tentative prolongator (prolongator_omega)")
+    if isinstance(o["aggressive"], bool) or not isinstance(o["aggressive"], (int, np.integer)) or o["aggressive"] < 0:
+        raise ValueError(f"aggressive (how many of the finest levels are coarsened aggressively) must be an "
+                         f"integer >= 0, got {o['aggressive']!r}")
     if method != "sa" and o["prolongator_omega"] != SETUP_DEFAULTS["prolongator_omega"]:
         raise ValueError("prolongator_omega is an option of smoothed aggregation (method='sa')")
     o["interpolation"] = o["interpolation"] or "ext+i"
@@ -186,11 +190,18 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         L = _check_level(current, k)
         if level.A_hat is not None:
             L_hat = _check_level(level.A_hat, k)
+        setup_exchanges = []  # the aggressive level's products, beside the Galerkin product's
         if method == "classical":
             strong = classical.strength(L, o["theta"])
+            graphs = classical.strength_graphs(current, L, strong, level.strategy)
             state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
-                                   coarsening=o["coarsening"])
+                                   coarsening=o["coarsening"], graphs=graphs)
             cfull, coarse = classical.coarse_numbering(current, state)
+            if k < o["aggressive"]:  # a second split over the first's coarse points
+                state = aggressive.second_split(current, graphs, state, cfull, coarse, ids, seed=o["seed"],
+                                                strategy=level.strategy, coarsening=o["coarsening"],
+                                                exchanges=setup_exchanges)
+                cfull, coarse = classical.coarse_numbering(current, state)
             kept = state == classical.C
         elif method == "sa":
             strong = aggregation.symmetric_strength(current, L, o["theta"])
@@ -211,11 +222,14 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                                     strategy=strat)
         elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
             Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
+        elif k < o["aggressive"]:
+            Ploc = aggressive.multipass_interpolation(current, L, strong, state, cfull, coarse,
+                                                      strategy=level.strategy, exchanges=setup_exchanges)
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
         else:
             Ploc = classical.extended_i_interpolation(current, L, strong, cfull, nc)
-        if method == "classical" and (o["trunc"] > 0 or pmax > 0):
+        if method == "classical" and k >= o["aggressive"] and (o["trunc"] > 0 or pmax > 0):
             Ploc = classical.truncate(Ploc, o["trunc"], pmax)
         from ..parcsr import ParCSR
 
@@ -231,7 +245,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         level.c_points = current.owned_rows()[kept]
         ids = ids[kept]  # coarse points are numbered in local order
         level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
-        level.exchanges = info["exchanges"]
+        level.exchanges = info["exchanges"] + setup_exchanges
         level.setup_s = time.perf_counter() - t0
         if on_level:
             on_level(level, L if level.A_hat is None else L_hat)
