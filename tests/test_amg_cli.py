@@ -45,6 +45,18 @@ def test_amg_hmis_coarsening():
     assert r["levels"][1]["rows"] == (21 * 21 + 1) // 2
 
 
+def test_amg_aggressive_coarsening():
+    """One aggressive level on two ranks: the first coarse grid is about a tenth of the
+    grid (a second split over PMIS's), and the text names it."""
+    p = cli("amg", "--gen", "poisson2d:40", "-np", "2", "--aggressive", "1", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["aggressive"] == 1 and r["converged"] and r["rel_residual_vs_scipy"] <= 1e-7
+    assert r["stats_recorded_equal_planned"] and r["levels"][1]["rows"] < 1600 / 6
+    p = cli("amg", "--gen", "poisson2d:40", "--aggressive", "1")
+    assert p.returncode == 0 and "(pmis, 1 aggressive level(s), multipass)" in p.stdout, p.stdout + p.stderr
+
+
 def test_amg_text_and_plot(tmp_path):
     png = tmp_path / "levels.png"
     p = cli("amg", "--gen", "poisson2d:30", "-np", "2", "--smoother", "jacobi", "--plot", str(png))
@@ -116,6 +128,9 @@ def test_zero_diagonal_on_a_coarse_level_names_it(tmp_path):
     (["amg", "--gen", "poisson2d:8", "--method", "sa", "--coarsening", "hmis"],
      "--coarsening is an option of --method classical"),
     (["amg", "--gen", "poisson2d:8", "--coarsening", "rs"], "Invalid value for '--coarsening'"),
+    (["amg", "--gen", "poisson2d:8", "--method", "sa", "--aggressive", "1"],
+     "--aggressive is an option of --method classical"),
+    (["amg", "--gen", "poisson2d:8", "--aggressive", "-1"], "Invalid value for '--aggressive'"),
     (["amg", "--gen", "poisson2d:8", "--smoother", "sor"], "Invalid value for '--smoother'"),
     (["amg", "--gen", "poisson2d:8", "--degree", "3"], "--degree is the Chebyshev smoother's"),
     (["amg", "--gen", "poisson2d:8", "--cycle", "F"], "Invalid value for '--cycle'"),

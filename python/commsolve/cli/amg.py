@@ -38,6 +38,9 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
               "Ruge-Stueben within each rank first, hypre's default).")
 @click.option("--interpolation", type=click.Choice(list(INTERPOLATIONS)), default=None,
               help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
+@click.option("--aggressive", type=click.IntRange(0), default=0, show_default=True,
+              help="How many of the finest levels are coarsened aggressively (hypre's agg_num_levels): a second "
+              "split over the first's coarse points, multipass interpolation; for 3D operator complexity.")
 @click.option("--accel", type=click.Choice(["cg", "gmres", "none"]), default="cg", show_default=True,
               help="CG (symmetric A), restarted GMRES (nonsymmetric A), or V-cycles alone; each preconditioned by "
               "one V-cycle.")
@@ -52,14 +55,15 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
 @json_option()
 def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method, strategy, profile, smoother, sweeps,
             degree, cycle_type, theta, max_coarse,
-            coarsening, interpolation, accel, sparsify, gamma, lumping, adaptive, agglomerate, tol, maxiter, plot,
-            as_json):
+            coarsening, interpolation, aggressive, accel, sparsify, gamma, lumping, adaptive, agglomerate, tol, maxiter,
+            plot, as_json):
     """Algebraic multigrid (classical or smoothed aggregation) as the preconditioner of CG:
     the hierarchy with each level's strategy and messages, iterations, setup and solve time."""
     need_one_source(gen, matrix)
     if theta is not None and not (0 < theta < 1 or (method == "sa" and theta == 0)):
         raise click.BadParameter(f"must lie in (0, 1) ([0, 1) for sa), got {theta}", param_hint="--theta")
-    for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation)):
+    for name, value in (("--coarsening", coarsening), ("--interpolation", interpolation),
+                        ("--aggressive", aggressive or None)):
         if value is not None and method != "classical":
             raise click.UsageError(f"{name} is an option of --method classical")
     if degree is not None and smoother != "chebyshev":
@@ -85,7 +89,8 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
                      cycle=cycle_type, tol=tol,
                      accel=None if accel == "none" else accel, maxiter=maxiter,
                      progress=None if levels_bar is None else lambda k, nc: levels_bar.update(1), theta=theta,
-                     max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation, sparsify=sparsify,
+                     max_coarse=max_coarse, coarsening=coarsening, interpolation=interpolation, aggressive=aggressive,
+                     sparsify=sparsify,
                      gamma=gamma, lumping=lumping, adaptive=adaptive, agglomerate=agglomerate)
     if levels_bar is not None:
         levels_bar.close()

@@ -42,7 +42,8 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
     return {
         "matrix": gen if gen is not None else str(matrix), "rows": int(A.shape[0]), "nnz": int(levels[0]["nnz"]),
         "nranks": comm.size, "nodes": A.topology.num_nodes, "ppn": ppn, "method": method,
-        "coarsening": (options.get("coarsening") or "pmis") if method == "classical" else None, "smoother": smoother,
+        "coarsening": (options.get("coarsening") or "pmis") if method == "classical" else None,
+        "aggressive": options.get("aggressive", 0), "smoother": smoother,
         "sweeps": options.get("sweeps", 1), "cycle": ml.cycle_type,
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
@@ -87,6 +88,8 @@ def _sparsify_summary(ml):
 def format_amg(r):
     """The text report of :func:`run_amg`'s result."""
     coarsening = f" ({r['coarsening']})" if r["coarsening"] else ""
+    if r.get("aggressive"):
+        coarsening = coarsening[:-1] + f", {r['aggressive']} aggressive level(s), multipass)"
     head = [f"matrix      {r['matrix']}: {r['rows']:,} rows, {r['nnz']:,} nonzeros on {r['nranks']} rank(s), "
             f"{r['nodes']} node(s)",
             f"AMG         {r['method']}{coarsening}, smoother {r['smoother']} x{r['sweeps']}, {r['cycle']}-cycle, "
