@@ -3,7 +3,10 @@ every rank, ``cs.amg.solver`` (METHOD classical or sa, strategy auto) and CG to 
 b = 1. Setup and solve are each timed between barriers (the slowest rank's time), REPEAT
 times. Rank 0 prints one JSON line.
 
-    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD [COARSENING]]
+    mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD [OPTION=VALUE ...]]
+
+OPTION=VALUE: a setup option of ``cs.amg.solver`` (coarsening=hmis, aggressive=1, ...;
+integers read as integers).
 """
 
 import json
@@ -17,7 +20,10 @@ import commsolve as cs
 
 spec, repeat = sys.argv[1], int(sys.argv[2])
 method = sys.argv[3] if len(sys.argv) > 3 else "classical"
-options = {"coarsening": sys.argv[4]} if len(sys.argv) > 4 else {}
+options = {}
+for arg in sys.argv[4:]:
+    key, _, value = arg.partition("=")
+    options[key] = int(value) if value.isdigit() else value
 comm = MPI.COMM_WORLD
 A = cs.ParCSR.from_spec(spec, comm)
 b = np.ones(A.local_rows)
@@ -38,5 +44,5 @@ for _ in range(repeat):
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:
-    peer = " ".join(["commsolve", method, *options.values()])
+    peer = " ".join(["commsolve", method, *(f"{k}={v}" for k, v in options.items())])
     print(json.dumps({"peer": peer, "nranks": comm.size, "runs": runs}), flush=True)

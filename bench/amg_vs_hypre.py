@@ -5,7 +5,8 @@ process counts (issue 13).
 Every solver runs CG to ||b - A x|| <= 1e-8 ||b|| (PETSc with the unpreconditioned norm, so
 the test is the same) from x0 = 0 with b = 1, one thread per rank, with its own defaults
 for the AMG (commsolve: classical — PMIS, or HMIS as hypre recommends, extended+i
-interpolation truncated to 4 entries per row — and smoothed aggregation — MIS-2 aggregates —,
+interpolation truncated to 4 entries per row, HMIS with its first level coarsened aggressively
+(multipass interpolation there, hypre's agg_num_levels 1) — and smoothed aggregation — MIS-2 aggregates —,
 hybrid Gauss-Seidel, strategy auto; BoomerAMG through PCHYPRE with PETSc's defaults: Falgout
 coarsening, modified classical interpolation, hybrid symmetric Gauss-Seidel, and with hypre's
 recommended HMIS, extended+i and at most 4 entries per row of P; GAMG: smoothed aggregation, Chebyshev/Jacobi;
@@ -121,7 +122,8 @@ def main():
             write_petsc_binary(A, path)
             for P in procs:
                 entry = {"problem": spec, "rows": A.shape[0], "nnz": int(A.nnz), "nranks": P, "solvers": {}}
-                ours = {"commsolve": ["classical"], "commsolve-hmis": ["classical", "hmis"], "commsolve-sa": ["sa"]}
+                ours = {"commsolve": ["classical"], "commsolve-hmis": ["classical", "coarsening=hmis"],
+                        "commsolve-hmis-agg": ["classical", "coarsening=hmis", "aggressive=1"], "commsolve-sa": ["sa"]}
                 for name, how in ours.items():
                     entry["solvers"][name] = summary(run(P, [sys.executable, "-m", "mpi4py",
                                                              os.path.join(HERE, "amg_commsolve_run.py"), spec,

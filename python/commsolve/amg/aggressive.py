@@ -25,7 +25,7 @@ from .. import products
 from .._collective import mpi
 from . import classical
 
-__all__ = ["second_split", "multipass_interpolation", "MAX_PASSES"]
+__all__ = ["second_split", "passes", "multipass_interpolation", "MAX_PASSES"]
 
 MAX_PASSES = 10  # hypre's: points not reached within 10 passes keep an empty interpolation row
 
@@ -39,58 +39,64 @@ def _parcsr(local, A, row_dist, col_dist, strategy):
                                   strategy=strategy)
 
 
-def _injection(A, cfull, coarse, strategy):
-    """Collective. The ParCSR that picks each coarse point's value: row i holds 1 in column
-    cfull[i] (A's rows; columns ``coarse``'s)."""
-    n = A.local_rows
-    rows = np.flatnonzero(cfull[:n] >= 0)
-    local = sp.csr_matrix((np.ones(rows.size), (rows, cfull[:n][rows])), shape=(n, coarse.global_size))
-    return _parcsr(local, A, A.row_dist, coarse, strategy)
-
-
-def second_split(A, graphs, state, cfull, coarse, ids, *, seed, strategy, coarsening, exchanges):
-    """Collective. The second split over the first split's coarse points: the state of the
-    rank's rows, +1 (coarse) only where both splits chose the point, -1 elsewhere.
-
-    ``graphs``: A's strength graphs (:func:`classical.strength_graphs`: S has ones where a
-    row strongly depends on a column); ``state``, ``cfull``, ``coarse``: the first split
-    (:func:`classical.pmis`) and its numbering (:func:`classical.coarse_numbering`);
-    ``ids``: the rank's points' fine-grid identities. The products' exchanges are appended
-    to ``exchanges``."""
-    S = graphs[0]
-    inj = _injection(A, cfull, coarse, strategy)
-    one, info1 = products.spgemm(S, inj, strategy=strategy, return_info=True)  # paths of length 1 into C1
-    two, info2 = products.spgemm(S, one, strategy=strategy, return_info=True)  # and of length 2
-    exchanges += info1["exchanges"] + info2["exchanges"]
-    kept = state == classical.C
-    G = (one.local_matrix() + two.local_matrix()).tocsr()[kept].tocoo()
-    own = cfull[: A.local_rows][kept]
-    path = G.col != own[G.row]  # a path back to the point itself is no dependency
-    # the graph as a matrix with a unit diagonal and every off-diagonal entry strong
-    nk = int(kept.sum())
-    M = sp.csr_matrix((np.concatenate([np.ones(nk), np.full(int(path.sum()), -1.0)]),
-                       (np.concatenate([np.arange(nk), G.row[path]]), np.concatenate([own, G.col[path]]))),
-                      shape=(nk, coarse.global_size))
-    M = _parcsr(M, A, coarse, coarse, strategy)
-    L = M.local_block()
-    strong = np.repeat(np.arange(L.shape[0]), np.diff(L.indptr)) != L.indices
-    second = classical.pmis(M, L, strong, ids[kept], seed=seed, strategy=strategy, coarsening=coarsening)
-    final = np.full(A.local_rows, classical.F)
-    final[np.flatnonzero(kept)[second == classical.C]] = classical.C
-    return final
-
-
-def passes(A, L, strong, state):
-    """Collective. Each of the rank's rows' multipass pass: 0 for coarse points, k for a
-    point that strongly depends on a point of pass k - 1 and on none of an earlier pass, -1
-    for a point no pass reaches (within :data:`MAX_PASSES`)."""
+def _local_columns(L, strong, cfull):
+    """Local. The rows of L as (row, column position) pairs: its off-diagonal strong
+    entries, then ``strong`` also masked by ``cfull >= 0`` (strong dependencies on coarse points)."""
     n = L.shape[0]
     rows, cols = np.repeat(np.arange(n), np.diff(L.indptr)), L.indices
     edges = strong & (rows != cols)
+    return rows, cols, edges, edges & (cfull[cols] >= 0)
+
+
+def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coarsening, exchanges):
+    """Collective. The second split over the first split's coarse points: the state of the
+    rank's rows, +1 (coarse) only where both splits chose the point, -1 elsewhere.
+
+    ``L`` and ``strong``: A's local block and its strong entries (:func:`classical.strength`);
+    ``state``, ``cfull``, ``coarse``: the first split (:func:`classical.pmis`) and its
+    numbering over L's columns (:func:`classical.coarse_numbering`); ``ids``: the rank's
+    points' fine-grid identities. The dependencies through paths of length one or two are
+    one product, S_C (I + S) Inj: S_C the strength graph's rows of the first coarse points,
+    Inj the injection onto them (so (I + S) Inj is local: each row's strong coarse
+    neighbours, and itself if coarse). Its exchange is appended to ``exchanges``."""
+    n = L.shape[0]
+    rows, cols, edges, to_coarse = _local_columns(L, strong, cfull)
+    kept = state == classical.C
+    gcols = A.global_columns()
+    own = np.flatnonzero(kept)
+    near = sp.csr_matrix((np.ones(int(to_coarse.sum()) + own.size),
+                          (np.concatenate([rows[to_coarse], own]), np.concatenate([cfull[cols[to_coarse]], cfull[own]]))),
+                         shape=(n, coarse.global_size))
+    take = edges & kept[rows]
+    SC = sp.csr_matrix((np.ones(int(take.sum())), (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
+    G, info = products.spgemm(_parcsr(SC, A, A.row_dist, A.col_dist, strategy),
+                              _parcsr(near, A, A.row_dist, coarse, strategy), strategy=strategy, return_info=True)
+    exchanges += info["exchanges"]
+    G = G.local_matrix()[kept].tocoo()
+    mine = cfull[own]
+    path = G.col != mine[G.row]  # a path back to the point itself is no dependency
+    # the graph as a matrix with a unit diagonal and every off-diagonal entry strong
+    M = sp.csr_matrix((np.concatenate([np.ones(own.size), np.full(int(path.sum()), -1.0)]),
+                       (np.concatenate([np.arange(own.size), G.row[path]]), np.concatenate([mine, G.col[path]]))),
+                      shape=(own.size, coarse.global_size))
+    M = _parcsr(M, A, coarse, coarse, strategy)
+    LM = M.local_block()
+    diagonal = np.repeat(np.arange(LM.shape[0]), np.diff(LM.indptr)) == LM.indices
+    second = classical.pmis(M, LM, ~diagonal, ids[kept], seed=seed, strategy=strategy, coarsening=coarsening)
+    final = np.full(n, classical.F)
+    final[own[second == classical.C]] = classical.C
+    return final
+
+
+def passes(A, rows, cols, edges, state):
+    """Collective. Each of the rank's rows' multipass pass: 0 for coarse points, k for a
+    point that strongly depends on a point of pass k - 1 and on none of an earlier pass, -1
+    for a point no pass reaches (within :data:`MAX_PASSES`). ``rows``, ``cols``, ``edges``:
+    A's local block as :func:`_local_columns` gives it."""
     which = np.where(state == classical.C, 0.0, -1.0)
     for k in range(1, MAX_PASSES + 1):
         full = np.concatenate([which, A.exchange(which)])
-        reached = np.zeros(n, dtype=bool)
+        reached = np.zeros(which.size, dtype=bool)
         reached[rows[edges & (full[cols] == k - 1)]] = True
         reached &= which == -1
         which[reached] = k
@@ -111,25 +117,31 @@ def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exc
     no pass reaches, or whose weights sum to zero, stay empty. The products' exchanges are
     appended to ``exchanges``."""
     n = L.shape[0]
-    rows, cols = np.repeat(np.arange(n), np.diff(L.indptr)), L.indices
+    rows, cols, edges, to_coarse = _local_columns(L, strong, cfull)
     off = rows != cols
-    diag = L.diagonal()[:n]
     outside = np.bincount(rows[off], weights=L.data[off], minlength=n)  # sum_{j != i} a_ij
-    which = passes(A, L, strong, state)
+    diag = L.diagonal()[:n]
+    which = passes(A, rows, cols, edges, state)
+
+    def scaled(W, k):
+        total = np.asarray(W.sum(axis=1)).ravel()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return sp.diags(np.where((which == k) & (total != 0), -outside / (diag * total), 0.0)) @ W
+
+    # the coarse points' unit rows, and pass 1: a_ic over the strong coarse neighbours (local)
+    own = np.flatnonzero(state == classical.C)
+    P = sp.csr_matrix((np.ones(own.size), (own, cfull[own])), shape=(n, coarse.global_size))
+    first = to_coarse & (which[rows] == 1)
+    P = (P + scaled(sp.csr_matrix((L.data[first], (rows[first], cfull[cols[first]])), shape=P.shape), 1)).tocsr()
     full = np.concatenate([which, A.exchange(which.astype(np.float64)).astype(np.int64)])
     gcols = A.global_columns()
-    P = _injection(A, cfull, coarse, strategy).local_matrix()
-    for k in range(1, int(A.comm.allreduce(int(which.max(initial=0)), op=mpi().MAX)) + 1):
-        take = strong & off & (which[rows] == k) & (full[cols] == k - 1)
+    for k in range(2, int(A.comm.allreduce(int(which.max(initial=0)), op=mpi().MAX)) + 1):
+        take = edges & (which[rows] == k) & (full[cols] == k - 1)
         M = sp.csr_matrix((L.data[take], (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
         W, info = products.spgemm(_parcsr(M, A, A.row_dist, A.col_dist, strategy),
                                   _parcsr(P, A, A.row_dist, coarse, strategy),
                                   strategy=strategy, return_info=True)
         exchanges += info["exchanges"]
-        W = W.local_matrix()
-        total = np.asarray(W.sum(axis=1)).ravel()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where((which == k) & (total != 0), -outside / (diag * total), 0.0)
-        P = (P + sp.diags(scale) @ W).tocsr()
+        P = (P + scaled(W.local_matrix(), k)).tocsr()
     P.eliminate_zeros()
     return P

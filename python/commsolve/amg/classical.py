@@ -77,7 +77,7 @@ def check_coarsening(name):
         raise ValueError(f"unknown coarsening '{name}' (known: {', '.join(COARSENINGS)})")
 
 
-def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", graphs=None):
+def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
     """Collective. PMIS or HMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
 
     Weights w_i = |S^T_i| + hash(id_i) (how many points strongly depend on i, plus a random
@@ -91,12 +91,9 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", grap
     first pass over each rank's own points, whose coarse points that depend on no other
     rank's point start the rounds as coarse. It coarsens like Ruge-Stueben inside a rank
     (better interpolation than PMIS's random choice, fewer iterations), but the split then
-    depends on the partition.
-
-    ``graphs``: what :func:`strength_graphs` returns for these arguments, when the caller
-    has them already."""
+    depends on the partition."""
     check_coarsening(coarsening)
-    S, G, depends_on_me = strength_graphs(A, L, strong, strategy) if graphs is None else graphs
+    S, G, depends_on_me = strength_graphs(A, L, strong, strategy)
     w = depends_on_me + hash_uniform(ids, seed)
     state = np.where(depends_on_me == 0, F, U)
     if coarsening == "hmis":

@@ -193,12 +193,11 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         setup_exchanges = []  # the aggressive level's products, beside the Galerkin product's
         if method == "classical":
             strong = classical.strength(L, o["theta"])
-            graphs = classical.strength_graphs(current, L, strong, level.strategy)
             state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
-                                   coarsening=o["coarsening"], graphs=graphs)
+                                   coarsening=o["coarsening"])
             cfull, coarse = classical.coarse_numbering(current, state)
             if k < o["aggressive"]:  # a second split over the first's coarse points
-                state = aggressive.second_split(current, graphs, state, cfull, coarse, ids, seed=o["seed"],
+                state = aggressive.second_split(current, L, strong, state, cfull, coarse, ids, seed=o["seed"],
                                                 strategy=level.strategy, coarsening=o["coarsening"],
                                                 exchanges=setup_exchanges)
                 cfull, coarse = classical.coarse_numbering(current, state)
