@@ -2,7 +2,8 @@
 PETSc CG (unpreconditioned residual norm, rtol 1e-8, x0 = 0, b = 1) with BoomerAMG (hypre's
 defaults through PCHYPRE; ``hypre-hmis``: hypre's own recommended settings instead — HMIS
 coarsening, extended+i interpolation, at most 4 entries per row of P — the algorithms of
-commsolve's classical AMG with ``coarsening="hmis"``) or GAMG (PETSc's defaults) on a matrix
+commsolve's classical AMG with ``coarsening="hmis"``, which keeps entries tied with the 4th
+where hypre picks among them) or GAMG (PETSc's defaults) on a matrix
 in PETSc binary format.
 Each repetition builds a fresh KSP; setup (KSPSetUp) and solve (KSPSolve) are each timed
 between barriers (so the slowest rank's time); hypre's statistics (for its operator

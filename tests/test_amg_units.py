@@ -41,11 +41,14 @@ def test_hash_weights_are_uniform_and_deterministic():
 def test_truncation_by_hand():
     P = sp.csr_matrix(np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [1, 0, 0, 0, 0], [0.1, -0.3, 0.3, 0.3, 0.2]]))
     T = truncate(P, 0.0, 2).toarray()
-    # Row 0 keeps 0.5 and the first 0.2, scaled by 1 / 0.7; row 2 keeps -0.3 and 0.3 (first of
-    # the ties), which sum to 0: nothing to rescale by, kept as they are.
-    np.testing.assert_allclose(T[0], [0.5 / 0.7, 0.2 / 0.7, 0, 0, 0])
+    # Row 0 keeps 0.5 and both 0.2 (tied at the limit), scaled by 1 / 0.9; row 2 keeps the three
+    # entries of magnitude 0.3, which sum to 0.3, scaled by 0.6 / 0.3.
+    np.testing.assert_allclose(T[0], np.array([0.5, 0.2, 0.2, 0, 0]) / 0.9)
     np.testing.assert_allclose(T[1], [1, 0, 0, 0, 0])
-    np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0, 0])
+    np.testing.assert_allclose(T[2], [0, -0.6, 0.6, 0.6, 0])
+    # ties up to rounding count as ties; a clear gap does not
+    T = truncate(sp.csr_matrix(np.array([[0.5, 0.2, 0.2 * (1 + 1e-15), 0.1], [0.5, 0.2, 0.2 * (1 + 1e-6), 0.1]])), 0, 2)
+    assert T.getnnz(axis=1).tolist() == [3, 2]
     T = truncate(P, 0.5, 0).toarray()
     np.testing.assert_allclose(T[0], [1, 0, 0, 0, 0])
     np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0.3, 0.2] * np.array(0.6 / 0.5))

@@ -156,8 +156,11 @@ def extended_i_interpolation(A, L, strong, cfull, ncoarse):
 
 def truncate(P, factor=0.0, max_elements=0):
     """Drops the entries of each row below ``factor`` times its largest magnitude, then all
-    but its ``max_elements`` largest (0: no limit), and rescales what is kept so the row sum
-    stays (hypre's trunc_factor and P_max_elmts). C++, row by row."""
+    but its ``max_elements`` largest (0: no limit) and any equal to the last of these, and
+    rescales what is kept so the row sum stays (hypre's trunc_factor and P_max_elmts).
+    Entries that tie at the limit are kept together, where hypre keeps some of them: on the
+    2D and 3D Laplacians a subset chosen by column order makes interpolation lopsided and
+    costs up to half again the iterations. C++, row by row."""
     P = sp.csr_matrix(P)
     indptr = P.indptr.astype(np.int64)
     indices = P.indices.astype(np.int64)

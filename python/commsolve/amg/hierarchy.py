@@ -24,7 +24,7 @@ __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAU
 METHODS = ("classical", "sa", "geometric")
 INTERPOLATIONS = ("ext+i", "direct")
 # hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
-# interpolation truncated to 4 entries per row; direct interpolation is pyamg's and hypre's
+# interpolation truncated to 4 entries per row (and those tied with the 4th); direct interpolation is pyamg's and hypre's
 # simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "coarsening": None, "interpolation": None,
                   "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0, "grid": None,
@@ -109,9 +109,12 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     classical 0.25, sa 0.0 by default); classical only: ``coarsening`` ("pmis", the default:
     the same hierarchy on any partition, or "hmis": a Ruge-Stueben pass within each rank
     first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"),
-    ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P; default 4 for
-    ext+i, no limit for direct; 0: no limit); sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing
-    times rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
+    ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P, more only where
+    entries tie at the limit; default 4 for ext+i, no limit for direct; 0: no limit),
+    ``aggressive`` (how many of the finest levels are coarsened aggressively,
+    :mod:`commsolve.amg.aggressive`: multipass interpolation there, untruncated; default 0);
+    sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
+    rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
     (None: the plain Galerkin hierarchy).
 
     ``agglomerate_below``: the hierarchy stops at the first level with fewer rows per rank

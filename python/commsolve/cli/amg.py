@@ -37,7 +37,8 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
               help="Classical C/F splitting (default pmis: the same hierarchy on any partition; hmis: "
               "Ruge-Stueben within each rank first, hypre's default).")
 @click.option("--interpolation", type=click.Choice(list(INTERPOLATIONS)), default=None,
-              help="Classical interpolation (default ext+i, truncated to 4 entries per row).")
+              help="Classical interpolation (default ext+i, truncated to 4 entries per row and any that tie "
+              "the 4th).")
 @click.option("--aggressive", type=click.IntRange(0), default=0, show_default=True,
               help="How many of the finest levels are coarsened aggressively (hypre's agg_num_levels): a second "
               "split over the first's coarse points, multipass interpolation; for 3D operator complexity.")

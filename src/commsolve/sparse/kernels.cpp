@@ -183,6 +183,10 @@ void ilu0_solve(CsrView LU, const double* b, double* x) {
   }
 }
 
+namespace {
+constexpr double kTieTolerance = 1e-12;  // relative: magnitudes this close count as equal
+}  // namespace
+
 std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_t* indices, double* data,
                            double factor, int max_elements) {
   std::int64_t out = 0;
@@ -199,18 +203,17 @@ std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_
       mags.clear();
       for (std::int64_t p = b; p < e; ++p) mags.push_back(std::abs(data[p]));
       std::nth_element(mags.begin(), mags.begin() + (max_elements - 1), mags.end(), std::greater<double>());
-      cut = std::max(cut, mags[max_elements - 1]);
+      // entries equal to it up to rounding stay too: no arbitrary choice among equals
+      cut = std::max(cut, mags[max_elements - 1] * (1.0 - kTieTolerance));
     }
     const std::int64_t start = out;
     double kept = 0.0;
-    int count = 0;
     for (std::int64_t p = b; p < e; ++p)
-      if (std::abs(data[p]) >= cut && (max_elements <= 0 || count < max_elements)) {
+      if (std::abs(data[p]) >= cut) {
         indices[out] = indices[p];
         data[out] = data[p];
         kept += data[p];
         ++out;
-        ++count;
       }
     const double scale = kept != 0.0 ? total / kept : 1.0;
     for (std::int64_t p = start; p < out; ++p) data[p] *= scale;
