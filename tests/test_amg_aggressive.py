@@ -14,7 +14,16 @@ import scipy.sparse as sp
 import commsolve as cs
 
 LAYOUTS = ((1, 1), (2, 1), (3, 1), (4, 2))
-CASES = ("poisson2d:40", "poisson3d:10", "aniso2d:40,eps=0.01,theta=30")
+CASES = ("poisson2d:40", "poisson3d:10", "aniso2d:40,eps=0.01,theta=30", "poisson2d:30+pairs")
+PAIR = sp.csr_matrix(np.array([[2.0, -1.0], [-1.0, 2.0]]))
+
+
+def matrix(case):
+    """As tests/mpi/amg_aggressive_cases.py builds it (+pairs: three decoupled 2 x 2 blocks
+    beside the Laplacian)."""
+    if case.endswith("+pairs"):
+        return sp.block_diag([cs.gallery.from_spec(case[: -len("+pairs")])] + [PAIR] * 3, format="csr")
+    return cs.gallery.from_spec(case)
 IDS = [f"np{k}-ppn{p}" for k, p in LAYOUTS]
 MASK = (1 << 64) - 1
 
@@ -66,13 +75,16 @@ def pmis_reference(S, ids):
 
 def second_split_reference(S, first):
     """The coarse points kept by the second split over ``first``: PMIS on the first coarse
-    points' dependencies through paths of length one or two in S."""
+    points' dependencies through paths of length one or two in S, and the first coarse
+    points with no such dependency either way."""
     position = {g: k for k, g in enumerate(first)}
     S2 = []
     for g in first:
         reach = set(S[g]) | {c for j in S[g] for c in S[j]}
         S2.append({position[c] for c in reach if c in position and c != g})
-    return sorted(first[k] for k in pmis_reference(S2, first))
+    linked = set().union(*S2) | {k for k, row in enumerate(S2) if row}
+    alone = [k for k in range(len(first)) if k not in linked]
+    return sorted(first[k] for k in set(pmis_reference(S2, first)) | set(alone))
 
 
 def multipass_reference(A, S, coarse):
@@ -113,9 +125,11 @@ def multipass_reference(A, S, coarse):
 @pytest.mark.parametrize("case", CASES)
 def test_second_split_and_multipass_match_references(mpi_cache, k, ppn, case):
     r = result(mpi_cache, k, ppn, case)["pmis-1"]
-    A = cs.gallery.from_spec(case)
+    A = matrix(case)
     S = strength_sets(A)
     assert r["second"] == second_split_reference(S, r["first"])
+    if case.endswith("+pairs"):  # each pair's first coarse point has no second-split neighbour: kept
+        assert sum(g >= A.shape[0] - 6 for g in r["second"]) == 3
     assert 0 < len(r["second"]) < len(r["first"]) / 2  # the second split coarsens the first again, strongly
     P = sp.csr_matrix((r["P0"]["data"], r["P0"]["indices"], r["P0"]["indptr"]), shape=tuple(r["P0"]["shape"]))
     R = multipass_reference(A, S, r["second"])
@@ -130,7 +144,7 @@ def test_second_split_and_multipass_match_references(mpi_cache, k, ppn, case):
 @pytest.mark.parametrize("case", CASES)
 def test_converges_and_pmis_is_rank_independent(mpi_cache, k, ppn, case):
     r, one = result(mpi_cache, k, ppn, case), result(mpi_cache, 1, 1, case)
-    plain = cs.gallery.from_spec(case).shape[0]
+    plain = matrix(case).shape[0]
     for name in ("pmis-1", "hmis-1", "pmis-2", "pmis-1-w"):
         s = r[name]
         assert s["info"] == 0 and s["residual"] <= 1e-8, name

@@ -26,7 +26,17 @@ from commsolve.stats import CommStats  # noqa: E402
 comm = MPI.COMM_WORLD
 expected, tmpdir, ppn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
-CASES = ("poisson2d:40", "poisson3d:10", "aniso2d:40,eps=0.01,theta=30")
+CASES = ("poisson2d:40", "poisson3d:10", "aniso2d:40,eps=0.01,theta=30", "poisson2d:30+pairs")
+PAIR = sp.csr_matrix(np.array([[2.0, -1.0], [-1.0, 2.0]]))
+
+
+def matrix(case):
+    """The case's matrix: a gallery spec, or (+pairs) the 2D Laplacian beside three
+    decoupled 2 x 2 blocks, whose first coarse points have no neighbour in the second split."""
+    if case.endswith("+pairs"):
+        return sp.block_diag([cs.gallery.from_spec(case[: -len("+pairs")])] + [PAIR] * 3, format="csr")
+    return cs.gallery.from_spec(case)
+
 CONFIGS = (("pmis-1", {"aggressive": 1}), ("hmis-1", {"aggressive": 1, "coarsening": "hmis"}),
            ("pmis-2", {"aggressive": 2, "smoother": "symmetric-gs"}),
            ("pmis-1-w", {"aggressive": 1, "smoother": "l1-symmetric-gs", "cycle": "W"}))
@@ -42,7 +52,7 @@ def messages(stats):
 
 
 for gen in CASES:
-    A = cs.ParCSR.from_spec(gen, comm, topology=ppn)
+    A = cs.ParCSR.from_global(matrix(gen), comm, topology=ppn)
     G = A.to_global(root=0)
     b = np.cos(0.3 * A.owned_rows())
     out = {"case": gen}

@@ -10,9 +10,10 @@ rows of those (pass 2), and so on, each pass one distributed product with the ro
 assigned so far.
 
 Every step is collective and built on the library's distributed pieces: the distance-two
-graph is S (S Inj) + S Inj (two products with the injection onto C1), the second split is
-:func:`commsolve.amg.classical.pmis` on that graph, each multipass pass a product
-:func:`commsolve.products.spgemm`. With PMIS both splits hash the points' fine-grid
+graph is one product S_C (I + S) Inj (S's rows of C1 times the local (I + S) Inj, Inj the
+injection onto C1), the second split is :func:`commsolve.amg.classical.pmis` on that graph
+(a C1 point with no neighbour there stays coarse, as in hypre's second stage), each
+multipass pass from the second on a product :func:`commsolve.products.spgemm`. With PMIS both splits hash the points' fine-grid
 identities, so the coarse grid does not depend on the partition; HMIS makes it depend on it.
 """
 
@@ -40,8 +41,9 @@ def _parcsr(local, A, row_dist, col_dist, strategy):
 
 
 def _local_columns(L, strong, cfull):
-    """Local. The rows of L as (row, column position) pairs: its off-diagonal strong
-    entries, then ``strong`` also masked by ``cfull >= 0`` (strong dependencies on coarse points)."""
+    """Local. L's entries as their rows and column positions, and two masks over them: the
+    strong dependencies (off-diagonal ``strong`` entries), and those on coarse points
+    (``cfull >= 0``)."""
     n = L.shape[0]
     rows, cols = np.repeat(np.arange(n), np.diff(L.indptr)), L.indices
     edges = strong & (rows != cols)
@@ -81,10 +83,15 @@ def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coa
                       shape=(own.size, coarse.global_size))
     M = _parcsr(M, A, coarse, coarse, strategy)
     LM = M.local_block()
-    diagonal = np.repeat(np.arange(LM.shape[0]), np.diff(LM.indptr)) == LM.indices
-    second = classical.pmis(M, LM, ~diagonal, ids[kept], seed=seed, strategy=strategy, coarsening=coarsening)
+    strong2 = np.repeat(np.arange(LM.shape[0]), np.diff(LM.indptr)) != LM.indices
+    graphs = classical.strength_graphs(M, LM, strong2, strategy)
+    second = classical.pmis(M, LM, strong2, ids[kept], seed=seed, strategy=strategy, coarsening=coarsening,
+                            graphs=graphs)
+    # a first coarse point with no second-split neighbour either way stays coarse (as hypre's
+    # second stage): nothing else would interpolate it
+    alone = np.diff(graphs[1].local_block().indptr) == 0
     final = np.full(n, classical.F)
-    final[own[second == classical.C]] = classical.C
+    final[own[(second == classical.C) | alone]] = classical.C
     return final
 
 

@@ -77,7 +77,7 @@ def check_coarsening(name):
         raise ValueError(f"unknown coarsening '{name}' (known: {', '.join(COARSENINGS)})")
 
 
-def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
+def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", graphs=None):
     """Collective. PMIS or HMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
 
     Weights w_i = |S^T_i| + hash(id_i) (how many points strongly depend on i, plus a random
@@ -91,9 +91,11 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis"):
     first pass over each rank's own points, whose coarse points that depend on no other
     rank's point start the rounds as coarse. It coarsens like Ruge-Stueben inside a rank
     (better interpolation than PMIS's random choice, fewer iterations), but the split then
-    depends on the partition."""
+    depends on the partition.
+
+    ``graphs``: :func:`strength_graphs`'s result for these arguments, when the caller has it."""
     check_coarsening(coarsening)
-    S, G, depends_on_me = strength_graphs(A, L, strong, strategy)
+    S, G, depends_on_me = strength_graphs(A, L, strong, strategy) if graphs is None else graphs
     w = depends_on_me + hash_uniform(ids, seed)
     state = np.where(depends_on_me == 0, F, U)
     if coarsening == "hmis":
