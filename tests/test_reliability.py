@@ -294,8 +294,9 @@ def test_the_demo_explains_its_labels_and_why_3d_is_not_fastest():
 
 
 def test_cg_reaching_an_exact_zero_residual_is_not_called_a_breakdown():
-    """tol far below rounding: CG ran into r = 0 exactly (M r = 0, p^T A p = 0), which it
-    used to report as 'not symmetric positive definite'."""
+    """tol far below rounding: CG ran into r = 0 exactly (M r = 0, p^T A p = 0), or into
+    r^T M r underflowing to a subnormal with p^T A p 0, which it used to report as 'not
+    symmetric positive definite'."""
     from mpi4py import MPI
 
     A = cs.ParCSR.from_spec("poisson2d:20", MPI.COMM_SELF)

@@ -237,7 +237,7 @@ DENSE_COARSE = 512  # rows up to which the coarsest level is factored dense
 def _dense_lu(M):
     """LAPACK's LU of a small dense matrix, its rows first scaled to largest entry 1 (so the
     test below does not depend on how the rows are scaled): (lu, piv, row scales), or a
-    ValueError on a pivot of at most n eps, zero to rounding (numerically singular, as a
+    ValueError on a pivot of at most 64 n eps, zero to rounding (numerically singular, as a
     Neumann Laplacian's)."""
     scale = np.abs(M).max(axis=1)
     if not np.all(scale > 0):
@@ -246,7 +246,9 @@ def _dense_lu(M):
     with warnings.catch_warnings():  # a zero pivot is reported below, as an error
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
         lu, piv = scipy.linalg.lu_factor(M * scale[:, None], check_finite=True)
-    tiny = ~(np.abs(np.diag(lu)) > M.shape[0] * np.finfo(float).eps)  # NaN too
+    # a singular matrix leaves a last pivot of the eliminations' rounding, n eps times a growth
+    # factor (7.7e-15 at n = 28 for a Neumann Laplacian's coarsest level): a margin of 64
+    tiny = ~(np.abs(np.diag(lu)) > 64 * M.shape[0] * np.finfo(float).eps)  # NaN too
     if np.any(tiny):
         raise ValueError(f"zero pivot at row {int(np.argmax(tiny))} (numerically singular)")
     return lu, piv, scale
@@ -335,8 +337,8 @@ def pcg(A, precondition, b, x, target, maxiter, history, stop=None):
     p = z.copy()
     rz = dot(comm, r, z)
     for it in range(1, maxiter + 1):
-        if rz == 0:  # M r = 0: r is zero in floating point (a target below rounding): nothing left to reduce
-            return it - 1
+        if abs(rz) < np.finfo(float).tiny:  # M r = 0, or r^T M r underflowed (a target below rounding):
+            return it - 1                      # nothing left to reduce; p^T A p would underflow too
         A.matvec(p, out=q)
         pq = dot(comm, p, q)
         if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):

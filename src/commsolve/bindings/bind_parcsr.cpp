@@ -216,8 +216,9 @@ void bind_products(nb::module_& m) {
     ProductResult ap, rap;
     {
       nb::gil_scoped_release nogil;
-      // A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding.
-      ap = spgemm(A, P, strategy, c, reuse_ap, true);
+      // A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding;
+      // it is an intermediate, summed again (unsorted, not shrunk).
+      ap = spgemm(A, P, strategy, c, reuse_ap, true, true);
       rap = transpose_product(P, ap.rows, strategy, c, reuse_rap);
       ap.rows = GlobalRows();
     }

@@ -33,7 +33,7 @@ nb::object times_array(const std::vector<sim::RankTime>& times, std::size_t cate
   auto* heap = new std::vector<double>(std::move(v));
   nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
   return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(heap->data(), {times.size(), cols}, owner),
-                  nb::rv_policy::move);
+                  nb::rv_policy::reference);  // the capsule owns the data: no copy
 }
 
 nb::dict result_dict(const sim::SimResult& r) {

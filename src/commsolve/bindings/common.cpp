@@ -31,9 +31,9 @@ nb::object stats_array(const std::vector<CommStats>& all, bool squeeze) {
   const std::size_t steps = all.empty() ? 0 : all.front().steps.size();
   if (squeeze)
     return nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<2>>(heap->data(), {steps, 8}, owner),
-                    nb::rv_policy::move);
+                    nb::rv_policy::reference);  // the capsule owns the data: no copy
   return nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<3>>(heap->data(), {all.size(), steps, 8}, owner),
-                  nb::rv_policy::move);
+                  nb::rv_policy::reference);  // the capsule owns the data: no copy
 }
 
 nb::object stats_array(const CommStats& s) { return stats_array(std::vector<CommStats>{s}, true); }

@@ -30,7 +30,7 @@ template <class T>
 nb::object to_numpy(std::vector<T> v) {
   auto* heap = new std::vector<T>(std::move(v));
   nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::cast(NumpyArray<T>(heap->data(), {heap->size()}, owner), nb::rv_policy::move);
+  return nb::cast(NumpyArray<T>(heap->data(), {heap->size()}, owner), nb::rv_policy::reference);  // the capsule owns the data: no copy
 }
 
 template <class T>

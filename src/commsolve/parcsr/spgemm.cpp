@@ -92,63 +92,75 @@ EntrySpan span_of(const RecordSet& r) {
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
 // Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
-// entries and emits it (columns ascending, exact zeros dropped unless kept), resetting for the
-// next. One pass: the caller bounds the result's size (the number of terms), so its storage is
-// reserved once and only the entries written are touched; a counting pass first cost as much
-// as the product.
+// entries and emits it (exact zeros dropped unless kept; columns ascending unless the rows are
+// an intermediate, summed again and freed, whose storage is not shrunk either); each row stamps
+// the columns it touches, so nothing is reset between rows. One pass: the caller bounds the
+// result's size (the number of terms), so its storage is reserved once and only the entries
+// written are touched; a counting pass first cost as much as the product.
 class Accumulator {
  public:
-  explicit Accumulator(std::size_t ncols) : value_(ncols, 0.0), seen_(ncols, 0) {}
+  explicit Accumulator(std::size_t ncols) : value_(ncols), stamp_(ncols, -1), touched_(ncols) {}
   // Rows first..last-1 of a product into `out`: `terms(j, use)` calls use(compact column,
   // value) for every term of row j; `bound`: at most that many terms in all.
   template <class Terms>
   void accumulate_rows(std::int64_t first, std::int64_t last, const Terms& terms,
                        const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros,
-                       std::int64_t bound) {
+                       std::int64_t bound, bool intermediate = false) {
     out.indptr.reserve(out.indptr.size() + (last - first));
     out.indices.reserve(out.indices.size() + bound);
     out.data.reserve(out.data.size() + bound);
+    // The inner loop on plain pointers: a column is new to the row when its stamp is not the
+    // row's (no per-row reset), and no store through a char* that could alias the rest.
+    double* const value = value_.data();
+    std::int64_t* const stamp = stamp_.data();
+    std::int32_t* const touched = touched_.data();
     for (std::int64_t j = first; j < last; ++j) {
-      terms(j, [&](std::int32_t c, double v) { add(c, v); });
-      emit(global, out, keep_zeros);
+      const std::int64_t row = next_row_++;
+      std::int32_t* end = touched;
+      terms(j, [&](std::int32_t c, double v) {
+        if (stamp[c] != row) {
+          stamp[c] = row;
+          value[c] = v;
+          *end++ = c;
+        } else {
+          value[c] += v;
+        }
+      });
+      if (!intermediate) sort_columns(touched, end);
+      emit(touched, end, global, out, keep_zeros);
     }
-    if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
+    if (!intermediate && out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // loose bound:
       out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
       out.data.shrink_to_fit();
     }
   }
 
  private:
-  void add(std::int32_t c, double v) {
-    if (!seen_[c]) {
-      seen_[c] = 1;
-      touched_.push_back(c);
-    }
-    value_[c] += v;
-  }
-  void emit(const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros) {
-    if (touched_.size() <= 32) {  // a product's rows are mostly short: insertion sort
-      for (std::size_t a = 1; a < touched_.size(); ++a)
-        for (std::size_t b = a; b > 0 && touched_[b - 1] > touched_[b]; --b) std::swap(touched_[b - 1], touched_[b]);
+  static void sort_columns(std::int32_t* touched, std::int32_t* end) {
+    if (end - touched <= 32) {  // a product's rows are mostly short: insertion sort
+      for (std::int32_t* a = touched + 1; a < end; ++a)
+        for (std::int32_t* b = a; b > touched && b[-1] > b[0]; --b) std::swap(b[-1], b[0]);
     } else {
-      std::sort(touched_.begin(), touched_.end());
+      std::sort(touched, end);
     }
-    for (std::int32_t c : touched_) {
-      if (value_[c] != 0.0 || keep_zeros) {
-        out.indices.push_back(global[c]);
-        out.data.push_back(value_[c]);
+  }
+  void emit(const std::int32_t* touched, const std::int32_t* end, const std::vector<std::int64_t>& global,
+            GlobalRows& out, bool keep_zeros) const {
+    for (const std::int32_t* t = touched; t < end; ++t) {
+      const double v = value_[*t];
+      if (v != 0.0 || keep_zeros) {
+        out.indices.push_back(global[*t]);
+        out.data.push_back(v);
       }
-      value_[c] = 0.0;
-      seen_[c] = 0;
     }
-    touched_.clear();
     out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
     ++out.nrows;
   }
 
   std::vector<double> value_;
-  std::vector<char> seen_;
-  std::vector<std::int32_t> touched_;
+  std::vector<std::int64_t> stamp_;   // the row that last touched each column
+  std::vector<std::int32_t> touched_;  // the columns the current row touched, in order of first touch
+  std::int64_t next_row_ = 0;
 };
 
 RecordSet to_records(const GlobalRows& rows) {
@@ -216,7 +228,7 @@ CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, 
 }  // namespace
 
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
-                     const CommPlan* reuse, bool keep_zeros) {
+                     const CommPlan* reuse, bool keep_zeros, bool intermediate) {
   require(same_distribution(A.col_dist(), B.row_dist()),
           "spgemm: A's column distribution differs from B's row distribution (A is " +
               std::to_string(A.row_dist().global_size()) + " x " + std::to_string(A.col_dist().global_size()) +
@@ -276,7 +288,7 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
         for (std::int64_t q = f.ptr[h]; q < f.ptr[h + 1]; ++q) use(f_col[q], a * f.v(q));
       }
   };
-  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros, bound);
+  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros, bound, intermediate);
   return res;
 }
 
@@ -316,12 +328,13 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
   const std::vector<std::int64_t>& trow = t.row;
   const std::vector<double>& tval = t.val;
 
-  // The rows for coarse entries owned elsewhere first (zeros kept: they may cancel later),
-  // sent to their owners; then this rank's own rows, summed with what arrived for them.
+  // The rows for coarse entries owned elsewhere first (`partial`: zeros kept, as they may
+  // cancel later; an intermediate, which their owners sum again), sent to their owners; then
+  // this rank's own rows, summed with what arrived for them.
   // Row j of P^T M sums row i of M times P(i, j) over column j of P (`tptr`, `trow`).
   // `mcol`: M's columns in idx's compact numbering where already mapped (null: looked up).
   auto product_rows = [&](std::int64_t first, std::int64_t last, const ColumnIndex& idx, const std::int32_t* mcol,
-                          const RecordSet* extra, GlobalRows& out, bool keep_zeros) {
+                          const RecordSet* extra, GlobalRows& out, bool partial) {
     Accumulator acc(idx.cols.size());
     const EntrySpan e = extra != nullptr ? span_of(*extra) : EntrySpan{};
     std::int64_t bound = extra != nullptr ? e.ptr[e.nrows] : 0;
@@ -336,7 +349,7 @@ ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std:
       if (extra != nullptr)
         for (std::int64_t q = e.ptr[j - first]; q < e.ptr[j - first + 1]; ++q) use(idx.index(e.c(q)), e.v(q));
     };
-    acc.accumulate_rows(first, last, terms, idx.cols, out, keep_zeros, bound);
+    acc.accumulate_rows(first, last, terms, idx.cols, out, partial, bound, partial);
   };
   // Only the rows of M that P's halo columns touch (the boundary) feed the partial rows.
   const ColumnIndex boundary_idx([&](const auto& visit) {

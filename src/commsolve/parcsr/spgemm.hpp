@@ -38,9 +38,11 @@ struct ProductResult {
 // ("standard", "node-aware", "node-aware-2step", "auto"). A plan of an earlier product with
 // the same A (`reuse`, e.g. a numeric re-setup) skips building one: no collective then.
 // `keep_zeros` keeps entries that cancel to exactly 0 (the structural product: an
-// intermediate result whose structure must not depend on rounding).
+// intermediate result whose structure must not depend on rounding). Each row's columns come
+// ascending, unless the result is an `intermediate` (summed again, then freed: columns in
+// the order of first appearance, storage as reserved for the bound on its terms).
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
-                     const CommPlan* reuse = nullptr, bool keep_zeros = false);
+                     const CommPlan* reuse = nullptr, bool keep_zeros = false, bool intermediate = false);
 
 // The rows of B that A's halo columns name, in A's halo order (global columns, each row in
 // B's storage order), fetched along A's halo plan (`reuse`: A's own, then no collective
