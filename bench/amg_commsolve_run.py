@@ -5,8 +5,8 @@ times. Rank 0 prints one JSON line.
 
     mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD [OPTION=VALUE ...]]
 
-OPTION=VALUE: a setup option of ``cs.amg.solver`` (coarsening=hmis, aggressive=1, ...;
-integers read as integers).
+OPTION=VALUE: a setup option of ``cs.amg.solver`` (coarsening=hmis, aggressive=1, trunc=0.1,
+...; numbers read as numbers).
 """
 
 import json
@@ -23,7 +23,13 @@ method = sys.argv[3] if len(sys.argv) > 3 else "classical"
 options = {}
 for arg in sys.argv[4:]:
     key, _, value = arg.partition("=")
-    options[key] = int(value) if value.isdigit() else value
+    try:
+        options[key] = int(value)
+    except ValueError:
+        try:
+            options[key] = float(value)
+        except ValueError:
+            options[key] = value
 comm = MPI.COMM_WORLD
 A = cs.ParCSR.from_spec(spec, comm)
 b = np.ones(A.local_rows)

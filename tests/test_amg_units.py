@@ -49,6 +49,8 @@ def test_truncation_by_hand():
     # ties up to rounding count as ties; a clear gap does not
     T = truncate(sp.csr_matrix(np.array([[0.5, 0.2, 0.2 * (1 + 1e-15), 0.1], [0.5, 0.2, 0.2 * (1 + 1e-6), 0.1]])), 0, 2)
     assert T.getnnz(axis=1).tolist() == [3, 2]
+    # a limit that falls on explicit zeros keeps none of them
+    assert truncate(sp.csr_matrix(np.array([[0.5, 0.3, 0.2, 0, 0, 0]])), 0, 4).nnz == 3
     T = truncate(P, 0.5, 0).toarray()
     np.testing.assert_allclose(T[0], [1, 0, 0, 0, 0])
     np.testing.assert_allclose(T[2], [0, -0.3, 0.3, 0.3, 0.2] * np.array(0.6 / 0.5))

@@ -5,9 +5,8 @@ Usage: mpiexec -n K python -m mpi4py tests/mpi/amg_aggressive_cases.py K TMPDIR 
 For each case rank 0 prints one JSON line: per configuration the hierarchy's sizes, the
 iterations and the true residual (scipy); for PMIS with one aggressive level, the gathered
 first and second coarse points, level 0's P, the coarse operator against scipy's P^T A P,
-and the level's exchanges against the virtual world's (the products of the second split
-and the Galerkin product exactly; the multipass passes' message counts against their
-plans).
+the points' multipass passes, and the level's exchanges against the virtual world's (the
+second split's product, each multipass pass's, the Galerkin product's).
 """
 
 import json
@@ -20,23 +19,12 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(__file__))
 import commsolve as cs  # noqa: E402
+from aggressive_matrices import CASES, matrix  # noqa: E402
 from commsolve.amg.classical import strength, strength_graphs  # noqa: E402
-from commsolve.stats import CommStats  # noqa: E402
 
 comm = MPI.COMM_WORLD
 expected, tmpdir, ppn = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
-CASES = ("poisson2d:40", "poisson3d:10", "aniso2d:40,eps=0.01,theta=30", "poisson2d:30+pairs")
-PAIR = sp.csr_matrix(np.array([[2.0, -1.0], [-1.0, 2.0]]))
-
-
-def matrix(case):
-    """The case's matrix: a gallery spec, or (+pairs) the 2D Laplacian beside three
-    decoupled 2 x 2 blocks, whose first coarse points have no neighbour in the second split."""
-    if case.endswith("+pairs"):
-        return sp.block_diag([cs.gallery.from_spec(case[: -len("+pairs")])] + [PAIR] * 3, format="csr")
-    return cs.gallery.from_spec(case)
-
 CONFIGS = (("pmis-1", {"aggressive": 1}), ("hmis-1", {"aggressive": 1, "coarsening": "hmis"}),
            ("pmis-2", {"aggressive": 2, "smoother": "symmetric-gs"}),
            ("pmis-1-w", {"aggressive": 1, "smoother": "l1-symmetric-gs", "cycle": "W"}))
@@ -45,10 +33,6 @@ CONFIGS = (("pmis-1", {"aggressive": 1}), ("hmis-1", {"aggressive": 1, "coarseni
 def gathered(values):
     parts = comm.gather(np.asarray(values), root=0)
     return None if parts is None else np.concatenate(parts)
-
-
-def messages(stats):
-    return stats.array[:, [0, 1, 4, 5]].sum(axis=0).tolist()
 
 
 for gen in CASES:
@@ -70,11 +54,16 @@ for gen in CASES:
         first = cs.amg.solver(A, strategy="auto", max_levels=2).levels[0].c_points  # the first split alone
         Pg, Acg = lvl.P.to_global(root=0), ml.levels[1].A.to_global(root=0)
         # the exchanges, against the virtual world's: the second split's product S_C (I + S) Inj
-        # (S_C: S's rows of the first coarse points), then the multipass passes from the second
-        # on (message counts: each pass's operands are the run's own), after the Galerkin
-        # product's two
+        # (S_C: S's rows of the first coarse points), then multipass's passes k = 2, 3, ...,
+        # each M_k P_<k (M_k: A's strong couplings of pass-k points to pass-(k-1) points, P_<k:
+        # P's rows of passes below k, all that is assigned then), after the Galerkin product's two
         L = A.local_block()
-        S = strength_graphs(A, L, strength(L, 0.25), "standard")[0].to_global(root=None)
+        strong = strength(L, 0.25)
+        S = strength_graphs(A, L, strong, "standard")[0].to_global(root=None)
+        rows = np.repeat(np.arange(L.shape[0]), np.diff(L.indptr))
+        state = np.where(lvl.coarse, 1.0, -1.0)
+        which, _ = cs.amg.aggressive.passes(A, rows, L.indices, strong & (rows != L.indices), state)
+        which_all = np.concatenate(comm.allgather(which))
         c1 = np.concatenate(comm.allgather(first))
         inj = sp.csr_matrix((np.ones(c1.size), (c1, np.arange(c1.size))), shape=(A.shape[0], c1.size))
         rows_c1 = sp.diags(np.isin(np.arange(A.shape[0]), c1).astype(float))
@@ -86,15 +75,21 @@ for gen in CASES:
         ok = galerkin[0]["recorded"] == ap[comm.rank] and galerkin[1]["recorded"] == rap[comm.rank]
         paths = cs.virtual.spgemm_record_stats(rows_c1 @ S, (sp.identity(A.shape[0]) + S) @ inj, A.row_dist,
                                                A.row_dist, topo, setup[0]["strategy"])
-        ok &= setup[0]["recorded"] == paths[comm.rank]
-        for e in setup[1:]:
-            ok &= messages(e["recorded"]) == messages(CommStats(e["plan"].stats_array(topo)))
+        ok &= setup[0]["recorded"] == paths[comm.rank] and len(setup) == max(1, which_all.max())
+        strong_A = Ag.multiply(S != 0).tocoo()
+        for k, e in enumerate(setup[1:], start=2):
+            pick = (which_all[strong_A.row] == k) & (which_all[strong_A.col] == k - 1)
+            Mk = sp.csr_matrix((strong_A.data[pick], (strong_A.row[pick], strong_A.col[pick])), shape=Ag.shape)
+            Pk = sp.diags(((which_all >= 0) & (which_all < k)).astype(float)) @ Pall
+            Pk.eliminate_zeros()
+            expected = cs.virtual.spgemm_record_stats(Mk, Pk, A.row_dist, A.row_dist, topo, e["strategy"])
+            ok &= e["recorded"] == expected[comm.rank]
         ok = comm.allreduce(int(bool(ok)), op=MPI.MIN) == 1
         second, P0 = gathered(lvl.c_points), Pg
-        first = gathered(first)
+        first, which = gathered(first), gathered(which)
         if comm.rank == 0:
             out[name].update({
-                "first": first.tolist(), "second": second.tolist(), "passes": len(setup), "stats_ok": ok,
+                "first": first.tolist(), "second": second.tolist(), "passes": which.tolist(), "stats_ok": ok,
                 "galerkin_err": float(sp.linalg.norm(Acg - Pg.T @ G @ Pg) / sp.linalg.norm(Acg)),
                 "P0": {"indptr": P0.indptr.tolist(), "indices": P0.indices.tolist(), "data": P0.data.tolist(),
                        "shape": list(P0.shape)}})

@@ -3,18 +3,20 @@
 strength graph S gives the points C1; a second split over C1 alone, on the graph of
 distance-two strength (i in C1 depends on j in C1 when S has a path of length one or two
 from i to j: hypre's second strength with one path), keeps the coarse points C2, about a
-quarter of C1 in 2D. Interpolation onto C2 is multipass (hypre's ``agg_interp_type`` 4, its
-default): points that strongly depend on a C2 point interpolate directly from those (pass
-1); points that strongly depend on a pass-1 point interpolate through the interpolation
-rows of those (pass 2), and so on, each pass one distributed product with the rows
-assigned so far.
+quarter of C1 in 2D. Interpolation onto C2 is multipass (Stueben's; hypre's
+``agg_interp_type`` 4, its default, normalizes the later passes' rows differently where
+the neighbours' rows do not sum to one, near Dirichlet boundaries): points that strongly
+depend on a C2 point interpolate directly from those (pass 1); points that strongly depend
+on a pass-1 point interpolate through the interpolation rows of those (pass 2), and so on,
+each pass one distributed product with the rows assigned so far.
 
 Every step is collective and built on the library's distributed pieces: the distance-two
 graph is one product S_C (I + S) Inj (S's rows of C1 times the local (I + S) Inj, Inj the
 injection onto C1), the second split is :func:`commsolve.amg.classical.pmis` on that graph
 (a C1 point with no neighbour there stays coarse, as in hypre's second stage), each
-multipass pass from the second on a product :func:`commsolve.products.spgemm`. With PMIS both splits hash the points' fine-grid
-identities, so the coarse grid does not depend on the partition; HMIS makes it depend on it.
+multipass pass from the second on a product :func:`commsolve.products.spgemm`. With PMIS
+both splits hash the points' fine-grid identities, so the coarse grid does not depend on the
+partition; HMIS makes it depend on it.
 """
 
 from __future__ import annotations
@@ -41,13 +43,13 @@ def _parcsr(local, A, row_dist, col_dist, strategy):
 
 
 def _local_columns(L, strong, cfull):
-    """Local. L's entries as their rows and column positions, and two masks over them: the
-    strong dependencies (off-diagonal ``strong`` entries), and those on coarse points
-    (``cfull >= 0``)."""
-    n = L.shape[0]
-    rows, cols = np.repeat(np.arange(n), np.diff(L.indptr)), L.indices
-    edges = strong & (rows != cols)
-    return rows, cols, edges, edges & (cfull[cols] >= 0)
+    """Local. L's entries as their rows and column positions, and three masks over them: the
+    off-diagonal entries, the strong dependencies (off-diagonal ``strong`` entries), and
+    those on coarse points (``cfull >= 0``)."""
+    rows, cols = classical._rows(L), L.indices
+    off = rows != cols
+    edges = strong & off
+    return rows, cols, off, edges, edges & (cfull[cols] >= 0)
 
 
 def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coarsening, exchanges):
@@ -62,13 +64,13 @@ def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coa
     Inj the injection onto them (so (I + S) Inj is local: each row's strong coarse
     neighbours, and itself if coarse). Its exchange is appended to ``exchanges``."""
     n = L.shape[0]
-    rows, cols, edges, to_coarse = _local_columns(L, strong, cfull)
+    rows, cols, _, edges, to_coarse = _local_columns(L, strong, cfull)
     kept = state == classical.C
     gcols = A.global_columns()
     own = np.flatnonzero(kept)
     near = sp.csr_matrix((np.ones(int(to_coarse.sum()) + own.size),
-                          (np.concatenate([rows[to_coarse], own]), np.concatenate([cfull[cols[to_coarse]], cfull[own]]))),
-                         shape=(n, coarse.global_size))
+                          (np.concatenate([rows[to_coarse], own]),
+                           np.concatenate([cfull[cols[to_coarse]], cfull[own]]))), shape=(n, coarse.global_size))
     take = edges & kept[rows]
     SC = sp.csr_matrix((np.ones(int(take.sum())), (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
     G, info = products.spgemm(_parcsr(SC, A, A.row_dist, A.col_dist, strategy),
@@ -83,7 +85,7 @@ def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coa
                       shape=(own.size, coarse.global_size))
     M = _parcsr(M, A, coarse, coarse, strategy)
     LM = M.local_block()
-    strong2 = np.repeat(np.arange(LM.shape[0]), np.diff(LM.indptr)) != LM.indices
+    strong2 = classical._rows(LM) != LM.indices
     graphs = classical.strength_graphs(M, LM, strong2, strategy)
     second = classical.pmis(M, LM, strong2, ids[kept], seed=seed, strategy=strategy, coarsening=coarsening,
                             graphs=graphs)
@@ -98,18 +100,21 @@ def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coa
 def passes(A, rows, cols, edges, state):
     """Collective. Each of the rank's rows' multipass pass: 0 for coarse points, k for a
     point that strongly depends on a point of pass k - 1 and on none of an earlier pass, -1
-    for a point no pass reaches (within :data:`MAX_PASSES`). ``rows``, ``cols``, ``edges``:
-    A's local block as :func:`_local_columns` gives it."""
+    for a point no pass reaches (within :data:`MAX_PASSES`); and the same over L's whole
+    column space (owned, then halo). ``rows``, ``cols``, ``edges``: A's local block as
+    :func:`_local_columns` gives it."""
     which = np.where(state == classical.C, 0.0, -1.0)
-    for k in range(1, MAX_PASSES + 1):
+    for k in range(1, MAX_PASSES + 2):
         full = np.concatenate([which, A.exchange(which)])
+        if k > MAX_PASSES:
+            break
         reached = np.zeros(which.size, dtype=bool)
         reached[rows[edges & (full[cols] == k - 1)]] = True
         reached &= which == -1
         which[reached] = k
         if A.comm.allreduce(int(reached.sum()), op=mpi().SUM) == 0:
             break
-    return which.astype(np.int64)
+    return which.astype(np.int64), full.astype(np.int64)
 
 
 def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exchanges):
@@ -117,31 +122,33 @@ def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exc
     of ``state`` (numbered ``cfull``, distributed ``coarse``), as scipy CSR over global
     coarse columns.
 
-    A coarse point interpolates from itself. A point of pass k (:func:`passes`) gathers
-    w_i = sum_j a_ij P_j over its strong neighbours j of pass k - 1 (P_j the unit row of a
-    coarse point in pass 1), then scales it so P's row sum is what the whole row of A asks:
-    P_i = -(sum_{j != i} a_ij) / (a_ii sum_c w_ic) w_i (Stueben's multipass; hypre's). Rows
-    no pass reaches, or whose weights sum to zero, stay empty. The products' exchanges are
-    appended to ``exchanges``."""
+    A coarse point interpolates from itself. A point i of pass k (:func:`passes`), with J_i
+    its strong dependencies of pass k - 1 (the coarse points for pass 1), interpolates
+    through their rows: P_i = -(sum_{j != i} a_ij) / (a_ii sum_{j in J_i} a_ij) sum_{j in
+    J_i} a_ij P_j (Stueben 2001, A.7: the couplings outside J_i lumped onto J_i in
+    proportion). Rows no pass reaches, or whose J_i couplings sum to zero, stay empty. The
+    products' exchanges are appended to ``exchanges``."""
     n = L.shape[0]
-    rows, cols, edges, to_coarse = _local_columns(L, strong, cfull)
-    off = rows != cols
+    rows, cols, off, edges, to_coarse = _local_columns(L, strong, cfull)
     outside = np.bincount(rows[off], weights=L.data[off], minlength=n)  # sum_{j != i} a_ij
-    diag = L.diagonal()[:n]
-    which = passes(A, rows, cols, edges, state)
+    diag = classical._diagonal(L)
+    which, full = passes(A, rows, cols, edges, state)
+    gcols = A.global_columns()
 
-    def scaled(W, k):
-        total = np.asarray(W.sum(axis=1)).ravel()
+    def through(k, W):
+        """The pass-k rows: W = the rows' sum_{j in J_i} a_ij P_j, scaled."""
+        used = edges & (which[rows] == k) & (full[cols] == k - 1)
+        total = np.bincount(rows[used], weights=L.data[used], minlength=n)  # sum_{j in J_i} a_ij
         with np.errstate(divide="ignore", invalid="ignore"):
-            return sp.diags(np.where((which == k) & (total != 0), -outside / (diag * total), 0.0)) @ W
+            scale = np.where((which == k) & (total != 0), -outside / (diag * total), 0.0)
+        return sp.diags(scale) @ W
 
     # the coarse points' unit rows, and pass 1: a_ic over the strong coarse neighbours (local)
     own = np.flatnonzero(state == classical.C)
     P = sp.csr_matrix((np.ones(own.size), (own, cfull[own])), shape=(n, coarse.global_size))
     first = to_coarse & (which[rows] == 1)
-    P = (P + scaled(sp.csr_matrix((L.data[first], (rows[first], cfull[cols[first]])), shape=P.shape), 1)).tocsr()
-    full = np.concatenate([which, A.exchange(which.astype(np.float64)).astype(np.int64)])
-    gcols = A.global_columns()
+    P = (P + through(1, sp.csr_matrix((L.data[first], (rows[first], cfull[cols[first]])), shape=P.shape))).tocsr()
+    P.eliminate_zeros()
     for k in range(2, int(A.comm.allreduce(int(which.max(initial=0)), op=mpi().MAX)) + 1):
         take = edges & (which[rows] == k) & (full[cols] == k - 1)
         M = sp.csr_matrix((L.data[take], (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
@@ -149,6 +156,6 @@ def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exc
                                   _parcsr(P, A, A.row_dist, coarse, strategy),
                                   strategy=strategy, return_info=True)
         exchanges += info["exchanges"]
-        P = (P + scaled(W.local_matrix(), k)).tocsr()
-    P.eliminate_zeros()
+        P = (P + through(k, W.local_matrix())).tocsr()
+        P.eliminate_zeros()  # the rows the next product fetches: entries only
     return P

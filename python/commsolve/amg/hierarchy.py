@@ -24,8 +24,8 @@ __all__ = ["Level", "build_hierarchy", "METHODS", "INTERPOLATIONS", "SETUP_DEFAU
 METHODS = ("classical", "sa", "geometric")
 INTERPOLATIONS = ("ext+i", "direct")
 # hypre BoomerAMG's recommended parallel settings: PMIS-like coarsening with extended+i
-# interpolation truncated to 4 entries per row (and those tied with the 4th); direct interpolation is pyamg's and hypre's
-# simplest (no truncation by default).
+# interpolation truncated to 4 entries per row (and those tied with the 4th); direct
+# interpolation is pyamg's and hypre's simplest (no truncation by default).
 SETUP_DEFAULTS = {"theta": None, "max_levels": 25, "max_coarse": 10, "coarsening": None, "interpolation": None,
                   "trunc": 0.0, "pmax": None, "prolongator_omega": 4.0 / 3.0, "seed": 0, "grid": None,
                   "aggressive": 0}
@@ -42,7 +42,8 @@ class Level:
     P: object = None               # ParCSR, rows as A's, columns the next level's
     strategy: str = "standard"     # the operator's halo-exchange strategy (SpMV, smoothing)
     product_strategy: str = ""     # the strategies of the exchanges that built the next operator (A P, P^T A P)
-    exchanges: list = field(default_factory=list)  # the Galerkin product's, with recorded statistics
+    exchanges: list = field(default_factory=list)  # the Galerkin product's two, then (aggressive) the
+    #                                second split's and multipass's products, with recorded statistics
     ids: np.ndarray = None         # each of this rank's points' fine-grid index (its random weights' seed)
     c_points: np.ndarray = None    # this level's global indices of the rank's coarse points (classical)
     #                                or aggregate roots (sa), in coarse order
@@ -112,7 +113,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
     ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P, more only where
     entries tie at the limit; default 4 for ext+i, no limit for direct; 0: no limit),
     ``aggressive`` (how many of the finest levels are coarsened aggressively,
-    :mod:`commsolve.amg.aggressive`: multipass interpolation there, untruncated; default 0);
+    :mod:`commsolve.amg.aggressive`: multipass interpolation there, whatever
+    ``interpolation`` says, untruncated; default 0);
     sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
     rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
     (None: the plain Galerkin hierarchy).

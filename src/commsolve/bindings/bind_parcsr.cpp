@@ -217,7 +217,7 @@ void bind_products(nb::module_& m) {
     {
       nb::gil_scoped_release nogil;
       // A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding;
-      // it is an intermediate, summed again (unsorted, not shrunk).
+      // it is an intermediate, summed again (its rows' columns left unsorted).
       ap = spgemm(A, P, strategy, c, reuse_ap, true, true);
       rap = transpose_product(P, ap.rows, strategy, c, reuse_rap);
       ap.rows = GlobalRows();

@@ -93,7 +93,7 @@ EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.ind
 
 // Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
 // entries and emits it (exact zeros dropped unless kept; columns ascending unless the rows are
-// an intermediate, summed again and freed, whose storage is not shrunk either); each row stamps
+// an intermediate, summed again); each row stamps
 // the columns it touches, so nothing is reset between rows. One pass: the caller bounds the
 // result's size (the number of terms), so its storage is reserved once and only the entries
 // written are touched; a counting pass first cost as much as the product.
@@ -129,7 +129,7 @@ class Accumulator {
       if (!intermediate) sort_columns(touched, end);
       emit(touched, end, global, out, keep_zeros);
     }
-    if (!intermediate && out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // loose bound:
+    if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
       out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
       out.data.shrink_to_fit();
     }
@@ -216,8 +216,10 @@ LocalTranspose local_transpose(const ParCsr& A) {
   return t;
 }
 
-// The plan of A's halo pattern: built for `strategy`, or a reused one checked to fit.
+// The plan of A's halo pattern: built for `strategy` (A's own when it was built for the same:
+// plans are a function of the pattern, topology and strategy), or a reused one checked to fit.
 CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, const CommPlan* reuse) {
+  if (reuse == nullptr && A.plan().strategy == strategy) return A.plan();
   if (reuse == nullptr) return build_plan_mpi(A.pattern(), A.topology(), A.col_dist(), strategy, comm);
   require(reuse->rank == A.rank() && reuse->nranks == A.row_dist().nranks() &&
               reuse->n_owned == A.local_cols() && reuse->n_halo == static_cast<std::int64_t>(A.col_map().size()),

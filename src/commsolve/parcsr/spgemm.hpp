@@ -39,8 +39,8 @@ struct ProductResult {
 // the same A (`reuse`, e.g. a numeric re-setup) skips building one: no collective then.
 // `keep_zeros` keeps entries that cancel to exactly 0 (the structural product: an
 // intermediate result whose structure must not depend on rounding). Each row's columns come
-// ascending, unless the result is an `intermediate` (summed again, then freed: columns in
-// the order of first appearance, storage as reserved for the bound on its terms).
+// ascending, unless the result is an `intermediate` (summed again: columns in the order of
+// first appearance).
 ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
                      const CommPlan* reuse = nullptr, bool keep_zeros = false, bool intermediate = false);
 

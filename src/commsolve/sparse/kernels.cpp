@@ -209,7 +209,7 @@ std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_
     const std::int64_t start = out;
     double kept = 0.0;
     for (std::int64_t p = b; p < e; ++p)
-      if (std::abs(data[p]) >= cut) {
+      if (std::abs(data[p]) >= cut && data[p] != 0.0) {  // explicit zeros never kept
         indices[out] = indices[p];
         data[out] = data[p];
         kept += data[p];

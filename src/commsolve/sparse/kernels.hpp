@@ -67,8 +67,8 @@ void ilu0_solve(CsrView LU, const double* b, double* x);
 // Interpolation truncation (hypre's trunc_factor and P_max_elmts), row by row in place on a
 // CSR with int64 columns: drops entries below factor * the row's largest magnitude, then all
 // but its max_elements largest (0: no limit) and those equal to the last of them (up to a
-// relative 1e-12: ties are kept together, so the choice never depends on column order),
-// rescaling what is kept so the row sum stays.
+// relative 1e-12: ties are kept together, so the choice never depends on column order) and
+// explicit zeros, rescaling what is kept so the row sum stays.
 // Rows keep their column order. Returns the new number of entries (indptr updated).
 std::int64_t truncate_rows(std::int64_t nrows, std::int64_t* indptr, std::int64_t* indices, double* data,
                            double factor, int max_elements);
