@@ -156,6 +156,27 @@ def test_factor_of_a_parcsr_on_another_communicator_says_so(tmp_path):
         assert f"rank {r} grid (1, 2, 1)" in out
 
 
+def test_amg_solves_with_a_rank_that_holds_no_rows(tmp_path):
+    """CG's BLAS axpy refused the empty vectors of a rank without rows, aborting the job."""
+    from conftest import mpirun
+
+    script = tmp_path / "amg_empty_rank.py"
+    script.write_text(
+        "import numpy as np\nfrom mpi4py import MPI\nimport commsolve as cs\ncomm = MPI.COMM_WORLD\n"
+        "assert comm.size == 2\nG = cs.gallery.poisson2d(20).tocsr()\n"
+        "A = cs.ParCSR.from_local_rows(G if comm.rank == 0 else G[:0], comm)\n"
+        "for options in ({}, {'aggressive': 1, 'coarsening': 'hmis'}):\n"
+        "    x, info = cs.amg.solver(A, **options).solve(np.ones(A.local_rows), tol=1e-8)\n"
+        "    xg = A.gather(x)\n"
+        "    if comm.rank == 0:\n"
+        "        print(f'info {info} residual {np.linalg.norm(1 - G @ xg) / 20:.3e}', flush=True)\n")
+    out = mpirun(2, str(script), timeout=120).stdout
+    lines = [line.split() for line in out.splitlines() if line.startswith("info")]
+    assert len(lines) == 2
+    for _, info, _, residual in lines:
+        assert info == "0" and float(residual) <= 1e-8
+
+
 def test_matrix_market_papercuts(tmp_path):
     path = tmp_path / "a.mtx"
     cs.io.mmwrite(path, cs.gallery.poisson2d(4))

@@ -361,8 +361,10 @@ def pcg(A, precondition, b, x, target, maxiter, history, stop=None):
 
 
 def _axpy(a, x, y):
-    """y += a x in place (BLAS daxpy: no temporary)."""
-    scipy.linalg.blas.daxpy(x, y, a=a)
+    """y += a x in place (BLAS daxpy: no temporary; scipy's wrapper refuses empty vectors,
+    which a rank without rows holds)."""
+    if x.size:
+        scipy.linalg.blas.daxpy(x, y, a=a)
 
 
 def gmres(A, precondition, b, x, target, maxiter, history, restart=30):
