@@ -22,9 +22,11 @@ struct CoarseEntry {
   std::int64_t strong;
 };
 
+// A strong fine neighbour's row: a fetched record (`e`), or an owned row read in place
+// through the view (`p0`, its first entry there; `e` null).
 struct RowRef {
   const CoarseEntry* e;
-  std::int64_t n;
+  std::int64_t p0, n;
 };
 
 // Ĉ_i: its coarse indices with their weights, and each index's position. The coarse indices a
@@ -92,34 +94,30 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
   const RecordSet halo = exec.forward(view(owned));
   const auto* he = reinterpret_cast<const CoarseEntry*>(halo.data.data());
   // The rows of row i's strong fine neighbours, in the order its entries list them: halo rows
-  // in place, owned rows unpacked once per row i into `scratch` (reused across rows).
-  std::vector<CoarseEntry> scratch;
-  std::vector<std::int64_t> scratch_at;  // per neighbour: offset into scratch, or -1 (halo)
+  // as fetched, owned rows in place (each read through the accessors below).
   std::vector<RowRef> fine_rows;
   auto gather_fine_rows = [&](std::int64_t i) {
-    scratch.clear();
-    scratch_at.clear();
     fine_rows.clear();
     for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
       const std::int32_t c = v.indices[p];
       if (c == i || !v.strong[p] || v.coarse[c] >= 0) continue;
       if (c >= n_owned) {
         const std::int64_t h = c - n_owned;
-        fine_rows.push_back({he + halo.ptr[h], halo.ptr[h + 1] - halo.ptr[h]});
-        scratch_at.push_back(-1);
+        fine_rows.push_back({he + halo.ptr[h], 0, halo.ptr[h + 1] - halo.ptr[h]});
       } else {
-        scratch_at.push_back(static_cast<std::int64_t>(scratch.size()));
-        for (std::int32_t q = v.indptr[c]; q < v.indptr[c + 1]; ++q)
-          scratch.push_back({v.global[v.indices[q]], v.data[q], v.coarse[v.indices[q]], v.strong[q]});
-        fine_rows.push_back({nullptr, v.indptr[c + 1] - v.indptr[c]});
+        fine_rows.push_back({nullptr, v.indptr[c], v.indptr[c + 1] - v.indptr[c]});
       }
     }
-    for (std::size_t k = 0; k < fine_rows.size(); ++k)
-      if (scratch_at[k] >= 0) fine_rows[k].e = scratch.data() + scratch_at[k];
   };
-  auto diagonal = [](const RowRef& r, std::int64_t g) {
+  auto col = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].col : v.global[v.indices[r.p0 + q]]; };
+  auto val = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].val : v.data[r.p0 + q]; };
+  auto coarse_of = [&](const RowRef& r, std::int64_t q) {
+    return r.e ? r.e[q].coarse : v.coarse[v.indices[r.p0 + q]];
+  };
+  auto strong_at = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].strong != 0 : v.strong[r.p0 + q] != 0; };
+  auto diagonal = [&](const RowRef& r, std::int64_t g) {
     for (std::int64_t q = 0; q < r.n; ++q)
-      if (r.e[q].col == g) return r.e[q].val;
+      if (col(r, q) == g) return val(r, q);
     return 0.0;
   };
 
@@ -157,11 +155,9 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       if (c == i) diag += v.data[p];
       else if (v.strong[p] && v.coarse[c] >= 0) hat.insert(v.coarse[c]);
     }
-    for (const RowRef& k : fine_rows) {
-      const CoarseEntry* e = k.e;
-      for (const CoarseEntry* end = e + k.n; e < end; ++e)
-        if (e->strong && e->coarse >= 0) hat.insert(e->coarse);
-    }
+    for (const RowRef& k : fine_rows)
+      for (std::int64_t q = 0; q < k.n; ++q)
+        if (strong_at(k, q) && coarse_of(k, q) >= 0) hat.insert(coarse_of(k, q));
     // Direct part: a_ij for neighbours in Ĉ_i; the rest of the weak ones lumped on the
     // diagonal; strong fine neighbours k distribute a_ik over Ĉ_i ∪ {i} by ā_kl.
     std::size_t next_fine = 0;
@@ -183,12 +179,13 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
         std::int64_t nt = 0;
         double sum = 0.0;
         for (std::int64_t q = 0; q < k.n; ++q) {
-          const CoarseEntry& e = k.e[q];
-          if (e.val * akk >= 0) continue;
-          const std::int64_t to = e.col == gi ? kToDiag : e.coarse >= 0 ? hat.find(e.coarse) : -1;
+          const double kv = val(k, q);
+          if (kv * akk >= 0) continue;
+          const std::int64_t kc = coarse_of(k, q);
+          const std::int64_t to = col(k, q) == gi ? kToDiag : kc >= 0 ? hat.find(kc) : -1;
           if (to == -1) continue;
-          targets[nt++] = {to, e.val};
-          sum += e.val;
+          targets[nt++] = {to, kv};
+          sum += kv;
         }
         if (sum == 0.0) {
           diag += a;
