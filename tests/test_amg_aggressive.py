@@ -155,3 +155,33 @@ def test_options_are_checked():
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="aggressive"):
             cs.amg.solver(A, aggressive=bad)
+
+
+def test_aggressive_levels_count_across_an_agglomeration(tmp_path):
+    """The levels moved onto fewer ranks continue the hierarchy: aggressive=1 coarsens only
+    the finest level aggressively, aggressive=2 also the moved level's first (it was coarsened
+    aggressively again after every move)."""
+    from conftest import mpirun
+
+    script = tmp_path / "aggressive_agglomerated.py"
+    script.write_text(
+        "import numpy as np\nfrom mpi4py import MPI\nimport commsolve as cs\ncomm = MPI.COMM_WORLD\n"
+        "assert comm.size == 2\nA = cs.ParCSR.from_spec('poisson2d:64', comm)\n"
+        "for n in (1, 2):\n"
+        "    ml = cs.amg.solver(A, aggressive=n, agglomerate=[(2000, 1)])\n"
+        "    x, info = ml.solve(np.ones(A.local_rows), tol=1e-8)\n"
+        "    inner = comm.bcast(None if ml.inner is None else [lvl.rows for lvl in ml.inner.levels], root=0)\n"
+        "    if comm.rank == 0:\n"
+        "        print('rows', n, info, *[lvl.rows for lvl in ml.levels], '|', *inner, flush=True)\n")
+    out = mpirun(2, str(script), timeout=120).stdout
+    found = {}
+    for line in out.splitlines():
+        if line.startswith("rows"):
+            words = line.split()
+            outer, inner = words[3:words.index("|")], words[words.index("|") + 1:]
+            found[int(words[1])] = (int(words[2]), [int(v) for v in outer], [int(v) for v in inner])
+    for n in (1, 2):
+        info, outer, inner = found[n]
+        assert info == 0 and outer[0] == 4096 and outer[1] < 4096 / 6  # the finest level: aggressive
+    assert found[1][2][1] > found[1][2][0] / 5  # the moved level coarsened as usual
+    assert found[2][2][1] < found[2][2][0] / 6  # ... or aggressively, when two levels are
