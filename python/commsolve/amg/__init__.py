@@ -126,9 +126,10 @@ class MultilevelSolver:
 
             def build(moved, ids, candidate, grid):
                 more = dict(options, grid=grid) if method == "geometric" else dict(options)
-                # the moved level is the continued hierarchy's first: the levels above count against max_levels
+                # the moved level is the continued hierarchy's first: the levels above count against
+                # max_levels and aggressive
                 more["max_levels"] = options.get("max_levels", SETUP_DEFAULTS["max_levels"]) - (len(self.levels) - 1)
-                more["aggressive"] = max(0, options.get("aggressive", 0) - (len(self.levels) - 1))  # and aggressive ones
+                more["aggressive"] = max(0, options.get("aggressive", 0) - (len(self.levels) - 1))
                 return MultilevelSolver(moved, method=method, strategy=rest, profile=profile, smoother=smoother,
                                         sweeps=sweeps, omega=omega, degree=degree, cycle=cycle, progress=None,
                                         correction=correction,

@@ -93,10 +93,10 @@ EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.ind
 
 // Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
 // entries and emits it (exact zeros dropped unless kept; columns ascending unless the rows are
-// an intermediate, summed again); each row stamps
-// the columns it touches, so nothing is reset between rows. One pass: the caller bounds the
-// result's size (the number of terms), so its storage is reserved once and only the entries
-// written are touched; a counting pass first cost as much as the product.
+// an intermediate, summed again); each row stamps the columns it touches, so nothing is reset
+// between rows. One pass: the caller bounds the result's size (the number of terms), so its
+// storage is reserved once and only the entries written are touched; a counting pass first
+// cost as much as the product.
 class Accumulator {
  public:
   explicit Accumulator(std::size_t ncols) : value_(ncols), stamp_(ncols, -1), touched_(ncols) {}
