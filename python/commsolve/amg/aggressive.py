@@ -129,33 +129,27 @@ def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exc
     proportion). Rows no pass reaches, or whose J_i couplings sum to zero, stay empty. The
     products' exchanges are appended to ``exchanges``."""
     n = L.shape[0]
-    rows, cols, off, edges, to_coarse = _local_columns(L, strong, cfull)
+    rows, cols, off, edges, _ = _local_columns(L, strong, cfull)
     outside = np.bincount(rows[off], weights=L.data[off], minlength=n)  # sum_{j != i} a_ij
     diag = classical._diagonal(L)
     which, full = passes(A, rows, cols, edges, state)
     gcols = A.global_columns()
-
-    def through(k, W):
-        """The pass-k rows: W = the rows' sum_{j in J_i} a_ij P_j, scaled."""
-        used = edges & (which[rows] == k) & (full[cols] == k - 1)
-        total = np.bincount(rows[used], weights=L.data[used], minlength=n)  # sum_{j in J_i} a_ij
+    own = np.flatnonzero(state == classical.C)
+    P = sp.csr_matrix((np.ones(own.size), (own, cfull[own])), shape=(n, coarse.global_size))  # unit rows
+    for k in range(1, int(A.comm.allreduce(int(which.max(initial=0)), op=mpi().MAX)) + 1):
+        take = edges & (which[rows] == k) & (full[cols] == k - 1)  # a_ij, j in J_i, of the pass-k rows
+        if k == 1:  # a_ic over the strong coarse neighbours: local
+            W = sp.csr_matrix((L.data[take], (rows[take], cfull[cols[take]])), shape=P.shape)
+        else:  # through the rows of P assigned so far: one product
+            M = sp.csr_matrix((L.data[take], (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
+            W, info = products.spgemm(_parcsr(M, A, A.row_dist, A.col_dist, strategy),
+                                      _parcsr(P, A, A.row_dist, coarse, strategy),
+                                      strategy=strategy, return_info=True)
+            exchanges += info["exchanges"]
+            W = W.local_matrix()
+        total = np.bincount(rows[take], weights=L.data[take], minlength=n)  # sum_{j in J_i} a_ij
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where((which == k) & (total != 0), -outside / (diag * total), 0.0)
-        return sp.diags(scale) @ W
-
-    # the coarse points' unit rows, and pass 1: a_ic over the strong coarse neighbours (local)
-    own = np.flatnonzero(state == classical.C)
-    P = sp.csr_matrix((np.ones(own.size), (own, cfull[own])), shape=(n, coarse.global_size))
-    first = to_coarse & (which[rows] == 1)
-    P = (P + through(1, sp.csr_matrix((L.data[first], (rows[first], cfull[cols[first]])), shape=P.shape))).tocsr()
-    P.eliminate_zeros()
-    for k in range(2, int(A.comm.allreduce(int(which.max(initial=0)), op=mpi().MAX)) + 1):
-        take = edges & (which[rows] == k) & (full[cols] == k - 1)
-        M = sp.csr_matrix((L.data[take], (rows[take], gcols[cols[take]])), shape=(n, A.shape[1]))
-        W, info = products.spgemm(_parcsr(M, A, A.row_dist, A.col_dist, strategy),
-                                  _parcsr(P, A, A.row_dist, coarse, strategy),
-                                  strategy=strategy, return_info=True)
-        exchanges += info["exchanges"]
-        P = (P + through(k, W.local_matrix())).tocsr()
+        P = (P + sp.diags(scale) @ W).tocsr()
         P.eliminate_zeros()  # the rows the next product fetches: entries only
     return P
