@@ -54,6 +54,12 @@ void bind_solve(nb::module_& m) {
       .def("set_options", &TriSolve::set_options, "options"_a,
            "Local: another algorithm, tree or inter-grid packing for the next solves (every rank the same).")
       .def_prop_ro("options", &TriSolve::options)
+      .def("set_threads", [](TriSolve& t, int threads, std::uint64_t chaos_seed, int chaos_sleep_us) {
+        t.set_threads(threads, ScheduleChaos{chaos_seed, chaos_sleep_us});
+      }, "threads"_a, "chaos_seed"_a = 0, "chaos_sleep_us"_a = 50,
+           "Local: threads per rank for the next solves (> 1: the sync-free solve, 1 x 1 x Pz grids only); "
+           "chaos_seed != 0 perturbs the threads' schedule at random (tests).")
+      .def_prop_ro("threads", &TriSolve::threads)
       .def("solve", [](TriSolve& t, RowMajorIn b, RowMajor x) {
         if (static_cast<std::int64_t>(b.shape(0)) != t.local_rows() || b.shape(0) != x.shape(0) ||
             b.shape(1) != x.shape(1) || b.shape(1) < 1)

@@ -91,6 +91,27 @@ void TriSolve::set_options(const SolveOptions& opts) {
   phases_ = std::move(phases);
   zsteps_ = std::move(zsteps);
   max_recv_width_ = widest;
+  plan_syncfree();
+}
+
+void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
+  require(threads >= 1, "distributed solve: threads must be at least 1, got " + std::to_string(threads));
+  require(threads == 1 || grid_.px * grid_.py == 1,
+          "distributed solve: threads > 1 (the sync-free solve) needs a grid whose layers are one rank "
+          "(1x1xPz); this one is " + std::to_string(grid_.px) + "x" + std::to_string(grid_.py) + "x" +
+              std::to_string(grid_.pz) + ": use more ranks or one thread");
+  if (threads != threads_) team_ = threads > 1 ? std::make_unique<ThreadTeam>(threads) : nullptr;
+  threads_ = threads;
+  chaos_ = chaos;
+  plan_syncfree();
+}
+
+void TriSolve::plan_syncfree() {
+  syncfree_.clear();
+  if (threads_ == 1) return;
+  syncfree_.resize(program_.size());
+  for (std::size_t i = 0; i < program_.size(); ++i)
+    if (program_[i].kind == SolveOp::phase) syncfree_[i] = make_syncfree_phase(sym_, blocks_, store_, phases_[i]);
 }
 
 TriSolve::RhsMove TriSolve::rhs_move(const std::vector<std::int32_t>& order,
@@ -160,7 +181,10 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
     const SolveOp& op = program_[i];
     const double ts = MPI_Wtime();
     if (op.kind == SolveOp::phase) {
-      exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
+      if (syncfree_.empty())
+        exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
+      else
+        run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
       (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
     } else {
       const bool reduce = op.kind == SolveOp::z_reduce;

@@ -24,6 +24,7 @@
 #include "direct/solve_layout.hpp"
 #include "direct/solve_schedule.hpp"
 #include "direct/supernodal_lu.hpp"
+#include "direct/syncfree.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 #include "trees/engine.hpp"
@@ -46,6 +47,12 @@ class TriSolve {
   // Another algorithm, tree shape or inter-grid packing for the next solves (local: every
   // rank must make the same change).
   void set_options(const SolveOptions& opts);
+  // Threads per rank for the solve phases (local; every rank the same). With more than one,
+  // each phase runs sync-free on this rank's threads (direct/syncfree.hpp), which needs a
+  // grid whose layers are one rank (1 x 1 x Pz): std::invalid_argument otherwise. `chaos`
+  // perturbs the threads' schedule (tests only).
+  void set_threads(int threads, ScheduleChaos chaos = {});
+  int threads() const { return threads_; }
 
   struct Times {  // this rank's seconds
     double redistribute_b = 0, l_solve = 0, z_comm = 0, u_solve = 0, redistribute_x = 0, total = 0;
@@ -105,6 +112,11 @@ class TriSolve {
   bool shared_move_ = true;  // row and column orders agree: x goes back by b's plan
   std::vector<double> sol_;
   CommStats recorded_;
+  int threads_ = 1;
+  ScheduleChaos chaos_;
+  std::unique_ptr<ThreadTeam> team_;
+  std::vector<SyncFreePhase> syncfree_;  // per op, when threads_ > 1 (empty for inter-grid steps)
+  void plan_syncfree();
 };
 
 }  // namespace commsolve
