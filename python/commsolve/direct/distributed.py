@@ -27,7 +27,7 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, planned_factor_stats
-from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options
+from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, analyze
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for
@@ -281,7 +281,7 @@ FACTOR_STAGES = ("analysis", "grid", "factorization", "solver")  # what factor(p
 @watched("direct.factor")
 def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd", allreduce=None,
            distribution=None, topology=None, seed=None, flat_threshold=None, root=0, profile=None, progress=None,
-           **lu_options):
+           threads=None, **lu_options):
     """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.
 
     ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
@@ -316,6 +316,9 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     tree shape of ``tree`` (a name or a sequence) on ``topology`` and the fastest is used;
     the ranking is kept in ``solver.grid_ranking``. Every rank must pass the same options
     (checked). A is kept distributed by rows for the residuals of iterative refinement.
+    ``threads``: per rank, for the solves (more than one: each solve phase runs sync-free on
+    the rank's threads, SC'23 Algorithm 4, which needs a 1 x 1 x Pz grid; default:
+    ``OMP_NUM_THREADS`` on such a grid, else 1; see :meth:`DistributedLU.set_options`).
     ``progress(stage)``, if given, is called as each of :data:`FACTOR_STAGES` ends (for a
     progress bar). Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
     raised on every rank.
@@ -336,6 +339,7 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     analysis = analyze_on_root(source, comm, request)
     done("analysis")
     dims, options, ranking = _chosen(analysis, topo, request, comm)
+    threads = run_agreed(comm, solve_threads, threads, dims)
     done("grid")
     layout = _core.SolveLayout(analysis.structure, _core.ProcessGrid3D(*dims), request.partition)
     dist = run_agreed(comm, _row_distribution, distribution, source, analysis.shape[0], comm)
@@ -346,6 +350,8 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     residual = Residual(_residual_matrix(analysis, source, dist, topo, comm, root))
     report.seconds["distribute"] = comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
     report.seconds["total"] = sum(report.seconds.values())
+    solver = DistributedLU(comm, core, layout, analysis.shared(), rhs, topo, report, residual,
+                           partition=request.partition, root=root)
+    solver.set_options(threads=threads)
     done("solver")
-    return DistributedLU(comm, core, layout, analysis.shared(), rhs, topo, report, residual,
-                         partition=request.partition, root=root)
+    return solver

@@ -14,7 +14,7 @@ from .. import _core
 from ..trees import tree_shape
 
 __all__ = ["ALGORITHMS", "ALLREDUCE", "AUTO", "ProcessGrid3D", "SolveOptions", "is_auto", "parse_grid",
-           "solve_options", "check_choice", "make_layout"]
+           "solve_options", "solve_threads", "check_choice", "make_layout"]
 
 ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d-baseline-async, 3d
 ALLREDUCE = tuple(_core.allreduce_names())  # packed, per-supernode
@@ -67,6 +67,21 @@ def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None,
     algorithm = _core.default_algorithm(int(pz)) if algorithm is None else algorithm
     _core.check_algorithm_grid(algorithm, int(pz))
     return SolveOptions(algorithm, tree_shape(tree, seed, flat_threshold), allreduce)
+
+
+def solve_threads(threads, grid):
+    """Threads per rank of the solves on ``grid`` (px, py, pz): ``threads`` (a whole number
+    >= 1; more than one runs each phase sync-free on the rank's threads, which needs px = py =
+    1: the threads rule, C++ ``check_solve_threads``), or None: ``OMP_NUM_THREADS`` on a grid
+    whose layers are one rank, else 1."""
+    if threads is None:
+        return _core.default_threads() if grid[0] * grid[1] == 1 else 1
+    try:
+        n = operator.index(threads)
+    except TypeError:
+        raise ValueError(f"threads must be a whole number, got {threads!r}") from None
+    _core.check_solve_threads(n, *grid)
+    return n
 
 
 def make_layout(structure, grid, forests=None, partition="nd"):

@@ -12,7 +12,7 @@ from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
 from ..trees import tree_shape
-from .options import solve_options
+from .options import solve_options, solve_threads
 from .refinement import ITMAX, iterative_refinement
 from .selinv import selected_inverse as _selected_inverse
 from .serial import rhs_array
@@ -107,6 +107,7 @@ class DistributedLU:
     algorithm = property(lambda self: self.options.algorithm)
     tree = property(lambda self: self.options.tree.name)
     allreduce = property(lambda self: self.options.allreduce)
+    threads = property(lambda self: self._core.threads)  # per rank, for the solve phases
     tiny_pivots_replaced = property(lambda self: self.report.replaced)
     factor_seconds = property(lambda self: self.report.seconds)
     factor_stats = property(lambda self: self.report.recorded)
@@ -131,18 +132,24 @@ class DistributedLU:
         return self._residual.A
 
     @watched("DistributedLU.set_options")
-    def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None):
-        """Collective. Another algorithm (the 3D ones share the layout), tree shape or
-        inter-grid packing for the next solves, same factors; what is not given stays as it
-        is. Every rank must ask for the same (checked: a mismatch is an error on every rank,
-        not a hang)."""
+    def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None,
+                    threads=None):
+        """Collective. Another algorithm (the 3D ones share the layout), tree shape,
+        inter-grid packing or number of ``threads`` per rank (more than one: each solve phase
+        runs sync-free on the rank's threads, SC'23 Algorithm 4; 1 x 1 x Pz grids only) for
+        the next solves, same factors; what is not given stays as it is. Every rank must ask
+        for the same (checked: a mismatch is an error on every rank, not a hang)."""
         now = self.options
         new = run_agreed(self.comm, solve_options, self.grid[2], algorithm or now.algorithm,
                          tree or now.tree.name, now.tree.seed if seed is None else seed,
                          now.tree.flat_threshold if flat_threshold is None else flat_threshold,
                          allreduce or now.allreduce)
-        agree_args(self.comm, "DistributedLU.set_options", options=repr(new))
-        self._core.set_options(new)
+        n = self.threads if threads is None else run_agreed(self.comm, solve_threads, threads, self.grid)
+        agree_args(self.comm, "DistributedLU.set_options", options=repr(new), threads=n)
+        if n != self.threads:
+            run_agreed(self.comm, self._core.set_threads, n)
+        if new != now:
+            self._core.set_options(new)
 
     def set_tree(self, tree, seed=None, flat_threshold=None):
         """Collective. Use another tree shape for the next solves, with ``seed`` and

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "bindings/common.hpp"
+#include "core/thread_team.hpp"
 #include "direct/solve_layout.hpp"
 #include "topology/topology.hpp"
 
@@ -53,6 +54,8 @@ void bind_grid(nb::module_& m) {
   m.def("parse_grid", &parse_grid, "text"_a, "max_ranks"_a = 2147483647, "where"_a = "an MPI communicator",
         "The grid spelled 'PxQ' or 'PxQxR' (R = Pz), checked: the grid rule (ValueError saying what is wrong); "
         "at most max_ranks ranks, what `where` handles.");
+  m.def("default_threads", &default_threads,
+        "Threads per rank when none are asked for: OMP_NUM_THREADS if it starts with a positive whole number, else 1.");
   m.def("squarest_grid", &squarest_grid, "nranks"_a, "The squarest Px x Py x 1 grid of nranks ranks, Px <= Py.");
   m.def("check_grid_ranks", &check_grid_ranks, "grid"_a, "nranks"_a, "spelled"_a,
         "ValueError unless the grid has exactly nranks ranks (spelled: the grid as the user wrote it).");

@@ -94,12 +94,16 @@ void TriSolve::set_options(const SolveOptions& opts) {
   plan_syncfree();
 }
 
-void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
+void check_solve_threads(int threads, const ProcessGrid3D& grid) {
   require(threads >= 1, "distributed solve: threads must be at least 1, got " + std::to_string(threads));
-  require(threads == 1 || grid_.px * grid_.py == 1,
+  require(threads == 1 || grid.px * grid.py == 1,
           "distributed solve: threads > 1 (the sync-free solve) needs a grid whose layers are one rank "
-          "(1x1xPz); this one is " + std::to_string(grid_.px) + "x" + std::to_string(grid_.py) + "x" +
-              std::to_string(grid_.pz) + ": use more ranks or one thread");
+          "(1x1xPz); this one is " + std::to_string(grid.px) + "x" + std::to_string(grid.py) + "x" +
+              std::to_string(grid.pz) + ": use grid 1x1x" + std::to_string(grid.size()) + " or one thread");
+}
+
+void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
+  check_solve_threads(threads, grid_);
   if (threads != threads_) team_ = threads > 1 ? std::make_unique<ThreadTeam>(threads) : nullptr;
   threads_ = threads;
   chaos_ = chaos;

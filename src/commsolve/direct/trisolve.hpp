@@ -32,6 +32,10 @@
 
 namespace commsolve {
 
+// The threads rule: threads >= 1, and more than one (the sync-free solve) only on a grid whose
+// layers are one rank (1 x 1 x Pz). Throws std::invalid_argument saying which.
+void check_solve_threads(int threads, const ProcessGrid3D& grid);
+
 class TriSolve {
  public:
   // Collective on comm (of the layout's grid.size() ranks). `lu` (the factors of the
