@@ -13,6 +13,52 @@
 
 namespace commsolve {
 
+namespace {
+
+// The same plan with its tasks renumbered by level (the longest chain of updates that ends
+// at them), stably: still an order in which every task comes after those it depends on
+// (a level is larger than its sources'), but the independent tasks of one level, from
+// every subtree, come together, so that workers taking consecutive tickets rarely wait for
+// each other (the postorder hands them the chains of one subtree).
+SyncFreePhase by_level(const SyncFreePhase& p) {
+  const std::int64_t T = p.tasks();
+  std::vector<std::int32_t> level(static_cast<std::size_t>(T), 0);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t u = p.upd_ptr[t]; u < p.upd_ptr[t + 1]; ++u)
+      level[p.target[u]] = std::max(level[p.target[u]], level[t] + 1);
+  std::vector<std::int32_t> order(static_cast<std::size_t>(T)), rank(static_cast<std::size_t>(T));
+  for (std::int64_t t = 0; t < T; ++t) order[t] = static_cast<std::int32_t>(t);
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return level[a] < level[b]; });
+  for (std::int64_t q = 0; q < T; ++q) rank[order[q]] = static_cast<std::int32_t>(q);
+  SyncFreePhase r;
+  r.upper = p.upper;
+  r.sum_size = p.sum_size;
+  r.max_width = p.max_width;
+  r.max_panel_rows = p.max_panel_rows;
+  r.max_m = p.max_m;
+  r.rows = p.rows;  // updates keep their rows, found through row_ptr
+  r.upd_ptr.push_back(0);
+  for (std::int32_t t : order) {
+    r.deps.push_back(p.deps[t]);
+    r.width.push_back(p.width[t]);
+    r.sol.push_back(p.sol[t]);
+    r.sum.push_back(p.sum[t]);
+    r.inv.push_back(p.inv[t]);
+    r.panel.push_back(p.panel[t]);
+    r.panel_rows.push_back(p.panel_rows[t]);
+    for (std::int64_t u = p.upd_ptr[t]; u < p.upd_ptr[t + 1]; ++u) {
+      r.target.push_back(rank[p.target[u]]);
+      r.values.push_back(p.values[u]);
+      r.m.push_back(p.m[u]);
+      r.row_ptr.push_back(p.row_ptr[u]);
+    }
+    r.upd_ptr.push_back(static_cast<std::int64_t>(r.target.size()));
+  }
+  return r;
+}
+
+}  // namespace
+
 SyncFreePhase make_syncfree_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                   const BlockStore& store, const PhaseSchedule& ph) {
   const LocalLayout2D& layout = store.layout;
@@ -85,7 +131,7 @@ SyncFreePhase make_syncfree_phase(const SupernodalStructure& sym, const Supernod
   for (std::int32_t t : p.target) ++incoming[t];
   if (incoming != p.deps || solving != ph.solved_here)
     throw std::logic_error("sync-free solve: the plan's counters or solved supernodes disagree with the phase's");
-  return p;
+  return by_level(p);
 }
 
 namespace {
@@ -118,7 +164,19 @@ class Chaos {
   std::minstd_rand rng_;
 };
 
-void atomic_add(double* to, double v) { std::atomic_ref<double>(*to).fetch_add(v, std::memory_order_relaxed); }
+// One per partial sum: a contributor adds its block's values under it (one lock per block,
+// not one atomic operation per value).
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; flag_.exchange(true, std::memory_order_acquire);)
+      while (flag_.load(std::memory_order_relaxed)) back_off(spins);
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
 
 }  // namespace
 
@@ -128,6 +186,7 @@ void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int
   std::vector<double> sums(static_cast<std::size_t>(p.sum_size * nrhs), 0.0);
   std::unique_ptr<std::atomic<std::int32_t>[]> counter(new std::atomic<std::int32_t>[static_cast<std::size_t>(T)]);
   for (std::int64_t t = 0; t < T; ++t) counter[t].store(p.deps[t], std::memory_order_relaxed);
+  std::unique_ptr<SpinLock[]> lock(new SpinLock[static_cast<std::size_t>(T)]);
   std::atomic<std::int64_t> ticket{0};
   std::atomic<bool> failed{false};
 
@@ -163,14 +222,18 @@ void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int
           double* s = sums.data() + p.sum[tt] * nrhs;
           if (!p.upper) {  // L(I, K) y(K): rows of the panel product into I's sum
             const double* part = out.data() + p.values[u];
+            lock[tt].lock();
             for (int c = 0; c < nrhs; ++c)
-              for (std::int32_t a = 0; a < m; ++a) atomic_add(s + c * wt + rows[a], part[c * M + a]);
+              for (std::int32_t a = 0; a < m; ++a) s[c * wt + rows[a]] += part[c * M + a];
+            lock[tt].unlock();
           } else {  // U(K, J) x(J), with the rows of x(J) the block reads, into K's sum
             for (int c = 0; c < nrhs; ++c)
               for (std::int32_t a = 0; a < m; ++a) xg[c * m + a] = x[c * w + rows[a]];
             std::fill(out.begin(), out.begin() + wt * nrhs, 0.0);
             kernels.upper_block(wt, m, nrhs, values + p.values[u], xg.data(), out.data());
-            for (std::int64_t a = 0; a < wt * nrhs; ++a) atomic_add(s + a, out[a]);
+            lock[tt].lock();
+            for (std::int64_t a = 0; a < wt * nrhs; ++a) s[a] += out[a];
+            lock[tt].unlock();
           }
           chaos_here.maybe_pause();
           counter[tt].fetch_sub(1, std::memory_order_release);

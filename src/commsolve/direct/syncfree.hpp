@@ -3,16 +3,17 @@
 // dlsum_fmod_inv_gpu_mrhs / dlsum_bmod_inv_gpu_mrhs). No messages and no level barriers:
 // one task per supernode, each waiting on a counter of the contributions its partial sum
 // still lacks (SuperLU_DIST's fmod / bmod), then solving with its inverted diagonal block
-// and adding its blocks' products to the sums of the supernodes that depend on it, each
+// and adding its blocks' products to the sums of the supernodes that depend on it (on CPU
+// threads under a lock per sum, one per block; on the GPU by atomic additions), each
 // addition followed by a decrement of that supernode's counter.
 //
 // SyncFreePhase is the plan (plain data, built once per phase from its PhaseSchedule, the
 // same for CPU threads and the GPU kernel); run_syncfree executes it on a ThreadTeam.
 //
 // Progress. Tasks are numbered in an order in which every task comes after the tasks it
-// depends on (L: supernodes ascending, a postorder of the elimination tree; U: the context
-// supernodes whose solution is known, then supernodes descending), which the plan checks
-// as it is built (std::logic_error otherwise). Workers take task numbers from one atomic
+// depends on (by level, the longest chain of updates ending at a task; within a level L
+// takes supernodes ascending, U descending after the context supernodes whose solution is
+// known), which the plan checks as it is built (std::logic_error otherwise). Workers take task numbers from one atomic
 // ticket in increasing order and run each taken task to its end, waiting only on its own
 // counter. Suppose the workers were stuck: let t be the smallest taken, unfinished task.
 // Every task t depends on has a smaller number, so it was taken (tickets go out in order)
