@@ -1,6 +1,7 @@
 """MPI script: the sync-free solve on a rank's threads (grids 1 x 1 x Pz).
 
-Usage: mpiexec -n K python tests/mpi/syncfree_cases.py K OUTDIR
+Usage: mpiexec -n K python tests/mpi/syncfree_cases.py K OUTDIR [cuda]
+With "cuda", the solve phases run on the GPU (DistributedLU.to_device) instead of threads.
 On grid 1x1xK, for three gallery families (one nonsymmetric), every algorithm the grid runs,
 nrhs 1, 3 and 50, and threads 1 to 8 (some runs with a deliberately adversarial schedule:
 random sleeps and yields between taking a task, its additions and its counter decrements),
@@ -24,7 +25,10 @@ NRHS = (1, 3, 50)
 comm = MPI.COMM_WORLD
 expected = int(sys.argv[1])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+ON_GPU = sys.argv[3:] == ["cuda"]
 THREADS = [(2, 0), (3, 0), (8, 0), (8, 11), (4, 12)] if comm.size == 1 else [(2, 0), (4, 13)]
+if ON_GPU:
+    THREADS = [("cuda", 0)]
 ALGORITHMS = ["2d"] if comm.size == 1 else ["3d", "3d-baseline", "3d-baseline-async"]
 
 for spec in FAMILIES:
@@ -38,7 +42,8 @@ for spec in FAMILIES:
             b = B[dist.owned(comm.rank), :nrhs]
 
             def solve(threads, chaos=0):
-                solver.set_options(algorithm=algorithm, threads=threads)
+                solver.to_device("cuda" if threads == "cuda" else "cpu")
+                solver.set_options(algorithm=algorithm, threads=1 if threads == "cuda" else threads)
                 if chaos:  # the adversarial schedule (set on the core after set_options chose the threads)
                     solver._core.set_threads(threads, chaos_seed=chaos, chaos_sleep_us=30)
                 x = solver.solve(b, refine=False)
@@ -61,6 +66,7 @@ for spec in FAMILIES:
                 berr = max(np.abs(R[:, c]).max() / (norm_a * np.abs(X[:, c]).max() + np.abs(B[:, c]).max())
                            for c in range(nrhs))
                 print(json.dumps({"family": spec.split(":")[0], "algorithm": algorithm, "nrhs": nrhs,
-                                  "threads": threads, "chaos": chaos, "used": solver.threads,
+                                  "threads": threads, "chaos": chaos,
+                                  "used": solver.device if threads == "cuda" else solver.threads,
                                   "diff": float(np.abs(X - X1).max() / np.abs(X1).max()),
                                   "berr": float(berr), "stats_ok": bool(stats_ok)}), flush=True)

@@ -35,6 +35,9 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @click.option("--threads", type=click.IntRange(1), default=None,
               help="Threads per rank for the solves: above 1 each phase runs sync-free on them (SC'23 Algorithm 4; "
                    "grids 1x1xPz only). Default: OMP_NUM_THREADS on such a grid, else 1.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Where the solve phases run: cuda runs them sync-free on each rank's GPU (grids 1x1xPz; a build "
+                   "with COMMSOLVE_CUDA=ON).")
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
 @max_supernode_option
 @click.option("--relax-subtree", type=click.IntRange(0), default=LU_DEFAULTS["relax_subtree"], show_default=True,
@@ -54,7 +57,7 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
 def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm, partition, allreduce, tree, nrhs,
-           threads, repeat, max_supernode, relax_subtree, ppn, equil, row_perm, replace_tiny, refine, allow_singular, tol, as_json):
+           threads, device, repeat, max_supernode, relax_subtree, ppn, equil, row_perm, replace_tiny, refine, allow_singular, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
     the solve's communication per rank inside the grids (XY) and between them (Z)."""
@@ -74,6 +77,7 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
                      repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                      algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
                      replace_tiny=replace_tiny, refine=refine, profile=profile, threads=threads,
+                     device=device,
                      progress=progress(not as_json, desc="solve"),
                      factor_progress=None if stages is None else lambda stage: (stages.set_postfix_str(stage),
                                                                                  stages.update()))

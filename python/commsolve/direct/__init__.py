@@ -52,14 +52,14 @@ from .options import (ALGORITHMS, ALLREDUCE, AUTO, ProcessGrid3D, SolveOptions, 
 from .pivoting import ROW_PERMS, StaticPivoting, static_pivoting
 from .refinement import ITMAX
 from .serial import PIVOTING_DEFAULTS, SparseLU
-from .solver import REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS, XY_STEPS, Z_STEPS, DistributedLU
+from .solver import REDISTRIBUTE_STEPS, SOLVE_STEPS, TIME_PARTS, XY_STEPS, Z_STEPS, DistributedLU, device_available
 from .symbolic import (FOREST_PARTITIONS, LU_DEFAULTS, ORDERINGS, SupernodalStructure, SymbolicOptions,
                        forest_partition, supernodal_structure, symbolic)
 
 SolveLayout = _core.SolveLayout
 RhsMap = _core.RhsMap
 
-__all__ = ["SparseLU", "factor", "DistributedLU", "register_tuner", "Analysis", "FactorReport",
+__all__ = ["SparseLU", "factor", "DistributedLU", "device_available", "register_tuner", "Analysis", "FactorReport",
            "symbolic", "supernodal_structure", "forest_partition", "SupernodalStructure", "SymbolicOptions",
            "make_layout", "SolveLayout", "SolveOptions", "RhsMap", "ProcessGrid3D", "parse_grid", "solve_options",
            "is_auto", "static_pivoting", "StaticPivoting", "Distribution",

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _core
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
@@ -17,7 +18,7 @@ from .refinement import ITMAX, iterative_refinement
 from .selinv import selected_inverse as _selected_inverse
 from .serial import rhs_array
 
-__all__ = ["DistributedLU", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS"]
+__all__ = ["DistributedLU", "device_available", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS"]
 
 # The steps of a solve's CommStats: inside a grid (XY), between grids (Z), and the moves of b
 # to the ranks that solve and of x back.
@@ -51,6 +52,22 @@ class Residual:
     def abs_product(self, V):
         return np.column_stack([self.abs_local @ np.concatenate([V[:, k], self.A.exchange(V[:, k])])
                                 for k in range(V.shape[1])]) if V.shape[1] else V.copy()
+
+
+def device_available(device="cuda"):
+    """Whether this build of commsolve has ``device``'s backend (``"cuda"``) and this process
+    sees such a device. Local."""
+    return bool(_core.device_available(device))
+
+
+def _host_array(b):
+    """``b`` as a host array, and what turns a host result back into ``b``'s kind: a CuPy
+    array (anything with ``__cuda_array_interface__`` that CuPy takes) comes back as one."""
+    if b is None or not hasattr(b, "__cuda_array_interface__"):
+        return b, lambda x: x
+    import cupy  # only where a device array was given
+
+    return cupy.asnumpy(b), cupy.asarray
 
 
 class DistributedLU:
@@ -108,6 +125,7 @@ class DistributedLU:
     tree = property(lambda self: self.options.tree.name)
     allreduce = property(lambda self: self.options.allreduce)
     threads = property(lambda self: self._core.threads)  # per rank, for the solve phases
+    device = property(lambda self: self._core.device)  # where the solve phases run: "cpu" or "cuda"
     tiny_pivots_replaced = property(lambda self: self.report.replaced)
     factor_seconds = property(lambda self: self.report.seconds)
     factor_stats = property(lambda self: self.report.recorded)
@@ -151,6 +169,18 @@ class DistributedLU:
         if new != now:
             self._core.set_options(new)
 
+    @watched("DistributedLU.to_device")
+    def to_device(self, device):
+        """Collective. Run the next solves' phases on ``device``: ``"cuda"`` (the sync-free
+        kernel of SC'23 Algorithm 4, one thread block per supernode; this rank's factors are
+        uploaded once to its GPU) or ``"cpu"`` (back on the host). Needs a grid whose layers
+        are one rank (1 x 1 x Pz), a build with CUDA (``SKBUILD_CMAKE_DEFINE=COMMSOLVE_CUDA=ON
+        python3 scripts/build.py``) and a GPU on every rank (:func:`device_available`); the
+        inter-grid steps and the moves of b and x stay on the host. Returns ``self``."""
+        agree_args(self.comm, "DistributedLU.to_device", device=str(device))
+        run_agreed(self.comm, self._core.to_device, str(device))
+        return self
+
     def set_tree(self, tree, seed=None, flat_threshold=None):
         """Collective. Use another tree shape for the next solves, with ``seed`` and
         ``flat_threshold`` (C++'s defaults where not given; see :meth:`set_options`)."""
@@ -169,9 +199,10 @@ class DistributedLU:
         iterative refinement (the default, SuperLU_DIST's); ``berr`` is measured either way.
         """
         agree_args(self.comm, "DistributedLU.solve", replicated=bool(replicated), refine=bool(refine))
+        b, back = _host_array(b)
         if replicated:
-            return self._solve_replicated(b, refine)
-        return self._solve(b, refine)
+            return back(self._solve_replicated(b, refine))
+        return back(self._solve(b, refine))
 
     def _solve(self, b, refine):
         B, one, error = None, False, None

@@ -36,7 +36,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                max_supernode=LU_DEFAULTS["max_supernode"], relax_subtree=LU_DEFAULTS["relax_subtree"], algorithm=None,
                partition="nd", allreduce=None,
                equil=True, row_perm="mc64", replace_tiny=False, refine=True, profile=None, progress=None,
-               factor_progress=None, threads=None):
+               factor_progress=None, threads=None, device="cpu"):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
     ordering on rank 0, the numeric factorization by every rank of every grid, each ending
@@ -44,8 +44,10 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
     median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:
     the grid and algorithm the simulator predicts fastest with ``profile`` (the ranking is in
-    the result). ``threads`` per rank: see :func:`~commsolve.direct.factor`. Returns a result
-    dict on rank 0, None elsewhere."""
+    the result). ``threads`` per rank: see :func:`~commsolve.direct.factor`; ``device``:
+    ``"cuda"`` runs the solve phases on each rank's GPU
+    (:meth:`~commsolve.direct.DistributedLU.to_device`). Returns a result dict on rank 0,
+    None elsewhere."""
     if (gen is None) == (matrix is None):
         raise ValueError("give exactly one of a generator spec (--gen) or a matrix file (--matrix)")
     if nrhs < 1 or repeat < 1:
@@ -60,6 +62,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                     equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile, progress=factor_progress,
                     threads=threads)
+    if device != "cpu":
+        solver.to_device(device)
     A = D.to_global(0)  # for the check of the residual, on rank 0
     del D
     px, py, pz = solver.grid
@@ -110,6 +114,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "allreduce": solver.allreduce if pz > 1 else None,
         "tree": solver.tree,
         "threads": solver.threads,
+        "device": solver.device,
         "grid_ranking": solver.grid_ranking,
         "nrhs": nrhs,
         "repeat": repeat,
@@ -193,7 +198,8 @@ def format_sptrsv(r):
                        for q in ranking[1:4])] if ranking else []),
         f"layout      {r['nranks']} rank{'s' if r['nranks'] > 1 else ''}, grid {grid}, algorithm {r['algorithm']}, "
         f"tree {r['tree']}, nrhs {r['nrhs']}"
-        + (f", {r['threads']} threads per rank (sync-free)" if r["threads"] > 1 else "")
+        + (f", {r['threads']} threads per rank (sync-free)" if r["threads"] > 1 and r["device"] == "cpu" else "")
+        + (f", solve phases on {r['device']} (sync-free)" if r["device"] != "cpu" else "")
         + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),
         f"factors     nnz(L+U) {r['nnz_LU']:,} in {r['supernodes']:,} supernodes "
         f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included; per rank "

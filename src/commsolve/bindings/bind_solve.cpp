@@ -34,6 +34,8 @@ nb::dict times_dict(const TriSolve::Times& times) {
 }  // namespace
 
 void bind_solve(nb::module_& m) {
+  m.def("device_available", &device_available, "device"_a,
+        "Whether this build has the device's backend ('cuda') and a device to run it on.");
   m.def("check_solve_threads", [](int threads, int px, int py, int pz) {
     check_solve_threads(threads, ProcessGrid3D{px, py, pz});
   }, "threads"_a, "px"_a, "py"_a, "pz"_a, "The threads rule: ValueError unless threads >= 1 and, above 1, px = py = 1.");
@@ -63,6 +65,11 @@ void bind_solve(nb::module_& m) {
            "Local: threads per rank for the next solves (> 1: the sync-free solve, 1 x 1 x Pz grids only); "
            "chaos_seed != 0 perturbs the threads' schedule at random (tests).")
       .def_prop_ro("threads", &TriSolve::threads)
+      .def("to_device", [](TriSolve& t, const std::string& device) {
+        nb::gil_scoped_release nogil;
+        t.to_device(device);
+      }, "device"_a, "Local: the next solves' phases on `device` ('cuda', or 'cpu' to come back); 1 x 1 x Pz grids.")
+      .def_prop_ro("device", &TriSolve::device)
       .def("solve", [](TriSolve& t, RowMajorIn b, RowMajor x) {
         if (static_cast<std::int64_t>(b.shape(0)) != t.local_rows() || b.shape(0) != x.shape(0) ||
             b.shape(1) != x.shape(1) || b.shape(1) < 1)

@@ -110,12 +110,70 @@ void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
   plan_syncfree();
 }
 
+void TriSolve::to_device(const std::string& device) {
+  if (device == "cpu") {
+    device_.reset();
+    device_name_ = device;
+    plan_syncfree();
+    return;
+  }
+  check_solve_threads(2, grid_);  // the sync-free solve's grids
+  const std::string before = device_name_;
+  device_name_ = device;
+  try {
+    plan_syncfree();
+  } catch (...) {
+    device_name_ = before;
+    plan_syncfree();
+    throw;
+  }
+}
+
 void TriSolve::plan_syncfree() {
   syncfree_.clear();
-  if (threads_ == 1) return;
+  const bool device = device_name_ != "cpu";
+  if (threads_ == 1 && !device) return;
   syncfree_.resize(program_.size());
   for (std::size_t i = 0; i < program_.size(); ++i)
     if (program_[i].kind == SolveOp::phase) syncfree_[i] = make_syncfree_phase(sym_, blocks_, store_, phases_[i]);
+  device_.reset();
+  if (device) device_ = make_device_solver(device_name_, store_, syncfree_);
+}
+
+// The program's phases and inter-grid steps, each phase message-driven, sync-free on this
+// rank's threads or on its device (the solve vector uploaded before a run of phases and
+// downloaded before an inter-grid step and at the end, within the phases' times).
+void TriSolve::run_phases(int nrhs, Times& t) {
+  bool on_device = false;
+  for (std::size_t i = 0; i < program_.size(); ++i) {
+    const SolveOp& op = program_[i];
+    const double ts = MPI_Wtime();
+    if (op.kind == SolveOp::phase) {
+      if (device_) {
+        if (!on_device) device_->upload(sol_.data(), store_.sol_rows, nrhs);
+        on_device = true;
+        device_->run(i, nrhs);
+        if (i + 1 == program_.size()) device_->download(sol_.data(), store_.sol_rows, nrhs);
+      } else if (!syncfree_.empty()) {
+        run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
+      } else {
+        exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
+      }
+      (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
+    } else {
+      double td = ts;
+      if (on_device) {  // the last phase's result back to the host, in that phase's time
+        device_->download(sol_.data(), store_.sol_rows, nrhs);
+        on_device = false;
+        td = MPI_Wtime();
+        (program_[i - 1].upper ? t.u_solve : t.l_solve) += td - ts;
+      }
+      const bool reduce = op.kind == SolveOp::z_reduce;
+      run_z_step(comm_.get(), zsteps_[i], reduce, opts_.packed_z, sym_, store_, sol_.data(), nrhs,
+                 first_z_tag + 2 * op.step + (reduce ? 0 : 1), topo_, rank_, recorded_);
+      t.z_comm += MPI_Wtime() - td;
+    }
+  }
 }
 
 TriSolve::RhsMove TriSolve::rhs_move(const std::vector<std::int32_t>& order,
@@ -181,22 +239,7 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
   }
   const double t1 = MPI_Wtime();
 
-  for (std::size_t i = 0; i < program_.size(); ++i) {
-    const SolveOp& op = program_[i];
-    const double ts = MPI_Wtime();
-    if (op.kind == SolveOp::phase) {
-      if (syncfree_.empty())
-        exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
-      else
-        run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
-      (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
-    } else {
-      const bool reduce = op.kind == SolveOp::z_reduce;
-      run_z_step(comm_.get(), zsteps_[i], reduce, opts_.packed_z, sym_, store_, sol_.data(), nrhs,
-                 first_z_tag + 2 * op.step + (reduce ? 0 : 1), topo_, rank_, recorded_);
-      t.z_comm += MPI_Wtime() - ts;
-    }
-  }
+  run_phases(nrhs, t);
   const double t2 = MPI_Wtime();
 
   // x goes back by the same plan in reverse: own rows directly, the others' through the halo.

@@ -18,6 +18,7 @@
 #include "comm/comm_stats.hpp"
 #include "comm/mpi_executor.hpp"
 #include "direct/block_store.hpp"
+#include "direct/device_solve.hpp"
 #include "direct/forests.hpp"
 #include "direct/rhs_layout.hpp"
 #include "direct/solve_executor.hpp"
@@ -57,6 +58,11 @@ class TriSolve {
   // perturbs the threads' schedule (tests only).
   void set_threads(int threads, ScheduleChaos chaos = {});
   int threads() const { return threads_; }
+  // Runs the next solves' phases on `device` ("cuda": the sync-free kernel of
+  // direct/device_solve.hpp, factors uploaded once; "cpu": on this rank again). Local; the
+  // same grids as threads > 1. The inter-grid steps and the moves of b and x stay on the host.
+  void to_device(const std::string& device);
+  std::string device() const { return device_name_; }
 
   struct Times {  // this rank's seconds
     double redistribute_b = 0, l_solve = 0, z_comm = 0, u_solve = 0, redistribute_x = 0, total = 0;
@@ -119,8 +125,11 @@ class TriSolve {
   int threads_ = 1;
   ScheduleChaos chaos_;
   std::unique_ptr<ThreadTeam> team_;
-  std::vector<SyncFreePhase> syncfree_;  // per op, when threads_ > 1 (empty for inter-grid steps)
+  std::vector<SyncFreePhase> syncfree_;  // per op, when threads_ > 1 or on a device (empty for inter-grid steps)
+  std::string device_name_ = "cpu";
+  std::unique_ptr<DeviceSolver> device_;
   void plan_syncfree();
+  void run_phases(int nrhs, Times& t);
 };
 
 }  // namespace commsolve
