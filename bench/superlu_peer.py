@@ -25,11 +25,12 @@ FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.
 SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
 
 
-def run(nprocs, argv, timeout=1800):
-    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), one thread
-    per rank: (stdout, peak resident bytes of the largest process)."""
+def run(nprocs, argv, timeout=1800, threads=1):
+    """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), ``threads``
+    OpenMP threads per rank (OMP_NUM_THREADS; BLAS always one): (stdout, peak resident bytes
+    of the largest process)."""
     cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
-    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS=str(threads))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
         timer = threading.Timer(timeout, proc.kill)
@@ -46,12 +47,13 @@ def run(nprocs, argv, timeout=1800):
     return text, usage.ru_maxrss * 1024
 
 
-def superlu_run(path, grid, driver=PDDRIVE):
+def superlu_run(path, grid, driver=PDDRIVE, threads=1):
     """One run of ``driver`` on the Matrix Market file ``path`` on ``grid`` ((px, py) for
-    pddrive, (px, py, pz) for pddrive3d): its phase times, nnz(L+U), error and peak memory."""
+    pddrive, (px, py, pz) for pddrive3d), ``threads`` OpenMP threads per rank: its phase
+    times, nnz(L+U), error and peak memory."""
     px, py, *pz = grid
     argv = [driver, "-r", str(px), "-c", str(py), *(["-d", str(pz[0])] if pz else []), path]
-    text, rss = run(px * py * (pz[0] if pz else 1), argv)
+    text, rss = run(px * py * (pz[0] if pz else 1), argv, threads=threads)
     rec = {}
     for key, pattern in FIELDS.items():
         m = re.search(pattern, text)
@@ -69,6 +71,6 @@ def summarize(runs):
     return {"runs": runs, **med, "nnz_LU": int(runs[0]["nnz_LU"]), "error_vs_xtrue": max(r["error"] for r in runs)}
 
 
-def superlu(path, grid, runs, driver=PDDRIVE):
+def superlu(path, grid, runs, driver=PDDRIVE, threads=1):
     """``runs`` runs of :func:`superlu_run`, summarized."""
-    return summarize([superlu_run(path, grid, driver) for _ in range(runs)])
+    return summarize([superlu_run(path, grid, driver, threads) for _ in range(runs)])

@@ -31,7 +31,8 @@ def mpi_env(nprocs, base=None):
     env = dict(os.environ if base is None else base)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # Open MPI 4
+    env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")  # Open MPI 5 (PRRTE)
     if nprocs > (os.cpu_count() or 1):
         env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     return env

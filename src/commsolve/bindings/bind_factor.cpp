@@ -58,6 +58,38 @@ void bind_serial(nb::module_& m) {
       }, "row_of"_a, "col_of"_a, "row_scale"_a, "col_scale"_a,
          "The entries of (L U)^-1 in the pattern of L + U, mapped to A^-1's (rows of Z: row_of, columns: col_of, "
          "scaled) -> CSR (indptr, indices, data).")
+      .def("triangular_factor", [](const SupernodalLU& lu, bool upper) {
+        // Every stored entry of L (with its unit diagonal) or U as triples, then CSR: the
+        // factors as a general sparse solver (cuSPARSE, scipy) takes them.
+        const SupernodalStructure& sym = lu.structure();
+        std::vector<std::int32_t> row, col;
+        std::vector<double> val;
+        SelectedCsr c;
+        {
+          nb::gil_scoped_release nogil;
+          auto put = [&](std::int64_t i, std::int64_t j, double v) {
+            row.push_back(static_cast<std::int32_t>(i));
+            col.push_back(static_cast<std::int32_t>(j));
+            val.push_back(v);
+          };
+          for (std::size_t s = 0; s + 1 < sym.sn_start.size(); ++s) {
+            const std::int64_t f = sym.sn_start[s], w = sym.sn_start[s + 1] - f;
+            const std::int64_t r = sym.rows_ptr[s + 1] - sym.rows_ptr[s];
+            const std::int32_t* below = sym.rows.data() + sym.rows_ptr[s];
+            const double *d = lu.diag(s), *l = lu.l21(s), *u = lu.u12(s);
+            for (std::int64_t j = 0; j < w; ++j) {
+              for (std::int64_t i = 0; i < w; ++i)
+                if (upper ? i <= j : i > j) put(f + i, f + j, d[j * w + i]);
+              if (!upper) put(f + j, f + j, 1.0);
+              for (std::int64_t a = 0; a < r; ++a)
+                if (upper) put(f + j, below[a], u[a * w + j]);
+                else put(below[a], f + j, l[j * r + a]);
+            }
+          }
+          c = triples_csr(sym.n, row.data(), col.data(), val.data(), static_cast<std::int64_t>(val.size()));
+        }
+        return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)), to_numpy(std::move(c.data)));
+      }, "upper"_a, "L (unit diagonal stored) or U of the permuted matrix as CSR (indptr, indices, data).")
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)
       .def_prop_ro("flops", &SupernodalLU::flops)

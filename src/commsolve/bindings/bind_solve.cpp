@@ -28,6 +28,7 @@ nb::dict times_dict(const TriSolve::Times& times) {
   d["u_solve"] = times.u_solve;
   d["redistribute_x"] = times.redistribute_x;
   d["total"] = times.total;
+  d["device_copy"] = times.device_copy;
   return d;
 }
 

@@ -152,8 +152,14 @@ void TriSolve::run_phases(int nrhs, Times& t) {
       if (device_) {
         if (!on_device) device_->upload(sol_.data(), store_.sol_rows, nrhs);
         on_device = true;
+        const double tk = MPI_Wtime();
+        t.device_copy += tk - ts;
         device_->run(i, nrhs);
-        if (i + 1 == program_.size()) device_->download(sol_.data(), store_.sol_rows, nrhs);
+        if (i + 1 == program_.size()) {
+          const double td = MPI_Wtime();
+          device_->download(sol_.data(), store_.sol_rows, nrhs);
+          t.device_copy += MPI_Wtime() - td;
+        }
       } else if (!syncfree_.empty()) {
         run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
       } else {
@@ -167,6 +173,7 @@ void TriSolve::run_phases(int nrhs, Times& t) {
         on_device = false;
         td = MPI_Wtime();
         (program_[i - 1].upper ? t.u_solve : t.l_solve) += td - ts;
+        t.device_copy += td - ts;
       }
       const bool reduce = op.kind == SolveOp::z_reduce;
       run_z_step(comm_.get(), zsteps_[i], reduce, opts_.packed_z, sym_, store_, sol_.data(), nrhs,

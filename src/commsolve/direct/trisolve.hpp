@@ -66,6 +66,7 @@ class TriSolve {
 
   struct Times {  // this rank's seconds
     double redistribute_b = 0, l_solve = 0, z_comm = 0, u_solve = 0, redistribute_x = 0, total = 0;
+    double device_copy = 0;  // the solve vector to the device and back (within l_solve and u_solve)
   };
   // Collective. b: this rank's rows (n_local x nrhs, row-major); x receives the solution the
   // same way (it may alias b).
