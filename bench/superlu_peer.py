@@ -30,7 +30,7 @@ def run(nprocs, argv, timeout=1800, threads=1):
     OpenMP threads per rank (OMP_NUM_THREADS; BLAS always one): (stdout, peak resident bytes
     of the largest process)."""
     cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
-    env = dict(mpi_env(nprocs or 1), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS=str(threads))
+    env = dict(mpi_env(nprocs or 1, threads=threads), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS=str(threads))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
         timer = threading.Timer(timeout, proc.kill)

@@ -81,3 +81,12 @@ def test_cli_threads_option():
     assert "Traceback" not in p.stderr
     p = cli("--gen", "poisson2d9:20", "--threads", "0")
     assert p.returncode == 2 and "--threads" in p.stderr
+
+
+def test_ranks_with_threads_are_not_bound_to_one_core():
+    from commsolve.launch import mpi_env as env_for
+
+    one, many = env_for(2, base={}), env_for(2, base={}, threads=4)
+    assert "OMPI_MCA_hwloc_base_binding_policy" not in one
+    assert many["OMPI_MCA_hwloc_base_binding_policy"] == "none"
+    assert many["PRTE_MCA_hwloc_default_binding_policy"] == "none"

@@ -25,10 +25,15 @@ def under_mpiexec():
     return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"))
 
 
-def mpi_env(nprocs, base=None):
+def mpi_env(nprocs, base=None, threads=1):
     """Environment for ``nprocs`` ranks on this machine: Open MPI may run as root, may place
-    more ranks than cores, and then yields instead of busy-polling."""
+    more ranks than cores, and then yields instead of busy-polling; with ``threads`` > 1 per
+    rank it binds ranks to no core (Open MPI binds each to one by default, where its threads
+    would share that core)."""
     env = dict(os.environ if base is None else base)
+    if threads > 1:
+        env.setdefault("OMPI_MCA_hwloc_base_binding_policy", "none")  # Open MPI 4
+        env.setdefault("PRTE_MCA_hwloc_default_binding_policy", "none")  # Open MPI 5 (PRRTE)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # Open MPI 4
@@ -247,7 +252,7 @@ def _relay_until_done(proc, relay, folder, nprocs, timeout):
             return stuck
 
 
-def relaunch(nprocs, args, timeout=None, out=None):
+def relaunch(nprocs, args, timeout=None, out=None, threads=1):
     """Runs ``python -m mpi4py ARGS`` on ``nprocs`` ranks as a child job and returns its exit
     status. The ranks learn whether the launching terminal shows progress bars
     (``COMMSOLVE_PROGRESS``), the watchdog's ``timeout`` (``COMMSOLVE_TIMEOUT``; 0: off;
@@ -256,7 +261,8 @@ def relaunch(nprocs, args, timeout=None, out=None):
     and the job never outlives the launcher. The job's stderr is relayed without Open MPI's
     banners; a rank that died of a signal is reported by rank, signal and, for SIGKILL,
     whether the kernel killed it for memory. A job whose ranks wait for one that has ended
-    its program is ended after ``timeout`` (exit status 124; :func:`commsolve._watchdog.stuck`)."""
+    its program is ended after ``timeout`` (exit status 124; :func:`commsolve._watchdog.stuck`).
+    ``threads`` per rank: see :func:`mpi_env`."""
     import signal
     import tempfile
 
@@ -265,7 +271,7 @@ def relaunch(nprocs, args, timeout=None, out=None):
     timeout = default_timeout() if timeout is None else timeout
     out = out or sys.stderr.buffer
     folder = tempfile.mkdtemp(prefix="commsolve-job-")
-    env = mpi_env(nprocs)
+    env = mpi_env(nprocs, threads=threads)
     env["COMMSOLVE_WATCHDOG_DIR"] = folder
     env["COMMSOLVE_TIMEOUT"] = str(timeout or 0)
     if sys.stderr.isatty():

@@ -30,13 +30,13 @@ TREE = trees.TreeShape()  # the tree options' defaults, as C++ sets them
 
 # ---- running under MPI -------------------------------------------------------------
 
-def relaunch_or_check(nprocs, oversubscribe=False, timeout=None):
+def relaunch_or_check(nprocs, oversubscribe=False, timeout=None, threads=1):
     """Returns normally when this process should do the work (as an MPI rank): without
     mpiexec around it, runs the same command line as ``mpiexec -n N python -m mpi4py -m
     commsolve ...`` (:func:`commsolve.launch.relaunch`: the watchdog on, with ``timeout`` or
     :func:`~commsolve.launch.default_timeout`; a rank's death reported) and exits with its status; started by
     mpiexec, checks that the world has N ranks and switches the watchdog on if ``timeout``
-    is given."""
+    is given. ``threads`` per rank (> 1: ranks bound to no core, :func:`~commsolve.launch.mpi_env`)."""
     if timeout is not None and not timeout >= 0:  # NaN fails too
         raise click.BadParameter(f"must be a number of seconds >= 0 (0: off), got {timeout}", param_hint="--timeout")
     if nprocs is None:
@@ -63,7 +63,7 @@ def relaunch_or_check(nprocs, oversubscribe=False, timeout=None):
         except ValueError as e:
             raise click.UsageError(str(e)) from None
     # The same arguments, -np included: under mpiexec it is checked against the world size.
-    sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=timeout))
+    sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=timeout, threads=threads))
 
 
 def show_progress():

@@ -65,7 +65,9 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
     if is_auto(grid) != (profile is not None):
         raise click.UsageError(f"--grid {AUTO} needs --profile (a machine profile to simulate with; 'commsolve "
                                f"calibrate' writes one), and --profile goes with --grid {AUTO}")
-    relaunch_or_check(nprocs, oversubscribe, timeout)
+    from .. import _core
+
+    relaunch_or_check(nprocs, oversubscribe, timeout, threads=threads or _core.default_threads())
     from mpi4py import MPI
 
     from ..runs.sptrsv import format_sptrsv, run_sptrsv

@@ -3,7 +3,9 @@ over a process grid (a C++ ``TriSolve``) and the solves with iterative refinemen
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -58,6 +60,16 @@ def device_available(device="cuda"):
     """Whether this build of commsolve has ``device``'s backend (``"cuda"``) and this process
     sees such a device. Local."""
     return bool(_core.device_available(device))
+
+
+def _warn_if_bound(threads):
+    """A warning when this process may run on fewer cores than its ``threads`` (its CPU
+    affinity: mpiexec binds each rank to one core unless told otherwise)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else threads
+    if cores < threads:
+        warnings.warn(f"{threads} solve threads per rank, but this rank may run on {cores} core(s) only (its CPU "
+                      f"affinity): start mpiexec with --bind-to none or --map-by slot:PE={threads} (commsolve's -np "
+                      "does the former)", RuntimeWarning, stacklevel=3)
 
 
 def _host_array(b):
@@ -166,6 +178,7 @@ class DistributedLU:
         agree_args(self.comm, "DistributedLU.set_options", options=repr(new), threads=n)
         if n != self.threads:
             run_agreed(self.comm, self._core.set_threads, n)
+            _warn_if_bound(n)
         if new != now:
             self._core.set_options(new)
 
