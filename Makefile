@@ -1,6 +1,7 @@
 # make demo   installs what is missing, builds, runs the main job
 # make test   installs what is missing, builds, runs every test
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
+# make bench-threads  also installs SuperLU_DIST, compares threads and ranks for the solve with it
 # make bench-factor   also installs SuperLU_DIST, compares the LU factorization with it
 # make bench-amg      also installs PETSc/hypre, compares AMG-PCG with BoomerAMG, GAMG, pyamg
 # make bench-sparsify also installs hypre, compares sparsified AMG with hypre's non-Galerkin
@@ -16,7 +17,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
+.PHONY: deps build demo test bench bench-sptrsv bench-threads bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -40,6 +41,10 @@ bench: build
 bench-sptrsv: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
 	$(PYTHON) bench/sptrsv_vs_superlu.py
+
+bench-threads: build
+	PYTHON=$(PYTHON) scripts/install-deps --peers
+	$(PYTHON) bench/sptrsv_threads.py
 
 bench-factor: build
 	PYTHON=$(PYTHON) scripts/install-deps --peers
