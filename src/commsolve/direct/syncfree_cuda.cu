@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -42,6 +43,9 @@ T* upload_array(const std::vector<T>& v) {
 }
 
 constexpr int threads_per_block = 256;
+// Cycles a task may wait for its dependencies before the kernel traps (about 30 s at 2 GHz):
+// only a wrong plan waits that long.
+constexpr long long spin_limit = 60'000'000'000LL;
 constexpr int tile = 4;  // right-hand sides per thread and pass
 
 // One phase's plan on the device (direct/syncfree.hpp's SyncFreePhase, array for array).
@@ -99,7 +103,11 @@ __global__ void syncfree_phase(KernelArgs a) {
       task = static_cast<long long>(atomicAdd(a.ticket, 1ULL));
       if (task < p.tasks) {
         volatile int* cnt = a.counter + task;
-        while (*cnt != 0) __nanosleep(64);
+        const long long start = clock64();
+        while (*cnt != 0) {
+          __nanosleep(64);
+          if (clock64() - start > spin_limit) __trap();  // a plan bug, not a slow GPU: fail, do not hang
+        }
         __threadfence();  // the updates that zeroed the counter are seen before the sum is read
       }
     }
@@ -136,8 +144,10 @@ __global__ void syncfree_phase(KernelArgs a) {
     }
     __threadfence();  // every thread's additions visible device-wide before any counter falls
     __syncthreads();
-    for (std::int64_t u = p.upd_ptr[t] + threadIdx.x; u < p.upd_ptr[t + 1]; u += blockDim.x)
+    for (std::int64_t u = p.upd_ptr[t] + threadIdx.x; u < p.upd_ptr[t + 1]; u += blockDim.x) {
+      __threadfence();  // release by the signalling thread itself, after the barrier (grid-sync's pattern)
       atomicSub(a.counter + p.target[u], 1);
+    }
     __syncthreads();  // `task` is rewritten only after every thread has read it
   }
 }
@@ -145,50 +155,15 @@ __global__ void syncfree_phase(KernelArgs a) {
 class CudaSolver final : public DeviceSolver {
  public:
   CudaSolver(const BlockStore& store, const std::vector<SyncFreePhase>& phases) {
-    check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
-    cudaDeviceProp prop{};
-    check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
-    name_ = prop.name;
-    int per_sm = 0;
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, syncfree_phase, threads_per_block, 0),
-               "occupancy");
-    resident_ = std::max(1, per_sm) * prop.multiProcessorCount;  // every launched block is resident
-    factors_ = upload_array(store.values.data(), static_cast<std::size_t>(store.layout.total));
-    sol_rows_ = store.sol_rows;
-    for (const SyncFreePhase& h : phases) {
-      DevicePhase d;
-      d.upper = h.upper;
-      d.tasks = h.tasks();
-      d.sum_size = h.sum_size;
-      d.max_width = h.max_width;
-      if (d.tasks > 0) {
-        d.deps = upload_array(h.deps), d.width = upload_array(h.width), d.panel_rows = upload_array(h.panel_rows);
-        d.target = upload_array(h.target), d.m = upload_array(h.m), d.rows = upload_array(h.rows);
-        d.sol = upload_array(h.sol), d.sum = upload_array(h.sum), d.inv = upload_array(h.inv);
-        d.panel = upload_array(h.panel), d.upd_ptr = upload_array(h.upd_ptr), d.values = upload_array(h.values);
-        d.row_ptr = upload_array(h.row_ptr);
-      }
-      max_tasks_ = std::max(max_tasks_, d.tasks);
-      max_sum_ = std::max(max_sum_, d.sum_size);
-      max_width_ = std::max(max_width_, std::int64_t{d.max_width});
-      phases_.push_back(d);
+    try {
+      setup(store, phases);
+    } catch (...) {
+      release();
+      throw;
     }
-    check_cuda(cudaMalloc(&counter_, std::max<std::int64_t>(max_tasks_, 1) * sizeof(int)), "cudaMalloc");
-    check_cuda(cudaMalloc(&ticket_, sizeof(unsigned long long)), "cudaMalloc");
   }
 
-  ~CudaSolver() override {
-    for (DevicePhase& d : phases_)
-      for (void* ptr : {static_cast<void*>(d.deps), static_cast<void*>(d.width), static_cast<void*>(d.panel_rows),
-                        static_cast<void*>(d.target), static_cast<void*>(d.m), static_cast<void*>(d.rows),
-                        static_cast<void*>(d.sol), static_cast<void*>(d.sum), static_cast<void*>(d.inv),
-                        static_cast<void*>(d.panel), static_cast<void*>(d.upd_ptr), static_cast<void*>(d.values),
-                        static_cast<void*>(d.row_ptr)})
-        cudaFree(ptr);
-    for (void* ptr : {static_cast<void*>(factors_), static_cast<void*>(sol_), static_cast<void*>(sums_),
-                      static_cast<void*>(scratch_), static_cast<void*>(counter_), static_cast<void*>(ticket_)})
-      cudaFree(ptr);
-  }
+  ~CudaSolver() override { release(); }
 
   void upload(const double* sol, std::int64_t rows, int nrhs) override {
     reserve(nrhs);
@@ -210,15 +185,75 @@ class CudaSolver final : public DeviceSolver {
     const int blocks = static_cast<int>(std::min<std::int64_t>(resident_, d.tasks));
     syncfree_phase<<<blocks, threads_per_block>>>(a);
     check_cuda(cudaGetLastError(), "kernel launch");
-    check_cuda(cudaDeviceSynchronize(), "sync-free phase");
+    check_cuda(cudaDeviceSynchronize(), "sync-free phase (a trap here: a task waited ~30 s, a plan bug)");
   }
 
   std::string name() const override { return name_; }
 
  private:
+  void setup(const BlockStore& store, const std::vector<SyncFreePhase>& phases) {
+    // One GPU per rank on a node of several: the node-local rank picks it.
+    int count = 0;
+    check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+      if (const char* v = std::getenv(var)) {
+        check_cuda(cudaSetDevice(std::atoi(v) % std::max(count, 1)), "cudaSetDevice");
+        break;
+      }
+    check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
+    cudaDeviceProp prop{};
+    check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+    name_ = prop.name;
+    int per_sm = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, syncfree_phase, threads_per_block, 0),
+               "occupancy");
+    // As many blocks as fit at once (tickets make progress independent of which are resident).
+    resident_ = std::max(1, per_sm) * prop.multiProcessorCount;
+    factors_ = upload_array(store.values.data(), static_cast<std::size_t>(store.layout.total));
+    sol_rows_ = store.sol_rows;
+    for (const SyncFreePhase& h : phases) {
+      DevicePhase& d = phases_.emplace_back();  // kept at once: release() frees what was uploaded
+      d.upper = h.upper;
+      d.tasks = h.tasks();
+      d.sum_size = h.sum_size;
+      d.max_width = h.max_width;
+      if (d.tasks > 0) {
+        d.deps = upload_array(h.deps), d.width = upload_array(h.width), d.panel_rows = upload_array(h.panel_rows);
+        d.target = upload_array(h.target), d.m = upload_array(h.m), d.rows = upload_array(h.rows);
+        d.sol = upload_array(h.sol), d.sum = upload_array(h.sum), d.inv = upload_array(h.inv);
+        d.panel = upload_array(h.panel), d.upd_ptr = upload_array(h.upd_ptr), d.values = upload_array(h.values);
+        d.row_ptr = upload_array(h.row_ptr);
+      }
+      max_tasks_ = std::max(max_tasks_, d.tasks);
+      max_sum_ = std::max(max_sum_, d.sum_size);
+      max_width_ = std::max(max_width_, std::int64_t{d.max_width});
+    }
+    check_cuda(cudaMalloc(&counter_, std::max<std::int64_t>(max_tasks_, 1) * sizeof(int)), "cudaMalloc");
+    check_cuda(cudaMalloc(&ticket_, sizeof(unsigned long long)), "cudaMalloc");
+  }
+
+  void release() {
+    for (DevicePhase& d : phases_)
+      for (void* ptr : {static_cast<void*>(d.deps), static_cast<void*>(d.width), static_cast<void*>(d.panel_rows),
+                        static_cast<void*>(d.target), static_cast<void*>(d.m), static_cast<void*>(d.rows),
+                        static_cast<void*>(d.sol), static_cast<void*>(d.sum), static_cast<void*>(d.inv),
+                        static_cast<void*>(d.panel), static_cast<void*>(d.upd_ptr), static_cast<void*>(d.values),
+                        static_cast<void*>(d.row_ptr)})
+        cudaFree(ptr);
+    phases_.clear();
+    for (void* ptr : {static_cast<void*>(factors_), static_cast<void*>(sol_), static_cast<void*>(sums_),
+                      static_cast<void*>(scratch_), static_cast<void*>(counter_), static_cast<void*>(ticket_)})
+      cudaFree(ptr);
+    factors_ = sol_ = sums_ = scratch_ = nullptr;
+    counter_ = nullptr;
+    ticket_ = nullptr;
+  }
+
   void reserve(int nrhs) {
     if (nrhs <= nrhs_) return;
     for (void* ptr : {static_cast<void*>(sol_), static_cast<void*>(sums_), static_cast<void*>(scratch_)}) cudaFree(ptr);
+    sol_ = sums_ = scratch_ = nullptr;
+    nrhs_ = 0;
     check_cuda(cudaMalloc(&sol_, std::max<std::int64_t>(sol_rows_ * nrhs, 1) * sizeof(double)), "cudaMalloc (sol)");
     check_cuda(cudaMalloc(&sums_, std::max<std::int64_t>(max_sum_ * nrhs, 1) * sizeof(double)), "cudaMalloc (sums)");
     check_cuda(cudaMalloc(&scratch_, std::max<std::int64_t>(resident_ * max_width_ * nrhs, 1) * sizeof(double)),

@@ -86,58 +86,66 @@ void TriSolve::set_options(const SolveOptions& opts) {
                                                                            : ph.child_ptr[e + 1] > ph.child_ptr[e];
       if (receives) widest = std::max(widest, ph.width[e]);
     }
+  std::vector<SyncFreePhase> plans;
+  std::unique_ptr<DeviceSolver> solver;
+  if (threads_ > 1 || device_) plans = plan_syncfree(program, phases);
+  if (device_) solver = make_device_solver(device_name_, store_, plans);
   opts_ = opts;  // only once everything is built: a bad option leaves the solver as it was
   program_ = std::move(program);
   phases_ = std::move(phases);
   zsteps_ = std::move(zsteps);
   max_recv_width_ = widest;
-  plan_syncfree();
+  syncfree_ = std::move(plans);
+  if (solver) device_ = std::move(solver);
 }
 
 void check_solve_threads(int threads, const ProcessGrid3D& grid) {
   require(threads >= 1, "distributed solve: threads must be at least 1, got " + std::to_string(threads));
-  require(threads == 1 || grid.px * grid.py == 1,
-          "distributed solve: threads > 1 (the sync-free solve) needs a grid whose layers are one rank "
-          "(1x1xPz); this one is " + std::to_string(grid.px) + "x" + std::to_string(grid.py) + "x" +
-              std::to_string(grid.pz) + ": use grid 1x1x" + std::to_string(grid.size()) + " or one thread");
+  if (threads > 1) check_syncfree_grid(grid, "threads > 1");
+}
+
+void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what) {
+  require(grid.px * grid.py == 1, "distributed solve: " + what + " (the sync-free solve) needs a grid whose layers are "
+                                  "one rank (1x1xPz); this one is " + std::to_string(grid.px) + "x" +
+                                  std::to_string(grid.py) + "x" + std::to_string(grid.pz) + ": use grid 1x1x" +
+                                  std::to_string(grid.size()) + (what == "threads > 1" ? " or one thread" : ""));
+}
+
+std::vector<SyncFreePhase> TriSolve::plan_syncfree(const std::vector<SolveOp>& program,
+                                                   const std::vector<PhaseSchedule>& phases) const {
+  std::vector<SyncFreePhase> plans(program.size());
+  for (std::size_t i = 0; i < program.size(); ++i)
+    if (program[i].kind == SolveOp::phase) plans[i] = make_syncfree_phase(sym_, blocks_, store_, phases[i]);
+  return plans;
 }
 
 void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
   check_solve_threads(threads, grid_);
-  if (threads != threads_) team_ = threads > 1 ? std::make_unique<ThreadTeam>(threads) : nullptr;
+  // Everything new is built first: a failure leaves the solver as it was.
+  std::unique_ptr<ThreadTeam> team;
+  if (threads != threads_ && threads > 1) team = std::make_unique<ThreadTeam>(threads);
+  std::vector<SyncFreePhase> plans;
+  if (threads > 1 && syncfree_.empty()) plans = plan_syncfree(program_, phases_);
+  if (threads != threads_) team_ = std::move(team);
+  if (!plans.empty()) syncfree_ = std::move(plans);
+  if (threads == 1 && !device_) syncfree_.clear();
   threads_ = threads;
   chaos_ = chaos;
-  plan_syncfree();
 }
 
 void TriSolve::to_device(const std::string& device) {
   if (device == "cpu") {
     device_.reset();
     device_name_ = device;
-    plan_syncfree();
+    if (threads_ == 1) syncfree_.clear();
     return;
   }
-  check_solve_threads(2, grid_);  // the sync-free solve's grids
-  const std::string before = device_name_;
+  check_syncfree_grid(grid_, "a device");
+  std::vector<SyncFreePhase> plans = syncfree_.empty() ? plan_syncfree(program_, phases_) : syncfree_;
+  std::unique_ptr<DeviceSolver> solver = make_device_solver(device, store_, plans);  // may throw: nothing changed yet
+  syncfree_ = std::move(plans);
+  device_ = std::move(solver);
   device_name_ = device;
-  try {
-    plan_syncfree();
-  } catch (...) {
-    device_name_ = before;
-    plan_syncfree();
-    throw;
-  }
-}
-
-void TriSolve::plan_syncfree() {
-  syncfree_.clear();
-  const bool device = device_name_ != "cpu";
-  if (threads_ == 1 && !device) return;
-  syncfree_.resize(program_.size());
-  for (std::size_t i = 0; i < program_.size(); ++i)
-    if (program_[i].kind == SolveOp::phase) syncfree_[i] = make_syncfree_phase(sym_, blocks_, store_, phases_[i]);
-  device_.reset();
-  if (device) device_ = make_device_solver(device_name_, store_, syncfree_);
 }
 
 // The program's phases and inter-grid steps, each phase message-driven, sync-free on this
@@ -160,7 +168,7 @@ void TriSolve::run_phases(int nrhs, Times& t) {
           device_->download(sol_.data(), store_.sol_rows, nrhs);
           t.device_copy += MPI_Wtime() - td;
         }
-      } else if (!syncfree_.empty()) {
+      } else if (threads_ > 1) {
         run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
       } else {
         exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/comm_plan.hpp"
@@ -36,6 +37,8 @@ namespace commsolve {
 // The threads rule: threads >= 1, and more than one (the sync-free solve) only on a grid whose
 // layers are one rank (1 x 1 x Pz). Throws std::invalid_argument saying which.
 void check_solve_threads(int threads, const ProcessGrid3D& grid);
+// The sync-free solve's grid rule (1 x 1 x Pz); `what` asked for it ("threads > 1", "a device").
+void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what);
 
 class TriSolve {
  public:
@@ -126,10 +129,11 @@ class TriSolve {
   int threads_ = 1;
   ScheduleChaos chaos_;
   std::unique_ptr<ThreadTeam> team_;
-  std::vector<SyncFreePhase> syncfree_;  // per op, when threads_ > 1 or on a device (empty for inter-grid steps)
+  std::vector<SyncFreePhase> syncfree_;  // per op when threads_ > 1 or on a device (else empty); none for inter-grid steps
   std::string device_name_ = "cpu";
   std::unique_ptr<DeviceSolver> device_;
-  void plan_syncfree();
+  std::vector<SyncFreePhase> plan_syncfree(const std::vector<SolveOp>& program,
+                                           const std::vector<PhaseSchedule>& phases) const;
   void run_phases(int nrhs, Times& t);
 };
 
