@@ -107,8 +107,10 @@ class CusparseTriangular:
         self.b = cupy.zeros((n, nrhs), order="F")
         self.x = cupy.zeros((n, nrhs), order="F")
         mat = cusparse.SpMatDescriptor.create(csr)
-        mat.set_attribute(cs.CUSPARSE_SPMAT_FILL_MODE, cs.CUSPARSE_FILL_MODE_LOWER if lower else cs.CUSPARSE_FILL_MODE_UPPER)
-        mat.set_attribute(cs.CUSPARSE_SPMAT_DIAG_TYPE, cs.CUSPARSE_DIAG_TYPE_UNIT if unit else cs.CUSPARSE_DIAG_TYPE_NON_UNIT)
+        fill = cs.CUSPARSE_FILL_MODE_LOWER if lower else cs.CUSPARSE_FILL_MODE_UPPER
+        diag = cs.CUSPARSE_DIAG_TYPE_UNIT if unit else cs.CUSPARSE_DIAG_TYPE_NON_UNIT
+        mat.set_attribute(cs.CUSPARSE_SPMAT_FILL_MODE, fill)
+        mat.set_attribute(cs.CUSPARSE_SPMAT_DIAG_TYPE, diag)
         self.alpha = np.array(1.0).ctypes
         op = cs.CUSPARSE_OPERATION_NON_TRANSPOSE
         dtype = _dtype.to_cuda_dtype(np.dtype(np.float64))
@@ -256,7 +258,7 @@ def main():
                 if t:
                     rec[key]["gbs"] = 8 * nnz_lu / t / 1e9
             results.append(rec)
-            write_results(args.out, document(gpu_name, why, copy_bw, results))  # after each record: a cut run keeps them
+            write_results(args.out, document(gpu_name, why, copy_bw, results))  # each record: a cut run keeps them
             print(json.dumps({k: rec[k] for k in ("matrix", "nrhs")} | {
                 k: rec[k].get("kernel_s", rec[k].get("solve_s", rec[k].get("phases_s")))
                 for k in ("cpu_1", "cpu_threads", "cpu_ranks", "gpu", "cusparse")}), flush=True)

@@ -27,7 +27,8 @@ needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA build or no GPU her
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found: the CUDA sources were not compiled")
 def test_cuda_sources_compile_through_cmake(tmp_path):
     cfg = subprocess.run(["cmake", "-S", ROOT, "-B", str(tmp_path), "-G", "Ninja", "-DCOMMSOLVE_CUDA=ON",
-                          f"-DPython_EXECUTABLE={shutil.which('python3')}"], capture_output=True, text=True, timeout=300)
+                          f"-DPython_EXECUTABLE={shutil.which('python3')}"],
+                         capture_output=True, text=True, timeout=300)
     assert cfg.returncode == 0, cfg.stdout[-3000:] + cfg.stderr[-3000:]
     objects = [f"CMakeFiles/commsolve_core.dir/src/commsolve/direct/{f}.o"
                for f in ("syncfree_cuda.cu", "device_solve.cpp")]
@@ -39,7 +40,8 @@ def test_cuda_sources_compile_through_cmake(tmp_path):
 @pytest.mark.skipif(HAVE_GPU, reason="a GPU is present")
 def test_without_a_gpu_the_error_says_what_is_missing():
     solver = cs.direct.factor(cs.gallery.poisson2d(8), MPI.COMM_SELF)
-    with pytest.raises(RuntimeError, match="device 'cuda': (this build of commsolve has no CUDA backend|no CUDA device)"):
+    missing = "device 'cuda': (this build of commsolve has no CUDA backend|no CUDA device)"
+    with pytest.raises(RuntimeError, match=missing):
         solver.to_device("cuda")
     assert solver.device == "cpu" and np.isfinite(solver.solve(np.ones(64))).all()
     with pytest.raises(ValueError, match="unknown device 'tpu' \\(known: cuda\\)"):

@@ -57,7 +57,8 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
 def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm, partition, allreduce, tree, nrhs,
-           threads, device, repeat, max_supernode, relax_subtree, ppn, equil, row_perm, replace_tiny, refine, allow_singular, tol, as_json):
+           threads, device, repeat, max_supernode, relax_subtree, ppn, equil, row_perm, replace_tiny, refine,
+           allow_singular, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
     the solve's communication per rank inside the grids (XY) and between them (Z)."""

@@ -20,7 +20,8 @@ from .refinement import ITMAX, iterative_refinement
 from .selinv import selected_inverse as _selected_inverse
 from .serial import rhs_array
 
-__all__ = ["DistributedLU", "device_available", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS"]
+__all__ = ["DistributedLU", "device_available", "Residual", "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS",
+           "TIME_PARTS"]
 
 # The steps of a solve's CommStats: inside a grid (XY), between grids (Z), and the moves of b
 # to the ranks that solve and of x back.

@@ -88,7 +88,8 @@ void bind_serial(nb::module_& m) {
           }
           c = triples_csr(sym.n, row.data(), col.data(), val.data(), static_cast<std::int64_t>(val.size()));
         }
-        return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)), to_numpy(std::move(c.data)));
+        return nb::make_tuple(to_numpy(std::move(c.indptr)), to_numpy(std::move(c.indices)),
+                              to_numpy(std::move(c.data)));
       }, "upper"_a, "L (unit diagonal stored) or U of the permuted matrix as CSR (indptr, indices, data).")
       .def_prop_ro("nnz_LU", &SupernodalLU::nnz_LU)
       .def_prop_ro("tiny_pivots_replaced", &SupernodalLU::tiny_pivots_replaced)

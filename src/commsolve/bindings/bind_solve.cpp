@@ -39,7 +39,8 @@ void bind_solve(nb::module_& m) {
         "Whether this build has the device's backend ('cuda') and a device to run it on.");
   m.def("check_solve_threads", [](int threads, int px, int py, int pz) {
     check_solve_threads(threads, ProcessGrid3D{px, py, pz});
-  }, "threads"_a, "px"_a, "py"_a, "pz"_a, "The threads rule: ValueError unless threads >= 1 and, above 1, px = py = 1.");
+  }, "threads"_a, "px"_a, "py"_a, "pz"_a,
+        "The threads rule: ValueError unless threads >= 1 and, above 1, px = py = 1.");
   nb::class_<TriSolve>(m, "TriSolve", "Factors on a Px x Py x Pz grid and the distributed triangular solves.")
       .def("__init__", [](TriSolve* self, std::int64_t comm, const Topology& topo,
                           std::shared_ptr<SolveLayout> layout, const RhsMap& rhs, const SupernodalLU* lu,

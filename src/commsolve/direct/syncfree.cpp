@@ -150,7 +150,8 @@ void back_off(int& spins) {
 
 class Chaos {
  public:
-  Chaos(const ScheduleChaos& c, int id) : on_(c.seed != 0), max_(std::max(1, c.max_sleep_us)), rng_(c.seed * 7919 + id) {}
+  Chaos(const ScheduleChaos& c, int id)
+      : on_(c.seed != 0), max_(std::max(1, c.max_sleep_us)), rng_(c.seed * 7919 + id) {}
   void maybe_pause() {
     if (!on_) return;
     const unsigned r = rng_() % 8;

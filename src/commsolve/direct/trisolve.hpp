@@ -129,7 +129,8 @@ class TriSolve {
   int threads_ = 1;
   ScheduleChaos chaos_;
   std::unique_ptr<ThreadTeam> team_;
-  std::vector<SyncFreePhase> syncfree_;  // per op when threads_ > 1 or on a device (else empty); none for inter-grid steps
+  // Per op when threads_ > 1 or on a device (else empty); empty plans for inter-grid steps.
+  std::vector<SyncFreePhase> syncfree_;
   std::string device_name_ = "cpu";
   std::unique_ptr<DeviceSolver> device_;
   std::vector<SyncFreePhase> plan_syncfree(const std::vector<SolveOp>& program,
