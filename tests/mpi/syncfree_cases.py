@@ -17,6 +17,7 @@ import numpy as np
 from mpi4py import MPI
 
 from commsolve import direct, gallery
+from threads_common import compared, gathered_solve
 
 FAMILIES = ["poisson2d9:24", "poisson3d:9", "random:rows=500,nnz_per_row=6"]  # the last is nonsymmetric
 OPTIONS = dict(max_supernode=8)  # small supernodes: many tasks and updates
@@ -46,27 +47,15 @@ for spec in FAMILIES:
                 solver.set_options(algorithm=algorithm, threads=1 if threads == "cuda" else threads)
                 if chaos:  # the adversarial schedule (set on the core after set_options chose the threads)
                     solver._core.set_threads(threads, chaos_seed=chaos, chaos_sleep_us=30)
-                x = solver.solve(b, refine=False)
-                ok = comm.allreduce(solver.stats() == solver.planned_stats(nrhs), op=MPI.LAND)
-                pieces = comm.gather(x, root=0)
-                if comm.rank != 0:
-                    return None, ok
-                X = np.empty((n, nrhs))
-                for r, piece in enumerate(pieces):
-                    X[dist.owned(r)] = piece
-                return X, ok
+                return gathered_solve(solver, comm, b, n)
 
             X1, _ = solve(1)
             for threads, chaos in THREADS:
                 X, stats_ok = solve(threads, chaos)
                 if comm.rank != 0:
                     continue
-                R = A @ X - B[:, :nrhs]
-                norm_a = abs(A).sum(axis=1).max()
-                berr = max(np.abs(R[:, c]).max() / (norm_a * np.abs(X[:, c]).max() + np.abs(B[:, c]).max())
-                           for c in range(nrhs))
+                diff, berr = compared(A, B[:, :nrhs], X, X1)
                 print(json.dumps({"family": spec.split(":")[0], "algorithm": algorithm, "nrhs": nrhs,
                                   "threads": threads, "chaos": chaos,
                                   "used": solver.device if threads == "cuda" else solver.threads,
-                                  "diff": float(np.abs(X - X1).max() / np.abs(X1).max()),
-                                  "berr": float(berr), "stats_ok": bool(stats_ok)}), flush=True)
+                                  "diff": diff, "berr": berr, "stats_ok": bool(stats_ok)}), flush=True)

@@ -33,8 +33,9 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               "and flat are compared].")
 @click.option("--nrhs", type=click.IntRange(1), default=1, show_default=True, help="Right-hand sides.")
 @click.option("--threads", type=click.IntRange(1), default=None,
-              help="Threads per rank for the solves: above 1 each phase runs sync-free on them (SC'23 Algorithm 4; "
-                   "grids 1x1xPz only). Default: OMP_NUM_THREADS on such a grid, else 1.")
+              help="Threads per rank for the solves: above 1 each phase runs on them, sync-free on grids 1x1xPz "
+                   "(SC'23 Algorithm 4), message-driven on others (not 3d-baseline). Default: OMP_NUM_THREADS on a "
+                   "1x1xPz grid, else 1.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Where the solve phases run: cuda runs them sync-free on each rank's GPU (grids 1x1xPz; a build "
                    "with COMMSOLVE_CUDA=ON).")

@@ -316,9 +316,10 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     tree shape of ``tree`` (a name or a sequence) on ``topology`` and the fastest is used;
     the ranking is kept in ``solver.grid_ranking``. Every rank must pass the same options
     (checked). A is kept distributed by rows for the residuals of iterative refinement.
-    ``threads``: per rank, for the solves (more than one: each solve phase runs sync-free on
-    the rank's threads, SC'23 Algorithm 4, which needs a 1 x 1 x Pz grid; default:
-    ``OMP_NUM_THREADS`` on such a grid, else 1; see :meth:`DistributedLU.set_options`).
+    ``threads``: per rank, for the solves (more than one: on a 1 x 1 x Pz grid each solve
+    phase runs sync-free on the rank's threads, SC'23 Algorithm 4; on other grids the
+    message-driven phases run on them; default: ``OMP_NUM_THREADS`` on a 1 x 1 x Pz grid, else
+    1; see :meth:`DistributedLU.set_options`).
     ``progress(stage)``, if given, is called as each of :data:`FACTOR_STAGES` ends (for a
     progress bar). Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
     raised on every rank.

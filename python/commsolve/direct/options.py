@@ -71,16 +71,15 @@ def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None,
 
 def solve_threads(threads, grid):
     """Threads per rank of the solves on ``grid`` (px, py, pz): ``threads`` (a whole number
-    >= 1; more than one runs each phase sync-free on the rank's threads, which needs px = py =
-    1: the threads rule, C++ ``check_solve_threads``), or None: ``OMP_NUM_THREADS`` on a grid
-    whose layers are one rank, else 1."""
+    >= 1, C++ ``check_solve_threads``), or None: ``OMP_NUM_THREADS`` on a grid whose layers
+    are one rank (where the phases run sync-free), else 1."""
     if threads is None:
         return _core.default_threads() if grid[0] * grid[1] == 1 else 1
     try:
         n = operator.index(threads)
     except TypeError:
         raise ValueError(f"threads must be a whole number, got {threads!r}") from None
-    _core.check_solve_threads(n, *grid)
+    _core.check_solve_threads(n)
     return n
 
 

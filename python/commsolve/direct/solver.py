@@ -166,10 +166,12 @@ class DistributedLU:
     def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None,
                     threads=None):
         """Collective. Another algorithm (the 3D ones share the layout), tree shape,
-        inter-grid packing or number of ``threads`` per rank (more than one: each solve phase
-        runs sync-free on the rank's threads, SC'23 Algorithm 4; 1 x 1 x Pz grids only) for
-        the next solves, same factors; what is not given stays as it is. Every rank must ask
-        for the same (checked: a mismatch is an error on every rank, not a hang)."""
+        inter-grid packing or number of ``threads`` per rank for the next solves, same factors;
+        what is not given stays as it is. More than one thread: on a 1 x 1 x Pz grid each
+        phase runs sync-free on the rank's threads (SC'23 Algorithm 4); on other grids the
+        message-driven phases run on them (the calling thread doing MPI; not with
+        3d-baseline, whose upper levels go one supernode at a time). Every rank must ask for
+        the same (checked: a mismatch is an error on every rank, not a hang)."""
         now = self.options
         new = run_agreed(self.comm, solve_options, self.grid[2], algorithm or now.algorithm,
                          tree or now.tree.name, now.tree.seed if seed is None else seed,
@@ -177,11 +179,14 @@ class DistributedLU:
                          allreduce or now.allreduce)
         n = self.threads if threads is None else run_agreed(self.comm, solve_threads, threads, self.grid)
         agree_args(self.comm, "DistributedLU.set_options", options=repr(new), threads=n)
-        if n != self.threads:
+        # fewer threads first, more threads last: each step checked against the other's setting
+        if n < self.threads:
+            run_agreed(self.comm, self._core.set_threads, n)
+        if new != now:
+            run_agreed(self.comm, self._core.set_options, new)
+        if n > self.threads:
             run_agreed(self.comm, self._core.set_threads, n)
             _warn_if_bound(n)
-        if new != now:
-            self._core.set_options(new)
 
     @watched("DistributedLU.to_device")
     def to_device(self, device):

@@ -37,10 +37,7 @@ nb::dict times_dict(const TriSolve::Times& times) {
 void bind_solve(nb::module_& m) {
   m.def("device_available", &device_available, "device"_a,
         "Whether this build has the device's backend ('cuda') and a device to run it on.");
-  m.def("check_solve_threads", [](int threads, int px, int py, int pz) {
-    check_solve_threads(threads, ProcessGrid3D{px, py, pz});
-  }, "threads"_a, "px"_a, "py"_a, "pz"_a,
-        "The threads rule: ValueError unless threads >= 1 and, above 1, px = py = 1.");
+  m.def("check_solve_threads", &check_solve_threads, "threads"_a, "The threads rule: ValueError unless threads >= 1.");
   nb::class_<TriSolve>(m, "TriSolve", "Factors on a Px x Py x Pz grid and the distributed triangular solves.")
       .def("__init__", [](TriSolve* self, std::int64_t comm, const Topology& topo,
                           std::shared_ptr<SolveLayout> layout, const RhsMap& rhs, const SupernodalLU* lu,
@@ -64,8 +61,8 @@ void bind_solve(nb::module_& m) {
       .def("set_threads", [](TriSolve& t, int threads, std::uint64_t chaos_seed, int chaos_sleep_us) {
         t.set_threads(threads, ScheduleChaos{chaos_seed, chaos_sleep_us});
       }, "threads"_a, "chaos_seed"_a = 0, "chaos_sleep_us"_a = 50,
-           "Local: threads per rank for the next solves (> 1: the sync-free solve, 1 x 1 x Pz grids only); "
-           "chaos_seed != 0 perturbs the threads' schedule at random (tests).")
+           "Threads per rank for the next solves (every rank the same; > 1 on a grid with several ranks per layer: "
+           "collective the first time). chaos_seed != 0 perturbs the sync-free threads' schedule (tests).")
       .def_prop_ro("threads", &TriSolve::threads)
       .def("to_device", [](TriSolve& t, const std::string& device) {
         nb::gil_scoped_release nogil;

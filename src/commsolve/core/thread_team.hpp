@@ -3,6 +3,7 @@
 // exception thrown in any). Not reentrant: one run at a time.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -34,6 +35,31 @@ class ThreadTeam {
   int running_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;
+};
+
+// A waiting thread's pause: a few spins, then the core given away (threads may outnumber
+// cores). `spins` counts the calls of one wait.
+inline void back_off(int& spins) {
+  if (++spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  std::this_thread::yield();
+}
+
+// A lock held for a few additions: the threads add their block's values under it.
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; flag_.exchange(true, std::memory_order_acquire);)
+      while (flag_.load(std::memory_order_relaxed)) back_off(spins);
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
 };
 
 // The threads a solve uses when none are asked for: OMP_NUM_THREADS if it starts with a

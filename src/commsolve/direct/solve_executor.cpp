@@ -53,6 +53,33 @@ void CpuKernels::upper_block(std::int64_t w, std::int64_t m, int nrhs, const dou
   multiply(w, m, nrhs, U, x, 1.0, acc);
 }
 
+void set_phase_engine(MessageEngine& engine, const PhaseSchedule& ph, int tag) {
+  const std::int64_t ns = ph.ns;
+  const int bcast_kind = ph.upper ? u_broadcast : l_broadcast, reduce_kind = ph.upper ? u_reduce : l_reduce;
+  engine.set_tag(tag);
+  engine.set_kind_of([=](std::int64_t key) { return key < ns ? bcast_kind : reduce_kind; });
+}
+
+void add_lower_rows(const SupernodalStructure& sym, const SupernodeBlocks& blocks, std::int64_t blk,
+                    const double* part, std::int64_t M, double* acc, int nrhs) {
+  const std::int64_t K = blocks.col[blk], I = blocks.sn[blk], m = blocks.hi[blk] - blocks.lo[blk];
+  const std::int64_t wi = sym.sn_start[I + 1] - sym.sn_start[I], fi = sym.sn_start[I];
+  const std::int32_t* rows = sym.rows.data() + sym.rows_ptr[K] + blocks.lo[blk];
+  for (int c = 0; c < nrhs; ++c)
+    for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += part[c * M + a];
+}
+
+std::int64_t gather_upper_rows(const SupernodalStructure& sym, const SupernodeBlocks& blocks, std::int64_t blk,
+                               const double* x, int nrhs, std::vector<double>& xg) {
+  const std::int64_t K = blocks.col[blk], J = blocks.sn[blk], m = blocks.hi[blk] - blocks.lo[blk];
+  const std::int64_t wj = sym.sn_start[J + 1] - sym.sn_start[J], fj = sym.sn_start[J];
+  const std::int32_t* rows = sym.rows.data() + sym.rows_ptr[K] + blocks.lo[blk];
+  xg.resize(static_cast<std::size_t>(m * nrhs));
+  for (int c = 0; c < nrhs; ++c)
+    for (std::int64_t a = 0; a < m; ++a) xg[c * m + a] = x[c * wj + rows[a] - fj];
+  return m;
+}
+
 namespace {
 
 // The numbers of a phase on this rank, for the PhaseMachine: its partial sums, the solve
@@ -81,24 +108,14 @@ class NumericBackend {
   }
   // L(I, K)'s rows of the panel product, added to I's partial sum.
   void scatter(std::int64_t p, std::int32_t e, const double* part) {
-    const std::int64_t blk = layout_.l_block[p], K = blocks_.col[blk], I = blocks_.sn[blk];
-    const std::int64_t m = blocks_.hi[blk] - blocks_.lo[blk], M = layout_.l_rows[col_];
-    const std::int64_t wi = width(I), fi = sym_.sn_start[I];
-    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[K] + blocks_.lo[blk];
-    double* acc = sum_of(e);
-    const double* in = part + layout_.l_row[p];
-    for (int c = 0; c < nrhs_; ++c)
-      for (std::int64_t a = 0; a < m; ++a) acc[c * wi + rows[a] - fi] += in[c * M + a];
+    add_lower_rows(sym_, blocks_, layout_.l_block[p], part + layout_.l_row[p], layout_.l_rows[col_], sum_of(e), nrhs_);
   }
   // usum(K) += U(K, J) x(J), with the rows of x(J) the block reads.
   void upper_block(std::int64_t p, std::int32_t e, const double* x) {
-    const std::int64_t blk = layout_.u_block[p], K = blocks_.col[blk], J = blocks_.sn[blk];
-    const std::int64_t m = blocks_.hi[blk] - blocks_.lo[blk], wj = width(J), fj = sym_.sn_start[J];
-    const std::int32_t* rows = sym_.rows.data() + sym_.rows_ptr[K] + blocks_.lo[blk];
-    xg_.resize(static_cast<std::size_t>(m * nrhs_));
-    for (int c = 0; c < nrhs_; ++c)
-      for (std::int64_t a = 0; a < m; ++a) xg_[c * m + a] = x[c * wj + rows[a] - fj];
-    kernels_.upper_block(width(K), m, nrhs_, store_.values.data() + layout_.u_off[p], xg_.data(), sum_of(e));
+    const std::int64_t blk = layout_.u_block[p];
+    const std::int64_t m = gather_upper_rows(sym_, blocks_, blk, x, nrhs_, xg_);
+    kernels_.upper_block(width(blocks_.col[blk]), m, nrhs_, store_.values.data() + layout_.u_off[p], xg_.data(),
+                         sum_of(e));
   }
   void add_message(std::int32_t e, const double* values, std::int64_t n) {
     double* acc = sum_of(e);
@@ -146,10 +163,7 @@ class NumericBackend {
 }  // namespace
 
 void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag) {
-  const std::int64_t ns = ph.ns;
-  const int bcast_kind = ph.upper ? u_broadcast : l_broadcast, reduce_kind = ph.upper ? u_reduce : l_reduce;
-  engine_.set_tag(tag);
-  engine_.set_kind_of([=](std::int64_t key) { return key < ns ? bcast_kind : reduce_kind; });
+  set_phase_engine(engine_, ph, tag);
   NumericBackend backend(sym_, blocks_, store_, ph, engine_, kernels_, sol, nrhs, acc_, work_, xg_, sol_tmp_);
   PhaseMachine<NumericBackend> machine(ph, store_.layout, backend);
   machine.start();

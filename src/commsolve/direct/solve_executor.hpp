@@ -44,6 +44,17 @@ class CpuKernels final : public BlockKernels {
                    double* acc) override;
 };
 
+// Pieces every executor of a phase shares. The engine set for phase `ph`: its tag, and each
+// key's kind of message (broadcast or reduction, L or U).
+void set_phase_engine(MessageEngine& engine, const PhaseSchedule& ph, int tag);
+// Block `blk` = L(I, K): its rows of column K's panel product (`part` at the block's first
+// row; M rows per right-hand side) added to I's sum `acc` (w_I x nrhs).
+void add_lower_rows(const SupernodalStructure& sym, const SupernodeBlocks& blocks, std::int64_t blk,
+                    const double* part, std::int64_t M, double* acc, int nrhs);
+// Block `blk` = U(K, J): the rows of x(J) (w_J x nrhs) it reads, into xg (m x nrhs); returns m.
+std::int64_t gather_upper_rows(const SupernodalStructure& sym, const SupernodeBlocks& blocks, std::int64_t blk,
+                               const double* x, int nrhs, std::vector<double>& xg);
+
 // Runs one rank's phases against its block store (the PhaseMachine with the numbers, on the
 // message engine). `sol` is the rank's solve vector: per
 // diagonal supernode d, sol_off[d] * nrhs onward, w x nrhs column-major; it holds the

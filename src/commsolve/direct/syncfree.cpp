@@ -136,18 +136,6 @@ SyncFreePhase make_syncfree_phase(const SupernodalStructure& sym, const Supernod
 
 namespace {
 
-// A worker's wait: a few pause instructions, then give the core away (threads may
-// outnumber cores).
-void back_off(int& spins) {
-  if (++spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    return;
-  }
-  std::this_thread::yield();
-}
-
 class Chaos {
  public:
   Chaos(const ScheduleChaos& c, int id)
@@ -165,20 +153,6 @@ class Chaos {
   std::minstd_rand rng_;
 };
 
-// One per partial sum: a contributor adds its block's values under it (one lock per block,
-// not one atomic operation per value).
-class SpinLock {
- public:
-  void lock() {
-    for (int spins = 0; flag_.exchange(true, std::memory_order_acquire);)
-      while (flag_.load(std::memory_order_relaxed)) back_off(spins);
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
 }  // namespace
 
 void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int nrhs, ThreadTeam& team,
@@ -187,7 +161,7 @@ void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int
   std::vector<double> sums(static_cast<std::size_t>(p.sum_size * nrhs), 0.0);
   std::unique_ptr<std::atomic<std::int32_t>[]> counter(new std::atomic<std::int32_t>[static_cast<std::size_t>(T)]);
   for (std::int64_t t = 0; t < T; ++t) counter[t].store(p.deps[t], std::memory_order_relaxed);
-  std::unique_ptr<SpinLock[]> lock(new SpinLock[static_cast<std::size_t>(T)]);
+  std::unique_ptr<SpinLock[]> lock(new SpinLock[static_cast<std::size_t>(T)]);  // one per partial sum
   std::atomic<std::int64_t> ticket{0};
   std::atomic<bool> failed{false};
 

@@ -88,7 +88,10 @@ void TriSolve::set_options(const SolveOptions& opts) {
     }
   std::vector<SyncFreePhase> plans;
   std::unique_ptr<DeviceSolver> solver;
-  if (threads_ > 1 || device_) plans = plan_syncfree(program, phases);
+  const bool one_rank = grid_.layer_size() == 1;
+  if (threads_ > 1 && !one_rank)
+    for (const PhaseSchedule& ph : phases) check_threaded_phase(ph);
+  if ((threads_ > 1 && one_rank) || device_) plans = plan_syncfree(program, phases);
   if (device_) solver = make_device_solver(device_name_, store_, plans);
   opts_ = opts;  // only once everything is built: a bad option leaves the solver as it was
   program_ = std::move(program);
@@ -99,16 +102,15 @@ void TriSolve::set_options(const SolveOptions& opts) {
   if (solver) device_ = std::move(solver);
 }
 
-void check_solve_threads(int threads, const ProcessGrid3D& grid) {
+void check_solve_threads(int threads) {
   require(threads >= 1, "distributed solve: threads must be at least 1, got " + std::to_string(threads));
-  if (threads > 1) check_syncfree_grid(grid, "threads > 1");
 }
 
 void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what) {
   require(grid.px * grid.py == 1, "distributed solve: " + what + " (the sync-free solve) needs a grid whose layers are "
                                   "one rank (1x1xPz); this one is " + std::to_string(grid.px) + "x" +
                                   std::to_string(grid.py) + "x" + std::to_string(grid.pz) + ": use grid 1x1x" +
-                                  std::to_string(grid.size()) + (what == "threads > 1" ? " or one thread" : ""));
+                                  std::to_string(grid.size()));
 }
 
 std::vector<SyncFreePhase> TriSolve::plan_syncfree(const std::vector<SolveOp>& program,
@@ -120,12 +122,17 @@ std::vector<SyncFreePhase> TriSolve::plan_syncfree(const std::vector<SolveOp>& p
 }
 
 void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
-  check_solve_threads(threads, grid_);
+  check_solve_threads(threads);
+  const bool one_rank = grid_.layer_size() == 1;
+  if (threads > 1 && !one_rank)
+    for (const PhaseSchedule& ph : phases_) check_threaded_phase(ph);
   // Everything new is built first: a failure leaves the solver as it was.
   std::unique_ptr<ThreadTeam> team;
   if (threads != threads_ && threads > 1) team = std::make_unique<ThreadTeam>(threads);
   std::vector<SyncFreePhase> plans;
-  if (threads > 1 && syncfree_.empty()) plans = plan_syncfree(program_, phases_);
+  if (threads > 1 && one_rank && syncfree_.empty()) plans = plan_syncfree(program_, phases_);
+  if (threads > 1 && !one_rank && !probe_engine_)  // collective: every rank of the grid sets the same threads
+    probe_engine_ = std::make_unique<MessageEngine>(comm_.get(), topo_, 1, 0, num_solve_steps);
   if (threads != threads_) team_ = std::move(team);
   if (!plans.empty()) syncfree_ = std::move(plans);
   if (threads == 1 && !device_) syncfree_.clear();
@@ -168,8 +175,11 @@ void TriSolve::run_phases(int nrhs, Times& t) {
           device_->download(sol_.data(), store_.sol_rows, nrhs);
           t.device_copy += MPI_Wtime() - td;
         }
-      } else if (threads_ > 1) {
+      } else if (threads_ > 1 && grid_.layer_size() == 1) {
         run_syncfree(syncfree_[i], store_.values.data(), sol_.data(), nrhs, *team_, kernels_, chaos_);
+      } else if (threads_ > 1) {
+        run_threaded_phase(sym_, blocks_, store_, phases_[i], *probe_engine_, kernels_, *team_, sol_.data(), nrhs,
+                           first_phase_tag + static_cast<int>(i));
       } else {
         exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
       }
@@ -229,7 +239,8 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
   const std::int64_t max_values = max_recv_width_ * nrhs;
   const std::int64_t fit = (std::int64_t{32} << 20) / (8 * (max_values + 1));
   engine_->reserve(max_values, static_cast<int>(std::clamp<std::int64_t>(fit, 4, 64)));
-  engine_->reset_recorded();
+  MessageEngine& phase_engine = threads_ > 1 && grid_.layer_size() > 1 ? *probe_engine_ : *engine_;
+  phase_engine.reset_recorded();
   bx.reset_recorded();
   xx.reset_recorded();
   recorded_ = CommStats{std::vector<StepStats>(num_solve_steps)};
@@ -276,7 +287,7 @@ TriSolve::Times TriSolve::solve(const double* b, double* x, int nrhs) {
   xx.reverse_end(x);
   const double t3 = MPI_Wtime();
 
-  const CommStats& engine = engine_->recorded();
+  const CommStats& engine = phase_engine.recorded();
   for (int s : {l_broadcast, l_reduce, u_broadcast, u_reduce}) recorded_.steps[s] = engine.steps[s];
   recorded_.steps[b_to_diagonal] = bx.recorded_forward().steps[0];
   recorded_.steps[x_from_diagonal] = xx.recorded_reverse().steps[0];

@@ -27,6 +27,7 @@
 #include "direct/solve_schedule.hpp"
 #include "direct/supernodal_lu.hpp"
 #include "direct/syncfree.hpp"
+#include "direct/threaded_phase.hpp"
 #include "sparse/distribution.hpp"
 #include "topology/topology.hpp"
 #include "trees/engine.hpp"
@@ -34,9 +35,8 @@
 
 namespace commsolve {
 
-// The threads rule: threads >= 1, and more than one (the sync-free solve) only on a grid whose
-// layers are one rank (1 x 1 x Pz). Throws std::invalid_argument saying which.
-void check_solve_threads(int threads, const ProcessGrid3D& grid);
+// The threads rule: threads >= 1 (std::invalid_argument otherwise).
+void check_solve_threads(int threads);
 // The sync-free solve's grid rule (1 x 1 x Pz); `what` asked for it ("threads > 1", "a device").
 void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what);
 
@@ -55,10 +55,12 @@ class TriSolve {
   // Another algorithm, tree shape or inter-grid packing for the next solves (local: every
   // rank must make the same change).
   void set_options(const SolveOptions& opts);
-  // Threads per rank for the solve phases (local; every rank the same). With more than one,
-  // each phase runs sync-free on this rank's threads (direct/syncfree.hpp), which needs a
-  // grid whose layers are one rank (1 x 1 x Pz): std::invalid_argument otherwise. `chaos`
-  // perturbs the threads' schedule (tests only).
+  // Threads per rank for the solve phases (every rank the same). With more than one, on a
+  // grid whose layers are one rank (1 x 1 x Pz) each phase runs sync-free on the rank's
+  // threads (direct/syncfree.hpp); on other grids the message-driven phase runs on them
+  // (direct/threaded_phase.hpp; not 3d-baseline, std::invalid_argument), and the first such
+  // call is collective (it makes the threads' message engine). `chaos` perturbs the sync-free
+  // threads' schedule (tests only).
   void set_threads(int threads, ScheduleChaos chaos = {});
   int threads() const { return threads_; }
   // Runs the next solves' phases on `device` ("cuda": the sync-free kernel of
@@ -129,6 +131,7 @@ class TriSolve {
   int threads_ = 1;
   ScheduleChaos chaos_;
   std::unique_ptr<ThreadTeam> team_;
+  std::unique_ptr<MessageEngine> probe_engine_;  // probe mode, for the threaded message-driven phases
   // Per op when threads_ > 1 or on a device (else empty); empty plans for inter-grid steps.
   std::vector<SyncFreePhase> syncfree_;
   std::string device_name_ = "cpu";
