@@ -4,7 +4,7 @@ COMMSOLVE_PERSISTENT=0) and print, per rank, what our plans say one repetition s
 
 Usage: mpiexec -n 4 python -m mpi4py tests/mpi/monitored.py 4 WORKLOAD K
 WORKLOAD: halo (matvec and rmatvec under all three strategies), trees (random restricted
-collectives, two shapes), sptrsv (the 2D solve and both 3D solves), spgemm (A A and the
+collectives, two shapes), sptrsv (the 2D solve, also on 2 threads per rank, and both 3D solves), spgemm (A A and the
 Galerkin product P^T A P: variable-length row records), factor3d (the distributed
 factorization on a 1x2x2 grid with binary trees and on a 2x2x1 grid with flat trees: panel
 broadcasts inside the grids, inter-grid reductions and the ancestor broadcast), sparsified (a
@@ -66,6 +66,8 @@ elif workload == "sptrsv":
     three_d = direct.factor(A, comm, grid=(1, 2, 2), topology=topo, allreduce="per-supernode")
     runs = [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo), "2d")]
     runs += [(three_d, alg) for alg in ("3d-baseline", "3d-baseline-async", "3d")]
+    # the message-driven phases on 2 threads per rank (their sends queued for the engine's thread)
+    runs += [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo, threads=2), "2d")]
 
     def once():
         for s, alg in runs:
