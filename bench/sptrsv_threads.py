@@ -1,8 +1,10 @@
 """Threads against ranks for the triangular solve: commsolve's sync-free solve on one rank's
 T threads against the same solve on T ranks of one thread (grid 1x1xT, algorithm 3d, and
-the squarest 2D grid), and SuperLU_DIST 8.1.2's pddrive (Debian's, built with OpenMP) on one
-rank with T OpenMP threads against T ranks. Same matrix, same machine, alternated run by run;
-medians of --runs runs, each run the median of its own repeated solves.
+the squarest 2D grid) and, with T >= 4, 2 ranks of T/2 threads (2x1x1: the message-driven
+phases on threads; 1x1x2: sync-free); and SuperLU_DIST 8.1.2's pddrive (Debian's, built with
+OpenMP; where installed) on one rank with T OpenMP threads against T ranks. Same matrix, same
+machine, alternated run by run; medians of --runs runs, each run the median of its own
+repeated solves.
 
 Times: ``solve_s`` is the whole solve of one right-hand side as each code reports it (b
 moved to the ranks that solve, L and U, x moved back: commsolve's ``solve_s``, pddrive's
@@ -42,10 +44,12 @@ def ours(spec, nranks, grid, threads, repeat):
 
 def configurations(T):
     """(name, who, ranks, grid, threads per rank)."""
+    hybrid = [(f"commsolve 2 ranks x {T // 2} threads (2x1x1, 2d)", "commsolve", 2, "2x1x1", T // 2),
+              (f"commsolve 2 ranks x {T // 2} threads (1x1x2, 3d)", "commsolve", 2, "1x1x2", T // 2)] if T >= 4 else []
     return [("commsolve 1 rank x 1 thread", "commsolve", 1, "1x1x1", 1),
             (f"commsolve 1 rank x {T} threads", "commsolve", 1, "1x1x1", T),
             (f"commsolve {T} ranks (1x1x{T}, 3d)", "commsolve", T, f"1x1x{T}", 1),
-            (f"commsolve {T} ranks (1x{T}, 2d)", "commsolve", T, f"1x{T}", 1),
+            (f"commsolve {T} ranks (1x{T}, 2d)", "commsolve", T, f"1x{T}", 1), *hybrid,
             ("SuperLU_DIST 1 rank x 1 thread", "superlu", 1, (1, 1), 1),
             (f"SuperLU_DIST 1 rank x {T} threads", "superlu", 1, (1, 1), T),
             (f"SuperLU_DIST {T} ranks (1x{T})", "superlu", T, (1, T), 1)]
@@ -81,7 +85,8 @@ def main():
                     rec["configurations"][name]["phases_s"] = statistics.median(r["phases_s"] for r in rs)
             base = rec["configurations"]["commsolve 1 rank x 1 thread"]["solve_s"]
             for c in rec["configurations"].values():
-                c["speedup_vs_commsolve_1"] = base / c["solve_s"]
+                # (pddrive prints whole milliseconds: a tiny problem can read 0)
+                c["speedup_vs_commsolve_1"] = base / c["solve_s"] if c["solve_s"] > 0 else None
             results.append(rec)
             print(json.dumps({"matrix": spec, **{k: round(v["solve_s"] * 1e3, 3)
                                                  for k, v in rec["configurations"].items()}}), flush=True)
