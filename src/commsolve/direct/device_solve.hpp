@@ -22,7 +22,6 @@ class DeviceSolver {
   virtual void download(double* sol, std::int64_t rows, int nrhs) = 0;
   // Runs phase `i` (an index into the plans it was made with) on the device's solve vector.
   virtual void run(std::size_t i, int nrhs) = 0;
-  virtual std::string name() const = 0;  // the device's name
 };
 
 // Whether this build has a device backend ("cuda") and a device it can use.

@@ -80,6 +80,16 @@ std::int64_t gather_upper_rows(const SupernodalStructure& sym, const SupernodeBl
   return m;
 }
 
+void settle_solution(BlockKernels& kernels, std::int64_t w, int nrhs, const double* acc, const double* inv, double* x,
+                     std::vector<double>& tmp) {
+  if (acc != nullptr)
+    for (std::int64_t a = 0; a < w * nrhs; ++a) x[a] -= acc[a];
+  if (inv == nullptr) return;
+  tmp.resize(static_cast<std::size_t>(w * nrhs));
+  kernels.diagonal(w, nrhs, inv, x, tmp.data());
+  std::copy(tmp.begin(), tmp.end(), x);
+}
+
 namespace {
 
 // The numbers of a phase on this rank, for the PhaseMachine: its partial sums, the solve
@@ -126,13 +136,8 @@ class NumericBackend {
     const std::int32_t d = ph_.diag[e];
     const std::int64_t k = store_.layout.diag_sn[d], w = width(k);
     double* x = sol_ + store_.sol_off[d] * nrhs_;
-    const double* acc = sum_of(e);
-    for (std::int64_t a = 0; a < w * nrhs_; ++a) x[a] -= acc[a];
-    if (!ph_.solves[e]) return x;
     const double* inv = store_.values.data() + layout_.diag_off[d] + (ph_.upper ? w * w : 0);
-    tmp_.resize(static_cast<std::size_t>(w * nrhs_));
-    kernels_.diagonal(w, nrhs_, inv, x, tmp_.data());
-    std::copy(tmp_.begin(), tmp_.begin() + w * nrhs_, x);
+    settle_solution(kernels_, w, nrhs_, sum_of(e), ph_.solves[e] ? inv : nullptr, x, tmp_);
     return x;
   }
   const double* known(std::int32_t e) {

@@ -55,6 +55,11 @@ void add_lower_rows(const SupernodalStructure& sym, const SupernodeBlocks& block
 std::int64_t gather_upper_rows(const SupernodalStructure& sym, const SupernodeBlocks& blocks, std::int64_t blk,
                                const double* x, int nrhs, std::vector<double>& xg);
 
+// At a supernode's diagonal owner: x (w x nrhs) -= its complete sum `acc` (null: none), then,
+// where `inv` is given (the phase solves it), x = inv x through tmp.
+void settle_solution(BlockKernels& kernels, std::int64_t w, int nrhs, const double* acc, const double* inv, double* x,
+                     std::vector<double>& tmp);
+
 // Runs one rank's phases against its block store (the PhaseMachine with the numbers, on the
 // message engine). `sol` is the rank's solve vector: per
 // diagonal supernode d, sol_off[d] * nrhs onward, w x nrhs column-major; it holds the

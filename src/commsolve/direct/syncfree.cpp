@@ -168,7 +168,7 @@ void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int
   team.run([&](int id) {
     Chaos chaos_here(chaos, id);
     std::vector<double> out(static_cast<std::size_t>(std::max(p.max_panel_rows, p.max_width)) * nrhs);
-    std::vector<double> tmp(static_cast<std::size_t>(p.max_width) * nrhs), xg(static_cast<std::size_t>(p.max_m) * nrhs);
+    std::vector<double> tmp, xg(static_cast<std::size_t>(p.max_m) * nrhs);
     try {
       for (;;) {
         chaos_here.maybe_pause();
@@ -180,14 +180,8 @@ void run_syncfree(const SyncFreePhase& p, const double* values, double* sol, int
         }
         const std::int64_t w = p.width[t];
         double* x = sol + p.sol[t] * nrhs;
-        if (p.sum[t] >= 0) {
-          const double* s = sums.data() + p.sum[t] * nrhs;
-          for (std::int64_t a = 0; a < w * nrhs; ++a) x[a] -= s[a];
-        }
-        if (p.inv[t] >= 0) {
-          kernels.diagonal(w, nrhs, values + p.inv[t], x, tmp.data());
-          std::copy(tmp.begin(), tmp.begin() + w * nrhs, x);
-        }
+        settle_solution(kernels, w, nrhs, p.sum[t] >= 0 ? sums.data() + p.sum[t] * nrhs : nullptr,
+                        p.inv[t] >= 0 ? values + p.inv[t] : nullptr, x, tmp);
         const std::int64_t M = p.panel_rows[t];
         if (p.panel[t] >= 0) kernels.lower_panel(M, w, nrhs, values + p.panel[t], x, out.data());
         for (std::int64_t u = p.upd_ptr[t]; u < p.upd_ptr[t + 1]; ++u) {

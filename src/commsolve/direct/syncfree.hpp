@@ -57,7 +57,6 @@ struct SyncFreePhase {
   std::int32_t max_width = 0, max_panel_rows = 0, max_m = 0;
 
   std::int64_t tasks() const { return static_cast<std::int64_t>(deps.size()); }
-  std::int64_t updates() const { return static_cast<std::int64_t>(target.size()); }
 };
 
 // The plan of a phase whose schedule `ph` has no messages (its grid is one rank: throws

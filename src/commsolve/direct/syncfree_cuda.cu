@@ -188,8 +188,6 @@ class CudaSolver final : public DeviceSolver {
     check_cuda(cudaDeviceSynchronize(), "sync-free phase (a trap here: a task waited ~30 s, a plan bug)");
   }
 
-  std::string name() const override { return name_; }
-
  private:
   void setup(const BlockStore& store, const std::vector<SyncFreePhase>& phases) {
     // One GPU per rank on a node of several: the node-local rank picks it.
@@ -203,7 +201,6 @@ class CudaSolver final : public DeviceSolver {
     check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
-    name_ = prop.name;
     int per_sm = 0;
     check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, syncfree_phase, threads_per_block, 0),
                "occupancy");
@@ -262,7 +259,6 @@ class CudaSolver final : public DeviceSolver {
   }
 
   int device_ = 0;
-  std::string name_;
   std::int64_t resident_ = 1, sol_rows_ = 0, max_tasks_ = 0, max_sum_ = 0, max_width_ = 0;
   std::vector<DevicePhase> phases_;
   double* factors_ = nullptr;

@@ -217,13 +217,9 @@ class ThreadedPhase {
     const std::int32_t d = ph_.diag[e];
     const std::int64_t w = width(layout_.diag_sn[d]);
     double* x = sol_ + store_.sol_off[d] * nrhs_;
-    const double* acc = sum_of(e);
-    for (std::int64_t a = 0; a < w * nrhs_; ++a) x[a] -= acc[a];
+    const double* inv = store_.values.data() + layout_.diag_off[d] + (ph_.upper ? w * w : 0);
+    settle_solution(kernels_, w, nrhs_, sum_of(e), ph_.solves[e] ? inv : nullptr, x, scratch.tmp);
     if (!ph_.solves[e]) return;  // a context supernode of an L phase keeps its partial sum
-    scratch.tmp.resize(static_cast<std::size_t>(w * nrhs_));
-    kernels_.diagonal(w, nrhs_, store_.values.data() + layout_.diag_off[d] + (ph_.upper ? w * w : 0), x,
-                      scratch.tmp.data());
-    std::copy(scratch.tmp.begin(), scratch.tmp.end(), x);
     solved_.fetch_add(1);
     const std::int32_t b = ph_.bcast[e];
     if (b >= 0) {

@@ -106,8 +106,8 @@ void check_solve_threads(int threads) {
   require(threads >= 1, "distributed solve: threads must be at least 1, got " + std::to_string(threads));
 }
 
-void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what) {
-  require(grid.px * grid.py == 1, "distributed solve: " + what + " (the sync-free solve) needs a grid whose layers are "
+void check_device_grid(const ProcessGrid3D& grid) {
+  require(grid.px * grid.py == 1, "distributed solve: a device (the sync-free kernel) needs a grid whose layers are "
                                   "one rank (1x1xPz); this one is " + std::to_string(grid.px) + "x" +
                                   std::to_string(grid.py) + "x" + std::to_string(grid.pz) + ": use grid 1x1x" +
                                   std::to_string(grid.size()));
@@ -147,7 +147,7 @@ void TriSolve::to_device(const std::string& device) {
     if (threads_ == 1) syncfree_.clear();
     return;
   }
-  check_syncfree_grid(grid_, "a device");
+  check_device_grid(grid_);
   std::vector<SyncFreePhase> plans = syncfree_.empty() ? plan_syncfree(program_, phases_) : syncfree_;
   std::unique_ptr<DeviceSolver> solver = make_device_solver(device, store_, plans);  // may throw: nothing changed yet
   syncfree_ = std::move(plans);

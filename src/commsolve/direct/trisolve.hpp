@@ -37,8 +37,8 @@ namespace commsolve {
 
 // The threads rule: threads >= 1 (std::invalid_argument otherwise).
 void check_solve_threads(int threads);
-// The sync-free solve's grid rule (1 x 1 x Pz); `what` asked for it ("threads > 1", "a device").
-void check_syncfree_grid(const ProcessGrid3D& grid, const std::string& what);
+// The device solve's grid rule: layers of one rank (1 x 1 x Pz); std::invalid_argument otherwise.
+void check_device_grid(const ProcessGrid3D& grid);
 
 class TriSolve {
  public:
