@@ -360,8 +360,9 @@ class ParCSR:
     def local_block(self):
         """Local. This rank's rows as scipy CSR over its column space: owned columns first
         (local order), then the halo (:attr:`col_map` order); see :meth:`global_columns`."""
-        indptr, indices, data = self._core.merged_rows()
-        return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.local_cols + len(self.col_map)))
+        indptr, indices, data = self._core.space_rows()
+        return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.local_cols + len(self.col_map)),
+                             copy=False)
 
     def global_columns(self):
         """Local. Global column of every column of :meth:`local_block`."""

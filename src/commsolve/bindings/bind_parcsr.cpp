@@ -177,17 +177,26 @@ void bind_matrix(nb::module_& m) {
                             : throw nb::value_error("block is one of 'diag', 'offd_on_node', 'offd_off_node'");
         return nb::make_tuple(copy_numpy(b.indptr), copy_numpy(b.indices), copy_numpy(b.data), b.nrows, b.ncols);
       }, "which"_a)
-      .def("merged_rows", [](const ParCsr& A, std::optional<In<std::int64_t>> owned_globals) {
-        if (owned_globals) require_len(*owned_globals, A.local_cols(), "owned_globals");
+      .def("merged_rows", [](const ParCsr& A, In<std::int64_t> owned_globals) {
+        require_len(owned_globals, A.local_cols(), "owned_globals");
         GlobalRows r;
         {
           nb::gil_scoped_release nogil;
-          r = A.merged_rows(owned_globals ? owned_globals->data() : nullptr);
+          r = A.merged_rows(owned_globals.data());
         }
         return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)), to_numpy(std::move(r.data)));
-      }, "owned_globals"_a.none() = nb::none(),
-         "This rank's rows as one CSR (indptr, indices, data), columns ascending: over the column space [owned | "
-         "halo], or over global columns given each owned column's global index.")
+      }, "owned_globals"_a,
+         "This rank's rows as one CSR (indptr, indices, data) over global columns (given each owned column's global "
+         "index), columns ascending.")
+      .def("space_rows", [](const ParCsr& A) {
+        LocalCsr r;
+        {
+          nb::gil_scoped_release nogil;
+          r = A.space_rows();
+        }
+        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)), to_numpy(std::move(r.data)));
+      }, "This rank's rows as one CSR (indptr, indices, data; int32 indices) over the column space [owned | halo], "
+         "columns ascending.")
       .def("recorded_stats_array", [](ParCsr& A, bool reverse) {
         return stats_array(reverse ? A.executor().recorded_reverse() : A.executor().recorded_forward());
       }, "reverse"_a = false)
@@ -213,18 +222,14 @@ void bind_products(nb::module_& m) {
   m.def("galerkin", [](const ParCsr& A, const ParCsr& P, std::int64_t comm, const std::string& strategy,
                        const CommPlan* reuse_ap, const CommPlan* reuse_rap) {
     MPI_Comm c = comm_from_handle(comm);
-    ProductResult ap, rap;
+    GalerkinResult r;
     {
       nb::gil_scoped_release nogil;
-      // A P keeps entries that cancel to 0: which partial rows travel back must not hang on rounding;
-      // it is an intermediate, summed again (its rows' columns left unsorted).
-      ap = spgemm(A, P, strategy, c, reuse_ap, true, true);
-      rap = transpose_product(P, ap.rows, strategy, c, reuse_rap);
-      ap.rows = GlobalRows();
+      r = galerkin(A, P, strategy, c, reuse_ap, reuse_rap);
     }
-    return nb::make_tuple(to_numpy(std::move(rap.rows.indptr)), to_numpy(std::move(rap.rows.indices)),
-                          to_numpy(std::move(rap.rows.data)), std::move(ap.plan), stats_array(ap.recorded),
-                          std::move(rap.plan), stats_array(rap.recorded));
+    return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
+                          to_numpy(std::move(r.rows.data)), std::move(r.plan_ap), stats_array(r.recorded_ap),
+                          std::move(r.plan_rap), stats_array(r.recorded_rap));
   }, "A"_a, "P"_a, "comm"_a, "strategy"_a, "reuse_ap"_a.none() = nb::none(), "reuse_rap"_a.none() = nb::none(),
      "Collective: this rank's rows of P^T (A P) -> (indptr, indices, data, A P's plan and recorded stats, "
      "P^T (A P)'s plan and recorded stats).");

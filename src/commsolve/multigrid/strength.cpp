@@ -36,7 +36,8 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
       if (strong[p]) s.indices.push_back(global[L.indices[p]]);
-    std::sort(s.indices.begin() + s.indptr[i], s.indices.end());
+    if (!std::is_sorted(s.indices.begin() + s.indptr[i], s.indices.end()))  // it is unless a halo column
+      std::sort(s.indices.begin() + s.indptr[i], s.indices.end());       // lies below an owned one
     s.indptr[i + 1] = static_cast<std::int64_t>(s.indices.size());
   }
   auto pattern = [&](const GlobalRows& r) {  // a ParCsr of ones (collective)

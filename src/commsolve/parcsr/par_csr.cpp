@@ -196,15 +196,51 @@ GlobalRows ParCsr::merged_rows(const std::int64_t* owned_globals) const {
   std::vector<std::pair<std::int64_t, double>> row;
   for (std::int64_t i = 0; i < n; ++i) {
     row.clear();
-    for_each_in_row(i, [&](std::int64_t k, double a) {
-      row.emplace_back(owned_globals == nullptr ? k : k < n_owned ? owned_globals[k] : halo[k - n_owned], a);
-    });
+    for_each_in_row(i, [&](std::int64_t k, double a) { row.emplace_back(k < n_owned ? owned_globals[k] : halo[k - n_owned], a); });
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [c, v] : row) {
       out.indices.push_back(c);
       out.data.push_back(v);
     }
     out.indptr[i + 1] = static_cast<std::int64_t>(out.indices.size());
+  }
+  return out;
+}
+
+LocalCsr ParCsr::space_rows() const {
+  const std::int64_t n = diag_.nrows;
+  LocalCsr out;
+  out.nrows = n;
+  out.ncols = pattern_.n_owned + pattern_.n_halo();
+  out.indptr.resize(n + 1);
+  out.indices.resize(local_nnz());
+  out.data.resize(local_nnz());
+  std::int32_t at = 0;
+  // The owned columns come first in the column space and the halo after: a row is its
+  // diagonal block's entries, then the off-diagonal blocks'; each part sorted where needed
+  // (the diagonal block mostly is already: the constructors sort it).
+  auto sort_part = [&](std::int32_t b, std::int32_t e) {
+    for (std::int32_t a = b + 1; a < e; ++a)
+      for (std::int32_t p = a; p > b && out.indices[p - 1] > out.indices[p]; --p) {
+        std::swap(out.indices[p - 1], out.indices[p]);
+        std::swap(out.data[p - 1], out.data[p]);
+      }
+  };
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t first = at;
+    for (std::int32_t p = diag_.indptr[i]; p < diag_.indptr[i + 1]; ++p, ++at) {
+      out.indices[at] = diag_.indices[p];
+      out.data[at] = diag_.data[p];
+    }
+    if (!std::is_sorted(out.indices.begin() + first, out.indices.begin() + at)) sort_part(first, at);
+    const std::int32_t halo_first = at;
+    for (const LocalCsr* o : {&offd_on_, &offd_off_})
+      for (std::int32_t p = o->indptr[i]; p < o->indptr[i + 1]; ++p, ++at) {
+        out.indices[at] = static_cast<std::int32_t>(pattern_.n_owned) + o->indices[p];
+        out.data[at] = o->data[p];
+      }
+    sort_part(halo_first, at);
+    out.indptr[i + 1] = at;
   }
   return out;
 }

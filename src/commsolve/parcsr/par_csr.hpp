@@ -98,11 +98,12 @@ class ParCsr {
     for (const LocalCsr* o : {&offd_on_, &offd_off_})
       for (std::int32_t p = o->indptr[i]; p < o->indptr[i + 1]; ++p) f(pattern_.n_owned + o->indices[p], o->data[p]);
   }
-  // This rank's rows as one CSR, each row's entries by ascending column: over its column
-  // space (owned columns' local indices, then n_owned + the halo index into col_map), or over
-  // global columns (`owned_globals`: the global index of each owned column; null for the
-  // column space).
+  // This rank's rows as one CSR over global columns (`owned_globals`: the global index of
+  // each owned column), each row's entries by ascending column.
   GlobalRows merged_rows(const std::int64_t* owned_globals) const;
+  // This rank's rows as one CSR over its column space (owned columns' local indices, then
+  // n_owned + the halo index into col_map), each row's entries by ascending index.
+  LocalCsr space_rows() const;
   // The global column of every column-space entry (owned columns, then the halo).
   std::vector<std::int64_t> space_globals() const;
   // Bytes the local SpMV moves (three blocks, x, halo and y).

@@ -91,24 +91,69 @@ EntrySpan span_of(const RecordSet& r) {
 
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
+// Where an accumulator's rows go: GlobalRows over global columns (`global`: each compact
+// column's global index), or rows over the compact columns themselves (an intermediate the
+// same product reads again).
+struct GlobalSink {
+  GlobalRows& out;
+  const std::vector<std::int64_t>& global;
+  void reserve(std::int64_t rows, std::int64_t bound) {
+    out.indptr.reserve(out.indptr.size() + rows);
+    out.indices.reserve(out.indices.size() + bound);
+    out.data.reserve(out.data.size() + bound);
+  }
+  void push(std::int32_t c, double v) {
+    out.indices.push_back(global[c]);
+    out.data.push_back(v);
+  }
+  void end_row() {
+    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
+    ++out.nrows;
+  }
+  void done() {
+    if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
+      out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
+      out.data.shrink_to_fit();
+    }
+  }
+};
+
+struct CompactRows {
+  std::vector<std::int64_t> ptr{0};
+  std::vector<std::int32_t> col;
+  std::vector<double> val;
+};
+
+struct CompactSink {
+  CompactRows& out;
+  void reserve(std::int64_t rows, std::int64_t bound) {
+    out.ptr.reserve(out.ptr.size() + rows);
+    out.col.reserve(out.col.size() + bound);
+    out.val.reserve(out.val.size() + bound);
+  }
+  void push(std::int32_t c, double v) {
+    out.col.push_back(c);
+    out.val.push_back(v);
+  }
+  void end_row() { out.ptr.push_back(static_cast<std::int64_t>(out.col.size())); }
+  void done() {}
+};
+
 // Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
-// entries and emits it (exact zeros dropped unless kept; columns ascending unless the rows are
-// an intermediate, summed again); each row stamps the columns it touches, so nothing is reset
-// between rows. One pass: the caller bounds the result's size (the number of terms), so its
-// storage is reserved once and only the entries written are touched; a counting pass first
-// cost as much as the product.
+// entries and emits it to a sink (exact zeros dropped unless kept; columns ascending unless
+// the rows are an intermediate, summed again); each row stamps the columns it touches, so
+// nothing is reset between rows. One pass: the caller bounds the result's size (the number
+// of terms), so its storage is reserved once and only the entries written are touched; a
+// counting pass first cost as much as the product.
 class Accumulator {
  public:
   explicit Accumulator(std::size_t ncols) : value_(ncols), stamp_(ncols, -1), touched_(ncols) {}
-  // Rows first..last-1 of a product into `out`: `terms(j, use)` calls use(compact column,
+  // Rows first..last-1 of a product into `sink`: `terms(j, use)` calls use(compact column,
   // value) for every term of row j; `bound`: at most that many terms in all.
-  template <class Terms>
-  void accumulate_rows(std::int64_t first, std::int64_t last, const Terms& terms,
-                       const std::vector<std::int64_t>& global, GlobalRows& out, bool keep_zeros,
+  template <class Terms, class Sink>
+  void accumulate_rows(std::int64_t first, std::int64_t last, const Terms& terms, Sink&& sink, bool keep_zeros,
                        std::int64_t bound, bool intermediate = false) {
-    out.indptr.reserve(out.indptr.size() + (last - first));
-    out.indices.reserve(out.indices.size() + bound);
-    out.data.reserve(out.data.size() + bound);
+    sink.reserve(last - first, bound);
     // The inner loop on plain pointers: a column is new to the row when its stamp is not the
     // row's (no per-row reset), and no store through a char* that could alias the rest.
     double* const value = value_.data();
@@ -127,12 +172,11 @@ class Accumulator {
         }
       });
       if (!intermediate) sort_columns(touched, end);
-      emit(touched, end, global, out, keep_zeros);
+      for (const std::int32_t* t = touched; t < end; ++t)
+        if (value[*t] != 0.0 || keep_zeros) sink.push(*t, value[*t]);
+      sink.end_row();
     }
-    if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
-      out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
-      out.data.shrink_to_fit();
-    }
+    sink.done();
   }
 
  private:
@@ -143,18 +187,6 @@ class Accumulator {
     } else {
       std::sort(touched, end);
     }
-  }
-  void emit(const std::int32_t* touched, const std::int32_t* end, const std::vector<std::int64_t>& global,
-            GlobalRows& out, bool keep_zeros) const {
-    for (const std::int32_t* t = touched; t < end; ++t) {
-      const double v = value_[*t];
-      if (v != 0.0 || keep_zeros) {
-        out.indices.push_back(global[*t]);
-        out.data.push_back(v);
-      }
-    }
-    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
-    ++out.nrows;
   }
 
   std::vector<double> value_;
@@ -194,12 +226,14 @@ RecordSet sent_row_records(const ParCsr& A, const std::vector<std::int64_t>& glo
 // A rank's rows transposed over its column space [owned | halo]: column j's entries as
 // (local row, value), rows ascending.
 struct LocalTranspose {
-  std::vector<std::int64_t> ptr, row;
+  std::vector<std::int64_t> ptr;
+  std::vector<std::int32_t> row;  // local rows: fewer than the rank's nonzeros, which fit 31 bits
   std::vector<double> val;
 };
 
 LocalTranspose local_transpose(const ParCsr& A) {
   const std::int64_t n_owned = A.local_cols(), n_space = n_owned + static_cast<std::int64_t>(A.col_map().size());
+  require(A.local_rows() < (std::int64_t(1) << 31), "sparse product: more than 2^31 rows on one rank");
   LocalTranspose t;
   t.ptr.assign(n_space + 1, 0);
   for (std::int64_t i = 0; i < A.local_rows(); ++i) A.for_each_in_row(i, [&](std::int64_t k, double) { ++t.ptr[k + 1]; });
@@ -210,7 +244,7 @@ LocalTranspose local_transpose(const ParCsr& A) {
   for (std::int64_t i = 0; i < A.local_rows(); ++i)
     A.for_each_in_row(i, [&](std::int64_t k, double a) {
       const std::int64_t at = fill[k]++;
-      t.row[at] = i;
+      t.row[at] = static_cast<std::int32_t>(i);
       t.val[at] = a;
     });
   return t;
@@ -229,24 +263,23 @@ CommPlan halo_plan(const ParCsr& A, const std::string& strategy, MPI_Comm comm, 
 
 }  // namespace
 
-ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
-                     const CommPlan* reuse, bool keep_zeros, bool intermediate) {
-  require(same_distribution(A.col_dist(), B.row_dist()),
-          "spgemm: A's column distribution differs from B's row distribution (A is " +
-              std::to_string(A.row_dist().global_size()) + " x " + std::to_string(A.col_dist().global_size()) +
-              ", B is " + std::to_string(B.row_dist().global_size()) + " x " + std::to_string(B.col_dist().global_size()) +
-              ")");
-  ProductResult res;
-  res.plan = halo_plan(A, strategy, comm, reuse);
-  RecordExecutor exec(res.plan, A.topology(), comm, sizeof(RowEntry));
+namespace {
+
+// The local half of A B after its exchange: B's rows that A's halo columns name fetched along
+// `plan` (into `recorded`), then every row of A B, summed over a compact numbering of the
+// columns that occur (returned), to the sink `make_sink(index)` gives.
+template <class MakeSink>
+ColumnIndex multiply(const ParCsr& A, const ParCsr& B, const CommPlan& plan, MPI_Comm comm, bool keep_zeros,
+                     bool intermediate, CommStats& recorded, const MakeSink& make_sink) {
+  RecordExecutor exec(plan, A.topology(), comm, sizeof(RowEntry));
   const std::vector<std::int64_t> b_globals = B.space_globals();
-  const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, res.plan)));
-  res.recorded = exec.recorded_forward();
+  const RecordSet fetched = exec.forward(view(sent_row_records(B, b_globals, plan)));
+  recorded = exec.recorded_forward();
 
   // B's own rows are read in place, through its column space's compact numbering; the
   // fetched rows (A's halo order) are renumbered once.
   const EntrySpan f = span_of(fetched);
-  const ColumnIndex idx([&](const auto& visit) {
+  ColumnIndex idx([&](const auto& visit) {
     for (std::int64_t g : b_globals) visit(g);
     f.for_each_column(visit);
   });
@@ -290,7 +323,44 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
         for (std::int64_t q = f.ptr[h]; q < f.ptr[h + 1]; ++q) use(f_col[q], a * f.v(q));
       }
   };
-  acc.accumulate_rows(0, A.local_rows(), row_terms, idx.cols, res.rows, keep_zeros, bound, intermediate);
+  acc.accumulate_rows(0, A.local_rows(), row_terms, make_sink(idx), keep_zeros, bound, intermediate);
+  return idx;
+}
+
+// `cols` (ascending) with the global columns of `extra` that it lacks merged in, and where
+// each of the old compact columns went (empty when nothing was added).
+std::vector<std::int32_t> merge_columns(std::vector<std::int64_t>& cols, const EntrySpan& extra) {
+  std::vector<std::int64_t> added;
+  for (std::int64_t q = 0; q < extra.ptr[extra.nrows]; ++q)
+    if (!std::binary_search(cols.begin(), cols.end(), extra.c(q))) added.push_back(extra.c(q));
+  if (added.empty()) return {};
+  std::sort(added.begin(), added.end());
+  added.erase(std::unique(added.begin(), added.end()), added.end());
+  std::vector<std::int64_t> merged(cols.size() + added.size());
+  std::merge(cols.begin(), cols.end(), added.begin(), added.end(), merged.begin());
+  require(merged.size() < (std::size_t(1) << 31), "sparse product: more than 2^31 distinct columns on one rank");
+  std::vector<std::int32_t> moved(cols.size());
+  for (std::size_t c = 0, m = 0; c < cols.size(); ++c) {
+    while (merged[m] != cols[c]) ++m;
+    moved[c] = static_cast<std::int32_t>(m);
+  }
+  cols = std::move(merged);
+  return moved;
+}
+
+}  // namespace
+
+ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
+                     const CommPlan* reuse, bool keep_zeros, bool intermediate) {
+  require(same_distribution(A.col_dist(), B.row_dist()),
+          "spgemm: A's column distribution differs from B's row distribution (A is " +
+              std::to_string(A.row_dist().global_size()) + " x " + std::to_string(A.col_dist().global_size()) +
+              ", B is " + std::to_string(B.row_dist().global_size()) + " x " + std::to_string(B.col_dist().global_size()) +
+              ")");
+  ProductResult res;
+  res.plan = halo_plan(A, strategy, comm, reuse);
+  multiply(A, B, res.plan, comm, keep_zeros, intermediate, res.recorded,
+           [&](const ColumnIndex& idx) { return GlobalSink{res.rows, idx.cols}; });
   return res;
 }
 
@@ -316,61 +386,57 @@ ProductResult halo_rows(const ParCsr& A, const ParCsr& B, const std::string& str
   return res;
 }
 
-ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
-                                const CommPlan* reuse) {
-  require(M.nrows == P.local_rows(), "transpose product: M has " + std::to_string(M.nrows) +
-                                         " rows on this rank, P " + std::to_string(P.local_rows()));
-  ProductResult res;
-  res.plan = halo_plan(P, strategy, comm, reuse);
-  RecordExecutor exec(res.plan, P.topology(), comm, sizeof(RowEntry));
+GalerkinResult galerkin(const ParCsr& A, const ParCsr& P, const std::string& strategy, MPI_Comm comm,
+                        const CommPlan* reuse_ap, const CommPlan* reuse_rap) {
+  require(same_distribution(A.col_dist(), P.row_dist()) && same_distribution(A.row_dist(), P.row_dist()),
+          "galerkin: A's rows and columns and P's rows must be distributed alike");
+  GalerkinResult res;
+  // A P over the compact numbering of its columns, never in global form: it keeps entries
+  // that cancel to 0 (which partial rows travel back must not hang on rounding) and its
+  // rows' columns unsorted (an intermediate, summed again).
+  CompactRows ap;
+  res.plan_ap = halo_plan(A, strategy, comm, reuse_ap);
+  ColumnIndex idx = multiply(A, P, res.plan_ap, comm, true, true, res.recorded_ap,
+                             [&](const ColumnIndex&) { return CompactSink{ap}; });
 
+  res.plan_rap = halo_plan(P, strategy, comm, reuse_rap);
+  RecordExecutor exec(res.plan_rap, P.topology(), comm, sizeof(RowEntry));
   const std::int64_t n_owned = P.local_cols(), n_space = n_owned + static_cast<std::int64_t>(P.col_map().size());
   const LocalTranspose t = local_transpose(P);
-  const std::vector<std::int64_t>& tptr = t.ptr;
-  const std::vector<std::int64_t>& trow = t.row;
-  const std::vector<double>& tval = t.val;
-
+  // Row J of P^T (A P) sums row i of A P times P(i, J) over column J of P, and `extra`'s
+  // row J (what other ranks summed for it).
+  Accumulator acc(idx.cols.size());
+  auto product_rows = [&](std::int64_t first, std::int64_t last, const EntrySpan* extra, auto&& sink, bool partial) {
+    std::int64_t bound = extra != nullptr ? extra->ptr[extra->nrows] : 0;
+    for (std::int64_t k = t.ptr[first]; k < t.ptr[last]; ++k) bound += ap.ptr[t.row[k] + 1] - ap.ptr[t.row[k]];
+    auto terms = [&](std::int64_t j, const auto& use) {
+      for (std::int64_t k = t.ptr[j]; k < t.ptr[j + 1]; ++k) {
+        const std::int64_t i = t.row[k];
+        const double p = t.val[k];
+        for (std::int64_t q = ap.ptr[i]; q < ap.ptr[i + 1]; ++q) use(ap.col[q], p * ap.val[q]);
+      }
+      if (extra != nullptr)
+        for (std::int64_t q = extra->ptr[j - first]; q < extra->ptr[j - first + 1]; ++q)
+          use(static_cast<std::int32_t>(std::lower_bound(idx.cols.begin(), idx.cols.end(), extra->c(q)) -
+                                        idx.cols.begin()),
+              extra->v(q));
+    };
+    acc.accumulate_rows(first, last, terms, sink, partial, bound, partial);
+  };
   // The rows for coarse entries owned elsewhere first (`partial`: zeros kept, as they may
   // cancel later; an intermediate, which their owners sum again), sent to their owners; then
   // this rank's own rows, summed with what arrived for them.
-  // Row j of P^T M sums row i of M times P(i, j) over column j of P (`tptr`, `trow`).
-  // `mcol`: M's columns in idx's compact numbering where already mapped (null: looked up).
-  auto product_rows = [&](std::int64_t first, std::int64_t last, const ColumnIndex& idx, const std::int32_t* mcol,
-                          const RecordSet* extra, GlobalRows& out, bool partial) {
-    Accumulator acc(idx.cols.size());
-    const EntrySpan e = extra != nullptr ? span_of(*extra) : EntrySpan{};
-    std::int64_t bound = extra != nullptr ? e.ptr[e.nrows] : 0;
-    for (std::int64_t k = tptr[first]; k < tptr[last]; ++k) bound += M.indptr[trow[k] + 1] - M.indptr[trow[k]];
-    auto terms = [&](std::int64_t j, const auto& use) {
-      for (std::int64_t k = tptr[j]; k < tptr[j + 1]; ++k) {
-        const std::int64_t i = trow[k];
-        const double p = tval[k];
-        for (std::int64_t q = M.indptr[i]; q < M.indptr[i + 1]; ++q)
-          use(mcol != nullptr ? mcol[q] : idx.index(M.indices[q]), p * M.data[q]);
-      }
-      if (extra != nullptr)
-        for (std::int64_t q = e.ptr[j - first]; q < e.ptr[j - first + 1]; ++q) use(idx.index(e.c(q)), e.v(q));
-    };
-    acc.accumulate_rows(first, last, terms, idx.cols, out, partial, bound, partial);
-  };
-  // Only the rows of M that P's halo columns touch (the boundary) feed the partial rows.
-  const ColumnIndex boundary_idx([&](const auto& visit) {
-    for (std::int64_t k = tptr[n_owned]; k < tptr[n_space]; ++k)
-      for (std::int64_t q = M.indptr[trow[k]]; q < M.indptr[trow[k] + 1]; ++q) visit(M.indices[q]);
-  });
   GlobalRows partial;
-  product_rows(n_owned, n_space, boundary_idx, nullptr, nullptr, partial, true);
+  product_rows(n_owned, n_space, nullptr, GlobalSink{partial, idx.cols}, true);
   const RecordSet arrived = exec.reverse(view(to_records(partial)));
-  res.recorded = exec.recorded_reverse();
-
+  res.recorded_rap = exec.recorded_reverse();
   const EntrySpan in = span_of(arrived);
-  const ColumnIndex idx([&](const auto& visit) {
-    for (std::int64_t g : M.indices) visit(g);
-    in.for_each_column(visit);
-  });
-  std::vector<std::int32_t> mcol(M.indices.size());
-  for (std::size_t q = 0; q < mcol.size(); ++q) mcol[q] = idx.index(M.indices[q]);
-  product_rows(0, n_owned, idx, mcol.data(), &arrived, res.rows, false);
+  const std::vector<std::int32_t> moved = merge_columns(idx.cols, in);  // columns only others' rows reach
+  if (!moved.empty()) {
+    for (std::int32_t& c : ap.col) c = moved[c];
+    acc = Accumulator(idx.cols.size());
+  }
+  product_rows(0, n_owned, &in, GlobalSink{res.rows, idx.cols}, false);
   return res;
 }
 
@@ -400,15 +466,25 @@ ProductResult transpose_rows(const ParCsr& A, const std::string& strategy, MPI_C
   out.indptr.resize(n_owned + 1);
   out.indices.reserve(t.ptr[n_owned] + arrived.ptr.back());
   out.data.reserve(t.ptr[n_owned] + arrived.ptr.back());
+  // The local entries come by ascending local row, so ascending global row (a rank's rows
+  // are in ascending global order in every distribution): only columns that received
+  // entries are sorted.
   std::vector<RowEntry> row;
   for (std::int64_t j = 0; j < n_owned; ++j) {
-    row.clear();
-    for (std::int64_t k = t.ptr[j]; k < t.ptr[j + 1]; ++k) row.push_back({globals[t.row[k]], t.val[k]});
-    row.insert(row.end(), in + arrived.ptr[j], in + arrived.ptr[j + 1]);
-    std::sort(row.begin(), row.end(), [](const RowEntry& a, const RowEntry& b) { return a.col < b.col; });
-    for (const RowEntry& r : row) {
-      out.indices.push_back(r.col);
-      out.data.push_back(r.val);
+    if (arrived.ptr[j] == arrived.ptr[j + 1]) {
+      for (std::int64_t k = t.ptr[j]; k < t.ptr[j + 1]; ++k) {
+        out.indices.push_back(globals[t.row[k]]);
+        out.data.push_back(t.val[k]);
+      }
+    } else {
+      row.clear();
+      for (std::int64_t k = t.ptr[j]; k < t.ptr[j + 1]; ++k) row.push_back({globals[t.row[k]], t.val[k]});
+      row.insert(row.end(), in + arrived.ptr[j], in + arrived.ptr[j + 1]);
+      std::sort(row.begin(), row.end(), [](const RowEntry& a, const RowEntry& b) { return a.col < b.col; });
+      for (const RowEntry& r : row) {
+        out.indices.push_back(r.col);
+        out.data.push_back(r.val);
+      }
     }
     out.indptr[j + 1] = static_cast<std::int64_t>(out.indices.size());
   }

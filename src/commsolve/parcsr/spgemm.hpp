@@ -30,7 +30,7 @@ struct RowEntry {
 struct ProductResult {
   GlobalRows rows;
   CommPlan plan;       // the plan the rows travelled along
-  CommStats recorded;  // what went through MPI (reverse direction for transpose_product)
+  CommStats recorded;  // what went through MPI (reverse direction for transpose_rows)
 };
 
 // This rank's rows of A B. Collective on comm (A's communicator). A's column distribution
@@ -50,10 +50,19 @@ ProductResult spgemm(const ParCsr& A, const ParCsr& B, const std::string& strate
 ProductResult halo_rows(const ParCsr& A, const ParCsr& B, const std::string& strategy, MPI_Comm comm,
                         const CommPlan* reuse = nullptr);
 
-// This rank's rows of P^T M, distributed as P's columns. Collective. M's rows (global
-// columns) are this rank's rows in P's row distribution. `reuse` as for spgemm, for P.
-ProductResult transpose_product(const ParCsr& P, const GlobalRows& M, const std::string& strategy, MPI_Comm comm,
-                                const CommPlan* reuse = nullptr);
+// This rank's rows of the Galerkin product P^T A P, distributed as P's columns. Collective.
+// A P is formed with A's halo plan fetching P's rows (`plan_ap`), then each rank's rows of
+// P^T (A P) for coarse columns it does not own travel to their owners along P's halo plan in
+// reverse (`plan_rap`) and are summed there. A's rows and columns and P's rows must be
+// distributed alike. `reuse_ap`, `reuse_rap`: plans of an earlier product with the same
+// structure, as for spgemm.
+struct GalerkinResult {
+  GlobalRows rows;
+  CommPlan plan_ap, plan_rap;
+  CommStats recorded_ap, recorded_rap;  // forward (P's rows), reverse (the partial rows)
+};
+GalerkinResult galerkin(const ParCsr& A, const ParCsr& P, const std::string& strategy, MPI_Comm comm,
+                        const CommPlan* reuse_ap = nullptr, const CommPlan* reuse_rap = nullptr);
 
 // This rank's rows of A^T (distributed as A's columns; global columns, ascending).
 // Collective: the entries in halo columns travel to the columns' owners along A's plan in
