@@ -49,10 +49,9 @@ def _exchange(kernel, plan, stats, M):
             "halo": np.asarray(M.col_map)}
 
 
-def _build(indptr, indices, data, shape, A, row_dist, col_dist, spmv_strategy, profile=None):
-    local = sp.csr_matrix((data, indices, indptr), shape=shape)
-    return ParCSR.from_local_rows(local, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
-                                  strategy=spmv_strategy, profile=profile)
+def _build(indptr, indices, data, A, row_dist, col_dist, spmv_strategy, profile=None):
+    return ParCSR.from_rows(indptr, indices, data, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
+                            strategy=spmv_strategy, profile=profile)
 
 
 def _reused(reuse, mats):
@@ -84,7 +83,7 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
           f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
     (plan,) = _reused(reuse, [A])
     indptr, indices, data, plan, stats = _core.spgemm(A._core, B._core, A.comm.py2f(), strategy, plan)
-    C = _build(indptr, indices, data, (A.local_rows, B.shape[1]), A, A.row_dist, B.col_dist, spmv_strategy)
+    C = _build(indptr, indices, data, A, A.row_dist, B.col_dist, spmv_strategy)
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A B", plan, stats, A)]}
@@ -112,8 +111,7 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     plan_ap, plan_rap = _reused(reuse, [A, P])
     indptr, indices, data, plan_ap, stats_ap, plan_rap, stats_rap = _core.galerkin(
         A._core, P._core, A.comm.py2f(), strategy, plan_ap, plan_rap)
-    n = P.shape[1]
-    C = _build(indptr, indices, data, (P.local_cols, n), A, P.col_dist, P.col_dist, spmv_strategy, profile)
+    C = _build(indptr, indices, data, A, P.col_dist, P.col_dist, spmv_strategy, profile)
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}

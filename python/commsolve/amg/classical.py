@@ -147,13 +147,18 @@ def direct_interpolation(A, L, strong, state, cfull, ncoarse):
     return sp.csr_matrix((pval, (prow, pcol)), shape=(n, ncoarse))
 
 
-def extended_i_interpolation(A, L, strong, cfull, ncoarse):
-    """Collective. The rank's rows of the extended+i interpolation (C++; the rows of A held
-    by off-process strong fine neighbours travel along A's halo plan)."""
+def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, strategy="standard"):
+    """Collective. The extended+i interpolation as a ParCSR (rows as A's, columns the coarse
+    Distribution ``coarse``; halo plan of ``strategy``), truncated as :func:`truncate` does
+    when ``trunc`` or ``pmax`` asks (C++ end to end; the rows of A held by off-process strong
+    fine neighbours travel along A's halo plan)."""
+    from ..parcsr import ParCSR
+
     indptr, indices, data = _core.extended_i_interpolation(
-        A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(), np.ascontiguousarray(cfull, dtype=np.int64),
-        A.comm.py2f())
-    return sp.csr_matrix((data, indices, indptr), shape=(L.shape[0], ncoarse))
+        A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(),
+        np.ascontiguousarray(cfull, dtype=np.int64), float(trunc), int(pmax), A.comm.py2f())
+    return ParCSR.from_rows(indptr, indices, data, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology,
+                            strategy=strategy)
 
 
 def truncate(P, factor=0.0, max_elements=0):

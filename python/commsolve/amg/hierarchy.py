@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from .. import products
 from .._collective import agree
-from ..parcsr import check_strategy
+from ..parcsr import ParCSR, check_strategy
 from . import aggregation, aggressive, classical
 from . import sparsify as sparsifying
 from .spectrum import spectral_radius_dinv_a
@@ -219,6 +219,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                 level.A_hat = level.minimal = level.sparsified = None
             level.setup_s = time.perf_counter() - t0
             break
+        P = None  # ext+i builds it whole; the others give their rows (scipy)
         if method == "sa":
             level.rho = spectral_radius_dinv_a(current, L.diagonal()[: current.local_rows], ids)
             P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
@@ -232,13 +233,13 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         elif o["interpolation"] == "direct":
             Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
         else:
-            Ploc = classical.extended_i_interpolation(current, L, strong, cfull, nc)
-        if method == "classical" and k >= o["aggressive"] and (o["trunc"] > 0 or pmax > 0):
-            Ploc = classical.truncate(Ploc, o["trunc"], pmax)
-        from ..parcsr import ParCSR
-
-        P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
-                                   topology=current.topology, strategy=level.strategy)
+            P = classical.extended_i_interpolation(current, L, strong, cfull, coarse, o["trunc"], pmax,
+                                                   strategy=level.strategy)
+        if P is None:
+            if method == "classical" and k >= o["aggressive"] and (o["trunc"] > 0 or pmax > 0):
+                Ploc = classical.truncate(Ploc, o["trunc"], pmax)
+            P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
+                                       topology=current.topology, strategy=level.strategy)
         Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
                                      spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
         level.P, level.coarse = P, kept

@@ -21,6 +21,7 @@
 #include "multigrid/strength.hpp"
 #include "multigrid/independent_sets.hpp"
 #include "sparse/distribution.hpp"
+#include "sparse/kernels.hpp"
 #include "topology/topology.hpp"
 
 namespace commsolve::bindings {
@@ -248,22 +249,29 @@ void bind_products(nb::module_& m) {
 
   m.def("extended_i_interpolation", [](const ParCsr& A, In<std::int32_t> indptr, In<std::int32_t> indices,
                                        In<double> data, In<std::uint8_t> strong, In<std::int64_t> global,
-                                       In<std::int64_t> coarse, std::int64_t comm) {
+                                       In<std::int64_t> coarse, double trunc, int pmax, std::int64_t comm) {
     const LocalRowsView L = column_space_rows(A, indptr, indices, data);
     require_len(strong, indices.shape(0), "strong");
     const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
     require_len(global, space, "global");
     require_len(coarse, space, "coarse");
+    if (!(trunc >= 0 && trunc < 1) || pmax < 0) throw nb::value_error("trunc must lie in [0, 1) and pmax be >= 0");
     const CoarseningView v{L, strong.data(), global.data(), coarse.data()};
     MPI_Comm c = comm_from_handle(comm);
     GlobalRows P;
     {
       nb::gil_scoped_release nogil;
       P = extended_i_interpolation(A, v, c);
+      if (trunc > 0 || pmax > 0) {
+        const std::int64_t kept = truncate_rows(P.nrows, P.indptr.data(), P.indices.data(), P.data.data(), trunc, pmax);
+        P.indices.resize(kept);
+        P.data.resize(kept);
+      }
     }
     return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
-  }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "comm"_a,
-     "Collective: this rank's rows of the extended+i interpolation (global coarse columns).");
+  }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "trunc"_a, "pmax"_a, "comm"_a,
+     "Collective: this rank's rows of the extended+i interpolation (global coarse columns), truncated as "
+     "truncate_rows does when trunc > 0 or pmax > 0.");
 
 }
 
