@@ -212,3 +212,15 @@ def test_extended_i_matches_reference(mpi_cache, k, ppn, case):
     R = extended_i_reference(cs.gallery.from_spec(case), r["c_points"])
     assert P.shape == R.shape
     assert abs(P - R).max() <= 1e-13 * abs(R).max()
+
+
+@pytest.mark.parametrize("k", (1, 3))
+def test_strength_graphs_on_a_pattern_that_is_not_symmetric(mpi_cache, k):
+    """S, S + S^T and each point's dependents against pyamg's strength of the gathered
+    matrix, where one-way couplings put some dependents outside the rank's halo of A (at 3
+    ranks G must add halo columns A lacks, and does); G's product against scipy's, its
+    exchange recorded as planned."""
+    for r in mpi_cache("strength_cases.py", k):
+        assert r["S"] and r["G"] and r["depends_on_me"] and r["recorded_ok"], r
+        assert r["G_matvec_err"] <= 1e-14, r
+        assert (r["halo_columns_beyond_A"] > 0) == (k > 1), r

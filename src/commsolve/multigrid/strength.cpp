@@ -4,8 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "comm/record_executor.hpp"
 #include "core/error.hpp"
-#include "parcsr/spgemm.hpp"
 
 namespace commsolve {
 
@@ -27,49 +27,110 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   const std::int64_t n = L.nrows, n_owned = A.local_cols();
   require(n == A.local_rows() && n == n_owned, "strength graphs: A must be square with rows and columns distributed "
                                                "alike (rank " + std::to_string(A.rank()) + ")");
-  const std::vector<std::int64_t> global = A.space_globals();
-
-  GlobalRows s;
+  // Everything stays over A's column space [owned | halo] (local indices): S is L's strong
+  // entries, its halo the part of A's that they use.
+  LocalCsr s;
   s.nrows = n;
   s.indptr.resize(n + 1);
   s.indices.reserve(L.indptr[n]);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int32_t p = L.indptr[i]; p < L.indptr[i + 1]; ++p)
-      if (strong[p]) s.indices.push_back(global[L.indices[p]]);
-    if (!std::is_sorted(s.indices.begin() + s.indptr[i], s.indices.end()))  // it is unless a halo column
-      std::sort(s.indices.begin() + s.indptr[i], s.indices.end());       // lies below an owned one
-    s.indptr[i + 1] = static_cast<std::int64_t>(s.indices.size());
+      if (strong[p]) s.indices.push_back(L.indices[p]);
+    s.indptr[i + 1] = static_cast<std::int32_t>(s.indices.size());
   }
-  auto pattern = [&](const GlobalRows& r) {  // a ParCsr of ones (collective)
-    const std::vector<double> ones(std::max<std::size_t>(r.indices.size(), 1), 1.0);
-    return std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{r.nrows, r.indptr.data(), r.indices.data()},
-                                    ones.data(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
-  };
+  s.data.assign(s.indices.size(), 1.0);
   StrengthGraphs out;
-  out.S = pattern(s);
-  // S^T's rows (who depends on each point), along S's own halo plan.
-  const GlobalRows t = transpose_rows(*out.S, strategy, comm, &out.S->plan()).rows;
+  out.S = std::make_unique<ParCsr>(s, A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
 
-  GlobalRows g;  // row i of S + S^T: the two sorted rows merged, each column once
+  // S^T's rows (who depends on each owned point): the owned columns' entries transposed in
+  // place, the halo columns' sent to their owners (the global row) along S's plan in reverse.
+  std::vector<std::int32_t> tptr(n + 1, 0), trow;
+  for (std::int64_t k = 0; k < s.indptr[n]; ++k)
+    if (s.indices[k] < n_owned) ++tptr[s.indices[k] + 1];
+  for (std::int64_t j = 0; j < n; ++j) tptr[j + 1] += tptr[j];
+  trow.resize(tptr[n]);
+  {
+    std::vector<std::int32_t> fill(tptr.begin(), tptr.end() - 1);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k)
+        if (s.indices[k] < n_owned) trow[fill[s.indices[k]]++] = static_cast<std::int32_t>(i);
+  }
+  const ParCsr& S = *out.S;
+  const std::int64_t nh = static_cast<std::int64_t>(S.col_map().size());
+  RecordSet halo;  // per halo column of S: the global rows of the rank's entries in it
+  halo.ptr.assign(nh + 1, 0);
+  for (const LocalCsr* o : {&S.offd_on_node(), &S.offd_off_node()})
+    for (std::int32_t k = 0; k < o->indptr[n]; ++k) ++halo.ptr[o->indices[k] + 1];
+  for (std::int64_t h = 0; h < nh; ++h) halo.ptr[h + 1] += halo.ptr[h];
+  halo.data.resize(halo.ptr[nh] * sizeof(std::int64_t));
+  {
+    auto* rec = reinterpret_cast<std::int64_t*>(halo.data.data());
+    std::vector<std::int64_t> fill(halo.ptr.begin(), halo.ptr.end() - 1);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (const LocalCsr* o : {&S.offd_on_node(), &S.offd_off_node()})
+        for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k)
+          rec[fill[o->indices[k]]++] = A.row_dist().global_index(A.rank(), i);
+  }
+  RecordExecutor exec(S.plan(), S.topology(), comm, sizeof(std::int64_t));
+  const RecordSet arrived = exec.reverse(view(halo));
+  const auto* from = reinterpret_cast<const std::int64_t*>(arrived.data.data());
+
+  // G's column space: A's, then the rows that arrived from outside A's halo (a
+  // nonsymmetric pattern's), each once.
+  std::vector<std::int64_t> g_halo = A.col_map();
+  std::vector<std::pair<std::int64_t, std::int32_t>> known;  // (global, space index), sorted
+  known.reserve(g_halo.size());
+  for (std::size_t h = 0; h < g_halo.size(); ++h)
+    known.emplace_back(g_halo[h], static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(h)));
+  std::sort(known.begin(), known.end());
+  std::vector<std::int32_t> arrived_col(arrived.ptr.back());
+  std::vector<std::pair<std::int64_t, std::int32_t>> extra;  // globals outside A's halo, in arrival order
+  for (std::int64_t q = 0; q < arrived.ptr.back(); ++q) {
+    const auto at = std::lower_bound(known.begin(), known.end(), std::make_pair(from[q], std::int32_t(-1)));
+    if (at != known.end() && at->first == from[q]) {
+      arrived_col[q] = at->second;
+      continue;
+    }
+    const auto e = std::find_if(extra.begin(), extra.end(), [&](const auto& x) { return x.first == from[q]; });
+    if (e != extra.end()) {
+      arrived_col[q] = e->second;
+    } else {
+      const auto c = static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(g_halo.size()));
+      g_halo.push_back(from[q]);
+      extra.emplace_back(from[q], c);
+      arrived_col[q] = c;
+    }
+  }
+
+  // Row i of S + S^T: the sorted S row and the sorted local S^T row merged, the arrived
+  // entries added; each column once.
+  LocalCsr g;
   g.nrows = n;
   g.indptr.resize(n + 1);
-  g.indices.resize(s.indices.size() + t.indices.size());
+  g.indices.resize(static_cast<std::size_t>(s.indptr[n]) + trow.size() + arrived_col.size());
   out.depends_on_me.resize(n);
-  std::int64_t at = 0;
+  std::int32_t at = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    out.depends_on_me[i] = static_cast<double>(t.indptr[i + 1] - t.indptr[i]);
-    std::int64_t a = s.indptr[i], b = t.indptr[i];
-    const std::int64_t ae = s.indptr[i + 1], be = t.indptr[i + 1];
+    out.depends_on_me[i] = static_cast<double>(tptr[i + 1] - tptr[i] + arrived.ptr[i + 1] - arrived.ptr[i]);
+    const std::int32_t first = at;
+    std::int32_t a = s.indptr[i], b = tptr[i];
+    const std::int32_t ae = s.indptr[i + 1], be = tptr[i + 1];
     while (a < ae || b < be) {
-      const std::int64_t c = b == be || (a < ae && s.indices[a] <= t.indices[b]) ? s.indices[a] : t.indices[b];
+      const std::int32_t c = b == be || (a < ae && s.indices[a] <= trow[b]) ? s.indices[a] : trow[b];
       while (a < ae && s.indices[a] == c) ++a;
-      while (b < be && t.indices[b] == c) ++b;
+      while (b < be && trow[b] == c) ++b;
       g.indices[at++] = c;
+    }
+    if (arrived.ptr[i] < arrived.ptr[i + 1]) {
+      for (std::int64_t q = arrived.ptr[i]; q < arrived.ptr[i + 1]; ++q) g.indices[at++] = arrived_col[q];
+      std::sort(g.indices.begin() + first, g.indices.begin() + at);
+      at = static_cast<std::int32_t>(std::unique(g.indices.begin() + first, g.indices.begin() + at) - g.indices.begin());
     }
     g.indptr[i + 1] = at;
   }
   g.indices.resize(at);
-  out.G = pattern(g);
+  g.data.assign(at, 1.0);
+  out.G = std::make_unique<ParCsr>(g, g_halo, A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
   return out;
 }
 

@@ -18,7 +18,7 @@
 namespace commsolve {
 
 // A rank's rows over its column space (owned columns' local indices, then n_owned + the halo
-// index), borrowed: ParCsr::merged_rows's layout.
+// index), borrowed: ParCsr::space_rows's layout.
 struct LocalRowsView {
   std::int64_t nrows;
   const std::int32_t* indptr;

@@ -92,6 +92,94 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
   executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }
 
+ParCsr::ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
+               Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy)
+    : row_dist_(std::move(row_dist)), col_dist_(std::move(col_dist)), topo_(topo) {
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  require(row_dist_.nranks() == size && col_dist_.nranks() == size && topo_.size() == size,
+          "ParCsr: distributions or topology for another number of ranks than the communicator's " +
+              std::to_string(size));
+  require(rows.nrows == row_dist_.local_size(rank),
+          "ParCsr: rank " + std::to_string(rank) + " passed " + std::to_string(rows.nrows) +
+              " rows, its share of the distribution is " + std::to_string(row_dist_.local_size(rank)));
+  const std::int64_t n_owned = col_dist_.local_size(rank), nh_in = static_cast<std::int64_t>(halo_globals.size());
+  const std::int64_t nnz = rows.indptr[rows.nrows];
+  require(rows.indptr[0] == 0 && static_cast<std::int64_t>(rows.indices.size()) == nnz &&
+              static_cast<std::int64_t>(rows.data.size()) == nnz,
+          "ParCsr: the rows' arrays do not describe their entries");
+
+  // The halo: the positions of halo_globals the rows use, ordered by (owner, global); equal
+  // globals share one entry.
+  std::vector<std::int32_t> where(nh_in, -1);  // input position -> new halo index
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    const std::int64_t c = rows.indices[k];
+    if (c >= n_owned && c < n_owned + nh_in) {
+      where[c - n_owned] = 0;
+    } else if (c < 0 || c >= n_owned) {
+      throw std::invalid_argument("ParCsr: column " + std::to_string(c) + " outside the column space [0, " +
+                                  std::to_string(n_owned + nh_in) + ") on rank " + std::to_string(rank));
+    }
+  }
+  struct Col {
+    int owner;
+    std::int64_t g, at;
+  };
+  std::vector<Col> used;
+  for (std::int64_t h = 0; h < nh_in; ++h)
+    if (where[h] == 0) {
+      const std::int64_t g = halo_globals[h];
+      if (g < 0 || g >= col_dist_.global_size() || col_dist_.owns(rank, g))
+        throw std::invalid_argument("ParCsr: halo column " + std::to_string(g) + " is not another rank's column (rank " +
+                                    std::to_string(rank) + ")");
+      used.push_back({col_dist_.owner(g), g, h});
+    }
+  std::sort(used.begin(), used.end(),
+            [](const Col& a, const Col& b) { return a.owner != b.owner ? a.owner < b.owner : a.g < b.g; });
+  pattern_.rank = rank;
+  pattern_.nranks = size;
+  pattern_.n_owned = n_owned;
+  std::vector<char> on_node;  // per new halo index
+  for (std::size_t k = 0; k < used.size(); ++k) {
+    if (k == 0 || used[k].g != used[k - 1].g) {
+      if (k == 0 || used[k].owner != used[k - 1].owner) {
+        if (k > 0) pattern_.recv_ptr.push_back(pattern_.n_halo());
+        pattern_.recv_peers.push_back(used[k].owner);
+      }
+      pattern_.halo_globals.push_back(used[k].g);
+      on_node.push_back(topo_.same_node(rank, used[k].owner) ? 1 : 0);
+    }
+    where[used[k].at] = static_cast<std::int32_t>(pattern_.n_halo() - 1);
+  }
+  if (!used.empty()) pattern_.recv_ptr.push_back(pattern_.n_halo());
+  complete_send_side_mpi(pattern_, col_dist_, comm);
+
+  diag_.nrows = offd_on_.nrows = offd_off_.nrows = rows.nrows;
+  diag_.ncols = n_owned;
+  offd_on_.ncols = offd_off_.ncols = pattern_.n_halo();
+  for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_}) block->indptr.reserve(rows.nrows + 1);
+  diag_.indices.reserve(nnz);
+  diag_.data.reserve(nnz);
+  for (std::int64_t i = 0; i < rows.nrows; ++i) {
+    for (std::int32_t k = rows.indptr[i]; k < rows.indptr[i + 1]; ++k) {
+      const std::int32_t c = rows.indices[k];
+      LocalCsr* block = &diag_;
+      std::int32_t col = c;
+      if (c >= n_owned) {
+        col = where[c - n_owned];
+        block = on_node[col] ? &offd_on_ : &offd_off_;
+      }
+      block->indices.push_back(col);
+      block->data.push_back(rows.data[k]);
+    }
+    for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_})
+      block->indptr.push_back(static_cast<std::int32_t>(block->indices.size()));
+  }
+  for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_}) sort_rows(*block);
+  executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
+}
+
 ParCsr::ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy)
     : row_dist_(other.row_dist_),
       col_dist_(other.col_dist_),

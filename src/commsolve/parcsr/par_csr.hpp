@@ -39,6 +39,14 @@ class ParCsr {
   ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribution row_dist,
          Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy);
 
+  // Collective on comm. `rows` are this rank's rows over a column space [owned | halo]:
+  // indices below the owned count are owned columns' local indices, the others positions
+  // n_owned + h into `halo_globals` (global columns other ranks own, in any order, unused
+  // ones allowed: another matrix's col_map, say). The halo is the columns the rows use, in
+  // the usual (owner, global) order; no global index of an owned column is ever formed.
+  ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
+         Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy);
+
   // Collective. A copy of `other` (the same rows, distributions and halo pattern) whose halo
   // plan is built for `strategy`: no all-to-all, only the plan's own setup.
   ParCsr(const ParCsr& other, MPI_Comm comm, const std::string& strategy);
