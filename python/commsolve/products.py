@@ -38,9 +38,7 @@ def _same_comm(A, B):
 def _same_distribution(comm, a, b, what):
     """Collective: a CollectiveError naming ``what`` unless Distributions a and b give every
     rank the same indices in the same order."""
-    same = a.global_size == b.global_size and a.nranks == b.nranks and np.array_equal(a.owned(comm.rank),
-                                                                                       b.owned(comm.rank))
-    agree(comm, None if same else what)
+    agree(comm, None if a.same_share(b, comm.rank) else what)
 
 
 def _exchange(kernel, plan, stats, M):

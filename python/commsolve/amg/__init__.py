@@ -139,9 +139,13 @@ class MultilevelSolver:
             self.inner = self.coarse.inner
         else:
             self.coarse = CoarseSolver(last.A)
-        self.setup_s = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
-        # the busiest rank's minor page faults during the setup (memory first touched)
-        self.setup_page_faults = self.comm.allreduce(_core.minor_page_faults() - faults, op=mpi().MAX)
+        # The slowest rank's time and the busiest rank's minor page faults (memory first touched),
+        # reduced as fixed-size buffers: a pickled int's size depends on its value, and mpi4py
+        # reduces pickles with point-to-point messages that Open MPI counts as the user's.
+        mine = np.array([time.perf_counter() - t0, _core.minor_page_faults() - faults], dtype=np.float64)
+        most = np.empty_like(mine)
+        self.comm.Allreduce(mine, most, op=mpi().MAX)
+        self.setup_s, self.setup_page_faults = float(most[0]), int(most[1])
         self.method, self.smoother = method, smoother
         # CG needs a symmetric A; a random-vector check costs two products (cycle.asymmetry)
         self.asymmetry = asymmetry(A) if _continued is None else 0.0

@@ -81,17 +81,17 @@ class Level:
 def _check_level(A, k):
     """Collective. Every rank's diagonal entries nonzero and every value finite, or a
     CollectiveError naming the level and the global row (a coarse level of an indefinite
-    matrix can have a zero diagonal)."""
-    L = A.local_block()
+    matrix can have a zero diagonal). Returns the rank's rows over its column space
+    (:meth:`ParCSR.local_block`)."""
+    zero, finite = A._core.check_diagonal()
     error = None
-    bad = np.flatnonzero(L.diagonal()[: L.shape[0]] == 0)
-    if not np.all(np.isfinite(L.data)):
+    if not finite:
         error = f"level {k}: the operator holds non-finite values"
-    elif bad.size:
-        error = (f"level {k}: row {int(A.owned_rows()[bad[0]])} has a zero diagonal entry; AMG needs nonzero "
+    elif zero >= 0:
+        error = (f"level {k}: row {int(A.owned_rows()[zero])} has a zero diagonal entry; AMG needs nonzero "
                  "diagonals (for CG, a symmetric positive definite matrix)")
     agree(A.comm, error, where="AMG setup")
-    return L
+    return A.local_block()
 
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,

@@ -189,6 +189,11 @@ void bind_matrix(nb::module_& m) {
       }, "owned_globals"_a,
          "This rank's rows as one CSR (indptr, indices, data) over global columns (given each owned column's global "
          "index), columns ascending.")
+      .def("check_diagonal", [](const ParCsr& A) {
+        nb::gil_scoped_release nogil;
+        return A.check_diagonal();
+      }, "Local: (the first local row whose diagonal entry is missing or zero, else -1; whether every stored value "
+         "is finite). Square blocks.")
       .def("space_rows", [](const ParCsr& A) {
         LocalCsr r;
         {

@@ -65,6 +65,8 @@ void bind_layouts(nb::module_& m) {  // ranks to nodes, indices to ranks
       .def_prop_ro("is_contiguous", &Distribution::is_contiguous)
       .def("local_size", &Distribution::local_size, "rank"_a)
       .def("owned", [](const Distribution& d, int r) { return to_numpy(d.owned(r)); }, "rank"_a)
+      .def("same_share", &Distribution::same_share, "other"_a, "rank"_a,
+           "Whether `other` gives `rank` the same global indices in the same order (same size and rank count).")
       .def("owners_of", [](const Distribution& d, In<std::int64_t> g) {
         std::vector<std::int32_t> out(g.shape(0));
         for (std::size_t k = 0; k < out.size(); ++k) {

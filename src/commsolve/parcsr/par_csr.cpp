@@ -1,6 +1,7 @@
 #include "parcsr/par_csr.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <tuple>
@@ -331,6 +332,20 @@ LocalCsr ParCsr::space_rows() const {
     out.indptr[i + 1] = at;
   }
   return out;
+}
+
+std::pair<std::int64_t, bool> ParCsr::check_diagonal() const {
+  std::int64_t zero = -1;
+  for (std::int64_t i = 0; i < diag_.nrows && zero < 0; ++i) {
+    double d = 0.0;
+    for (std::int32_t p = diag_.indptr[i]; p < diag_.indptr[i + 1]; ++p)
+      if (diag_.indices[p] == i) d += diag_.data[p];
+    if (d == 0.0) zero = i;
+  }
+  bool finite = true;
+  for (const LocalCsr* b : {&diag_, &offd_on_, &offd_off_})
+    for (double v : b->data) finite = finite && std::isfinite(v);
+  return {zero, finite};
 }
 
 std::vector<std::int64_t> ParCsr::space_globals() const {

@@ -112,6 +112,9 @@ class ParCsr {
   // This rank's rows as one CSR over its column space (owned columns' local indices, then
   // n_owned + the halo index into col_map), each row's entries by ascending index.
   LocalCsr space_rows() const;
+  // The first local row whose diagonal entry is missing or zero, or -1 when none is (square
+  // blocks: rows and columns distributed alike), and whether every stored value is finite.
+  std::pair<std::int64_t, bool> check_diagonal() const;
   // The global column of every column-space entry (owned columns, then the halo).
   std::vector<std::int64_t> space_globals() const;
   // Bytes the local SpMV moves (three blocks, x, halo and y).

@@ -82,4 +82,14 @@ std::vector<std::int64_t> Distribution::owned(int rank) const {
   return out;
 }
 
+bool Distribution::same_share(const Distribution& other, int rank) const {
+  if (n_ != other.n_ || nranks_ != other.nranks_) return false;
+  const std::int64_t m = local_size(rank);
+  if (m != other.local_size(rank)) return false;
+  if (is_contiguous() && other.is_contiguous()) return offsets_[rank] == other.offsets_[rank];
+  for (std::int64_t i = 0; i < m; ++i)
+    if (global_index(rank, i) != other.global_index(rank, i)) return false;
+  return true;
+}
+
 }  // namespace commsolve

@@ -38,6 +38,9 @@ class Distribution {
   std::vector<std::int64_t> owned(int rank) const;
   // Global index of local entry `i` of `rank`.
   std::int64_t global_index(int rank, std::int64_t i) const;
+  // Whether `other` gives `rank` the same global indices in the same order (and has the
+  // same global size and rank count).
+  bool same_share(const Distribution& other, int rank) const;
 
   const std::vector<std::int64_t>& offsets() const { return offsets_; }
   const std::vector<std::int32_t>& owners() const { return owner_; }
