@@ -107,9 +107,10 @@ def test_programs_of_the_three_algorithms():
     # The same levels, every forest message-driven.
     assert workloads.solve_program("3d-baseline-async", 0, 4) == (
         [L(0, 0), R(1), L(1, 1), R(2), L(2, 2), U(2, 2), B(2), U(1, 1), B(1), U(0, 0)], 4)
-    # SC'23: one L phase over all forests, the sparse allreduce, one U phase.
-    assert workloads.solve_program("3d", 0, 4) == ([L(0, 2), R(1), R(2), B(2), B(1), U(0, 2)], 1)
-    assert workloads.solve_program("3d", 3, 4) == ([L(0, 2), R(1), B(1), U(0, 2)], 1)
+    # SC'23: every forest solved without waiting for another grid (the leaf forest, then the
+    # ancestors), the sparse allreduce, the U-solve back down.
+    assert workloads.solve_program("3d", 0, 4) == ([L(0, 0), L(1, 2), R(1), R(2), B(2), B(1), U(1, 2), U(0, 0)], 1)
+    assert workloads.solve_program("3d", 3, 4) == ([L(0, 0), L(1, 2), R(1), B(1), U(1, 2), U(0, 0)], 1)
     assert workloads.solve_program("2d", 0, 1) == ([L(0, 0), U(0, 0)], 0)
     for pz in (2, 4, 8, 16, 32):
         for base in ("3d-baseline", "3d-baseline-async"):
@@ -160,6 +161,46 @@ def test_phase_collectives_involve_exactly_the_active_blocks(structure, upper):
     for (kind, k) in got:
         if (kind, k) not in want:  # no block: only a solved supernode has a collective then
             assert solve[k] and got[kind, k] == set()
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_phase_collectives_list_participants_in_need_order(structure, upper):
+    """As SuperLU_DIST orders its trees' ranks (pddistribute.c): a broadcast's receivers by
+    the first supernode each needs the solution for (L: its smallest block row, ascending;
+    U, solved downwards: its largest, descending), a reduction's contributors latest first
+    (L: its largest block column, descending; U: its smallest block row, ascending). Keys
+    per rank from the blocks here; ties (one rank's two keys) cannot happen (a key is the
+    rank's own extreme). Need-ordered trees keep this order; binary trees sort it away."""
+    S, px, py, base = structure, 2, 3, 12
+    solve = np.ones(S.nsuper, dtype=np.int8)
+    C = _core.phase_collectives(S, px, py, base, upper, solve, np.zeros(S.nsuper, dtype=np.int8))
+    ns, id0 = S.nsuper, (2 * S.nsuper if upper else 0)
+    owner = lambda i, j: base + (i % px) * py + (j % py)  # noqa: E731
+    keys = {}  # (kind, supernode) -> {rank: the supernodes of its blocks there}
+    for i, k in blocks(S):  # L(i, k), i > k; in U its transpose U(k, i)
+        if upper:  # x(i) is used by U(k, i) (broadcast of i); U(k, i) adds to k's sum
+            o = owner(k, i)
+            keys.setdefault(("b", i), {}).setdefault(o, []).append(k)
+            keys.setdefault(("r", k), {}).setdefault(o, []).append(i)
+        else:  # y(k) is used by L(i, k); L(i, k) adds to i's sum
+            o = owner(i, k)
+            keys.setdefault(("b", k), {}).setdefault(o, []).append(i)
+            keys.setdefault(("r", i), {}).setdefault(o, []).append(k)
+    reordered = 0
+    for c, cid in enumerate(C.id.tolist()):
+        key = cid - id0
+        kind, k = ("b", key) if key < ns else ("r", key - ns)
+        root = owner(k, k)
+        part = C.part[C.part_ptr[c]:C.part_ptr[c + 1]].tolist()
+        assert part[0] == root
+        per_rank = {r: v for r, v in keys.get((kind, k), {}).items() if r != root}
+        if upper == (kind == "r"):   # L broadcast, U reduction: smallest first
+            want = sorted(per_rank, key=lambda r: min(per_rank[r]))
+        else:                        # L reduction, U broadcast: largest first
+            want = sorted(per_rank, key=lambda r: -max(per_rank[r]))
+        assert part[1:] == want, (kind, k, part, per_rank)
+        reordered += want != sorted(want)
+    assert reordered > 0  # need order is not rank order here (binary trees' order)
 
 
 @pytest.mark.parametrize("upper", [False, True])

@@ -55,6 +55,7 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   auto in_context = [&](std::int64_t k) { return !context.empty() && context[k] != 0 && !solved(k); };
   CollectiveSet set;
   std::vector<int> part;
+  std::vector<std::int64_t> seen;  // per rank: the last collective that listed it
   // Block k's owner: L(I, K) on (I, K); U(K, I) on (K, I).
   auto owner = [&](std::int64_t k) {
     return upper ? grid.owner(blocks.col[k], blocks.sn[k]) : grid.owner(blocks.sn[k], blocks.col[k]);
@@ -67,8 +68,21 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
       for (int q = 0; q < (column ? grid.px : grid.py); ++q)
         part.push_back(column ? grid.rank_of(q, k % grid.py) : grid.rank_of(k % grid.px, q));
     }
-    std::sort(part.begin(), part.end());
-    part.erase(std::unique(part.begin(), part.end()), part.end());
+    // Participants in need order, as SuperLU_DIST orders its trees' ranks: a broadcast's by
+    // the first supernode each needs the solution for (L: ascending rows; U, solved
+    // downwards: descending), a reduction's latest contributor first (L: descending columns;
+    // U: ascending rows). The blocks were listed ascending: reversed for an L reduction and a
+    // U broadcast, each rank kept where it first appears. Only need-ordered trees read the
+    // order; the other shapes sort the participants themselves.
+    if (upper != (kind == CollectiveKind::reduce)) std::reverse(part.begin(), part.end());
+    std::size_t kept = 0;
+    for (int p : part) {
+      if (static_cast<std::size_t>(p) >= seen.size()) seen.resize(static_cast<std::size_t>(p) + 1, -1);
+      if (seen[p] == id) continue;
+      seen[p] = id;
+      part[kept++] = p;
+    }
+    part.resize(kept);
     set.id.push_back(id);
     set.kind.push_back(static_cast<std::int8_t>(kind));
     set.root.push_back(root);

@@ -17,10 +17,11 @@
 //    broadcast (U) one supernode at a time, as pdgstrs3d does around its inter-grid sends.
 //  - "3d-baseline-async": the same levels and inter-grid steps, every forest message-driven
 //    over the restricted trees (the baseline with the 2D solve's intra-grid schedule).
-//  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests at once
-//    (ancestors with b set to 0 except on their lowest grid, so their y are partial sums),
-//    one SparseAllReduce (Algorithm 2) of the ancestors' y over the grids, then every grid
-//    runs its U-solve. One synchronisation.
+//  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests without
+//    waiting for another grid (ancestors with b set to 0 except on their lowest grid, so
+//    their y are partial sums): its leaf forest, then its ancestors in a second phase; one
+//    SparseAllReduce (Algorithm 2) of the ancestors' y over the grids, then every grid runs
+//    its U-solve, ancestors first. One synchronisation.
 #pragma once
 
 #include <cstdint>
