@@ -19,9 +19,10 @@ triangular solves (``algorithm``):
                  process column (its MPI_Reduce and MPI_Bcast per supernode)
 ``3d-baseline-async``  the same levels and inter-grid steps, every forest message-driven
                  over the restricted trees of the 2D solve
-``3d``           the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests at
-                 once, one sparse allreduce of the ancestors' partial solutions over the
-                 grids, then every grid's U-solve (one synchronisation)
+``3d``           the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests
+                 without waiting for another (the leaf forest, then the ancestors), one
+                 sparse allreduce of the ancestors' partial solutions over the grids, then
+                 every grid's U-solve (one synchronisation)
 
 b and x are distributed by rows, as a :class:`~commsolve.ParCSR` distributes them (or, with
 ``replicated=True``, given whole on the root and returned whole on every rank).

@@ -185,7 +185,8 @@ void bind_matrix(nb::module_& m) {
           nb::gil_scoped_release nogil;
           r = A.merged_rows(owned_globals.data());
         }
-        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)), to_numpy(std::move(r.data)));
+        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)),
+                              to_numpy(std::move(r.data)));
       }, "owned_globals"_a,
          "This rank's rows as one CSR (indptr, indices, data) over global columns (given each owned column's global "
          "index), columns ascending.")
@@ -200,7 +201,8 @@ void bind_matrix(nb::module_& m) {
           nb::gil_scoped_release nogil;
           r = A.space_rows();
         }
-        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)), to_numpy(std::move(r.data)));
+        return nb::make_tuple(to_numpy(std::move(r.indptr)), to_numpy(std::move(r.indices)),
+                              to_numpy(std::move(r.data)));
       }, "This rank's rows as one CSR (indptr, indices, data; int32 indices) over the column space [owned | halo], "
          "columns ascending.")
       .def("recorded_stats_array", [](ParCsr& A, bool reverse) {

@@ -124,7 +124,8 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
     if (arrived.ptr[i] < arrived.ptr[i + 1]) {
       for (std::int64_t q = arrived.ptr[i]; q < arrived.ptr[i + 1]; ++q) g.indices[at++] = arrived_col[q];
       std::sort(g.indices.begin() + first, g.indices.begin() + at);
-      at = static_cast<std::int32_t>(std::unique(g.indices.begin() + first, g.indices.begin() + at) - g.indices.begin());
+      const auto end = std::unique(g.indices.begin() + first, g.indices.begin() + at);
+      at = static_cast<std::int32_t>(end - g.indices.begin());
     }
     g.indptr[i + 1] = at;
   }

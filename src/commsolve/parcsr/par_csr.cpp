@@ -132,8 +132,8 @@ ParCsr::ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globa
     if (where[h] == 0) {
       const std::int64_t g = halo_globals[h];
       if (g < 0 || g >= col_dist_.global_size() || col_dist_.owns(rank, g))
-        throw std::invalid_argument("ParCsr: halo column " + std::to_string(g) + " is not another rank's column (rank " +
-                                    std::to_string(rank) + ")");
+        throw std::invalid_argument("ParCsr: halo column " + std::to_string(g) +
+                                    " is not another rank's column (rank " + std::to_string(rank) + ")");
       used.push_back({col_dist_.owner(g), g, h});
     }
   std::sort(used.begin(), used.end(),
@@ -285,7 +285,9 @@ GlobalRows ParCsr::merged_rows(const std::int64_t* owned_globals) const {
   std::vector<std::pair<std::int64_t, double>> row;
   for (std::int64_t i = 0; i < n; ++i) {
     row.clear();
-    for_each_in_row(i, [&](std::int64_t k, double a) { row.emplace_back(k < n_owned ? owned_globals[k] : halo[k - n_owned], a); });
+    for_each_in_row(i, [&](std::int64_t k, double a) {
+      row.emplace_back(k < n_owned ? owned_globals[k] : halo[k - n_owned], a);
+    });
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [c, v] : row) {
       out.indices.push_back(c);
@@ -308,8 +310,16 @@ LocalCsr ParCsr::space_rows() const {
   // The owned columns come first in the column space and the halo after: a row is its
   // diagonal block's entries, then the off-diagonal blocks'; each part sorted where needed
   // (the diagonal block mostly is already: the constructors sort it).
+  std::vector<std::pair<std::int32_t, double>> long_part;
   auto sort_part = [&](std::int32_t b, std::int32_t e) {
-    for (std::int32_t a = b + 1; a < e; ++a)
+    if (e - b > 32) {  // a long run (a dense coarse level's halo): sorted as pairs
+      long_part.clear();
+      for (std::int32_t p = b; p < e; ++p) long_part.emplace_back(out.indices[p], out.data[p]);
+      std::sort(long_part.begin(), long_part.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::int32_t p = b; p < e; ++p) std::tie(out.indices[p], out.data[p]) = long_part[p - b];
+      return;
+    }
+    for (std::int32_t a = b + 1; a < e; ++a)  // short: insertion sort in place
       for (std::int32_t p = a; p > b && out.indices[p - 1] > out.indices[p]; --p) {
         std::swap(out.indices[p - 1], out.indices[p]);
         std::swap(out.data[p - 1], out.data[p]);
