@@ -120,6 +120,15 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       if (col(r, q) == g) return val(r, q);
     return 0.0;
   };
+  // The owned rows' diagonal entries (as `diagonal` finds them: the first), found once; a
+  // fetched row's is searched for.
+  std::vector<double> own_diag(n, 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p)
+      if (v.indices[p] == i) {
+        own_diag[i] = v.data[p];
+        break;
+      }
 
   GlobalRows P;
   P.indptr.reserve(n + 1);
@@ -172,7 +181,7 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
         diag += a;
       } else {  // strong fine neighbour k
         const RowRef k = fine_rows[next_fine++];
-        const double akk = diagonal(k, v.global[c]);
+        const double akk = c < n_owned ? own_diag[c] : diagonal(k, v.global[c]);
         // Where each entry of row k goes (kToDiag: i itself, else a position in Ĉ_i); the
         // entries that go nowhere are not kept. ā_kl keeps the couplings of opposite sign to a_kk.
         if (static_cast<std::int64_t>(targets.size()) < k.n) targets.resize(k.n);
