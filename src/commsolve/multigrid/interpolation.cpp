@@ -191,7 +191,8 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
           const double kv = val(k, q);
           if (kv * akk >= 0) continue;
           const std::int64_t kc = coarse_of(k, q);
-          const std::int64_t to = col(k, q) == gi ? kToDiag : kc >= 0 ? hat.find(kc) : -1;
+          const bool to_i = k.e ? k.e[q].col == gi : v.indices[k.p0 + q] == i;  // owned rows: space index i
+          const std::int64_t to = to_i ? kToDiag : kc >= 0 ? hat.find(kc) : -1;
           if (to == -1) continue;
           targets[nt++] = {to, kv};
           sum += kv;
