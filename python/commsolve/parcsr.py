@@ -134,20 +134,20 @@ class ParCSR:
               f"column distribution covers {col_dist.global_size} columns, the matrix has {ncols}")
         topo = run_agreed(comm, resolve_topology, topology, comm)
         check_strategy(comm, strategy)
-        return cls.from_rows(local.indptr, local.indices, local.data, comm, row_dist=row_dist, col_dist=col_dist,
-                             topology=topo, strategy=strategy, profile=profile)
+        return cls._from_rows(local.indptr, local.indices, local.data, comm, row_dist=row_dist, col_dist=col_dist,
+                              topology=topo, strategy=strategy, profile=profile)
 
     @classmethod
-    def from_rows(cls, indptr, indices, data, comm, *, row_dist, col_dist, topology, strategy="standard",
-                  profile=None):
+    def _from_rows(cls, indptr, indices, data, comm, *, row_dist, col_dist, topology, strategy="standard",
+                   profile=None):
         """Collective. From this rank's rows as CSR arrays over global columns, built by the
         library (a product's, an interpolation's: no copy when they are int64 and float64
         already; the C++ constructor checks the columns' range), with the distributions and
         the resolved topology given; ``strategy`` and ``profile`` as for
         :meth:`from_local_rows`."""
         if strategy == "auto" and profile is not None:
-            return cls.from_rows(indptr, indices, data, comm, row_dist=row_dist, col_dist=col_dist, topology=topology,
-                                 strategy="standard").with_strategy("auto", profile)
+            return cls._from_rows(indptr, indices, data, comm, row_dist=row_dist, col_dist=col_dist,
+                                  topology=topology, strategy="standard").with_strategy("auto", profile)
         core = _core.ParCsr(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
                             np.ascontiguousarray(data, dtype=np.float64), row_dist, col_dist, topology, comm.py2f(),
                             strategy)

@@ -48,8 +48,8 @@ def _exchange(kernel, plan, stats, M):
 
 
 def _build(indptr, indices, data, A, row_dist, col_dist, spmv_strategy, profile=None):
-    return ParCSR.from_rows(indptr, indices, data, A.comm, row_dist=row_dist, col_dist=col_dist, topology=A.topology,
-                            strategy=spmv_strategy, profile=profile)
+    return ParCSR._from_rows(indptr, indices, data, A.comm, row_dist=row_dist, col_dist=col_dist,
+                             topology=A.topology, strategy=spmv_strategy, profile=profile)
 
 
 def _reused(reuse, mats):

@@ -157,8 +157,8 @@ def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, str
     indptr, indices, data = _core.extended_i_interpolation(
         A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8), A.global_columns(),
         np.ascontiguousarray(cfull, dtype=np.int64), float(trunc), int(pmax), A.comm.py2f())
-    return ParCSR.from_rows(indptr, indices, data, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology,
-                            strategy=strategy)
+    return ParCSR._from_rows(indptr, indices, data, A.comm, row_dist=A.row_dist, col_dist=coarse,
+                             topology=A.topology, strategy=strategy)
 
 
 def truncate(P, factor=0.0, max_elements=0):
