@@ -262,7 +262,6 @@ void bind_products(nb::module_& m) {
     const std::int64_t space = A.local_cols() + static_cast<std::int64_t>(A.col_map().size());
     require_len(global, space, "global");
     require_len(coarse, space, "coarse");
-    if (!(trunc >= 0 && trunc < 1) || pmax < 0) throw nb::value_error("trunc must lie in [0, 1) and pmax be >= 0");
     const CoarseningView v{L, strong.data(), global.data(), coarse.data()};
     MPI_Comm c = comm_from_handle(comm);
     GlobalRows P;
@@ -278,7 +277,7 @@ void bind_products(nb::module_& m) {
     return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "trunc"_a, "pmax"_a, "comm"_a,
      "Collective: this rank's rows of the extended+i interpolation (global coarse columns), truncated as "
-     "truncate_rows does when trunc > 0 or pmax > 0.");
+     "truncate_rows does when trunc > 0 or pmax > 0 (the hierarchy checks both).");
 
 }
 

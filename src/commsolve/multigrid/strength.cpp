@@ -84,22 +84,16 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
     known.emplace_back(g_halo[h], static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(h)));
   std::sort(known.begin(), known.end());
   std::vector<std::int32_t> arrived_col(arrived.ptr.back());
-  std::vector<std::pair<std::int64_t, std::int32_t>> extra;  // globals outside A's halo, in arrival order
+  std::vector<std::pair<std::int64_t, std::int64_t>> outside;  // (global, arrival) of rows outside A's halo
   for (std::int64_t q = 0; q < arrived.ptr.back(); ++q) {
     const auto at = std::lower_bound(known.begin(), known.end(), std::make_pair(from[q], std::int32_t(-1)));
-    if (at != known.end() && at->first == from[q]) {
-      arrived_col[q] = at->second;
-      continue;
-    }
-    const auto e = std::find_if(extra.begin(), extra.end(), [&](const auto& x) { return x.first == from[q]; });
-    if (e != extra.end()) {
-      arrived_col[q] = e->second;
-    } else {
-      const auto c = static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(g_halo.size()));
-      g_halo.push_back(from[q]);
-      extra.emplace_back(from[q], c);
-      arrived_col[q] = c;
-    }
+    if (at != known.end() && at->first == from[q]) arrived_col[q] = at->second;
+    else outside.emplace_back(from[q], q);
+  }
+  std::sort(outside.begin(), outside.end());  // each new global once, a column after A's halo
+  for (std::size_t k = 0; k < outside.size(); ++k) {
+    if (k == 0 || outside[k].first != outside[k - 1].first) g_halo.push_back(outside[k].first);
+    arrived_col[outside[k].second] = static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(g_halo.size()) - 1);
   }
 
   // Row i of S + S^T: the sorted S row and the sorted local S^T row merged, the arrived
