@@ -77,10 +77,13 @@ def test_compute_fit_recovers_parameters():
 
     kernels = {"unit": c, "cache": [(m, w, t(m, w, 10 * B)) for m, w in CACHE_SHAPES],
                "stream": [(m, w, t(m, w, B)) for m, w in STREAM_SHAPES], "pack": [(100, 16 * 100 / 2e10)]}
+    assert "triangular_rate" not in fit_compute(kernels)
+    kernels["triangular"] = [(w, c + w * w / 1.5e9) for w in (16, 32, 64)]  # dtrsm: w^2 flops at 1.5 GF/s
     fit = fit_compute(kernels)
     assert fit["call_overhead"] == c
     assert fit["flop_rate"] == pytest.approx(F, rel=1e-9) and fit["bandwidth"] == pytest.approx(B, rel=1e-9)
     assert fit["copy_rate"] == pytest.approx(2e10, rel=1e-9)
+    assert fit["triangular_rate"] == pytest.approx(1.5e9, rel=1e-9)
     with pytest.raises(ValueError, match="cannot fit"):
         fit_compute({"unit": 1.0, "cache": [(8, 8, 0.5)], "stream": [(8, 8, 0.5)], "pack": [(8, 1.0)]})
 

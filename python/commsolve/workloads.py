@@ -51,16 +51,18 @@ def sptrsv_collectives(structure, grid, upper=False):
     return Collectives.from_core(_core.triangular_solve_collectives(structure, Pr, Pc, bool(upper)))
 
 
-def solve_program(algorithm, z, pz):
+def solve_program(algorithm, z, pz, leaf_sync=False):
     """What grid ``z`` of a ``pz``-layer grid runs in a solve: ``([(kind, lo, hi, step), ...],
     synchronisation points)``, kind ``"L"``/``"U"`` (a solve phase of the grid's forests at
     levels lo..hi; level 0 is its leaf forest) or ``"Z-reduce"``/``"Z-broadcast"`` (an
-    inter-grid step with grid z -+ 2^(step-1))."""
-    return _core.solve_program(algorithm, int(z), int(pz))
+    inter-grid step with grid z -+ 2^(step-1)); with ``leaf_sync``, the leaf forests' counter
+    allreduces (``"L-counters"``/``"U-counters"``) and barrier (``"barrier"``) too."""
+    return _core.solve_program(algorithm, int(z), int(pz), bool(leaf_sync))
 
 
 def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, partition="nd", nrhs=1,
-                   allreduce=None, seed=None, flat_threshold=None, distribution=None, row_order=None, col_order=None):
+                   allreduce=None, seed=None, flat_threshold=None, distribution=None, row_order=None, col_order=None,
+                   kernels=None, leaf_sync=None):
     """Every rank's planned CommStats of one distributed solve on a ``(px, py, pz)`` grid,
     built in one process without MPI or numeric factors (steps:
     :data:`commsolve.direct.SOLVE_STEPS`; the moves of b and x are counted when a
@@ -68,7 +70,7 @@ def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, par
     x's row ``col_order[k]`` comes from factor column k, both ``structure.perm`` by default,
     as without a row permutation)."""
     layout = make_layout(structure, grid, forests, partition)
-    options = solve_options(layout.grid.pz, algorithm, tree, seed, flat_threshold, allreduce)
+    options = solve_options(layout.grid.pz, algorithm, tree, seed, flat_threshold, allreduce, kernels, leaf_sync)
     rhs = None
     if distribution is not None:
         rhs = _core.RhsMap(distribution, *(np.asarray(structure.perm if o is None else o, np.int32)

@@ -65,7 +65,7 @@ elif workload == "sptrsv":
     A = gallery.poisson2d9(30) if comm.rank == 0 else None
     three_d = direct.factor(A, comm, grid=(1, 2, 2), topology=topo, allreduce="per-supernode")
     runs = [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo), "2d")]
-    runs += [(three_d, alg) for alg in ("3d-baseline", "3d-baseline-async", "3d")]
+    runs += [(three_d, alg) for alg in ("3d-baseline", "3d-baseline-async", "3d", "3d-baseline-pdgstrs")]
     # the message-driven phases on 2 threads per rank (their sends queued for the engine's thread)
     runs += [(direct.factor(A, comm, grid=(2, 2, 1), topology=topo, threads=2), "2d")]
 

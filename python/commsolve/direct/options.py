@@ -13,11 +13,12 @@ import numpy as np
 from .. import _core
 from ..trees import tree_shape
 
-__all__ = ["ALGORITHMS", "ALLREDUCE", "AUTO", "ProcessGrid3D", "SolveOptions", "is_auto", "parse_grid",
+__all__ = ["ALGORITHMS", "ALLREDUCE", "KERNELS", "AUTO", "ProcessGrid3D", "SolveOptions", "is_auto", "parse_grid",
            "solve_options", "solve_threads", "check_choice", "make_layout"]
 
-ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d-baseline-async, 3d
+ALGORITHMS = tuple(_core.algorithm_names())  # 2d, 3d-baseline, 3d-baseline-async, 3d, 3d-baseline-pdgstrs
 ALLREDUCE = tuple(_core.allreduce_names())  # packed, per-supernode
+KERNELS = tuple(_core.kernel_names())  # inverted, per-block
 AUTO = "auto"  # the grid that tuning chooses (commsolve.tune)
 ProcessGrid3D = _core.ProcessGrid3D
 SolveOptions = _core.SolveOptions
@@ -59,14 +60,18 @@ def check_choice(value, known, what):
     return value
 
 
-def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None):
+def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None, kernels=None,
+                  leaf_sync=None):
     """The :class:`SolveOptions` of a solve on ``pz`` layers: ``algorithm`` (default: 2d on
     one layer, 3d on more), the tree shape ``tree`` with its ``seed`` and ``flat_threshold``,
-    ``allreduce``; what is not given takes C++'s defaults. A ValueError for an unknown name
-    or an algorithm that does not run on ``pz`` layers (the algorithm/Pz rule)."""
+    ``allreduce``, ``kernels`` (:data:`KERNELS`) and ``leaf_sync`` (the leaf forests' counter
+    allreduce and barrier, as pdgstrs3d); what is not given takes C++'s defaults. A
+    ValueError for an unknown name or an algorithm that does not run on ``pz`` layers (the
+    algorithm/Pz rule)."""
     algorithm = _core.default_algorithm(int(pz)) if algorithm is None else algorithm
     _core.check_algorithm_grid(algorithm, int(pz))
-    return SolveOptions(algorithm, tree_shape(tree, seed, flat_threshold), allreduce)
+    return SolveOptions(algorithm, tree_shape(tree, seed, flat_threshold), allreduce, kernels,
+                        None if leaf_sync is None else bool(leaf_sync))
 
 
 def solve_threads(threads, grid):

@@ -27,7 +27,7 @@ __all__ = ["DistributedLU", "device_available", "Residual", "SOLVE_STEPS", "XY_S
 # to the ranks that solve and of x back.
 SOLVE_STEPS = ("L broadcast", "L reduce", "U broadcast", "U reduce", "Z reduce", "Z broadcast", "b to diagonal",
                "x from diagonal")
-XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3), (4, 5), (6, 7)
+XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3, 8), (4, 5), (6, 7)
 # A solve's parts, as the C++ timers measure them on every rank.
 TIME_PARTS = ("redistribute_b", "l_solve", "z_comm", "u_solve", "redistribute_x", "total")
 
@@ -164,9 +164,10 @@ class DistributedLU:
 
     @watched("DistributedLU.set_options")
     def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None,
-                    threads=None):
+                    threads=None, kernels=None, leaf_sync=None):
         """Collective. Another algorithm (the 3D ones share the layout), tree shape,
-        inter-grid packing or number of ``threads`` per rank for the next solves, same factors;
+        inter-grid packing, ``kernels``, ``leaf_sync`` (the SC'23 ablation's switches, see
+        :class:`SolveOptions`) or number of ``threads`` per rank for the next solves, same factors;
         what is not given stays as it is. More than one thread: on a 1 x 1 x Pz grid each
         phase runs sync-free on the rank's threads (SC'23 Algorithm 4); on other grids the
         message-driven phases run on them (the calling thread doing MPI; not with
@@ -176,7 +177,8 @@ class DistributedLU:
         new = run_agreed(self.comm, solve_options, self.grid[2], algorithm or now.algorithm,
                          tree or now.tree.name, now.tree.seed if seed is None else seed,
                          now.tree.flat_threshold if flat_threshold is None else flat_threshold,
-                         allreduce or now.allreduce)
+                         allreduce or now.allreduce, kernels or now.kernels,
+                         now.leaf_sync if leaf_sync is None else leaf_sync)
         n = self.threads if threads is None else run_agreed(self.comm, solve_threads, threads, self.grid)
         agree_args(self.comm, "DistributedLU.set_options", options=repr(new), threads=n)
         # fewer threads first, more threads last: each step checked against the other's setting

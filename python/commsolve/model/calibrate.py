@@ -37,6 +37,7 @@ CACHE_BYTES, STREAM_BYTES = 1 << 18, 1 << 29
 # The last-level cache: the panel product over working sets of 1 MiB .. 512 MiB (steps of
 # sqrt 2, quick: 2); where its rate falls to the memory's is the rank's share of the cache.
 SWEEP_SHAPE = (64, 16)
+TRIANGULAR_WIDTHS = (16, 32, 64)  # diagonal blocks solved by dtrsm (the per-block kernels), in cache
 SWEEP_BYTES = [int(2 ** (20 + k / 2)) for k in range(19)]
 QUICK_SWEEP_BYTES = SWEEP_BYTES[::2]
 CACHE_RATIO = 1.5  # working sets read at least this times faster than memory come from a cache
@@ -144,8 +145,9 @@ def fit_compute(kernels):
     seconds per call of a 1 x 1 product, of the in-cache and streaming shapes and of the
     working-set sweep): call_overhead is the 1 x 1 call, flop_rate the median in-cache rate
     2 m w / (t - c), bandwidth the median streaming rate 8 (m w + m + w) / (t - c),
-    copy_rate the median rate of packs, 16 bytes (read and write) per value, and the cache
-    (:func:`fit_cache`) where the sweep finds one."""
+    copy_rate the median rate of packs, 16 bytes (read and write) per value,
+    triangular_rate the median rate w^2 / (t - c) of the triangular solves (where timed), and
+    the cache (:func:`fit_cache`) where the sweep finds one."""
     c = float(kernels["unit"])
 
     def rate(m, w, t, work):
@@ -163,6 +165,8 @@ def fit_compute(kernels):
     fit = {"flop_rate": rates(kernels["cache"], lambda m, w: 2.0 * m * w),
            "bandwidth": rates(kernels["stream"], streamed), "call_overhead": c,
            "copy_rate": float(np.median([16.0 * n / t for n, t in kernels["pack"]]))}
+    if "triangular" in kernels:
+        fit["triangular_rate"] = rates([(w, w, t) for w, t in kernels["triangular"]], lambda m, w: float(w * w))
     if "sweep" in kernels:
         m, w = SWEEP_SHAPE
         sweep = [(b, v) for b, t in kernels["sweep"] if (v := rate(m, w, t, streamed)) is not None]
@@ -348,11 +352,16 @@ def _kernels(comm, quick):
         comm.Barrier()
         return comm.allreduce(_core.time_pack(n, least)) / comm.size
 
+    def triangular(w):
+        comm.Barrier()
+        return comm.allreduce(_core.time_triangular_solves(w, 1, max(1, CACHE_BYTES // (8 * w * w)), least)) / comm.size
+
     return {"unit": timed(1, 1, 1 << 12), "cache": [(m, w, timed(m, w, CACHE_BYTES)) for m, w in CACHE_SHAPES],
             "stream": [(m, w, timed(m, w, STREAM_BYTES)) for m, w in STREAM_SHAPES],
             "sweep": [(b, timed(*SWEEP_SHAPE, b)) for b in (QUICK_SWEEP_BYTES if quick else SWEEP_BYTES)],
             "sharing": len(host.ranks_on_node(host.node_of(comm.rank))),
-            "pack": [(n, packed(n)) for n in PACK_SIZES]}
+            "pack": [(n, packed(n)) for n in PACK_SIZES],
+            "triangular": [(w, triangular(w)) for w in TRIANGULAR_WIDTHS]}
 
 
 def _any_source(comm, a, b, samples):

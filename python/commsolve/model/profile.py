@@ -46,6 +46,7 @@ __all__ = ["MachineProfile", "ProfileError", "LEVELS", "PROTOCOLS", "COMPUTE_FIE
 LEVELS = ("intra_socket", "intra_node", "inter_node")
 COMPUTE_FIELDS = ("flop_rate", "bandwidth", "call_overhead", "copy_rate")
 CACHE_FIELDS = ("cache_bytes", "cache_bandwidth")  # optional in [compute]: both or neither
+OPTIONAL_COMPUTE = ("triangular_rate",)  # optional in [compute]: flop/s of small triangular solves
 TORUS_FIELDS = ("link_rate", "hop_latency", "dims")
 TOP_FIELDS = ("name", "description", "short_max", "eager_max", "gamma", "delta", "ppn", "sockets_per_node", "overhead",
               "any_source", "engine_overhead")
@@ -159,7 +160,7 @@ class MachineProfile:
         if "compute" in d:
             if not isinstance(d["compute"], dict):
                 raise ProfileError(f"{source}: 'compute' must be a table ([compute] with {', '.join(COMPUTE_FIELDS)})")
-            known(d["compute"], COMPUTE_FIELDS + CACHE_FIELDS, "compute.")
+            known(d["compute"], COMPUTE_FIELDS + CACHE_FIELDS + OPTIONAL_COMPUTE, "compute.")
             compute = {k: need(d["compute"], k, "compute.") for k in COMPUTE_FIELDS}
             for k in ("flop_rate", "bandwidth", "copy_rate"):
                 positive(compute[k], f"compute.{k}")
@@ -169,7 +170,7 @@ class MachineProfile:
             if given and len(given) != len(CACHE_FIELDS):
                 raise ProfileError(f"{source}: [compute] gives {given[0]} without "
                                    f"{[k for k in CACHE_FIELDS if k not in given][0]} (the cache needs both)")
-            for k in given:
+            for k in given + [k for k in OPTIONAL_COMPUTE if k in d["compute"]]:
                 compute[k] = positive(need(d["compute"], k, "compute."), f"compute.{k}")
         torus = None
         if "torus" in d:
@@ -212,7 +213,7 @@ class MachineProfile:
                     extra = f", injection = {self.injection[p]!r}"
                 lines.append(f"{p} = {{ alpha = {self.alpha[level, p]!r}, rate = {self.rate[level, p]!r}{extra} }}")
         if self.compute is not None:
-            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS + CACHE_FIELDS
+            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS + CACHE_FIELDS + OPTIONAL_COMPUTE
                                           if k in self.compute]
         if self.torus is not None:
             lines += ["", "[torus]", f"link_rate = {float(self.torus['link_rate'])!r}",

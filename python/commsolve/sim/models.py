@@ -54,4 +54,4 @@ def compute_model(profile):
     c = prof.compute
     return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]),
                               float(c["copy_rate"]), float(c.get("cache_bytes", 0.0)),
-                              float(c.get("cache_bandwidth", 0.0)))
+                              float(c.get("cache_bandwidth", 0.0)), float(c.get("triangular_rate", 0.0)))

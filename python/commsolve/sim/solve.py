@@ -46,13 +46,14 @@ class SolveSchedule:
 
 
 def solve_schedule(structure, grid, algorithm="3d", partition="nd", forests=None, tree=None, allreduce=None,
-                   nrhs=1, seed=None, flat_threshold=None, distribute_rhs=True):
+                   nrhs=1, seed=None, flat_threshold=None, distribute_rhs=True, kernels=None, leaf_sync=None):
     """The schedule of ``algorithm`` on ``grid`` ((px, py, pz) or "PxQxR") for a symbolic
     ``structure`` (:func:`commsolve.direct.symbolic`), with the forests given or those of
     ``partition``; with ``distribute_rhs``, b and x are distributed by contiguous row blocks
     (as a ParCSR matrix's rows by default) and moved as the MPI solve moves them. The rules
     are :func:`~commsolve.direct.factor`'s: what it refuses, this refuses."""
-    options = solve_options(parse_grid(grid, None)[2], algorithm, tree, seed, flat_threshold, allreduce)
+    options = solve_options(parse_grid(grid, None)[2], algorithm, tree, seed, flat_threshold, allreduce, kernels,
+                            leaf_sync)
     layout = make_layout(structure, grid, forests, partition)
     return SolveSchedule(layout, options, int(nrhs), contiguous_rhs(structure, layout.grid.size) if distribute_rhs
                          else None)
@@ -86,6 +87,7 @@ def simulate_solve(schedule, topology, profile, timeline=False, trace=False):
     cpu = compute_model(prof)
     t0 = time.perf_counter()
     d = _core.simulate_solve(s.layout, s.options, s.nrhs, s.rhs, topology, net, cpu, bool(timeline), bool(trace))
-    info = {"algorithm": s.algorithm, "grid": list(s.grid), "tree": s.options.tree.name,
-            "allreduce": s.options.allreduce, "nrhs": s.nrhs, "profile": prof.name, "wall_s": time.perf_counter() - t0}
+    run = s.options.effective()  # as the solve runs them (3d-baseline-pdgstrs's switches)
+    info = {"algorithm": s.algorithm, "grid": list(s.grid), "tree": run.tree.name, "allreduce": run.allreduce,
+            "kernels": run.kernels, "leaf_sync": run.leaf_sync, "nrhs": s.nrhs, "profile": prof.name, "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

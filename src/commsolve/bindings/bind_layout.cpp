@@ -73,37 +73,51 @@ void bind_options(nb::module_& m) {
   m.def("check_algorithm_grid", [](const std::string& algorithm, int pz) {
     check_algorithm_grid(parse_algorithm(algorithm), pz);
   }, "algorithm"_a, "pz"_a, "The algorithm/Pz rule: ValueError unless the algorithm runs on Pz layers.");
+  m.def("kernel_names", &kernel_names);
   nb::class_<SolveOptions>(m, "SolveOptions",
-                           "How a solve runs on its layout: algorithm, intra-grid tree shape (a TreeShape) and "
-                           "inter-grid messages (allreduce). Unset arguments take the C++ defaults.")
+                           "How a solve runs on its layout: algorithm, intra-grid tree shape (a TreeShape), "
+                           "inter-grid messages (allreduce), dense kernels and the leaf forests' synchronisation "
+                           "(leaf_sync). Unset arguments take the C++ defaults.")
       .def("__init__", [](SolveOptions* self, std::optional<std::string> algorithm, std::optional<TreeShape> tree,
-                          std::optional<std::string> allreduce) {
+                          std::optional<std::string> allreduce, std::optional<std::string> kernels,
+                          std::optional<bool> leaf_sync) {
         SolveOptions o;
         if (algorithm) o.algorithm = parse_algorithm(*algorithm);
         if (tree) o.shape = *tree;
         if (allreduce) o.packed_z = parse_allreduce(*allreduce);
+        if (kernels) o.kernels = parse_kernels(*kernels);
+        if (leaf_sync) o.leaf_sync = *leaf_sync;
         check_tree_shape(o.shape);
         new (self) SolveOptions(std::move(o));
-      }, "algorithm"_a = nb::none(), "tree"_a = nb::none(), "allreduce"_a = nb::none())
+      }, "algorithm"_a = nb::none(), "tree"_a = nb::none(), "allreduce"_a = nb::none(), "kernels"_a = nb::none(),
+         "leaf_sync"_a = nb::none())
       .def_prop_ro("algorithm", [](const SolveOptions& o) { return algorithm_name(o.algorithm); })
       .def_ro("tree", &SolveOptions::shape)
       .def_prop_ro("allreduce", [](const SolveOptions& o) { return allreduce_names()[o.packed_z ? 0 : 1]; })
+      .def_prop_ro("kernels", [](const SolveOptions& o) { return kernel_names()[static_cast<int>(o.kernels)]; })
+      .def_ro("leaf_sync", &SolveOptions::leaf_sync)
+      .def("effective", &effective_options,
+           "The options as the solve runs them (3d-baseline-pdgstrs: 3d-baseline with pdgstrs3d's costs).")
       .def("__eq__", [](const SolveOptions& a, const SolveOptions& b) {
         return a.algorithm == b.algorithm && a.packed_z == b.packed_z && a.shape.name == b.shape.name &&
-               a.shape.seed == b.shape.seed && a.shape.flat_threshold == b.shape.flat_threshold;
+               a.shape.seed == b.shape.seed && a.shape.flat_threshold == b.shape.flat_threshold &&
+               a.kernels == b.kernels && a.leaf_sync == b.leaf_sync;
       })
       .def("__repr__", [](const SolveOptions& o) {
         return "SolveOptions('" + algorithm_name(o.algorithm) + "', tree='" + o.shape.name + "', seed=" +
                std::to_string(o.shape.seed) + ", flat_threshold=" + std::to_string(o.shape.flat_threshold) +
-               ", allreduce='" + allreduce_names()[o.packed_z ? 0 : 1] + "')";
+               ", allreduce='" + allreduce_names()[o.packed_z ? 0 : 1] + "', kernels='" +
+               kernel_names()[static_cast<int>(o.kernels)] + "', leaf_sync=" + (o.leaf_sync ? "True" : "False") + ")";
       })
       .def("__getstate__", [](const SolveOptions& o) {
         return std::make_tuple(algorithm_name(o.algorithm), o.shape.name, o.shape.seed, o.shape.flat_threshold,
-                               o.packed_z);
+                               o.packed_z, kernel_names()[static_cast<int>(o.kernels)], o.leaf_sync);
       })
-      .def("__setstate__", [](SolveOptions& o, const std::tuple<std::string, std::string, std::uint64_t, int, bool>& t) {
+      .def("__setstate__", [](SolveOptions& o, const std::tuple<std::string, std::string, std::uint64_t, int, bool,
+                                                                std::string, bool>& t) {
         const SolveOptions checked{parse_algorithm(std::get<0>(t)),
-                                   TreeShape{std::get<1>(t), std::get<2>(t), std::get<3>(t)}, std::get<4>(t)};
+                                   TreeShape{std::get<1>(t), std::get<2>(t), std::get<3>(t)}, std::get<4>(t),
+                                   parse_kernels(std::get<5>(t)), std::get<6>(t)};
         check_tree_shape(checked.shape);
         new (&o) SolveOptions(checked);
       });
@@ -148,20 +162,24 @@ void bind_solve_layout(nb::module_& m) {
 }
 
 void bind_solve_counts(nb::module_& m) {
-  m.def("solve_program", [](const std::string& algorithm, int z, int pz) {
+  m.def("solve_program", [](const std::string& algorithm, int z, int pz, bool leaf_sync) {
     std::vector<nb::tuple> ops;
-    const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, forest_levels(pz));
+    const std::vector<SolveOp> program = solve_program(parse_algorithm(algorithm), z, forest_levels(pz), leaf_sync);
     for (const SolveOp& op : program) {
       const bool sync = op.sync.solved;
       const char* kind = op.kind == SolveOp::phase ? (op.upper ? (sync ? "U-sync" : "U") : (sync ? "L-sync" : "L"))
-                         : op.kind == SolveOp::z_reduce ? "Z-reduce" : "Z-broadcast";
+                         : op.kind == SolveOp::z_reduce  ? "Z-reduce"
+                         : op.kind == SolveOp::z_broadcast ? "Z-broadcast"
+                         : op.kind == SolveOp::counters    ? (op.upper ? "U-counters" : "L-counters")
+                                                           : "barrier";
       ops.push_back(nb::make_tuple(kind, op.lo, op.hi, op.step));
     }
     return nb::make_tuple(ops, synchronisation_points(program));
-  }, "algorithm"_a, "z"_a, "pz"_a,
-        "Grid z's program: ([(kind, lo, hi, step), ...], synchronisation points). kind: L, U (a message-driven "
-        "solve phase of the forests at levels lo..hi), L-sync, U-sync (the same, one supernode at a time), "
-        "Z-reduce, Z-broadcast (inter-grid step).");
+  }, "algorithm"_a, "z"_a, "pz"_a, "leaf_sync"_a = false,
+        "Grid z's program: ([(kind, lo, hi, step), ...], synchronisation points between grids). kind: L, U (a "
+        "message-driven solve phase of the forests at levels lo..hi), L-sync, U-sync (the same, one supernode at a "
+        "time), Z-reduce, Z-broadcast (inter-grid step), L-counters, U-counters (the leaf forest's counter allreduce "
+        "over the process row), barrier (over the grid).");
   m.def("grid_flops", [](const SolveLayout& l, const std::string& algorithm) {
     return to_numpy(grid_flops(l, parse_algorithm(algorithm)));
   }, "layout"_a, "algorithm"_a, "Floating-point operations per grid of one solve with one right-hand side.");

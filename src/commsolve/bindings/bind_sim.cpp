@@ -112,20 +112,23 @@ void bind_models(nb::module_& m) {
                                 "The simulator's compute: flop rate, memory bandwidth, call overhead, copy rate, "
                                 "last-level cache per node and its bandwidth (0, 0: no cache modelled).")
       .def("__init__", [](sim::ComputeModel* self, double flop_rate, double bandwidth, double call_overhead,
-                          double copy_rate, double cache_bytes, double cache_bandwidth) {
+                          double copy_rate, double cache_bytes, double cache_bandwidth, double triangular_rate) {
         if (!(flop_rate > 0) || !(bandwidth > 0) || !(call_overhead >= 0) || !(copy_rate > 0))
           throw nb::value_error("ComputeModel: flop_rate, bandwidth and copy_rate must be > 0, call_overhead >= 0");
         if (!(cache_bytes >= 0) || !(cache_bandwidth >= 0) || (cache_bytes > 0) != (cache_bandwidth > 0))
           throw nb::value_error("ComputeModel: cache_bytes and cache_bandwidth must both be > 0 (a cache) or both 0");
-        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead, copy_rate, cache_bytes, cache_bandwidth};
+        if (!(triangular_rate >= 0)) throw nb::value_error("ComputeModel: triangular_rate must be >= 0 (0: flop_rate)");
+        new (self) sim::ComputeModel{flop_rate, bandwidth, call_overhead, copy_rate, cache_bytes, cache_bandwidth,
+                                     triangular_rate};
       }, "flop_rate"_a, "bandwidth"_a, "call_overhead"_a, "copy_rate"_a, "cache_bytes"_a = 0.0,
-         "cache_bandwidth"_a = 0.0)
+         "cache_bandwidth"_a = 0.0, "triangular_rate"_a = 0.0)
       .def_ro("flop_rate", &sim::ComputeModel::flop_rate)
       .def_ro("bandwidth", &sim::ComputeModel::bandwidth)
       .def_ro("call_overhead", &sim::ComputeModel::call_overhead)
       .def_ro("copy_rate", &sim::ComputeModel::copy_rate)
       .def_ro("cache_bytes", &sim::ComputeModel::cache_bytes)
-      .def_ro("cache_bandwidth", &sim::ComputeModel::cache_bandwidth);
+      .def_ro("cache_bandwidth", &sim::ComputeModel::cache_bandwidth)
+      .def_ro("triangular_rate", &sim::ComputeModel::triangular_rate);
 }
 
 void bind_timing(nb::module_& m) {
@@ -135,6 +138,11 @@ void bind_timing(nb::module_& m) {
     return sim::time_panel_products(m_, w, nrhs, count, min_seconds);
   }, "m"_a, "w"_a, "nrhs"_a, "count"_a, "min_seconds"_a,
         "Seconds per call of the solve's panel product (m x w times w x nrhs) over `count` distinct panels.");
+  m.def("time_triangular_solves", [](std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
+    nb::gil_scoped_release nogil;
+    return sim::time_triangular_solves(w, nrhs, count, min_seconds);
+  }, "w"_a, "nrhs"_a, "count"_a, "min_seconds"_a,
+        "Seconds per dtrsm of a unit lower w x w block against w x nrhs values, over `count` distinct blocks.");
   m.def("time_pack", [](std::int64_t n, double min_seconds) {
     nb::gil_scoped_release nogil;
     return sim::time_pack(n, min_seconds);

@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "direct/phase_machine.hpp"
 
+extern "C" void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
+
 namespace commsolve {
 
 namespace {
@@ -90,6 +92,35 @@ void settle_solution(BlockKernels& kernels, std::int64_t w, int nrhs, const doub
   std::copy(tmp.begin(), tmp.end(), x);
 }
 
+DiagonalFactors diagonal_factors(const SupernodalStructure& sym, const BlockStore& store) {
+  const LocalLayout2D& layout = store.layout;
+  DiagonalFactors f;
+  f.off.reserve(layout.diag_sn.size());
+  std::int64_t total = 0;
+  for (std::int32_t k : layout.diag_sn) {
+    f.off.push_back(total);
+    total += (sym.sn_start[k + 1] - sym.sn_start[k]) * (sym.sn_start[k + 1] - sym.sn_start[k]);
+  }
+  f.lu.resize(static_cast<std::size_t>(total));
+  std::vector<double> l, u;
+  for (std::size_t d = 0; d < layout.diag_sn.size(); ++d) {
+    const std::int64_t w = sym.sn_start[layout.diag_sn[d] + 1] - sym.sn_start[layout.diag_sn[d]];
+    const double* inv = store.values.data() + layout.diag_off[d];
+    l.assign(inv, inv + w * w);
+    u.assign(inv + w * w, inv + 2 * w * w);
+    const int wi = static_cast<int>(w);
+    int info = 0;
+    dtrtri_("L", "U", &wi, l.data(), &wi, &info);
+    if (info == 0) dtrtri_("U", "N", &wi, u.data(), &wi, &info);
+    if (info != 0) throw std::runtime_error("diagonal block: dtrtri reports a zero on the diagonal (info " +
+                                            std::to_string(info) + ")");
+    double* out = f.lu.data() + f.off[d];
+    for (std::int64_t j = 0; j < w; ++j)
+      for (std::int64_t i = 0; i < w; ++i) out[j * w + i] = i > j ? l[j * w + i] : u[j * w + i];
+  }
+  return f;
+}
+
 namespace {
 
 // The numbers of a phase on this rank, for the PhaseMachine: its partial sums, the solve
@@ -98,9 +129,11 @@ class NumericBackend {
  public:
   NumericBackend(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const BlockStore& store,
                  const PhaseSchedule& ph, MessageEngine& engine, BlockKernels& kernels, double* sol, int nrhs,
-                 std::vector<double>& acc, std::vector<double>& work, std::vector<double>& xg, std::vector<double>& tmp)
+                 std::vector<double>& acc, std::vector<double>& work, std::vector<double>& xg, std::vector<double>& tmp,
+                 std::vector<double>& packed, const DiagonalFactors* per_block)
       : sym_(sym), blocks_(blocks), store_(store), layout_(store.layout), ph_(ph), engine_(engine),
-        kernels_(kernels), sol_(sol), nrhs_(nrhs), acc_(acc), work_(work), xg_(xg), tmp_(tmp) {
+        kernels_(kernels), sol_(sol), nrhs_(nrhs), acc_(acc), work_(work), xg_(xg), tmp_(tmp), packed_(packed),
+        per_block_(per_block) {
     acc_.assign(static_cast<std::size_t>(ph.sum_size * nrhs), 0.0);
   }
 
@@ -110,6 +143,8 @@ class NumericBackend {
   }
   const double* lower_panel(std::int32_t col, const double* x) {
     col_ = col;
+    x_ = x;
+    if (per_block_ != nullptr) return nullptr;  // each block's product in scatter
     const std::int64_t M = layout_.l_rows[col];
     work_.resize(static_cast<std::size_t>(M * nrhs_));
     kernels_.lower_panel(M, width(layout_.l_col[col]), nrhs_, store_.values.data() + layout_.l_panel[col], x,
@@ -118,12 +153,31 @@ class NumericBackend {
   }
   // L(I, K)'s rows of the panel product, added to I's partial sum.
   void scatter(std::int64_t p, std::int32_t e, const double* part) {
+    if (per_block_ != nullptr) {  // this block's rows of the panel, one dgemm (lda: the panel's rows)
+      const std::int64_t blk = layout_.l_block[p], m = blocks_.hi[blk] - blocks_.lo[blk], M = layout_.l_rows[col_];
+      const std::int64_t w = width(layout_.l_col[col_]);
+      work_.resize(static_cast<std::size_t>(m * nrhs_));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), nrhs_, static_cast<int>(w), 1.0,
+                  store_.values.data() + layout_.l_panel[col_] + layout_.l_row[p], static_cast<int>(M), x_,
+                  static_cast<int>(w), 0.0, work_.data(), static_cast<int>(m));
+      add_lower_rows(sym_, blocks_, blk, work_.data(), m, sum_of(e), nrhs_);
+      return;
+    }
     add_lower_rows(sym_, blocks_, layout_.l_block[p], part + layout_.l_row[p], layout_.l_rows[col_], sum_of(e), nrhs_);
   }
   // usum(K) += U(K, J) x(J), with the rows of x(J) the block reads.
   void upper_block(std::int64_t p, std::int32_t e, const double* x) {
     const std::int64_t blk = layout_.u_block[p];
     const std::int64_t m = gather_upper_rows(sym_, blocks_, blk, x, nrhs_, xg_);
+    if (per_block_ != nullptr) {  // packed into a buffer first (dpackUblock), then one dgemm
+      const std::int64_t w = width(blocks_.col[blk]);
+      const double* U = store_.values.data() + layout_.u_off[p];
+      packed_.assign(U, U + w * m);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(w), nrhs_, static_cast<int>(m), 1.0,
+                  packed_.data(), static_cast<int>(w), xg_.data(), static_cast<int>(m), 1.0, sum_of(e),
+                  static_cast<int>(w));
+      return;
+    }
     kernels_.upper_block(width(blocks_.col[blk]), m, nrhs_, store_.values.data() + layout_.u_off[p], xg_.data(),
                          sum_of(e));
   }
@@ -136,6 +190,14 @@ class NumericBackend {
     const std::int32_t d = ph_.diag[e];
     const std::int64_t k = store_.layout.diag_sn[d], w = width(k);
     double* x = sol_ + store_.sol_off[d] * nrhs_;
+    if (per_block_ != nullptr) {  // x -= sum, then dtrsm with L11 or U11
+      settle_solution(kernels_, w, nrhs_, sum_of(e), nullptr, x, tmp_);
+      if (ph_.solves[e])
+        cblas_dtrsm(CblasColMajor, CblasLeft, ph_.upper ? CblasUpper : CblasLower, CblasNoTrans,
+                    ph_.upper ? CblasNonUnit : CblasUnit, static_cast<int>(w), nrhs_, 1.0,
+                    per_block_->lu.data() + per_block_->off[d], static_cast<int>(w), x, static_cast<int>(w));
+      return x;
+    }
     const double* inv = store_.values.data() + layout_.diag_off[d] + (ph_.upper ? w * w : 0);
     settle_solution(kernels_, w, nrhs_, sum_of(e), ph_.solves[e] ? inv : nullptr, x, tmp_);
     return x;
@@ -162,14 +224,18 @@ class NumericBackend {
   std::vector<double>& work_;
   std::vector<double>& xg_;
   std::vector<double>& tmp_;
-  std::int32_t col_ = -1;  // the local column of the last panel product
+  std::vector<double>& packed_;
+  const DiagonalFactors* per_block_;
+  std::int32_t col_ = -1;     // the local column of the last panel product
+  const double* x_ = nullptr;  // and the solution it multiplies
 };
 
 }  // namespace
 
-void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag) {
+void PhaseExecutor::run(const PhaseSchedule& ph, double* sol, int nrhs, int tag, const DiagonalFactors* per_block) {
   set_phase_engine(engine_, ph, tag);
-  NumericBackend backend(sym_, blocks_, store_, ph, engine_, kernels_, sol, nrhs, acc_, work_, xg_, sol_tmp_);
+  NumericBackend backend(sym_, blocks_, store_, ph, engine_, kernels_, sol, nrhs, acc_, work_, xg_, sol_tmp_, packed_,
+                         per_block);
   PhaseMachine<NumericBackend> machine(ph, store_.layout, backend);
   machine.start();
   engine_.run(ph.expected, [&](int, std::int64_t key, const double* values, std::int64_t len) {
@@ -239,6 +305,42 @@ void run_z_step(MPI_Comm comm, const ZStep& st, bool reduce, bool packed, const 
       merge(x, buf.data(), n);
     }
   }
+}
+
+void run_grid_sync(MPI_Comm comm, const GridSync& gs, std::vector<std::int32_t>& counters, int tag,
+                   const Topology& topo, int rank, CommStats& recorded) {
+  const int n = static_cast<int>(gs.bytes / 4);
+  require(static_cast<int>(counters.size()) == n, "grid synchronisation: counters of the wrong size");
+  StepStats& rec = recorded.steps[grid_sync];
+  std::vector<std::int32_t> in(static_cast<std::size_t>(n));
+  for (std::size_t j = 0; j < gs.steps.size(); ++j) {
+    const GridSync::Exchange& x = gs.steps[j];
+    const Locality where = locality(topo, rank, x.peer);
+    if (x.send && x.recv)
+      check_mpi(MPI_Sendrecv(counters.data(), n, MPI_INT32_T, x.peer, tag, in.data(), n, MPI_INT32_T, x.peer, tag, comm,
+                             MPI_STATUS_IGNORE), "MPI_Sendrecv");
+    else if (x.send)
+      check_mpi(MPI_Send(counters.data(), n, MPI_INT32_T, x.peer, tag, comm), "MPI_Send");
+    else
+      check_mpi(MPI_Recv(in.data(), n, MPI_INT32_T, x.peer, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    if (x.send) rec.add_send(where, gs.bytes);
+    if (!x.recv) continue;
+    rec.add_recv(where, gs.bytes);
+    // a lone receive after the exchanges brings the result back; any other adds a part
+    const bool result = !x.send && j > 0;
+    for (int a = 0; a < n; ++a) counters[a] = result ? in[a] : counters[a] + in[a];
+  }
+}
+
+std::vector<std::int32_t> leaf_counters(const PhaseSchedule& ph, const GridSync& gs, int px) {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(gs.bytes / 4), 0);
+  for (std::size_t e = 0; e < ph.key.size(); ++e) {
+    const auto i = static_cast<std::int64_t>(e);
+    if (ph.is_broadcast(i) || ph.parent[e] < 0) continue;
+    const std::int64_t lk = ph.supernode(i) / px;
+    if (lk < static_cast<std::int64_t>(out.size())) out[static_cast<std::size_t>(lk)] = 1;
+  }
+  return out;
 }
 
 }  // namespace commsolve

@@ -60,8 +60,20 @@ std::int64_t gather_upper_rows(const SupernodalStructure& sym, const SupernodeBl
 void settle_solution(BlockKernels& kernels, std::int64_t w, int nrhs, const double* acc, const double* inv, double* x,
                      std::vector<double>& tmp);
 
+// The diagonal blocks' factors for the per-block kernels (SolveKernels::per_block, dtrsm as
+// pdgstrs3d applies them): per diagonal supernode d of a store, L11 (unit lower, below the
+// diagonal) and U11 (upper) in one w x w column-major array, recovered from the store's
+// inverses by inverting them back (LAPACK dtrtri).
+struct DiagonalFactors {
+  std::vector<double> lu;
+  std::vector<std::int64_t> off;  // per diagonal supernode of the store
+};
+DiagonalFactors diagonal_factors(const SupernodalStructure& sym, const BlockStore& store);
+
 // Runs one rank's phases against its block store (the PhaseMachine with the numbers, on the
-// message engine). `sol` is the rank's solve vector: per
+// message engine). With `per_block` (the store's diagonal_factors) the phase runs
+// pdgstrs3d's kernels instead of `kernels`: dtrsm on the diagonal blocks, one BLAS dgemm per
+// L block, each U block copied into a buffer before its dgemm. `sol` is the rank's solve vector: per
 // diagonal supernode d, sol_off[d] * nrhs onward, w x nrhs column-major; it holds the
 // right-hand side when a phase starts and its solution (L: y, U: x) when it ends; a context
 // supernode's entry (L) has the phase's partial sums subtracted from it.
@@ -71,7 +83,7 @@ class PhaseExecutor {
                 MessageEngine& engine, BlockKernels& kernels)
       : sym_(sym), blocks_(blocks), store_(store), engine_(engine), kernels_(kernels) {}
   // Collective over the phase's grid (every rank runs its own schedule of the same phase).
-  void run(const PhaseSchedule& ph, double* sol, int nrhs, int tag);
+  void run(const PhaseSchedule& ph, double* sol, int nrhs, int tag, const DiagonalFactors* per_block = nullptr);
 
  private:
   const SupernodalStructure& sym_;
@@ -79,7 +91,7 @@ class PhaseExecutor {
   const BlockStore& store_;
   MessageEngine& engine_;
   BlockKernels& kernels_;
-  std::vector<double> acc_, work_, xg_, sol_tmp_;  // scratch kept from solve to solve
+  std::vector<double> acc_, work_, xg_, sol_tmp_, packed_;  // scratch kept from solve to solve
 };
 
 // One inter-grid step between the diagonal owners of two grids: the sender's solve-vector
@@ -89,5 +101,16 @@ class PhaseExecutor {
 void run_z_step(MPI_Comm comm, const ZStep& st, bool reduce, bool packed, const SupernodalStructure& sym,
                 const BlockStore& store, double* sol, int nrhs, int tag, const Topology& topo, int rank,
                 CommStats& recorded);
+
+// One grid synchronisation (GridSync) on MPI, each exchange a blocking MPI_Sendrecv,
+// MPI_Send or MPI_Recv as MPICH's recursive doubling makes them: `counters` (gs.bytes / 4
+// ints, this rank's on entry) ends as their sum over the participants; a barrier carries
+// none. What went through MPI is added to `recorded` (step grid_sync).
+void run_grid_sync(MPI_Comm comm, const GridSync& gs, std::vector<std::int32_t>& counters, int tag,
+                   const Topology& topo, int rank, CommStats& recorded);
+// This rank's counters before the leaf forest phase `ph` (as SuperLU_DIST's mod_bit): per
+// local block row (supernode k of process row k mod px at k / px), 1 where the rank sends k's
+// partial sum to another rank.
+std::vector<std::int32_t> leaf_counters(const PhaseSchedule& ph, const GridSync& gs, int px);
 
 }  // namespace commsolve

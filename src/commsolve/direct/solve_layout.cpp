@@ -108,22 +108,35 @@ std::vector<CommStats> solve_stats_virtual(const SolveLayout& layout, const Solv
                                           " ranks for a grid of " + std::to_string(grid.size()));
   std::vector<CommStats> stats(static_cast<std::size_t>(grid.size()));
   for (auto& s : stats) s.steps.resize(num_solve_steps);
+  const SolveOptions run = effective_options(opts);
   for (int z = 0; z < grid.pz; ++z) {
     const ProcessGrid2D layer = grid.layer(z);
-    for (const SolveOp& op : solve_program(opts.algorithm, z, forests.nlev)) {
+    for (const SolveOp& op : solve_program(run.algorithm, z, forests.nlev, run.leaf_sync)) {
       if (op.kind == SolveOp::phase) {
         const CollectiveSet set = op_collectives(sym, layout.blocks(), layer, forests, z, op);
-        const std::vector<CommStats> per = tree_stats_virtual(set, opts.shape, topo, nrhs);
+        const std::vector<char> sync = synchronous_collectives(set, sym.nsuper(), phase_solve_mask(forests, z, op), op.sync);
+        const bool mixed = run.shape.name != "binary" && std::find(sync.begin(), sync.end(), 1) != sync.end();
+        std::vector<CommStats> per;
+        if (mixed)  // the synchronous part's trees differ from the rest's: from the plans
+          for (const TreePlan& plan : phase_tree_plans(set, sync, run.shape, topo))
+            per.push_back(tree_stats(plan, set, topo, nrhs));
+        else
+          per = tree_stats_virtual(set, run.shape, topo, nrhs);
         for (int r = layer.base; r < layer.base + layer.size(); ++r) {
           stats[r].steps[op.upper ? u_broadcast : l_broadcast] += per[r].steps[0];
           stats[r].steps[op.upper ? u_reduce : l_reduce] += per[r].steps[1];
         }
         continue;
       }
+      if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+        for (int r = layer.base; r < layer.base + layer.size(); ++r)
+          add_sync_stats(stats[r], build_grid_sync(sym, layer, r, op), topo, r);
+        continue;
+      }
       const bool reduce = op.kind == SolveOp::z_reduce;
       const std::vector<ZStep> by_rank = layer_z_steps(forests, grid, z, op.step, reduce);
       for (int q = 0; q < layer.size(); ++q)
-        add_z_stats(stats[layer.base + q], by_rank[q], sym, topo, layer.base + q, reduce, opts.packed_z, nrhs);
+        add_z_stats(stats[layer.base + q], by_rank[q], sym, topo, layer.base + q, reduce, run.packed_z, nrhs);
     }
   }
   if (rhs != nullptr) {

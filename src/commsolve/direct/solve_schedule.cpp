@@ -11,8 +11,31 @@
 namespace commsolve {
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names = {"2d", "3d-baseline", "3d-baseline-async", "3d"};
+  static const std::vector<std::string> names = {"2d", "3d-baseline", "3d-baseline-async", "3d",
+                                                  "3d-baseline-pdgstrs"};
   return names;
+}
+
+const std::vector<std::string>& kernel_names() {
+  static const std::vector<std::string> names = {"inverted", "per-block"};
+  return names;
+}
+
+SolveKernels parse_kernels(const std::string& name) {
+  if (name == "inverted") return SolveKernels::inverted;
+  if (name == "per-block") return SolveKernels::per_block;
+  throw std::invalid_argument("unknown solve kernels '" + name + "' (known: inverted, per-block)");
+}
+
+SolveOptions effective_options(const SolveOptions& opts) {
+  if (opts.algorithm != SolveAlgorithm::baseline_3d_pdgstrs) return opts;
+  SolveOptions out;
+  out.algorithm = SolveAlgorithm::baseline_3d;
+  out.shape = TreeShape{"flat", opts.shape.seed, opts.shape.flat_threshold};
+  out.packed_z = false;
+  out.kernels = SolveKernels::per_block;
+  out.leaf_sync = true;
+  return out;
 }
 
 const std::string& algorithm_name(SolveAlgorithm alg) { return algorithm_names()[static_cast<std::size_t>(alg)]; }
@@ -48,6 +71,7 @@ SolveAlgorithm parse_algorithm(const std::string& name) {
   if (name == "3d-baseline") return SolveAlgorithm::baseline_3d;
   if (name == "3d-baseline-async") return SolveAlgorithm::baseline_3d_async;
   if (name == "3d") return SolveAlgorithm::new_3d;
+  if (name == "3d-baseline-pdgstrs") return SolveAlgorithm::baseline_3d_pdgstrs;
   std::string known;
   for (const std::string& n : algorithm_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown solve algorithm '" + name + "' (known: " + known + ")");
@@ -65,7 +89,11 @@ std::pair<int, bool> z_role(int z, int step, bool reduce) {
 
 }  // namespace
 
-std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
+std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev, bool leaf_sync) {
+  if (alg == SolveAlgorithm::baseline_3d_pdgstrs) {
+    alg = SolveAlgorithm::baseline_3d;
+    leaf_sync = true;
+  }
   require(nlev >= 0 && z >= 0 && z < (1 << nlev),
           "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
   // ICS'19's forests above the leaves, and the ancestors of every phase, go one supernode at
@@ -111,14 +139,25 @@ std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev) {
         ops.push_back(phase(true, l, l));
       }
       break;
+    case SolveAlgorithm::baseline_3d_pdgstrs:
+      break;  // became baseline_3d above
   }
-  return ops;
+  if (!leaf_sync) return ops;
+  std::vector<SolveOp> out;
+  for (const SolveOp& op : ops) {
+    const bool leaf = op.kind == SolveOp::phase && op.lo == 0;
+    if (leaf) out.push_back(SolveOp{SolveOp::counters, op.upper, 0, 0, {}, 0});
+    out.push_back(op);
+    if (leaf && !op.upper) out.push_back(SolveOp{SolveOp::barrier, false, 0, 0, {}, 0});
+  }
+  return out;
 }
 
 int synchronisation_points(const std::vector<SolveOp>& program) {
   int points = 0;
   bool in_z = false, seen_phase = false;
   for (const SolveOp& op : program) {
+    if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) continue;  // inside a grid
     if (op.kind == SolveOp::phase) {
       if (in_z && seen_phase) ++points;
       in_z = false;
@@ -142,6 +181,50 @@ CollectiveSet op_collectives(const SupernodalStructure& sym, const SupernodeBloc
                              const ForestPartition& forests, int z, const SolveOp& op) {
   return phase_collectives(sym, blocks, layer, op.upper, phase_solve_mask(forests, z, op),
                            phase_context_mask(forests, z, op), op.sync);
+}
+
+std::vector<char> synchronous_collectives(const CollectiveSet& set, std::int64_t ns, const std::vector<char>& solve,
+                                          SyncParts sync) {
+  std::vector<char> out(set.size(), 0);
+  if (!sync.solved && !sync.context) return out;
+  for (std::size_t c = 0; c < set.size(); ++c) {
+    const std::int64_t k = set.id[c] % ns;  // ids are k, ns + k, 2 ns + k or 3 ns + k
+    out[c] = sync.covers(solve.empty() || solve[k] != 0);
+  }
+  return out;
+}
+
+namespace {
+
+bool mixes_shapes(const std::vector<char>& sync, const TreeShape& shape) {
+  return shape.name != "binary" && std::find(sync.begin(), sync.end(), 1) != sync.end();
+}
+
+TreeShape binary_like(const TreeShape& shape) { return TreeShape{"binary", shape.seed, shape.flat_threshold}; }
+
+// `plan`'s links of the synchronous collectives replaced by `binary`'s (the same entries:
+// who takes part does not depend on the shape).
+void take_synchronous_links(TreePlan& plan, const TreePlan& binary, const std::vector<char>& sync) {
+  for (std::size_t i = 0; i < plan.index.size(); ++i)
+    if (sync[static_cast<std::size_t>(plan.index[i])]) plan.links[i] = binary.links[i];
+}
+
+}  // namespace
+
+TreePlan phase_tree_plan(const CollectiveSet& set, const std::vector<char>& sync, int rank, const TreeShape& shape,
+                         const Topology& topo) {
+  TreePlan plan = build_tree_plan(set, rank, shape, topo);
+  if (mixes_shapes(sync, shape)) take_synchronous_links(plan, build_tree_plan(set, rank, binary_like(shape), topo), sync);
+  return plan;
+}
+
+std::vector<TreePlan> phase_tree_plans(const CollectiveSet& set, const std::vector<char>& sync,
+                                       const TreeShape& shape, const Topology& topo) {
+  std::vector<TreePlan> plans = build_tree_plans_virtual(set, shape, topo);
+  if (!mixes_shapes(sync, shape)) return plans;
+  const std::vector<TreePlan> binary = build_tree_plans_virtual(set, binary_like(shape), topo);
+  for (std::size_t r = 0; r < plans.size(); ++r) take_synchronous_links(plans[r], binary[r], sync);
+  return plans;
 }
 
 std::int64_t PhaseSchedule::entry(std::int64_t k) const {
@@ -278,6 +361,49 @@ std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGr
 ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, int rank, int step, bool reduce) {
   const int z = grid.z_of(rank);  // the layer's steps, this rank's: one rule for the MPI solve and the virtual world
   return layer_z_steps(forests, grid, z, step, reduce)[static_cast<std::size_t>(rank - grid.layer(z).base)];
+}
+
+std::vector<GridSync::Exchange> recursive_doubling(int i, int p) {
+  require(p >= 1 && i >= 0 && i < p, "recursive doubling: participant " + std::to_string(i) + " of " + std::to_string(p));
+  int pof2 = 1;
+  while (2 * pof2 <= p) pof2 *= 2;
+  const int rem = p - pof2;
+  std::vector<GridSync::Exchange> out;
+  // The first 2 rem participants pair up: the even one hands its part to the odd one and
+  // waits for the result; the others (renumbered 0 .. pof2 - 1) exchange with partners at
+  // distance 1, 2, 4, ...
+  if (i < 2 * rem && i % 2 == 0) return {{i + 1, true, false}, {i + 1, false, true}};
+  if (i < 2 * rem) out.push_back({i - 1, false, true});
+  const int v = i < 2 * rem ? i / 2 : i - rem;
+  auto real = [&](int u) { return u < rem ? 2 * u + 1 : u + rem; };
+  for (int mask = 1; mask < pof2; mask *= 2) out.push_back({real(v ^ mask), true, true});
+  if (i < 2 * rem) out.push_back({i - 1, true, false});
+  return out;
+}
+
+GridSync build_grid_sync(const SupernodalStructure& sym, const ProcessGrid2D& layer, int rank, const SolveOp& op) {
+  require(op.kind == SolveOp::counters || op.kind == SolveOp::barrier, "grid synchronisation: not a sync op");
+  require(layer.contains(rank), "grid synchronisation: rank " + std::to_string(rank) + " outside its grid");
+  const int q = rank - layer.base, row = q / layer.py, col = q % layer.py;
+  GridSync gs;
+  const bool counters = op.kind == SolveOp::counters;
+  const int p = counters ? layer.py : layer.size(), i = counters ? col : q;
+  gs.steps = recursive_doubling(i, p);
+  for (GridSync::Exchange& x : gs.steps) x.peer = counters ? layer.rank_of(row, x.peer) : layer.base + x.peer;
+  if (counters) {
+    const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
+    gs.bytes = 4 * ((ns + layer.px - 1) / layer.px);  // SuperLU_DIST's nlb = CEILING(nsupers, Pr) ints
+  }
+  return gs;
+}
+
+void add_sync_stats(CommStats& stats, const GridSync& gs, const Topology& topo, int rank) {
+  StepStats& s = stats.steps[grid_sync];
+  for (const GridSync::Exchange& x : gs.steps) {
+    const Locality where = locality(topo, rank, x.peer);
+    if (x.send) s.add_send(where, gs.bytes);
+    if (x.recv) s.add_recv(where, gs.bytes);
+  }
 }
 
 void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,

@@ -17,6 +17,10 @@
 //    broadcast (U) one supernode at a time, as pdgstrs3d does around its inter-grid sends.
 //  - "3d-baseline-async": the same levels and inter-grid steps, every forest message-driven
 //    over the restricted trees (the baseline with the 2D solve's intra-grid schedule).
+//  - "3d-baseline-pdgstrs": 3d-baseline paying what SuperLU_DIST's pdgstrs3d pays beyond it
+//    (effective_options): flat trees in the leaf forests (y sent to each user, partial sums
+//    straight to the diagonal owner), the per-block kernels, the leaf forests' counter
+//    allreduce and barrier, one blocking inter-grid message per supernode.
 //  - "3d" (SC'23, Algorithm 1; NEW3DSOLVE=1): every grid solves all its forests without
 //    waiting for another grid (ancestors with b set to 0 except on their lowest grid, so
 //    their y are partial sums): its leaf forest, then its ancestors in a second phase; one
@@ -38,8 +42,9 @@
 
 namespace commsolve {
 
-enum class SolveAlgorithm { two_d, baseline_3d, baseline_3d_async, new_3d };
-SolveAlgorithm parse_algorithm(const std::string& name);  // "2d" | "3d-baseline" | "3d-baseline-async" | "3d"
+enum class SolveAlgorithm { two_d, baseline_3d, baseline_3d_async, new_3d, baseline_3d_pdgstrs };
+// "2d" | "3d-baseline" | "3d-baseline-async" | "3d" | "3d-baseline-pdgstrs"
+SolveAlgorithm parse_algorithm(const std::string& name);
 const std::vector<std::string>& algorithm_names();
 const std::string& algorithm_name(SolveAlgorithm alg);
 // The algorithm/Pz rule: 2d runs on one layer (Pz = 1), the 3D algorithms on two or more.
@@ -54,30 +59,50 @@ SolveAlgorithm default_algorithm(int pz);
 const std::vector<std::string>& allreduce_names();
 bool parse_allreduce(const std::string& name);  // true: packed; throws for an unknown name
 
+// The dense kernels of a solve phase: "inverted" (a product with the inverted diagonal
+// block, one product per L panel: SC'23's GEMM-friendly form) or "per-block" (as pdgstrs3d:
+// dtrsm with the diagonal block's factors, one BLAS dgemm per L block, each U block packed
+// into a buffer before its product).
+enum class SolveKernels { inverted, per_block };
+const std::vector<std::string>& kernel_names();
+SolveKernels parse_kernels(const std::string& name);  // throws naming the known ones
+
 // How a solve runs on its layout. The member initialisers are the defaults of every entry
 // point (Python reads them from here).
 struct SolveOptions {
   SolveAlgorithm algorithm = SolveAlgorithm::two_d;
   TreeShape shape;        // intra-grid broadcast and reduction trees
   bool packed_z = true;   // inter-grid steps: one packed message (else one per supernode)
+  SolveKernels kernels = SolveKernels::inverted;
+  // The leaf forests as pdgstrs3d synchronises them: before each (L and U) an allreduce of
+  // the counters of every local block row over the process row (SuperLU_DIST's
+  // getfrecvLeaf / getBrecvTree: ceil(ns / Px) ints), after the L one a barrier over the grid.
+  bool leaf_sync = false;
 };
-
+// What a solve runs: the options, with "3d-baseline-pdgstrs" turned into 3d-baseline and
+// pdgstrs3d's costs (flat trees, per-block kernels, leaf_sync, per-supernode inter-grid
+// messages) whatever its other fields say. Every consumer of SolveOptions reads them so.
+SolveOptions effective_options(const SolveOptions& opts);
 // The steps of a solve's CommStats. XY: inside a grid; Z: between grids; then the moves of
 // b from its row distribution to the diagonal owners and of x back.
+// grid_sync: the leaf forests' counter allreduces and barriers (SolveOptions::leaf_sync).
 enum SolveStep : int { l_broadcast = 0, l_reduce, u_broadcast, u_reduce, z_reduce, z_broadcast, b_to_diagonal,
-                       x_from_diagonal, num_solve_steps };
+                       x_from_diagonal, grid_sync, num_solve_steps };
 
 struct SolveOp {
-  enum Kind : std::int8_t { phase, z_reduce, z_broadcast };
+  // counters: an allreduce of block-row counters over the process row; barrier: over the grid
+  enum Kind : std::int8_t { phase, z_reduce, z_broadcast, counters, barrier };
   Kind kind = phase;
-  bool upper = false;  // phase: a U-solve phase
+  bool upper = false;  // phase: a U-solve phase; counters: before the U leaf forest
   int lo = 0, hi = 0;  // phase: solves the grid's forests at levels lo..hi; those above are context
   SyncParts sync;      // phase: which supernodes go one at a time over whole process rows and columns
   int step = 0;        // inter-grid step 1..nlev: grids z and z +- 2^(step - 1)
 };
 
-// What grid z runs, in order. Throws for "2d" with pz > 1.
-std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev);
+// What grid z runs, in order. Throws for "2d" with pz > 1. With leaf_sync, the phases of
+// the leaf forests (lo = 0) are preceded by a counter allreduce and the L one followed by a
+// barrier (3d-baseline-pdgstrs has them whatever leaf_sync says).
+std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev, bool leaf_sync = false);
 // Points where a grid waits for another between its solve phases (runs of inter-grid steps).
 int synchronisation_points(const std::vector<SolveOp>& program);
 
@@ -85,6 +110,18 @@ int synchronisation_points(const std::vector<SolveOp>& program);
 // context masks and its synchronous parts. Local.
 CollectiveSet op_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& layer,
                              const ForestPartition& forests, int z, const SolveOp& op);
+
+// Which of a phase's collectives (op_collectives' set) are its synchronous part's: they
+// stand for MPI_Bcast / MPI_Reduce over a whole process column or row.
+std::vector<char> synchronous_collectives(const CollectiveSet& set, std::int64_t ns, const std::vector<char>& solve,
+                                          SyncParts sync);
+// The tree links of a phase's collectives: `shape`'s, except the synchronous ones', which
+// are binary whatever the shape (MPI's own trees for MPI_Bcast / MPI_Reduce are binomial,
+// of the same depth). `sync` from synchronous_collectives. One rank's, or every rank's.
+TreePlan phase_tree_plan(const CollectiveSet& set, const std::vector<char>& sync, int rank, const TreeShape& shape,
+                         const Topology& topo);
+std::vector<TreePlan> phase_tree_plans(const CollectiveSet& set, const std::vector<char>& sync,
+                                       const TreeShape& shape, const Topology& topo);
 
 // One rank's part of one solve phase: the collectives it takes part in ("entries", in
 // ascending key order: K for the broadcast of x(K), ns + K for the reduction of K's sums),
@@ -152,6 +189,26 @@ std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGr
 // one message per supernode (as SuperLU_DIST sends them) or one packed message per step.
 void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,
                  bool reduce, bool packed, int nrhs);
+
+// One rank's part of a grid synchronisation (SolveOp counters or barrier) as MPICH runs
+// MPI_Allreduce and MPI_Barrier on few bytes: recursive doubling over the participants
+// (the process row for counters, the grid for a barrier), those beyond the largest power of
+// two first folding into a partner and getting the result back at the end. Each exchange
+// is a send then a receive (either may be absent); `bytes` per message (4 per counter,
+// 0 for a barrier).
+struct GridSync {
+  struct Exchange {
+    int peer = -1;
+    bool send = false, recv = false;
+  };
+  std::vector<Exchange> steps;
+  std::int64_t bytes = 0;
+};
+GridSync build_grid_sync(const SupernodalStructure& sym, const ProcessGrid2D& layer, int rank, const SolveOp& op);
+// Recursive doubling among p participants, for participant i (peers as participant indices).
+std::vector<GridSync::Exchange> recursive_doubling(int i, int p);
+// Planned statistics of a grid synchronisation into `stats` (step grid_sync).
+void add_sync_stats(CommStats& stats, const GridSync& gs, const Topology& topo, int rank);
 
 // The masks of a phase op of grid z: solved supernodes and context (ancestors above hi).
 std::vector<char> phase_solve_mask(const ForestPartition& forests, int z, const SolveOp& op);

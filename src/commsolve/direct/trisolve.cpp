@@ -15,7 +15,8 @@ namespace {
 constexpr std::int64_t zero_row = std::numeric_limits<std::int64_t>::min();  // no b here: starts at 0
 // MPI tags: a phase's messages stay inside its grid, whose ranks share one program (tag:
 // first + op index); an inter-grid step's pair of grids agrees on its step and direction.
-constexpr int first_phase_tag = 20, first_z_tag = 1000;
+// A grid synchronisation's: first_sync_tag + op index.
+constexpr int first_phase_tag = 20, first_z_tag = 1000, first_sync_tag = 2000;
 
 }  // namespace
 
@@ -64,21 +65,34 @@ void TriSolve::finish(const SolveOptions& opts) {
 
 void TriSolve::set_options(const SolveOptions& opts) {
   layout_->check(opts);
+  const SolveOptions run = effective_options(opts);
+  const bool per_block = run.kernels == SolveKernels::per_block;
+  require(!per_block || (threads_ == 1 && !device_),
+          "distributed solve: the per-block kernels run on one thread per rank on the CPU (threads is " +
+              std::to_string(threads_) + ", device " + device_name_ + ")");
   const int z = grid_.z_of(rank_);
-  std::vector<SolveOp> program = solve_program(opts.algorithm, z, forests_.nlev);
+  std::vector<SolveOp> program = solve_program(run.algorithm, z, forests_.nlev, run.leaf_sync);
   std::vector<PhaseSchedule> phases(program.size());
   std::vector<ZStep> zsteps(program.size());
+  std::vector<GridSync> syncs(program.size());
   const ProcessGrid2D layer = grid_.layer(z);
+  const std::int64_t ns = sym_.nsuper();
   for (std::size_t i = 0; i < program.size(); ++i) {
     const SolveOp& op = program[i];
     if (op.kind == SolveOp::phase) {
       const CollectiveSet set = op_collectives(sym_, blocks_, layer, forests_, z, op);
-      phases[i] = make_phase(sym_, blocks_, store_.layout, set, build_tree_plan(set, rank_, opts.shape, topo_), op.upper,
-                             phase_solve_mask(forests_, z, op), op.sync);
+      const std::vector<char> solve = phase_solve_mask(forests_, z, op);
+      const TreePlan plan =
+          phase_tree_plan(set, synchronous_collectives(set, ns, solve, op.sync), rank_, run.shape, topo_);
+      phases[i] = make_phase(sym_, blocks_, store_.layout, set, plan, op.upper, solve, op.sync);
+    } else if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+      syncs[i] = build_grid_sync(sym_, layer, rank_, op);
     } else {
       zsteps[i] = build_z_step(forests_, grid_, rank_, op.step, op.kind == SolveOp::z_reduce);
     }
   }
+  DiagonalFactors factors;
+  if (per_block) factors = diagonal_factors(sym_, store_);
   std::int64_t widest = 1;
   for (const PhaseSchedule& ph : phases)
     for (std::size_t e = 0; e < ph.key.size(); ++e) {
@@ -94,9 +108,12 @@ void TriSolve::set_options(const SolveOptions& opts) {
   if ((threads_ > 1 && one_rank) || device_) plans = plan_syncfree(program, phases);
   if (device_) solver = make_device_solver(device_name_, store_, plans);
   opts_ = opts;  // only once everything is built: a bad option leaves the solver as it was
+  run_opts_ = run;
   program_ = std::move(program);
   phases_ = std::move(phases);
   zsteps_ = std::move(zsteps);
+  syncs_ = std::move(syncs);
+  diag_factors_ = std::move(factors);
   max_recv_width_ = widest;
   syncfree_ = std::move(plans);
   if (solver) device_ = std::move(solver);
@@ -123,6 +140,9 @@ std::vector<SyncFreePhase> TriSolve::plan_syncfree(const std::vector<SolveOp>& p
 
 void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
   check_solve_threads(threads);
+  require(threads == 1 || run_opts_.kernels != SolveKernels::per_block,
+          "distributed solve: the per-block kernels (" + algorithm_name(opts_.algorithm) +
+              ") run on one thread per rank");
   const bool one_rank = grid_.layer_size() == 1;
   if (threads > 1 && !one_rank)
     for (const PhaseSchedule& ph : phases_) check_threaded_phase(ph);
@@ -148,6 +168,8 @@ void TriSolve::to_device(const std::string& device) {
     return;
   }
   check_device_grid(grid_);
+  require(run_opts_.kernels != SolveKernels::per_block,
+          "distributed solve: the per-block kernels (" + algorithm_name(opts_.algorithm) + ") run on the CPU");
   std::vector<SyncFreePhase> plans = syncfree_.empty() ? plan_syncfree(program_, phases_) : syncfree_;
   std::unique_ptr<DeviceSolver> solver = make_device_solver(device, store_, plans);  // may throw: nothing changed yet
   syncfree_ = std::move(plans);
@@ -181,8 +203,16 @@ void TriSolve::run_phases(int nrhs, Times& t) {
         run_threaded_phase(sym_, blocks_, store_, phases_[i], *probe_engine_, kernels_, *team_, sol_.data(), nrhs,
                            first_phase_tag + static_cast<int>(i));
       } else {
-        exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i));
+        exec_->run(phases_[i], sol_.data(), nrhs, first_phase_tag + static_cast<int>(i),
+                   run_opts_.kernels == SolveKernels::per_block ? &diag_factors_ : nullptr);
       }
+      (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
+    } else if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+      // the counters of the leaf phase that follows (a barrier carries none)
+      std::vector<std::int32_t> counters = op.kind == SolveOp::counters
+                                               ? leaf_counters(phases_[i + 1], syncs_[i], grid_.px)
+                                               : std::vector<std::int32_t>{};
+      run_grid_sync(comm_.get(), syncs_[i], counters, first_sync_tag + static_cast<int>(i), topo_, rank_, recorded_);
       (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
     } else {
       double td = ts;
@@ -194,7 +224,7 @@ void TriSolve::run_phases(int nrhs, Times& t) {
         t.device_copy += td - ts;
       }
       const bool reduce = op.kind == SolveOp::z_reduce;
-      run_z_step(comm_.get(), zsteps_[i], reduce, opts_.packed_z, sym_, store_, sol_.data(), nrhs,
+      run_z_step(comm_.get(), zsteps_[i], reduce, run_opts_.packed_z, sym_, store_, sol_.data(), nrhs,
                  first_z_tag + 2 * op.step + (reduce ? 0 : 1), topo_, rank_, recorded_);
       t.z_comm += MPI_Wtime() - td;
     }
@@ -303,8 +333,10 @@ CommStats TriSolve::planned(int nrhs) const {
     const SolveOp& op = program_[i];
     if (op.kind == SolveOp::phase) {
       add_phase_stats(s, phases_[i], rank_, topo_, nrhs);
+    } else if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+      add_sync_stats(s, syncs_[i], topo_, rank_);
     } else {
-      add_z_stats(s, zsteps_[i], sym_, topo_, rank_, op.kind == SolveOp::z_reduce, opts_.packed_z, nrhs);
+      add_z_stats(s, zsteps_[i], sym_, topo_, rank_, op.kind == SolveOp::z_reduce, run_opts_.packed_z, nrhs);
     }
   }
   s.steps[b_to_diagonal] = plan_stats(b_move_.plan, topo_, 8 * nrhs).steps[0];

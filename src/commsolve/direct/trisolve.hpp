@@ -116,10 +116,13 @@ class TriSolve {
   int rank_ = 0;
   RhsMap rhs_;
   BlockStore store_;
-  SolveOptions opts_;
+  SolveOptions opts_;                  // as given
+  SolveOptions run_opts_;              // as run (effective_options)
   std::vector<SolveOp> program_;       // this rank's grid's program
   std::vector<PhaseSchedule> phases_;  // per op (empty for inter-grid steps)
   std::vector<ZStep> zsteps_;          // per op (empty for phases)
+  std::vector<GridSync> syncs_;        // per op (counters and barriers only)
+  DiagonalFactors diag_factors_;       // the per-block kernels' diagonal blocks (else empty)
   std::unique_ptr<MessageEngine> engine_;
   CpuKernels kernels_;
   std::unique_ptr<PhaseExecutor> exec_;

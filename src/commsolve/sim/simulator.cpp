@@ -84,8 +84,8 @@ void Simulator::set_working_set(int rank, double bytes) {
   times_[rank].in_cache = cpu_.fits_cache(bytes, node_ranks);
 }
 
-void Simulator::compute(int rank, double flops, double bytes, int category) {
-  const double t = cpu_.time(flops, bytes, times_[rank].in_cache ? cpu_.cache_bandwidth : cpu_.bandwidth);
+void Simulator::compute(int rank, double flops, double bytes, int category, bool triangular) {
+  const double t = cpu_.time(flops, bytes, times_[rank].in_cache ? cpu_.cache_bandwidth : cpu_.bandwidth, triangular);
   ++times_[rank].calls;
   trace_calc(rank, t);
   spend(rank, t, category);

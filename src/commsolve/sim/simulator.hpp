@@ -74,11 +74,15 @@ struct ComputeModel {
   // memory at bandwidth (a cyclic sweep over more than the cache misses throughout).
   double cache_bytes = 0.0;
   double cache_bandwidth = 0.0;
+  // flop/s of a small triangular solve (dtrsm on a diagonal block with few right-hand sides:
+  // a chain of dependent dot products, slower per flop than a product); 0: flop_rate.
+  double triangular_rate = 0.0;
   bool fits_cache(double working_set, int node_ranks) const {
     return cache_bytes > 0 && cache_bandwidth > 0 && working_set * std::max(node_ranks, 1) <= cache_bytes;
   }
-  double time(double flops, double bytes, double rate) const {
-    return call_overhead + std::max(flops / flop_rate, bytes / rate);
+  double time(double flops, double bytes, double rate, bool triangular = false) const {
+    const double f = triangular && triangular_rate > 0 ? triangular_rate : flop_rate;
+    return call_overhead + std::max(flops / f, bytes / rate);
   }
 };
 
@@ -187,7 +191,8 @@ class Simulator {
 
   // The API processes use while the simulator hands them control (on `rank`).
   double now(int rank) const { return clock_[rank]; }
-  void compute(int rank, double flops, double bytes, int category);
+  // `triangular`: a triangular solve, at ComputeModel::triangular_rate.
+  void compute(int rank, double flops, double bytes, int category, bool triangular = false);
   // Before run(): the bytes `rank`'s kernels stream each time through (its working set),
   // which decide whether compute() reads them from the cache or from memory.
   void set_working_set(int rank, double bytes);

@@ -21,8 +21,9 @@ const std::vector<std::string>& solve_categories() {
 namespace {
 
 // Message tags as TriSolve's: a phase is first_phase_tag + its index in the grid's program,
-// an inter-grid step first_z_tag + 2 step + direction; b and x have their own.
-constexpr int b_tag = 1, x_tag = 2, first_phase_tag = 20, first_z_tag = 1000;
+// an inter-grid step first_z_tag + 2 step + direction, a grid synchronisation first_sync_tag
+// + its index; b and x have their own.
+constexpr int b_tag = 1, x_tag = 2, first_phase_tag = 20, first_z_tag = 1000, first_sync_tag = 2000;
 
 // One rank's side of a move of right-hand-side rows (a halo exchange).
 struct RowMove {
@@ -36,6 +37,7 @@ struct RankProgram {
   LocalLayout2D layout;
   std::vector<PhaseSchedule> phases;  // per op (phases only)
   std::vector<ZStep> zsteps;          // per op (inter-grid steps only)
+  std::vector<GridSync> syncs;        // per op (grid synchronisations only)
   std::int64_t sol_rows = 0;
   RowMove b, x;
 };
@@ -45,6 +47,7 @@ struct Shared {
   const SupernodeBlocks& blocks;
   int nrhs;
   bool packed_z;
+  bool per_block;  // SolveKernels::per_block
   double width(std::int64_t s) const { return static_cast<double>(sym.sn_start[s + 1] - sym.sn_start[s]); }
 };
 
@@ -61,24 +64,36 @@ class SimBackend {
                       .bytes = 8 + 8 * n * nrhs_, .category = xy_comm, .receives = Receives::any_source});
   }
   const double* lower_panel(std::int32_t col, const double*) {
+    col_ = col;
+    if (sh_.per_block) return nullptr;  // one product per block, in scatter
     const double M = static_cast<double>(layout_.l_rows[col]), w = sh_.width(layout_.l_col[col]);
     sim_.compute(rank_, 2 * M * w * nrhs_, 8 * (M * w + (M + w) * nrhs_), fp);
     return nullptr;
   }
   void scatter(std::int64_t p, std::int32_t, const double*) {
     const std::int64_t blk = layout_.l_block[p];
-    sim_.copy(rank_, 16.0 * static_cast<double>(sh_.blocks.hi[blk] - sh_.blocks.lo[blk]) * nrhs_, fp);
+    const double m = static_cast<double>(sh_.blocks.hi[blk] - sh_.blocks.lo[blk]);
+    if (sh_.per_block) {
+      const double w = sh_.width(layout_.l_col[col_]);
+      sim_.compute(rank_, 2 * m * w * nrhs_, 8 * (m * w + (m + w) * nrhs_), fp);
+    }
+    sim_.copy(rank_, 16.0 * m * nrhs_, fp);
   }
   void upper_block(std::int64_t p, std::int32_t, const double*) {
     const std::int64_t blk = layout_.u_block[p];
     const double w = sh_.width(sh_.blocks.col[blk]), m = static_cast<double>(sh_.blocks.hi[blk] - sh_.blocks.lo[blk]);
+    if (sh_.per_block) sim_.copy(rank_, 16 * w * m, fp);  // packed into a buffer first
     sim_.compute(rank_, 2 * w * m * nrhs_, 8 * (w * m + 2 * (m + w) * nrhs_), fp);  // with the gather of x's rows
   }
   void add_message(std::int32_t, const double*, std::int64_t n) { sim_.copy(rank_, 16.0 * static_cast<double>(n), fp); }
   const double* settle(std::int32_t e) {
     const double w = static_cast<double>(ph_.width[e]);
     sim_.copy(rank_, 16 * w * nrhs_, fp);
-    if (ph_.solves[e]) sim_.compute(rank_, 2 * w * w * nrhs_, 8 * (w * w + 2 * w * nrhs_), fp);
+    if (!ph_.solves[e]) return nullptr;
+    if (sh_.per_block)  // dtrsm: w^2 flops per right-hand side over one triangle, at the triangular rate
+      sim_.compute(rank_, w * w * nrhs_, 8 * (w * (w + 1) / 2 + 2 * w * nrhs_), fp, true);
+    else
+      sim_.compute(rank_, 2 * w * w * nrhs_, 8 * (w * w + 2 * w * nrhs_), fp);
     return nullptr;
   }
   const double* known(std::int32_t) { return nullptr; }
@@ -91,6 +106,7 @@ class SimBackend {
   const PhaseSchedule& ph_;
   const LocalLayout2D& layout_;
   int tag_, nrhs_;
+  std::int32_t col_ = -1;  // the local column whose solution the blocks in scatter multiply
 };
 
 // One rank of the solve: stage -1 moves b, stages 0..n-1 are its grid's program, stage n
@@ -146,6 +162,19 @@ class SolveProcess final : public Process {
       machine_->start();
       return;
     }
+    if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+      tag_ = first_sync_tag + i;
+      category_ = xy_comm;
+      const GridSync& gs = p_.syncs[i];
+      need_ = 0;
+      for (const GridSync::Exchange& x : gs.steps) need_ += x.recv ? 1 : 0;
+      sync_ = &gs;
+      sync_at_ = 0;
+      sync_sent_ = false;
+      sync_got_.clear();
+      sync_progress();
+      return;
+    }
     const bool reduce = op.kind == SolveOp::z_reduce;
     tag_ = first_z_tag + 2 * op.step + (reduce ? 0 : 1);
     category_ = z_comm;
@@ -172,7 +201,29 @@ class SolveProcess final : public Process {
     }
   }
 
+  // The grid synchronisation's exchanges in order, as far as the messages that came allow:
+  // each sends (if it does), then takes its partner's message (if it receives one).
+  void sync_progress() {
+    for (; sync_at_ < sync_->steps.size(); ++sync_at_) {
+      const GridSync::Exchange& x = sync_->steps[sync_at_];
+      if (x.send && !sync_sent_) {
+        sim_->send(rank_, {.dest = x.peer, .op = tag_, .step = grid_sync, .bytes = sync_->bytes, .category = xy_comm});
+        sync_sent_ = true;
+      }
+      if (x.recv) {
+        auto it = sync_got_.find(x.peer);
+        if (it == sync_got_.end() || it->second == 0) return;
+        --it->second;
+        sim_->copy(rank_, 3.0 * static_cast<double>(sync_->bytes), xy_comm);  // the counters added
+      }
+      sync_sent_ = false;
+    }
+  }
+
   void leave() {  // the current stage is complete
+    if (sync_ != nullptr && sync_at_ != sync_->steps.size())
+      throw std::logic_error("simulated grid synchronisation: rank " + std::to_string(rank_) + " left it unfinished");
+    sync_ = nullptr;
     if (stage_ >= 0 && stage_ < n_ && (*p_.ops)[stage_].kind == SolveOp::phase) {
       if (machine_->solved() != p_.phases[stage_].solved_here || !machine_->finished())
         throw std::logic_error("simulated solve phase: rank " + std::to_string(rank_) + " left " +
@@ -200,6 +251,9 @@ class SolveProcess final : public Process {
     if (stage_ >= 0 && stage_ < n_) {
       if (machine_) {
         machine_->arrive(msg.key, nullptr, msg.values, sh_.nrhs);
+      } else if (sync_ != nullptr) {
+        ++sync_got_[msg.src];
+        sync_progress();
       } else {
         sim_->copy(rank_, 16.0 * static_cast<double>(msg.values), z_comm);  // added or copied into place
       }
@@ -235,6 +289,10 @@ class SolveProcess final : public Process {
   std::optional<SimBackend> backend_;
   std::optional<PhaseMachine<SimBackend>> machine_;
   std::unordered_map<int, std::deque<Message>> early_;
+  const GridSync* sync_ = nullptr;  // the grid synchronisation under way
+  std::size_t sync_at_ = 0;         // its exchange this rank is at
+  bool sync_sent_ = false;          // that exchange's send is out
+  std::unordered_map<int, int> sync_got_;  // its messages in, not yet taken, by source
 };
 
 // Every rank's side of the move of b (forward: owners send their rows to the solvers) or of
@@ -266,11 +324,12 @@ SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, in
                                           " ranks for a grid of " + std::to_string(grid.size()));
   require(nrhs >= 1, "simulated solve: nrhs must be at least 1");
 
+  const SolveOptions run = effective_options(opts);
   std::vector<RankProgram> progs(static_cast<std::size_t>(grid.size()));
   std::vector<std::vector<SolveOp>> programs(static_cast<std::size_t>(grid.pz));
   for (int z = 0; z < grid.pz; ++z) {
     const ProcessGrid2D layer = grid.layer(z);
-    programs[z] = solve_program(opts.algorithm, z, forests.nlev);
+    programs[z] = solve_program(run.algorithm, z, forests.nlev, run.leaf_sync);
     const std::vector<SolveOp>& ops = programs[z];
     std::vector<LocalLayout2D> layouts =
         local_layouts_2d(sym, blocks, layer, grid.pz > 1 ? forests.mask(z) : std::vector<char>{});
@@ -280,6 +339,7 @@ SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, in
       p.layout = std::move(layouts[q]);
       p.phases.resize(ops.size());
       p.zsteps.resize(ops.size());
+      p.syncs.resize(ops.size());
       for (std::int32_t k : p.layout.diag_sn) p.sol_rows += sym.sn_start[k + 1] - sym.sn_start[k];
     }
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -287,9 +347,12 @@ SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, in
       if (op.kind == SolveOp::phase) {
         const std::vector<char> solve = phase_solve_mask(forests, z, op);
         const CollectiveSet set = op_collectives(sym, blocks, layer, forests, z, op);
-        const std::vector<TreePlan> plans = build_tree_plans_virtual(set, opts.shape, topo);
+        const std::vector<TreePlan> plans =
+            phase_tree_plans(set, synchronous_collectives(set, sym.nsuper(), solve, op.sync), run.shape, topo);
         for (int r = layer.base; r < layer.base + layer.size(); ++r)
           progs[r].phases[i] = make_phase(sym, blocks, progs[r].layout, set, plans[r], op.upper, solve, op.sync);
+      } else if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
+        for (int r = layer.base; r < layer.base + layer.size(); ++r) progs[r].syncs[i] = build_grid_sync(sym, layer, r, op);
       } else {
         std::vector<ZStep> steps = layer_z_steps(forests, grid, z, op.step, op.kind == SolveOp::z_reduce);
         for (int q = 0; q < layer.size(); ++q) progs[layer.base + q].zsteps[i] = std::move(steps[q]);
@@ -304,7 +367,7 @@ SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, in
   }
   const auto t1 = clock::now();
 
-  const Shared shared{sym, blocks, nrhs, opts.packed_z};
+  const Shared shared{sym, blocks, nrhs, run.packed_z, run.kernels == SolveKernels::per_block};
   std::vector<std::unique_ptr<Process>> procs;
   procs.reserve(progs.size());
   for (const RankProgram& p : progs) procs.push_back(std::make_unique<SolveProcess>(shared, p));

@@ -17,6 +17,11 @@ namespace commsolve::sim {
 // cache or streams from memory), the best of three runs of at least `min_seconds` each.
 double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_t count, double min_seconds);
 
+// Seconds per triangular solve (dtrsm, unit lower w x w against w x nrhs values, as the
+// per-block kernels apply a diagonal block), cycling through `count` distinct blocks, the
+// best of three runs of at least `min_seconds` each.
+double time_triangular_solves(std::int64_t w, int nrhs, std::int64_t count, double min_seconds);
+
 // Seconds per pack of `n` doubles gathered through an index array (as a halo exchange packs
 // and a solve adds received values), source and destination in cache, the best of three
 // runs of at least `min_seconds`.
