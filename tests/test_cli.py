@@ -8,6 +8,7 @@ import pytest
 
 from commsolve import gallery, mmwrite
 from commsolve.launch import mpi_env, mpiexec_command
+from commsolve.direct import SOLVE_STEPS
 
 
 def cli(*args, timeout=180):
@@ -108,7 +109,7 @@ def test_sptrsv_reports_times_residual_and_comm_per_rank():
     assert set(r["factor_s"]) == {"ordering", "redistribute", "allocate", "numeric", "distribute", "total"}
     assert r["factor_stats_recorded_equal_planned"] is True
     per_rank = r["comm_per_rank"]
-    assert len(per_rank) == 4 and all(len(s["steps"]) == 8 for s in per_rank)
+    assert len(per_rank) == 4 and all(len(s["steps"]) == len(SOLVE_STEPS) == 9 for s in per_rank)
     split = r["comm_split_per_rank"]
     assert all(sum(s["z"].values()) == 0 for s in split)  # one grid: nothing between grids
     assert all(s["xy"]["msgs_sent_intra"] + s["xy"]["msgs_sent_inter"] > 0 for s in split)

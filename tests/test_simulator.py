@@ -22,7 +22,7 @@ MSG = 16  # bytes of a one-value solve message: the key (8) and the value (8)
 
 
 def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, compute=True, copy_rate=1e30,
-                 cache=None):
+                 cache=None, triangular_rate=None):
     """Every intra-node protocol with ALPHA and RATE (inter-node 10x slower); compute free by
     default, so that a schedule's time is its messages' alone. ``cache``: (bytes per node,
     bandwidth) of a last-level cache."""
@@ -36,6 +36,8 @@ def profile_text(flop_rate=1e30, bandwidth=1e30, call_overhead=0.0, overhead=O, 
                   f"call_overhead = {call_overhead!r}", f"copy_rate = {copy_rate!r}"]
         if cache is not None:
             lines += [f"cache_bytes = {cache[0]!r}", f"cache_bandwidth = {cache[1]!r}"]
+        if triangular_rate is not None:
+            lines += [f"triangular_rate = {triangular_rate!r}"]
     return "\n".join(lines) + "\n"
 
 
@@ -660,3 +662,52 @@ def test_synchronous_levels_take_one_supernode_at_a_time(profile):
     free = cs.sim.simulate(cs.sim.solve_schedule(S, (1, 2, 2), "3d-baseline-async", forests=forests, tree="flat",
                                                  distribute_rhs=False), topo, profile)
     assert free.predicted_s < sync.predicted_s - ALPHA
+
+
+def test_leaf_synchronisation_by_hand(profile):
+    # Two width-1 supernodes with no block between them on a 1x2 grid: the phases send
+    # nothing, so the solve is leaf_sync's three grid synchronisations, each one exchange
+    # between the two ranks (recursive doubling of two): the L counters (ceil(2 / 1) ints, 8
+    # bytes), the barrier (0 bytes), the U counters, each alpha + s/R after the last.
+    S = structure(2, {})
+    free, _ = simulate(S, (1, 2, 1), profile)
+    synced, _ = simulate(S, (1, 2, 1), profile, leaf_sync=True)
+    assert free.predicted_s == pytest.approx(0.0, abs=1e-20)
+    assert synced.predicted_s == pytest.approx(3 * ALPHA + 2 * 8 / RATE, rel=1e-9)
+    assert int(synced.messages[:, 0].sum()) == 6
+
+
+def test_per_block_kernels_priced_by_hand(tmp_path):
+    # L(1,0) on one rank, compute at c + flops / rate: the inverted kernels make four
+    # diagonal products (2 flops each: w = 1) and two block products (2 flops) at F; the
+    # per-block ones four dtrsm (1 flop) at the triangular rate T and the same two products.
+    c, F, T = 1e-7, 1e9, 0.25e9
+    prof = load_profile_text(tmp_path, profile_text(flop_rate=F, call_overhead=c, triangular_rate=T))
+    S = structure(2, {0: [1]})
+    inverted, _ = simulate(S, (1, 1, 1), prof)
+    per_block, _ = simulate(S, (1, 1, 1), prof, kernels="per-block")
+    assert inverted.predicted_s == pytest.approx(6 * c + 12 / F, rel=1e-9)
+    assert per_block.predicted_s == pytest.approx(6 * c + 4 / T + 4 / F, rel=1e-9)
+    assert int(per_block.calls.sum()) == int(inverted.calls.sum()) == 6
+
+
+def test_pdgstrs_baseline_by_hand(profile):
+    # L(2,0), L(2,1), every supernode in the root forest of a 1x1x2 grid (compute free; grids
+    # of one rank: the leaf forests' synchronisations have one participant, no message). Grid 1
+    # reduces its three (zero) sums into grid 0 and gets the three solutions back. Packed
+    # (3d-baseline): one 24-byte message each way, alpha + 24/R. Per supernode (pdgstrs3d):
+    # three 8-byte messages posted o apart, the k-th landing at k o + 8/R + alpha - 2o, taken
+    # o each by the receiver: the last done at alpha + 2o + 8/R; twice.
+    S = structure(3, {0: [2], 1: [2]})
+    topo = make_topology(nodes=[0, 0], size=2)
+    forests = np.zeros(3, np.int32)
+
+    def run(algorithm):
+        return cs.sim.simulate(cs.sim.solve_schedule(S, (1, 1, 2), algorithm, forests=forests, distribute_rhs=False),
+                               topo, profile)
+
+    base, pdgstrs = run("3d-baseline"), run("3d-baseline-pdgstrs")
+    assert base.predicted_s == pytest.approx(2 * (ALPHA + 24 / RATE), rel=1e-9)
+    assert pdgstrs.predicted_s == pytest.approx(2 * (ALPHA + 2 * O + 8 / RATE), rel=1e-9)
+    assert pdgstrs.info["tree"] == "flat" and pdgstrs.info["kernels"] == "per-block" and pdgstrs.info["leaf_sync"]
+    assert (int(base.messages[:, 0].sum()), int(pdgstrs.messages[:, 0].sum())) == (2, 6)

@@ -118,6 +118,14 @@ def test_programs_of_the_three_algorithms():
         assert max(workloads.solve_program("3d", z, pz)[1] for z in range(pz)) == 1
     with pytest.raises(ValueError, match="the 2d algorithm needs Pz = 1"):
         workloads.solve_program("2d", 0, 2)
+    # pdgstrs3d: 3d-baseline with the leaf forests' counter allreduces (before the L and the
+    # U leaf forest) and the barrier after the L one; leaf_sync adds them to any algorithm.
+    C, Cu, W = ("L-counters", 0, 0, 0), ("U-counters", 0, 0, 0), ("barrier", 0, 0, 0)
+    assert workloads.solve_program("3d-baseline-pdgstrs", 1, 4) == ([C, L(0, 0), W, R(1), B(1), Cu, U(0, 0)], 1)
+    assert workloads.solve_program("3d-baseline", 1, 4, leaf_sync=True) == workloads.solve_program(
+        "3d-baseline-pdgstrs", 1, 4)
+    assert workloads.solve_program("2d", 0, 1, leaf_sync=True) == ([C, L(0, 0), W, Cu, U(0, 0)], 0)
+    assert workloads.solve_program("3d", 0, 4, leaf_sync=True)[0][:3] == [C, L(0, 0), W]
 
 
 def blocks(S):
@@ -316,3 +324,29 @@ def test_b_goes_to_the_diagonal_owner_on_the_lowest_grid(structure):
     got = np.array([s.array[6, 6] + s.array[6, 7] for s in stats])  # b bytes received
     assert np.array_equal(got, 8 * received)
     assert all(np.array_equal(s.array[7], s.array[6][[4, 5, 6, 7, 0, 1, 2, 3]]) for s in stats)  # x: reverse
+
+
+def test_synchronous_parts_keep_binary_trees_whatever_the_shape():
+    # L(4, k) for k = 0..3 on a 1x4x2 grid, every supernode in the root forest: in grid 0
+    # each supernode goes one at a time (3d-baseline), its sums reduced over the whole
+    # process row as MPI_Reduce does, on a binary tree whatever the shape asked for (MPI's
+    # are binomial); message-driven (3d-baseline-async), flat and binary trees differ.
+    S = structure_of(5, {0: [4], 1: [4], 2: [4], 3: [4]})
+    topo = make_topology(nodes=[0] * 8, size=8)
+    forests = np.zeros(5, np.int32)
+
+    def per_rank(algorithm, tree):
+        stats = workloads.sptrsv3d_stats(S, (1, 4, 2), algorithm, tree, topo, forests=forests)
+        return [s.array[:4, 4:6].sum() for s in stats]  # messages received inside the grids, per rank
+
+    assert per_rank("3d-baseline", "flat") == per_rank("3d-baseline", "binary")
+    assert per_rank("3d-baseline-async", "flat") != per_rank("3d-baseline-async", "binary")
+
+
+def structure_of(n, below):
+    """Width-1 supernodes 0..n-1; ``below[s]``: the rows of L under supernode s."""
+    rows_ptr = np.cumsum([0] + [len(below.get(s, ())) for s in range(n)]).astype(np.int64)
+    rows = np.array([r for s in range(n) for r in sorted(below.get(s, ()))], np.int32)
+    return direct.SupernodalStructure(perm=np.arange(n, dtype=np.int32), parent=np.full(n, -1, np.int32),
+                                      sn_start=np.arange(n + 1, dtype=np.int64), rows_ptr=rows_ptr, rows=rows,
+                                      nnz_L=n + rows.size)

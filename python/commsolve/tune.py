@@ -48,7 +48,12 @@ def candidate_grids(nranks, max_pz=MAX_AUTO_PZ):
     return out
 
 
-def rank_grids(structure, topology, profile, algorithms=ALGORITHMS, trees=AUTO_TREES, partition="nd",
+# What grid="auto" chooses among: every algorithm but the SC'23 ablation's reference baseline
+# (3d-baseline-pdgstrs, SuperLU_DIST's costs reproduced on purpose), which stays nameable.
+CANDIDATE_ALGORITHMS = tuple(a for a in ALGORITHMS if a != "3d-baseline-pdgstrs")
+
+
+def rank_grids(structure, topology, profile, algorithms=CANDIDATE_ALGORITHMS, trees=AUTO_TREES, partition="nd",
                allreduce=None, nrhs=1, max_pz=MAX_AUTO_PZ, seed=None, flat_threshold=None, progress=None):
     """Every candidate grid (:func:`candidate_grids`) of ``topology.size`` ranks, every
     algorithm that runs on it (the algorithm/Pz rule) and every tree shape of ``trees`` (a
@@ -116,7 +121,8 @@ class SimulatedTuner:
 
     @staticmethod
     def rank(structure, topology, profile, request):
-        return rank_grids(structure, topology, profile, [request.algorithm] if request.algorithm else ALGORITHMS,
+        return rank_grids(structure, topology, profile,
+                          [request.algorithm] if request.algorithm else CANDIDATE_ALGORITHMS,
                           trees=request.trees or AUTO_TREES, partition=request.partition,
                           allreduce=request.allreduce, seed=request.seed, flat_threshold=request.flat_threshold,
                           max_pz=request.max_pz)

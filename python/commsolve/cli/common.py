@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import partition, trees
-from ..direct import ALGORITHMS, ALLREDUCE, FOREST_PARTITIONS, LU_DEFAULTS
+from ..direct import ALGORITHMS, ALLREDUCE, FOREST_PARTITIONS, KERNELS, LU_DEFAULTS
 from .. import _watchdog
 from ..launch import DEFAULT_TIMEOUT, OVERSUBSCRIBE_FACTOR, check_rank_count, default_timeout, relaunch, under_mpiexec
 from ..parcsr import STRATEGIES
@@ -364,6 +364,15 @@ def forest_partition_option(default="nd", help="Forests of the 3D layout: top se
 def allreduce_option(f):
     return click.option("--allreduce", type=click.Choice(ALLREDUCE), default=ALLREDUCE[0], show_default=True,
                         help="Inter-grid messages: one per pair and step, or one per supernode.")(f)
+
+
+def ablation_options(f):
+    """The SC'23 ablation's switches of a solve (3d-baseline-pdgstrs turns them all on)."""
+    f = click.option("--leaf-sync", is_flag=True, default=False,
+                     help="The leaf forests' counter allreduce and barrier, as SuperLU_DIST's pdgstrs3d.")(f)
+    return click.option("--kernels", type=click.Choice(KERNELS), default=KERNELS[0], show_default=True,
+                        help="Dense kernels: the inverted diagonal and one product per L panel, or pdgstrs3d's "
+                             "dtrsm and one dgemm per block.")(f)
 
 
 def max_supernode_option(f):

@@ -9,8 +9,8 @@ import click
 
 from ..direct import AUTO, is_auto
 from ..parcsr import STRATEGIES
-from .common import (TREE, WorkloadGroup, allreduce_option, as_json_text, bar, check_plot_path, check_sparsify,
-                     forest_partition_option,
+from .common import (TREE, WorkloadGroup, ablation_options, allreduce_option, as_json_text, bar, check_plot_path,
+                     check_sparsify, forest_partition_option,
                      grid_2d, json_option, load_matrix, matrix_options, max_supernode_option, need_one_source,
                      offline, refuse, sparsify_options, split_list, tree_seed_options, workload_hint, ROW_PARTITIONS)
 from .trees import ALL_SHAPES
@@ -84,11 +84,12 @@ def _write_outputs(results, outputs, title):
               f"{AUTO}, comma-separated shapes to compare [default: binary,flat].")
 @forest_partition_option()
 @allreduce_option
+@ablation_options
 @max_supernode_option
 @tree_seed_options
 @refuse("--strategy", message=lambda ctx, name: f"--strategy belongs to {workload_hint(ctx, 'simulate', 'spmv', 'spmv')}")
 def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, grid, procs, algorithm, nrhs, tree,
-                    partition, allreduce, max_supernode, seed, flat_threshold):
+                    partition, allreduce, kernels, leaf_sync, max_supernode, seed, flat_threshold):
     """The 2D and 3D triangular solves on a grid: predicted time, the slowest rank's breakdown,
     critical path. With --grid auto --procs N, every grid of N ranks (Pz a power of two up to
     32, Px <= Py <= 4 Px) and algorithm, fastest first."""
@@ -116,7 +117,7 @@ def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
             return simulate_algorithms(A, dims, algorithms, profile, ppn=ppn, tree=tree, partition=partition,
                                        allreduce=allreduce, nrhs=nrhs, seed=seed, flat_threshold=flat_threshold,
                                        timeline=bool(timeline), trace=bool(goal), progress=lambda _: shown.update(),
-                                       max_supernode=max_supernode)
+                                       kernels=kernels, leaf_sync=leaf_sync, max_supernode=max_supernode)
 
     out, results = offline(run, oom="try a smaller grid or matrix")
     name = gen or str(matrix)

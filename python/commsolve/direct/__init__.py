@@ -23,6 +23,12 @@ triangular solves (``algorithm``):
                  without waiting for another (the leaf forest, then the ancestors), one
                  sparse allreduce of the ancestors' partial solutions over the grids, then
                  every grid's U-solve (one synchronisation)
+``3d-baseline-pdgstrs``  ``3d-baseline`` paying what ``pdgstrs3d`` pays besides: flat trees
+                 in the leaf forests, its kernels (``dtrsm`` on the diagonal blocks, one
+                 ``dgemm`` per block, U blocks packed), the leaf forests' counter allreduce
+                 and barrier, one blocking inter-grid message per supernode; each is also a
+                 switch of :class:`SolveOptions` (``tree``, ``kernels``, ``leaf_sync``,
+                 ``allreduce``), for the SC'23 ablation (``bench/sc23_ablation.py``)
 
 b and x are distributed by rows, as a :class:`~commsolve.ParCSR` distributes them (or, with
 ``replicated=True``, given whole on the root and returned whole on every rank).
@@ -48,8 +54,8 @@ True
 from .. import _core
 from ..partition import Distribution
 from .distributed import Analysis, FactorReport, factor, register_tuner
-from .options import (ALGORITHMS, ALLREDUCE, AUTO, ProcessGrid3D, SolveOptions, is_auto, make_layout, parse_grid,
-                      solve_options)
+from .options import (ALGORITHMS, ALLREDUCE, AUTO, KERNELS, ProcessGrid3D, SolveOptions, is_auto, make_layout,
+                      parse_grid, solve_options)
 from .pivoting import ROW_PERMS, StaticPivoting, static_pivoting
 from .refinement import ITMAX
 from .serial import PIVOTING_DEFAULTS, SparseLU
@@ -65,4 +71,4 @@ __all__ = ["SparseLU", "factor", "DistributedLU", "device_available", "register_
            "make_layout", "SolveLayout", "SolveOptions", "RhsMap", "ProcessGrid3D", "parse_grid", "solve_options",
            "is_auto", "static_pivoting", "StaticPivoting", "Distribution",
            "SOLVE_STEPS", "XY_STEPS", "Z_STEPS", "REDISTRIBUTE_STEPS", "TIME_PARTS", "ALGORITHMS", "FOREST_PARTITIONS",
-           "ALLREDUCE", "AUTO", "ORDERINGS", "ROW_PERMS", "LU_DEFAULTS", "PIVOTING_DEFAULTS", "ITMAX"]
+           "ALLREDUCE", "KERNELS", "AUTO", "ORDERINGS", "ROW_PERMS", "LU_DEFAULTS", "PIVOTING_DEFAULTS", "ITMAX"]

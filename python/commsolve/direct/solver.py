@@ -26,7 +26,7 @@ __all__ = ["DistributedLU", "device_available", "Residual", "SOLVE_STEPS", "XY_S
 # The steps of a solve's CommStats: inside a grid (XY), between grids (Z), and the moves of b
 # to the ranks that solve and of x back.
 SOLVE_STEPS = ("L broadcast", "L reduce", "U broadcast", "U reduce", "Z reduce", "Z broadcast", "b to diagonal",
-               "x from diagonal")
+               "x from diagonal", "grid sync")  # C++ SolveStep; grid sync: the leaf forests' (leaf_sync)
 XY_STEPS, Z_STEPS, REDISTRIBUTE_STEPS = (0, 1, 2, 3, 8), (4, 5), (6, 7)
 # A solve's parts, as the C++ timers measure them on every rank.
 TIME_PARTS = ("redistribute_b", "l_solve", "z_comm", "u_solve", "redistribute_x", "total")

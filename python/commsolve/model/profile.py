@@ -213,8 +213,8 @@ class MachineProfile:
                     extra = f", injection = {self.injection[p]!r}"
                 lines.append(f"{p} = {{ alpha = {self.alpha[level, p]!r}, rate = {self.rate[level, p]!r}{extra} }}")
         if self.compute is not None:
-            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}" for k in COMPUTE_FIELDS + CACHE_FIELDS + OPTIONAL_COMPUTE
-                                          if k in self.compute]
+            lines += ["", "[compute]"] + [f"{k} = {float(self.compute[k])!r}"
+                                          for k in COMPUTE_FIELDS + CACHE_FIELDS + OPTIONAL_COMPUTE if k in self.compute]
         if self.torus is not None:
             lines += ["", "[torus]", f"link_rate = {float(self.torus['link_rate'])!r}",
                       f"hop_latency = {float(self.torus['hop_latency'])!r}", f"dims = {list(self.torus['dims'])!r}"]

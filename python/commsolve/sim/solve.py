@@ -89,5 +89,6 @@ def simulate_solve(schedule, topology, profile, timeline=False, trace=False):
     d = _core.simulate_solve(s.layout, s.options, s.nrhs, s.rhs, topology, net, cpu, bool(timeline), bool(trace))
     run = s.options.effective()  # as the solve runs them (3d-baseline-pdgstrs's switches)
     info = {"algorithm": s.algorithm, "grid": list(s.grid), "tree": run.tree.name, "allreduce": run.allreduce,
-            "kernels": run.kernels, "leaf_sync": run.leaf_sync, "nrhs": s.nrhs, "profile": prof.name, "wall_s": time.perf_counter() - t0}
+            "kernels": run.kernels, "leaf_sync": run.leaf_sync, "nrhs": s.nrhs, "profile": prof.name,
+            "wall_s": time.perf_counter() - t0}
     return SimResult.from_core(d, info)

@@ -31,10 +31,11 @@ def check_ranks(P):
 
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, partition="nd", allreduce=None,
                         nrhs=1, structure=None, seed=None, flat_threshold=None, timeline=False, trace=False,
-                        distribute_rhs=True, progress=None, **lu_options):
+                        distribute_rhs=True, progress=None, kernels=None, leaf_sync=None, **lu_options):
     """Simulates each of ``algorithms`` on ``grid`` ("PxQxR" or a triple; ``2d`` on the
     squarest 2D grid with as many ranks) for ``A`` (or its symbolic ``structure``), with
-    ``ppn`` ranks per node (default: the profile's). Returns ``(summary dict, {algorithm:
+    ``ppn`` ranks per node (default: the profile's); ``kernels`` and ``leaf_sync`` as
+    :func:`commsolve.direct.options.solve_options`. Returns ``(summary dict, {algorithm:
     SimResult})``."""
     prof = simulation_profile(profile)
     px, py, pz = parse_grid(grid, None)
@@ -44,7 +45,8 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, parti
         raise ValueError("no algorithm given (known: " + ", ".join(ALGORITHMS) + ")")
     # an algorithm that does not run on the grid (2d on a 3D one) runs on the squarest 2D grid of as many ranks
     grids = {a: (px, py, pz) if _core.algorithm_runs_on(a, pz) else parse_grid(None, P) for a in algorithms}
-    options = {a: solve_options(grids[a][2], a, tree, seed, flat_threshold, allreduce) for a in algorithms}
+    options = {a: solve_options(grids[a][2], a, tree, seed, flat_threshold, allreduce, kernels, leaf_sync)
+               for a in algorithms}
     ppn = int(ppn or prof.ppn)
     if ppn < 1:
         raise ValueError(f"ppn must be at least 1, got {ppn}")
@@ -142,12 +144,12 @@ def format_simulation(out, matrix):
              f"{out['nranks']:,} ranks, {out['ppn']} per node, profile {out['profile']}",
              "", "predicted solve time and the slowest rank's breakdown (ms): floating point, communication inside "
              "the grids (XY) and between them (Z), waits included, and the moves of b and x",
-             f"{'algorithm':<13}{'grid':>10}{'predicted':>11}{'fp':>9}{'XY comm':>9}{'Z comm':>9}{'b/x move':>9}"
+             f"{'algorithm':<20}{'grid':>10}{'predicted':>11}{'fp':>9}{'XY comm':>9}{'Z comm':>9}{'b/x move':>9}"
              f"{'messages':>11}{'events/s':>11}"]
     for a, r in out["algorithms"].items():
         b = r["breakdown"]
         eps = r["events_per_s"]
-        lines.append(f"{a:<13}{'x'.join(map(str, r['grid'])):>10}{r['predicted_s'] * 1e3:>11.3f}"
+        lines.append(f"{a:<20}{'x'.join(map(str, r['grid'])):>10}{r['predicted_s'] * 1e3:>11.3f}"
                      + "".join(f"{b[c + '_s'] * 1e3:>9.3f}" for c in CATEGORIES if c != "idle")  # 0: the slowest
                      + f"{r['messages']:>11,}{(eps or 0):>11.2e}")
     others = [f"{a} {s:.2f}x its time" for a, s in out["speedup_of_fastest"].items() if a != out["fastest"]]
