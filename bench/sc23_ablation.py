@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+from simulate_sc23 import PAPER, STAND_IN  # noqa: E402  (the paper's figures, the stand-in matrices)
 from spmv_local import machine  # noqa: E402
 
 from commsolve import direct, gallery  # noqa: E402
@@ -51,11 +52,6 @@ from commsolve.sim.solve import SolveSchedule, contiguous_rhs, simulate_solve  #
 from commsolve.topology import blocked_topology  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PAPER = {  # SC'23 Section 4.1, Cori Haswell, P = 128 .. 2,048, Pz = 1 .. 32: "up to" speedups
-    "s2D9pt2048": {"rows": 4194304, "new_vs_baseline": 3.45, "new_vs_2d": 2.2},
-    "nlpkkt80": {"rows": 1062400, "new_vs_baseline": 1.87, "new_vs_2d": 1.1},
-}
-STAND_IN = {"poisson2d9:2048": "s2D9pt2048", "kkt3d:70": "nlpkkt80"}
 PZ = (2, 4, 8, 16, 32)
 PDGSTRS = dict(algorithm="3d-baseline", tree="flat", kernels="per-block", leaf_sync=True, allreduce="per-supernode")
 CHAIN = [  # (step, what it changes, SolveOptions keywords)
@@ -71,14 +67,13 @@ CHAIN = [  # (step, what it changes, SolveOptions keywords)
 ]
 
 
-def study(spec, procs, profile, ppn):
+def study(spec, procs, prof, ppn):
     t0 = time.perf_counter()
     A = gallery.from_spec(spec)
     S = direct.symbolic(A, max(PZ))
     out = {"matrix": spec, "stands_for": STAND_IN.get(spec), "rows": int(A.shape[0]), "nnz_L": int(S.nnz_L),
            "supernodes": int(S.nsuper), "symbolic_s": time.perf_counter() - t0, "runs": []}
     del A
-    prof = simulation_profile(profile)
     for P in procs:
         topo = blocked_topology(P, ppn)
         rhs = contiguous_rhs(S, P)
@@ -136,10 +131,13 @@ def plot(doc, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     studies = doc["studies"]
     fig, axes = plt.subplots(2, len(studies), figsize=(7.5 * len(studies), 9), squeeze=False)
     colors = plt.get_cmap("viridis")(np.linspace(0, 0.95, len(CHAIN)))
+    engine = doc.get("engine_overhead") or 0.0
+    where = doc["profile"] + (f" + engine {engine * 1e6:.1f} us/msg" if engine else "")
     for col, s in enumerate(studies):
         per_p = s["summary"]["per_P"]
         procs = [row["P"] for row in per_p]
@@ -149,10 +147,11 @@ def plot(doc, path):
         ax.plot(procs, [row["t_2d_s"] * 1e3 for row in per_p], "k--s", ms=3, label="2d (Pz = 1)")
         paper = s.get("paper") or {}
         ax.set(xscale="log", yscale="log", xlabel="ranks P", ylabel="predicted solve time, best Pz (ms)",
-               title=f"{s['matrix']} (for {s['stands_for']}), {doc['profile']}: new over pdgstrs3d up to "
+               title=f"{s['matrix']} (for {s['stands_for']}), {where}: new over pdgstrs3d up to "
                      f"{s['summary']['up_to_new_vs_pdgstrs']:.2f}x (paper {paper.get('new_vs_baseline')}x)")
         ax.set_xticks(procs)
         ax.set_xticklabels([str(p) for p in procs])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.title.set_fontsize(9)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
@@ -170,7 +169,9 @@ def plot(doc, path):
             ax.text(i, bottom[i], label, ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(CHAIN)))
         ax.set_xticklabels([c[0] for c in CHAIN], rotation=25, ha="right", fontsize=7)
-        ax.set(ylabel="slowest rank's time (ms)", title=f"P = {last['P']}: the chain, step by step")
+        ax.set_ylim(top=1.2 * bottom.max())
+        ax.set(ylabel="slowest rank's time (ms)",
+               title=f"P = {last['P']}: the chain step by step (Pz, speedup over the step before)")
         ax.title.set_fontsize(9)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -184,6 +185,9 @@ def main():
     ap.add_argument("--procs", default="128,256,512,1024,2048")
     ap.add_argument("--profile", default="cori-haswell")
     ap.add_argument("--ppn", type=int, default=32)
+    ap.add_argument("--engine-overhead", type=float, default=None,
+                    help="seconds per message end in commsolve's message engine beyond o (the profile's otherwise: "
+                         "0 for cori-haswell; 'commsolve calibrate' fits 0.8-1.9e-6 on this project's VM)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "sc23_ablation.json"))
     ap.add_argument("--replot", action="store_true", help="only draw the PNG again from --out")
     args = ap.parse_args()
@@ -192,13 +196,17 @@ def main():
             plot(json.load(f), os.path.splitext(args.out)[0] + ".png")
         return
     procs = [int(v) for v in args.procs.split(",")]
+    prof = simulation_profile(args.profile)
+    if args.engine_overhead is not None:
+        prof = dataclasses.replace(prof, engine_overhead=args.engine_overhead)
     studies = []
     for spec in filter(None, args.matrices.split(",")):
-        s = study(spec, procs, args.profile, args.ppn)
+        s = study(spec, procs, prof, args.ppn)
         s["summary"] = summarise(s)
         s["paper"] = PAPER.get(s["stands_for"])
         studies.append(s)
     doc = {"benchmark": "sc23_ablation", "machine": machine(), "profile": args.profile, "ppn": args.ppn,
+           "engine_overhead": prof.engine_overhead,
            "chain": [{"step": n, "changes": what, "options": kw} for n, what, kw in CHAIN], "studies": studies}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -1,5 +1,6 @@
-"""Running SuperLU_DIST 8.1.2's example drivers (Debian's libsuperlu-dist-dev) and commsolve's
-CLI side by side: one thread per rank, each run's printed phase times parsed, and the peak
+"""Running SuperLU_DIST's example drivers (8.1.2: Debian's libsuperlu-dist-dev; 9.2.1, which
+has the SC'23 3D solve, built from ../shared/peers into a cache folder by :func:`superlu9`) and
+commsolve's CLI side by side: one thread per rank, each run's printed phase times parsed, and the peak
 resident memory of the largest process of the run (from ``wait4``: the launcher and every
 rank it reaped)."""
 
@@ -25,12 +26,24 @@ FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.
 SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
 
 
-def run(nprocs, argv, timeout=1800, threads=1):
+def superlu9():
+    """The folder of SuperLU_DIST 9.2.1's pddrive and pddrive3d, built once by
+    ../shared/peers/build-superlu-dist.sh into its cache folder (never into the project)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers",
+                          "build-superlu-dist.sh")
+    if not os.path.exists(script):
+        raise RuntimeError(f"no SuperLU_DIST 9.2.1 build script at {os.path.normpath(script)}")
+    out = subprocess.run(["bash", script], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def run(nprocs, argv, timeout=1800, threads=1, env=None):
     """``argv`` under ``mpiexec -n nprocs`` (None: as it is; it launches itself), ``threads``
-    OpenMP threads per rank (OMP_NUM_THREADS; BLAS always one): (stdout, peak resident bytes
-    of the largest process)."""
+    OpenMP threads per rank (OMP_NUM_THREADS; BLAS always one), ``env`` added to the
+    environment: (stdout, peak resident bytes of the largest process)."""
     cmd = argv if nprocs is None else [shutil.which("mpiexec"), "-n", str(nprocs), *argv]
-    env = dict(mpi_env(nprocs or 1, threads=threads), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS=str(threads))
+    env = dict(mpi_env(nprocs or 1, threads=threads), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS=str(threads),
+               **(env or {}))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
         timer = threading.Timer(timeout, proc.kill)
@@ -47,13 +60,13 @@ def run(nprocs, argv, timeout=1800, threads=1):
     return text, usage.ru_maxrss * 1024
 
 
-def superlu_run(path, grid, driver=PDDRIVE, threads=1):
+def superlu_run(path, grid, driver=PDDRIVE, threads=1, env=None):
     """One run of ``driver`` on the Matrix Market file ``path`` on ``grid`` ((px, py) for
-    pddrive, (px, py, pz) for pddrive3d), ``threads`` OpenMP threads per rank: its phase
-    times, nnz(L+U), error and peak memory."""
+    pddrive, (px, py, pz) for pddrive3d), ``threads`` OpenMP threads per rank, ``env`` (e.g.
+    NEW3DSOLVE) added to the environment: its phase times, nnz(L+U), error and peak memory."""
     px, py, *pz = grid
     argv = [driver, "-r", str(px), "-c", str(py), *(["-d", str(pz[0])] if pz else []), path]
-    text, rss = run(px * py * (pz[0] if pz else 1), argv, threads=threads)
+    text, rss = run(px * py * (pz[0] if pz else 1), argv, threads=threads, env=env)
     rec = {}
     for key, pattern in FIELDS.items():
         m = re.search(pattern, text)
@@ -71,6 +84,6 @@ def summarize(runs):
     return {"runs": runs, **med, "nnz_LU": int(runs[0]["nnz_LU"]), "error_vs_xtrue": max(r["error"] for r in runs)}
 
 
-def superlu(path, grid, runs, driver=PDDRIVE, threads=1):
+def superlu(path, grid, runs, driver=PDDRIVE, threads=1, env=None):
     """``runs`` runs of :func:`superlu_run`, summarized."""
-    return summarize([superlu_run(path, grid, driver, threads) for _ in range(runs)])
+    return summarize([superlu_run(path, grid, driver, threads, env) for _ in range(runs)])

@@ -114,10 +114,10 @@ std::vector<CommStats> solve_stats_virtual(const SolveLayout& layout, const Solv
     for (const SolveOp& op : solve_program(run.algorithm, z, forests.nlev, run.leaf_sync)) {
       if (op.kind == SolveOp::phase) {
         const CollectiveSet set = op_collectives(sym, layout.blocks(), layer, forests, z, op);
-        const std::vector<char> sync = synchronous_collectives(set, sym.nsuper(), phase_solve_mask(forests, z, op), op.sync);
-        const bool mixed = run.shape.name != "binary" && std::find(sync.begin(), sync.end(), 1) != sync.end();
+        const std::vector<char> sync =
+            synchronous_collectives(set, sym.nsuper(), phase_solve_mask(forests, z, op), op.sync);
         std::vector<CommStats> per;
-        if (mixed)  // the synchronous part's trees differ from the rest's: from the plans
+        if (mixes_tree_shapes(sync, run.shape))  // the synchronous part's trees differ from the rest's: from the plans
           for (const TreePlan& plan : phase_tree_plans(set, sync, run.shape, topo))
             per.push_back(tree_stats(plan, set, topo, nrhs));
         else

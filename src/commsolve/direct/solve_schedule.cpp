@@ -194,11 +194,11 @@ std::vector<char> synchronous_collectives(const CollectiveSet& set, std::int64_t
   return out;
 }
 
-namespace {
-
-bool mixes_shapes(const std::vector<char>& sync, const TreeShape& shape) {
+bool mixes_tree_shapes(const std::vector<char>& sync, const TreeShape& shape) {
   return shape.name != "binary" && std::find(sync.begin(), sync.end(), 1) != sync.end();
 }
+
+namespace {
 
 TreeShape binary_like(const TreeShape& shape) { return TreeShape{"binary", shape.seed, shape.flat_threshold}; }
 
@@ -214,14 +214,15 @@ void take_synchronous_links(TreePlan& plan, const TreePlan& binary, const std::v
 TreePlan phase_tree_plan(const CollectiveSet& set, const std::vector<char>& sync, int rank, const TreeShape& shape,
                          const Topology& topo) {
   TreePlan plan = build_tree_plan(set, rank, shape, topo);
-  if (mixes_shapes(sync, shape)) take_synchronous_links(plan, build_tree_plan(set, rank, binary_like(shape), topo), sync);
+  if (mixes_tree_shapes(sync, shape))
+    take_synchronous_links(plan, build_tree_plan(set, rank, binary_like(shape), topo), sync);
   return plan;
 }
 
 std::vector<TreePlan> phase_tree_plans(const CollectiveSet& set, const std::vector<char>& sync,
                                        const TreeShape& shape, const Topology& topo) {
   std::vector<TreePlan> plans = build_tree_plans_virtual(set, shape, topo);
-  if (!mixes_shapes(sync, shape)) return plans;
+  if (!mixes_tree_shapes(sync, shape)) return plans;
   const std::vector<TreePlan> binary = build_tree_plans_virtual(set, binary_like(shape), topo);
   for (std::size_t r = 0; r < plans.size(); ++r) take_synchronous_links(plans[r], binary[r], sync);
   return plans;
@@ -364,7 +365,8 @@ ZStep build_z_step(const ForestPartition& forests, const ProcessGrid3D& grid, in
 }
 
 std::vector<GridSync::Exchange> recursive_doubling(int i, int p) {
-  require(p >= 1 && i >= 0 && i < p, "recursive doubling: participant " + std::to_string(i) + " of " + std::to_string(p));
+  require(p >= 1 && i >= 0 && i < p,
+          "recursive doubling: participant " + std::to_string(i) + " of " + std::to_string(p));
   int pof2 = 1;
   while (2 * pof2 <= p) pof2 *= 2;
   const int rem = p - pof2;

@@ -118,6 +118,8 @@ std::vector<char> synchronous_collectives(const CollectiveSet& set, std::int64_t
 // The tree links of a phase's collectives: `shape`'s, except the synchronous ones', which
 // are binary whatever the shape (MPI's own trees for MPI_Bcast / MPI_Reduce are binomial,
 // of the same depth). `sync` from synchronous_collectives. One rank's, or every rank's.
+// mixes_tree_shapes: whether that makes any link differ from `shape`'s own.
+bool mixes_tree_shapes(const std::vector<char>& sync, const TreeShape& shape);
 TreePlan phase_tree_plan(const CollectiveSet& set, const std::vector<char>& sync, int rank, const TreeShape& shape,
                          const Topology& topo);
 std::vector<TreePlan> phase_tree_plans(const CollectiveSet& set, const std::vector<char>& sync,

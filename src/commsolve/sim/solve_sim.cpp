@@ -352,7 +352,8 @@ SimResult simulate_solve(const SolveLayout& layout, const SolveOptions& opts, in
         for (int r = layer.base; r < layer.base + layer.size(); ++r)
           progs[r].phases[i] = make_phase(sym, blocks, progs[r].layout, set, plans[r], op.upper, solve, op.sync);
       } else if (op.kind == SolveOp::counters || op.kind == SolveOp::barrier) {
-        for (int r = layer.base; r < layer.base + layer.size(); ++r) progs[r].syncs[i] = build_grid_sync(sym, layer, r, op);
+        for (int r = layer.base; r < layer.base + layer.size(); ++r)
+          progs[r].syncs[i] = build_grid_sync(sym, layer, r, op);
       } else {
         std::vector<ZStep> steps = layer_z_steps(forests, grid, z, op.step, op.kind == SolveOp::z_reduce);
         for (int q = 0; q < layer.size(); ++q) progs[layer.base + q].zsteps[i] = std::move(steps[q]);

@@ -11,41 +11,13 @@
 
 namespace commsolve::sim {
 
-double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
-  require(m >= 1 && w >= 1 && nrhs >= 1 && count >= 1 && min_seconds > 0,
-          "kernel timing: m, w, nrhs and count must be at least 1, min_seconds positive");
-  std::vector<double> panels(static_cast<std::size_t>(m * w * count)), x(static_cast<std::size_t>(w * nrhs), 1.0),
-      out(static_cast<std::size_t>(m * nrhs));
-  for (std::size_t i = 0; i < panels.size(); ++i) panels[i] = 1.0 / static_cast<double>(1 + i % 97);
-  CpuKernels kernels;
-  using clock = std::chrono::steady_clock;
-  double best = 0;
-  double sink = 0;
-  for (int run = 0; run < 3; ++run) {
-    std::int64_t calls = 0;
-    const auto t0 = clock::now();
-    double elapsed = 0;
-    while (elapsed < min_seconds || calls < count) {
-      for (std::int64_t c = 0; c < count; ++c) {
-        kernels.lower_panel(m, w, nrhs, panels.data() + c * m * w, x.data(), out.data());
-        sink += out[static_cast<std::size_t>(c % m)];
-      }
-      calls += count;
-      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-    }
-    const double per = elapsed / static_cast<double>(calls);
-    best = run == 0 ? per : std::min(best, per);
-  }
-  volatile double keep = sink;  // the products stay observable
-  (void)keep;
-  return best;
-}
+namespace {
 
-double time_triangular_solves(std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
-  require(w >= 1 && nrhs >= 1 && count >= 1 && min_seconds > 0,
-          "triangular solve timing: w, nrhs and count must be at least 1, min_seconds positive");
-  std::vector<double> blocks(static_cast<std::size_t>(w * w * count)), x(static_cast<std::size_t>(w * nrhs), 1.0);
-  for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = 1.0 / static_cast<double>(3 + i % 97);
+// Seconds per call of `call(c)` (c = 0 .. count - 1, cycling through distinct data, a value
+// returned so the work stays observable), the best of three runs of at least min_seconds
+// and one sweep each.
+template <class Call>
+double best_of_three(std::int64_t count, double min_seconds, Call&& call) {
   using clock = std::chrono::steady_clock;
   double best = 0, sink = 0;
   for (int run = 0; run < 3; ++run) {
@@ -53,12 +25,7 @@ double time_triangular_solves(std::int64_t w, int nrhs, std::int64_t count, doub
     const auto t0 = clock::now();
     double elapsed = 0;
     while (elapsed < min_seconds || calls < count) {
-      for (std::int64_t c = 0; c < count; ++c) {
-        std::fill(x.begin(), x.end(), 1.0);  // bounded values: the same work every call
-        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w), nrhs, 1.0,
-                    blocks.data() + c * w * w, static_cast<int>(w), x.data(), static_cast<int>(w));
-        sink += x[static_cast<std::size_t>(c % w)];
-      }
+      for (std::int64_t c = 0; c < count; ++c) sink += call(c);
       calls += count;
       elapsed = std::chrono::duration<double>(clock::now() - t0).count();
     }
@@ -68,6 +35,34 @@ double time_triangular_solves(std::int64_t w, int nrhs, std::int64_t count, doub
   volatile double keep = sink;
   (void)keep;
   return best;
+}
+
+}  // namespace
+
+double time_panel_products(std::int64_t m, std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
+  require(m >= 1 && w >= 1 && nrhs >= 1 && count >= 1 && min_seconds > 0,
+          "kernel timing: m, w, nrhs and count must be at least 1, min_seconds positive");
+  std::vector<double> panels(static_cast<std::size_t>(m * w * count)), x(static_cast<std::size_t>(w * nrhs), 1.0),
+      out(static_cast<std::size_t>(m * nrhs));
+  for (std::size_t i = 0; i < panels.size(); ++i) panels[i] = 1.0 / static_cast<double>(1 + i % 97);
+  CpuKernels kernels;
+  return best_of_three(count, min_seconds, [&](std::int64_t c) {
+    kernels.lower_panel(m, w, nrhs, panels.data() + c * m * w, x.data(), out.data());
+    return out[static_cast<std::size_t>(c % m)];
+  });
+}
+
+double time_triangular_solves(std::int64_t w, int nrhs, std::int64_t count, double min_seconds) {
+  require(w >= 1 && nrhs >= 1 && count >= 1 && min_seconds > 0,
+          "triangular solve timing: w, nrhs and count must be at least 1, min_seconds positive");
+  std::vector<double> blocks(static_cast<std::size_t>(w * w * count)), x(static_cast<std::size_t>(w * nrhs), 1.0);
+  for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = 1.0 / static_cast<double>(3 + i % 97);
+  return best_of_three(count, min_seconds, [&](std::int64_t c) {
+    std::fill(x.begin(), x.end(), 1.0);  // bounded values: the same work every call
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<int>(w), nrhs, 1.0,
+                blocks.data() + c * w * w, static_cast<int>(w), x.data(), static_cast<int>(w));
+    return x[static_cast<std::size_t>(c % w)];
+  });
 }
 
 double time_pack(std::int64_t n, double min_seconds) {
