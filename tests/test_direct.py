@@ -26,6 +26,10 @@ def test_solves_match_scipy(spec, ordering, relax, subtree):
     assert x1.shape == (A.shape[0],) and np.allclose(x1, X[:, 0], rtol=0, atol=1e-12 * np.abs(X).max())
     ref = spla.spsolve(A.tocsc(), B[:, 1])
     assert np.linalg.norm(X[:, 1] - ref) <= 1e-9 * np.linalg.norm(ref)
+    # the ordering's seconds, part by part (static pivoting, A + A^T, METIS, the permuted graph, symbolic)
+    parts = lu.ordering_parts
+    assert set(parts) == {"pivoting", "graph", "nested_dissection", "permute", "symbolic"}
+    assert all(v >= 0 for v in parts.values()) and sum(parts.values()) <= lu.ordering_seconds
 
 
 def test_relaxation_keeps_structure_and_bounds_zeros():

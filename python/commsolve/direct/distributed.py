@@ -96,20 +96,23 @@ class Analysis:
     seconds: dict
     replaced: int = 0
     symmetric: bool = False
+    ordering_parts: dict | None = None  # on the root: the gather and analyze()'s parts, seconds
     serial: object = field(default=None, repr=False)
     matrix: object = field(default=None, repr=False)
 
     def shared(self):
         """The part every rank receives (no root-only objects)."""
         return Analysis(self.shape, self.structure, self.pivoting, self.row_order, self.col_order, self.nnz_LU,
-                        self.anorm, self.seconds, self.replaced, self.symmetric)
+                        self.anorm, self.seconds, self.replaced, self.symmetric, self.ordering_parts)
 
 
 @dataclass
 class FactorReport:
     """How the factorization went: ``seconds`` by phase (and ``total``), the tiny pivots
     ``replaced``, ``flops``; when factored on the grids, this rank's ``recorded`` and
-    ``planned`` CommStats; with grid="auto", the tuner's ``ranking``."""
+    ``planned`` CommStats; with grid="auto", the tuner's ``ranking``; the ordering's parts
+    (``ordering_parts``: the gather of A on the root, static pivoting, the graph, METIS, the
+    permuted graph, the symbolic factorization), seconds."""
 
     seconds: dict
     replaced: int
@@ -117,6 +120,7 @@ class FactorReport:
     recorded: object = None
     planned: object = None
     ranking: list | None = None
+    ordering_parts: dict | None = None  # the ordering's parts on the root (Analysis.ordering_parts)
 
 
 def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
@@ -159,7 +163,9 @@ def analyze_on_root(source, comm, request):
     of the most layers the request may use."""
     root = request.root
     on_grids = isinstance(source, ParCSR)
+    t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source
+    parts = {"gather": time.perf_counter() - t0} if on_grids else {}
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
                                                          request.max_pz))
 
@@ -174,16 +180,17 @@ def analyze_on_root(source, comm, request):
                             lu.col_order.astype(np.int32), lu.nnz_LU, None,
                             {"ordering": lu.ordering_seconds, "allocate": lu.allocate_seconds,
                              "numeric": lu.numeric_seconds}, lu.tiny_pivots_replaced,
-                            _symmetric(lu.matrix, lu.row_order, lu.col_order, lu.pivoting), serial=lu, matrix=lu.matrix)
+                            _symmetric(lu.matrix, lu.row_order, lu.col_order, lu.pivoting), lu.ordering_parts,
+                            serial=lu, matrix=lu.matrix)
         checked, B, pivoting, structure, seconds = analyze(
-            A, **{k: v for k, v in options.items() if k not in ("replace_tiny", "zero_pivot")})
+            A, **{k: v for k, v in options.items() if k not in ("replace_tiny", "zero_pivot")}, times=parts)
         widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
         perm = np.asarray(structure.perm)
         row_order = pivoting.row_order(perm).astype(np.int32)
         return Analysis(checked.shape, structure, pivoting, row_order, perm.astype(np.int32),
                         int((widths * widths + 2 * widths * below).sum()), float(abs(B).sum(axis=0).max()),
                         {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
-                        matrix=checked)
+                        ordering_parts=parts, matrix=checked)
 
     mine = run_agreed(comm, on_root)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
@@ -348,6 +355,7 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     core, report, t0 = factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request, t_start)
     done("factorization")
     report.ranking = ranking
+    report.ordering_parts = analysis.ordering_parts
     residual = Residual(_residual_matrix(analysis, source, dist, topo, comm, root))
     report.seconds["distribute"] = comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
     report.seconds["total"] = sum(report.seconds.values())

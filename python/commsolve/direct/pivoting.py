@@ -69,6 +69,15 @@ def checked_matrix(A, what="the matrix"):
     return A
 
 
+def _scaled(A, r, c):
+    """diag(r) A diag(c) as a new CSR matrix (A's pattern, its values scaled in one pass:
+    no sparse products)."""
+    B = sp.csr_matrix((A.data * (np.repeat(r, np.diff(A.indptr)) * c[A.indices]), A.indices.copy(), A.indptr.copy()),
+                      shape=A.shape)
+    B.has_sorted_indices = A.has_sorted_indices
+    return B
+
+
 def _equilibrate(A):
     """(r, c, equed) as dgsequ and dlaqgs decide them."""
     absA = abs(A)
@@ -77,7 +86,7 @@ def _equilibrate(A):
     if zero.size:
         raise ValueError(f"the matrix is singular: row {int(zero[0])} is zero")
     r = 1.0 / row_max
-    col_max = np.asarray((sp.diags(r) @ absA).max(axis=0).todense()).ravel()
+    col_max = np.asarray(_scaled(absA, r, np.ones(A.shape[1])).max(axis=0).todense()).ravel()
     zero = np.nonzero(col_max == 0)[0]
     if zero.size:
         raise ValueError(f"the matrix is singular: column {int(zero[0])} is zero")
@@ -101,14 +110,14 @@ def static_pivoting(A, equil=True, row_perm="mc64"):
         raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
     n = A.shape[0]
     r, c, equed = _equilibrate(A) if equil else (np.ones(n), np.ones(n), "N")
-    B = (sp.diags(r) @ A @ sp.diags(c)).tocsr() if equed != "N" else A.copy()
+    B = _scaled(A, r, c) if equed != "N" else A.copy()
     row_of_col = None
     if row_perm == "mc64":
         B.sort_indices()
         row_of_col, dr, dc, _ = _core.large_diagonal_matching(B.indptr.astype(np.int64), B.indices.astype(np.int32),
                                                               B.data)
         r, c = r * dr, c * dc
-        B = (sp.diags(dr) @ B @ sp.diags(dc)).tocsr()[row_of_col]
+        B = _scaled(B, dr, dc)[row_of_col]
         equed = "B"
     B.sort_indices()
     return B, StaticPivoting(r, c, row_of_col, equed, row_perm)

@@ -22,17 +22,21 @@ PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "
 
 def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
             levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
-            equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"]):
+            equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"], times=None):
     """Everything before the numeric factorization, as :class:`SparseLU` does it: ``(A, B,
     pivoting, structure, seconds)`` with A checked, B the scaled and row-permuted matrix
-    whose symmetric permutation ``structure.perm`` is factored."""
+    whose symmetric permutation ``structure.perm`` is factored. ``times`` (a dict), if given,
+    receives the seconds of each part: ``pivoting`` (equilibration and the row permutation),
+    then :func:`~commsolve.direct.symbolic.supernodal_structure`'s."""
     if row_perm not in ROW_PERMS:
         raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
     A = checked_matrix(A)
     t0 = time.perf_counter()
     B, pivoting = static_pivoting(A, equil, row_perm)
+    if times is not None:
+        times["pivoting"] = time.perf_counter() - t0
     structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
-                         relax_subtree=relax_subtree)
+                         relax_subtree=relax_subtree, times=times)
     return A, B, pivoting, structure, time.perf_counter() - t0
 
 
@@ -66,7 +70,8 @@ class SparseLU:
 
     Attributes: ``structure`` (supernodes and separator tree of the matrix as factored),
     ``pivoting`` (scales, row permutation, ``equed``), ``nnz_LU``, ``tiny_pivots_replaced``,
-    ``flops``, ``ordering_seconds`` (static pivoting, nested dissection, symbolic),
+    ``flops``, ``ordering_seconds`` (static pivoting, nested dissection, symbolic; each part
+    in ``ordering_parts``, as :func:`analyze` times them),
     ``allocate_seconds`` (A permuted into the factor's order, the factors' memory obtained
     and first touched: SuperLU_DIST does both in its DISTRIBUTE phase) and
     ``numeric_seconds`` (the factorization proper, as its FACTOR); after a solve ``berr``
@@ -77,9 +82,10 @@ class SparseLU:
                  levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
                  equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"],
                  replace_tiny=PIVOTING_DEFAULTS["replace_tiny"], zero_pivot=PIVOTING_DEFAULTS["zero_pivot"]):
+        self.ordering_parts = {}
         A, B, self.pivoting, self.structure, self.ordering_seconds = analyze(
             A, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax, relax_subtree=relax_subtree,
-            equil=equil, row_perm=row_perm)
+            equil=equil, row_perm=row_perm, times=self.ordering_parts)
         t0 = time.perf_counter()
         perm = self.structure.perm
         P = B[perm][:, perm].tocsr()

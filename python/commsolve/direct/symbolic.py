@@ -11,6 +11,8 @@ plan and simulation of a factor; its options' defaults are C++'s
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .. import _core
@@ -34,7 +36,8 @@ def levels_for(levels, pz):
     return max(int(levels), int(pz).bit_length() - 1)
 
 
-def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, relax=None, relax_subtree=None):
+def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, relax=None, relax_subtree=None,
+                         times=None):
     """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
 
     ``ordering``: ``"nd"`` (METIS nested dissection), ``"tree"`` (recursive METIS vertex
@@ -45,14 +48,19 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     0`` renumbers in elimination-tree postorder and makes every subtree of at most that many
     columns one supernode (SuperLU's relaxed supernodes). Options left out take
     :data:`LU_DEFAULTS` (C++'s); ``relax=0, relax_subtree=0`` give the exact structure of
-    symbolic Cholesky."""
+    symbolic Cholesky. ``times`` (a dict), if given, receives the seconds of each part:
+    ``graph`` (the pattern of A + A^T), ``nested_dissection`` (METIS), ``permute`` (the graph
+    renumbered) and ``symbolic`` (the supernodal structure)."""
     options = SymbolicOptions(max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
                               relax_subtree=relax_subtree)
+    t0 = time.perf_counter()
     G = adjacency_graph(A)
-    return _core.symbolic_analysis(G.indptr, G.indices, options)
+    if times is not None:
+        times["graph"] = time.perf_counter() - t0
+    return _core.symbolic_analysis(G.indptr, G.indices, options, times)
 
 
-def symbolic(A, pz=1, **options):
+def symbolic(A, pz=1, times=None, **options):
     """The supernodal structure that :class:`~commsolve.direct.SparseLU` (``options`` as
     its own) and :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for
     ``A`` (the matrix as factored, after any row permutation: the pattern of A + A^T is what
@@ -64,7 +72,7 @@ def symbolic(A, pz=1, **options):
         raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
     o = {**LU_DEFAULTS, **options}
     return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
-                                o["relax_subtree"])
+                                o["relax_subtree"], times)
 
 
 def forest_partition(structure, pz, method="nd", imbalance=0.2):

@@ -126,6 +126,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "static_pivoting": {"equil": bool(equil), "equed": solver.pivoting.equed, "row_perm": row_perm,
                             "replace_tiny": bool(replace_tiny), "refine": bool(refine)},
         "factor_s": solver.factor_seconds,
+        "ordering_parts_s": solver.report.ordering_parts,  # where the ordering's seconds went (on the root)
         **{TIME_KEYS[k]: v for k, v in med.items()},
         "max_over_ranks_s": {TIME_KEYS[k]: float(middle["max"][k]) for k in TIME_KEYS},
         "refine_s": float(np.median([t["refine"] for t in times])),
@@ -209,6 +210,8 @@ def format_sptrsv(r):
         + ", ".join(f"{k} {v:.3f}" for k, v in f.items() if k != "total")
         + (f"; its messages as planned: {'yes' if r['factor_stats_recorded_equal_planned'] else 'NO'}"
            if r["factor_stats_recorded_equal_planned"] is not None else "") + ")",
+        *([f"  ordering  on the root: " + ", ".join(f"{k} {v:.3f}" for k, v in r["ordering_parts_s"].items())]
+          if r.get("ordering_parts_s") else []),
         f"solve       {r['solve_s'] * 1e3:.3f} ms total (the run of median total of {r['repeat']}, its slowest rank:"
         + (f" factors read at {r['solve_bandwidth_gbs']:.2f} GB/s)" if r["solve_bandwidth_gbs"] else ")"),
         f"  L-solve   {r['l_solve_s'] * 1e3:.3f} ms   (slowest rank in this part: "

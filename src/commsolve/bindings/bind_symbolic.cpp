@@ -169,16 +169,24 @@ void bind_analysis(nb::module_& m) {
       .def_ro("relax", &SymbolicOptions::relax)
       .def_ro("relax_subtree", &SymbolicOptions::relax_subtree);
   m.def("ordering_names", &ordering_names);
-  m.def("symbolic_analysis", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, const SymbolicOptions& opts) {
+  m.def("symbolic_analysis", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, const SymbolicOptions& opts,
+                                 std::optional<nb::dict> times) {
     const auto g = rows_view(xadj, adjncy);
     SupernodalStructure s;
+    SymbolicTimes t;
     {
       nb::gil_scoped_release nogil;
-      s = symbolic_analysis(g.nrows, g.indptr, g.indices, opts);
+      s = symbolic_analysis(g.nrows, g.indptr, g.indices, opts, &t);
+    }
+    if (times) {
+      (*times)["nested_dissection"] = t.ordering;
+      (*times)["permute"] = t.permute;
+      (*times)["symbolic"] = t.structure;
     }
     return s;
-  }, "xadj"_a, "adjncy"_a, "options"_a,
-        "The supernodal structure of the matrix whose symmetric pattern (no diagonal) is the graph xadj/adjncy.");
+  }, "xadj"_a, "adjncy"_a, "options"_a, "times"_a = nb::none(),
+        "The supernodal structure of the matrix whose symmetric pattern (no diagonal) is the graph xadj/adjncy; "
+        "`times` (a dict), if given, receives the seconds of its parts (nested_dissection, permute, symbolic).");
   m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
     const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(data, indices.shape(0), "data");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <queue>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -18,15 +19,18 @@ LargeDiagonal large_diagonal_matching(std::int64_t n, const std::int64_t* indptr
   std::vector<double> cost(static_cast<std::size_t>(indptr[n]), inf);
   std::vector<double> log_row_max(static_cast<std::size_t>(n), -inf);
   for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
-      require(std::isfinite(data[p]), "large-diagonal matching: entry (" + std::to_string(i) + ", " +
-                                          std::to_string(indices[p]) + ") is not finite");
-      if (data[p] != 0.0) log_row_max[i] = std::max(log_row_max[i], std::log(std::abs(data[p])));
+    for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {  // log|a_ij| once, into cost
+      if (!std::isfinite(data[p]))
+        throw std::invalid_argument("large-diagonal matching: entry (" + std::to_string(i) + ", " +
+                                    std::to_string(indices[p]) + ") is not finite");
+      if (data[p] == 0.0) continue;
+      cost[p] = std::log(std::abs(data[p]));
+      log_row_max[i] = std::max(log_row_max[i], cost[p]);
     }
     require(log_row_max[i] > -inf, "the matrix is structurally singular: row " + std::to_string(i) +
                                        " has no nonzero entry");
     for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p)
-      if (data[p] != 0.0) cost[p] = log_row_max[i] - std::log(std::abs(data[p]));
+      if (data[p] != 0.0) cost[p] = log_row_max[i] - cost[p];
   }
   // Duals: u_i = 0 (every row's cheapest entry costs 0), v_j = min over its entries.
   std::vector<double> u(static_cast<std::size_t>(n), 0.0), v(static_cast<std::size_t>(n), inf);

@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -291,9 +292,16 @@ std::vector<std::int32_t> metis_nested_dissection(std::int64_t n, const std::int
 }
 
 SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
-                                      const SymbolicOptions& opts) {
+                                      const SymbolicOptions& opts, SymbolicTimes* times) {
   opts.check();
   require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  using clock = std::chrono::steady_clock;
+  auto t = clock::now();
+  auto lap = [&](double SymbolicTimes::*part) {
+    const auto now = clock::now();
+    if (times != nullptr) times->*part = std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
   SeparatorTree tree;
   std::vector<std::int32_t> order;
   std::vector<std::int64_t> breaks;
@@ -310,6 +318,7 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     order.resize(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
   }
+  lap(&SymbolicTimes::ordering);
   // The graph in the new order: row k is row order[k], its columns renumbered and sorted.
   std::vector<std::int32_t> inv(static_cast<std::size_t>(n));
   for (std::int64_t k = 0; k < n; ++k) inv[order[k]] = static_cast<std::int32_t>(k);
@@ -320,6 +329,7 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     std::sort(idx.begin() + ptr[k], idx.end());
     ptr[k + 1] = static_cast<std::int32_t>(idx.size());
   }
+  lap(&SymbolicTimes::permute);
   SupernodalStructure s = symbolic_cholesky(n, ptr.data(), idx.data(), opts.max_supernode, breaks, opts.relax,
                                             opts.relax_subtree);
   s.perm.resize(static_cast<std::size_t>(n));
@@ -332,6 +342,7 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     tree.sn_last.push_back(first(tree.col_end[k]));
   }
   s.tree = std::move(tree);
+  lap(&SymbolicTimes::structure);
   return s;
 }
 

@@ -48,9 +48,14 @@ const std::vector<std::string>& ordering_names();  // nd, tree, natural
 // graph `xadj`/`adjncy`: the ordering, the graph permuted by it, the symbolic factorization
 // (symbolic_cholesky with the options' supernode limits and amalgamation) and, with ordering
 // "tree", each separator-tree node's supernodes. `perm` composes the ordering with the
-// postorder renumbering.
+// postorder renumbering. With `times`, the seconds of its three parts.
+struct SymbolicTimes {
+  double ordering = 0;   // METIS: nested dissection, or the separator tree and its leaves' nested dissection
+  double permute = 0;    // the graph renumbered by the ordering (rows sorted)
+  double structure = 0;  // the symbolic factorization, supernodes and the tree's supernodes
+};
 SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
-                                      const SymbolicOptions& opts);
+                                      const SymbolicOptions& opts, SymbolicTimes* times = nullptr);
 
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
