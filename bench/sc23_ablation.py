@@ -32,8 +32,6 @@ nlpkkt80 (1.06M rows), not available here.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -42,12 +40,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from simulate_sc23 import PAPER, STAND_IN  # noqa: E402  (the paper's figures, the stand-in matrices)
+from simulate_sc23 import PAPER, STAND_IN, paper_scale_arguments  # noqa: E402
 from spmv_local import machine  # noqa: E402
 
 from commsolve import direct, gallery  # noqa: E402
 from commsolve.direct.options import make_layout, solve_options  # noqa: E402
-from commsolve.sim.models import simulation_profile  # noqa: E402
 from commsolve.sim.solve import SolveSchedule, contiguous_rhs, simulate_solve  # noqa: E402
 from commsolve.topology import blocked_topology  # noqa: E402
 
@@ -180,25 +177,11 @@ def plot(doc, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--matrices", default="poisson2d9:2048,kkt3d:70")
-    ap.add_argument("--procs", default="128,256,512,1024,2048")
-    ap.add_argument("--profile", default="cori-haswell")
-    ap.add_argument("--ppn", type=int, default=32)
-    ap.add_argument("--engine-overhead", type=float, default=None,
-                    help="seconds per message end in commsolve's message engine beyond o (the profile's otherwise: "
-                         "0 for cori-haswell; 'commsolve calibrate' fits 0.8-1.9e-6 on this project's VM)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "sc23_ablation.json"))
-    ap.add_argument("--replot", action="store_true", help="only draw the PNG again from --out")
-    args = ap.parse_args()
-    if args.replot:
-        with open(args.out) as f:
-            plot(json.load(f), os.path.splitext(args.out)[0] + ".png")
+    args = paper_scale_arguments(__doc__, "sc23_ablation.json", plot)
+    if args is None:
         return
     procs = [int(v) for v in args.procs.split(",")]
-    prof = simulation_profile(args.profile)
-    if args.engine_overhead is not None:
-        prof = dataclasses.replace(prof, engine_overhead=args.engine_overhead)
+    prof = args.prof
     studies = []
     for spec in filter(None, args.matrices.split(",")):
         s = study(spec, procs, prof, args.ppn)

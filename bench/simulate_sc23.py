@@ -27,6 +27,7 @@ nlpkkt80 (1.06M rows, the same kind), not available here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -38,6 +39,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spmv_local import machine  # noqa: E402
 
 from commsolve import direct, gallery  # noqa: E402
+from commsolve.sim.models import simulation_profile  # noqa: E402
 from commsolve.sim.study import simulate_algorithms  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,27 +154,45 @@ def plot(doc, path):
     plt.close(fig)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def paper_scale_arguments(doc, out, plot):
+    """The command line of a study at the paper's scale (this one and sc23_ablation.py): the
+    matrices, P, the profile (``args.prof``: loaded, with --engine-overhead applied) and ranks
+    per node, the output; with --replot, only the PNG is drawn again from --out (by ``plot``)
+    and None is returned."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--matrices", default="poisson2d9:2048,kkt3d:70")
     ap.add_argument("--procs", default="128,256,512,1024,2048")
     ap.add_argument("--profile", default="cori-haswell")
     ap.add_argument("--ppn", type=int, default=32)
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "simulate_sc23.json"))
+    ap.add_argument("--engine-overhead", type=float, default=None,
+                    help="seconds per message end in commsolve's message engine beyond o (the profile's otherwise: "
+                         "0 for cori-haswell; 'commsolve calibrate' fits 0.8-1.9e-6 on this project's VM)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", out))
     ap.add_argument("--replot", action="store_true", help="only draw the PNG again from --out")
     args = ap.parse_args()
     if args.replot:
         with open(args.out) as f:
             plot(json.load(f), os.path.splitext(args.out)[0] + ".png")
+        return None
+    args.prof = simulation_profile(args.profile)
+    if args.engine_overhead is not None:
+        args.prof = dataclasses.replace(args.prof, engine_overhead=args.engine_overhead)
+    return args
+
+
+def main():
+    args = paper_scale_arguments(__doc__, "simulate_sc23.json", plot)
+    if args is None:
         return
     procs = [int(v) for v in args.procs.split(",")]
     studies = []
     for spec in filter(None, args.matrices.split(",")):
-        s = study(spec, procs, args.profile, args.ppn)
+        s = study(spec, procs, args.prof, args.ppn)
         s["speedups"] = speedups(s)
         s["paper"] = PAPER.get(s["stands_for"])
         studies.append(s)
     doc = {"benchmark": "simulate_sc23", "machine": machine(), "profile": args.profile, "ppn": args.ppn,
+           "engine_overhead": args.prof.engine_overhead,
            "studies": studies}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
