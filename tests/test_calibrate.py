@@ -134,6 +134,8 @@ def test_calibrate_command(tmp_path):
     assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7
     assert 0 <= prof.compute["call_overhead"] < 1e-5
     assert prof.compute["copy_rate"] > 1e7
+    # dtrsm (the per-block kernels' diagonal solves) is timed too
+    assert 1e7 < prof.compute["triangular_rate"] < 1e12
     assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"
 
