@@ -246,6 +246,8 @@ def test_cli_simulate_json_and_plots(tmp_path):
     (["--grid", "2x2x2", "--profile", "bluewaters"], r"no \[compute\]"),
     (["--grid", "2x2x2", "--profile", "nosuch"], "nosuch"),
     (["--grid", "32x32x1", "--timeline", "t.png"], "unreadable"),
+    (["--grid", "auto", "--procs", "4", "--leaf-sync"], "ablation's switches"),
+    (["--grid", "2x2x2", "--kernels", "blocked"], "Invalid value for '--kernels'"),
 ])
 def test_cli_simulate_errors(args, message):
     p = cli("simulate", "--gen", "poisson2d9:16", *args)

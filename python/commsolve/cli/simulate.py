@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import click
 
-from ..direct import AUTO, is_auto
+from ..direct import AUTO, KERNELS, is_auto
 from ..parcsr import STRATEGIES
 from .common import (TREE, WorkloadGroup, ablation_options, allreduce_option, as_json_text, bar, check_plot_path,
                      check_sparsify, forest_partition_option,
@@ -99,6 +99,9 @@ def simulate_sptrsv(gen, matrix, profile, ppn, plot, timeline, goal, as_json, gr
     if is_auto(grid):
         if plot or timeline or goal:
             raise click.UsageError("--plot, --timeline and --goal show one grid: simulate the chosen grid with them")
+        if kernels != KERNELS[0] or leaf_sync:
+            raise click.UsageError(f"--kernels and --leaf-sync are the SC'23 ablation's switches: the grid {AUTO} "
+                                   "ranking runs the solves as they run by default (simulate one grid with them)")
         return _simulate_auto(gen, matrix, procs, algorithm, profile, ppn, nrhs, tree, partition, allreduce,
                               max_supernode, seed, flat_threshold, as_json)
     if tree is not None and "," in tree:

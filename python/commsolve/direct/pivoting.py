@@ -70,11 +70,12 @@ def checked_matrix(A, what="the matrix"):
 
 
 def _scaled(A, r, c):
-    """diag(r) A diag(c) as a new CSR matrix (A's pattern, its values scaled in one pass:
-    no sparse products)."""
+    """diag(r) A diag(c) as a new CSR matrix: the values scaled in one pass (no sparse
+    products), the entries that are zero dropped (as a sparse product drops them)."""
     B = sp.csr_matrix((A.data * (np.repeat(r, np.diff(A.indptr)) * c[A.indices]), A.indices.copy(), A.indptr.copy()),
                       shape=A.shape)
     B.has_sorted_indices = A.has_sorted_indices
+    B.eliminate_zeros()
     return B
 
 

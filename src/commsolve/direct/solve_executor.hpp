@@ -63,7 +63,8 @@ void settle_solution(BlockKernels& kernels, std::int64_t w, int nrhs, const doub
 // The diagonal blocks' factors for the per-block kernels (SolveKernels::per_block, dtrsm as
 // pdgstrs3d applies them): per diagonal supernode d of a store, L11 (unit lower, below the
 // diagonal) and U11 (upper) in one w x w column-major array, recovered from the store's
-// inverses by inverting them back (LAPACK dtrtri).
+// inverses by inverting them back (LAPACK dtrtri): exact up to rounding that grows with
+// the diagonal block's condition (pdgstrs3d applies the factors themselves).
 struct DiagonalFactors {
   std::vector<double> lu;
   std::vector<std::int64_t> off;  // per diagonal supernode of the store

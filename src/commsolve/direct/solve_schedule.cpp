@@ -90,10 +90,12 @@ std::pair<int, bool> z_role(int z, int step, bool reduce) {
 }  // namespace
 
 std::vector<SolveOp> solve_program(SolveAlgorithm alg, int z, int nlev, bool leaf_sync) {
-  if (alg == SolveAlgorithm::baseline_3d_pdgstrs) {
-    alg = SolveAlgorithm::baseline_3d;
-    leaf_sync = true;
-  }
+  SolveOptions asked;
+  asked.algorithm = alg;
+  asked.leaf_sync = leaf_sync;
+  const SolveOptions run = effective_options(asked);  // 3d-baseline-pdgstrs: 3d-baseline with leaf_sync
+  alg = run.algorithm;
+  leaf_sync = run.leaf_sync;
   require(nlev >= 0 && z >= 0 && z < (1 << nlev),
           "solve program: grid " + std::to_string(z) + " outside the " + std::to_string(1 << nlev) + " layers");
   // ICS'19's forests above the leaves, and the ancestors of every phase, go one supernode at

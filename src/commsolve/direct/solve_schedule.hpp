@@ -192,10 +192,12 @@ std::vector<ZStep> layer_z_steps(const ForestPartition& forests, const ProcessGr
 void add_z_stats(CommStats& stats, const ZStep& st, const SupernodalStructure& sym, const Topology& topo, int rank,
                  bool reduce, bool packed, int nrhs);
 
-// One rank's part of a grid synchronisation (SolveOp counters or barrier) as MPICH runs
-// MPI_Allreduce and MPI_Barrier on few bytes: recursive doubling over the participants
-// (the process row for counters, the grid for a barrier), those beyond the largest power of
-// two first folding into a partner and getting the result back at the end. Each exchange
+// One rank's part of a grid synchronisation (SolveOp counters or barrier): recursive
+// doubling over the participants (the process row for counters, the grid for a barrier),
+// as MPICH runs MPI_Allreduce on few bytes, those beyond the largest power of two first
+// folding into a partner and getting the result back at the end. The barrier is modelled
+// the same way (MPICH's own is a dissemination barrier: the same messages and rounds on a
+// power-of-two grid, 2 (p - 2^k) fewer messages and one round more otherwise). Each exchange
 // is a send then a receive (either may be absent); `bytes` per message (4 per counter,
 // 0 for a barrier).
 struct GridSync {

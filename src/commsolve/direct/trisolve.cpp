@@ -68,8 +68,8 @@ void TriSolve::set_options(const SolveOptions& opts) {
   const SolveOptions run = effective_options(opts);
   const bool per_block = run.kernels == SolveKernels::per_block;
   require(!per_block || (threads_ == 1 && !device_),
-          "distributed solve: the per-block kernels run on one thread per rank on the CPU (threads is " +
-              std::to_string(threads_) + ", device " + device_name_ + ")");
+          "distributed solve: kernels='per-block' (3d-baseline-pdgstrs's) run on one thread per rank on the CPU "
+          "(threads is " + std::to_string(threads_) + ", device " + device_name_ + ")");
   const int z = grid_.z_of(rank_);
   std::vector<SolveOp> program = solve_program(run.algorithm, z, forests_.nlev, run.leaf_sync);
   std::vector<PhaseSchedule> phases(program.size());
@@ -141,8 +141,7 @@ std::vector<SyncFreePhase> TriSolve::plan_syncfree(const std::vector<SolveOp>& p
 void TriSolve::set_threads(int threads, ScheduleChaos chaos) {
   check_solve_threads(threads);
   require(threads == 1 || run_opts_.kernels != SolveKernels::per_block,
-          "distributed solve: the per-block kernels (" + algorithm_name(opts_.algorithm) +
-              ") run on one thread per rank");
+          "distributed solve: kernels='per-block' (3d-baseline-pdgstrs's) run on one thread per rank");
   const bool one_rank = grid_.layer_size() == 1;
   if (threads > 1 && !one_rank)
     for (const PhaseSchedule& ph : phases_) check_threaded_phase(ph);
@@ -169,7 +168,7 @@ void TriSolve::to_device(const std::string& device) {
   }
   check_device_grid(grid_);
   require(run_opts_.kernels != SolveKernels::per_block,
-          "distributed solve: the per-block kernels (" + algorithm_name(opts_.algorithm) + ") run on the CPU");
+          "distributed solve: kernels='per-block' (3d-baseline-pdgstrs's) run on the CPU");
   std::vector<SyncFreePhase> plans = syncfree_.empty() ? plan_syncfree(program_, phases_) : syncfree_;
   std::unique_ptr<DeviceSolver> solver = make_device_solver(device, store_, plans);  // may throw: nothing changed yet
   syncfree_ = std::move(plans);
