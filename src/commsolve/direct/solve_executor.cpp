@@ -336,11 +336,25 @@ std::vector<std::int32_t> leaf_counters(const PhaseSchedule& ph, const GridSync&
   std::vector<std::int32_t> out(static_cast<std::size_t>(gs.bytes / 4), 0);
   for (std::size_t e = 0; e < ph.key.size(); ++e) {
     const auto i = static_cast<std::int64_t>(e);
-    if (ph.is_broadcast(i) || ph.parent[e] < 0) continue;
+    if (ph.is_broadcast(i) || ph.parent[e] < 0 || ph.gated[e]) continue;
     const std::int64_t lk = ph.supernode(i) / px;
     if (lk < static_cast<std::int64_t>(out.size())) out[static_cast<std::size_t>(lk)] = 1;
   }
   return out;
+}
+
+void check_leaf_counters(const PhaseSchedule& ph, const std::vector<std::int32_t>& counters, int px) {
+  for (std::size_t e = 0; e < ph.key.size(); ++e) {
+    const auto i = static_cast<std::int64_t>(e);
+    if (ph.is_broadcast(i) || ph.parent[e] >= 0 || ph.gated[e]) continue;
+    const std::int64_t k = ph.supernode(i), lk = k / px, children = ph.child_ptr[e + 1] - ph.child_ptr[e];
+    if (lk >= static_cast<std::int64_t>(counters.size()) || counters[static_cast<std::size_t>(lk)] != children)
+      throw std::logic_error("leaf synchronisation: supernode " + std::to_string(k) + " expects " +
+                             std::to_string(children) + " partial sums, the counters say " +
+                             (lk < static_cast<std::int64_t>(counters.size())
+                                  ? std::to_string(counters[static_cast<std::size_t>(lk)])
+                                  : std::string("nothing")));
+  }
 }
 
 }  // namespace commsolve

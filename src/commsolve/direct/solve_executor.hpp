@@ -111,7 +111,12 @@ void run_grid_sync(MPI_Comm comm, const GridSync& gs, std::vector<std::int32_t>&
                    const Topology& topo, int rank, CommStats& recorded);
 // This rank's counters before the leaf forest phase `ph` (as SuperLU_DIST's mod_bit): per
 // local block row (supernode k of process row k mod px at k / px), 1 where the rank sends k's
-// partial sum to another rank.
+// partial sum to another rank in the message-driven part of the phase.
 std::vector<std::int32_t> leaf_counters(const PhaseSchedule& ph, const GridSync& gs, int px);
+// After their allreduce, what pdgstrs3d reads from them: at each supernode whose sum this
+// rank roots in the message-driven part, how many ranks send it one. On flat trees that is
+// the root's tree children: std::logic_error naming the supernode otherwise (the allreduce
+// or the schedule is wrong).
+void check_leaf_counters(const PhaseSchedule& ph, const std::vector<std::int32_t>& counters, int px);
 
 }  // namespace commsolve

@@ -212,6 +212,8 @@ void TriSolve::run_phases(int nrhs, Times& t) {
                                                ? leaf_counters(phases_[i + 1], syncs_[i], grid_.px)
                                                : std::vector<std::int32_t>{};
       run_grid_sync(comm_.get(), syncs_[i], counters, first_sync_tag + static_cast<int>(i), topo_, rank_, recorded_);
+      if (op.kind == SolveOp::counters && run_opts_.shape.name == "flat")  // the sums' senders, as pdgstrs3d reads them
+        check_leaf_counters(phases_[i + 1], counters, grid_.px);
       (op.upper ? t.u_solve : t.l_solve) += MPI_Wtime() - ts;
     } else {
       double td = ts;
