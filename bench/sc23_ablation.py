@@ -35,15 +35,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from simulate_sc23 import PAPER, STAND_IN, paper_scale_arguments  # noqa: E402
+from simulate_sc23 import PAPER, matrix_study, paper_scale_arguments  # noqa: E402
 from spmv_local import machine  # noqa: E402
 
-from commsolve import direct, gallery  # noqa: E402
+from commsolve import direct  # noqa: E402
 from commsolve.direct.options import make_layout, solve_options  # noqa: E402
 from commsolve.sim.solve import SolveSchedule, contiguous_rhs, simulate_solve  # noqa: E402
 from commsolve.topology import blocked_topology  # noqa: E402
@@ -65,12 +64,7 @@ CHAIN = [  # (step, what it changes, SolveOptions keywords)
 
 
 def study(spec, procs, prof, ppn):
-    t0 = time.perf_counter()
-    A = gallery.from_spec(spec)
-    S = direct.symbolic(A, max(PZ))
-    out = {"matrix": spec, "stands_for": STAND_IN.get(spec), "rows": int(A.shape[0]), "nnz_L": int(S.nnz_L),
-           "supernodes": int(S.nsuper), "symbolic_s": time.perf_counter() - t0, "runs": []}
-    del A
+    S, out = matrix_study(spec, max(PZ))
     for P in procs:
         topo = blocked_topology(P, ppn)
         rhs = contiguous_rhs(S, P)

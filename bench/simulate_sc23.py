@@ -52,13 +52,18 @@ PZ = (1, 2, 4, 8, 16, 32)
 BASELINES = ("3d-baseline", "3d-baseline-flat", "3d-baseline-async")
 
 
-def study(spec, procs, profile, ppn):
+def matrix_study(spec, pz=32):
+    """The symbolic structure of ``spec`` for grids of up to ``pz`` layers, and the record a
+    study at the paper's scale starts from (the matrix, what it stands for, its size)."""
     t0 = time.perf_counter()
     A = gallery.from_spec(spec)
-    S = direct.symbolic(A, max(PZ))
-    out = {"matrix": spec, "stands_for": STAND_IN.get(spec), "rows": int(A.shape[0]), "nnz_L": int(S.nnz_L),
-           "supernodes": int(S.nsuper), "symbolic_s": time.perf_counter() - t0, "runs": []}
-    del A
+    S = direct.symbolic(A, pz)
+    return S, {"matrix": spec, "stands_for": STAND_IN.get(spec), "rows": int(A.shape[0]), "nnz_L": int(S.nnz_L),
+               "supernodes": int(S.nsuper), "symbolic_s": time.perf_counter() - t0, "runs": []}
+
+
+def study(spec, procs, profile, ppn):
+    S, out = matrix_study(spec, max(PZ))
     for P in procs:
         for pz in PZ:
             if pz > P:

@@ -35,6 +35,15 @@ LocalLayout2D rank_layout(const SupernodalStructure& sym, const SupernodeBlocks&
 
 }  // namespace
 
+void invert_triangles(std::int64_t w, double* l, double* u) {
+  const int wi = static_cast<int>(w);
+  int info = 0;
+  dtrtri_("L", "U", &wi, l, &wi, &info);
+  if (info == 0) dtrtri_("U", "N", &wi, u, &wi, &info);
+  if (info != 0) throw std::runtime_error("diagonal block: dtrtri reports a zero on the diagonal of U11 (info " +
+                                          std::to_string(info) + ")");
+}
+
 void invert_diagonal_block(std::int64_t w, const double* lu, double* out) {
   double* il = out;
   double* iu = il + w * w;
@@ -46,12 +55,7 @@ void invert_diagonal_block(std::int64_t w, const double* lu, double* out) {
       il[j * w + i] = i > j ? v : i == j ? 1.0 : 0.0;
       iu[j * w + i] = i <= j ? v : 0.0;
     }
-  const int wi = static_cast<int>(w);
-  int info = 0;
-  dtrtri_("L", "U", &wi, il, &wi, &info);
-  if (info == 0) dtrtri_("U", "N", &wi, iu, &wi, &info);
-  if (info != 0) throw std::runtime_error("diagonal block: dtrtri reports a zero on the diagonal of U11 (info " +
-                                          std::to_string(info) + ")");
+  invert_triangles(w, il, iu);
 }
 
 void pack_blocks(const SupernodalLU& lu, const SupernodeBlocks& blocks, const LocalLayout2D& layout, double* out) {

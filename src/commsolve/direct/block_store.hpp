@@ -24,6 +24,11 @@ struct BlockStore {
   std::int64_t sol_rows = 0;              // rows of the solve vector (sum of the diagonal widths)
 };
 
+// The two triangles of a diagonal block inverted in place (LAPACK dtrtri; w x w each,
+// column-major): `l` unit lower, `u` upper. Applied to L11 and U11 it gives their inverses,
+// applied to the inverses the factors back. std::runtime_error on a zero on u's diagonal.
+void invert_triangles(std::int64_t w, double* l, double* u);
+
 // inv(L11) then inv(U11) (w x w each, column-major) into `out` from the LU of a diagonal
 // block (L11 unit lower, U11 upper; `lu` must not overlap `out`): the form the solve
 // applies by one product.

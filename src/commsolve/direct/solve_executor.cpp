@@ -9,8 +9,6 @@
 #include "core/error.hpp"
 #include "direct/phase_machine.hpp"
 
-extern "C" void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
-
 namespace commsolve {
 
 namespace {
@@ -108,12 +106,7 @@ DiagonalFactors diagonal_factors(const SupernodalStructure& sym, const BlockStor
     const double* inv = store.values.data() + layout.diag_off[d];
     l.assign(inv, inv + w * w);
     u.assign(inv + w * w, inv + 2 * w * w);
-    const int wi = static_cast<int>(w);
-    int info = 0;
-    dtrtri_("L", "U", &wi, l.data(), &wi, &info);
-    if (info == 0) dtrtri_("U", "N", &wi, u.data(), &wi, &info);
-    if (info != 0) throw std::runtime_error("diagonal block: dtrtri reports a zero on the diagonal (info " +
-                                            std::to_string(info) + ")");
+    invert_triangles(w, l.data(), u.data());  // the inverses' inverses: L11 and U11
     double* out = f.lu.data() + f.off[d];
     for (std::int64_t j = 0; j < w; ++j)
       for (std::int64_t i = 0; i < w; ++i) out[j * w + i] = i > j ? l[j * w + i] : u[j * w + i];
