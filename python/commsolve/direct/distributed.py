@@ -28,11 +28,11 @@ from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, planned_factor_stats
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
-from .serial import PIVOTING_DEFAULTS, SparseLU, analyze
+from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
-from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for
+from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for, symbolic
 
-__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "factor_on_layout", "Analysis", "FactorRequest",
+__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "parallel_ordering", "factor_on_layout", "Analysis", "FactorRequest",
            "FactorReport", "register_tuner"]
 
 _tuner = None
@@ -160,7 +160,9 @@ def analyze_on_root(source, comm, request):
     """Collective. The analysis on ``request.root``, given to every rank: of a ParCSR's rows
     gathered there (its numeric factorization happens on the grids), or of a scipy matrix
     given there (factored whole, :class:`SparseLU`). The separator tree keeps at least log2
-    of the most layers the request may use."""
+    of the most layers the request may use. With ``ordering="ptscotch"`` a ParCSR's ordering
+    is computed on every rank (:func:`parallel_ordering`) between the static pivoting and the
+    symbolic analysis on the root."""
     root = request.root
     on_grids = isinstance(source, ParCSR)
     t0 = time.perf_counter()
@@ -168,13 +170,17 @@ def analyze_on_root(source, comm, request):
     parts = {"gather": time.perf_counter() - t0} if on_grids else {}
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
                                                          request.max_pz))
+    symbolic_options = {k: v for k, v in options.items() if k in LU_DEFAULTS}
 
-    def on_root():
-        if comm.rank != root:
-            return None
-        if A is None:
+    def given():
+        if comm.rank == root and A is None:
             raise ValueError(f"the matrix must be given on the root rank ({root})")
-        if not on_grids:
+
+    run_agreed(comm, given)
+    if not on_grids:
+        def serial():
+            if comm.rank != root:
+                return None
             lu = SparseLU(A, **options)
             return Analysis(lu.shape, lu.structure, lu.pivoting, lu.row_order.astype(np.int32),
                             lu.col_order.astype(np.int32), lu.nnz_LU, None,
@@ -182,19 +188,51 @@ def analyze_on_root(source, comm, request):
                              "numeric": lu.numeric_seconds}, lu.tiny_pivots_replaced,
                             _symmetric(lu.matrix, lu.row_order, lu.col_order, lu.pivoting), lu.ordering_parts,
                             serial=lu, matrix=lu.matrix)
-        checked, B, pivoting, structure, seconds = analyze(
-            A, **{k: v for k, v in options.items() if k not in ("replace_tiny", "zero_pivot")}, times=parts)
-        widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
-        perm = np.asarray(structure.perm)
-        row_order = pivoting.row_order(perm).astype(np.int32)
-        return Analysis(checked.shape, structure, pivoting, row_order, perm.astype(np.int32),
-                        int((widths * widths + 2 * widths * below).sum()), float(abs(B).sum(axis=0).max()),
-                        {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
-                        ordering_parts=parts, matrix=checked)
+        mine = run_agreed(comm, serial)
+    else:
+        t1 = time.perf_counter()
+        pivots = run_agreed(comm, lambda: pivoted(A, options.get("equil", PIVOTING_DEFAULTS["equil"]),
+                                                  options.get("row_perm", PIVOTING_DEFAULTS["row_perm"]), parts)
+                            if comm.rank == root else None)
+        ordered = None
+        if symbolic_options.get("ordering") == "ptscotch":
+            row_of_col = comm.bcast(None if pivots is None else pivots[2].row_of_col, root=root)
+            ordered = parallel_ordering(source, row_of_col, parts)
 
-    mine = run_agreed(comm, on_root)
+        def symbolic_on_root():
+            if comm.rank != root:
+                return None
+            checked, B, pivoting = pivots
+            structure = symbolic(B, times=parts, ordered=ordered, **symbolic_options)
+            widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+            perm = np.asarray(structure.perm)
+            row_order = pivoting.row_order(perm).astype(np.int32)
+            seconds = time.perf_counter() - t1  # pivoting, ordering, symbolic
+            return Analysis(checked.shape, structure, pivoting, row_order, perm.astype(np.int32),
+                            int((widths * widths + 2 * widths * below).sum()), float(abs(B).sum(axis=0).max()),
+                            {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
+                            ordering_parts=parts, matrix=checked)
+        mine = run_agreed(comm, symbolic_on_root)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
     return mine if mine is not None else shared
+
+
+def parallel_ordering(source, row_of_col, times=None):
+    """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
+    B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
+    ``source``'s own rows on the largest power of two of its ranks (C++
+    ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
+    rank. ``times`` receives ``ordering_graph``, ``nested_dissection`` and ``ordering_gather``."""
+    comm = source.comm
+    n = source.shape[0]
+    M = source.local_matrix()
+    rows = np.asarray(source.owned_rows(), dtype=np.int64)
+    if row_of_col is not None:
+        new_of_old = np.empty(n, dtype=np.int64)
+        new_of_old[np.asarray(row_of_col)] = np.arange(n, dtype=np.int64)
+        rows = new_of_old[rows]
+    return _core.ptscotch_ordering(comm.py2f(), n, 0, M.indptr.astype(np.int64), M.indices.astype(np.int64),
+                                   np.asarray(M.data, dtype=np.float64), rows, 0, times)
 
 
 def _symmetric(A, row_order, col_order, pivoting):

@@ -14,10 +14,24 @@ from .pivoting import ROW_PERMS, checked_matrix, static_pivoting
 from .refinement import ITMAX, iterative_refinement
 from .symbolic import LU_DEFAULTS, symbolic
 
-__all__ = ["SparseLU", "analyze", "PIVOTING_DEFAULTS", "rhs_array"]
+__all__ = ["SparseLU", "analyze", "pivoted", "PIVOTING_DEFAULTS", "rhs_array"]
 
 # Static pivoting's defaults (SuperLU_DIST's pdgssvx): SparseLU's and factor's.
 PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "zero_pivot": 1e-14}
+
+
+def pivoted(A, equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"], times=None):
+    """``(A, B, pivoting)``: A checked, B the scaled and row-permuted matrix to order and
+    factor (static pivoting, :func:`~commsolve.direct.pivoting.static_pivoting`); ``times``
+    (a dict), if given, receives its seconds as ``pivoting``."""
+    if row_perm not in ROW_PERMS:
+        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
+    A = checked_matrix(A)
+    t0 = time.perf_counter()
+    B, pivoting = static_pivoting(A, equil, row_perm)
+    if times is not None:
+        times["pivoting"] = time.perf_counter() - t0
+    return A, B, pivoting
 
 
 def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
@@ -28,13 +42,8 @@ def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS[
     whose symmetric permutation ``structure.perm`` is factored. ``times`` (a dict), if given,
     receives the seconds of each part: ``pivoting`` (equilibration and the row permutation),
     then :func:`~commsolve.direct.symbolic.supernodal_structure`'s."""
-    if row_perm not in ROW_PERMS:
-        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
-    A = checked_matrix(A)
     t0 = time.perf_counter()
-    B, pivoting = static_pivoting(A, equil, row_perm)
-    if times is not None:
-        times["pivoting"] = time.perf_counter() - t0
+    A, B, pivoting = pivoted(A, equil, row_perm, times)
     structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
                          relax_subtree=relax_subtree, times=times)
     return A, B, pivoting, structure, time.perf_counter() - t0

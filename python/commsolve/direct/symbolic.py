@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from .. import _core
+from .._collective import mpi
 from ..partition import adjacency_graph
 
 __all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "FOREST_PARTITIONS",
@@ -37,12 +38,16 @@ def levels_for(levels, pz):
 
 
 def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, relax=None, relax_subtree=None,
-                         times=None):
+                         times=None, ordered=None):
     """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
 
     ``ordering``: ``"nd"`` (METIS nested dissection), ``"tree"`` (recursive METIS vertex
     separators keeping the top ``levels`` levels as an explicit binary separator tree,
-    supernodes split at its node boundaries) or ``"natural"``. Supernodes hold at most
+    supernodes split at its node boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection,
+    here on one process; :func:`~commsolve.direct.factor` runs it on the distributed matrix,
+    keeping log2 of its ordering ranks as tree levels) or ``"natural"``. ``ordered``, if
+    given, is an ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
+    ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``. Supernodes hold at most
     ``max_supernode`` columns; ``relax > 0`` amalgamates a supernode into its parent while
     the merged supernode stores at most that fraction of explicit zeros; ``relax_subtree >
     0`` renumbers in elimination-tree postorder and makes every subtree of at most that many
@@ -53,18 +58,23 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     renumbered) and ``symbolic`` (the supernodal structure)."""
     options = SymbolicOptions(max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
                               relax_subtree=relax_subtree)
+    if options.ordering == "ptscotch":
+        mpi()  # PT-Scotch runs on MPI_COMM_SELF: MPI must be initialized
     t0 = time.perf_counter()
     G = adjacency_graph(A)
     if times is not None:
         times["graph"] = time.perf_counter() - t0
+    if ordered is not None:
+        return _core.symbolic_for_ordering(G.indptr, G.indices, ordered, options, times)
     return _core.symbolic_analysis(G.indptr, G.indices, options, times)
 
 
-def symbolic(A, pz=1, times=None, **options):
+def symbolic(A, pz=1, times=None, ordered=None, **options):
     """The supernodal structure that :class:`~commsolve.direct.SparseLU` (``options`` as
     its own) and :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for
     ``A`` (the matrix as factored, after any row permutation: the pattern of A + A^T is what
-    counts): what the virtual-world analyses of the distributed solves read."""
+    counts): what the virtual-world analyses of the distributed solves read. ``ordered``: as
+    :func:`supernodal_structure`'s."""
     if A.shape[0] == 0:
         raise ValueError("the matrix has no rows (0 x 0): nothing to factor")
     unknown = set(options) - set(LU_DEFAULTS)
@@ -72,7 +82,7 @@ def symbolic(A, pz=1, times=None, **options):
         raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
     o = {**LU_DEFAULTS, **options}
     return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
-                                o["relax_subtree"], times)
+                                o["relax_subtree"], times, ordered)
 
 
 def forest_partition(structure, pz, method="nd", imbalance=0.2):

@@ -12,6 +12,7 @@
 
 #include "bindings/common.hpp"
 #include "direct/matching.hpp"
+#include "direct/parallel_ordering.hpp"
 #include "direct/symbolic.hpp"
 
 namespace commsolve::bindings {
@@ -25,6 +26,8 @@ void bind_separator_tree(nb::module_& m) {
                             "The nested-dissection tree an ordering kept, in postorder (root last): node k owns "
                             "permuted columns [col_start[k], col_end[k]) and supernodes [sn_first[k], sn_last[k]); "
                             "internal nodes separate their two children, leaves are subdomains.")
+      .def_prop_ro("perm", [](const SeparatorTree& t) { return view(t.perm); },
+                   "perm[new] = old, where the tree is an ordering (ptscotch_ordering); empty in a structure's tree.")
       .def_prop_ro("parent", [](const SeparatorTree& t) { return view(t.parent); })
       .def_prop_ro("left", [](const SeparatorTree& t) { return view(t.left); })
       .def_prop_ro("right", [](const SeparatorTree& t) { return view(t.right); })
@@ -187,6 +190,54 @@ void bind_analysis(nb::module_& m) {
   }, "xadj"_a, "adjncy"_a, "options"_a, "times"_a = nb::none(),
         "The supernodal structure of the matrix whose symmetric pattern (no diagonal) is the graph xadj/adjncy; "
         "`times` (a dict), if given, receives the seconds of its parts (nested_dissection, permute, symbolic).");
+  m.def("symbolic_for_ordering", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, const SeparatorTree& ordering,
+                                     const SymbolicOptions& opts, std::optional<nb::dict> times) {
+    const auto g = rows_view(xadj, adjncy);
+    SupernodalStructure s;
+    SymbolicTimes t;
+    {
+      nb::gil_scoped_release nogil;
+      s = symbolic_for_ordering(g.nrows, g.indptr, g.indices, ordering, opts, &t);
+    }
+    if (times) {
+      (*times)["permute"] = t.permute;
+      (*times)["symbolic"] = t.structure;
+    }
+    return s;
+  }, "xadj"_a, "adjncy"_a, "ordering"_a, "options"_a, "times"_a = nb::none(),
+        "symbolic_analysis for an ordering computed elsewhere (a SeparatorTree with perm, e.g. ptscotch_ordering's); "
+        "`times` receives permute and symbolic.");
+  m.def("ptscotch_ordering", [](std::int64_t comm, std::int64_t n, std::int64_t first_row, In<std::int64_t> indptr,
+                                 In<std::int64_t> indices, std::optional<In<double>> values,
+                                 std::optional<In<std::int64_t>> new_row, int max_ranks, std::optional<nb::dict> times) {
+    const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    if (rows < 0 || indptr.data()[rows] != static_cast<std::int64_t>(indices.shape(0)) || indptr.data()[0] != 0)
+      throw nb::value_error("parallel ordering: indptr and indices disagree");
+    if (values) require_len(*values, indices.shape(0), "values");
+    if (new_row) require_len(*new_row, static_cast<std::size_t>(rows), "new_row");
+    MPI_Comm c = comm_from_handle(comm);
+    SeparatorTree tree;
+    ParallelOrderingTimes t;
+    {
+      nb::gil_scoped_release nogil;
+      tree = ptscotch_nested_dissection(c, n, first_row, rows, indptr.data(), indices.data(),
+                                        values ? values->data() : nullptr, new_row ? new_row->data() : nullptr,
+                                        max_ranks, &t);
+    }
+    if (times) {
+      (*times)["ordering_graph"] = t.graph;
+      (*times)["nested_dissection"] = t.nested_dissection;
+      (*times)["ordering_gather"] = t.gather;
+    }
+    return tree;
+  }, "comm"_a, "n"_a, "first_row"_a, "indptr"_a, "indices"_a, "values"_a = nb::none(), "new_row"_a = nb::none(),
+        "max_ranks"_a = 0, "times"_a = nb::none(),
+        "Collective on comm (a Fortran handle). Nested dissection of the pattern of B + B^T by PT-Scotch on the largest "
+        "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
+        "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns the "
+        "SeparatorTree with perm, the same on every rank.");
+  m.def("ordering_ranks", &ordering_ranks, "ranks"_a, "n"_a, "max_ranks"_a = 0,
+        "The ranks ptscotch_ordering orders with: the largest power of two <= ranks, max_ranks (if > 0) and n / 2.");
   m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {
     const std::int64_t n = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     require_len(data, indices.shape(0), "data");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "direct/parallel_ordering.hpp"
 
 namespace commsolve {
 
@@ -47,14 +48,14 @@ void SupernodalStructure::validate() const {
 }
 
 const std::vector<std::string>& ordering_names() {
-  static const std::vector<std::string> names = {"nd", "tree", "natural"};
+  static const std::vector<std::string> names = {"nd", "tree", "ptscotch", "natural"};
   return names;
 }
 
 void SymbolicOptions::check() const {
   const auto& known = ordering_names();
   if (std::find(known.begin(), known.end(), ordering) == known.end())
-    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, natural)");
+    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, ptscotch, natural)");
   require(max_supernode >= 1, "max_supernode must be at least 1, got " + std::to_string(max_supernode));
   require(levels >= 0, "levels must be >= 0, got " + std::to_string(levels));
   require(relax >= 0, "relax must be >= 0, got " + std::to_string(relax));
@@ -291,37 +292,39 @@ std::vector<std::int32_t> metis_nested_dissection(std::int64_t n, const std::int
   return perm;
 }
 
-SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
-                                      const SymbolicOptions& opts, SymbolicTimes* times) {
-  opts.check();
-  require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
-  using clock = std::chrono::steady_clock;
-  auto t = clock::now();
-  auto lap = [&](double SymbolicTimes::*part) {
-    const auto now = clock::now();
-    if (times != nullptr) times->*part = std::chrono::duration<double>(now - t).count();
-    t = now;
-  };
-  SeparatorTree tree;
-  std::vector<std::int32_t> order;
-  std::vector<std::int64_t> breaks;
-  if (opts.ordering == "nd") {
-    order = metis_nested_dissection(n, xadj, adjncy);
-  } else if (opts.ordering == "tree") {
-    tree = separator_tree(n, xadj, adjncy, opts.levels);
-    order = std::move(tree.perm);
-    tree.perm.clear();
-    breaks.assign(tree.col_start.begin(), tree.col_start.end());
-    std::sort(breaks.begin(), breaks.end());
-    breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
-  } else {
-    order.resize(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
+namespace {
+
+// A lap timer writing each part's seconds into SymbolicTimes.
+class Laps {
+ public:
+  explicit Laps(SymbolicTimes* times) : times_(times), t_(std::chrono::steady_clock::now()) {}
+  void lap(double SymbolicTimes::*part) {
+    const auto now = std::chrono::steady_clock::now();
+    if (times_ != nullptr) times_->*part = std::chrono::duration<double>(now - t_).count();
+    t_ = now;
   }
-  lap(&SymbolicTimes::ordering);
+
+ private:
+  SymbolicTimes* times_;
+  std::chrono::steady_clock::time_point t_;
+};
+
+SupernodalStructure structure_for(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                  SeparatorTree tree, const SymbolicOptions& opts, Laps& laps) {
+  const std::vector<std::int32_t> order = std::move(tree.perm);
+  tree.perm.clear();
+  require(static_cast<std::int64_t>(order.size()) == n, "the ordering has " + std::to_string(order.size()) +
+                                                            " entries for " + std::to_string(n) + " unknowns");
+  std::vector<std::int64_t> breaks(tree.col_start.begin(), tree.col_start.end());
+  std::sort(breaks.begin(), breaks.end());
+  breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
   // The graph in the new order: row k is row order[k], its columns renumbered and sorted.
-  std::vector<std::int32_t> inv(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < n; ++k) inv[order[k]] = static_cast<std::int32_t>(k);
+  std::vector<std::int32_t> inv(static_cast<std::size_t>(n), -1);
+  for (std::int64_t k = 0; k < n; ++k) {
+    require(order[k] >= 0 && order[k] < n && inv[order[k]] < 0, "the ordering is not a permutation of 0.." +
+                                                                    std::to_string(n - 1));
+    inv[order[k]] = static_cast<std::int32_t>(k);
+  }
   std::vector<std::int32_t> ptr(static_cast<std::size_t>(n) + 1, 0), idx;
   idx.reserve(static_cast<std::size_t>(xadj[n]));
   for (std::int64_t k = 0; k < n; ++k) {
@@ -329,7 +332,7 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     std::sort(idx.begin() + ptr[k], idx.end());
     ptr[k + 1] = static_cast<std::int32_t>(idx.size());
   }
-  lap(&SymbolicTimes::permute);
+  laps.lap(&SymbolicTimes::permute);
   SupernodalStructure s = symbolic_cholesky(n, ptr.data(), idx.data(), opts.max_supernode, breaks, opts.relax,
                                             opts.relax_subtree);
   s.perm.resize(static_cast<std::size_t>(n));
@@ -342,8 +345,38 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     tree.sn_last.push_back(first(tree.col_end[k]));
   }
   s.tree = std::move(tree);
-  lap(&SymbolicTimes::structure);
+  laps.lap(&SymbolicTimes::structure);
   return s;
+}
+
+}  // namespace
+
+SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                      const SymbolicOptions& opts, SymbolicTimes* times) {
+  opts.check();
+  require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  Laps laps(times);
+  SeparatorTree tree;  // its perm: the ordering; nodes with ordering "tree" only
+  if (opts.ordering == "nd") {
+    tree.perm = metis_nested_dissection(n, xadj, adjncy);
+  } else if (opts.ordering == "tree") {
+    tree = separator_tree(n, xadj, adjncy, opts.levels);
+  } else if (opts.ordering == "ptscotch") {
+    tree.perm = ptscotch_nested_dissection(n, xadj, adjncy);
+  } else {
+    tree.perm.resize(static_cast<std::size_t>(n));
+    std::iota(tree.perm.begin(), tree.perm.end(), 0);
+  }
+  laps.lap(&SymbolicTimes::ordering);
+  return structure_for(n, xadj, adjncy, std::move(tree), opts, laps);
+}
+
+SupernodalStructure symbolic_for_ordering(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                          SeparatorTree ordering, const SymbolicOptions& opts, SymbolicTimes* times) {
+  opts.check();
+  require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  Laps laps(times);
+  return structure_for(n, xadj, adjncy, std::move(ordering), opts, laps);
 }
 
 }  // namespace commsolve

@@ -35,14 +35,15 @@ struct SupernodalStructure {
 // Python reads them from here.
 struct SymbolicOptions {
   int max_supernode = 128;        // most columns per supernode
-  std::string ordering = "tree";  // nd (METIS nested dissection) | tree (keeps the separator tree) | natural
+  std::string ordering = "tree";  // nd (METIS nested dissection) | tree (keeps the separator tree) |
+                                  // ptscotch (PT-Scotch; in parallel on a distributed matrix) | natural
   int levels = 4;                 // tree: separator-tree levels kept (a 3D layout needs log2 Pz)
   double relax = 0.3;             // amalgamation: the share of explicit zeros a merged supernode may store
   int relax_subtree = 32;         // elimination subtrees of at most this many columns become one supernode
   // Throws std::invalid_argument naming the option that is out of range or unknown.
   void check() const;
 };
-const std::vector<std::string>& ordering_names();  // nd, tree, natural
+const std::vector<std::string>& ordering_names();  // nd, tree, ptscotch, natural
 
 // The supernodal structure of a matrix whose symmetric pattern (A + A^T, no diagonal) is the
 // graph `xadj`/`adjncy`: the ordering, the graph permuted by it, the symbolic factorization
@@ -56,6 +57,14 @@ struct SymbolicTimes {
 };
 SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
                                       const SymbolicOptions& opts, SymbolicTimes* times = nullptr);
+
+// The same for an ordering computed elsewhere (e.g. ptscotch_nested_dissection on the
+// distributed matrix): `ordering.perm` (perm[new] = old) and its nodes, if any, kept as the
+// structure's separator tree with supernodes split at their boundaries; the options' ordering
+// and levels are not used. `times->ordering` is left as it is.
+SupernodalStructure symbolic_for_ordering(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
+                                          SeparatorTree ordering, const SymbolicOptions& opts,
+                                          SymbolicTimes* times = nullptr);
 
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);

@@ -1,0 +1,283 @@
+#include "direct/parallel_ordering.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+// PT-Scotch's libptscotchparmetisv3 provides ParMETIS's entry point but Debian ships no
+// parmetis.h: the prototype as ParMETIS 3 declares it, with Scotch's SCOTCH_Num (int in the
+// default build). Its return value is ignored (Scotch's returns METIS_OK or prints the error):
+// the result is checked instead.
+extern "C" void SCOTCH_randomReset(void);  // scotch.h
+extern "C" void ParMETIS_V3_NodeND(const int* vtxdist, int* xadj, int* adjncy, const int* numflag, const int* options,
+                                   int* order, int* sizes, MPI_Comm* comm);
+
+namespace commsolve {
+
+int ordering_ranks(int ranks, std::int64_t n, int max_ranks) {
+  int limit = ranks;
+  if (max_ranks > 0) limit = std::min(limit, max_ranks);
+  if (n / 2 < limit) limit = static_cast<int>(std::max<std::int64_t>(1, n / 2));
+  int q = 1;
+  while (2 * q <= limit) q *= 2;
+  return q;
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// Balanced contiguous blocks of n vertices over q ranks.
+std::vector<std::int64_t> block_offsets(std::int64_t n, int q) {
+  std::vector<std::int64_t> off(static_cast<std::size_t>(q) + 1);
+  for (int r = 0; r <= q; ++r) off[r] = n * r / q;
+  return off;
+}
+
+int owner_of(const std::vector<std::int64_t>& off, std::int64_t v) {
+  return static_cast<int>(std::upper_bound(off.begin(), off.end(), v) - off.begin()) - 1;
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size() + 1, 0);
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    const std::int64_t next = static_cast<std::int64_t>(d[r]) + counts[r];
+    if (next > std::numeric_limits<int>::max())
+      throw std::runtime_error("parallel ordering: more than 2^31 graph entries to exchange with one rank");
+    d[r + 1] = static_cast<int>(next);
+  }
+  return d;
+}
+
+// This rank's block of the symmetric graph of B + B^T over the first q ranks (rows `off`),
+// without self loops: each entry (i, j) of B goes to the owners of i and of j as the edges
+// (i, j) and (j, i). Returns the block as CSR (xadj relative to the block, global adjncy).
+template <class I, class J>
+void symmetric_block(MPI_Comm comm, int q, const std::vector<std::int64_t>& off, std::int64_t first_row,
+                     std::int64_t local_rows, const I* indptr, const J* indices,
+                     const double* values, const std::int64_t* new_row, int rank, std::vector<int>& xadj,
+                     std::vector<int>& adjncy) {
+  int P = 0;
+  check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
+  auto row_of = [&](std::int64_t i) { return new_row != nullptr ? new_row[i] : first_row + i; };
+  auto each_edge = [&](auto&& visit) {
+    for (std::int64_t i = 0; i < local_rows; ++i) {
+      const std::int64_t u = row_of(i);
+      for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+        const std::int64_t v = indices[p];
+        if (v == u || (values != nullptr && values[p] == 0.0)) continue;
+        visit(u, v);
+        visit(v, u);
+      }
+    }
+  };
+  std::vector<int> send_count(P, 0);
+  each_edge([&](std::int64_t u, std::int64_t) { send_count[owner_of(off, u)] += 2; });
+  const std::vector<int> send_disp = displacements(send_count);
+  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
+  std::vector<int> fill(send_disp.begin(), send_disp.end() - 1);
+  each_edge([&](std::int64_t u, std::int64_t v) {
+    int& at = fill[owner_of(off, u)];
+    send[at++] = u;
+    send[at++] = v;
+  });
+  std::vector<int> recv_count(P);
+  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  const std::vector<int> recv_disp = displacements(recv_count);
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
+  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
+                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
+            "MPI_Alltoallv");
+  std::vector<std::int64_t>().swap(send);
+  // Bucket by row, then sort and deduplicate each row.
+  const std::int64_t lo = rank < q ? off[rank] : 0, nrows = rank < q ? off[rank + 1] - off[rank] : 0;
+  std::vector<std::int64_t> ptr(static_cast<std::size_t>(nrows) + 1, 0);
+  for (std::size_t e = 0; e < recv.size(); e += 2) ++ptr[recv[e] - lo + 1];
+  std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
+  std::vector<int> cols(static_cast<std::size_t>(ptr[nrows]));
+  std::vector<std::int64_t> at(ptr.begin(), ptr.end() - 1);
+  for (std::size_t e = 0; e < recv.size(); e += 2) cols[at[recv[e] - lo]++] = static_cast<int>(recv[e + 1]);
+  xadj.assign(1, 0);
+  adjncy.clear();
+  adjncy.reserve(cols.size());
+  for (std::int64_t r = 0; r < nrows; ++r) {
+    const auto b = cols.begin() + ptr[r], e = cols.begin() + ptr[r + 1];
+    std::sort(b, e);
+    adjncy.insert(adjncy.end(), b, std::unique(b, e));
+    xadj.push_back(static_cast<int>(adjncy.size()));
+  }
+}
+
+// The complete binary tree that ParMETIS's `sizes` describes (q = 2^L leaves: sizes[0, q)
+// the leaves left to right, then each level's separators from the bottom up, the top one
+// last), as a SeparatorTree in postorder.
+SeparatorTree tree_from_sizes(const std::vector<int>& sizes, int q) {
+  int L = 0;
+  while ((1 << L) < q) ++L;
+  // Position in `sizes` of the i-th node (left to right) at depth d (root: depth 0).
+  std::vector<int> base(static_cast<std::size_t>(L) + 1, 0);  // by height h = L - d
+  for (int h = 1; h <= L; ++h) base[h] = base[h - 1] + (q >> (h - 1));
+  SeparatorTree t;
+  std::int64_t col = 0;
+  auto visit = [&](auto&& self, int depth, int i) -> int {
+    int left = -1, right = -1;
+    if (depth < L) {
+      left = self(self, depth + 1, 2 * i);
+      right = self(self, depth + 1, 2 * i + 1);
+    }
+    const int k = t.num_nodes(), at = base[L - depth] + i;
+    t.parent.push_back(-1);
+    t.left.push_back(left);
+    t.right.push_back(right);
+    t.level.push_back(depth);
+    t.col_start.push_back(col);
+    col += sizes[at];
+    t.col_end.push_back(col);
+    if (left >= 0) t.parent[left] = t.parent[right] = k;
+    return k;
+  };
+  visit(visit, 0, 0);
+  return t;
+}
+
+template <class I, class J>
+SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t first_row, std::int64_t local_rows,
+                                   const I* indptr, const J* indices, const double* values,
+                                   const std::int64_t* new_row, int max_ranks, ParallelOrderingTimes* times) {
+  require(n >= 1, "the matrix has no rows (0 x 0): nothing to order");
+  require(n < std::numeric_limits<int>::max(), "parallel ordering: PT-Scotch's ParMETIS interface takes at most "
+                                                "2^31 - 1 unknowns, got " + std::to_string(n));
+  int P = 0, rank = 0;
+  check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  std::int64_t total_rows = 0;
+  check_mpi(MPI_Allreduce(&local_rows, &total_rows, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  require(total_rows == n, "parallel ordering: the ranks hold " + std::to_string(total_rows) + " rows of a matrix of " +
+                               std::to_string(n));
+  for (std::int64_t i = 0; i < local_rows; ++i) {
+    const std::int64_t u = new_row != nullptr ? new_row[i] : first_row + i;
+    if (u < 0 || u >= n) throw std::invalid_argument("parallel ordering: row index " + std::to_string(u) +
+                                                     " outside [0, " + std::to_string(n) + ")");
+    for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p)
+      if (indices[p] < 0 || indices[p] >= n)
+        throw std::invalid_argument("parallel ordering: column index " + std::to_string(indices[p]) + " in row " +
+                                    std::to_string(u) + " outside [0, " + std::to_string(n) + ")");
+  }
+  const int q = ordering_ranks(P, n, max_ranks);
+  if (q > 1) {  // Debian's PT-Scotch is built with threads: without MPI_THREAD_MULTIPLE it can deadlock
+    int level = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+    require(level == MPI_THREAD_MULTIPLE, "parallel ordering: PT-Scotch needs MPI initialized with "
+                                          "MPI_THREAD_MULTIPLE (mpi4py's default), got a lower thread level");
+  }
+  const std::vector<std::int64_t> off = block_offsets(n, q);
+  auto t = clock_type::now();
+  std::vector<int> xadj, adjncy;
+  symmetric_block(comm, q, off, first_row, local_rows, indptr, indices, values, new_row, rank, xadj, adjncy);
+  if (times != nullptr) times->graph = seconds_since(t);
+
+  t = clock_type::now();
+  MPI_Comm sub = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm, rank < q ? 0 : MPI_UNDEFINED, rank, &sub), "MPI_Comm_split");
+  const std::int64_t mine = rank < q ? off[rank + 1] - off[rank] : 0;
+  std::vector<int> order(static_cast<std::size_t>(std::max<std::int64_t>(mine, 1)), -1);
+  std::vector<int> sizes(2 * static_cast<std::size_t>(q), 0);
+  if (sub != MPI_COMM_NULL) {
+    std::vector<int> vtxdist(off.begin(), off.end());
+    const int numflag = 0, options[3] = {0, 0, 0};
+    if (adjncy.empty()) adjncy.push_back(0);  // a valid pointer for a block without edges
+    // The same ordering for the same graph, run after run: Scotch's threads make it vary, and
+    // commsolve runs one thread per rank. A user's own setting of the variable is kept.
+    setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
+    SCOTCH_randomReset();
+    ParMETIS_V3_NodeND(vtxdist.data(), xadj.data(), adjncy.data(), &numflag, options, order.data(), sizes.data(), &sub);
+    check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
+  }
+  if (times != nullptr) times->nested_dissection = seconds_since(t);
+
+  t = clock_type::now();
+  check_mpi(MPI_Bcast(sizes.data(), 2 * q - 1, MPI_INT, 0, comm), "MPI_Bcast");
+  std::vector<int> counts(P, 0), disp(P + 1, 0);
+  for (int r = 0; r < q; ++r) counts[r] = static_cast<int>(off[r + 1] - off[r]);
+  for (int r = 0; r < P; ++r) disp[r + 1] = disp[r] + counts[r];
+  std::vector<int> all(static_cast<std::size_t>(n));
+  check_mpi(MPI_Allgatherv(order.data(), static_cast<int>(mine), MPI_INT, all.data(), counts.data(), disp.data(),
+                           MPI_INT, comm),
+            "MPI_Allgatherv");
+  sizes.resize(2 * static_cast<std::size_t>(q) - 1);
+  std::int64_t sized = 0;
+  for (int s : sizes) sized += s;
+  if (sized != n)
+    throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: its subdomain and separator sizes add up to " +
+                             std::to_string(sized) + ", not n = " + std::to_string(n));
+  SeparatorTree tree = tree_from_sizes(sizes, q);
+  // PT-Scotch numbers the nodes in postorder (what the tree's column ranges are), unlike the
+  // order of `sizes`: new index k is column k, in the node whose range holds it.
+  std::vector<std::int64_t> ends(tree.col_end.begin(), tree.col_end.end());
+  std::sort(ends.begin(), ends.end());
+  std::vector<int> node_at_end(ends.size());
+  for (int k = 0; k < tree.num_nodes(); ++k)
+    node_at_end[std::lower_bound(ends.begin(), ends.end(), tree.col_end[k]) - ends.begin()] = k;
+  tree.perm.assign(static_cast<std::size_t>(n), -1);
+  std::vector<int> node_of_vertex(static_cast<std::size_t>(n));
+  for (std::int64_t v = 0; v < n; ++v) {
+    const std::int64_t k = all[v];
+    if (k < 0 || k >= n) throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: vertex " + std::to_string(v) +
+                                                  " got the new index " + std::to_string(k));
+    if (tree.perm[k] != -1) throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: new index " +
+                                                     std::to_string(k) + " given to two vertices");
+    tree.perm[k] = static_cast<std::int32_t>(v);
+    // The node holding column k: the first (in column order) whose range ends after k; an
+    // empty node's range ends where the previous one does, so upper_bound skips it.
+    node_of_vertex[v] = node_at_end[std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()];
+  }
+  // The separator property on this rank's entries: the nodes of i and j are on one root path.
+  auto on_path = [&](int a, int b) {
+    for (int x = a; x >= 0; x = tree.parent[x])
+      if (x == b) return true;
+    return false;
+  };
+  for (std::int64_t i = 0; i < local_rows; ++i) {
+    const std::int64_t u = new_row != nullptr ? new_row[i] : first_row + i;
+    for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      if (values != nullptr && values[p] == 0.0) continue;
+      const int a = node_of_vertex[u], b = node_of_vertex[indices[p]];
+      if (a != b && !on_path(a, b) && !on_path(b, a))
+        throw std::logic_error("parallel ordering: the entry (" + std::to_string(u) + ", " + std::to_string(indices[p]) +
+                               ") joins separator-tree nodes " + std::to_string(a) + " and " + std::to_string(b) +
+                               ", neither above the other: PT-Scotch's sizes were misread");
+    }
+  }
+  if (times != nullptr) times->gather = seconds_since(t);
+  return tree;
+}
+
+}  // namespace
+
+SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
+                                         std::int64_t local_rows, const std::int64_t* indptr,
+                                         const std::int64_t* indices, const double* values,
+                                         const std::int64_t* new_row, int max_ranks, ParallelOrderingTimes* times) {
+  return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, max_ranks, times);
+}
+
+std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
+                                                     const std::int32_t* adjncy) {
+  int initialized = 0;
+  check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  require(initialized != 0, "ordering 'ptscotch' needs MPI initialized (import mpi4py.MPI first)");
+  return nested_dissection_on(MPI_COMM_SELF, n, 0, n, xadj, adjncy, nullptr, nullptr, 1, nullptr).perm;
+}
+
+}  // namespace commsolve

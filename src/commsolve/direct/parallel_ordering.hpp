@@ -1,0 +1,53 @@
+// Nested dissection computed in parallel on a row-distributed matrix (issue 35, item 2), by
+// PT-Scotch through ParMETIS's `ParMETIS_V3_NodeND` interface: the call SuperLU_DIST makes
+// with its `ParMETIS` column ordering (get_perm_c_parmetis). As there, the interface needs a
+// power of two of processes, so the largest power of two P' <= P ranks order the graph (the
+// symmetric pattern of B + B^T is first spread over them in balanced blocks) and every rank
+// receives the result. Its `sizes` output (the P' subdomains, then each level's separators up
+// to the top one) becomes a SeparatorTree of log2 P' levels, renumbered so that every node's
+// subtree owns a contiguous range of columns (left subtree, right subtree, separator), what a
+// 3D layout maps its Pz grids to.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "direct/separator_tree.hpp"
+
+namespace commsolve {
+
+// Seconds of each part, on the calling rank.
+struct ParallelOrderingTimes {
+  double graph = 0;              // the pattern of B + B^T spread over the ordering ranks (one all-to-all)
+  double nested_dissection = 0;  // ParMETIS_V3_NodeND (PT-Scotch), on the ordering ranks
+  double gather = 0;             // the ordering sent to every rank, the tree built and checked
+};
+
+// Collective on `comm`. This rank holds rows [first_row, first_row + local_rows) of an n x n
+// matrix A (`indptr`/`indices`: CSR, global column indices; `values` may be null, else an
+// entry equal to zero is not part of the pattern). `new_row`, if not null, gives each local
+// row's index in B = P_r A (a row permutation); null: B = A. Returns, on every rank, the
+// separator tree of a nested dissection of the pattern of B + B^T (its diagonal ignored), with
+// `perm` (perm[new] = old) filled and the nodes in postorder; `levels` is log2 of the ordering
+// ranks used (at most `max_ranks` when positive, and at most n / 2 so that none is empty).
+// Checks that no edge joins two nodes of which neither is an ancestor of the other (what a
+// separator tree promises; a logic_error otherwise) and that perm is a permutation.
+SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
+                                         std::int64_t local_rows, const std::int64_t* indptr,
+                                         const std::int64_t* indices, const double* values,
+                                         const std::int64_t* new_row, int max_ranks = 0,
+                                         ParallelOrderingTimes* times = nullptr);
+
+// The same on one process (MPI_COMM_SELF) for a symmetric graph without self loops, as
+// symbolic_analysis's ordering "ptscotch": perm[k] is the original index of the k-th
+// eliminated vertex. MPI must be initialized.
+std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
+                                                     const std::int32_t* adjncy);
+
+// The largest power of two of ranks, at most `ranks` and `max_ranks` (when positive) and at
+// most n / 2 (at least 1), that ptscotch_nested_dissection orders with.
+int ordering_ranks(int ranks, std::int64_t n, int max_ranks = 0);
+
+}  // namespace commsolve
