@@ -30,7 +30,7 @@ from .factor3d import factor_on_grids, planned_factor_stats
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
-from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, levels_for, symbolic
+from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, levels_for, symbolic
 
 __all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "parallel_ordering", "factor_on_layout", "Analysis", "FactorRequest",
            "FactorReport", "register_tuner"]
@@ -160,8 +160,8 @@ def analyze_on_root(source, comm, request):
     """Collective. The analysis on ``request.root``, given to every rank: of a ParCSR's rows
     gathered there (its numeric factorization happens on the grids), or of a scipy matrix
     given there (factored whole, :class:`SparseLU`). The separator tree keeps at least log2
-    of the most layers the request may use. With ``ordering="ptscotch"`` a ParCSR's ordering
-    is computed on every rank (:func:`parallel_ordering`) between the static pivoting and the
+    of the most layers the request may use. With ``ordering="ptscotch"`` (or
+    ``"ptscotch-metis"``) a ParCSR's ordering is computed on every rank (:func:`parallel_ordering`) between the static pivoting and the
     symbolic analysis on the root."""
     root = request.root
     on_grids = isinstance(source, ParCSR)
@@ -195,9 +195,9 @@ def analyze_on_root(source, comm, request):
                                                   options.get("row_perm", PIVOTING_DEFAULTS["row_perm"]), parts)
                             if comm.rank == root else None)
         ordered = None
-        if symbolic_options.get("ordering") == "ptscotch":
+        if symbolic_options.get("ordering") in PARALLEL_ORDERINGS:
             row_of_col = comm.bcast(None if pivots is None else pivots[2].row_of_col, root=root)
-            ordered = parallel_ordering(source, row_of_col, parts)
+            ordered = parallel_ordering(source, row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis")
 
         def symbolic_on_root():
             if comm.rank != root:
@@ -217,12 +217,14 @@ def analyze_on_root(source, comm, request):
     return mine if mine is not None else shared
 
 
-def parallel_ordering(source, row_of_col, times=None):
+def parallel_ordering(source, row_of_col, times=None, metis_leaves=False):
     """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
     B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
     ``source``'s own rows on the largest power of two of its ranks (C++
     ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
-    rank. ``times`` receives ``ordering_graph``, ``nested_dissection`` and ``ordering_gather``."""
+    rank; with ``metis_leaves`` each leaf subdomain is then reordered by METIS on one rank.
+    ``times`` receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
+    ``metis_leaves``)."""
     comm = source.comm
     n = source.shape[0]
     M = source.local_matrix()
@@ -232,7 +234,7 @@ def parallel_ordering(source, row_of_col, times=None):
         new_of_old[np.asarray(row_of_col)] = np.arange(n, dtype=np.int64)
         rows = new_of_old[rows]
     return _core.ptscotch_ordering(comm.py2f(), n, 0, M.indptr.astype(np.int64), M.indices.astype(np.int64),
-                                   np.asarray(M.data, dtype=np.float64), rows, 0, times)
+                                   np.asarray(M.data, dtype=np.float64), rows, metis_leaves, 0, times)
 
 
 def _symmetric(A, row_order, col_order, pivoting):

@@ -19,13 +19,16 @@ from .. import _core
 from .._collective import mpi
 from ..partition import adjacency_graph
 
-__all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "FOREST_PARTITIONS",
+__all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "PARALLEL_ORDERINGS",
+           "FOREST_PARTITIONS",
            "supernodal_structure", "symbolic", "levels_for", "forest_partition"]
 
 SupernodalStructure = _core.SupernodalStructure
 SeparatorTree = _core.SeparatorTree
 SymbolicOptions = _core.SymbolicOptions
 ORDERINGS = tuple(_core.ordering_names())
+# Computed in parallel on a distributed matrix by factor(); on one process elsewhere.
+PARALLEL_ORDERINGS = ("ptscotch", "ptscotch-metis")
 FOREST_PARTITIONS = tuple(_core.forest_partition_names())
 _DEFAULTS = SymbolicOptions()
 # The supernodal pipeline's defaults (read from C++), as SparseLU's and factor's keywords.
@@ -45,7 +48,9 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     separators keeping the top ``levels`` levels as an explicit binary separator tree,
     supernodes split at its node boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection,
     here on one process; :func:`~commsolve.direct.factor` runs it on the distributed matrix,
-    keeping log2 of its ordering ranks as tree levels) or ``"natural"``. ``ordered``, if
+    keeping log2 of its ordering ranks as tree levels), ``"ptscotch-metis"`` (the same with
+    each leaf subdomain reordered by METIS, each on its own rank; on one process it is METIS's
+    ordering) or ``"natural"``. ``ordered``, if
     given, is an ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
     ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``. Supernodes hold at most
     ``max_supernode`` columns; ``relax > 0`` amalgamates a supernode into its parent while
@@ -58,7 +63,7 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     renumbered) and ``symbolic`` (the supernodal structure)."""
     options = SymbolicOptions(max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
                               relax_subtree=relax_subtree)
-    if options.ordering == "ptscotch":
+    if options.ordering in PARALLEL_ORDERINGS:
         mpi()  # PT-Scotch runs on MPI_COMM_SELF: MPI must be initialized
     t0 = time.perf_counter()
     G = adjacency_graph(A)

@@ -209,7 +209,8 @@ void bind_analysis(nb::module_& m) {
         "`times` receives permute and symbolic.");
   m.def("ptscotch_ordering", [](std::int64_t comm, std::int64_t n, std::int64_t first_row, In<std::int64_t> indptr,
                                  In<std::int64_t> indices, std::optional<In<double>> values,
-                                 std::optional<In<std::int64_t>> new_row, int max_ranks, std::optional<nb::dict> times) {
+                                 std::optional<In<std::int64_t>> new_row, bool metis_leaves, int max_ranks,
+                                 std::optional<nb::dict> times) {
     const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     if (rows < 0 || indptr.data()[rows] != static_cast<std::int64_t>(indices.shape(0)) || indptr.data()[0] != 0)
       throw nb::value_error("parallel ordering: indptr and indices disagree");
@@ -222,20 +223,27 @@ void bind_analysis(nb::module_& m) {
       nb::gil_scoped_release nogil;
       tree = ptscotch_nested_dissection(c, n, first_row, rows, indptr.data(), indices.data(),
                                         values ? values->data() : nullptr, new_row ? new_row->data() : nullptr,
-                                        max_ranks, &t);
+                                        metis_leaves, max_ranks, &t);
     }
     if (times) {
       (*times)["ordering_graph"] = t.graph;
       (*times)["nested_dissection"] = t.nested_dissection;
       (*times)["ordering_gather"] = t.gather;
+      if (metis_leaves) (*times)["metis_leaves"] = t.leaves;
     }
     return tree;
   }, "comm"_a, "n"_a, "first_row"_a, "indptr"_a, "indices"_a, "values"_a = nb::none(), "new_row"_a = nb::none(),
-        "max_ranks"_a = 0, "times"_a = nb::none(),
+        "metis_leaves"_a = false, "max_ranks"_a = 0, "times"_a = nb::none(),
         "Collective on comm (a Fortran handle). Nested dissection of the pattern of B + B^T by PT-Scotch on the largest "
         "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
         "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns the "
-        "SeparatorTree with perm, the same on every rank.");
+        "SeparatorTree with perm, the same on every rank; metis_leaves: each leaf then reordered by METIS on one rank.");
+  m.def("ordering_from_perm", [](In<std::int32_t> perm) {
+    SeparatorTree t;
+    t.perm = to_vector(perm);
+    return t;
+  }, "perm"_a, "An ordering given as a permutation (perm[new] = old), without separator-tree nodes, for "
+              "symbolic_for_ordering (checked there).");
   m.def("ordering_ranks", &ordering_ranks, "ranks"_a, "n"_a, "max_ranks"_a = 0,
         "The ranks ptscotch_ordering orders with: the largest power of two <= ranks, max_ranks (if > 0) and n / 2.");
   m.def("large_diagonal_matching", [](In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "direct/symbolic.hpp"
 
 // PT-Scotch's libptscotchparmetisv3 provides ParMETIS's entry point but Debian ships no
 // parmetis.h: the prototype as ParMETIS 3 declares it, with Scotch's SCOTCH_Num (int in the
@@ -151,10 +152,85 @@ SeparatorTree tree_from_sizes(const std::vector<int>& sizes, int q) {
   return t;
 }
 
+// Each leaf of `tree` (the i-th from the left) reordered by METIS_NodeND on rank i: the rows
+// of the symmetric graph `xadj`/`adjncy` (this rank's block `off`) that lie in a leaf go to its
+// rank, restricted to the leaf; every rank then receives every leaf's new order.
+void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std::int64_t>& off,
+                    const std::vector<int>& xadj, const std::vector<int>& adjncy,
+                    const std::vector<int>& node_of_vertex, SeparatorTree& tree) {
+  std::vector<int> leaf_of_node(tree.num_nodes(), -1), leaves;
+  for (int k = 0; k < tree.num_nodes(); ++k)
+    if (tree.left[k] < 0) {
+      leaf_of_node[k] = static_cast<int>(leaves.size());
+      leaves.push_back(k);
+    }
+  require(static_cast<int>(leaves.size()) <= P, "parallel ordering: more leaves than ranks");
+  const std::int64_t lo = rank < q ? off[rank] : 0;
+  const std::int64_t nrows = static_cast<std::int64_t>(xadj.size()) - 1;
+  // Per row in a leaf: [vertex, degree inside the leaf, neighbours...] to the leaf's rank.
+  std::vector<std::vector<std::int64_t>> out(P);
+  for (std::int64_t r = 0; r < nrows; ++r) {
+    const std::int64_t v = lo + r;
+    const int leaf = leaf_of_node[node_of_vertex[v]];
+    if (leaf < 0) continue;
+    auto& buf = out[leaf];
+    buf.push_back(v);
+    const std::size_t deg_at = buf.size();
+    buf.push_back(0);
+    for (int p = xadj[r]; p < xadj[r + 1]; ++p)
+      if (node_of_vertex[adjncy[p]] == leaves[leaf]) buf.push_back(adjncy[p]);
+    buf[deg_at] = static_cast<std::int64_t>(buf.size() - deg_at - 1);
+  }
+  std::vector<int> send_count(P);
+  for (int r = 0; r < P; ++r) send_count[r] = static_cast<int>(out[r].size());
+  const std::vector<int> send_disp = displacements(send_count);
+  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
+  for (int r = 0; r < P; ++r) std::copy(out[r].begin(), out[r].end(), send.begin() + send_disp[r]);
+  std::vector<std::vector<std::int64_t>>().swap(out);
+  std::vector<int> recv_count(P);
+  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  const std::vector<int> recv_disp = displacements(recv_count);
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
+  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
+                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
+            "MPI_Alltoallv");
+  // My leaf's vertices numbered by their column in the tree's order; METIS on its graph.
+  std::vector<std::int32_t> mine;
+  if (rank < static_cast<int>(leaves.size())) {
+    const int node = leaves[rank];
+    const std::int64_t first = tree.col_start[node], size = tree.col_end[node] - first;
+    std::vector<std::int64_t> local_of(static_cast<std::size_t>(tree.perm.size()), -1);
+    for (std::int64_t c = 0; c < size; ++c) local_of[tree.perm[first + c]] = c;
+    std::vector<std::int64_t> deg(static_cast<std::size_t>(size) + 1, 0);
+    for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1]))
+      deg[local_of[recv[e]] + 1] = recv[e + 1];
+    std::partial_sum(deg.begin(), deg.end(), deg.begin());
+    std::vector<std::int32_t> gx(deg.begin(), deg.end()), ga(static_cast<std::size_t>(deg[size]));
+    for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1])) {
+      const std::int64_t at = deg[local_of[recv[e]]];
+      for (std::int64_t j = 0; j < recv[e + 1]; ++j) ga[at + j] = static_cast<std::int32_t>(local_of[recv[e + 2 + j]]);
+    }
+    const std::vector<std::int32_t> local = metis_nested_dissection(size, gx.data(), ga.data());
+    mine.resize(static_cast<std::size_t>(size));
+    for (std::int64_t c = 0; c < size; ++c) mine[c] = tree.perm[first + local[c]];
+  }
+  std::vector<int> counts(P, 0), disp(P + 1, 0);
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    counts[i] = static_cast<int>(tree.col_end[leaves[i]] - tree.col_start[leaves[i]]);
+  for (int r = 0; r < P; ++r) disp[r + 1] = disp[r] + counts[r];
+  std::vector<std::int32_t> all(static_cast<std::size_t>(disp[P]));
+  check_mpi(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT32_T, all.data(), counts.data(),
+                           disp.data(), MPI_INT32_T, comm),
+            "MPI_Allgatherv");
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    std::copy(all.begin() + disp[i], all.begin() + disp[i + 1], tree.perm.begin() + tree.col_start[leaves[i]]);
+}
+
 template <class I, class J>
 SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t first_row, std::int64_t local_rows,
                                    const I* indptr, const J* indices, const double* values,
-                                   const std::int64_t* new_row, int max_ranks, ParallelOrderingTimes* times) {
+                                   const std::int64_t* new_row, bool metis_leaves, int max_ranks,
+                                   ParallelOrderingTimes* times) {
   require(n >= 1, "the matrix has no rows (0 x 0): nothing to order");
   require(n < std::numeric_limits<int>::max(), "parallel ordering: PT-Scotch's ParMETIS interface takes at most "
                                                 "2^31 - 1 unknowns, got " + std::to_string(n));
@@ -201,7 +277,9 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
     // commsolve runs one thread per rank. A user's own setting of the variable is kept.
     setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
     SCOTCH_randomReset();
-    ParMETIS_V3_NodeND(vtxdist.data(), xadj.data(), adjncy.data(), &numflag, options, order.data(), sizes.data(), &sub);
+    std::vector<int> xadj_in = xadj, adjncy_in = adjncy;  // ParMETIS's arguments are not const
+    ParMETIS_V3_NodeND(vtxdist.data(), xadj_in.data(), adjncy_in.data(), &numflag, options, order.data(), sizes.data(),
+                       &sub);
     check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
   }
   if (times != nullptr) times->nested_dissection = seconds_since(t);
@@ -260,6 +338,11 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
     }
   }
   if (times != nullptr) times->gather = seconds_since(t);
+  if (metis_leaves) {
+    t = clock_type::now();
+    reorder_leaves(comm, rank, P, q, off, xadj, adjncy, node_of_vertex, tree);
+    if (times != nullptr) times->leaves = seconds_since(t);
+  }
   return tree;
 }
 
@@ -268,16 +351,18 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
                                          const std::int64_t* indices, const double* values,
-                                         const std::int64_t* new_row, int max_ranks, ParallelOrderingTimes* times) {
-  return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, max_ranks, times);
+                                         const std::int64_t* new_row, bool metis_leaves, int max_ranks,
+                                         ParallelOrderingTimes* times) {
+  return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, metis_leaves,
+                              max_ranks, times);
 }
 
 std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
-                                                     const std::int32_t* adjncy) {
+                                                     const std::int32_t* adjncy, bool metis_leaves) {
   int initialized = 0;
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   require(initialized != 0, "ordering 'ptscotch' needs MPI initialized (import mpi4py.MPI first)");
-  return nested_dissection_on(MPI_COMM_SELF, n, 0, n, xadj, adjncy, nullptr, nullptr, 1, nullptr).perm;
+  return nested_dissection_on(MPI_COMM_SELF, n, 0, n, xadj, adjncy, nullptr, nullptr, metis_leaves, 1, nullptr).perm;
 }
 
 }  // namespace commsolve

@@ -48,14 +48,14 @@ void SupernodalStructure::validate() const {
 }
 
 const std::vector<std::string>& ordering_names() {
-  static const std::vector<std::string> names = {"nd", "tree", "ptscotch", "natural"};
+  static const std::vector<std::string> names = {"nd", "tree", "ptscotch", "ptscotch-metis", "natural"};
   return names;
 }
 
 void SymbolicOptions::check() const {
   const auto& known = ordering_names();
   if (std::find(known.begin(), known.end(), ordering) == known.end())
-    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, ptscotch, natural)");
+    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, ptscotch, ptscotch-metis, natural)");
   require(max_supernode >= 1, "max_supernode must be at least 1, got " + std::to_string(max_supernode));
   require(levels >= 0, "levels must be >= 0, got " + std::to_string(levels));
   require(relax >= 0, "relax must be >= 0, got " + std::to_string(relax));
@@ -361,8 +361,8 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
     tree.perm = metis_nested_dissection(n, xadj, adjncy);
   } else if (opts.ordering == "tree") {
     tree = separator_tree(n, xadj, adjncy, opts.levels);
-  } else if (opts.ordering == "ptscotch") {
-    tree.perm = ptscotch_nested_dissection(n, xadj, adjncy);
+  } else if (opts.ordering == "ptscotch" || opts.ordering == "ptscotch-metis") {
+    tree.perm = ptscotch_nested_dissection(n, xadj, adjncy, opts.ordering == "ptscotch-metis");
   } else {
     tree.perm.resize(static_cast<std::size_t>(n));
     std::iota(tree.perm.begin(), tree.perm.end(), 0);

@@ -36,14 +36,15 @@ struct SupernodalStructure {
 struct SymbolicOptions {
   int max_supernode = 128;        // most columns per supernode
   std::string ordering = "tree";  // nd (METIS nested dissection) | tree (keeps the separator tree) |
-                                  // ptscotch (PT-Scotch; in parallel on a distributed matrix) | natural
+                                  // ptscotch (PT-Scotch; in parallel on a distributed matrix) |
+                                  // ptscotch-metis (PT-Scotch's separators, METIS's leaves) | natural
   int levels = 4;                 // tree: separator-tree levels kept (a 3D layout needs log2 Pz)
   double relax = 0.3;             // amalgamation: the share of explicit zeros a merged supernode may store
   int relax_subtree = 32;         // elimination subtrees of at most this many columns become one supernode
   // Throws std::invalid_argument naming the option that is out of range or unknown.
   void check() const;
 };
-const std::vector<std::string>& ordering_names();  // nd, tree, ptscotch, natural
+const std::vector<std::string>& ordering_names();  // nd, tree, ptscotch, ptscotch-metis, natural
 
 // The supernodal structure of a matrix whose symmetric pattern (A + A^T, no diagonal) is the
 // graph `xadj`/`adjncy`: the ordering, the graph permuted by it, the symbolic factorization
