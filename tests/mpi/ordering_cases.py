@@ -2,7 +2,7 @@
 on every gallery family, from a row-distributed ParCSR, and a factorization with it.
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/ordering_cases.py K
-Rank 0 prints one JSON line per family: whether perm is a permutation and the same on every
+Rank 0 prints one JSON line per family and ordering ("ptscotch", "ptscotch-metis"): whether perm is a permutation and the same on every
 rank, the separator tree's levels and whether every edge of the row-permuted matrix's B + B^T
 joins two nodes on one root path (checked here in numpy, apart from the C++ check), nnz(L) of
 the symbolic factorization for this ordering and for serial METIS nested dissection (SciPy's
@@ -60,15 +60,15 @@ def separated(tree, B):
     return all(x == y or y in ancestors[x] or x in ancestors[y] for x, y in set(zip(a.tolist(), b.tolist())))
 
 
-for spec in FAMILIES:
+for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-metis")]:
     A_global = checked_matrix(gallery.from_spec(spec))
     n = A_global.shape[0]
     B, pivoting = static_pivoting(A_global)  # the default static pivoting (equilibration, MC64)
     A = ParCSR.from_global(A_global, comm)
-    tree = parallel_ordering(A, pivoting.row_of_col)
+    tree = parallel_ordering(A, pivoting.row_of_col, metis_leaves=ordering == "ptscotch-metis")
     perm = np.asarray(tree.perm)
     same = comm.allgather(perm.tobytes())
-    lu = factor(A, grid=GRIDS[comm.size], ordering="ptscotch", max_supernode=16)
+    lu = factor(A, grid=GRIDS[comm.size], ordering=ordering, max_supernode=16)
     x_true = np.random.default_rng(7).standard_normal(n)
     b = A_global @ x_true
     x = lu.solve(b[A.owned_rows()])
@@ -77,7 +77,7 @@ for spec in FAMILIES:
         nnz_L = symbolic(B, ordered=tree, max_supernode=16, relax=0, relax_subtree=0).nnz_L
         nnz_L_metis = symbolic(B, ordering="nd", max_supernode=16, relax=0, relax_subtree=0).nnz_L
         print(json.dumps({
-            "family": spec.split(":")[0], "n": n,
+            "family": spec.split(":")[0], "ordering": ordering, "n": n,
             "permutation": bool(np.array_equal(np.sort(perm), np.arange(n))),
             "same_on_every_rank": all(s == same[0] for s in same),
             "levels": int(max(tree.level)), "nodes": tree.num_nodes,

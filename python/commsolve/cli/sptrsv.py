@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..direct import AUTO, LU_DEFAULTS, ROW_PERMS, is_auto
+from ..direct import AUTO, LU_DEFAULTS, ORDERINGS, ROW_PERMS, is_auto
 from ..runs.sptrsv import SINGULAR_RESIDUAL
 from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
                      forest_partition_option, guarded, json_option, launch_options, matrix_options,
@@ -41,6 +41,11 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
                    "with COMMSOLVE_CUDA=ON).")
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
 @max_supernode_option
+@click.option("--ordering", type=click.Choice(ORDERINGS), default=LU_DEFAULTS["ordering"], show_default=True,
+              help="Fill-reducing ordering: tree (METIS separators kept as a tree, on rank 0), nd (METIS nested "
+                   "dissection, rank 0), ptscotch (PT-Scotch's nested dissection on the distributed matrix, on the "
+                   "largest power of two of ranks), ptscotch-metis (its separators, each leaf reordered by METIS on "
+                   "its own rank), natural.")
 @click.option("--relax-subtree", type=click.IntRange(0), default=LU_DEFAULTS["relax_subtree"], show_default=True,
               help="Elimination subtrees of at most this many columns become one supernode.")
 @ppn_option()
@@ -58,7 +63,7 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
 def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm, partition, allreduce, tree, nrhs,
-           threads, device, repeat, max_supernode, relax_subtree, ppn, equil, row_perm, replace_tiny, refine,
+           threads, device, repeat, max_supernode, ordering, relax_subtree, ppn, equil, row_perm, replace_tiny, refine,
            allow_singular, tol, as_json):
     """Supernodal LU on a 2D or 3D process grid and the distributed triangular solves: factor
     and solve times (L, inter-grid, U, b/x moves), residual and backward error, nnz(L+U) and
@@ -78,7 +83,7 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
 
     stages = None if as_json else bar(total=len(FACTOR_STAGES), desc="factor", unit="stage")
     result = guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
-                     repeat=repeat, ppn=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
+                     repeat=repeat, ppn=ppn, max_supernode=max_supernode, ordering=ordering, relax_subtree=relax_subtree,
                      algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
                      replace_tiny=replace_tiny, refine=refine, profile=profile, threads=threads,
                      device=device,

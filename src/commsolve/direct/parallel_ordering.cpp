@@ -202,8 +202,13 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
     std::vector<std::int64_t> local_of(static_cast<std::size_t>(tree.perm.size()), -1);
     for (std::int64_t c = 0; c < size; ++c) local_of[tree.perm[first + c]] = c;
     std::vector<std::int64_t> deg(static_cast<std::size_t>(size) + 1, 0);
-    for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1]))
+    for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1])) {
+      for (std::int64_t j = 0; j <= recv[e + 1]; ++j)  // the row's vertex and its neighbours
+        if (local_of[recv[e + (j == 0 ? 0 : 1 + j)]] < 0)
+          throw std::logic_error("parallel ordering: vertex " + std::to_string(recv[e]) + " sent to leaf " +
+                                 std::to_string(rank) + ", which does not hold it or its neighbours");
       deg[local_of[recv[e]] + 1] = recv[e + 1];
+    }
     std::partial_sum(deg.begin(), deg.end(), deg.begin());
     std::vector<std::int32_t> gx(deg.begin(), deg.end()), ga(static_cast<std::size_t>(deg[size]));
     for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1])) {
@@ -302,11 +307,9 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   SeparatorTree tree = tree_from_sizes(sizes, q);
   // PT-Scotch numbers the nodes in postorder (what the tree's column ranges are), unlike the
   // order of `sizes`: new index k is column k, in the node whose range holds it.
-  std::vector<std::int64_t> ends(tree.col_end.begin(), tree.col_end.end());
-  std::sort(ends.begin(), ends.end());
-  std::vector<int> node_at_end(ends.size());
+  std::vector<int> node_of_column(static_cast<std::size_t>(n));
   for (int k = 0; k < tree.num_nodes(); ++k)
-    node_at_end[std::lower_bound(ends.begin(), ends.end(), tree.col_end[k]) - ends.begin()] = k;
+    std::fill(node_of_column.begin() + tree.col_start[k], node_of_column.begin() + tree.col_end[k], k);
   tree.perm.assign(static_cast<std::size_t>(n), -1);
   std::vector<int> node_of_vertex(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v) {
@@ -316,9 +319,7 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
     if (tree.perm[k] != -1) throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: new index " +
                                                      std::to_string(k) + " given to two vertices");
     tree.perm[k] = static_cast<std::int32_t>(v);
-    // The node holding column k: the first (in column order) whose range ends after k; an
-    // empty node's range ends where the previous one does, so upper_bound skips it.
-    node_of_vertex[v] = node_at_end[std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()];
+    node_of_vertex[v] = node_of_column[k];
   }
   // The separator property on this rank's entries: the nodes of i and j are on one root path.
   auto on_path = [&](int a, int b) {

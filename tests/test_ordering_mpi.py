@@ -1,0 +1,51 @@
+"""The parallel ordering (issue 35): PT-Scotch's nested dissection on the row-distributed
+matrix (direct/parallel_ordering.hpp), alone ("ptscotch") or with METIS on each leaf
+("ptscotch-metis"), on every gallery family at 1-4 ranks (3 and 4 oversubscribed): a
+permutation, the same on every rank, a separator tree of log2 of the ordering ranks' levels
+whose separators separate (checked in numpy from the matrix), fill against serial METIS
+nested dissection, and factor() with it solving to a backward error of at most 1e-14."""
+
+import math
+
+import pytest
+from conftest import json_lines, mpirun
+
+from commsolve import _core
+
+RANKS = [1, 2, 3, 4]
+_cache = {}
+
+
+def results(nprocs):
+    if nprocs not in _cache:
+        _cache[nprocs] = json_lines(mpirun(nprocs, "ordering_cases.py", nprocs).stdout)
+    return _cache[nprocs]
+
+
+@pytest.mark.parametrize("nprocs", RANKS)
+def test_every_family_orders_and_solves(nprocs):
+    rows = results(nprocs)
+    assert len(rows) == 24  # 12 families x 2 orderings
+    for r in rows:
+        what = f"{r['family']} {r['ordering']} on {nprocs} ranks"
+        assert r["permutation"] and r["same_on_every_rank"], what
+        assert r["separated"], what
+        # the largest power of two of ranks orders (SuperLU_DIST's rule for ParMETIS), fewer for tiny n
+        assert r["levels"] == int(math.log2(_core.ordering_ranks(nprocs, r["n"]))), what
+        assert r["nodes"] == 2 ** (r["levels"] + 1) - 1, what
+        assert r["berr"] <= 1e-14, what  # NaN fails too
+        assert r["err"] <= 1e-11 * r["x_scale"], what
+        parts = {"gather", "pivoting", "ordering_graph", "nested_dissection", "ordering_gather", "graph", "permute",
+                 "symbolic"} | ({"metis_leaves"} if r["ordering"] == "ptscotch-metis" else set())
+        assert set(r["ordering_parts"]) == parts, what
+
+
+@pytest.mark.parametrize("nprocs", RANKS)
+def test_fill_against_serial_metis(nprocs):
+    """METIS on the leaves keeps METIS's fill (within 1.3x, the issue's bound); PT-Scotch's own
+    leaf orderings leave 1.0-1.7x METIS's fill on these small matrices (bench/ordering_quality
+    reports it at scale): bounded here so a broken ordering fails."""
+    for r in results(nprocs):
+        ratio = r["nnz_L"] / r["nnz_L_metis"]
+        bound = 1.3 if r["ordering"] == "ptscotch-metis" else 2.0
+        assert 0.5 <= ratio <= bound, f"{r['family']} {r['ordering']} on {nprocs} ranks: fill {ratio:.2f}x METIS's"
