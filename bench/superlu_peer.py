@@ -21,9 +21,12 @@ PDDRIVE, PDDRIVE3D = f"{EXAMPLES}/pddrive", f"{EXAMPLES}/pddrive3d"
 FIELDS = {"factor_s": r"FACTOR time\s+([\d.]+)", "solve_s": r"SOLVE time\s+([\d.]+)",
           "colperm_s": r"COLPERM time\s+([\d.]+)", "symbfact_s": r"SYMBFACT time\s+([\d.]+)",
           "distribute_s": r"DISTRIBUTE time\s+([\d.]+)",
-          "nnz_LU": r"nonzeros in L\+U\s+(\d+)", "error": r"\|\|X-Xtrue\|\|/\|\|X\|\| = ([\d.eE+-]+)"}
+          "nnz_LU": r"nonzeros in L\+U\s+(\d+)", "error": r"\|\|X ?- ?Xtrue\|\| ?/ ?\|\|X\|\| = ([\d.eE+-]+)",
+          "equil_s": r"EQUIL time\s+([\d.]+)", "rowperm_s": r"ROWPERM time\s+([\d.]+)"}
+# Printed by some versions only: 9.2.1 prints no nnz(L+U) (None then); 8.1.2 no EQUIL/ROWPERM (0 then).
+OPTIONAL = {"nnz_LU": None, "equil_s": 0.0, "rowperm_s": 0.0}
 # What each code spends before its first solve (ordering, symbolic, distribution, numeric).
-SETUP = ("colperm_s", "symbfact_s", "distribute_s", "factor_s")
+SETUP = ("equil_s", "rowperm_s", "colperm_s", "symbfact_s", "distribute_s", "factor_s")
 
 
 def superlu9():
@@ -70,6 +73,9 @@ def superlu_run(path, grid, driver=PDDRIVE, threads=1, env=None):
     rec = {}
     for key, pattern in FIELDS.items():
         m = re.search(pattern, text)
+        if m is None and key in OPTIONAL:
+            rec[key] = OPTIONAL[key]
+            continue
         if m is None:
             raise RuntimeError(f"{os.path.basename(driver)} printed no {key}:\n{text[-3000:]}")
         rec[key] = float(m.group(1))
@@ -81,7 +87,9 @@ def superlu_run(path, grid, driver=PDDRIVE, threads=1, env=None):
 def summarize(runs):
     """Runs of :func:`superlu_run` and their medians."""
     med = {k: statistics.median(r[k] for r in runs) for k in ("solve_s", "factor_s", "setup_s", "peak_rss_bytes")}
-    return {"runs": runs, **med, "nnz_LU": int(runs[0]["nnz_LU"]), "error_vs_xtrue": max(r["error"] for r in runs)}
+    nnz = runs[0]["nnz_LU"]
+    return {"runs": runs, **med, "nnz_LU": None if nnz is None else int(nnz),
+            "error_vs_xtrue": max(r["error"] for r in runs)}
 
 
 def superlu(path, grid, runs, driver=PDDRIVE, threads=1, env=None):

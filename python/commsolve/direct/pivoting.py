@@ -10,7 +10,10 @@ factored without pivoting, and to b and x around the triangular solves.
    ``RowPerm = LargeDiag_MC64``, job 5): the permutation maximising the product of the
    diagonal's magnitudes, with the scaling from its dual variables under which every
    diagonal entry has magnitude 1 and every other entry at most 1 (C++
-   ``large_diagonal_matching``). ``row_perm="none"`` keeps the rows.
+   ``large_diagonal_matching``). ``row_perm="none"`` keeps the rows; ``row_perm="auto"``
+   keeps them where a cheap test says the diagonal is already safe (:func:`diagonally_dominant`:
+   nonzero and weakly dominant by rows or by columns, e.g. Poisson and upwind
+   convection-diffusion), and runs MC64 otherwise.
 
 The matrix factored is then B = (diag(row_scale) A diag(col_scale))[row_of_col, :], its rows
 and columns permuted symmetrically by the fill-reducing ordering; to solve A x = b, the
@@ -28,9 +31,9 @@ import scipy.sparse as sp
 
 from .. import _core
 
-__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "ROW_PERMS", "EQUED"]
+__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "diagonally_dominant", "ROW_PERMS", "EQUED"]
 
-ROW_PERMS = ("mc64", "none")
+ROW_PERMS = ("mc64", "none", "auto")
 EQUED = {"N": "none", "R": "rows scaled", "C": "columns scaled", "B": "rows and columns scaled"}  # LAPACK's letters
 _THRESH = 0.1  # dlaqgs: scale only when the scale ratio is below this
 
@@ -104,12 +107,25 @@ def _equilibrate(A):
     return (one if rows_ok else r), (one if cols_ok else c), equed
 
 
+def diagonally_dominant(A):
+    """Whether every diagonal entry of the square CSR ``A`` is nonzero and |a_ii| >= the sum of
+    the other magnitudes of its row, for every row, or of its column, for every column: the
+    matrices LU factors stably without a row permutation (one pass over the entries)."""
+    d = np.abs(A.diagonal())
+    if not np.all(d > 0):
+        return False
+    M = abs(A)
+    return bool(np.all(2 * d >= np.asarray(M.sum(axis=1)).ravel()) or np.all(2 * d >= np.asarray(M.sum(axis=0)).ravel()))
+
+
 def static_pivoting(A, equil=True, row_perm="mc64"):
     """``(B, StaticPivoting)``: the scaled and row-permuted matrix to factor, and what was done.
     ``A`` as :func:`checked_matrix` returns it."""
     if row_perm not in ROW_PERMS:
         raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
     n = A.shape[0]
+    if row_perm == "auto":
+        row_perm = "none" if diagonally_dominant(A) else "mc64"
     r, c, equed = _equilibrate(A) if equil else (np.ones(n), np.ones(n), "N")
     B = _scaled(A, r, c) if equed != "N" else A.copy()
     row_of_col = None

@@ -62,6 +62,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
                     ordering=ordering, equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile, progress=factor_progress,
                     threads=threads)
+    setup_rss = peak_resident_bytes()  # the setup's peak: before rank 0 gathers A for the check below
     if device != "cpu":
         solver.to_device(device)
     A = D.to_global(0)  # for the check of the residual, on rank 0
@@ -86,6 +87,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     factor_per_rank = comm.gather(solver.factor_stats.array if on_grids else None, root=0)
     entries = comm.gather(solver.local_entries, root=0)
     peak_rss = comm.gather(peak_resident_bytes(), root=0)
+    setup_rss = comm.gather(setup_rss, root=0)
     pieces = comm.gather(x_local, root=0)
     if comm.rank != 0:
         return None
@@ -125,7 +127,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "relax_subtree": relax_subtree,
         "tiny_pivots_replaced": int(solver.tiny_pivots_replaced),
         "static_pivoting": {"equil": bool(equil), "equed": solver.pivoting.equed, "row_perm": row_perm,
-                            "replace_tiny": bool(replace_tiny), "refine": bool(refine)},
+                            "row_perm_used": solver.pivoting.row_perm, "replace_tiny": bool(replace_tiny), "refine": bool(refine)},
         "factor_s": solver.factor_seconds,
         "ordering_parts_s": solver.report.ordering_parts,  # where the ordering's seconds went (rank 0's clock)
         **{TIME_KEYS[k]: v for k, v in med.items()},
@@ -136,9 +138,11 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         # unique factor entries (no replicas, no inverses) over the time of L, inter-grid and U
         "solve_bandwidth_gbs": 8 * int(solver.nnz_LU) / solve_only / 1e9 if solve_only > 0 else None,
         "local_entries": [int(e) for e in entries],
-        # per rank: the factor entries it stores (bytes), and its peak resident memory so far
-        # (the whole process: matrix, the root's analysis, the factorization's buffers, solve store, Python)
+        # per rank: the factor entries it stores (bytes), its peak resident memory at the end of
+        # factor() (the setup: matrix, the root's analysis, the factorization's buffers, Python) and
+        # at the end of the run (the solves, and rank 0's gathered A for the residual check, included)
         "memory_per_rank": {"factor_bytes": _max_mean([8 * e for e in entries]),
+                            "setup_peak_rss_bytes": _max_mean(setup_rss),
                             "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,
         "warnings": singular_warnings(int(solver.tiny_pivots_replaced), resid),
@@ -205,7 +209,9 @@ def format_sptrsv(r):
         + (f", forests {r['partition']}, allreduce {r['allreduce']}" if r["grid"][2] > 1 else ""),
         f"factors     nnz(L+U) {r['nnz_LU']:,} in {r['supernodes']:,} supernodes "
         f"({r['factor_bytes'] / 1e6:,.1f} MB stored, inverted diagonal blocks and replicas included; per rank "
-        f"max {r['memory_per_rank']['factor_bytes']['max'] / 1e6:,.1f} MB, peak resident "
+        f"max {r['memory_per_rank']['factor_bytes']['max'] / 1e6:,.1f} MB; peak resident per rank after the setup "
+        f"max {r['memory_per_rank']['setup_peak_rss_bytes']['max'] / 1e6:,.1f} MB, mean "
+        f"{r['memory_per_rank']['setup_peak_rss_bytes']['mean'] / 1e6:,.1f} MB, at the end max "
         f"{r['memory_per_rank']['peak_rss_bytes']['max'] / 1e6:,.1f} MB)",
         f"factor      {f['total']:.3f} s ("
         + ", ".join(f"{k} {v:.3f}" for k, v in f.items() if k != "total")
@@ -226,7 +232,8 @@ def format_sptrsv(r):
          f"refinement  off (backward error measured in {r['refine_s'] * 1e3:.3f} ms: componentwise "
          f"{max(r['berr']):.2e})"),
         f"pivoting    equilibration {EQUED[r['static_pivoting']['equed']]}, row permutation "
-        f"{r['static_pivoting']['row_perm']}, tiny pivots replaced {r['tiny_pivots_replaced']}",
+        f"{r['static_pivoting']['row_perm_used']}"
+        + (" (auto)" if r["static_pivoting"]["row_perm"] == "auto" else "") + f", tiny pivots replaced {r['tiny_pivots_replaced']}",
         f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error ||Ax - b|| / (||A|| ||x|| + ||b||)"
         f" = {r['backward_error']:.2e}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",

@@ -274,7 +274,12 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   const std::int64_t mine = rank < q ? off[rank + 1] - off[rank] : 0;
   std::vector<int> order(static_cast<std::size_t>(std::max<std::int64_t>(mine, 1)), -1);
   std::vector<int> sizes(2 * static_cast<std::size_t>(q), 0);
-  if (sub != MPI_COMM_NULL) {
+  if (sub != MPI_COMM_NULL && q == 1 && metis_leaves) {
+    // One leaf, the whole graph, which METIS reorders next: PT-Scotch's ordering would be discarded.
+    std::iota(order.begin(), order.begin() + mine, 0);
+    sizes[0] = static_cast<int>(n);
+    check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
+  } else if (sub != MPI_COMM_NULL) {
     std::vector<int> vtxdist(off.begin(), off.end());
     const int numflag = 0, options[3] = {0, 0, 0};
     if (adjncy.empty()) adjncy.push_back(0);  // a valid pointer for a block without edges
