@@ -130,7 +130,9 @@ def main():
                                                           "setup_ratio", "ordering_over_colperm", "peak_rss_ratio",
                                                           "nnz_ratio")}), flush=True)
     doc = {"benchmark": "factor_vs_superlu", "machine": machine(),
-           "superlu_dist": (f"{args.peer} ({'Debian libsuperlu-dist-dev' if args.peer == '8.1.2' else 'built from ../shared/peers'}), "
+           "superlu_dist": (f"{args.peer} ("
+                            + ("Debian libsuperlu-dist-dev" if args.peer == "8.1.2" else "built from ../shared/peers")
+                            + "), "
                             "pddrive/pddrive3d defaults (COLPERM: serial METIS on A^T + A)"),
            "note": "both codes factor on every rank of every grid; commsolve's numeric phase includes the "
                    "inverted diagonal blocks its solve applies",

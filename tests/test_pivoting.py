@@ -167,7 +167,7 @@ def test_unknown_row_permutation():
         direct.SparseLU(gallery.poisson2d(4), row_perm="mc65")
 
 
-@pytest.mark.parametrize("spec,used", [("poisson2d9:20", "none"), ("convdiff2d:20", "none"), ("poisson3d:6", "none"),
+@pytest.mark.parametrize("spec,used", [("poisson2d9:20", "none"), ("convdiff2d:20", "mc64"), ("poisson3d:6", "none"),
                                        ("kkt3d:4", "mc64"), ("random:rows=200,nnz_per_row=5", "mc64")])
 def test_auto_row_permutation_skips_mc64_on_diagonally_dominant_matrices(spec, used):
     """row_perm="auto": no row permutation where every diagonal entry is nonzero and weakly

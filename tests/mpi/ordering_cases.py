@@ -2,12 +2,13 @@
 on every gallery family, from a row-distributed ParCSR, and a factorization with it.
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/ordering_cases.py K
-Rank 0 prints one JSON line per family and ordering ("ptscotch", "ptscotch-metis"): whether perm is a permutation and the same on every
-rank, the separator tree's levels and whether every edge of the row-permuted matrix's B + B^T
-joins two nodes on one root path (checked here in numpy, apart from the C++ check), nnz(L) of
-the symbolic factorization for this ordering and for serial METIS nested dissection (SciPy's
-pattern, no commsolve ordering code), and the backward error and the error against a known
-solution of factor(ordering="ptscotch") on a grid of the K ranks.
+Rank 0 prints one JSON line per family and ordering ("ptscotch", "ptscotch-metis"): whether
+perm is a permutation and the same on every rank, the separator tree's levels and whether
+every entry of the row-permuted matrix's B + B^T joins two nodes on one root path (checked
+here in numpy, apart from the C++ check), nnz(L) of the symbolic factorization for this
+ordering and for serial METIS nested dissection (ordering "nd", no relaxation), and the
+backward error and the error against a known solution of factor() with the ordering on a
+grid of the K ranks.
 """
 
 import json

@@ -83,7 +83,8 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
 
     stages = None if as_json else bar(total=len(FACTOR_STAGES), desc="factor", unit="stage")
     result = guarded(run_sptrsv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, nrhs=nrhs,
-                     repeat=repeat, ppn=ppn, max_supernode=max_supernode, ordering=ordering, relax_subtree=relax_subtree,
+                     repeat=repeat, ppn=ppn, max_supernode=max_supernode, ordering=ordering,
+                     relax_subtree=relax_subtree,
                      algorithm=algorithm, partition=partition, allreduce=allreduce, equil=equil, row_perm=row_perm,
                      replace_tiny=replace_tiny, refine=refine, profile=profile, threads=threads,
                      device=device,

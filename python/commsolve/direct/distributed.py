@@ -32,8 +32,8 @@ from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, levels_for, symbolic
 
-__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "parallel_ordering", "factor_on_layout", "Analysis", "FactorRequest",
-           "FactorReport", "register_tuner"]
+__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "parallel_ordering", "factor_on_layout",
+           "Analysis", "FactorRequest", "FactorReport", "register_tuner"]
 
 _tuner = None
 
@@ -161,8 +161,9 @@ def analyze_on_root(source, comm, request):
     gathered there (its numeric factorization happens on the grids), or of a scipy matrix
     given there (factored whole, :class:`SparseLU`). The separator tree keeps at least log2
     of the most layers the request may use. With ``ordering="ptscotch"`` (or
-    ``"ptscotch-metis"``) a ParCSR's ordering is computed on every rank (:func:`parallel_ordering`) between the static pivoting and the
-    symbolic analysis on the root."""
+    ``"ptscotch-metis"``) a ParCSR's ordering is computed on every rank
+    (:func:`parallel_ordering`), between the static pivoting and the symbolic analysis on
+    the root."""
     root = request.root
     on_grids = isinstance(source, ParCSR)
     t0 = time.perf_counter()

@@ -12,8 +12,8 @@ factored without pivoting, and to b and x around the triangular solves.
    diagonal entry has magnitude 1 and every other entry at most 1 (C++
    ``large_diagonal_matching``). ``row_perm="none"`` keeps the rows; ``row_perm="auto"``
    keeps them where a cheap test says the diagonal is already safe (:func:`diagonally_dominant`:
-   nonzero and weakly dominant by rows or by columns, e.g. Poisson and upwind
-   convection-diffusion), and runs MC64 otherwise.
+   nonzero and weakly dominant by rows or by columns, e.g. Poisson; not the gallery's
+   centrally differenced convection-diffusion), and runs MC64 otherwise.
 
 The matrix factored is then B = (diag(row_scale) A diag(col_scale))[row_of_col, :], its rows
 and columns permuted symmetrically by the fill-reducing ordering; to solve A x = b, the
@@ -115,7 +115,8 @@ def diagonally_dominant(A):
     if not np.all(d > 0):
         return False
     M = abs(A)
-    return bool(np.all(2 * d >= np.asarray(M.sum(axis=1)).ravel()) or np.all(2 * d >= np.asarray(M.sum(axis=0)).ravel()))
+    by_rows, by_cols = np.asarray(M.sum(axis=1)).ravel(), np.asarray(M.sum(axis=0)).ravel()
+    return bool(np.all(2 * d >= by_rows) or np.all(2 * d >= by_cols))
 
 
 def static_pivoting(A, equil=True, row_perm="mc64"):

@@ -39,8 +39,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                factor_progress=None, threads=None, device="cpu"):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
-    ``ordering`` on rank 0, or on every rank for PT-Scotch's, the numeric factorization by every rank of every grid, each ending
-    with its own blocks, see :func:`~commsolve.direct.factor`); b (distributed by
+    ``ordering`` on rank 0, or on every rank for PT-Scotch's; the numeric factorization by
+    every rank of every grid, each ending with its own blocks, see :func:`~commsolve.direct.factor`); b (distributed by
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
     median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:
     the grid and algorithm the simulator predicts fastest with ``profile`` (the ranking is in
@@ -60,7 +60,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
     D = ParCSR.from_spec(gen, comm) if gen is not None else ParCSR.from_file(matrix, comm)
     solver = factor(D, comm, grid=grid, tree=tree, algorithm=algorithm, partition=partition,
                     allreduce=allreduce, topology=ppn, max_supernode=max_supernode, relax_subtree=relax_subtree,
-                    ordering=ordering, equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile, progress=factor_progress,
+                    ordering=ordering, equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, profile=profile,
+                    progress=factor_progress,
                     threads=threads)
     setup_rss = peak_resident_bytes()  # the setup's peak: before rank 0 gathers A for the check below
     if device != "cpu":
@@ -127,7 +128,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
         "relax_subtree": relax_subtree,
         "tiny_pivots_replaced": int(solver.tiny_pivots_replaced),
         "static_pivoting": {"equil": bool(equil), "equed": solver.pivoting.equed, "row_perm": row_perm,
-                            "row_perm_used": solver.pivoting.row_perm, "replace_tiny": bool(replace_tiny), "refine": bool(refine)},
+                            "row_perm_used": solver.pivoting.row_perm, "replace_tiny": bool(replace_tiny),
+                            "refine": bool(refine)},
         "factor_s": solver.factor_seconds,
         "ordering_parts_s": solver.report.ordering_parts,  # where the ordering's seconds went (rank 0's clock)
         **{TIME_KEYS[k]: v for k, v in med.items()},
@@ -233,7 +235,8 @@ def format_sptrsv(r):
          f"{max(r['berr']):.2e})"),
         f"pivoting    equilibration {EQUED[r['static_pivoting']['equed']]}, row permutation "
         f"{r['static_pivoting']['row_perm_used']}"
-        + (" (auto)" if r["static_pivoting"]["row_perm"] == "auto" else "") + f", tiny pivots replaced {r['tiny_pivots_replaced']}",
+        + (" (auto)" if r["static_pivoting"]["row_perm"] == "auto" else "")
+        + f", tiny pivots replaced {r['tiny_pivots_replaced']}",
         f"residual    ||Ax - b|| / ||b|| = {r['rel_residual']:.2e}, backward error ||Ax - b|| / (||A|| ||x|| + ||b||)"
         f" = {r['backward_error']:.2e}",
         f"CommStats   recorded == planned: {'yes' if r['stats_recorded_equal_planned'] else 'NO'}",

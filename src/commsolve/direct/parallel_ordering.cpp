@@ -61,6 +61,22 @@ std::vector<int> displacements(const std::vector<int>& counts) {
   return d;
 }
 
+// One all-to-all of int64 values: `send` holds `send_count[r]` values for rank r, in rank
+// order; returns what this rank receives, in rank order.
+std::vector<std::int64_t> all_to_all(MPI_Comm comm, const std::vector<std::int64_t>& send,
+                                     const std::vector<int>& send_count) {
+  const int P = static_cast<int>(send_count.size());
+  const std::vector<int> send_disp = displacements(send_count);
+  std::vector<int> recv_count(P);
+  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  const std::vector<int> recv_disp = displacements(recv_count);
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
+  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
+                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
+            "MPI_Alltoallv");
+  return recv;
+}
+
 // This rank's block of the symmetric graph of B + B^T over the first q ranks (rows `off`),
 // without self loops: each entry (i, j) of B goes to the owners of i and of j as the edges
 // (i, j) and (j, i). Returns the block as CSR (xadj relative to the block, global adjncy).
@@ -93,13 +109,7 @@ void symmetric_block(MPI_Comm comm, int q, const std::vector<std::int64_t>& off,
     send[at++] = u;
     send[at++] = v;
   });
-  std::vector<int> recv_count(P);
-  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  const std::vector<int> recv_disp = displacements(recv_count);
-  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
-  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
-                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
-            "MPI_Alltoallv");
+  std::vector<std::int64_t> recv = all_to_all(comm, send, send_count);
   std::vector<std::int64_t>().swap(send);
   // Bucket by row, then sort and deduplicate each row.
   const std::int64_t lo = rank < q ? off[rank] : 0, nrows = rank < q ? off[rank + 1] - off[rank] : 0;
@@ -182,18 +192,13 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
     buf[deg_at] = static_cast<std::int64_t>(buf.size() - deg_at - 1);
   }
   std::vector<int> send_count(P);
-  for (int r = 0; r < P; ++r) send_count[r] = static_cast<int>(out[r].size());
-  const std::vector<int> send_disp = displacements(send_count);
-  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
-  for (int r = 0; r < P; ++r) std::copy(out[r].begin(), out[r].end(), send.begin() + send_disp[r]);
+  std::vector<std::int64_t> send;
+  for (int r = 0; r < P; ++r) {
+    send_count[r] = static_cast<int>(out[r].size());
+    send.insert(send.end(), out[r].begin(), out[r].end());
+  }
   std::vector<std::vector<std::int64_t>>().swap(out);
-  std::vector<int> recv_count(P);
-  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  const std::vector<int> recv_disp = displacements(recv_count);
-  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
-  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
-                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
-            "MPI_Alltoallv");
+  const std::vector<std::int64_t> recv = all_to_all(comm, send, send_count);
   // My leaf's vertices numbered by their column in the tree's order; METIS on its graph.
   std::vector<std::int32_t> mine;
   if (rank < static_cast<int>(leaves.size())) {
@@ -203,10 +208,12 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
     for (std::int64_t c = 0; c < size; ++c) local_of[tree.perm[first + c]] = c;
     std::vector<std::int64_t> deg(static_cast<std::size_t>(size) + 1, 0);
     for (std::size_t e = 0; e < recv.size(); e += 2 + static_cast<std::size_t>(recv[e + 1])) {
-      for (std::int64_t j = 0; j <= recv[e + 1]; ++j)  // the row's vertex and its neighbours
-        if (local_of[recv[e + (j == 0 ? 0 : 1 + j)]] < 0)
-          throw std::logic_error("parallel ordering: vertex " + std::to_string(recv[e]) + " sent to leaf " +
-                                 std::to_string(rank) + ", which does not hold it or its neighbours");
+      const bool held = local_of[recv[e]] >= 0 &&
+                        std::all_of(recv.begin() + e + 2, recv.begin() + e + 2 + recv[e + 1],
+                                    [&](std::int64_t v) { return local_of[v] >= 0; });
+      if (!held)
+        throw std::logic_error("parallel ordering: vertex " + std::to_string(recv[e]) + " sent to leaf " +
+                               std::to_string(rank) + ", which does not hold it or its neighbours");
       deg[local_of[recv[e]] + 1] = recv[e + 1];
     }
     std::partial_sum(deg.begin(), deg.end(), deg.begin());
