@@ -342,7 +342,9 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     between the grids), and each rank ends holding its own blocks: the factors never pass
     through one rank. Or a scipy matrix on rank ``root`` (other ranks may pass None):
     factored whole there as :class:`SparseLU` does, then distributed.
-    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering). The factors
+    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering; with
+    ``ordering="ptscotch"`` or ``"ptscotch-metis"`` a ParCSR's ordering is computed by
+    PT-Scotch on the distributed rows, every rank taking part, :func:`parallel_ordering`). The factors
     are spread over a ``grid = (px, py, pz)`` of ``comm``: the supernodal elimination tree is
     split into 2 pz - 1 forests (``partition``: ``"nd"``, the top log2 pz levels of the
     nested-dissection separator tree, or ``"greedy"``, SuperLU_DIST's load-balancing split);
