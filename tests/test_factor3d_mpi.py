@@ -39,6 +39,7 @@ def test_blocks_equal_the_serial_factors_and_messages_the_plan(grid, family):
     r = results(grid)[family]
     assert r["block_diff"] <= 1e-11  # fan-out vs multifrontal: the same sums in another order
     assert r["held_ok"] and r["size_ok"] and r["stats_ok"]
+    assert r["here_ok"]  # the plan counted from each rank's own rows equals the whole matrix's
     assert r["narrow_diff"] <= 1e-11  # the same with one message at a time in MPI's hands
     # every rank of every grid but the first sends its ancestors' updates once and receives
     # its ancestors once, from the same place in another grid (a header, and the payload

@@ -91,6 +91,10 @@ for spec in FAMILIES:
     planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order, layout,
                                             topo)
     stats_ok = comm.allreduce(recorded == planned[comm.rank], op=MPI.LAND)
+    # the plan factor() uses, counted from each rank's own rows, against the whole matrix's
+    here_ok = comm.allreduce(factor3d.planned_factor_stats_here(D, serial.pivoting, serial.row_order,
+                                                                serial.col_order, layout, topo) == planned[comm.rank],
+                             op=MPI.LAND)
     inter_grid = comm.allreduce(int(recorded.array[list(factor3d.Z_FACTOR_STEPS), :2].sum()))
     in_grid = comm.allreduce(int(recorded.array[list(factor3d.XY_FACTOR_STEPS), :2].sum()))
     # One send at a time handed to MPI: messages wait in the engine's queue (the window's
@@ -107,7 +111,7 @@ for spec in FAMILIES:
     x = solver.solve(b, replicated=True)
     if comm.rank == 0:
         ref = serial.solve(b)
-        print(json.dumps(dict(family=spec.split(":")[0], block_diff=worst, held_ok=bool(held_ok),
+        print(json.dumps(dict(family=spec.split(":")[0], block_diff=worst, held_ok=bool(held_ok), here_ok=bool(here_ok),
                               size_ok=bool(size_ok), stats_ok=bool(stats_ok), narrow_diff=narrow_diff,
                               inter_grid_msgs=inter_grid,
                               in_grid_msgs=in_grid, flops=flops, serial_flops=serial._core.flops,

@@ -26,7 +26,7 @@ from .._watchdog import watched
 from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
-from .factor3d import factor_on_grids, planned_factor_stats
+from .factor3d import factor_on_grids, planned_factor_stats_here
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
@@ -276,14 +276,6 @@ def _row_distribution(distribution, source, n, comm):
     return distribution
 
 
-def _row_owner(dist, nranks):
-    """The rank owning each row under the Distribution ``dist``."""
-    owner = np.empty(dist.global_size, dtype=np.int64)
-    for r in range(nranks):
-        owner[dist.owned(r)] = r
-    return owner
-
-
 def _residual_matrix(analysis, source, dist, topo, comm, root):
     """A as a ParCSR distributed like b and x: the given ParCSR when b and x follow its rows,
     else A's rows sent from the root."""
@@ -303,10 +295,8 @@ def factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request
     root = request.root
     pivots = {k: request.lu_options.get(k, PIVOTING_DEFAULTS[k]) for k in ("zero_pivot", "replace_tiny")}
     if isinstance(source, ParCSR):
-        planned = run_agreed(comm, lambda: None if comm.rank != root else planned_factor_stats(
-            analysis.matrix, _row_owner(source.row_dist, comm.size), analysis.pivoting, analysis.row_order,
-            analysis.col_order, layout, topo, options.tree))
-        planned = comm.scatter(planned, root=root)
+        planned = planned_factor_stats_here(source, analysis.pivoting, analysis.row_order, analysis.col_order, layout,
+                                            topo, options.tree)
         seconds = {"ordering": comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)}
         store, grids = factor_on_grids(source, analysis.pivoting, analysis.row_order, analysis.col_order, layout, topo,
                                        analysis.anorm, pivots["zero_pivot"], pivots["replace_tiny"], options.tree)

@@ -19,7 +19,7 @@ from ..stats import CommStats
 from ..trees import tree_shape
 
 __all__ = ["FACTOR_STEPS", "XY_FACTOR_STEPS", "Z_FACTOR_STEPS", "GridFactorization", "local_entries",
-           "factor_on_grids", "planned_factor_stats"]
+           "factor_on_grids", "planned_factor_stats", "planned_factor_stats_here"]
 
 # The steps of the factorization's CommStats (C++ FactorStep): A's entries to the ranks that
 # factor them, the broadcasts inside the grids (L panels along process rows, U rows down
@@ -93,6 +93,21 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, la
     for r in range(size):
         out[r, 0] = _stats_row(counts[r], counts[:, r], r, topo)
     return [CommStats(a) for a in out]
+
+
+def planned_factor_stats_here(A, pivoting, row_order, col_order, layout, topo, tree=None):
+    """Collective on ``A.comm`` (``A`` a ParCSR). This rank's planned CommStats of the
+    factorization, as :func:`planned_factor_stats` counts them for every rank, but from this
+    rank's own rows (the receive counts by one all-to-all of counts): no rank needs the whole
+    matrix."""
+    comm = A.comm
+    rows, cols, _ = local_entries(A, pivoting, row_order, col_order)
+    size = layout.grid.size
+    to = np.bincount(np.asarray(_core.entry_destinations(layout, rows, cols), dtype=np.int64), minlength=size)
+    came = np.asarray(comm.alltoall([int(c) for c in to]), dtype=np.int64)
+    mine = np.asarray(_core.factor_3d_planned(layout, topo, tree_shape(tree)))[comm.rank].copy()
+    mine[0] = _stats_row(to, came, comm.rank, topo)
+    return CommStats(mine)
 
 
 def factor_on_grids(A, pivoting, row_order, col_order, layout, topo, anorm, zero_pivot, replace_tiny, tree=None,
