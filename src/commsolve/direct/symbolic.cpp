@@ -54,8 +54,11 @@ const std::vector<std::string>& ordering_names() {
 
 void SymbolicOptions::check() const {
   const auto& known = ordering_names();
-  if (std::find(known.begin(), known.end(), ordering) == known.end())
-    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: nd, tree, ptscotch, ptscotch-metis, natural)");
+  if (std::find(known.begin(), known.end(), ordering) == known.end()) {
+    std::string list;
+    for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+    throw std::invalid_argument("unknown ordering '" + ordering + "' (known: " + list + ")");
+  }
   require(max_supernode >= 1, "max_supernode must be at least 1, got " + std::to_string(max_supernode));
   require(levels >= 0, "levels must be >= 0, got " + std::to_string(levels));
   require(relax >= 0, "relax must be >= 0, got " + std::to_string(relax));
