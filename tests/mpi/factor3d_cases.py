@@ -92,8 +92,8 @@ for spec in FAMILIES:
                                             topo)
     stats_ok = comm.allreduce(recorded == planned[comm.rank], op=MPI.LAND)
     # the plan factor() uses, counted from each rank's own rows, against the whole matrix's
-    here_ok = comm.allreduce(factor3d.planned_factor_stats_here(D, serial.pivoting, serial.row_order,
-                                                                serial.col_order, layout, topo) == planned[comm.rank],
+    entries = factor3d.local_entries(D, serial.pivoting, serial.row_order, serial.col_order)
+    here_ok = comm.allreduce(factor3d.planned_factor_stats_here(comm, entries, layout, topo) == planned[comm.rank],
                              op=MPI.LAND)
     inter_grid = comm.allreduce(int(recorded.array[list(factor3d.Z_FACTOR_STEPS), :2].sum()))
     in_grid = comm.allreduce(int(recorded.array[list(factor3d.XY_FACTOR_STEPS), :2].sum()))

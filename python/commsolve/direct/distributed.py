@@ -26,7 +26,7 @@ from .._watchdog import watched
 from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
-from .factor3d import factor_on_grids, planned_factor_stats_here
+from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
@@ -295,11 +295,12 @@ def factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request
     root = request.root
     pivots = {k: request.lu_options.get(k, PIVOTING_DEFAULTS[k]) for k in ("zero_pivot", "replace_tiny")}
     if isinstance(source, ParCSR):
-        planned = planned_factor_stats_here(source, analysis.pivoting, analysis.row_order, analysis.col_order, layout,
-                                            topo, options.tree)
+        entries = local_entries(source, analysis.pivoting, analysis.row_order, analysis.col_order)
+        planned = planned_factor_stats_here(comm, entries, layout, topo, options.tree)
         seconds = {"ordering": comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)}
         store, grids = factor_on_grids(source, analysis.pivoting, analysis.row_order, analysis.col_order, layout, topo,
-                                       analysis.anorm, pivots["zero_pivot"], pivots["replace_tiny"], options.tree)
+                                       analysis.anorm, pivots["zero_pivot"], pivots["replace_tiny"], options.tree,
+                                       entries=entries)
         seconds.update(grids.seconds)
         report = FactorReport(seconds, grids.replaced, grids.flops, grids.recorded, planned)
         t0 = time.perf_counter()

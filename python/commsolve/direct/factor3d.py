@@ -95,13 +95,12 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, la
     return [CommStats(a) for a in out]
 
 
-def planned_factor_stats_here(A, pivoting, row_order, col_order, layout, topo, tree=None):
-    """Collective on ``A.comm`` (``A`` a ParCSR). This rank's planned CommStats of the
-    factorization, as :func:`planned_factor_stats` counts them for every rank, but from this
-    rank's own rows (the receive counts by one all-to-all of counts): no rank needs the whole
-    matrix."""
-    comm = A.comm
-    rows, cols, _ = local_entries(A, pivoting, row_order, col_order)
+def planned_factor_stats_here(comm, entries, layout, topo, tree=None):
+    """Collective on ``comm``. This rank's planned CommStats of the factorization, as
+    :func:`planned_factor_stats` counts them for every rank, but from this rank's own
+    ``entries`` (what :func:`local_entries` returns; the receive counts by one all-to-all of
+    counts): no rank needs the whole matrix."""
+    rows, cols, _ = entries
     size = layout.grid.size
     to = np.bincount(np.asarray(_core.entry_destinations(layout, rows, cols), dtype=np.int64), minlength=size)
     came = np.asarray(comm.alltoall([int(c) for c in to]), dtype=np.int64)
@@ -111,17 +110,20 @@ def planned_factor_stats_here(A, pivoting, row_order, col_order, layout, topo, t
 
 
 def factor_on_grids(A, pivoting, row_order, col_order, layout, topo, anorm, zero_pivot, replace_tiny, tree=None,
-                    send_window=0):
+                    send_window=0, entries=None):
     """Collective on ``A.comm`` (``A`` a ParCSR): this rank's entries (:func:`local_entries`)
     moved by their plan and factored on ``layout`` (a SolveLayout) by C++, with broadcast
     trees ``tree`` and at most ``send_window`` messages per rank handed to MPI at once (0: the
-    default). Returns ``(store, GridFactorization)``: this rank's blocks (a
+    default; ``entries``: :func:`local_entries`'s result, if already at hand). Returns
+    ``(store, GridFactorization)``: this rank's blocks (a
     ``_core.BlockStore``, for ``_core.TriSolve``) and what the factorization reports. A zero
     pivot anywhere is a ValueError on every rank, with the message of the rank where it
     happened."""
     MPI = mpi()
     comm = A.comm
-    store, info = _core.factor_3d(comm.py2f(), topo, layout, *local_entries(A, pivoting, row_order, col_order),
+    if entries is None:
+        entries = local_entries(A, pivoting, row_order, col_order)
+    store, info = _core.factor_3d(comm.py2f(), topo, layout, *entries,
                                   float(anorm), float(zero_pivot), bool(replace_tiny), tree_shape(tree),
                                   int(send_window))
     if comm.allreduce(0 if info["ok"] else 1, op=MPI.MAX):

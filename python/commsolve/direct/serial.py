@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
-from .pivoting import ROW_PERMS, checked_matrix, static_pivoting
+from .pivoting import checked_matrix, static_pivoting
 from .refinement import ITMAX, iterative_refinement
 from .symbolic import LU_DEFAULTS, symbolic
 
@@ -24,8 +24,6 @@ def pivoted(A, equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row
     """``(A, B, pivoting)``: A checked, B the scaled and row-permuted matrix to order and
     factor (static pivoting, :func:`~commsolve.direct.pivoting.static_pivoting`); ``times``
     (a dict), if given, receives its seconds as ``pivoting``."""
-    if row_perm not in ROW_PERMS:
-        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
     A = checked_matrix(A)
     t0 = time.perf_counter()
     B, pivoting = static_pivoting(A, equil, row_perm)
