@@ -137,6 +137,22 @@ class ParCSR:
         return cls._from_rows(local.indptr, local.indices, local.data, comm, row_dist=row_dist, col_dist=col_dist,
                               topology=topo, strategy=strategy, profile=profile)
 
+    def redistributed(self, row_dist, topology=None):
+        """Collective. The same square matrix with its rows (and columns) distributed by
+        ``row_dist``, each row moved from its owner to its new one in one all-to-all (no rank
+        gathers the matrix); ``topology`` defaults to this one's."""
+        comm = self.comm
+        M, rows = self.local_matrix(), np.asarray(self.owned_rows(), dtype=np.int64)
+        to = np.asarray(row_dist.owners_of(rows)) if rows.size else np.zeros(0, dtype=np.int64)
+        got = comm.alltoall([(rows[to == r], M[to == r]) for r in range(comm.size)])
+        arrived = np.concatenate([g for g, _ in got]).astype(np.int64)
+        stacked = sp.vstack([m for _, m in got], format="csr") if arrived.size else sp.csr_matrix((0, self.shape[1]))
+        mine = np.asarray(row_dist.owned(comm.rank), dtype=np.int64)
+        order = np.argsort(arrived, kind="stable")
+        local = stacked[order[np.searchsorted(arrived[order], mine)]] if mine.size else stacked[:0]
+        return ParCSR.from_local_rows(local, comm, row_dist=row_dist,
+                                      topology=self.topology if topology is None else topology)
+
     @classmethod
     def _from_rows(cls, indptr, indices, data, comm, *, row_dist, col_dist, topology, strategy="standard",
                    profile=None):

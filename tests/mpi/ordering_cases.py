@@ -6,7 +6,9 @@ Rank 0 prints one JSON line per family and ordering ("ptscotch", "ptscotch-metis
 perm is a permutation and the same on every rank, the separator tree's levels and whether
 every entry of the row-permuted matrix's B + B^T joins two nodes on one root path (checked
 here in numpy, apart from the C++ check), nnz(L) of the symbolic factorization for this
-ordering and for serial METIS nested dissection (ordering "nd", no relaxation), and the
+ordering and for serial METIS nested dissection (ordering "nd", no relaxation), the arrays
+in which the structure computed in parallel (direct/parallel_symbolic.hpp, no rank gathering
+the matrix) differs from the serial one on the gathered matrix, and the
 backward error and the error against a known solution of factor() with the ordering on a
 grid of the K ranks.
 """
@@ -20,7 +22,7 @@ from mpi4py import MPI
 
 from commsolve import gallery
 from commsolve.direct import factor, symbolic
-from commsolve.direct.distributed import parallel_ordering
+from commsolve.direct.parallel_analysis import parallel_ordering, parallel_symbolic
 from commsolve.direct.pivoting import checked_matrix, static_pivoting
 from commsolve.parcsr import ParCSR
 
@@ -61,6 +63,16 @@ def separated(tree, B):
     return all(x == y or y in ancestors[x] or x in ancestors[y] for x, y in set(zip(a.tolist(), b.tolist())))
 
 
+def differences(mine, serial):
+    """The arrays in which two structures differ (none: equal supernode by supernode)."""
+    out = [k for k in ("sn_start", "rows_ptr", "rows", "perm", "parent", "post")
+           if not np.array_equal(np.asarray(getattr(mine, k)), np.asarray(getattr(serial, k)))]
+    return out + [f"tree.{k}" for k in ("col_start", "col_end", "sn_first", "sn_last")
+                  if not np.array_equal(np.asarray(getattr(mine.tree, k)), np.asarray(getattr(serial.tree, k)))]
+
+
+STRUCTURE_OPTIONS = [{}, {"relax": 0, "relax_subtree": 0, "max_supernode": 16}]
+
 for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-metis")]:
     A_global = checked_matrix(gallery.from_spec(spec))
     n = A_global.shape[0]
@@ -69,6 +81,8 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
     tree = parallel_ordering(A, pivoting.row_of_col, metis_leaves=ordering == "ptscotch-metis")
     perm = np.asarray(tree.perm)
     same = comm.allgather(perm.tobytes())
+    # The structure computed by leaves on their ranks, for the defaults and the exact one.
+    pieces = [parallel_symbolic(A, pivoting.row_of_col, tree, options) for options in STRUCTURE_OPTIONS]
     lu = factor(A, grid=GRIDS[comm.size], ordering=ordering, max_supernode=16)
     x_true = np.random.default_rng(7).standard_normal(n)
     b = A_global @ x_true
@@ -77,6 +91,7 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
     if comm.rank == 0:
         nnz_L = symbolic(B, ordered=tree, max_supernode=16, relax=0, relax_subtree=0).nnz_L
         nnz_L_metis = symbolic(B, ordering="nd", max_supernode=16, relax=0, relax_subtree=0).nnz_L
+        serial = [symbolic(B, ordered=tree, **options) for options in STRUCTURE_OPTIONS]
         print(json.dumps({
             "family": spec.split(":")[0], "ordering": ordering, "n": n,
             "permutation": bool(np.array_equal(np.sort(perm), np.arange(n))),
@@ -84,5 +99,7 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
             "levels": int(max(tree.level)), "nodes": tree.num_nodes,
             "separated": separated(tree, B),
             "nnz_L": int(nnz_L), "nnz_L_metis": int(nnz_L_metis),
+            "structure_differs": [differences(p, q) for p, q in zip(pieces, serial)],
+            "supernodes": [int(q.nsuper) for q in serial],
             "berr": float(np.max(lu.berr)), "err": err, "x_scale": float(np.abs(x_true).max()),
             "ordering_parts": sorted(lu.report.ordering_parts)}), flush=True)

@@ -2,9 +2,10 @@
 time:
 
 1. :func:`agreed_request` checks the options and agrees on them over the ranks;
-2. :func:`analyze_on_root` gathers the matrix on the root for static pivoting, the ordering
-   and the symbolic analysis (SuperLU_DIST's default) and gives every rank the
-   :class:`Analysis`;
+2. :func:`analyze` gives every rank the :class:`Analysis`: with a parallel ordering
+   (``"ptscotch"``, ``"ptscotch-metis"``) computed by all ranks from their own rows
+   (:mod:`.parallel_analysis`; A is gathered only for the large-diagonal matching), else on
+   the root from the gathered matrix (SuperLU_DIST's default);
 3. the grid and the solve's options: given, or chosen by a registered tuner when
    ``grid="auto"`` (:func:`register_tuner`; :mod:`commsolve.tune` registers the simulator's,
    from above this package, which never imports it);
@@ -27,12 +28,14 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
+from .parallel_analysis import (is_symmetric, one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
+                                pivoting_in_parallel)
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, levels_for, symbolic
 
-__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze_on_root", "parallel_ordering", "factor_on_layout",
+__all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze", "parallel_ordering", "factor_on_layout",
            "Analysis", "FactorRequest", "FactorReport", "register_tuner"]
 
 _tuner = None
@@ -156,22 +159,24 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
     return request
 
 
-def analyze_on_root(source, comm, request):
-    """Collective. The analysis on ``request.root``, given to every rank: of a ParCSR's rows
-    gathered there (its numeric factorization happens on the grids), or of a scipy matrix
-    given there (factored whole, :class:`SparseLU`). The separator tree keeps at least log2
-    of the most layers the request may use. With ``ordering="ptscotch"`` (or
-    ``"ptscotch-metis"``) a ParCSR's ordering is computed on every rank
-    (:func:`parallel_ordering`), between the static pivoting and the symbolic analysis on
-    the root."""
+def analyze(source, comm, request):
+    """Collective. The :class:`Analysis` on every rank. A ParCSR with a parallel ordering
+    (``"ptscotch"``, ``"ptscotch-metis"``): computed by every rank from its own rows
+    (:func:`_analyze_in_parallel`). Another ParCSR: its rows gathered on ``request.root`` for
+    the static pivoting, the ordering and the symbolic analysis (its numeric factorization
+    happens on the grids). A scipy matrix given on the root: factored whole there
+    (:class:`SparseLU`). The separator tree keeps at least log2 of the most layers the
+    request may use."""
     root = request.root
     on_grids = isinstance(source, ParCSR)
-    t0 = time.perf_counter()
-    A = source.to_global(root) if on_grids else source
-    parts = {"gather": time.perf_counter() - t0} if on_grids else {}
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
                                                          request.max_pz))
     symbolic_options = {k: v for k, v in options.items() if k in LU_DEFAULTS}
+    if on_grids and symbolic_options.get("ordering") in PARALLEL_ORDERINGS:
+        return _analyze_in_parallel(source, comm, root, options, symbolic_options)
+    t0 = time.perf_counter()
+    A = source.to_global(root) if on_grids else source
+    parts = {"gather": time.perf_counter() - t0} if on_grids else {}
 
     def given():
         if comm.rank == root and A is None:
@@ -191,51 +196,54 @@ def analyze_on_root(source, comm, request):
                             serial=lu, matrix=lu.matrix)
         mine = run_agreed(comm, serial)
     else:
-        t1 = time.perf_counter()
-        pivots = run_agreed(comm, lambda: pivoted(A, options.get("equil", PIVOTING_DEFAULTS["equil"]),
-                                                  options.get("row_perm", PIVOTING_DEFAULTS["row_perm"]), parts)
-                            if comm.rank == root else None)
-        ordered = None
-        if symbolic_options.get("ordering") in PARALLEL_ORDERINGS:
-            row_of_col = comm.bcast(None if pivots is None else pivots[2].row_of_col, root=root)
-            ordered = parallel_ordering(source, row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis")
-
-        def symbolic_on_root():
+        def on_root():
             if comm.rank != root:
                 return None
-            checked, B, pivoting = pivots
-            structure = symbolic(B, times=parts, ordered=ordered, **symbolic_options)
-            widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+            t1 = time.perf_counter()
+            checked, B, pivoting = pivoted(A, options.get("equil", PIVOTING_DEFAULTS["equil"]),
+                                           options.get("row_perm", PIVOTING_DEFAULTS["row_perm"]), parts)
+            structure = symbolic(B, times=parts, **symbolic_options)
             perm = np.asarray(structure.perm)
             row_order = pivoting.row_order(perm).astype(np.int32)
             seconds = time.perf_counter() - t1  # pivoting, ordering, symbolic
             return Analysis(checked.shape, structure, pivoting, row_order, perm.astype(np.int32),
-                            int((widths * widths + 2 * widths * below).sum()), float(abs(B).sum(axis=0).max()),
+                            _nnz_LU(structure), float(abs(B).sum(axis=0).max()),
                             {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
                             ordering_parts=parts, matrix=checked)
-        mine = run_agreed(comm, symbolic_on_root)
+        mine = run_agreed(comm, on_root)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
     return mine if mine is not None else shared
 
 
-def parallel_ordering(source, row_of_col, times=None, metis_leaves=False):
-    """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
-    B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
-    ``source``'s own rows on the largest power of two of its ranks (C++
-    ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
-    rank; with ``metis_leaves`` each leaf subdomain is then reordered by METIS on one rank.
-    ``times`` receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-    ``metis_leaves``)."""
-    comm = source.comm
-    n = source.shape[0]
-    M = source.local_matrix()
-    rows = np.asarray(source.owned_rows(), dtype=np.int64)
-    if row_of_col is not None:
-        new_of_old = np.empty(n, dtype=np.int64)
-        new_of_old[np.asarray(row_of_col)] = np.arange(n, dtype=np.int64)
-        rows = new_of_old[rows]
-    return _core.ptscotch_ordering(comm.py2f(), n, 0, M.indptr.astype(np.int64), M.indices.astype(np.int64),
-                                   np.asarray(M.data, dtype=np.float64), rows, metis_leaves, 0, times)
+def _nnz_LU(structure):
+    widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+    return int((widths * widths + 2 * widths * below).sum())
+
+
+def _analyze_in_parallel(source, comm, root, options, symbolic_options):
+    """Collective. The Analysis of the ParCSR ``source`` computed on every rank from its own
+    rows: the static pivoting (A gathered on ``root`` only for the large-diagonal matching),
+    PT-Scotch's ordering, the symbolic factorization by leaves of the separator tree, ||B||_1
+    and the symmetry test; ``ordering_parts`` holds this rank's seconds of each part."""
+    t0 = time.perf_counter()
+    parts = {}
+    equil = options.get("equil", PIVOTING_DEFAULTS["equil"])
+    row_perm = options.get("row_perm", PIVOTING_DEFAULTS["row_perm"])
+    pivoting = pivoting_in_parallel(source, equil, row_perm)
+    parts["pivoting"] = time.perf_counter() - t0
+    if pivoting is None:
+        pivoting = pivoting_gathered(source, equil, row_perm, root, parts)
+    ordered = parallel_ordering(source, pivoting.row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis")
+    t1 = time.perf_counter()
+    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts)
+    parts["symbolic"] = time.perf_counter() - t1
+    perm = np.asarray(structure.perm)
+    row_order = pivoting.row_order(perm).astype(np.int32)
+    anorm = one_norm(source, pivoting)
+    symmetric = bool(np.array_equal(row_order, perm) and np.array_equal(pivoting.row_scale, pivoting.col_scale)
+                     and is_symmetric(source))
+    return Analysis(source.shape, structure, pivoting, row_order, perm.astype(np.int32), _nnz_LU(structure), anorm,
+                    {"ordering": time.perf_counter() - t0}, symmetric=symmetric, ordering_parts=parts)
 
 
 def _symmetric(A, row_order, col_order, pivoting):
@@ -278,9 +286,11 @@ def _row_distribution(distribution, source, n, comm):
 
 def _residual_matrix(analysis, source, dist, topo, comm, root):
     """A as a ParCSR distributed like b and x: the given ParCSR when b and x follow its rows,
-    else A's rows sent from the root."""
+    else its rows moved to their new owners, or a scipy matrix's rows sent from the root."""
     if dist is getattr(source, "row_dist", None):
         return source
+    if isinstance(source, ParCSR):
+        return source.redistributed(dist, topo)
     A = analysis.matrix
     pieces = None if comm.rank != root else [A[dist.owned(r)] for r in range(comm.size)]
     return ParCSR.from_local_rows(comm.scatter(pieces, root=root), comm, row_dist=dist, topology=topo)
@@ -378,7 +388,7 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     t_start = time.perf_counter()
     topo = topology if isinstance(topology, _core.Topology) else run_agreed(
         comm, make_topology, comm, ppn=None if topology is None else int(topology))
-    analysis = analyze_on_root(source, comm, request)
+    analysis = analyze(source, comm, request)
     done("analysis")
     dims, options, ranking = _chosen(analysis, topo, request, comm)
     threads = run_agreed(comm, solve_threads, threads, dims)

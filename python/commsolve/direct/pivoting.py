@@ -31,7 +31,8 @@ import scipy.sparse as sp
 
 from .. import _core
 
-__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "diagonally_dominant", "ROW_PERMS", "EQUED"]
+__all__ = ["StaticPivoting", "static_pivoting", "checked_matrix", "diagonally_dominant", "equilibration_scales",
+           "check_row_perm", "ROW_PERMS", "EQUED"]
 
 ROW_PERMS = ("mc64", "none", "auto")
 EQUED = {"N": "none", "R": "rows scaled", "C": "columns scaled", "B": "rows and columns scaled"}  # LAPACK's letters
@@ -86,11 +87,20 @@ def _equilibrate(A):
     """(r, c, equed) as dgsequ and dlaqgs decide them."""
     absA = abs(A)
     row_max = np.asarray(absA.max(axis=1).todense()).ravel()
+    with np.errstate(divide="ignore"):
+        r = 1.0 / row_max  # a zero row is an error below
+    col_max = np.asarray(_scaled(absA, np.where(row_max > 0, r, 1.0), np.ones(A.shape[1])).max(axis=0).todense())
+    return equilibration_scales(row_max, col_max.ravel())
+
+
+def equilibration_scales(row_max, col_max):
+    """(r, c, equed) from every row's largest magnitude and every column's largest magnitude
+    after the rows are scaled by 1 / row_max (dgsequ), scaled only where dlaqgs would; a
+    ValueError naming the first zero row or column."""
     zero = np.nonzero(row_max == 0)[0]
     if zero.size:
         raise ValueError(f"the matrix is singular: row {int(zero[0])} is zero")
     r = 1.0 / row_max
-    col_max = np.asarray(_scaled(absA, r, np.ones(A.shape[1])).max(axis=0).todense()).ravel()
     zero = np.nonzero(col_max == 0)[0]
     if zero.size:
         raise ValueError(f"the matrix is singular: column {int(zero[0])} is zero")
@@ -103,7 +113,7 @@ def _equilibrate(A):
     rows_ok = rowcnd >= _THRESH and small <= amax <= large
     cols_ok = colcnd >= _THRESH
     equed = {(True, True): "N", (True, False): "C", (False, True): "R", (False, False): "B"}[rows_ok, cols_ok]
-    one = np.ones(A.shape[0])
+    one = np.ones(r.size)
     return (one if rows_ok else r), (one if cols_ok else c), equed
 
 
@@ -119,11 +129,16 @@ def diagonally_dominant(A):
     return bool(np.all(2 * d >= by_rows) or np.all(2 * d >= by_cols))
 
 
+def check_row_perm(row_perm):
+    """A ValueError unless ``row_perm`` is one of :data:`ROW_PERMS`."""
+    if row_perm not in ROW_PERMS:
+        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
+
+
 def static_pivoting(A, equil=True, row_perm="mc64"):
     """``(B, StaticPivoting)``: the scaled and row-permuted matrix to factor, and what was done.
     ``A`` as :func:`checked_matrix` returns it."""
-    if row_perm not in ROW_PERMS:
-        raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
+    check_row_perm(row_perm)
     n = A.shape[0]
     if row_perm == "auto":
         row_perm = "none" if diagonally_dominant(A) else "mc64"

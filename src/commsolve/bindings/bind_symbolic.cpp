@@ -13,6 +13,7 @@
 #include "bindings/common.hpp"
 #include "direct/matching.hpp"
 #include "direct/parallel_ordering.hpp"
+#include "direct/parallel_symbolic.hpp"
 #include "direct/symbolic.hpp"
 
 namespace commsolve::bindings {
@@ -238,6 +239,36 @@ void bind_analysis(nb::module_& m) {
         "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
         "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns the "
         "SeparatorTree with perm, the same on every rank; metis_leaves: each leaf then reordered by METIS on one rank.");
+  m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int64_t> indices,
+                                 std::optional<In<double>> values, In<std::int64_t> row_index,
+                                 const SeparatorTree& ordering, const SymbolicOptions& opts, int root,
+                                 std::optional<nb::dict> times) {
+    const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+    if (rows < 0 || indptr.data()[rows] != static_cast<std::int64_t>(indices.shape(0)) || indptr.data()[0] != 0)
+      throw nb::value_error("parallel symbolic: indptr and indices disagree");
+    if (values) require_len(*values, indices.shape(0), "values");
+    require_len(row_index, static_cast<std::size_t>(rows), "row_index");
+    MPI_Comm c = comm_from_handle(comm);
+    SupernodalStructure s;
+    ParallelSymbolicTimes t;
+    {
+      nb::gil_scoped_release nogil;
+      s = parallel_symbolic(c, n, rows, indptr.data(), indices.data(), values ? values->data() : nullptr,
+                            row_index.data(), ordering, opts, root, &t);
+    }
+    if (times) {
+      (*times)["symbolic_exchange"] = t.exchange;
+      (*times)["symbolic_leaves"] = t.leaves;
+      (*times)["symbolic_separators"] = t.separators;
+      (*times)["symbolic_assemble"] = t.assemble;
+    }
+    return s;
+  }, "comm"_a, "n"_a, "indptr"_a, "indices"_a, "values"_a, "row_index"_a, "ordering"_a, "options"_a, "root"_a = 0,
+        "times"_a = nb::none(),
+        "Collective on comm (a Fortran handle). The supernodal structure of B + B^T for the separator-tree ordering "
+        "`ordering` (with perm), computed without gathering B (direct/parallel_symbolic.hpp): this rank holds rows "
+        "row_index of B (CSR, global columns; a zero value is not an entry). Equals symbolic_for_ordering's; the same "
+        "on every rank.");
   m.def("ordering_from_perm", [](In<std::int32_t> perm) {
     SeparatorTree t;
     t.perm = to_vector(perm);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/all_to_all.hpp"
 #include "core/error.hpp"
 #include "direct/symbolic.hpp"
 
@@ -48,33 +49,6 @@ std::vector<std::int64_t> block_offsets(std::int64_t n, int q) {
 
 int owner_of(const std::vector<std::int64_t>& off, std::int64_t v) {
   return static_cast<int>(std::upper_bound(off.begin(), off.end(), v) - off.begin()) - 1;
-}
-
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> d(counts.size() + 1, 0);
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    const std::int64_t next = static_cast<std::int64_t>(d[r]) + counts[r];
-    if (next > std::numeric_limits<int>::max())
-      throw std::runtime_error("parallel ordering: more than 2^31 graph entries to exchange with one rank");
-    d[r + 1] = static_cast<int>(next);
-  }
-  return d;
-}
-
-// One all-to-all of int64 values: `send` holds `send_count[r]` values for rank r, in rank
-// order; returns what this rank receives, in rank order.
-std::vector<std::int64_t> all_to_all(MPI_Comm comm, const std::vector<std::int64_t>& send,
-                                     const std::vector<int>& send_count) {
-  const int P = static_cast<int>(send_count.size());
-  const std::vector<int> send_disp = displacements(send_count);
-  std::vector<int> recv_count(P);
-  check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  const std::vector<int> recv_disp = displacements(recv_count);
-  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
-  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
-                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
-            "MPI_Alltoallv");
-  return recv;
 }
 
 // This rank's block of the symmetric graph of B + B^T over the first q ranks (rows `off`),

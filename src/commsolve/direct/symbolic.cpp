@@ -85,10 +85,10 @@ std::vector<int> elimination_tree(std::int64_t n, const std::int32_t* indptr, co
   return parent;
 }
 
-// Postorder of the elimination forest inside each range between consecutive `breaks`
-// (a parent outside the range counts as none), children in ascending original order. A
-// topological order of the tree, so the fill is unchanged, and every range keeps its columns.
-std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::vector<std::int64_t>& breaks) {
+// The elimination forest cut at the `breaks`: a parent outside the child's range (between
+// consecutive breaks) counts as none. What a range's own computation sees, so that a leaf of
+// the separator tree can be analysed alone (parallel_symbolic.hpp).
+std::vector<std::int32_t> range_forest(const std::vector<int>& parent, const std::vector<std::int64_t>& breaks) {
   const std::size_t n = parent.size();
   std::vector<std::int32_t> local(n, -1);
   auto b = breaks.begin();
@@ -97,7 +97,14 @@ std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::v
     const std::int64_t range_end = b == breaks.end() ? static_cast<std::int64_t>(n) : *b;
     if (parent[j] >= 0 && parent[j] < range_end) local[j] = parent[j];
   }
-  const std::vector<std::int64_t> order = forest_postorder(local);
+  return local;
+}
+
+// Postorder of the elimination forest inside each range between consecutive `breaks`,
+// children in ascending original order. A topological order of the tree, so the fill is
+// unchanged, and every range keeps its columns.
+std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::vector<std::int64_t>& breaks) {
+  const std::vector<std::int64_t> order = forest_postorder(range_forest(parent, breaks));
   return std::vector<std::int32_t>(order.begin(), order.end());
 }
 
@@ -200,20 +207,19 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
   }
   f.sn_start.push_back(n);
   if (relax_subtree > 0) {
-    // Every maximal subtree of at most relax_subtree columns (contiguous in postorder) that
-    // neither crosses a break nor exceeds max_size becomes one supernode.
+    // Every maximal subtree of at most relax_subtree (and max_size) columns of the forest cut
+    // at the breaks (contiguous in its postorder, inside one range) becomes one supernode.
+    const std::vector<std::int32_t> cut = range_forest(f.parent, breaks);
     std::vector<std::int64_t> size(n, 1);
     for (std::int64_t j = 0; j < n; ++j)
-      if (f.parent[j] >= 0) size[f.parent[j]] += size[j];
+      if (cut[j] >= 0) size[cut[j]] += size[j];
     std::vector<char> start(n + 1, 0);
     for (std::int64_t s0 : f.sn_start) start[s0] = 1;
     const std::int64_t cap = std::min<std::int64_t>(relax_subtree, max_size);
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool root = size[j] <= cap && (f.parent[j] < 0 || size[f.parent[j]] > cap);
+      const bool root = size[j] <= cap && (cut[j] < 0 || size[cut[j]] > cap);
       if (!root || size[j] < 2) continue;
       const std::int64_t a = j - size[j] + 1;
-      auto br = std::upper_bound(breaks.begin(), breaks.end(), a);
-      if (br != breaks.end() && *br <= j) continue;  // would cross a tree-node boundary
       start[a] = 1;
       for (std::int64_t c = a + 1; c <= j; ++c) start[c] = 0;
       start[j + 1] = 1;
@@ -295,6 +301,27 @@ std::vector<std::int32_t> metis_nested_dissection(std::int64_t n, const std::int
   return perm;
 }
 
+std::vector<std::int64_t> node_starts(const SeparatorTree& tree) {
+  std::vector<std::int64_t> breaks(tree.col_start.begin(), tree.col_start.end());
+  std::sort(breaks.begin(), breaks.end());
+  breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+  return breaks;
+}
+
+void attach_tree(SupernodalStructure& s, SeparatorTree tree) {
+  tree.perm.clear();
+  tree.sn_first.clear();
+  tree.sn_last.clear();
+  auto first = [&](std::int64_t col) {
+    return std::lower_bound(s.sn_start.begin(), s.sn_start.end(), col) - s.sn_start.begin();
+  };
+  for (std::size_t k = 0; k < tree.col_start.size(); ++k) {  // each node's supernodes
+    tree.sn_first.push_back(first(tree.col_start[k]));
+    tree.sn_last.push_back(first(tree.col_end[k]));
+  }
+  s.tree = std::move(tree);
+}
+
 namespace {
 
 // A lap timer writing each part's seconds into SymbolicTimes.
@@ -315,12 +342,9 @@ class Laps {
 SupernodalStructure structure_for(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
                                   SeparatorTree tree, const SymbolicOptions& opts, Laps& laps) {
   const std::vector<std::int32_t> order = std::move(tree.perm);
-  tree.perm.clear();
   require(static_cast<std::int64_t>(order.size()) == n, "the ordering has " + std::to_string(order.size()) +
                                                             " entries for " + std::to_string(n) + " unknowns");
-  std::vector<std::int64_t> breaks(tree.col_start.begin(), tree.col_start.end());
-  std::sort(breaks.begin(), breaks.end());
-  breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+  const std::vector<std::int64_t> breaks = node_starts(tree);
   // The graph in the new order: row k is row order[k], its columns renumbered and sorted.
   std::vector<std::int32_t> inv(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
@@ -340,14 +364,7 @@ SupernodalStructure structure_for(std::int64_t n, const std::int32_t* xadj, cons
                                             opts.relax_subtree);
   s.perm.resize(static_cast<std::size_t>(n));
   for (std::int64_t k = 0; k < n; ++k) s.perm[k] = order[s.post[k]];
-  for (std::size_t k = 0; k < tree.col_start.size(); ++k) {  // each node's supernodes
-    auto first = [&](std::int64_t col) {
-      return std::lower_bound(s.sn_start.begin(), s.sn_start.end(), col) - s.sn_start.begin();
-    };
-    tree.sn_first.push_back(first(tree.col_start[k]));
-    tree.sn_last.push_back(first(tree.col_end[k]));
-  }
-  s.tree = std::move(tree);
+  attach_tree(s, std::move(tree));
   laps.lap(&SymbolicTimes::structure);
   return s;
 }

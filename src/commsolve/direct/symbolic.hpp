@@ -67,6 +67,13 @@ SupernodalStructure symbolic_for_ordering(std::int64_t n, const std::int32_t* xa
                                           SeparatorTree ordering, const SymbolicOptions& opts,
                                           SymbolicTimes* times = nullptr);
 
+// The sorted distinct first columns of `tree`'s nodes: where symbolic_cholesky's ranges break.
+std::vector<std::int64_t> node_starts(const SeparatorTree& tree);
+
+// `tree` (its perm dropped) kept as `s`'s separator tree, each node's supernodes
+// [sn_first, sn_last) found from its columns.
+void attach_tree(SupernodalStructure& s, SeparatorTree tree);
+
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
 
@@ -82,7 +89,10 @@ std::vector<std::int64_t> forest_postorder(const std::vector<std::int32_t>& pare
 // With `relax_subtree` > 0 the columns are first renumbered in an elimination-tree postorder
 // inside each range between `breaks` (so every range keeps its columns and the fill is
 // unchanged), and every subtree of at most that many columns becomes one supernode
-// (SuperLU's relaxed supernodes); the renumbering is returned in `post`.
+// (SuperLU's relaxed supernodes); the renumbering is returned in `post`. Every decision about
+// a range's columns reads only that range's columns and their rows of L, so a range can be
+// analysed apart from the others (parallel_symbolic.hpp): the forest the postorder and the
+// relaxed subtrees see is cut at the breaks.
 SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
                                       int max_size, const std::vector<std::int64_t>& breaks = {},
                                       double relax = 0.0, int relax_subtree = 0);

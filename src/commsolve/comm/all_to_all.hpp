@@ -1,0 +1,26 @@
+// One irregular all-to-all of 64-bit integers (counts first, then the values): how the
+// direct solver's setup moves graph rows and symbolic pieces between ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace commsolve {
+
+// Exclusive prefix sums of `counts` (one more entry than ranks); a runtime_error past 2^31
+// values, what MPI's int displacements hold.
+std::vector<int> displacements(const std::vector<int>& counts);
+
+// `send` holds `send_count[r]` values for rank r, in rank order; returns what this rank
+// receives, in rank order (with `recv_count`, if not null, the number from each rank).
+std::vector<std::int64_t> all_to_all(MPI_Comm comm, const std::vector<std::int64_t>& send,
+                                     const std::vector<int>& send_count, std::vector<int>* recv_count = nullptr);
+
+// Every rank's `mine`, concatenated in rank order, on every rank (with `counts`, if not
+// null, the number from each rank).
+std::vector<std::int64_t> all_gather(MPI_Comm comm, const std::vector<std::int64_t>& mine,
+                                     std::vector<int>* counts = nullptr);
+
+}  // namespace commsolve

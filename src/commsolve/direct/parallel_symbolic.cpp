@@ -1,0 +1,348 @@
+#include "direct/parallel_symbolic.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/all_to_all.hpp"
+#include "core/error.hpp"
+
+namespace commsolve {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// One range's share of the structure (a leaf's, or all the separators'), in the ordering's
+// numbering: its supernodes (first final column, width, the rows of L below them as ordering
+// indices) and, for each of its final columns, the ordering index placed there and that
+// column's elimination-tree parent (an ordering index, -1 at a root).
+struct Piece {
+  std::vector<std::int64_t> start, width, rows_ptr{0}, rows;
+  std::vector<std::int64_t> position, column, parent;
+
+  void pack(std::vector<std::int64_t>& out) const {
+    out.push_back(static_cast<std::int64_t>(start.size()));
+    out.push_back(static_cast<std::int64_t>(position.size()));
+    out.push_back(static_cast<std::int64_t>(rows.size()));
+    for (const auto* v : {&start, &width, &rows_ptr, &rows, &position, &column, &parent})
+      out.insert(out.end(), v->begin(), v->end());
+  }
+
+  // The piece packed at `p`, which moves past it.
+  static Piece unpack(const std::int64_t*& p) {
+    Piece piece;
+    const std::int64_t ns = p[0], nc = p[1], nr = p[2];
+    p += 3;
+    auto take = [&](std::vector<std::int64_t>& v, std::int64_t k) {
+      v.assign(p, p + k);
+      p += k;
+    };
+    take(piece.start, ns);
+    take(piece.width, ns);
+    take(piece.rows_ptr, ns + 1);
+    take(piece.rows, nr);
+    take(piece.position, nc);
+    take(piece.column, nc);
+    take(piece.parent, nc);
+    return piece;
+  }
+};
+
+// The symmetric graph on `nv` vertices whose edges are `pairs` (u0, v0, u1, v1, ...; each
+// in both directions) as int32 CSR, rows sorted and without repeats.
+void local_graph(std::int64_t nv, const std::vector<std::int64_t>& pairs, std::vector<std::int32_t>& ptr,
+                 std::vector<std::int32_t>& idx) {
+  if (nv >= std::numeric_limits<std::int32_t>::max() ||
+      pairs.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::runtime_error("parallel symbolic: a range's graph exceeds 2^31 vertices or entries");
+  std::vector<std::int64_t> at(static_cast<std::size_t>(nv) + 1, 0);
+  for (std::size_t e = 0; e < pairs.size(); e += 2) {
+    ++at[pairs[e] + 1];
+    ++at[pairs[e + 1] + 1];
+  }
+  for (std::int64_t v = 0; v < nv; ++v) at[v + 1] += at[v];
+  std::vector<std::int32_t> all(static_cast<std::size_t>(at[nv]));
+  std::vector<std::int64_t> fill(at.begin(), at.end() - 1);
+  for (std::size_t e = 0; e < pairs.size(); e += 2) {
+    all[fill[pairs[e]]++] = static_cast<std::int32_t>(pairs[e + 1]);
+    all[fill[pairs[e + 1]]++] = static_cast<std::int32_t>(pairs[e]);
+  }
+  ptr.assign(1, 0);
+  idx.clear();
+  idx.reserve(all.size());
+  for (std::int64_t v = 0; v < nv; ++v) {
+    const auto b = all.begin() + at[v], e = all.begin() + at[v + 1];
+    std::sort(b, e);
+    idx.insert(idx.end(), b, std::unique(b, e));
+    ptr.push_back(static_cast<std::int32_t>(idx.size()));
+  }
+}
+
+// symbolic_cholesky of a local graph (`nv` vertices, edges `pairs`, ranges cut at `breaks`)
+// whose vertices [lo, hi) are the piece's own: `ids` gives each local vertex's ordering index
+// (-1: a stand-in vertex), `positions` the final column of each own slot. With `roots`, each
+// own supernode whose last column has a parent at or past `hi` appends [row count, rows...].
+Piece analyse(std::int64_t nv, const std::vector<std::int64_t>& pairs, const std::vector<std::int64_t>& ids,
+              std::int64_t lo, std::int64_t hi, const std::vector<std::int64_t>& positions,
+              const std::vector<std::int64_t>& breaks, const SymbolicOptions& opts, std::vector<std::int64_t>* roots) {
+  std::vector<std::int32_t> ptr, idx;
+  local_graph(nv, pairs, ptr, idx);
+  const SupernodalStructure f = symbolic_cholesky(nv, ptr.data(), idx.data(), opts.max_supernode, breaks, opts.relax,
+                                                  opts.relax_subtree);
+  auto id_at = [&](std::int64_t slot) {
+    const std::int64_t id = ids[f.post[slot]];
+    if (id < 0) throw std::logic_error("parallel symbolic: a stand-in vertex lies below a separator column");
+    return id;
+  };
+  Piece piece;
+  for (std::int64_t s = 0; s < f.nsuper(); ++s) {
+    const std::int64_t a = f.sn_start[s], b = f.sn_start[s + 1];
+    if (a < lo || a >= hi) continue;
+    if (b > hi) throw std::logic_error("parallel symbolic: a supernode crosses the end of its range");
+    piece.start.push_back(positions[a - lo]);
+    piece.width.push_back(b - a);
+    const std::size_t first = piece.rows.size();
+    for (std::int64_t p = f.rows_ptr[s]; p < f.rows_ptr[s + 1]; ++p) piece.rows.push_back(id_at(f.rows[p]));
+    piece.rows_ptr.push_back(static_cast<std::int64_t>(piece.rows.size()));
+    if (roots != nullptr && f.parent[b - 1] >= hi) {
+      roots->push_back(static_cast<std::int64_t>(piece.rows.size() - first));
+      roots->insert(roots->end(), piece.rows.begin() + static_cast<std::ptrdiff_t>(first), piece.rows.end());
+    }
+  }
+  for (std::int64_t k = lo; k < hi; ++k) {
+    piece.position.push_back(positions[k - lo]);
+    piece.column.push_back(id_at(k));
+    piece.parent.push_back(f.parent[k] < 0 ? -1 : id_at(f.parent[k]));
+  }
+  return piece;
+}
+
+// The pieces, every one on every rank, as one structure in the final numbering.
+SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, const SeparatorTree& ordering) {
+  std::vector<std::int64_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
+  for (const Piece& piece : pieces)
+    for (std::size_t c = 0; c < piece.position.size(); ++c) {
+      const std::int64_t k = piece.position[c];
+      if (column[k] != -1) throw std::logic_error("parallel symbolic: column " + std::to_string(k) + " placed twice");
+      column[k] = piece.column[c];
+      parent_id[k] = piece.parent[c];
+    }
+  std::vector<std::int64_t> final_of(static_cast<std::size_t>(n), -1);
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
+    final_of[column[k]] = k;
+  }
+  struct Ref {
+    std::int64_t start;
+    std::size_t piece, s;
+  };
+  std::vector<Ref> order;
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    for (std::size_t s = 0; s < pieces[i].start.size(); ++s) order.push_back({pieces[i].start[s], i, s});
+  std::sort(order.begin(), order.end(), [](const Ref& a, const Ref& b) { return a.start < b.start; });
+  SupernodalStructure out;
+  out.n = n;
+  out.sn_start.assign(1, 0);
+  out.rows_ptr.assign(1, 0);
+  for (const Ref& ref : order) {
+    const Piece& piece = pieces[ref.piece];
+    if (ref.start != out.sn_start.back())
+      throw std::logic_error("parallel symbolic: the supernodes do not tile the columns at " + std::to_string(ref.start));
+    out.sn_start.push_back(ref.start + piece.width[ref.s]);
+    const std::size_t first = out.rows.size();
+    for (std::int64_t p = piece.rows_ptr[ref.s]; p < piece.rows_ptr[ref.s + 1]; ++p)
+      out.rows.push_back(static_cast<std::int32_t>(final_of[piece.rows[p]]));
+    std::sort(out.rows.begin() + static_cast<std::ptrdiff_t>(first), out.rows.end());
+    out.rows_ptr.push_back(static_cast<std::int64_t>(out.rows.size()));
+  }
+  out.parent.resize(static_cast<std::size_t>(n));
+  out.post.resize(static_cast<std::size_t>(n));
+  out.perm.resize(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    out.parent[k] = parent_id[k] < 0 ? -1 : static_cast<int>(final_of[parent_id[k]]);
+    out.post[k] = static_cast<std::int32_t>(column[k]);
+    out.perm[k] = ordering.perm[column[k]];
+  }
+  attach_tree(out, ordering);
+  out.validate();
+  return out;
+}
+
+}  // namespace
+
+SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
+                                      const std::int64_t* indptr, const std::int64_t* indices, const double* values,
+                                      const std::int64_t* row_index, const SeparatorTree& ordering,
+                                      const SymbolicOptions& opts, int root, ParallelSymbolicTimes* times) {
+  opts.check();
+  require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  int P = 0, rank = 0;
+  check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  require(root >= 0 && root < P, "parallel symbolic: root " + std::to_string(root) + " outside the communicator");
+  require(static_cast<std::int64_t>(ordering.perm.size()) == n,
+          "parallel symbolic: the ordering has " + std::to_string(ordering.perm.size()) + " entries for " +
+              std::to_string(n) + " unknowns");
+  // Each ordering index's node, each B index's ordering index.
+  std::vector<int> node_of(static_cast<std::size_t>(n), -1);
+  for (int k = 0; k < ordering.num_nodes(); ++k) {
+    require(ordering.col_start[k] >= 0 && ordering.col_start[k] <= ordering.col_end[k] && ordering.col_end[k] <= n,
+            "parallel symbolic: node " + std::to_string(k) + "'s columns lie outside the matrix");
+    for (std::int64_t c = ordering.col_start[k]; c < ordering.col_end[k]; ++c) {
+      require(node_of[c] == -1, "parallel symbolic: column " + std::to_string(c) + " in two nodes");
+      node_of[c] = k;
+    }
+  }
+  std::vector<std::int64_t> index_of(static_cast<std::size_t>(n), -1);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t v = ordering.perm[k];
+    require(node_of[k] >= 0, "parallel symbolic: column " + std::to_string(k) + " in no node of the ordering's tree");
+    require(v >= 0 && v < n && index_of[v] < 0, "parallel symbolic: the ordering is not a permutation");
+    index_of[v] = k;
+  }
+  std::vector<int> leaf_of(ordering.num_nodes(), -1), leaves;
+  for (int k = 0; k < ordering.num_nodes(); ++k)
+    if (ordering.left[k] < 0) {
+      leaf_of[k] = static_cast<int>(leaves.size());
+      leaves.push_back(k);
+    }
+  auto owner = [&](std::int64_t col) {
+    const int leaf = leaf_of[node_of[col]];
+    return leaf < 0 ? root : leaf % P;
+  };
+
+  // 1. Each entry (a, b) of B + B^T, in ordering indices, to the rank of a's leaf (or to the
+  //    root when a and b are both separator columns).
+  auto t = clock_type::now();
+  auto each_pair = [&](auto&& visit) {
+    for (std::int64_t i = 0; i < local_rows; ++i) {
+      const std::int64_t u = row_index[i];
+      if (u < 0 || u >= n) throw std::invalid_argument("parallel symbolic: row index " + std::to_string(u) +
+                                                       " outside [0, " + std::to_string(n) + ")");
+      for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+        const std::int64_t v = indices[p];
+        if (v < 0 || v >= n) throw std::invalid_argument("parallel symbolic: column index " + std::to_string(v) +
+                                                         " in row " + std::to_string(u) + " outside [0, " +
+                                                         std::to_string(n) + ")");
+        if (v == u || (values != nullptr && values[p] == 0.0)) continue;
+        const std::int64_t a = index_of[u], b = index_of[v];
+        const bool leaf_a = leaf_of[node_of[a]] >= 0, leaf_b = leaf_of[node_of[b]] >= 0;
+        if (leaf_a) visit(owner(a), a, b);
+        if (leaf_b) visit(owner(b), b, a);
+        if (!leaf_a && !leaf_b) visit(root, a, b);
+      }
+    }
+  };
+  std::vector<int> send_count(P, 0);
+  each_pair([&](int to, std::int64_t, std::int64_t) { send_count[to] += 2; });
+  const std::vector<int> send_disp = displacements(send_count);
+  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
+  {
+    std::vector<int> at(send_disp.begin(), send_disp.end() - 1);
+    each_pair([&](int to, std::int64_t a, std::int64_t b) {
+      send[at[to]++] = a;
+      send[at[to]++] = b;
+    });
+  }
+  const std::vector<std::int64_t> received = all_to_all(comm, send, send_count);
+  std::vector<std::int64_t>().swap(send);
+  if (times != nullptr) times->exchange = seconds_since(t);
+
+  // 2. This rank's leaves, each with its outside neighbours appended after one break.
+  t = clock_type::now();
+  std::vector<std::vector<std::int64_t>> pairs_of_leaf(leaves.size());
+  std::vector<std::int64_t> separator_pairs;
+  for (std::size_t e = 0; e < received.size(); e += 2) {
+    const int leaf = leaf_of[node_of[received[e]]];
+    auto& to = leaf < 0 ? separator_pairs : pairs_of_leaf[leaf];
+    to.push_back(received[e]);
+    to.push_back(received[e + 1]);
+  }
+  std::vector<std::int64_t> packed, roots;
+  for (std::size_t leaf = static_cast<std::size_t>(rank); leaf < leaves.size(); leaf += static_cast<std::size_t>(P)) {
+    const int node = leaves[leaf];
+    const std::int64_t c0 = ordering.col_start[node], c1 = ordering.col_end[node], m = c1 - c0;
+    std::vector<std::int64_t>& pairs = pairs_of_leaf[leaf];
+    if (m == 0) continue;
+    std::vector<std::int64_t> outside;
+    for (std::size_t e = 0; e < pairs.size(); e += 2) {
+      const std::int64_t y = pairs[e + 1];
+      if (y < c0)
+        throw std::logic_error("parallel symbolic: the entry (" + std::to_string(ordering.perm[pairs[e]]) + ", " +
+                               std::to_string(ordering.perm[y]) + ") joins leaf " + std::to_string(node) +
+                               " of the separator tree to a column numbered before it");
+      if (y >= c1) outside.push_back(y);
+    }
+    std::sort(outside.begin(), outside.end());
+    outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(m)), positions(static_cast<std::size_t>(m));
+    for (std::int64_t c = 0; c < m; ++c) ids[c] = positions[c] = c0 + c;
+    ids.insert(ids.end(), outside.begin(), outside.end());
+    for (std::int64_t& x : pairs)
+      x = x < c1 ? x - c0 : m + (std::lower_bound(outside.begin(), outside.end(), x) - outside.begin());
+    const Piece piece = analyse(static_cast<std::int64_t>(ids.size()), pairs, ids, 0, m, positions, {m}, opts, &roots);
+    std::vector<std::int64_t>().swap(pairs);
+    piece.pack(packed);
+  }
+  if (times != nullptr) times->leaves = seconds_since(t);
+
+  // 3. The separators on the root, each leaf root that has a separator parent standing in as
+  //    one vertex adjacent to its rows.
+  t = clock_type::now();
+  std::vector<int> to_root(P, 0);
+  to_root[root] = static_cast<int>(roots.size());
+  const std::vector<std::int64_t> root_rows = all_to_all(comm, roots, to_root);
+  std::vector<std::int64_t>().swap(roots);
+  if (rank == root) {
+    std::vector<std::int64_t> separators;  // ordering indices, ascending
+    for (int k = 0; k < ordering.num_nodes(); ++k)
+      if (leaf_of[k] < 0)
+        for (std::int64_t c = ordering.col_start[k]; c < ordering.col_end[k]; ++c) separators.push_back(c);
+    std::sort(separators.begin(), separators.end());
+    if (!separators.empty()) {
+      std::int64_t stand_ins = 0;
+      for (std::size_t e = 0; e < root_rows.size(); e += 1 + static_cast<std::size_t>(root_rows[e])) ++stand_ins;
+      auto local = [&](std::int64_t c) {
+        return stand_ins + (std::lower_bound(separators.begin(), separators.end(), c) - separators.begin());
+      };
+      std::vector<std::int64_t> pairs;
+      std::int64_t t_vertex = 0;
+      for (std::size_t e = 0; e < root_rows.size(); e += 1 + static_cast<std::size_t>(root_rows[e]), ++t_vertex)
+        for (std::int64_t j = 0; j < root_rows[e]; ++j) {
+          pairs.push_back(t_vertex);
+          pairs.push_back(local(root_rows[e + 1 + j]));
+        }
+      for (std::int64_t x : separator_pairs) pairs.push_back(local(x));
+      std::vector<std::int64_t>().swap(separator_pairs);
+      std::vector<std::int64_t> ids(static_cast<std::size_t>(stand_ins), -1), breaks{stand_ins};
+      ids.insert(ids.end(), separators.begin(), separators.end());
+      for (int k = 0; k < ordering.num_nodes(); ++k)
+        if (leaf_of[k] < 0 && ordering.col_end[k] > ordering.col_start[k]) breaks.push_back(local(ordering.col_start[k]));
+      std::sort(breaks.begin(), breaks.end());
+      breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+      const std::int64_t nv = static_cast<std::int64_t>(ids.size());
+      analyse(nv, pairs, ids, stand_ins, nv, separators, breaks, opts, nullptr).pack(packed);
+    }
+  }
+  if (times != nullptr) times->separators = seconds_since(t);
+
+  // 4. Every piece to every rank, renumbered into the final order.
+  t = clock_type::now();
+  const std::vector<std::int64_t> all = all_gather(comm, packed);
+  std::vector<std::int64_t>().swap(packed);
+  std::vector<Piece> pieces;
+  for (const std::int64_t* p = all.data(); p < all.data() + all.size();) pieces.push_back(Piece::unpack(p));
+  SupernodalStructure structure = assemble(n, pieces, ordering);
+  if (times != nullptr) times->assemble = seconds_since(t);
+  return structure;
+}
+
+}  // namespace commsolve

@@ -1,0 +1,55 @@
+// The supernodal symbolic factorization computed without gathering the matrix (issue 35,
+// item 3), for an ordering with a separator tree (ptscotch_nested_dissection's): what
+// SuperLU_DIST's symbfact_dist does after a ParMETIS ordering.
+//
+// Nested dissection makes the leaves of the tree independent. A leaf's vertices are
+// adjacent only to each other and to separator vertices numbered after them, so the rows of
+// L below a leaf's columns (separator rows included) follow from the leaf's own rows of the
+// graph, and symbolic_cholesky decides a range's supernodes from its own columns only. So:
+//   1. each entry of B + B^T is sent to the rank that owns its leaf (the i-th leaf on rank
+//      i mod P), or to the root when both ends lie in separators;
+//   2. every leaf rank analyses its leaf with its outside neighbours appended (one break
+//      between them); the root of each leaf's elimination forest that has a parent in a
+//      separator sends its rows of L (all separator rows) to the root;
+//   3. the root analyses the separators alone, each such leaf root standing in as one
+//      vertex numbered first and adjacent to its rows: eliminating it joins them as
+//      eliminating the leaf would, so the separators' fill, elimination tree and supernodes
+//      are those of the whole matrix;
+//   4. every rank receives every piece and renumbers the rows into the final order.
+// The result equals symbolic_for_ordering on the gathered matrix, supernode by supernode.
+// No rank holds more of the matrix than its own rows, one leaf's rows and (the root) the
+// separators' rows; each still receives the whole structure in step 4, which the block
+// layouts of the factorization read.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "direct/separator_tree.hpp"
+#include "direct/symbolic.hpp"
+
+namespace commsolve {
+
+// Seconds of each part, on the calling rank.
+struct ParallelSymbolicTimes {
+  double exchange = 0;    // the graph's entries sent to the ranks that analyse them (one all-to-all)
+  double leaves = 0;      // this rank's leaves' symbolic factorizations
+  double separators = 0;  // the leaf roots' rows to the root, the separators' symbolic factorization there
+  double assemble = 0;    // every piece to every rank, renumbered into one structure
+};
+
+// Collective on `comm`. This rank holds `local_rows` rows of the n x n matrix B (`indptr` /
+// `indices`: CSR, global column indices; `values` may be null, else an entry equal to zero
+// is not part of the pattern), row i being B's row `row_index[i]`. `ordering`: a separator
+// tree with `perm` (perm[new] = old), the same on every rank, whose nodes own contiguous
+// column ranges in postorder, e.g. ptscotch_nested_dissection's. Returns, on every rank, the
+// structure symbolic_for_ordering(ordering, opts) computes from the pattern of B + B^T. An
+// entry that joins a leaf to a column numbered before it (the tree does not separate the
+// pattern) is a std::logic_error naming it.
+SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
+                                      const std::int64_t* indptr, const std::int64_t* indices, const double* values,
+                                      const std::int64_t* row_index, const SeparatorTree& ordering,
+                                      const SymbolicOptions& opts, int root = 0, ParallelSymbolicTimes* times = nullptr);
+
+}  // namespace commsolve

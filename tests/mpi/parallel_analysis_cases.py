@@ -1,0 +1,70 @@
+"""MPI script: factor() of a row-distributed ParCSR with a parallel ordering, whose analysis
+runs on every rank from its own rows (direct/parallel_analysis.py), against scipy-side
+references computed here on the gathered matrix.
+
+Usage: mpiexec -n K python -m mpi4py tests/mpi/parallel_analysis_cases.py K
+For each family, ordering and row permutation, rank 0 prints one JSON line: whether A was
+gathered (the ``gather`` part on any rank), the row permutation used and whether the scipy
+test (pivoting.diagonally_dominant) finds the matrix dominant, whether the scales,
+``equed``, ||B||_1 and the symmetry flag equal those of the scipy static pivoting
+(pivoting.static_pivoting) and of numpy on the gathered matrix, and the backward error and
+error of a solve with b and x distributed unlike A's rows (strided), so the residuals use
+A's rows moved to b's owners.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from commsolve import gallery
+from commsolve.direct import factor
+from commsolve.direct.pivoting import checked_matrix, diagonally_dominant, static_pivoting
+from commsolve.parcsr import ParCSR
+from commsolve.partition import partition
+
+comm = MPI.COMM_WORLD
+expected = int(sys.argv[1])
+assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+GRIDS = {1: (1, 1, 1), 2: (1, 1, 2), 3: (3, 1, 1), 4: (1, 2, 2)}
+# (name, spec, rows scaled, row permutations): diagonally dominant (auto keeps the rows), the
+# same with rows scaled over 6 orders of magnitude (equilibration scales them; no matching
+# asked), not dominant (auto matches), a zero block
+FAMILIES = [("poisson2d", "poisson2d:16", False, ("auto", "mc64")), ("hpcg", "hpcg:5", False, ("auto", "mc64")),
+            ("scaled", "poisson2d:16", True, ("none", "auto")), ("convdiff2d", "convdiff2d:16", False, ("auto", "mc64")),
+            ("kkt3d", "kkt3d:3", False, ("auto", "mc64"))]
+
+for name, spec, scaled, row_perms in FAMILIES:
+    for ordering in ("ptscotch", "ptscotch-metis"):
+        for row_perm in row_perms:
+            A_global = checked_matrix(gallery.from_spec(spec))
+            if scaled:
+                A_global = checked_matrix(A_global.multiply(np.logspace(0, 6, A_global.shape[0])[:, None]).tocsr())
+            n = A_global.shape[0]
+            A = ParCSR.from_global(A_global, comm)
+            dist = partition(n, comm.size, "strided")
+            lu = factor(A, grid=GRIDS[comm.size], ordering=ordering, row_perm=row_perm, distribution=dist,
+                        max_supernode=16)
+            gathered = comm.allreduce("gather" in lu.report.ordering_parts, op=MPI.LOR)
+            x_true = np.random.default_rng(3).standard_normal(n)
+            mine = dist.owned(comm.rank)
+            x = lu.solve((A_global @ x_true)[mine])
+            err = comm.allreduce(float(np.abs(x - x_true[mine]).max()), op=MPI.MAX)
+            if comm.rank == 0:
+                used = lu.pivoting.row_perm
+                B, ref = static_pivoting(A_global, True, used)
+                symmetric = bool((A_global != A_global.T).nnz == 0 and np.array_equal(ref.row_scale, ref.col_scale)
+                                 and (ref.row_of_col is None or np.array_equal(ref.row_of_col, np.arange(n))))
+                anorm = float(abs(B).sum(axis=0).max())
+                print(json.dumps({
+                    "family": name, "ordering": ordering, "row_perm": row_perm, "used": used,
+                    "dominant": diagonally_dominant(A_global),
+                    "gathered": bool(gathered),
+                    "scales_equal": bool(np.array_equal(lu.pivoting.row_scale, ref.row_scale)
+                                         and np.array_equal(lu.pivoting.col_scale, ref.col_scale)),
+                    "equed": [lu.pivoting.equed, ref.equed],
+                    "anorm_rel": abs(lu.analysis.anorm - anorm) / anorm,
+                    "symmetric": [bool(lu.analysis.symmetric), symmetric],
+                    "berr": float(np.max(lu.berr)), "err": err, "x_scale": float(np.abs(x_true).max())}),
+                    flush=True)
