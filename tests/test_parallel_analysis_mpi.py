@@ -39,6 +39,7 @@ def test_pivoting_norm_and_symmetry_equal_scipy(nprocs):
         assert r["equed"][0] == r["equed"][1], what
         assert r["anorm_rel"] <= 1e-14, what  # summed in another order than scipy's: rounding only
         assert r["symmetric"][0] == r["symmetric"][1], what
+        assert r["untested"] == (r["used"] == "none" and r["equed"][0] == "N"), what
     # the cases cover both answers and a scaling without matching
     assert {tuple(r["symmetric"]) for r in rows} == {(True, True), (False, False)}
     assert any(r["used"] == "none" and r["equed"][0] != "N" for r in rows)
@@ -50,3 +51,16 @@ def test_solves_are_backward_stable(nprocs):
         what = f"{r['family']} {r['ordering']} row_perm={r['row_perm']} on {nprocs} ranks"
         assert r["berr"] <= 1e-14, what  # NaN fails too
         assert r["err"] <= 1e-10 * r["x_scale"], what
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])  # the grids with Pz = 1
+def test_selected_inversion_tests_symmetry_itself(nprocs):
+    """Where the analysis left A's symmetry untested, selected inversion tests it and uses
+    the symmetric form exactly when A = A^T; its entries match numpy's inverse."""
+    runs = [r for r in results(nprocs) if r["selinv"] is not None]
+    assert len(runs) == 4  # poisson2d and convdiff2d, row_perm auto and mc64
+    for r in runs:
+        what = f"{r['family']} row_perm={r['row_perm']} on {nprocs} ranks"
+        assert r["selinv"]["symmetric"] == r["symmetric"][1], what
+        assert r["selinv"]["err"] <= 1e-12, what
+    assert {r["selinv"]["symmetric"] for r in runs} == {True, False}

@@ -6,10 +6,13 @@ Usage: mpiexec -n K python -m mpi4py tests/mpi/parallel_analysis_cases.py K
 For each family, ordering and row permutation, rank 0 prints one JSON line: whether A was
 gathered (the ``gather`` part on any rank), the row permutation used and whether the scipy
 test (pivoting.diagonally_dominant) finds the matrix dominant, whether the scales,
-``equed``, ||B||_1 and the symmetry flag equal those of the scipy static pivoting
-(pivoting.static_pivoting) and of numpy on the gathered matrix, and the backward error and
+``equed``, ||B||_1 and the symmetry flag (the analysis leaves it untested where rows and
+columns are ordered and scaled alike; then the distributed test that selected inversion runs)
+equal those of the scipy static pivoting (pivoting.static_pivoting) and of numpy on the
+gathered matrix, and the backward error and
 error of a solve with b and x distributed unlike A's rows (strided), so the residuals use
-A's rows moved to b's owners.
+A's rows moved to b's owners; on a 2D grid, for two families, the form selected inversion
+chose and its entries' error against numpy's inverse.
 """
 
 import json
@@ -20,6 +23,7 @@ from mpi4py import MPI
 
 from commsolve import gallery
 from commsolve.direct import factor
+from commsolve.direct.parallel_analysis import is_symmetric
 from commsolve.direct.pivoting import checked_matrix, diagonally_dominant, static_pivoting
 from commsolve.parcsr import ParCSR
 from commsolve.partition import partition
@@ -51,6 +55,18 @@ for name, spec, scaled, row_perms in FAMILIES:
             mine = dist.owned(comm.rank)
             x = lu.solve((A_global @ x_true)[mine])
             err = comm.allreduce(float(np.abs(x - x_true[mine]).max()), op=MPI.MAX)
+            # None: rows and columns alike, A's own symmetry left to selected inversion's test
+            untested = lu.analysis.symmetric is None
+            ours = is_symmetric(A) if untested else lu.analysis.symmetric
+            selinv = None
+            if GRIDS[comm.size][2] == 1 and ordering == "ptscotch" and name in ("poisson2d", "convdiff2d"):
+                # selected inversion decides its form itself where the analysis left A untested
+                Z = lu.selected_inverse()
+                if comm.rank == 0:
+                    exact = np.linalg.inv(A_global.toarray())
+                    Z = Z.tocoo()
+                    selinv = {"symmetric": bool(lu.selinv.symmetric),
+                              "err": float(np.abs(Z.data - exact[Z.row, Z.col]).max() / np.abs(exact).max())}
             if comm.rank == 0:
                 used = lu.pivoting.row_perm
                 B, ref = static_pivoting(A_global, True, used)
@@ -65,6 +81,6 @@ for name, spec, scaled, row_perms in FAMILIES:
                                          and np.array_equal(lu.pivoting.col_scale, ref.col_scale)),
                     "equed": [lu.pivoting.equed, ref.equed],
                     "anorm_rel": abs(lu.analysis.anorm - anorm) / anorm,
-                    "symmetric": [bool(lu.analysis.symmetric), symmetric],
+                    "symmetric": [bool(ours), symmetric], "untested": untested, "selinv": selinv,
                     "berr": float(np.max(lu.berr)), "err": err, "x_scale": float(np.abs(x_true).max())}),
                     flush=True)

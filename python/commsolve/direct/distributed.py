@@ -28,8 +28,7 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
-from .parallel_analysis import (is_symmetric, one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
-                                pivoting_in_parallel)
+from .parallel_analysis import one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered, pivoting_in_parallel
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
@@ -85,7 +84,8 @@ class Analysis:
     scale; None when factored whole on the root), the ``seconds`` it took and the tiny pivots
     ``replaced`` (factored whole on the root), whether the factored matrix is ``symmetric``
     (A = A^T exactly, rows and columns ordered and scaled alike: selected inversion's
-    symmetric form applies). On the root only: ``serial`` (a
+    symmetric form applies; None where rows and columns are ordered and scaled alike but A
+    itself was not tested, which selected inversion then does). On the root only: ``serial`` (a
     :class:`SparseLU` when a scipy matrix is factored whole there) and ``matrix`` (A,
     checked, on the root)."""
 
@@ -98,7 +98,7 @@ class Analysis:
     anorm: float | None
     seconds: dict
     replaced: int = 0
-    symmetric: bool = False
+    symmetric: bool | None = False
     ordering_parts: dict | None = None  # on the root: the gather and analyze()'s parts, seconds
     serial: object = field(default=None, repr=False)
     matrix: object = field(default=None, repr=False)
@@ -223,25 +223,28 @@ def _nnz_LU(structure):
 def _analyze_in_parallel(source, comm, root, options, symbolic_options):
     """Collective. The Analysis of the ParCSR ``source`` computed on every rank from its own
     rows: the static pivoting (A gathered on ``root`` only for the large-diagonal matching),
-    PT-Scotch's ordering, the symbolic factorization by leaves of the separator tree, ||B||_1
-    and the symmetry test; ``ordering_parts`` holds this rank's seconds of each part."""
+    PT-Scotch's ordering, the symbolic factorization by leaves of the separator tree and
+    ||B||_1; ``ordering_parts`` holds this rank's seconds of each part."""
     t0 = time.perf_counter()
     parts = {}
+    local = source.local_matrix()  # read once, for every step
     equil = options.get("equil", PIVOTING_DEFAULTS["equil"])
     row_perm = options.get("row_perm", PIVOTING_DEFAULTS["row_perm"])
-    pivoting = pivoting_in_parallel(source, equil, row_perm)
+    pivoting = pivoting_in_parallel(source, equil, row_perm, local)
     parts["pivoting"] = time.perf_counter() - t0
     if pivoting is None:
         pivoting = pivoting_gathered(source, equil, row_perm, root, parts)
-    ordered = parallel_ordering(source, pivoting.row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis")
+    ordered = parallel_ordering(source, pivoting.row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis",
+                                local)
     t1 = time.perf_counter()
-    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts)
+    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, local)
     parts["symbolic"] = time.perf_counter() - t1
     perm = np.asarray(structure.perm)
     row_order = pivoting.row_order(perm).astype(np.int32)
-    anorm = one_norm(source, pivoting)
-    symmetric = bool(np.array_equal(row_order, perm) and np.array_equal(pivoting.row_scale, pivoting.col_scale)
-                     and is_symmetric(source))
+    anorm = one_norm(source, pivoting, local)
+    # A's own symmetry is left to selected inversion, its one reader (None: not known yet)
+    alike = np.array_equal(row_order, perm) and np.array_equal(pivoting.row_scale, pivoting.col_scale)
+    symmetric = None if alike else False
     return Analysis(source.shape, structure, pivoting, row_order, perm.astype(np.int32), _nnz_LU(structure), anorm,
                     {"ordering": time.perf_counter() - t0}, symmetric=symmetric, ordering_parts=parts)
 

@@ -1,8 +1,8 @@
 """The analysis of a distributed matrix without gathering it (issue 35): static pivoting
 from each rank's own rows, PT-Scotch's nested dissection, the symbolic factorization by
 leaves of the separator tree (C++ ``direct/parallel_symbolic.hpp``), ||B||_1 and the test for
-symmetry. Every step is collective on the ParCSR's communicator and leaves its result on
-every rank.
+symmetry (run by selected inversion, the one reader of it). Every step is collective on the
+ParCSR's communicator and leaves its result on every rank.
 
 Only the large-diagonal matching (``row_perm="mc64"``, or ``"auto"`` on a matrix that is not
 diagonally dominant) still gathers A on one rank, as SuperLU_DIST's ``LargeDiag_MC64`` does:
@@ -37,21 +37,25 @@ def _new_rows(source, row_of_col):
     return new_of_old[rows]
 
 
-def parallel_ordering(source, row_of_col, times=None, metis_leaves=False):
+def _csr_args(source, local):
+    """This rank's rows (``local``, or read from ``source``) as the C++ functions take them."""
+    M = source.local_matrix() if local is None else local
+    return (M.indptr.astype(np.int64), np.asarray(M.indices, dtype=np.int32), np.asarray(M.data, dtype=np.float64))
+
+
+def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, local=None):
     """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
     B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
     ``source``'s own rows on the largest power of two of its ranks (C++
     ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
     rank; with ``metis_leaves`` each leaf subdomain is then reordered by METIS on one rank.
     ``times`` receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-    ``metis_leaves``)."""
-    M = source.local_matrix()
-    return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, M.indptr.astype(np.int64),
-                                   M.indices.astype(np.int64), np.asarray(M.data, dtype=np.float64),
+    ``metis_leaves``). ``local``: ``source.local_matrix()``, if the caller holds it."""
+    return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *_csr_args(source, local),
                                    _new_rows(source, row_of_col), metis_leaves, 0, times)
 
 
-def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None):
+def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, local=None):
     """Collective on ``source.comm``. The supernodal structure of B + B^T (B as for
     :func:`parallel_ordering`) for the ordering ``ordered`` (its SeparatorTree), computed by
     leaves of the tree on their ranks and the separators on ``root``, no rank gathering B;
@@ -59,28 +63,27 @@ def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None):
     ``ordered=`` on the gathered B. ``options``: :data:`~commsolve.direct.symbolic.LU_DEFAULTS`'
     keys (the ordering's name and levels are not read). ``times`` receives
     ``symbolic_exchange``, ``symbolic_leaves``, ``symbolic_separators``,
-    ``symbolic_assemble``."""
-    M = source.local_matrix()
+    ``symbolic_assemble``. ``local``: as :func:`parallel_ordering`'s."""
     opts = SymbolicOptions(**{k: v for k, v in options.items() if k in ("max_supernode", "relax", "relax_subtree")})
-    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], M.indptr.astype(np.int64),
-                                   M.indices.astype(np.int64), np.asarray(M.data, dtype=np.float64),
+    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *_csr_args(source, local),
                                    _new_rows(source, row_of_col), ordered, opts, root, times)
 
 
-def _local_checked(source):
-    """This rank's rows as CSR (global columns), with a clear ValueError on every rank for a
-    non-square shape or a non-finite entry (named by its global row and column)."""
+def _local_checked(source, local=None):
+    """This rank's rows (``local``, or read from ``source``) as CSR (global columns), with a
+    clear ValueError on every rank for a non-square shape or a non-finite entry (named by its
+    global row and column)."""
     def check():
-        M = source.local_matrix()
+        M = source.local_matrix() if local is None else local
         if source.shape[0] != source.shape[1]:
             raise ValueError(f"the matrix must be square, got {source.shape[0]} x {source.shape[1]}")
         if np.iscomplexobj(M.data):
             raise ValueError("the matrix is complex; commsolve's factorizations are real")
         bad = np.nonzero(~np.isfinite(M.data))[0]
         if bad.size:
-            local = int(np.searchsorted(M.indptr, bad[0], side="right") - 1)
+            row = int(np.searchsorted(M.indptr, bad[0], side="right") - 1)
             raise ValueError(f"the matrix has a non-finite entry {M.data[bad[0]]} at "
-                             f"({int(source.owned_rows()[local])}, {int(M.indices[bad[0]])})")
+                             f"({int(source.owned_rows()[row])}, {int(M.indices[bad[0]])})")
         return M
     return run_agreed(source.comm, check)
 
@@ -91,53 +94,49 @@ def _summed(comm, v):
     return out
 
 
-def _column_sums(M, n, row_weights=None):
-    """Column sums of |diag(row_weights) M| over this rank's rows (length n)."""
-    w = np.abs(M.data) if row_weights is None else np.abs(M.data) * np.repeat(row_weights, np.diff(M.indptr))
-    return np.bincount(M.indices, weights=w, minlength=n).astype(np.float64)
-
-
-def _diagonally_dominant(comm, M, rows, n):
+def _diagonally_dominant(comm, M, local, magnitudes, rows, n):
     """:func:`~commsolve.direct.pivoting.diagonally_dominant` of the whole matrix from every
-    rank's rows: the diagonal and the column sums summed over the ranks."""
-    local_rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-    on_diag = M.indices == rows[local_rows]
-    d_mine = np.zeros(M.shape[0])
-    np.add.at(d_mine, local_rows[on_diag], M.data[on_diag])
-    d_mine = np.abs(d_mine)
-    d = np.zeros(n)
-    d[rows] = d_mine
-    d = _summed(comm, d)
-    by_rows = np.asarray(abs(M).sum(axis=1)).ravel()
-    by_cols = _summed(comm, _column_sums(M, n))
+    rank's rows (``local``: each entry's local row; ``magnitudes``: |entries|); the column
+    test, which needs the diagonal and the column sums summed over the ranks, only where the
+    row test fails."""
     MPI = mpi()
-    rows_ok = comm.allreduce(bool(np.all(2 * d_mine >= by_rows)), op=MPI.LAND)
-    return bool(np.all(d > 0) and (rows_ok or np.all(2 * d >= by_cols)))
+    on_diag = M.indices == rows[local]
+    d_mine = np.abs(np.bincount(local[on_diag], weights=M.data[on_diag], minlength=M.shape[0]))
+    by_rows = np.bincount(local, weights=magnitudes, minlength=M.shape[0])
+    if not comm.allreduce(bool(np.all(d_mine > 0)), op=MPI.LAND):
+        return False
+    if comm.allreduce(bool(np.all(2 * d_mine >= by_rows)), op=MPI.LAND):
+        return True
+    d = np.zeros(n)
+    d[rows] = d_mine  # each row on one rank
+    by_cols = _summed(comm, np.bincount(M.indices, weights=magnitudes, minlength=n))
+    return bool(np.all(2 * _summed(comm, d) >= by_cols))
 
 
-def pivoting_in_parallel(source, equil, row_perm):
+def pivoting_in_parallel(source, equil, row_perm, local=None):
     """Collective on ``source.comm``. The static pivoting of the ParCSR ``source`` computed
     from every rank's own rows, or None where it needs the matching (``row_perm="mc64"``, or
     ``"auto"`` on a matrix that is not diagonally dominant): the equilibration scales
     (``equil``) and no row permutation, as a StaticPivoting on every rank; a ValueError on
-    every rank for a non-finite entry, a zero row or column, or an unknown ``row_perm``."""
+    every rank for a non-finite entry, a zero row or column, or an unknown ``row_perm``.
+    ``local``: as :func:`parallel_ordering`'s."""
     comm, n = source.comm, source.shape[0]
     run_agreed(comm, check_row_perm, row_perm)
-    M = _local_checked(source)
+    M = _local_checked(source, local)
     rows = np.asarray(source.owned_rows(), dtype=np.int64)
-    if row_perm == "mc64" or (row_perm == "auto" and not _diagonally_dominant(comm, M, rows, n)):
+    local = np.repeat(np.arange(M.shape[0], dtype=np.int32), np.diff(M.indptr))
+    magnitudes = np.abs(M.data)
+    if row_perm == "mc64" or (row_perm == "auto" and not _diagonally_dominant(comm, M, local, magnitudes, rows, n)):
         return None
     if not equil:
         return StaticPivoting(np.ones(n), np.ones(n), None, "N", "none")
-    absM = abs(M)
-    row_max = np.asarray(absM.max(axis=1).todense()).ravel() if M.shape[0] else np.zeros(0)
+    row_max = np.zeros(M.shape[0])
+    np.maximum.at(row_max, local, magnitudes)
     row_max_all = np.zeros(n)
     row_max_all[rows] = row_max  # each row on one rank
     row_max_all = _summed(comm, row_max_all)
-    col_max = np.zeros(n)
-    weighted = absM.multiply(1.0 / np.where(row_max > 0, row_max, 1.0)[:, None]).tocsr()
-    if weighted.nnz:
-        np.maximum.at(col_max, weighted.indices, weighted.data)
+    col_max = np.zeros(n)  # of |r_i a_ij|, r_i = 1 / row_max (as the scipy path scales)
+    np.maximum.at(col_max, M.indices, magnitudes * (1.0 / np.where(row_max > 0, row_max, 1.0))[local])
     col_max_all = np.empty(n)
     comm.Allreduce(col_max, col_max_all, op=mpi().MAX)
     r, c, equed = run_agreed(comm, equilibration_scales, row_max_all, col_max_all)
@@ -157,36 +156,43 @@ def pivoting_gathered(source, equil, row_perm, root, times):
     return comm.bcast(pivoting, root=root)
 
 
-def one_norm(source, pivoting):
+def one_norm(source, pivoting, local=None):
     """Collective. ||B||_1 of the scaled matrix B = (diag(r) A diag(c))[row_of_col]: the
-    largest column sum of magnitudes (a row permutation leaves them), from every rank's rows."""
-    M = source.local_matrix()
-    rows = np.asarray(source.owned_rows(), dtype=np.int64)
-    sums = _summed(source.comm, _column_sums(M, source.shape[0], pivoting.row_scale[rows]))
+    largest column sum of magnitudes (a row permutation leaves them), from every rank's rows
+    (``local``: as :func:`parallel_ordering`'s)."""
+    M = source.local_matrix() if local is None else local
+    weights = np.abs(M.data) * np.repeat(pivoting.row_scale[np.asarray(source.owned_rows())], np.diff(M.indptr))
+    sums = _summed(source.comm, np.bincount(M.indices, weights=weights, minlength=source.shape[0]))
     return float((sums * pivoting.col_scale).max())
 
 
 def is_symmetric(source):
     """Collective. Whether A = A^T exactly (stored zeros count as absent): every rank sends
-    its entries, transposed, to the owners of their columns' rows and compares them with its
-    own."""
-    comm, n = source.comm, source.shape[0]
+    its entries, transposed, to the owners of their columns' rows (one all-to-all of keys
+    and one of values) and compares them with its own."""
+    comm, n, MPI = source.comm, source.shape[0], mpi()
     M = source.local_matrix()
-    rows = np.asarray(source.owned_rows(), dtype=np.int64)
-    i = np.repeat(rows, np.diff(M.indptr))
-    j, v = M.indices.astype(np.int64), np.asarray(M.data, dtype=np.float64)
-    keep = v != 0
-    i, j, v = i[keep], j[keep], v[keep]
-    owner = np.asarray(source.row_dist.owners_of(j))
+    keep = M.data != 0
+    i = np.repeat(np.asarray(source.owned_rows(), dtype=np.int64), np.diff(M.indptr))[keep]
+    j, v = M.indices[keep].astype(np.int64), M.data[keep]
+    del M, keep
+    owner = np.asarray(source.row_dist.owners_of(j), dtype=np.int64)
     order = np.argsort(owner, kind="stable")
-    cuts = np.searchsorted(owner[order], np.arange(comm.size + 1))
-    send = [(j[order[a:b]] * n + i[order[a:b]], v[order[a:b]]) for a, b in zip(cuts[:-1], cuts[1:])]
-    got = comm.alltoall(send)
-    their_keys = np.concatenate([k for k, _ in got])
-    their_vals = np.concatenate([x for _, x in got])
+    send_counts = np.bincount(owner, minlength=comm.size).astype(np.int64)
+    del owner
+    recv_counts = np.empty_like(send_counts)
+    comm.Alltoall(send_counts, recv_counts)
+    send_disp = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
+    recv_disp = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
+    their_keys = np.empty(int(recv_counts.sum()), dtype=np.int64)
+    comm.Alltoallv([(j * n + i)[order], (send_counts, send_disp), MPI.INT64_T],
+                   [their_keys, (recv_counts, recv_disp), MPI.INT64_T])
+    their_vals = np.empty(their_keys.size)
+    comm.Alltoallv([v[order], (send_counts, send_disp), MPI.DOUBLE], [their_vals, (recv_counts, recv_disp), MPI.DOUBLE])
+    del order
     mine = i * n + j
+    del i, j
     a, b = np.argsort(mine, kind="stable"), np.argsort(their_keys, kind="stable")
     same = bool(mine.size == their_keys.size and np.array_equal(mine[a], their_keys[b])
                 and np.array_equal(v[a], their_vals[b]))
-    return comm.allreduce(same, op=mpi().LAND)
-
+    return comm.allreduce(same, op=MPI.LAND)

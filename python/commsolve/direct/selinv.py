@@ -24,6 +24,7 @@ from .._collective import agree_args, mpi, or_abort, run_agreed
 from .._watchdog import watched
 from ..stats import CommStats
 from ..trees import tree_shape
+from .parallel_analysis import is_symmetric
 
 __all__ = ["ROLES", "SelinvReport", "selected_inverse", "role_volumes"]
 
@@ -78,6 +79,8 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
 
     run_agreed(lu.comm, check)
     holds = lu.analysis.symmetric
+    if holds is None:  # left by the parallel analysis: A = A^T tested now, from every rank's rows
+        holds = lu.analysis.symmetric = is_symmetric(lu._residual.A)
     if symmetric and not holds:
         raise ValueError("symmetric=True needs a symmetric factorization: A = A^T exactly, its rows and columns "
                          "ordered and scaled alike (factor with row_perm='none', equil=False); use symmetric=None "

@@ -209,7 +209,7 @@ void bind_analysis(nb::module_& m) {
         "symbolic_analysis for an ordering computed elsewhere (a SeparatorTree with perm, e.g. ptscotch_ordering's); "
         "`times` receives permute and symbolic.");
   m.def("ptscotch_ordering", [](std::int64_t comm, std::int64_t n, std::int64_t first_row, In<std::int64_t> indptr,
-                                 In<std::int64_t> indices, std::optional<In<double>> values,
+                                 In<std::int32_t> indices, std::optional<In<double>> values,
                                  std::optional<In<std::int64_t>> new_row, bool metis_leaves, int max_ranks,
                                  std::optional<nb::dict> times) {
     const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
@@ -239,7 +239,7 @@ void bind_analysis(nb::module_& m) {
         "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
         "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns the "
         "SeparatorTree with perm, the same on every rank; metis_leaves: each leaf then reordered by METIS on one rank.");
-  m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int64_t> indices,
+  m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices,
                                  std::optional<In<double>> values, In<std::int64_t> row_index,
                                  const SeparatorTree& ordering, const SymbolicOptions& opts, int root,
                                  std::optional<nb::dict> times) {

@@ -18,20 +18,35 @@ std::vector<int> displacements(const std::vector<int>& counts) {
   return d;
 }
 
-std::vector<std::int64_t> all_to_all(MPI_Comm comm, const std::vector<std::int64_t>& send,
-                                     const std::vector<int>& send_count, std::vector<int>* recv_count_out) {
+namespace {
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<std::int32_t>() { return MPI_INT32_T; }
+template <>
+MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+}  // namespace
+
+template <class T>
+std::vector<T> all_to_all(MPI_Comm comm, const std::vector<T>& send, const std::vector<int>& send_count,
+                          std::vector<int>* recv_count_out) {
   const int P = static_cast<int>(send_count.size());
   const std::vector<int> send_disp = displacements(send_count);
   std::vector<int> recv_count(P);
   check_mpi(MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm), "MPI_Alltoall");
   const std::vector<int> recv_disp = displacements(recv_count);
-  std::vector<std::int64_t> recv(static_cast<std::size_t>(recv_disp[P]));
-  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), MPI_INT64_T, recv.data(),
-                          recv_count.data(), recv_disp.data(), MPI_INT64_T, comm),
+  std::vector<T> recv(static_cast<std::size_t>(recv_disp[P]));
+  check_mpi(MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), mpi_type<T>(), recv.data(),
+                          recv_count.data(), recv_disp.data(), mpi_type<T>(), comm),
             "MPI_Alltoallv");
   if (recv_count_out != nullptr) *recv_count_out = std::move(recv_count);
   return recv;
 }
+
+template std::vector<std::int32_t> all_to_all(MPI_Comm, const std::vector<std::int32_t>&, const std::vector<int>&,
+                                              std::vector<int>*);
+template std::vector<std::int64_t> all_to_all(MPI_Comm, const std::vector<std::int64_t>&, const std::vector<int>&,
+                                              std::vector<int>*);
 
 std::vector<std::int64_t> all_gather(MPI_Comm comm, const std::vector<std::int64_t>& mine, std::vector<int>* counts_out) {
   int P = 0;

@@ -1,5 +1,6 @@
-// One irregular all-to-all of 64-bit integers (counts first, then the values): how the
-// direct solver's setup moves graph rows and symbolic pieces between ranks.
+// One irregular all-to-all of integers (counts first, then the values): how the direct
+// solver's setup moves graph rows and symbolic pieces between ranks. For std::int32_t and
+// std::int64_t values.
 #pragma once
 
 #include <mpi.h>
@@ -15,8 +16,9 @@ std::vector<int> displacements(const std::vector<int>& counts);
 
 // `send` holds `send_count[r]` values for rank r, in rank order; returns what this rank
 // receives, in rank order (with `recv_count`, if not null, the number from each rank).
-std::vector<std::int64_t> all_to_all(MPI_Comm comm, const std::vector<std::int64_t>& send,
-                                     const std::vector<int>& send_count, std::vector<int>* recv_count = nullptr);
+template <class T>
+std::vector<T> all_to_all(MPI_Comm comm, const std::vector<T>& send, const std::vector<int>& send_count,
+                          std::vector<int>* recv_count = nullptr);
 
 // Every rank's `mine`, concatenated in rank order, on every rank (with `counts`, if not
 // null, the number from each rank).

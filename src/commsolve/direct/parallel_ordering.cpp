@@ -52,8 +52,8 @@ int owner_of(const std::vector<std::int64_t>& off, std::int64_t v) {
 }
 
 // This rank's block of the symmetric graph of B + B^T over the first q ranks (rows `off`),
-// without self loops: each entry (i, j) of B goes to the owners of i and of j as the edges
-// (i, j) and (j, i). Returns the block as CSR (xadj relative to the block, global adjncy).
+// without self loops: each entry (i, j) of B becomes the edges (i, j) and (j, i) on the
+// owners of i and of j. Returns the block as CSR (xadj relative to the block, global adjncy).
 template <class I, class J>
 void symmetric_block(MPI_Comm comm, int q, const std::vector<std::int64_t>& off, std::int64_t first_row,
                      std::int64_t local_rows, const I* indptr, const J* indices,
@@ -62,37 +62,47 @@ void symmetric_block(MPI_Comm comm, int q, const std::vector<std::int64_t>& off,
   int P = 0;
   check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
   auto row_of = [&](std::int64_t i) { return new_row != nullptr ? new_row[i] : first_row + i; };
+  // Each entry (u, v) goes once to the owner of u and, if another rank owns v, once to it as
+  // (v, u); a receiver owning both ends adds both directions.
   auto each_edge = [&](auto&& visit) {
     for (std::int64_t i = 0; i < local_rows; ++i) {
       const std::int64_t u = row_of(i);
       for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
         const std::int64_t v = indices[p];
         if (v == u || (values != nullptr && values[p] == 0.0)) continue;
-        visit(u, v);
-        visit(v, u);
+        const int ou = owner_of(off, u), ov = owner_of(off, v);
+        visit(ou, u, v);
+        if (ov != ou) visit(ov, v, u);
       }
     }
   };
   std::vector<int> send_count(P, 0);
-  each_edge([&](std::int64_t u, std::int64_t) { send_count[owner_of(off, u)] += 2; });
+  each_edge([&](int to, std::int64_t, std::int64_t) { send_count[to] += 2; });
   const std::vector<int> send_disp = displacements(send_count);
-  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
+  std::vector<std::int32_t> send(static_cast<std::size_t>(send_disp[P]));  // n < 2^31: checked by the caller
   std::vector<int> fill(send_disp.begin(), send_disp.end() - 1);
-  each_edge([&](std::int64_t u, std::int64_t v) {
-    int& at = fill[owner_of(off, u)];
-    send[at++] = u;
-    send[at++] = v;
+  each_edge([&](int to, std::int64_t u, std::int64_t v) {
+    send[fill[to]++] = static_cast<std::int32_t>(u);
+    send[fill[to]++] = static_cast<std::int32_t>(v);
   });
-  std::vector<std::int64_t> recv = all_to_all(comm, send, send_count);
-  std::vector<std::int64_t>().swap(send);
+  std::vector<std::int32_t> recv = all_to_all(comm, send, send_count);
+  std::vector<std::int32_t>().swap(send);
   // Bucket by row, then sort and deduplicate each row.
   const std::int64_t lo = rank < q ? off[rank] : 0, nrows = rank < q ? off[rank + 1] - off[rank] : 0;
+  auto mine = [&](std::int64_t v) { return v >= lo && v < lo + nrows; };
   std::vector<std::int64_t> ptr(static_cast<std::size_t>(nrows) + 1, 0);
-  for (std::size_t e = 0; e < recv.size(); e += 2) ++ptr[recv[e] - lo + 1];
+  for (std::size_t e = 0; e < recv.size(); e += 2) {
+    ++ptr[recv[e] - lo + 1];
+    if (mine(recv[e + 1])) ++ptr[recv[e + 1] - lo + 1];
+  }
   std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
   std::vector<int> cols(static_cast<std::size_t>(ptr[nrows]));
   std::vector<std::int64_t> at(ptr.begin(), ptr.end() - 1);
-  for (std::size_t e = 0; e < recv.size(); e += 2) cols[at[recv[e] - lo]++] = static_cast<int>(recv[e + 1]);
+  for (std::size_t e = 0; e < recv.size(); e += 2) {
+    cols[at[recv[e] - lo]++] = recv[e + 1];
+    if (mine(recv[e + 1])) cols[at[recv[e + 1] - lo]++] = recv[e];
+  }
+  std::vector<std::int32_t>().swap(recv);
   xadj.assign(1, 0);
   adjncy.clear();
   adjncy.reserve(cols.size());
@@ -268,9 +278,14 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
     // commsolve runs one thread per rank. A user's own setting of the variable is kept.
     setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
     SCOTCH_randomReset();
-    std::vector<int> xadj_in = xadj, adjncy_in = adjncy;  // ParMETIS's arguments are not const
-    ParMETIS_V3_NodeND(vtxdist.data(), xadj_in.data(), adjncy_in.data(), &numflag, options, order.data(), sizes.data(),
-                       &sub);
+    // ParMETIS's arguments are not const: a copy where the graph is read again (the leaves).
+    std::vector<int> xadj_in, adjncy_in;
+    if (metis_leaves) {
+      xadj_in = xadj;
+      adjncy_in = adjncy;
+    }
+    ParMETIS_V3_NodeND(vtxdist.data(), (metis_leaves ? xadj_in : xadj).data(),
+                       (metis_leaves ? adjncy_in : adjncy).data(), &numflag, options, order.data(), sizes.data(), &sub);
     check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
   }
   if (times != nullptr) times->nested_dissection = seconds_since(t);
@@ -337,7 +352,7 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
 
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
-                                         const std::int64_t* indices, const double* values,
+                                         const std::int32_t* indices, const double* values,
                                          const std::int64_t* new_row, bool metis_leaves, int max_ranks,
                                          ParallelOrderingTimes* times) {
   return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, metis_leaves,

@@ -40,7 +40,7 @@ struct ParallelOrderingTimes {
 // where Scotch's own leaf orderings leave 1.3-1.7x METIS's fill on the gallery's matrices.
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
-                                         const std::int64_t* indices, const double* values,
+                                         const std::int32_t* indices, const double* values,
                                          const std::int64_t* new_row, bool metis_leaves = false, int max_ranks = 0,
                                          ParallelOrderingTimes* times = nullptr);
 

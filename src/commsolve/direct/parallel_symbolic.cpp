@@ -58,7 +58,7 @@ struct Piece {
 
 // The symmetric graph on `nv` vertices whose edges are `pairs` (u0, v0, u1, v1, ...; each
 // in both directions) as int32 CSR, rows sorted and without repeats.
-void local_graph(std::int64_t nv, const std::vector<std::int64_t>& pairs, std::vector<std::int32_t>& ptr,
+void local_graph(std::int64_t nv, const std::vector<std::int32_t>& pairs, std::vector<std::int32_t>& ptr,
                  std::vector<std::int32_t>& idx) {
   if (nv >= std::numeric_limits<std::int32_t>::max() ||
       pairs.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -76,25 +76,30 @@ void local_graph(std::int64_t nv, const std::vector<std::int64_t>& pairs, std::v
     all[fill[pairs[e + 1]]++] = static_cast<std::int32_t>(pairs[e]);
   }
   ptr.assign(1, 0);
-  idx.clear();
-  idx.reserve(all.size());
+  std::size_t kept = 0;  // rows sorted and deduplicated in place, moved down over the repeats
   for (std::int64_t v = 0; v < nv; ++v) {
     const auto b = all.begin() + at[v], e = all.begin() + at[v + 1];
     std::sort(b, e);
-    idx.insert(idx.end(), b, std::unique(b, e));
-    ptr.push_back(static_cast<std::int32_t>(idx.size()));
+    const auto u = std::unique(b, e);
+    if (all.begin() + static_cast<std::ptrdiff_t>(kept) != b) std::copy(b, u, all.begin() + static_cast<std::ptrdiff_t>(kept));
+    kept += static_cast<std::size_t>(u - b);
+    ptr.push_back(static_cast<std::int32_t>(kept));
   }
+  all.resize(kept);
+  all.shrink_to_fit();
+  idx = std::move(all);
 }
 
 // symbolic_cholesky of a local graph (`nv` vertices, edges `pairs`, ranges cut at `breaks`)
 // whose vertices [lo, hi) are the piece's own: `ids` gives each local vertex's ordering index
 // (-1: a stand-in vertex), `positions` the final column of each own slot. With `roots`, each
 // own supernode whose last column has a parent at or past `hi` appends [row count, rows...].
-Piece analyse(std::int64_t nv, const std::vector<std::int64_t>& pairs, const std::vector<std::int64_t>& ids,
+Piece analyse(std::int64_t nv, std::vector<std::int32_t> pairs, const std::vector<std::int64_t>& ids,
               std::int64_t lo, std::int64_t hi, const std::vector<std::int64_t>& positions,
               const std::vector<std::int64_t>& breaks, const SymbolicOptions& opts, std::vector<std::int64_t>* roots) {
   std::vector<std::int32_t> ptr, idx;
   local_graph(nv, pairs, ptr, idx);
+  std::vector<std::int32_t>().swap(pairs);
   const SupernodalStructure f = symbolic_cholesky(nv, ptr.data(), idx.data(), opts.max_supernode, breaks, opts.relax,
                                                   opts.relax_subtree);
   auto id_at = [&](std::int64_t slot) {
@@ -127,18 +132,18 @@ Piece analyse(std::int64_t nv, const std::vector<std::int64_t>& pairs, const std
 
 // The pieces, every one on every rank, as one structure in the final numbering.
 SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, const SeparatorTree& ordering) {
-  std::vector<std::int64_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
   for (const Piece& piece : pieces)
     for (std::size_t c = 0; c < piece.position.size(); ++c) {
       const std::int64_t k = piece.position[c];
       if (column[k] != -1) throw std::logic_error("parallel symbolic: column " + std::to_string(k) + " placed twice");
-      column[k] = piece.column[c];
-      parent_id[k] = piece.parent[c];
+      column[k] = static_cast<std::int32_t>(piece.column[c]);
+      parent_id[k] = static_cast<std::int32_t>(piece.parent[c]);
     }
-  std::vector<std::int64_t> final_of(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> final_of(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
     if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
-    final_of[column[k]] = k;
+    final_of[column[k]] = static_cast<std::int32_t>(k);
   }
   struct Ref {
     std::int64_t start;
@@ -159,7 +164,7 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, c
     out.sn_start.push_back(ref.start + piece.width[ref.s]);
     const std::size_t first = out.rows.size();
     for (std::int64_t p = piece.rows_ptr[ref.s]; p < piece.rows_ptr[ref.s + 1]; ++p)
-      out.rows.push_back(static_cast<std::int32_t>(final_of[piece.rows[p]]));
+      out.rows.push_back(final_of[piece.rows[p]]);
     std::sort(out.rows.begin() + static_cast<std::ptrdiff_t>(first), out.rows.end());
     out.rows_ptr.push_back(static_cast<std::int64_t>(out.rows.size()));
   }
@@ -167,8 +172,8 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, c
   out.post.resize(static_cast<std::size_t>(n));
   out.perm.resize(static_cast<std::size_t>(n));
   for (std::int64_t k = 0; k < n; ++k) {
-    out.parent[k] = parent_id[k] < 0 ? -1 : static_cast<int>(final_of[parent_id[k]]);
-    out.post[k] = static_cast<std::int32_t>(column[k]);
+    out.parent[k] = parent_id[k] < 0 ? -1 : final_of[parent_id[k]];
+    out.post[k] = column[k];
     out.perm[k] = ordering.perm[column[k]];
   }
   attach_tree(out, ordering);
@@ -179,11 +184,13 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, c
 }  // namespace
 
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
-                                      const std::int64_t* indptr, const std::int64_t* indices, const double* values,
+                                      const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,
                                       const SymbolicOptions& opts, int root, ParallelSymbolicTimes* times) {
   opts.check();
   require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
+  require(n < std::numeric_limits<std::int32_t>::max(), "parallel symbolic: at most 2^31 - 1 unknowns, got " +
+                                                            std::to_string(n));
   int P = 0, rank = 0;
   check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -201,12 +208,12 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       node_of[c] = k;
     }
   }
-  std::vector<std::int64_t> index_of(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> index_of(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int64_t v = ordering.perm[k];
     require(node_of[k] >= 0, "parallel symbolic: column " + std::to_string(k) + " in no node of the ordering's tree");
     require(v >= 0 && v < n && index_of[v] < 0, "parallel symbolic: the ordering is not a permutation");
-    index_of[v] = k;
+    index_of[v] = static_cast<std::int32_t>(k);
   }
   std::vector<int> leaf_of(ordering.num_nodes(), -1), leaves;
   for (int k = 0; k < ordering.num_nodes(); ++k)
@@ -219,8 +226,9 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
     return leaf < 0 ? root : leaf % P;
   };
 
-  // 1. Each entry (a, b) of B + B^T, in ordering indices, to the rank of a's leaf (or to the
-  //    root when a and b are both separator columns).
+  // 1. Each entry (a, b) of B, in ordering indices, to the rank of a's leaf and as (b, a) to
+  //    the rank of b's (once where both lie in one leaf: the graph built there is symmetric),
+  //    or to the root when a and b are both separator columns.
   auto t = clock_type::now();
   auto each_pair = [&](auto&& visit) {
     for (std::int64_t i = 0; i < local_rows; ++i) {
@@ -236,7 +244,7 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
         const std::int64_t a = index_of[u], b = index_of[v];
         const bool leaf_a = leaf_of[node_of[a]] >= 0, leaf_b = leaf_of[node_of[b]] >= 0;
         if (leaf_a) visit(owner(a), a, b);
-        if (leaf_b) visit(owner(b), b, a);
+        if (leaf_b && node_of[b] != node_of[a]) visit(owner(b), b, a);  // inside one leaf: sent once
         if (!leaf_a && !leaf_b) visit(root, a, b);
       }
     }
@@ -244,33 +252,34 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   std::vector<int> send_count(P, 0);
   each_pair([&](int to, std::int64_t, std::int64_t) { send_count[to] += 2; });
   const std::vector<int> send_disp = displacements(send_count);
-  std::vector<std::int64_t> send(static_cast<std::size_t>(send_disp[P]));
+  std::vector<std::int32_t> send(static_cast<std::size_t>(send_disp[P]));
   {
     std::vector<int> at(send_disp.begin(), send_disp.end() - 1);
     each_pair([&](int to, std::int64_t a, std::int64_t b) {
-      send[at[to]++] = a;
-      send[at[to]++] = b;
+      send[at[to]++] = static_cast<std::int32_t>(a);
+      send[at[to]++] = static_cast<std::int32_t>(b);
     });
   }
-  const std::vector<std::int64_t> received = all_to_all(comm, send, send_count);
-  std::vector<std::int64_t>().swap(send);
+  std::vector<std::int32_t> received = all_to_all(comm, send, send_count);
+  std::vector<std::int32_t>().swap(send);
   if (times != nullptr) times->exchange = seconds_since(t);
 
   // 2. This rank's leaves, each with its outside neighbours appended after one break.
   t = clock_type::now();
-  std::vector<std::vector<std::int64_t>> pairs_of_leaf(leaves.size());
-  std::vector<std::int64_t> separator_pairs;
+  std::vector<std::vector<std::int32_t>> pairs_of_leaf(leaves.size());
+  std::vector<std::int32_t> separator_pairs;
   for (std::size_t e = 0; e < received.size(); e += 2) {
     const int leaf = leaf_of[node_of[received[e]]];
     auto& to = leaf < 0 ? separator_pairs : pairs_of_leaf[leaf];
     to.push_back(received[e]);
     to.push_back(received[e + 1]);
   }
+  std::vector<std::int32_t>().swap(received);
   std::vector<std::int64_t> packed, roots;
   for (std::size_t leaf = static_cast<std::size_t>(rank); leaf < leaves.size(); leaf += static_cast<std::size_t>(P)) {
     const int node = leaves[leaf];
     const std::int64_t c0 = ordering.col_start[node], c1 = ordering.col_end[node], m = c1 - c0;
-    std::vector<std::int64_t>& pairs = pairs_of_leaf[leaf];
+    std::vector<std::int32_t>& pairs = pairs_of_leaf[leaf];
     if (m == 0) continue;
     std::vector<std::int64_t> outside;
     for (std::size_t e = 0; e < pairs.size(); e += 2) {
@@ -286,11 +295,11 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
     std::vector<std::int64_t> ids(static_cast<std::size_t>(m)), positions(static_cast<std::size_t>(m));
     for (std::int64_t c = 0; c < m; ++c) ids[c] = positions[c] = c0 + c;
     ids.insert(ids.end(), outside.begin(), outside.end());
-    for (std::int64_t& x : pairs)
-      x = x < c1 ? x - c0 : m + (std::lower_bound(outside.begin(), outside.end(), x) - outside.begin());
-    const Piece piece = analyse(static_cast<std::int64_t>(ids.size()), pairs, ids, 0, m, positions, {m}, opts, &roots);
-    std::vector<std::int64_t>().swap(pairs);
-    piece.pack(packed);
+    for (std::int32_t& x : pairs)
+      x = static_cast<std::int32_t>(x < c1 ? x - c0
+                                           : m + (std::lower_bound(outside.begin(), outside.end(), x) - outside.begin()));
+    analyse(static_cast<std::int64_t>(ids.size()), std::move(pairs), ids, 0, m, positions, {m}, opts, &roots)
+        .pack(packed);
   }
   if (times != nullptr) times->leaves = seconds_since(t);
 
@@ -313,15 +322,15 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       auto local = [&](std::int64_t c) {
         return stand_ins + (std::lower_bound(separators.begin(), separators.end(), c) - separators.begin());
       };
-      std::vector<std::int64_t> pairs;
-      std::int64_t t_vertex = 0;
+      std::vector<std::int32_t> pairs;
+      std::int32_t t_vertex = 0;
       for (std::size_t e = 0; e < root_rows.size(); e += 1 + static_cast<std::size_t>(root_rows[e]), ++t_vertex)
         for (std::int64_t j = 0; j < root_rows[e]; ++j) {
           pairs.push_back(t_vertex);
-          pairs.push_back(local(root_rows[e + 1 + j]));
+          pairs.push_back(static_cast<std::int32_t>(local(root_rows[e + 1 + j])));
         }
-      for (std::int64_t x : separator_pairs) pairs.push_back(local(x));
-      std::vector<std::int64_t>().swap(separator_pairs);
+      for (std::int32_t x : separator_pairs) pairs.push_back(static_cast<std::int32_t>(local(x)));
+      std::vector<std::int32_t>().swap(separator_pairs);
       std::vector<std::int64_t> ids(static_cast<std::size_t>(stand_ins), -1), breaks{stand_ins};
       ids.insert(ids.end(), separators.begin(), separators.end());
       for (int k = 0; k < ordering.num_nodes(); ++k)
@@ -329,7 +338,7 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       std::sort(breaks.begin(), breaks.end());
       breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
       const std::int64_t nv = static_cast<std::int64_t>(ids.size());
-      analyse(nv, pairs, ids, stand_ins, nv, separators, breaks, opts, nullptr).pack(packed);
+      analyse(nv, std::move(pairs), ids, stand_ins, nv, separators, breaks, opts, nullptr).pack(packed);
     }
   }
   if (times != nullptr) times->separators = seconds_since(t);

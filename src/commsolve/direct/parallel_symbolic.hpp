@@ -48,7 +48,7 @@ struct ParallelSymbolicTimes {
 // entry that joins a leaf to a column numbered before it (the tree does not separate the
 // pattern) is a std::logic_error naming it.
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
-                                      const std::int64_t* indptr, const std::int64_t* indices, const double* values,
+                                      const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,
                                       const SymbolicOptions& opts, int root = 0, ParallelSymbolicTimes* times = nullptr);
 
