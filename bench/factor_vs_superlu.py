@@ -1,13 +1,15 @@
 """The LU factorization against SuperLU_DIST (Debian's 8.1.2, or 9.2.1 built from
 ../shared/peers with ``--peer 9.2.1``; pddrive and pddrive3d), same matrix, same process
-count and grid.
+count and grid, the same row permutation on both sides (``--row-perm``).
 
 Per matrix and grid, runs alternate (commsolve, SuperLU_DIST, commsolve, ...) ``--runs``
 times; medians are reported. commsolve: ``commsolve sptrsv --json --repeat 1 --row-perm
-none`` (pddrive's MC64 is stripped from the Debian build; equilibration on, as pddrive's).
+ROW_PERM --ordering ORDERING`` (equilibration on, as pddrive's; pddrive gets ``-p 1`` or
+``-p 0`` with 9.2.1, Debian's 8.1.2 is built without MC64).
 The matrix is a ParCSR (built distributed by rows), factored on the grids. Its phases:
-``ordering`` (rows gathered on rank 0, equilibration, nested dissection, symbolic, the
-message plan), ``redistribute`` (A's entries from their row owners to the ranks that factor
+``ordering`` (static pivoting, nested dissection, symbolic, the message plan: with ``tree``
+from rows gathered on rank 0; with ``ptscotch``/``ptscotch-metis`` by every rank from its
+own rows, A gathered only for MC64), ``redistribute`` (A's entries from their row owners to the ranks that factor
 their blocks, added in there), ``allocate`` (the factors' memory obtained and touched),
 ``numeric`` (every rank of every grid factoring its blocks, the panel broadcasts inside the
 grids and the inter-grid messages; the diagonal blocks' inverses the solve applies are
@@ -86,6 +88,9 @@ def main():
     ap.add_argument("--orderings", default="tree", help="commsolve's orderings to run, comma-separated")
     ap.add_argument("--peer", choices=("8.1.2", "9.2.1"), default="8.1.2",
                     help="SuperLU_DIST: Debian's 8.1.2 or 9.2.1 built by ../shared/peers/build-superlu-dist.sh")
+    ap.add_argument("--row-perm", choices=("mc64", "none"), default=None,
+                    help="both sides' row permutation (default: mc64 with 9.2.1, none with Debian's 8.1.2, which "
+                         "is built without MC64); with none commsolve's parallel orderings gather nothing")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "factor_vs_superlu.json"))
     args = ap.parse_args()
     if args.peer == "9.2.1":
@@ -96,7 +101,11 @@ def main():
     if not os.path.exists(drivers[0]):
         sys.exit(f"{drivers[0]} not found: apt-get install libsuperlu-dist-dev")
     orderings = args.orderings.split(",")
-    row_perm = "mc64" if args.peer == "9.2.1" else "none"  # 9.2.1's pddrive runs MC64 (RowPerm 1); Debian's has none
+    row_perm = args.row_perm or ("mc64" if args.peer == "9.2.1" else "none")
+    if row_perm == "mc64" and args.peer != "9.2.1":
+        sys.exit("Debian's SuperLU_DIST 8.1.2 is built without MC64: --row-perm none, or --peer 9.2.1")
+    # pddrive's -p: 1 LargeDiag_MC64 (9.2.1's default), 0 NOROWPERM (8.1.2 runs none either way)
+    peer_options = ("-p", "1" if row_perm == "mc64" else "0") if args.peer == "9.2.1" else ()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.matrices.split(","):
@@ -111,14 +120,15 @@ def main():
                     print(f"{spec} grid {g}: run {k + 1}/{args.runs}", file=sys.stderr, flush=True)
                     for o in orderings:
                         mine[o].append(ours_run(spec, grid, o, row_perm))
-                    theirs.append(superlu_run(path, grid, driver))
+                    theirs.append(superlu_run(path, grid, driver, options=peer_options))
                 t = summarize(theirs)
                 t["phases_s"] = {k: statistics.median(r[k] for r in theirs) for k in SETUP}
                 for o in orderings:
                     m = ours_summary(mine[o])
                     rec = {"matrix": spec, "rows": int(A.shape[0]), "nnz": int(A.nnz), "grid": g,
                            "nranks": _ranks(grid), "oversubscribed": _ranks(grid) > (os.cpu_count() or 1),
-                           "ordering": o, "superlu_driver": os.path.basename(driver), "commsolve": m,
+                           "ordering": o, "row_perm": row_perm, "superlu_driver": os.path.basename(driver),
+                           "commsolve": m,
                            "superlu_dist": t,
                            "numeric_over_factor": m["factor_s"]["numeric"] / t["factor_s"],
                            "setup_ratio": m["factor_s"]["total"] / t["setup_s"],

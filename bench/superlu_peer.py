@@ -63,12 +63,13 @@ def run(nprocs, argv, timeout=1800, threads=1, env=None):
     return text, usage.ru_maxrss * 1024
 
 
-def superlu_run(path, grid, driver=PDDRIVE, threads=1, env=None):
+def superlu_run(path, grid, driver=PDDRIVE, threads=1, env=None, options=()):
     """One run of ``driver`` on the Matrix Market file ``path`` on ``grid`` ((px, py) for
     pddrive, (px, py, pz) for pddrive3d), ``threads`` OpenMP threads per rank, ``env`` (e.g.
-    NEW3DSOLVE) added to the environment: its phase times, nnz(L+U), error and peak memory."""
+    NEW3DSOLVE) added to the environment, ``options`` more of the driver's flags (e.g.
+    ``("-p", "0")``: no row permutation): its phase times, nnz(L+U), error and peak memory."""
     px, py, *pz = grid
-    argv = [driver, "-r", str(px), "-c", str(py), *(["-d", str(pz[0])] if pz else []), path]
+    argv = [driver, "-r", str(px), "-c", str(py), *(["-d", str(pz[0])] if pz else []), *options, path]
     text, rss = run(px * py * (pz[0] if pz else 1), argv, threads=threads, env=env)
     rec = {}
     for key, pattern in FIELDS.items():

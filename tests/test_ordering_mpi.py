@@ -17,10 +17,14 @@ RANKS = [1, 2, 3, 4]
 _cache = {}
 
 
-def results(nprocs):
+def all_lines(nprocs):
     if nprocs not in _cache:
         _cache[nprocs] = json_lines(mpirun(nprocs, "ordering_cases.py", nprocs).stdout)
     return _cache[nprocs]
+
+
+def results(nprocs):
+    return [r for r in all_lines(nprocs) if "many_leaves" not in r]
 
 
 @pytest.mark.parametrize("nprocs", RANKS)
@@ -37,8 +41,8 @@ def test_every_family_orders_and_solves(nprocs):
         assert r["berr"] <= 1e-14, what  # NaN fails too
         assert r["err"] <= 1e-11 * r["x_scale"], what
         # MC64 (the default) gathers A for the matching only; the symbolic analysis runs by leaves
-        parts = {"gather", "pivoting", "ordering_graph", "nested_dissection", "ordering_gather", "symbolic",
-                 "symbolic_exchange", "symbolic_leaves", "symbolic_separators", "symbolic_assemble"} | (
+        parts = {"gather", "pivoting", "ordering_graph", "nested_dissection", "ordering_gather", "symbolic_exchange",
+                 "symbolic_leaves", "symbolic_separators", "symbolic_assemble"} | (
             {"metis_leaves"} if r["ordering"] == "ptscotch-metis" else set())
         assert set(r["ordering_parts"]) == parts, what
 
@@ -49,8 +53,16 @@ def test_structure_in_parallel_equals_serial(nprocs):
     (direct/parallel_symbolic.hpp) equals the serial one on the gathered matrix for the same
     ordering, supernode by supernode (every array of the structure), with the default
     relaxation and without it."""
-    for r in results(nprocs):
+    rows = results(nprocs)
+    assert len(rows) == 24
+    for r in rows:
         assert r["structure_differs"] == [[], []], f"{r['family']} {r['ordering']} on {nprocs} ranks"
+    # METIS's 3-level tree: 8 leaves, several a rank, the separators on the last rank
+    many = [r for r in all_lines(nprocs) if "many_leaves" in r]
+    assert len(many) == 4
+    for r in many:
+        assert r["structure_differs"] == [], f"{r['family']} on {nprocs} ranks"
+    assert any(r["many_leaves"] > nprocs for r in many)  # dg3d:2 splits into 4 leaves only
 
 
 @pytest.mark.parametrize("nprocs", RANKS)

@@ -21,7 +21,7 @@ def results(nprocs):
 @pytest.mark.parametrize("nprocs", RANKS)
 def test_gathers_only_for_the_matching(nprocs):
     rows = results(nprocs)
-    assert len(rows) == 20  # 5 families x 2 orderings x 2 row permutations
+    assert len(rows) == 28  # 7 families x 2 orderings x 2 row permutations
     for r in rows:
         what = f"{r['family']} {r['ordering']} row_perm={r['row_perm']} on {nprocs} ranks"
         expected = {"none": "none", "mc64": "mc64", "auto": "none" if r["dominant"] else "mc64"}[r["row_perm"]]
@@ -40,8 +40,10 @@ def test_pivoting_norm_and_symmetry_equal_scipy(nprocs):
         assert r["anorm_rel"] <= 1e-14, what  # summed in another order than scipy's: rounding only
         assert r["symmetric"][0] == r["symmetric"][1], what
         assert r["untested"] == (r["used"] == "none" and r["equed"][0] == "N"), what
-    # the cases cover both answers and a scaling without matching
+    # the cases cover both answers, also where the analysis left the test to selected
+    # inversion (a symmetric and a nonsymmetric matrix), and a scaling without matching
     assert {tuple(r["symmetric"]) for r in rows} == {(True, True), (False, False)}
+    assert {r["symmetric"][1] for r in rows if r["untested"]} == {True, False}
     assert any(r["used"] == "none" and r["equed"][0] != "N" for r in rows)
 
 
@@ -58,7 +60,7 @@ def test_selected_inversion_tests_symmetry_itself(nprocs):
     """Where the analysis left A's symmetry untested, selected inversion tests it and uses
     the symmetric form exactly when A = A^T; its entries match numpy's inverse."""
     runs = [r for r in results(nprocs) if r["selinv"] is not None]
-    assert len(runs) == 4  # poisson2d and convdiff2d, row_perm auto and mc64
+    assert len(runs) == 6  # poisson2d, unsym and convdiff2d, two row permutations each
     for r in runs:
         what = f"{r['family']} row_perm={r['row_perm']} on {nprocs} ranks"
         assert r["selinv"]["symmetric"] == r["symmetric"][1], what

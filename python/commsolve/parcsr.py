@@ -142,9 +142,14 @@ class ParCSR:
         ``row_dist``, each row moved from its owner to its new one in one all-to-all (no rank
         gathers the matrix); ``topology`` defaults to this one's."""
         comm = self.comm
+        agree(comm, None if (row_dist.global_size, row_dist.nranks) == (self.shape[0], comm.size) else
+              f"the new row distribution covers {row_dist.global_size} rows on {row_dist.nranks} ranks; the matrix "
+              f"has {self.shape[0]} rows on {comm.size}")
         M, rows = self.local_matrix(), np.asarray(self.owned_rows(), dtype=np.int64)
-        to = np.asarray(row_dist.owners_of(rows)) if rows.size else np.zeros(0, dtype=np.int64)
-        got = comm.alltoall([(rows[to == r], M[to == r]) for r in range(comm.size)])
+        to = np.asarray(row_dist.owners_of(rows), dtype=np.int64) if rows.size else np.zeros(0, dtype=np.int64)
+        order = np.argsort(to, kind="stable")  # rows grouped by their new owner
+        cuts = np.searchsorted(to[order], np.arange(comm.size + 1))
+        got = comm.alltoall([(rows[order[a:b]], M[order[a:b]]) for a, b in zip(cuts[:-1], cuts[1:])])
         arrived = np.concatenate([g for g, _ in got]).astype(np.int64)
         stacked = sp.vstack([m for _, m in got], format="csr") if arrived.size else sp.csr_matrix((0, self.shape[1]))
         mine = np.asarray(row_dist.owned(comm.rank), dtype=np.int64)

@@ -28,7 +28,8 @@ from commsolve.direct.serial import analyze
 from commsolve.topology import make_topology
 
 FAMILIES = ["poisson2d9:24", "convdiff2d:24", "poisson3d:8", "kkt3d:4", "random:rows=300,nnz_per_row=5"]
-OPTIONS = dict(max_supernode=16, levels=3)
+OPTIONS = dict(max_supernode=16, levels=3, ordering="tree")
+# the serial SparseLU's ordering ("auto" would be PT-Scotch's on 2+ ranks): results compared with it
 
 comm = MPI.COMM_WORLD
 expected, grid = int(sys.argv[1]), tuple(int(v) for v in sys.argv[2].split("x"))

@@ -10,7 +10,9 @@ ordering and for serial METIS nested dissection (ordering "nd", no relaxation), 
 in which the structure computed in parallel (direct/parallel_symbolic.hpp, no rank gathering
 the matrix) differs from the serial one on the gathered matrix, and the
 backward error and the error against a known solution of factor() with the ordering on a
-grid of the K ranks.
+grid of the K ranks. Then, for four families, a line comparing the parallel symbolic
+factorization for METIS's 3-level tree (8 leaves, separators on the last rank) with the
+serial one.
 """
 
 import json
@@ -20,11 +22,12 @@ import numpy as np
 import scipy.sparse as sp
 from mpi4py import MPI
 
-from commsolve import gallery
+from commsolve import _core, gallery
 from commsolve.direct import factor, symbolic
 from commsolve.direct.parallel_analysis import parallel_ordering, parallel_symbolic
 from commsolve.direct.pivoting import checked_matrix, static_pivoting
 from commsolve.parcsr import ParCSR
+from commsolve.partition import adjacency_graph
 
 FAMILIES = ["poisson2d:20", "poisson2d9:20", "aniso2d:20", "convdiff2d:20", "poisson3d:7", "poisson3d27:6", "kkt3d:4",
             "elasticity3d:3", "groundwater3d:7", "dg3d:2", "hpcg:6", "random:rows=300,nnz_per_row=5"]
@@ -103,3 +106,19 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
             "supernodes": [int(q.nsuper) for q in serial],
             "berr": float(np.max(lu.berr)), "err": err, "x_scale": float(np.abs(x_true).max()),
             "ordering_parts": sorted(lu.report.ordering_parts)}), flush=True)
+
+
+# More leaves than ranks (METIS's tree of 3 levels: 8 leaves, several on one rank) and the
+# separators analysed on the last rank: the structure computed in parallel still equals the
+# serial one.
+for spec in ("poisson2d:20", "kkt3d:4", "dg3d:2", "random:rows=300,nnz_per_row=5"):
+    A_global = checked_matrix(gallery.from_spec(spec))
+    B, pivoting = static_pivoting(A_global)
+    G = adjacency_graph(B)
+    tree = _core.separator_tree(G.indptr, G.indices, 3)
+    A = ParCSR.from_global(A_global, comm)
+    mine = parallel_symbolic(A, pivoting.row_of_col, tree, {}, root=comm.size - 1)
+    if comm.rank == 0:
+        leaves = int(sum(1 for k in range(tree.num_nodes) if tree.left[k] < 0))
+        print(json.dumps({"family": spec.split(":")[0], "many_leaves": leaves,
+                          "structure_differs": differences(mine, symbolic(B, ordered=tree))}), flush=True)

@@ -19,6 +19,7 @@ import json
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from mpi4py import MPI
 
 from commsolve import gallery
@@ -35,18 +36,33 @@ GRIDS = {1: (1, 1, 1), 2: (1, 1, 2), 3: (3, 1, 1), 4: (1, 2, 2)}
 # (name, spec, rows scaled, row permutations): diagonally dominant (auto keeps the rows), the
 # same with rows scaled over 6 orders of magnitude (equilibration scales them; no matching
 # asked), not dominant (auto matches), a zero block
-FAMILIES = [("poisson2d", "poisson2d:16", False, ("auto", "mc64")), ("hpcg", "hpcg:5", False, ("auto", "mc64")),
-            ("scaled", "poisson2d:16", True, ("none", "auto")), ("convdiff2d", "convdiff2d:16", False, ("auto", "mc64")),
-            ("kkt3d", "kkt3d:3", False, ("auto", "mc64"))]
+FAMILIES = [("poisson2d", "poisson2d:16", "", ("auto", "mc64")), ("hpcg", "hpcg:5", "", ("auto", "mc64")),
+            ("scaled", "poisson2d:16", "rows scaled", ("none", "auto")),
+            ("unsym", "poisson2d:16", "upper halved", ("none", "auto")),
+            ("dups", "poisson2d:16", "entries split", ("auto", "mc64")),
+            ("convdiff2d", "convdiff2d:16", "", ("auto", "mc64")), ("kkt3d", "kkt3d:3", "", ("auto", "mc64"))]
 
-for name, spec, scaled, row_perms in FAMILIES:
+
+def variant(A, how):
+    """The gallery matrix as the case wants it: rows scaled over 6 orders of magnitude
+    (equilibration acts), the strict upper triangle halved (still dominant, not symmetric),
+    or every entry stored as two halves (duplicates, which every step must sum)."""
+    if how == "rows scaled":
+        return A.multiply(np.logspace(0, 6, A.shape[0])[:, None]).tocsr()
+    if how == "upper halved":
+        return (sp.tril(A) + 0.5 * sp.triu(A, 1)).tocsr()
+    if how == "entries split":
+        return sp.csr_matrix((np.repeat(A.data / 2, 2), np.repeat(A.indices, 2), 2 * A.indptr), shape=A.shape)
+    return A
+
+
+for name, spec, how, row_perms in FAMILIES:
     for ordering in ("ptscotch", "ptscotch-metis"):
         for row_perm in row_perms:
-            A_global = checked_matrix(gallery.from_spec(spec))
-            if scaled:
-                A_global = checked_matrix(A_global.multiply(np.logspace(0, 6, A_global.shape[0])[:, None]).tocsr())
+            stored = variant(checked_matrix(gallery.from_spec(spec)), how)
+            A_global = checked_matrix(stored)  # duplicates summed: the reference
             n = A_global.shape[0]
-            A = ParCSR.from_global(A_global, comm)
+            A = ParCSR.from_global(stored, comm)
             dist = partition(n, comm.size, "strided")
             lu = factor(A, grid=GRIDS[comm.size], ordering=ordering, row_perm=row_perm, distribution=dist,
                         max_supernode=16)
@@ -59,7 +75,7 @@ for name, spec, scaled, row_perms in FAMILIES:
             untested = lu.analysis.symmetric is None
             ours = is_symmetric(A) if untested else lu.analysis.symmetric
             selinv = None
-            if GRIDS[comm.size][2] == 1 and ordering == "ptscotch" and name in ("poisson2d", "convdiff2d"):
+            if GRIDS[comm.size][2] == 1 and ordering == "ptscotch" and name in ("poisson2d", "unsym", "convdiff2d"):
                 # selected inversion decides its form itself where the analysis left A untested
                 Z = lu.selected_inverse()
                 if comm.rank == 0:

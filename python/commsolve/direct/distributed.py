@@ -28,11 +28,12 @@ from ..parcsr import ParCSR
 from ..partition import Distribution
 from ..topology import make_topology
 from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
-from .parallel_analysis import one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered, pivoting_in_parallel
+from .parallel_analysis import (one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
+                                pivoting_in_parallel, rows_of_B)
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
 from .solver import DistributedLU, Residual
-from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, levels_for, symbolic
+from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, chosen_ordering, levels_for, symbolic
 
 __all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze", "parallel_ordering", "factor_on_layout",
            "Analysis", "FactorRequest", "FactorReport", "register_tuner"]
@@ -99,14 +100,15 @@ class Analysis:
     seconds: dict
     replaced: int = 0
     symmetric: bool | None = False
-    ordering_parts: dict | None = None  # on the root: the gather and analyze()'s parts, seconds
+    ordering_parts: dict | None = None  # the gather and the analysis's parts, seconds (the root's, or each rank's)
+    ordering: str | None = None  # the fill-reducing ordering used ("auto" resolved)
     serial: object = field(default=None, repr=False)
     matrix: object = field(default=None, repr=False)
 
     def shared(self):
         """The part every rank receives (no root-only objects)."""
         return Analysis(self.shape, self.structure, self.pivoting, self.row_order, self.col_order, self.nnz_LU,
-                        self.anorm, self.seconds, self.replaced, self.symmetric, self.ordering_parts)
+                        self.anorm, self.seconds, self.replaced, self.symmetric, self.ordering_parts, self.ordering)
 
 
 @dataclass
@@ -115,7 +117,8 @@ class FactorReport:
     ``replaced``, ``flops``; when factored on the grids, this rank's ``recorded`` and
     ``planned`` CommStats; with grid="auto", the tuner's ``ranking``; the ordering's parts
     (``ordering_parts``: the gather of A on the root, static pivoting, the graph, METIS, the
-    permuted graph, the symbolic factorization), seconds."""
+    permuted graph, the symbolic factorization; with a parallel ordering PT-Scotch's and the
+    parallel symbolic factorization's parts instead), seconds."""
 
     seconds: dict
     replaced: int
@@ -172,7 +175,9 @@ def analyze(source, comm, request):
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
                                                          request.max_pz))
     symbolic_options = {k: v for k, v in options.items() if k in LU_DEFAULTS}
-    if on_grids and symbolic_options.get("ordering") in PARALLEL_ORDERINGS:
+    symbolic_options["ordering"] = options["ordering"] = chosen_ordering(
+        symbolic_options.get("ordering", LU_DEFAULTS["ordering"]), comm.size, on_grids)
+    if on_grids and symbolic_options["ordering"] in PARALLEL_ORDERINGS:
         return _analyze_in_parallel(source, comm, root, options, symbolic_options)
     t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source
@@ -212,7 +217,9 @@ def analyze(source, comm, request):
                             ordering_parts=parts, matrix=checked)
         mine = run_agreed(comm, on_root)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
-    return mine if mine is not None else shared
+    analysis = mine if mine is not None else shared
+    analysis.ordering = symbolic_options["ordering"]
+    return analysis
 
 
 def _nnz_LU(structure):
@@ -228,17 +235,18 @@ def _analyze_in_parallel(source, comm, root, options, symbolic_options):
     t0 = time.perf_counter()
     parts = {}
     local = source.local_matrix()  # read once, for every step
+    local.sum_duplicates()  # as the gathered matrix is checked
     equil = options.get("equil", PIVOTING_DEFAULTS["equil"])
     row_perm = options.get("row_perm", PIVOTING_DEFAULTS["row_perm"])
     pivoting = pivoting_in_parallel(source, equil, row_perm, local)
-    parts["pivoting"] = time.perf_counter() - t0
-    if pivoting is None:
-        pivoting = pivoting_gathered(source, equil, row_perm, root, parts)
+    if pivoting is None:  # the matching: mc64 asked, or auto found the diagonal unsafe
+        pivoting = pivoting_gathered(source, equil, "mc64", root, parts)
+    parts["pivoting"] = time.perf_counter() - t0 - parts.get("gather", 0.0)
+    rows = rows_of_B(source, pivoting.row_of_col, local)
     ordered = parallel_ordering(source, pivoting.row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis",
-                                local)
-    t1 = time.perf_counter()
-    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, local)
-    parts["symbolic"] = time.perf_counter() - t1
+                                rows)
+    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, rows)
+    del rows
     perm = np.asarray(structure.perm)
     row_order = pivoting.row_order(perm).astype(np.int32)
     anorm = one_norm(source, pivoting, local)
@@ -246,7 +254,8 @@ def _analyze_in_parallel(source, comm, root, options, symbolic_options):
     alike = np.array_equal(row_order, perm) and np.array_equal(pivoting.row_scale, pivoting.col_scale)
     symmetric = None if alike else False
     return Analysis(source.shape, structure, pivoting, row_order, perm.astype(np.int32), _nnz_LU(structure), anorm,
-                    {"ordering": time.perf_counter() - t0}, symmetric=symmetric, ordering_parts=parts)
+                    {"ordering": time.perf_counter() - t0}, symmetric=symmetric, ordering_parts=parts,
+                    ordering=symbolic_options["ordering"])
 
 
 def _symmetric(A, row_order, col_order, pivoting):
@@ -337,18 +346,21 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.
 
     ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
-    parallel into one): its rows are gathered on ``root`` for static pivoting, the ordering
-    and the symbolic analysis only (as SuperLU_DIST does by default), then its entries go
-    from their row owners straight to the ranks that factor their blocks, by a plan (counted
+    parallel into one): analysed by every rank from its own rows with a parallel ordering
+    (``"ptscotch"``, ``"ptscotch-metis"``, which the default ``ordering="auto"`` picks on 2
+    or more ranks; A is gathered on ``root`` only for the large-diagonal matching), or
+    gathered on ``root`` for static pivoting, the ordering and the symbolic analysis (the
+    orderings ``"tree"``, ``"nd"``, ``"natural"``, as SuperLU_DIST does by default); then its
+    entries go from their row owners straight to the ranks that factor their blocks, by a plan (counted
     and checked like every other move): every rank of every grid factors (right-looking
     supernodal LU on the grid's 2D block-cyclic layout, the panels broadcast along process
     rows and columns by ``tree``; with pz > 1 the 3D algorithm of ``direct/factor3d.hpp``
     between the grids), and each rank ends holding its own blocks: the factors never pass
     through one rank. Or a scipy matrix on rank ``root`` (other ranks may pass None):
     factored whole there as :class:`SparseLU` does, then distributed.
-    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering; with
-    ``ordering="ptscotch"`` or ``"ptscotch-metis"`` a ParCSR's ordering is computed by
-    PT-Scotch on the distributed rows, every rank taking part, :func:`parallel_ordering`). The factors
+    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering: ``"auto"``
+    resolved by :func:`~commsolve.direct.symbolic.chosen_ordering`, the one used in
+    ``solver.analysis.ordering``). The factors
     are spread over a ``grid = (px, py, pz)`` of ``comm``: the supernodal elimination tree is
     split into 2 pz - 1 forests (``partition``: ``"nd"``, the top log2 pz levels of the
     nested-dissection separator tree, or ``"greedy"``, SuperLU_DIST's load-balancing split);

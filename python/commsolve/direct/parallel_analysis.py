@@ -23,39 +23,38 @@ from .pivoting import StaticPivoting, check_row_perm, equilibration_scales
 from .serial import pivoted
 from .symbolic import SymbolicOptions
 
-__all__ = ["parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered", "one_norm",
+__all__ = ["rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered", "one_norm",
            "is_symmetric"]
 
 
-def _new_rows(source, row_of_col):
-    """This rank's rows' indices in B = A[row_of_col] (A's own where ``row_of_col`` is None)."""
-    rows = np.asarray(source.owned_rows(), dtype=np.int64)
-    if row_of_col is None:
-        return rows
-    new_of_old = np.empty(source.shape[0], dtype=np.int64)
-    new_of_old[np.asarray(row_of_col)] = np.arange(source.shape[0], dtype=np.int64)
-    return new_of_old[rows]
-
-
-def _csr_args(source, local):
-    """This rank's rows (``local``, or read from ``source``) as the C++ functions take them."""
+def rows_of_B(source, row_of_col, local=None):
+    """This rank's rows of B = A[row_of_col] (A itself where ``row_of_col`` is None) as the
+    C++ functions take them: int64 indptr, int32 global columns, float64 values (``local``,
+    the rows as ``source.local_matrix()`` gives them, if the caller holds them) and each row's
+    index in B."""
     M = source.local_matrix() if local is None else local
-    return (M.indptr.astype(np.int64), np.asarray(M.indices, dtype=np.int32), np.asarray(M.data, dtype=np.float64))
+    rows = np.asarray(source.owned_rows(), dtype=np.int64)
+    if row_of_col is not None:
+        new_of_old = np.empty(source.shape[0], dtype=np.int64)
+        new_of_old[np.asarray(row_of_col)] = np.arange(source.shape[0], dtype=np.int64)
+        rows = new_of_old[rows]
+    return (np.asarray(M.indptr, dtype=np.int64), np.asarray(M.indices, dtype=np.int32),
+            np.asarray(M.data, dtype=np.float64), rows)
 
 
-def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, local=None):
+def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, rows=None):
     """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
     B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
     ``source``'s own rows on the largest power of two of its ranks (C++
     ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
     rank; with ``metis_leaves`` each leaf subdomain is then reordered by METIS on one rank.
     ``times`` receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-    ``metis_leaves``). ``local``: ``source.local_matrix()``, if the caller holds it."""
-    return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *_csr_args(source, local),
-                                   _new_rows(source, row_of_col), metis_leaves, 0, times)
+    ``metis_leaves``). ``rows``: :func:`rows_of_B`'s, if the caller holds them."""
+    rows = rows_of_B(source, row_of_col) if rows is None else rows
+    return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *rows, metis_leaves, 0, times)
 
 
-def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, local=None):
+def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None):
     """Collective on ``source.comm``. The supernodal structure of B + B^T (B as for
     :func:`parallel_ordering`) for the ordering ``ordered`` (its SeparatorTree), computed by
     leaves of the tree on their ranks and the separators on ``root``, no rank gathering B;
@@ -63,18 +62,22 @@ def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, 
     ``ordered=`` on the gathered B. ``options``: :data:`~commsolve.direct.symbolic.LU_DEFAULTS`'
     keys (the ordering's name and levels are not read). ``times`` receives
     ``symbolic_exchange``, ``symbolic_leaves``, ``symbolic_separators``,
-    ``symbolic_assemble``. ``local``: as :func:`parallel_ordering`'s."""
+    ``symbolic_assemble``. ``rows``: as :func:`parallel_ordering`'s. Stored zeros are not
+    part of the pattern (as for the ordering and the factorization's entries)."""
     opts = SymbolicOptions(**{k: v for k, v in options.items() if k in ("max_supernode", "relax", "relax_subtree")})
-    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *_csr_args(source, local),
-                                   _new_rows(source, row_of_col), ordered, opts, root, times)
+    rows = rows_of_B(source, row_of_col) if rows is None else rows
+    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *rows, ordered, opts, root, times)
 
 
 def _local_checked(source, local=None):
-    """This rank's rows (``local``, or read from ``source``) as CSR (global columns), with a
-    clear ValueError on every rank for a non-square shape or a non-finite entry (named by its
-    global row and column)."""
+    """This rank's rows (``local``, or read from ``source`` with duplicates summed) as CSR
+    (global columns), with a clear ValueError on every rank for a non-square shape or a
+    non-finite entry (named by its global row and column)."""
     def check():
-        M = source.local_matrix() if local is None else local
+        M = local
+        if M is None:
+            M = source.local_matrix()
+            M.sum_duplicates()
         if source.shape[0] != source.shape[1]:
             raise ValueError(f"the matrix must be square, got {source.shape[0]} x {source.shape[1]}")
         if np.iscomplexobj(M.data):
@@ -118,8 +121,8 @@ def pivoting_in_parallel(source, equil, row_perm, local=None):
     from every rank's own rows, or None where it needs the matching (``row_perm="mc64"``, or
     ``"auto"`` on a matrix that is not diagonally dominant): the equilibration scales
     (``equil``) and no row permutation, as a StaticPivoting on every rank; a ValueError on
-    every rank for a non-finite entry, a zero row or column, or an unknown ``row_perm``.
-    ``local``: as :func:`parallel_ordering`'s."""
+    every rank for a non-finite entry, an unknown ``row_perm`` or (equilibrating) a zero row
+    or column. ``local``: this rank's rows, duplicates summed, if the caller holds them."""
     comm, n = source.comm, source.shape[0]
     run_agreed(comm, check_row_perm, row_perm)
     M = _local_checked(source, local)
@@ -146,12 +149,12 @@ def pivoting_in_parallel(source, equil, row_perm, local=None):
 def pivoting_gathered(source, equil, row_perm, root, times):
     """Collective on ``source.comm``. The static pivoting computed on ``root`` from A gathered
     there (the large-diagonal matching is serial, as SuperLU_DIST's is), given to every rank.
-    ``times`` receives ``gather`` and ``pivoting`` (on the root)."""
+    ``times`` receives ``gather``."""
     comm = source.comm
     t0 = time.perf_counter()
     A = source.to_global(root)
     times["gather"] = time.perf_counter() - t0
-    pivoting = run_agreed(comm, lambda: pivoted(A, equil, row_perm, times)[2] if comm.rank == root else None)
+    pivoting = run_agreed(comm, lambda: pivoted(A, equil, row_perm)[2] if comm.rank == root else None)
     del A
     return comm.bcast(pivoting, root=root)
 
@@ -159,8 +162,11 @@ def pivoting_gathered(source, equil, row_perm, root, times):
 def one_norm(source, pivoting, local=None):
     """Collective. ||B||_1 of the scaled matrix B = (diag(r) A diag(c))[row_of_col]: the
     largest column sum of magnitudes (a row permutation leaves them), from every rank's rows
-    (``local``: as :func:`parallel_ordering`'s)."""
-    M = source.local_matrix() if local is None else local
+    (``local``: as :func:`pivoting_in_parallel`'s)."""
+    if local is None:
+        local = source.local_matrix()
+        local.sum_duplicates()
+    M = local
     weights = np.abs(M.data) * np.repeat(pivoting.row_scale[np.asarray(source.owned_rows())], np.diff(M.indptr))
     sums = _summed(source.comm, np.bincount(M.indices, weights=weights, minlength=source.shape[0]))
     return float((sums * pivoting.col_scale).max())
@@ -172,6 +178,7 @@ def is_symmetric(source):
     and one of values) and compares them with its own."""
     comm, n, MPI = source.comm, source.shape[0], mpi()
     M = source.local_matrix()
+    M.sum_duplicates()
     keep = M.data != 0
     i = np.repeat(np.asarray(source.owned_rows(), dtype=np.int64), np.diff(M.indptr))[keep]
     j, v = M.indices[keep].astype(np.int64), M.data[keep]

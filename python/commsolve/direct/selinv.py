@@ -79,7 +79,7 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
 
     run_agreed(lu.comm, check)
     holds = lu.analysis.symmetric
-    if holds is None:  # left by the parallel analysis: A = A^T tested now, from every rank's rows
+    if holds is None and symmetric is not False:  # left by the parallel analysis: A = A^T tested now
         holds = lu.analysis.symmetric = is_symmetric(lu._residual.A)
     if symmetric and not holds:
         raise ValueError("symmetric=True needs a symmetric factorization: A = A^T exactly, its rows and columns "

@@ -21,7 +21,7 @@ from ..partition import adjacency_graph
 
 __all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "PARALLEL_ORDERINGS",
            "FOREST_PARTITIONS",
-           "supernodal_structure", "symbolic", "levels_for", "forest_partition"]
+           "supernodal_structure", "symbolic", "chosen_ordering", "levels_for", "forest_partition"]
 
 SupernodalStructure = _core.SupernodalStructure
 SeparatorTree = _core.SeparatorTree
@@ -35,6 +35,20 @@ _DEFAULTS = SymbolicOptions()
 LU_DEFAULTS = {k: getattr(_DEFAULTS, k) for k in ("max_supernode", "ordering", "levels", "relax", "relax_subtree")}
 
 
+def chosen_ordering(ordering, nranks, distributed):
+    """The ordering ``"auto"`` (the default) stands for, the one whose setup is faster at the
+    rank count (bench/factor_vs_superlu.py): for a matrix distributed over 2 or more ranks,
+    PT-Scotch's separators with METIS's leaves (``"ptscotch-metis"``: no rank gathers A,
+    METIS's fill), when MPI allows PT-Scotch's threads (MPI_THREAD_MULTIPLE); otherwise the
+    separator tree on one rank (``"tree"``). Any other name stands for itself."""
+    if ordering != "auto":
+        return ordering
+    MPI = mpi()
+    if distributed and nranks > 1 and MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+        return "ptscotch-metis"
+    return "tree"
+
+
 def levels_for(levels, pz):
     """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz)."""
     return max(int(levels), int(pz).bit_length() - 1)
@@ -44,7 +58,8 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
                          times=None, ordered=None):
     """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
 
-    ``ordering``: ``"nd"`` (METIS nested dissection), ``"tree"`` (recursive METIS vertex
+    ``ordering``: ``"auto"`` (here ``"tree"``; see :func:`chosen_ordering`), ``"nd"`` (METIS
+    nested dissection), ``"tree"`` (recursive METIS vertex
     separators keeping the top ``levels`` levels as an explicit binary separator tree,
     supernodes split at its node boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection,
     here on one process; :func:`~commsolve.direct.factor` runs it on the distributed matrix,

@@ -269,6 +269,13 @@ void bind_analysis(nb::module_& m) {
         "`ordering` (with perm), computed without gathering B (direct/parallel_symbolic.hpp): this rank holds rows "
         "row_index of B (CSR, global columns; a zero value is not an entry). Equals symbolic_for_ordering's; the same "
         "on every rank.");
+  m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels) {
+    const auto g = rows_view(xadj, adjncy);
+    nb::gil_scoped_release nogil;
+    return separator_tree(g.nrows, g.indptr, g.indices, levels);
+  }, "xadj"_a, "adjncy"_a, "levels"_a,
+        "The ordering \"tree\" computes on one process (METIS separators, `levels` levels kept, METIS nested "
+        "dissection in the leaves): a SeparatorTree with perm, for symbolic_for_ordering or parallel_symbolic.");
   m.def("ordering_from_perm", [](In<std::int32_t> perm) {
     SeparatorTree t;
     t.perm = to_vector(perm);

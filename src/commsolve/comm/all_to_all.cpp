@@ -7,6 +7,22 @@
 
 namespace commsolve {
 
+void agree_on_error(MPI_Comm comm, const std::string& error, const std::string& what) {
+  int mine = error.empty() ? 0 : 1, any = 0;
+  check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (any != 0) throw std::invalid_argument(mine != 0 ? error : what + ": failed on another rank");
+}
+
+std::vector<int> int_counts(const std::vector<std::int64_t>& counts) {
+  std::vector<int> out(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] > std::numeric_limits<int>::max())
+      throw std::runtime_error("all-to-all: more than 2^31 values for one rank in one call");
+    out[r] = static_cast<int>(counts[r]);
+  }
+  return out;
+}
+
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size() + 1, 0);
   for (std::size_t r = 0; r < counts.size(); ++r) {

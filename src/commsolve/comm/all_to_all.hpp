@@ -6,9 +6,18 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace commsolve {
+
+// Collective: throws std::invalid_argument on every rank when any rank's `error` is not
+// empty (its own message where it has one, else that `what` failed on another rank), so that
+// no rank waits in a later collective for one that gave up.
+void agree_on_error(MPI_Comm comm, const std::string& error, const std::string& what);
+
+// `counts` (values per rank, counted in 64 bits) as MPI's int counts; a runtime_error past 2^31.
+std::vector<int> int_counts(const std::vector<std::int64_t>& counts);
 
 // Exclusive prefix sums of `counts` (one more entry than ranks); a runtime_error past 2^31
 // values, what MPI's int displacements hold.

@@ -198,6 +198,9 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   require(static_cast<std::int64_t>(ordering.perm.size()) == n,
           "parallel symbolic: the ordering has " + std::to_string(ordering.perm.size()) + " entries for " +
               std::to_string(n) + " unknowns");
+  require(ordering.num_nodes() >= 1 && ordering.left.size() == ordering.parent.size() &&
+              ordering.col_start.size() == ordering.parent.size() && ordering.col_end.size() == ordering.parent.size(),
+          "parallel symbolic: the ordering needs a separator tree (nodes with left, col_start, col_end)");
   // Each ordering index's node, each B index's ordering index.
   std::vector<int> node_of(static_cast<std::size_t>(n), -1);
   for (int k = 0; k < ordering.num_nodes(); ++k) {
@@ -230,16 +233,22 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   //    the rank of b's (once where both lie in one leaf: the graph built there is symmetric),
   //    or to the root when a and b are both separator columns.
   auto t = clock_type::now();
+  std::string error;  // this rank's rows checked first, the verdict agreed before any exchange
+  for (std::int64_t i = 0; i < local_rows && error.empty(); ++i) {
+    const std::int64_t u = row_index[i];
+    if (u < 0 || u >= n) error = "parallel symbolic: row index " + std::to_string(u) + " outside [0, " +
+                                 std::to_string(n) + ")";
+    for (std::int64_t p = indptr[i]; p < indptr[i + 1] && error.empty(); ++p)
+      if (indices[p] < 0 || indices[p] >= n)
+        error = "parallel symbolic: column index " + std::to_string(indices[p]) + " in row " + std::to_string(u) +
+                " outside [0, " + std::to_string(n) + ")";
+  }
+  agree_on_error(comm, error, "parallel symbolic");
   auto each_pair = [&](auto&& visit) {
     for (std::int64_t i = 0; i < local_rows; ++i) {
       const std::int64_t u = row_index[i];
-      if (u < 0 || u >= n) throw std::invalid_argument("parallel symbolic: row index " + std::to_string(u) +
-                                                       " outside [0, " + std::to_string(n) + ")");
       for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
         const std::int64_t v = indices[p];
-        if (v < 0 || v >= n) throw std::invalid_argument("parallel symbolic: column index " + std::to_string(v) +
-                                                         " in row " + std::to_string(u) + " outside [0, " +
-                                                         std::to_string(n) + ")");
         if (v == u || (values != nullptr && values[p] == 0.0)) continue;
         const std::int64_t a = index_of[u], b = index_of[v];
         const bool leaf_a = leaf_of[node_of[a]] >= 0, leaf_b = leaf_of[node_of[b]] >= 0;
@@ -249,8 +258,9 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       }
     }
   };
-  std::vector<int> send_count(P, 0);
-  each_pair([&](int to, std::int64_t, std::int64_t) { send_count[to] += 2; });
+  std::vector<std::int64_t> counted(P, 0);
+  each_pair([&](int to, std::int64_t, std::int64_t) { counted[to] += 2; });
+  const std::vector<int> send_count = int_counts(counted);
   const std::vector<int> send_disp = displacements(send_count);
   std::vector<std::int32_t> send(static_cast<std::size_t>(send_disp[P]));
   {
@@ -280,16 +290,17 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
     const int node = leaves[leaf];
     const std::int64_t c0 = ordering.col_start[node], c1 = ordering.col_end[node], m = c1 - c0;
     std::vector<std::int32_t>& pairs = pairs_of_leaf[leaf];
-    if (m == 0) continue;
+    if (m == 0 || !error.empty()) continue;
     std::vector<std::int64_t> outside;
-    for (std::size_t e = 0; e < pairs.size(); e += 2) {
+    for (std::size_t e = 0; e < pairs.size() && error.empty(); e += 2) {
       const std::int64_t y = pairs[e + 1];
       if (y < c0)
-        throw std::logic_error("parallel symbolic: the entry (" + std::to_string(ordering.perm[pairs[e]]) + ", " +
-                               std::to_string(ordering.perm[y]) + ") joins leaf " + std::to_string(node) +
-                               " of the separator tree to a column numbered before it");
+        error = "parallel symbolic: the entry (" + std::to_string(ordering.perm[pairs[e]]) + ", " +
+                std::to_string(ordering.perm[y]) + ") joins leaf " + std::to_string(node) +
+                " of the separator tree to a column numbered before it: the tree does not separate the pattern";
       if (y >= c1) outside.push_back(y);
     }
+    if (!error.empty()) continue;
     std::sort(outside.begin(), outside.end());
     outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
     std::vector<std::int64_t> ids(static_cast<std::size_t>(m)), positions(static_cast<std::size_t>(m));
@@ -301,14 +312,15 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
     analyse(static_cast<std::int64_t>(ids.size()), std::move(pairs), ids, 0, m, positions, {m}, opts, &roots)
         .pack(packed);
   }
+  agree_on_error(comm, error, "parallel symbolic");
   if (times != nullptr) times->leaves = seconds_since(t);
 
   // 3. The separators on the root, each leaf root that has a separator parent standing in as
   //    one vertex adjacent to its rows.
   t = clock_type::now();
-  std::vector<int> to_root(P, 0);
-  to_root[root] = static_cast<int>(roots.size());
-  const std::vector<std::int64_t> root_rows = all_to_all(comm, roots, to_root);
+  std::vector<std::int64_t> to_root(P, 0);
+  to_root[root] = static_cast<std::int64_t>(roots.size());
+  const std::vector<std::int64_t> root_rows = all_to_all(comm, roots, int_counts(to_root));
   std::vector<std::int64_t>().swap(roots);
   if (rank == root) {
     std::vector<std::int64_t> separators;  // ordering indices, ascending

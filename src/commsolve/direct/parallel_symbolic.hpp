@@ -16,8 +16,9 @@
 //      eliminating the leaf would, so the separators' fill, elimination tree and supernodes
 //      are those of the whole matrix;
 //   4. every rank receives every piece and renumbers the rows into the final order.
-// The result equals symbolic_for_ordering on the gathered matrix, supernode by supernode.
-// No rank holds more of the matrix than its own rows, one leaf's rows and (the root) the
+// The result equals symbolic_for_ordering on the gathered matrix, supernode by supernode
+// (for the pattern without stored zeros, which both parallel functions leave out). No rank
+// holds more of the matrix than its own rows, its leaves' rows and (the root) the
 // separators' rows; each still receives the whole structure in step 4, which the block
 // layouts of the factorization read.
 #pragma once
@@ -44,9 +45,10 @@ struct ParallelSymbolicTimes {
 // is not part of the pattern), row i being B's row `row_index[i]`. `ordering`: a separator
 // tree with `perm` (perm[new] = old), the same on every rank, whose nodes own contiguous
 // column ranges in postorder, e.g. ptscotch_nested_dissection's. Returns, on every rank, the
-// structure symbolic_for_ordering(ordering, opts) computes from the pattern of B + B^T. An
+// structure symbolic_for_ordering(ordering, opts) computes from the pattern of B + B^T (an
+// ordering without tree nodes, as ordering_from_perm makes, is refused). A bad index, or an
 // entry that joins a leaf to a column numbered before it (the tree does not separate the
-// pattern) is a std::logic_error naming it.
+// pattern), is a std::invalid_argument on every rank, naming it where it was found.
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
                                       const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,

@@ -48,7 +48,7 @@ void SupernodalStructure::validate() const {
 }
 
 const std::vector<std::string>& ordering_names() {
-  static const std::vector<std::string> names = {"nd", "tree", "ptscotch", "ptscotch-metis", "natural"};
+  static const std::vector<std::string> names = {"auto", "nd", "tree", "ptscotch", "ptscotch-metis", "natural"};
   return names;
 }
 
@@ -379,7 +379,7 @@ SupernodalStructure symbolic_analysis(std::int64_t n, const std::int32_t* xadj, 
   SeparatorTree tree;  // its perm: the ordering; nodes with ordering "tree" only
   if (opts.ordering == "nd") {
     tree.perm = metis_nested_dissection(n, xadj, adjncy);
-  } else if (opts.ordering == "tree") {
+  } else if (opts.ordering == "tree" || opts.ordering == "auto") {  // auto: tree on one process
     tree = separator_tree(n, xadj, adjncy, opts.levels);
   } else if (opts.ordering == "ptscotch" || opts.ordering == "ptscotch-metis") {
     tree.perm = ptscotch_nested_dissection(n, xadj, adjncy, opts.ordering == "ptscotch-metis");

@@ -19,7 +19,7 @@ struct SupernodalStructure {
   std::vector<std::int32_t> rows;       //   rows[rows_ptr[s], rows_ptr[s+1]), ascending
   std::vector<std::int32_t> post;       // relabelling applied (new column k was column post[k])
   // From symbolic_analysis: the ordering (perm[k]: the original index of the k-th eliminated
-  // unknown) and, with ordering "tree", the separator tree it kept (no nodes otherwise).
+  // unknown) and, with ordering "tree" (or "auto"), the separator tree it kept (no nodes otherwise).
   std::vector<std::int32_t> perm;
   SeparatorTree tree;
   std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
@@ -35,7 +35,8 @@ struct SupernodalStructure {
 // Python reads them from here.
 struct SymbolicOptions {
   int max_supernode = 128;        // most columns per supernode
-  std::string ordering = "tree";  // nd (METIS nested dissection) | tree (keeps the separator tree) |
+  std::string ordering = "auto";  // auto (tree here; factor() of a matrix on 2+ ranks: ptscotch-metis) |
+                                  // nd (METIS nested dissection) | tree (keeps the separator tree) |
                                   // ptscotch (PT-Scotch; in parallel on a distributed matrix) |
                                   // ptscotch-metis (PT-Scotch's separators, METIS's leaves) | natural
   int levels = 4;                 // tree: separator-tree levels kept (a 3D layout needs log2 Pz)
@@ -44,12 +45,12 @@ struct SymbolicOptions {
   // Throws std::invalid_argument naming the option that is out of range or unknown.
   void check() const;
 };
-const std::vector<std::string>& ordering_names();  // nd, tree, ptscotch, ptscotch-metis, natural
+const std::vector<std::string>& ordering_names();  // auto, nd, tree, ptscotch, ptscotch-metis, natural
 
 // The supernodal structure of a matrix whose symmetric pattern (A + A^T, no diagonal) is the
 // graph `xadj`/`adjncy`: the ordering, the graph permuted by it, the symbolic factorization
 // (symbolic_cholesky with the options' supernode limits and amalgamation) and, with ordering
-// "tree", each separator-tree node's supernodes. `perm` composes the ordering with the
+// "tree" (or "auto"), each separator-tree node's supernodes. `perm` composes the ordering with the
 // postorder renumbering. With `times`, the seconds of its three parts.
 struct SymbolicTimes {
   double ordering = 0;   // METIS: nested dissection, or the separator tree and its leaves' nested dissection
