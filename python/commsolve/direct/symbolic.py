@@ -36,16 +36,19 @@ LU_DEFAULTS = {k: getattr(_DEFAULTS, k) for k in ("max_supernode", "ordering", "
 
 
 def chosen_ordering(ordering, nranks, distributed):
-    """The ordering ``"auto"`` (the default) stands for, the one whose setup is faster at the
-    rank count (bench/factor_vs_superlu.py): for a matrix distributed over 2 or more ranks,
-    PT-Scotch's separators with METIS's leaves (``"ptscotch-metis"``: no rank gathers A,
-    METIS's fill), when MPI allows PT-Scotch's threads (MPI_THREAD_MULTIPLE); otherwise the
-    separator tree on one rank (``"tree"``). Any other name stands for itself."""
+    """The ordering ``"auto"`` (the default) stands for, the one whose setup measured fastest
+    at the rank count (bench/factor_vs_superlu.py against SuperLU_DIST, bench/results/
+    setup_vs_superlu9_parallel*.json): for a matrix distributed over 2 or more ranks,
+    PT-Scotch's nested dissection (``"ptscotch"``: no rank gathers A; 1.1-1.3x METIS's fill,
+    which ``"ptscotch-metis"`` avoids for some setup time), when MPI allows PT-Scotch's
+    threads (MPI_THREAD_MULTIPLE); otherwise the separator tree on one rank (``"tree"``: on
+    one rank PT-Scotch's lead is small and its fill the larger). Any other name stands for
+    itself."""
     if ordering != "auto":
         return ordering
     MPI = mpi()
     if distributed and nranks > 1 and MPI.Query_thread() == MPI.THREAD_MULTIPLE:
-        return "ptscotch-metis"
+        return "ptscotch"
     return "tree"
 
 
