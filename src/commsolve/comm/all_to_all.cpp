@@ -64,7 +64,8 @@ template std::vector<std::int32_t> all_to_all(MPI_Comm, const std::vector<std::i
 template std::vector<std::int64_t> all_to_all(MPI_Comm, const std::vector<std::int64_t>&, const std::vector<int>&,
                                               std::vector<int>*);
 
-std::vector<std::int64_t> all_gather(MPI_Comm comm, const std::vector<std::int64_t>& mine, std::vector<int>* counts_out) {
+template <class T>
+std::vector<T> all_gather(MPI_Comm comm, const std::vector<T>& mine, std::vector<int>* counts_out) {
   int P = 0;
   check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
   if (mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
@@ -73,11 +74,15 @@ std::vector<std::int64_t> all_gather(MPI_Comm comm, const std::vector<std::int64
   std::vector<int> counts(P);
   check_mpi(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
   const std::vector<int> disp = displacements(counts);
-  std::vector<std::int64_t> all(static_cast<std::size_t>(disp[P]));
-  check_mpi(MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), disp.data(), MPI_INT64_T, comm),
+  std::vector<T> all(static_cast<std::size_t>(disp[P]));
+  check_mpi(MPI_Allgatherv(mine.data(), count, mpi_type<T>(), all.data(), counts.data(), disp.data(), mpi_type<T>(),
+                           comm),
             "MPI_Allgatherv");
   if (counts_out != nullptr) *counts_out = std::move(counts);
   return all;
 }
+
+template std::vector<std::int32_t> all_gather(MPI_Comm, const std::vector<std::int32_t>&, std::vector<int>*);
+template std::vector<std::int64_t> all_gather(MPI_Comm, const std::vector<std::int64_t>&, std::vector<int>*);
 
 }  // namespace commsolve

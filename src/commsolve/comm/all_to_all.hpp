@@ -31,7 +31,7 @@ std::vector<T> all_to_all(MPI_Comm comm, const std::vector<T>& send, const std::
 
 // Every rank's `mine`, concatenated in rank order, on every rank (with `counts`, if not
 // null, the number from each rank).
-std::vector<std::int64_t> all_gather(MPI_Comm comm, const std::vector<std::int64_t>& mine,
-                                     std::vector<int>* counts = nullptr);
+template <class T>
+std::vector<T> all_gather(MPI_Comm comm, const std::vector<T>& mine, std::vector<int>* counts = nullptr);
 
 }  // namespace commsolve

@@ -28,31 +28,42 @@ struct Piece {
   std::vector<std::int64_t> start, width, rows_ptr{0}, rows;
   std::vector<std::int64_t> position, column, parent;
 
-  void pack(std::vector<std::int64_t>& out) const {
-    out.push_back(static_cast<std::int64_t>(start.size()));
-    out.push_back(static_cast<std::int64_t>(position.size()));
-    out.push_back(static_cast<std::int64_t>(rows.size()));
+  // Appended to `out` as int32 (n < 2^31; a piece with 2^31 rows of L is refused).
+  void pack(std::vector<std::int32_t>& out) const {
+    if (rows.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw std::runtime_error("parallel symbolic: one range's rows of L exceed 2^31 entries");
+    out.push_back(static_cast<std::int32_t>(start.size()));
+    out.push_back(static_cast<std::int32_t>(position.size()));
+    out.push_back(static_cast<std::int32_t>(rows.size()));
     for (const auto* v : {&start, &width, &rows_ptr, &rows, &position, &column, &parent})
-      out.insert(out.end(), v->begin(), v->end());
+      for (std::int64_t x : *v) out.push_back(static_cast<std::int32_t>(x));
   }
+};
+
+// A packed piece read in place (no copy): the same arrays as Piece's.
+struct PackedPiece {
+  std::int64_t ns = 0, nc = 0;
+  const std::int32_t *start, *width, *rows_ptr, *rows, *position, *column, *parent;
 
   // The piece packed at `p`, which moves past it.
-  static Piece unpack(const std::int64_t*& p) {
-    Piece piece;
-    const std::int64_t ns = p[0], nc = p[1], nr = p[2];
+  static PackedPiece read(const std::int32_t*& p) {
+    PackedPiece q;
+    q.ns = p[0];
+    q.nc = p[1];
+    const std::int64_t nr = p[2];
     p += 3;
-    auto take = [&](std::vector<std::int64_t>& v, std::int64_t k) {
-      v.assign(p, p + k);
+    auto take = [&](const std::int32_t*& field, std::int64_t k) {
+      field = p;
       p += k;
     };
-    take(piece.start, ns);
-    take(piece.width, ns);
-    take(piece.rows_ptr, ns + 1);
-    take(piece.rows, nr);
-    take(piece.position, nc);
-    take(piece.column, nc);
-    take(piece.parent, nc);
-    return piece;
+    take(q.start, q.ns);
+    take(q.width, q.ns);
+    take(q.rows_ptr, q.ns + 1);
+    take(q.rows, nr);
+    take(q.position, q.nc);
+    take(q.column, q.nc);
+    take(q.parent, q.nc);
+    return q;
   }
 };
 
@@ -131,14 +142,14 @@ Piece analyse(std::int64_t nv, std::vector<std::int32_t> pairs, const std::vecto
 }
 
 // The pieces, every one on every rank, as one structure in the final numbering.
-SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, const SeparatorTree& ordering) {
+SupernodalStructure assemble(std::int64_t n, const std::vector<PackedPiece>& pieces, const SeparatorTree& ordering) {
   std::vector<std::int32_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
-  for (const Piece& piece : pieces)
-    for (std::size_t c = 0; c < piece.position.size(); ++c) {
+  for (const PackedPiece& piece : pieces)
+    for (std::int64_t c = 0; c < piece.nc; ++c) {
       const std::int64_t k = piece.position[c];
       if (column[k] != -1) throw std::logic_error("parallel symbolic: column " + std::to_string(k) + " placed twice");
-      column[k] = static_cast<std::int32_t>(piece.column[c]);
-      parent_id[k] = static_cast<std::int32_t>(piece.parent[c]);
+      column[k] = piece.column[c];
+      parent_id[k] = piece.parent[c];
     }
   std::vector<std::int32_t> final_of(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
@@ -151,14 +162,14 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<Piece>& pieces, c
   };
   std::vector<Ref> order;
   for (std::size_t i = 0; i < pieces.size(); ++i)
-    for (std::size_t s = 0; s < pieces[i].start.size(); ++s) order.push_back({pieces[i].start[s], i, s});
+    for (std::int64_t s = 0; s < pieces[i].ns; ++s) order.push_back({pieces[i].start[s], i, static_cast<std::size_t>(s)});
   std::sort(order.begin(), order.end(), [](const Ref& a, const Ref& b) { return a.start < b.start; });
   SupernodalStructure out;
   out.n = n;
   out.sn_start.assign(1, 0);
   out.rows_ptr.assign(1, 0);
   for (const Ref& ref : order) {
-    const Piece& piece = pieces[ref.piece];
+    const PackedPiece& piece = pieces[ref.piece];
     if (ref.start != out.sn_start.back())
       throw std::logic_error("parallel symbolic: the supernodes do not tile the columns at " + std::to_string(ref.start));
     out.sn_start.push_back(ref.start + piece.width[ref.s]);
@@ -285,7 +296,8 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
     to.push_back(received[e + 1]);
   }
   std::vector<std::int32_t>().swap(received);
-  std::vector<std::int64_t> packed, roots;
+  std::vector<std::int32_t> packed;
+  std::vector<std::int64_t> roots;
   for (std::size_t leaf = static_cast<std::size_t>(rank); leaf < leaves.size(); leaf += static_cast<std::size_t>(P)) {
     const int node = leaves[leaf];
     const std::int64_t c0 = ordering.col_start[node], c1 = ordering.col_end[node], m = c1 - c0;
@@ -357,10 +369,10 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
 
   // 4. Every piece to every rank, renumbered into the final order.
   t = clock_type::now();
-  const std::vector<std::int64_t> all = all_gather(comm, packed);
-  std::vector<std::int64_t>().swap(packed);
-  std::vector<Piece> pieces;
-  for (const std::int64_t* p = all.data(); p < all.data() + all.size();) pieces.push_back(Piece::unpack(p));
+  const std::vector<std::int32_t> all = all_gather(comm, packed);
+  std::vector<std::int32_t>().swap(packed);
+  std::vector<PackedPiece> pieces;
+  for (const std::int32_t* p = all.data(); p < all.data() + all.size();) pieces.push_back(PackedPiece::read(p));
   SupernodalStructure structure = assemble(n, pieces, ordering);
   if (times != nullptr) times->assemble = seconds_since(t);
   return structure;
