@@ -36,18 +36,17 @@ LU_DEFAULTS = {k: getattr(_DEFAULTS, k) for k in ("max_supernode", "ordering", "
 
 
 def chosen_ordering(ordering, nranks, distributed):
-    """The ordering ``"auto"`` (the default) stands for, the one whose setup measured fastest
-    at the rank count (bench/factor_vs_superlu.py against SuperLU_DIST, bench/results/
-    setup_vs_superlu9_parallel*.json): for a matrix distributed over 2 or more ranks,
-    PT-Scotch's nested dissection (``"ptscotch"``: no rank gathers A; 1.1-1.3x METIS's fill,
-    which ``"ptscotch-metis"`` avoids for some setup time), when MPI allows PT-Scotch's
-    threads (MPI_THREAD_MULTIPLE); otherwise the separator tree on one rank (``"tree"``: on
-    one rank PT-Scotch's lead is small and its fill the larger). Any other name stands for
-    itself."""
+    """The ordering ``"auto"`` (the default) stands for: the one whose setup to the first
+    solve measured fastest (bench/factor_vs_superlu.py against SuperLU_DIST at 1, 2 and 4
+    ranks, bench/results/setup_vs_superlu9_parallel*.json). For a distributed matrix (a
+    ParCSR), PT-Scotch's nested dissection (``"ptscotch"``: no rank gathers A; 1.1-1.3x
+    METIS's fill, which ``"ptscotch-metis"`` avoids for some setup time), where MPI allows
+    PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE); otherwise the separator tree on
+    one rank (``"tree"``, also SparseLU's). Any other name stands for itself."""
     if ordering != "auto":
         return ordering
     MPI = mpi()
-    if distributed and nranks > 1 and MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+    if distributed and (nranks == 1 or MPI.Query_thread() == MPI.THREAD_MULTIPLE):
         return "ptscotch"
     return "tree"
 

@@ -35,7 +35,7 @@ struct SupernodalStructure {
 // Python reads them from here.
 struct SymbolicOptions {
   int max_supernode = 128;        // most columns per supernode
-  std::string ordering = "auto";  // auto (tree here; factor() of a matrix on 2+ ranks: ptscotch) |
+  std::string ordering = "auto";  // auto (tree here; factor() of a distributed matrix: ptscotch) |
                                   // nd (METIS nested dissection) | tree (keeps the separator tree) |
                                   // ptscotch (PT-Scotch; in parallel on a distributed matrix) |
                                   // ptscotch-metis (PT-Scotch's separators, METIS's leaves) | natural
