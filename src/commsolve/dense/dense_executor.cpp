@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "dense/lu_machine.hpp"
 #include "dense/lu_tournament_machine.hpp"
 #include "dense/pivots.hpp"
@@ -21,9 +22,6 @@
 namespace commsolve {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 constexpr int first_tag = 3000, tag_cycle = 1000;
 
@@ -186,7 +184,7 @@ struct MatmulNumbers {
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
                 static_cast<int>(w), 1.0, A, static_cast<int>(lda), B, static_cast<int>(ldb), 1.0, m.C_,
                 static_cast<int>(rows));
-    m.compute_ += since(t);
+    m.compute_ += seconds_since(t);
     m.flops_ += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(w);
   }
   void reduce_add(std::int64_t s, const double* v, std::int64_t n) { add_into(m.acc_[static_cast<std::size_t>(s)], v, n); }
@@ -242,7 +240,7 @@ DenseTimes Matmul25D::run(const double* a, const double* b, double* c) {
   if (!machine.done()) throw std::logic_error("matrix multiply: the run ended with work left");
   A_ = B_ = C_ = nullptr;
   for (std::vector<double>* v : {&a_, &b_, &c_}) std::vector<double>().swap(*v);
-  return {since(t0), compute_};
+  return {seconds_since(t0), compute_};
 }
 
 // ---- LU -------------------------------------------------------------------------------------
@@ -257,7 +255,7 @@ struct LuNumbers {
   std::int64_t ca(std::int64_t k) const { return m.cols_.local_size(m.y_) - c(k + 1); }
   double* at(std::int64_t i, std::int64_t j) { return m.A_ + j * ml() + i; }
   void timed_flops(clock_type::time_point t, double f) {
-    m.compute_ += since(t);
+    m.compute_ += seconds_since(t);
     m.flops_ += f;
   }
   // The region of a reduction (role) of step k: block column k from row block k, or block
@@ -763,7 +761,7 @@ DenseTimes LU25D::run(double* a) {
   }
   A_ = nullptr;
   std::vector<double>().swap(a_);
-  return {since(t0), compute_};
+  return {seconds_since(t0), compute_};
 }
 
 }  // namespace commsolve

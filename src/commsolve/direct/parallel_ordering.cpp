@@ -11,6 +11,7 @@
 
 #include "comm/all_to_all.hpp"
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "direct/symbolic.hpp"
 
 // PT-Scotch's libptscotchparmetisv3 provides ParMETIS's entry point but Debian ships no
@@ -33,12 +34,6 @@ int ordering_ranks(int ranks, std::int64_t n, int max_ranks) {
 }
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 // Balanced contiguous blocks of n vertices over q ranks.
 std::vector<std::int64_t> block_offsets(std::int64_t n, int q) {

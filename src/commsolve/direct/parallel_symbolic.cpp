@@ -9,16 +9,11 @@
 
 #include "comm/all_to_all.hpp"
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 
 namespace commsolve {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 // One range's share of the structure (a leaf's, or all the separators'), in the ordering's
 // numbering: its supernodes (first final column, width, the rows of L below them as ordering
@@ -362,9 +357,14 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       std::sort(breaks.begin(), breaks.end());
       breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
       const std::int64_t nv = static_cast<std::int64_t>(ids.size());
-      analyse(nv, std::move(pairs), ids, stand_ins, nv, separators, breaks, opts, nullptr).pack(packed);
+      try {
+        analyse(nv, std::move(pairs), ids, stand_ins, nv, separators, breaks, opts, nullptr).pack(packed);
+      } catch (const std::exception& e) {
+        error = std::string("parallel symbolic, the separators: ") + e.what();
+      }
     }
   }
+  agree_on_error(comm, error, "parallel symbolic");  // the root's failure, not a wait in the gather
   if (times != nullptr) times->separators = seconds_since(t);
 
   // 4. Every piece to every rank, renumbered into the final order.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 
 namespace commsolve {
 
@@ -52,10 +53,6 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, cons
   cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
               C, static_cast<int>(m));
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace

@@ -11,16 +11,9 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 
 namespace commsolve {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 // Recursive halves (Toledo's), so nearly all the work is in TRSM and GEMM; each pivot meets
 // the rule when it is final, exactly as in a right-looking elimination.
