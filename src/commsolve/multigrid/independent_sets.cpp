@@ -104,61 +104,70 @@ std::vector<char> rs_first_pass(const ParCsr& S) {
   // Undecided points in buckets by measure, each bucket a FIFO (doubly linked: a point whose
   // measure changes goes to the back of its new bucket); a measure grows by at most one per
   // dependant, so 2 max|S^T_i| + 1 buckets suffice.
-  enum : char { kU = 0, kC = 1, kF = 2 };
-  std::vector<char> state(n, kU);
-  std::vector<std::int64_t> measure(n);
-  std::int64_t top = 0;
-  for (std::int64_t i = 0; i < n; ++i) top = std::max<std::int64_t>(top, measure[i] = tptr[i + 1] - tptr[i]);
-  std::vector<std::int64_t> head(2 * top + 2, -1), tail(2 * top + 2, -1), next(n, -1), prev(n, -1);
-  auto unlink = [&](std::int64_t i) {
-    (prev[i] >= 0 ? next[prev[i]] : head[measure[i]]) = next[i];
-    (next[i] >= 0 ? prev[next[i]] : tail[measure[i]]) = prev[i];
+  enum : std::int32_t { kU = 0, kC = 1, kF = 2 };
+  // A point's state, measure and links side by side, 32-bit (n < 2^31 local rows): the
+  // lists' random accesses touch one cache line per point.
+  struct Point {
+    std::int32_t state, measure, next, prev;
   };
-  auto link = [&](std::int64_t i) {
-    next[i] = -1;
-    prev[i] = tail[measure[i]];
-    (prev[i] >= 0 ? next[prev[i]] : head[measure[i]]) = i;
-    tail[measure[i]] = i;
-    top = std::max(top, measure[i]);
+  std::vector<Point> pt(n);
+  std::int32_t top = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    pt[i] = {kU, tptr[i + 1] - tptr[i], -1, -1};
+    top = std::max(top, pt[i].measure);
+  }
+  std::vector<std::int32_t> head(2 * static_cast<std::size_t>(top) + 2, -1), tail(head);
+  auto unlink = [&](std::int32_t i) {
+    const Point& p = pt[i];
+    (p.prev >= 0 ? pt[p.prev].next : head[p.measure]) = p.next;
+    (p.next >= 0 ? pt[p.next].prev : tail[p.measure]) = p.prev;
+  };
+  auto link = [&](std::int32_t i) {
+    Point& p = pt[i];
+    p.next = -1;
+    p.prev = tail[p.measure];
+    (p.prev >= 0 ? pt[p.prev].next : head[p.measure]) = i;
+    tail[p.measure] = i;
+    top = std::max(top, p.measure);
   };
   // Fine: each undecided point `i` depends on gains one (it has one more fine dependant to
   // interpolate), moved to the back of its bucket once `linked`.
-  auto make_fine = [&](std::int64_t i, bool linked) {
-    state[i] = kF;
+  auto make_fine = [&](std::int32_t i, bool linked) {
+    pt[i].state = kF;
     for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) {
       const std::int32_t c = s.indices[k];
-      if (state[c] != kU) continue;
+      if (pt[c].state != kU) continue;
       if (linked) unlink(c);
-      ++measure[c];
+      ++pt[c].measure;
       if (linked) link(c);
     }
   };
-  for (std::int64_t i = 0; i < n; ++i)  // nobody depends on it: fine (hypre's Ruge, in index order)
-    if (measure[i] == 0) make_fine(i, false);
-  for (std::int64_t i = 0; i < n; ++i)
-    if (state[i] == kU) link(i);
+  for (std::int32_t i = 0; i < n; ++i)  // nobody depends on it: fine (hypre's Ruge, in index order)
+    if (pt[i].measure == 0) make_fine(i, false);
+  for (std::int32_t i = 0; i < n; ++i)
+    if (pt[i].state == kU) link(i);
   while (true) {
     while (top > 0 && head[top] < 0) --top;
     if (top == 0) break;
-    const std::int64_t i = head[top];  // the largest measure, the longest in its bucket
+    const std::int32_t i = head[top];  // the largest measure, the longest in its bucket
     unlink(i);
-    state[i] = kC;
+    pt[i].state = kC;
     for (std::int32_t q = tptr[i]; q < tptr[i + 1]; ++q) {  // its dependants become fine
       const std::int32_t j = trow[q];
-      if (state[j] != kU) continue;
+      if (pt[j].state != kU) continue;
       unlink(j);
       make_fine(j, true);
     }
     for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k) {  // what i depends on loses i
       const std::int32_t c = s.indices[k];
-      if (state[c] != kU) continue;
+      if (pt[c].state != kU) continue;
       unlink(c);
-      if (--measure[c] > 0) link(c);
+      if (--pt[c].measure > 0) link(c);
       else make_fine(c, true);  // nobody left depends on it
     }
   }
   std::vector<char> coarse(n);
-  for (std::int64_t i = 0; i < n; ++i) coarse[i] = state[i] == kC;
+  for (std::int64_t i = 0; i < n; ++i) coarse[i] = pt[i].state == kC;
   return coarse;
 }
 

@@ -109,15 +109,22 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       }
     }
   };
-  auto col = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].col : v.global[v.indices[r.p0 + q]]; };
-  auto val = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].val : v.data[r.p0 + q]; };
-  auto coarse_of = [&](const RowRef& r, std::int64_t q) {
-    return r.e ? r.e[q].coarse : v.coarse[v.indices[r.p0 + q]];
+  // Each owned entry's column's coarse index, gathered once: the rows of strong fine
+  // neighbours are read many times over (once per point that interpolates through them).
+  std::vector<std::int64_t> ec(v.indptr[n]);
+  for (std::int64_t p = 0; p < v.indptr[n]; ++p) ec[p] = v.coarse[v.indices[p]];
+  // Row k's entries as (is the column i itself, value, coarse index, strong) to `use`; halo
+  // rows from their records, owned rows in place. `gi`, `i`: the point interpolating.
+  auto for_entries = [&](const RowRef& r, std::int64_t i, std::int64_t gi, const auto& use) {
+    if (r.e != nullptr) {
+      for (const CoarseEntry* e = r.e; e < r.e + r.n; ++e) use(e->col == gi, e->val, e->coarse, e->strong != 0);
+    } else {
+      for (std::int64_t p = r.p0; p < r.p0 + r.n; ++p) use(v.indices[p] == i, v.data[p], ec[p], v.strong[p] != 0);
+    }
   };
-  auto strong_at = [&](const RowRef& r, std::int64_t q) { return r.e ? r.e[q].strong != 0 : v.strong[r.p0 + q] != 0; };
   auto diagonal = [&](const RowRef& r, std::int64_t g) {
     for (std::int64_t q = 0; q < r.n; ++q)
-      if (col(r, q) == g) return val(r, q);
+      if (r.e[q].col == g) return r.e[q].val;
     return 0.0;
   };
   // The owned rows' diagonal entries (as `diagonal` finds them: the first), found once; a
@@ -160,13 +167,13 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
     gather_fine_rows(i);
     double diag = 0.0;
     for (std::int32_t p = v.indptr[i]; p < v.indptr[i + 1]; ++p) {
-      const std::int32_t c = v.indices[p];
-      if (c == i) diag += v.data[p];
-      else if (v.strong[p] && v.coarse[c] >= 0) hat.insert(v.coarse[c]);
+      if (v.indices[p] == i) diag += v.data[p];
+      else if (v.strong[p] && ec[p] >= 0) hat.insert(ec[p]);
     }
     for (const RowRef& k : fine_rows)
-      for (std::int64_t q = 0; q < k.n; ++q)
-        if (strong_at(k, q) && coarse_of(k, q) >= 0) hat.insert(coarse_of(k, q));
+      for_entries(k, i, gi, [&](bool, double, std::int64_t kc, bool strong) {
+        if (strong && kc >= 0) hat.insert(kc);
+      });
     // Direct part: a_ij for neighbours in Ĉ_i; the rest of the weak ones lumped on the
     // diagonal; strong fine neighbours k distribute a_ik over Ĉ_i ∪ {i} by ā_kl.
     std::size_t next_fine = 0;
@@ -174,7 +181,7 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
       const std::int32_t c = v.indices[p];
       if (c == i) continue;
       const double a = v.data[p];
-      const std::int64_t at = v.coarse[c] >= 0 ? hat.find(v.coarse[c]) : -1;
+      const std::int64_t at = ec[p] >= 0 ? hat.find(ec[p]) : -1;
       if (at >= 0) {
         hat.w[at] += a;
       } else if (!v.strong[p]) {
@@ -187,16 +194,13 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
         if (static_cast<std::int64_t>(targets.size()) < k.n) targets.resize(k.n);
         std::int64_t nt = 0;
         double sum = 0.0;
-        for (std::int64_t q = 0; q < k.n; ++q) {
-          const double kv = val(k, q);
-          if (kv * akk >= 0) continue;
-          const std::int64_t kc = coarse_of(k, q);
-          const bool to_i = k.e ? k.e[q].col == gi : v.indices[k.p0 + q] == i;  // owned rows: space index i
+        for_entries(k, i, gi, [&](bool to_i, double kv, std::int64_t kc, bool) {
+          if (kv * akk >= 0) return;
           const std::int64_t to = to_i ? kToDiag : kc >= 0 ? hat.find(kc) : -1;
-          if (to == -1) continue;
+          if (to == -1) return;
           targets[nt++] = {to, kv};
           sum += kv;
-        }
+        });
         if (sum == 0.0) {
           diag += a;
           continue;

@@ -38,9 +38,6 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
       if (strong[p]) s.indices.push_back(L.indices[p]);
     s.indptr[i + 1] = static_cast<std::int32_t>(s.indices.size());
   }
-  s.data.assign(s.indices.size(), 1.0);
-  StrengthGraphs out;
-  out.S = std::make_unique<ParCsr>(s, A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
 
   // S^T's rows (who depends on each owned point): the owned columns' entries transposed in
   // place, the halo columns' sent to their owners (the global row) along S's plan in reverse.
@@ -55,6 +52,9 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
       for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k)
         if (s.indices[k] < n_owned) trow[fill[s.indices[k]]++] = static_cast<std::int32_t>(i);
   }
+  s.data.assign(s.indices.size(), 1.0);
+  StrengthGraphs out;
+  out.S = std::make_unique<ParCsr>(std::move(s), A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
   const ParCsr& S = *out.S;
   const std::int64_t nh = static_cast<std::int64_t>(S.col_map().size());
   RecordSet halo;  // per halo column of S: the global rows of the rank's entries in it
@@ -75,57 +75,61 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   const RecordSet arrived = exec.reverse(view(halo));
   const auto* from = reinterpret_cast<const std::int64_t*>(arrived.data.data());
 
-  // G's column space: A's, then the rows that arrived from outside A's halo (a
-  // nonsymmetric pattern's), each once.
-  std::vector<std::int64_t> g_halo = A.col_map();
+  // G's column space: S's, then the rows that arrived from outside S's halo (a nonsymmetric
+  // pattern's), each once.
+  std::vector<std::int64_t> g_halo = S.col_map();
   std::vector<std::pair<std::int64_t, std::int32_t>> known;  // (global, space index), sorted
   known.reserve(g_halo.size());
   for (std::size_t h = 0; h < g_halo.size(); ++h)
     known.emplace_back(g_halo[h], static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(h)));
   std::sort(known.begin(), known.end());
   std::vector<std::int32_t> arrived_col(arrived.ptr.back());
-  std::vector<std::pair<std::int64_t, std::int64_t>> outside;  // (global, arrival) of rows outside A's halo
+  std::vector<std::pair<std::int64_t, std::int64_t>> outside;  // (global, arrival) of rows outside S's halo
   for (std::int64_t q = 0; q < arrived.ptr.back(); ++q) {
     const auto at = std::lower_bound(known.begin(), known.end(), std::make_pair(from[q], std::int32_t(-1)));
     if (at != known.end() && at->first == from[q]) arrived_col[q] = at->second;
     else outside.emplace_back(from[q], q);
   }
-  std::sort(outside.begin(), outside.end());  // each new global once, a column after A's halo
+  std::sort(outside.begin(), outside.end());  // each new global once, a column after S's halo
   for (std::size_t k = 0; k < outside.size(); ++k) {
     if (k == 0 || outside[k].first != outside[k - 1].first) g_halo.push_back(outside[k].first);
     arrived_col[outside[k].second] = static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(g_halo.size()) - 1);
   }
 
-  // Row i of S + S^T: the sorted S row and the sorted local S^T row merged, the arrived
-  // entries added; each column once.
+  // Row i of S + S^T: S's sorted owned row and the sorted local S^T row merged, then the halo
+  // columns (S's own and the arrived entries), sorted; each column once.
+  const LocalCsr& sd = S.diag();
   LocalCsr g;
   g.nrows = n;
   g.indptr.resize(n + 1);
-  g.indices.resize(static_cast<std::size_t>(s.indptr[n]) + trow.size() + arrived_col.size());
+  g.indices.resize(static_cast<std::size_t>(S.local_nnz()) + trow.size() + arrived_col.size());
   out.depends_on_me.resize(n);
   std::int32_t at = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     out.depends_on_me[i] = static_cast<double>(tptr[i + 1] - tptr[i] + arrived.ptr[i + 1] - arrived.ptr[i]);
-    const std::int32_t first = at;
-    std::int32_t a = s.indptr[i], b = tptr[i];
-    const std::int32_t ae = s.indptr[i + 1], be = tptr[i + 1];
+    std::int32_t a = sd.indptr[i], b = tptr[i];
+    const std::int32_t ae = sd.indptr[i + 1], be = tptr[i + 1];
     while (a < ae || b < be) {
-      const std::int32_t c = b == be || (a < ae && s.indices[a] <= trow[b]) ? s.indices[a] : trow[b];
-      while (a < ae && s.indices[a] == c) ++a;
+      const std::int32_t c = b == be || (a < ae && sd.indices[a] <= trow[b]) ? sd.indices[a] : trow[b];
+      while (a < ae && sd.indices[a] == c) ++a;
       while (b < be && trow[b] == c) ++b;
       g.indices[at++] = c;
     }
-    if (arrived.ptr[i] < arrived.ptr[i + 1]) {
-      for (std::int64_t q = arrived.ptr[i]; q < arrived.ptr[i + 1]; ++q) g.indices[at++] = arrived_col[q];
-      std::sort(g.indices.begin() + first, g.indices.begin() + at);
-      const auto end = std::unique(g.indices.begin() + first, g.indices.begin() + at);
-      at = static_cast<std::int32_t>(end - g.indices.begin());
+    const std::int32_t halo_first = at;
+    for (const LocalCsr* o : {&S.offd_on_node(), &S.offd_off_node()})
+      for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k)
+        g.indices[at++] = static_cast<std::int32_t>(n_owned + o->indices[k]);
+    for (std::int64_t q = arrived.ptr[i]; q < arrived.ptr[i + 1]; ++q) g.indices[at++] = arrived_col[q];
+    if (at - halo_first > 1) {
+      std::sort(g.indices.begin() + halo_first, g.indices.begin() + at);
+      at = static_cast<std::int32_t>(std::unique(g.indices.begin() + halo_first, g.indices.begin() + at) -
+                                     g.indices.begin());
     }
     g.indptr[i + 1] = at;
   }
   g.indices.resize(at);
   g.data.assign(at, 1.0);
-  out.G = std::make_unique<ParCsr>(g, g_halo, A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
+  out.G = std::make_unique<ParCsr>(std::move(g), g_halo, A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
   return out;
 }
 

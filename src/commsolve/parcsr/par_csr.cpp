@@ -93,7 +93,7 @@ ParCsr::ParCsr(GlobalRowsView<std::int64_t> rows, const double* values, Distribu
   executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }
 
-ParCsr::ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
+ParCsr::ParCsr(LocalCsr rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
                Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy)
     : row_dist_(std::move(row_dist)), col_dist_(std::move(col_dist)), topo_(topo) {
   int rank = 0, size = 0;
@@ -156,27 +156,48 @@ ParCsr::ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globa
   if (!used.empty()) pattern_.recv_ptr.push_back(pattern_.n_halo());
   complete_send_side_mpi(pattern_, col_dist_, comm);
 
-  diag_.nrows = offd_on_.nrows = offd_off_.nrows = rows.nrows;
-  diag_.ncols = n_owned;
-  offd_on_.ncols = offd_off_.ncols = pattern_.n_halo();
-  for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_}) block->indptr.reserve(rows.nrows + 1);
-  diag_.indices.reserve(nnz);
-  diag_.data.reserve(nnz);
-  for (std::int64_t i = 0; i < rows.nrows; ++i) {
-    for (std::int32_t k = rows.indptr[i]; k < rows.indptr[i + 1]; ++k) {
-      const std::int32_t c = rows.indices[k];
-      LocalCsr* block = &diag_;
-      std::int32_t col = c;
-      if (c >= n_owned) {
-        col = where[c - n_owned];
-        block = on_node[col] ? &offd_on_ : &offd_off_;
-      }
-      block->indices.push_back(col);
-      block->data.push_back(rows.data[k]);
-    }
-    for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_})
-      block->indptr.push_back(static_cast<std::int32_t>(block->indices.size()));
+  // The owned columns' entries stay where they are, compacted towards the front of the
+  // rows' own arrays (a write never passes the read); the halo columns' go to the two
+  // off-diagonal blocks, sized by a count first.
+  const std::int64_t n = rows.nrows;
+  for (LocalCsr* block : {&offd_on_, &offd_off_}) {
+    block->nrows = n;
+    block->ncols = pattern_.n_halo();
+    block->indptr.assign(n + 1, 0);
   }
+  if (!used.empty()) {
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int32_t k = rows.indptr[i]; k < rows.indptr[i + 1]; ++k)
+        if (rows.indices[k] >= n_owned) ++(on_node[where[rows.indices[k] - n_owned]] ? offd_on_ : offd_off_).indptr[i + 1];
+    for (LocalCsr* block : {&offd_on_, &offd_off_}) {
+      for (std::int64_t i = 0; i < n; ++i) block->indptr[i + 1] += block->indptr[i];
+      block->indices.resize(block->indptr[n]);
+      block->data.resize(block->indptr[n]);
+    }
+    std::int32_t on = 0, off = 0, kept = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int32_t b = rows.indptr[i], e = rows.indptr[i + 1];
+      rows.indptr[i] = kept;
+      for (std::int32_t k = b; k < e; ++k) {
+        const std::int32_t c = rows.indices[k];
+        if (c < n_owned) {
+          rows.indices[kept] = c;
+          rows.data[kept++] = rows.data[k];
+        } else {
+          const std::int32_t h = where[c - n_owned];
+          std::int32_t& at = on_node[h] ? on : off;
+          LocalCsr& block = on_node[h] ? offd_on_ : offd_off_;
+          block.indices[at] = h;
+          block.data[at++] = rows.data[k];
+        }
+      }
+    }
+    rows.indptr[n] = kept;
+    rows.indices.resize(kept);
+    rows.data.resize(kept);
+  }
+  diag_ = std::move(rows);
+  diag_.ncols = n_owned;
   for (LocalCsr* block : {&diag_, &offd_on_, &offd_off_}) sort_rows(*block);
   executor_ = std::make_unique<HaloExecutor>(build_plan_mpi(pattern_, topo_, col_dist_, strategy, comm), topo_, comm);
 }

@@ -44,7 +44,8 @@ class ParCsr {
   // n_owned + h into `halo_globals` (global columns other ranks own, in any order, unused
   // ones allowed: another matrix's col_map, say). The halo is the columns the rows use, in
   // the usual (owner, global) order; no global index of an owned column is ever formed.
-  ParCsr(const LocalCsr& rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
+  // The rows' arrays become the diagonal block (move them in: no copy).
+  ParCsr(LocalCsr rows, const std::vector<std::int64_t>& halo_globals, Distribution row_dist,
          Distribution col_dist, const Topology& topo, MPI_Comm comm, const std::string& strategy);
 
   // Collective. A copy of `other` (the same rows, distributions and halo pattern) whose halo

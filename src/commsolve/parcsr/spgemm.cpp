@@ -147,7 +147,7 @@ struct CompactSink {
 // counting pass first cost as much as the product.
 class Accumulator {
  public:
-  explicit Accumulator(std::size_t ncols) : value_(ncols), stamp_(ncols, -1), touched_(ncols) {}
+  explicit Accumulator(std::size_t ncols) : slot_(ncols, Slot{0.0, -1}), touched_(ncols) {}
   // Rows first..last-1 of a product into `sink`: `terms(j, use)` calls use(compact column,
   // value) for every term of row j; `bound`: at most that many terms in all.
   template <class Terms, class Sink>
@@ -155,25 +155,26 @@ class Accumulator {
                        std::int64_t bound, bool intermediate = false) {
     sink.reserve(last - first, bound);
     // The inner loop on plain pointers: a column is new to the row when its stamp is not the
-    // row's (no per-row reset), and no store through a char* that could alias the rest.
-    double* const value = value_.data();
-    std::int64_t* const stamp = stamp_.data();
+    // row's (no per-row reset), and no store through a char* that could alias the rest. A
+    // column's value and stamp share a slot: one cache line per term.
+    Slot* const slot = slot_.data();
     std::int32_t* const touched = touched_.data();
     for (std::int64_t j = first; j < last; ++j) {
       const std::int64_t row = next_row_++;
       std::int32_t* end = touched;
       terms(j, [&](std::int32_t c, double v) {
-        if (stamp[c] != row) {
-          stamp[c] = row;
-          value[c] = v;
+        Slot& s = slot[c];
+        if (s.stamp != row) {
+          s.stamp = row;
+          s.value = v;
           *end++ = c;
         } else {
-          value[c] += v;
+          s.value += v;
         }
       });
       if (!intermediate) sort_columns(touched, end);
       for (const std::int32_t* t = touched; t < end; ++t)
-        if (value[*t] != 0.0 || keep_zeros) sink.push(*t, value[*t]);
+        if (slot[*t].value != 0.0 || keep_zeros) sink.push(*t, slot[*t].value);
       sink.end_row();
     }
     sink.done();
@@ -189,8 +190,11 @@ class Accumulator {
     }
   }
 
-  std::vector<double> value_;
-  std::vector<std::int64_t> stamp_;   // the row that last touched each column
+  struct Slot {
+    double value;
+    std::int64_t stamp;  // the row that last touched the column
+  };
+  std::vector<Slot> slot_;
   std::vector<std::int32_t> touched_;  // the columns the current row touched, in order of first touch
   std::int64_t next_row_ = 0;
 };
