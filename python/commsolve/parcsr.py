@@ -166,13 +166,21 @@ class ParCSR:
         already; the C++ constructor checks the columns' range), with the distributions and
         the resolved topology given; ``strategy`` and ``profile`` as for
         :meth:`from_local_rows`."""
-        if strategy == "auto" and profile is not None:
-            return cls._from_rows(indptr, indices, data, comm, row_dist=row_dist, col_dist=col_dist,
-                                  topology=topology, strategy="standard").with_strategy("auto", profile)
         core = _core.ParCsr(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
                             np.ascontiguousarray(data, dtype=np.float64), row_dist, col_dist, topology, comm.py2f(),
-                            strategy)
-        return cls(core, comm, topology, row_dist, col_dist)
+                            cls._core_strategy(strategy, profile))
+        return cls(core, comm, topology, row_dist, col_dist)._resolved(strategy, profile)
+
+    @staticmethod
+    def _core_strategy(strategy, profile):
+        """The strategy a matrix built in C++ gets its plan for: ``"auto"`` priced with a
+        machine ``profile`` is chosen afterwards (:meth:`_resolved`), on a standard plan."""
+        return "standard" if strategy == "auto" and profile is not None else strategy
+
+    def _resolved(self, strategy, profile):
+        """Collective. This matrix, built with :meth:`_core_strategy`, with ``"auto"`` chosen
+        by ``profile`` when that was what was asked."""
+        return self.with_strategy("auto", profile) if strategy == "auto" and profile is not None else self
 
     @watched("ParCSR.with_strategy")
     def with_strategy(self, strategy, profile=None):

@@ -47,11 +47,6 @@ def _exchange(kernel, plan, stats, M):
             "halo": np.asarray(M.col_map)}
 
 
-def _build(indptr, indices, data, A, row_dist, col_dist, spmv_strategy, profile=None):
-    return ParCSR._from_rows(indptr, indices, data, A.comm, row_dist=row_dist, col_dist=col_dist,
-                             topology=A.topology, strategy=spmv_strategy, profile=profile)
-
-
 def _reused(reuse, mats):
     """Collective. The plans of an earlier call's info dict (``reuse``), one per exchange along
     the halo of each of ``mats`` — checked on every rank to be for the same halo — or None."""
@@ -81,7 +76,8 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
           f"spgemm: A is {A.shape[0]} x {A.shape[1]}, B is {B.shape[0]} x {B.shape[1]}")
     (plan,) = _reused(reuse, [A])
     indptr, indices, data, plan, stats = _core.spgemm(A._core, B._core, A.comm.py2f(), strategy, plan)
-    C = _build(indptr, indices, data, A, A.row_dist, B.col_dist, spmv_strategy)
+    C = ParCSR._from_rows(indptr, indices, data, A.comm, row_dist=A.row_dist, col_dist=B.col_dist,
+                          topology=A.topology, strategy=spmv_strategy)
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A B", plan, stats, A)]}
@@ -107,9 +103,11 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     _same_distribution(A.comm, A.row_dist, A.col_dist, "galerkin: A's rows and columns must be distributed alike")
     _same_distribution(A.comm, A.row_dist, P.row_dist, "galerkin: P's rows must be distributed as A's")
     plan_ap, plan_rap = _reused(reuse, [A, P])
-    indptr, indices, data, plan_ap, stats_ap, plan_rap, stats_rap = _core.galerkin(
+    indptr, indices, data, halo, plan_ap, stats_ap, plan_rap, stats_rap = _core.galerkin(
         A._core, P._core, A.comm.py2f(), strategy, plan_ap, plan_rap)
-    C = _build(indptr, indices, data, A, P.col_dist, P.col_dist, spmv_strategy, profile)
+    core = _core.ParCsr.from_space_rows(indptr, indices, data, halo, P.col_dist, P.col_dist, A.topology,
+                                        A.comm.py2f(), ParCSR._core_strategy(spmv_strategy, profile))
+    C = ParCSR(core, A.comm, A.topology, P.col_dist, P.col_dist)._resolved(spmv_strategy, profile)
     if not return_info:
         return C
     return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}

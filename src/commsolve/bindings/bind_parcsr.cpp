@@ -13,6 +13,7 @@
 #include "bindings/common.hpp"
 
 #include "comm/inner_comm.hpp"
+#include "core/error.hpp"
 #include "comm/record_executor.hpp"
 #include "parcsr/par_csr.hpp"
 #include "parcsr/spgemm.hpp"
@@ -95,6 +96,27 @@ void bind_matrix(nb::module_& m) {
         new (self) ParCsr(view, values.data(), rows, cols, topo, c, strategy);
       }, "indptr"_a, "indices"_a, "values"_a, "row_dist"_a, "col_dist"_a, "topology"_a, "comm"_a,
            "strategy"_a = "standard")
+      .def_static("from_space_rows", [](In<std::int32_t> indptr, In<std::int32_t> indices, In<double> values,
+                                        In<std::int64_t> halo, const Distribution& rows, const Distribution& cols,
+                                        const Topology& topo, std::int64_t comm, const std::string& strategy) {
+        require(indptr.shape(0) >= 1, "from_space_rows: indptr is empty");
+        require_len(indices, indptr.data()[indptr.shape(0) - 1], "indices");
+        require_len(values, indices.shape(0), "values");
+        LocalCsr L;
+        L.nrows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
+        L.indptr.assign(indptr.data(), indptr.data() + indptr.shape(0));
+        for (std::int64_t i = 0; i < L.nrows; ++i)
+          require(L.indptr[i] <= L.indptr[i + 1], "from_space_rows: indptr decreases at row " + std::to_string(i));
+        L.indices.assign(indices.data(), indices.data() + indices.shape(0));
+        L.data.assign(values.data(), values.data() + values.shape(0));
+        std::vector<std::int64_t> h(halo.data(), halo.data() + halo.shape(0));
+        MPI_Comm c = comm_from_handle(comm);
+        nb::gil_scoped_release nogil;
+        return std::make_unique<ParCsr>(std::move(L), h, rows, cols, topo, c, strategy);
+      }, "indptr"_a, "indices"_a, "values"_a, "halo"_a, "row_dist"_a, "col_dist"_a, "topology"_a, "comm"_a,
+         "strategy"_a = "standard",
+         "Collective: from this rank's rows over a column space [owned | halo] (the halo's global columns in "
+         "`halo`), as the products return them.")
       .def("with_strategy", [](const ParCsr& A, std::int64_t comm, const std::string& strategy) {
         MPI_Comm c = comm_from_handle(comm);
         nb::gil_scoped_release nogil;
@@ -236,11 +258,12 @@ void bind_products(nb::module_& m) {
       r = galerkin(A, P, strategy, c, reuse_ap, reuse_rap);
     }
     return nb::make_tuple(to_numpy(std::move(r.rows.indptr)), to_numpy(std::move(r.rows.indices)),
-                          to_numpy(std::move(r.rows.data)), std::move(r.plan_ap), stats_array(r.recorded_ap),
-                          std::move(r.plan_rap), stats_array(r.recorded_rap));
+                          to_numpy(std::move(r.rows.data)), to_numpy(std::move(r.halo)), std::move(r.plan_ap),
+                          stats_array(r.recorded_ap), std::move(r.plan_rap), stats_array(r.recorded_rap));
   }, "A"_a, "P"_a, "comm"_a, "strategy"_a, "reuse_ap"_a.none() = nb::none(), "reuse_rap"_a.none() = nb::none(),
-     "Collective: this rank's rows of P^T (A P) -> (indptr, indices, data, A P's plan and recorded stats, "
-     "P^T (A P)'s plan and recorded stats).");
+     "Collective: this rank's rows of P^T (A P) over its column space -> (indptr, indices, data, halo globals, "
+     "A P's plan and recorded stats, P^T (A P)'s plan and recorded stats); ParCsr.from_space_rows builds the "
+     "matrix.");
 
   m.def("transpose_rows", [](const ParCsr& A, std::int64_t comm, const std::string& strategy) {
     MPI_Comm c = comm_from_handle(comm);

@@ -139,6 +139,47 @@ struct CompactSink {
   void done() {}
 };
 
+// Rows over a result's column space [owned | halo] (`space`: each compact column's position
+// there), for a ParCsr built without forming global indices again.
+struct SpaceSink {
+  LocalCsr& out;
+  const std::vector<std::int32_t>& space;
+  void reserve(std::int64_t rows, std::int64_t bound) {
+    out.indptr.reserve(out.indptr.size() + rows);
+    out.indices.reserve(out.indices.size() + bound);
+    out.data.reserve(out.data.size() + bound);
+  }
+  void push(std::int32_t c, double v) {
+    out.indices.push_back(space[c]);
+    out.data.push_back(v);
+  }
+  void end_row() {
+    out.indptr.push_back(static_cast<std::int32_t>(out.indices.size()));
+    ++out.nrows;
+  }
+  void done() {}
+};
+
+// The compact columns `cols` (ascending globals) as a column space of `dist` on `rank`: the
+// owned ones at their local index, the others after them in ascending order (`halo`).
+std::vector<std::int32_t> column_space(const std::vector<std::int64_t>& cols, const Distribution& dist, int rank,
+                                       std::vector<std::int64_t>& halo) {
+  const std::int64_t n_owned = dist.local_size(rank);
+  std::vector<std::int32_t> space(cols.size());
+  halo.clear();
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    if (dist.owns(rank, cols[c])) {
+      space[c] = static_cast<std::int32_t>(dist.owned_index(rank, cols[c]));
+    } else {
+      space[c] = static_cast<std::int32_t>(n_owned + static_cast<std::int64_t>(halo.size()));
+      halo.push_back(cols[c]);
+    }
+  }
+  require(n_owned + static_cast<std::int64_t>(halo.size()) < (std::int64_t(1) << 31),
+          "sparse product: a column space of more than 2^31 columns on one rank");
+  return space;
+}
+
 // Gustavson's dense accumulator over compact columns: accumulate_rows sums each row's scaled
 // entries and emits it to a sink (exact zeros dropped unless kept; columns ascending unless
 // the rows are an intermediate, summed again); each row stamps the columns it touches, so
@@ -440,7 +481,10 @@ GalerkinResult galerkin(const ParCsr& A, const ParCsr& P, const std::string& str
     for (std::int32_t& c : ap.col) c = moved[c];
     acc = Accumulator(idx.cols.size());
   }
-  product_rows(0, n_owned, &in, GlobalSink{res.rows, idx.cols}, false);
+  const std::vector<std::int32_t> space = column_space(idx.cols, P.col_dist(), P.rank(), res.halo);
+  res.rows.nrows = 0;
+  product_rows(0, n_owned, &in, SpaceSink{res.rows, space}, false);
+  res.rows.ncols = n_owned + static_cast<std::int64_t>(res.halo.size());
   return res;
 }
 

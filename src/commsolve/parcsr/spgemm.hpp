@@ -54,10 +54,13 @@ ProductResult halo_rows(const ParCsr& A, const ParCsr& B, const std::string& str
 // A P is formed with A's halo plan fetching P's rows (`plan_ap`), then each rank's rows of
 // P^T (A P) for coarse columns it does not own travel to their owners along P's halo plan in
 // reverse (`plan_rap`) and are summed there. A's rows and columns and P's rows must be
-// distributed alike. `reuse_ap`, `reuse_rap`: plans of an earlier product with the same
-// structure, as for spgemm.
+// distributed alike. The rows come over the result's column space [owned | halo] (`halo`:
+// the other ranks' columns, ascending), as a ParCsr takes them: no global index formed
+// again. `reuse_ap`, `reuse_rap`: plans of an earlier product with the same structure, as
+// for spgemm.
 struct GalerkinResult {
-  GlobalRows rows;
+  LocalCsr rows;
+  std::vector<std::int64_t> halo;
   CommPlan plan_ap, plan_rap;
   CommStats recorded_ap, recorded_rap;  // forward (P's rows), reverse (the partial rows)
 };
