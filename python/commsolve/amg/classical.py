@@ -23,14 +23,9 @@ COARSENINGS = ("pmis", "hmis")
 
 
 def hash_uniform(globals_, seed):
-    """A number in [0, 1) per global index, the same on every rank (splitmix64)."""
-    with np.errstate(over="ignore"):  # uint64 arithmetic wraps around, as splitmix64 wants
-        z = (np.asarray(globals_, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
-             + np.uint64(0x9E3779B97F4A7C15))
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    """A number in [0, 1) per global index, the same on every rank (splitmix64; C++, the
+    function the C++ level pipeline draws its weights with)."""
+    return _core.hash_uniform(np.ascontiguousarray(globals_, dtype=np.int64), int(seed))
 
 
 def _rows(L):
@@ -159,6 +154,36 @@ def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, str
         np.ascontiguousarray(cfull, dtype=np.int64), float(trunc), int(pmax), A.comm.py2f())
     return ParCSR._from_rows(indptr, indices, data, A.comm, row_dist=A.row_dist, col_dist=coarse,
                              topology=A.topology, strategy=strategy)
+
+
+def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, product_strategy, spmv_strategy,
+                     profile=None):
+    """Collective. One level of the classical setup in one C++ call: :func:`strength`,
+    :func:`pmis` (``coarsening`` "pmis" or "hmis", weights drawn from ``ids`` and ``seed``),
+    :func:`coarse_numbering`, :func:`extended_i_interpolation` truncated by ``trunc`` and
+    ``pmax``, and :func:`commsolve.galerkin`, with no level data passing through numpy in
+    between; the same hierarchy as those functions called one by one. ``strategy``: the
+    halo plans of the strength graphs and P; ``product_strategy``: the Galerkin product's
+    exchanges; ``spmv_strategy`` (``"auto"`` priced with ``profile``): the coarse
+    operator's. Returns (state, the coarse Distribution, P, the coarse operator, the
+    product's exchanges as :func:`commsolve.galerkin` reports them); P and the rest None
+    when the split does not coarsen."""
+    from .. import products
+    from ..parcsr import ParCSR
+    from ..partition import Distribution
+
+    check_coarsening(coarsening)
+    state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap = _core.classical_level(
+        A._core, np.ascontiguousarray(ids, dtype=np.int64), float(theta), coarsening == "hmis", int(seed),
+        float(trunc), int(pmax), strategy, product_strategy, ParCSR._core_strategy(spmv_strategy, profile),
+        A.comm.py2f())
+    coarse = Distribution.from_offsets(offsets)
+    if P is None:
+        return state, coarse, None, None, None
+    P = ParCSR(P, A.comm, A.topology, A.row_dist, coarse)
+    Ac = ParCSR(Ac, A.comm, A.topology, coarse, coarse)._resolved(spmv_strategy, profile)
+    return state, coarse, P, Ac, [products._exchange("A P", plan_ap, stats_ap, A),
+                                  products._exchange("P^T (A P)", plan_rap, stats_rap, P)]
 
 
 def truncate(P, factor=0.0, max_elements=0):

@@ -81,8 +81,7 @@ class Level:
 def _check_level(A, k):
     """Collective. Every rank's diagonal entries nonzero and every value finite, or a
     CollectiveError naming the level and the global row (a coarse level of an indefinite
-    matrix can have a zero diagonal). Returns the rank's rows over its column space
-    (:meth:`ParCSR.local_block`)."""
+    matrix can have a zero diagonal)."""
     zero, finite = A._core.check_diagonal()
     error = None
     if not finite:
@@ -91,7 +90,6 @@ def _check_level(A, k):
         error = (f"level {k}: row {int(A.owned_rows()[zero])} has a zero diagonal entry; AMG needs nonzero "
                  "diagonals (for CG, a symmetric positive definite matrix)")
     agree(A.comm, error, where="AMG setup")
-    return A.local_block()
 
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
@@ -192,11 +190,21 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             _check_level(current, k)
             level.setup_s = time.perf_counter() - t0
             break
-        L = _check_level(current, k)
+        _check_level(current, k)
+        # classical AMG with extended+i interpolation (not aggressive): the level in one C++ call
+        pipeline = method == "classical" and k >= o["aggressive"] and o["interpolation"] == "ext+i"
+        L = None if pipeline else current.local_block()
         if level.A_hat is not None:
-            L_hat = _check_level(level.A_hat, k)
+            _check_level(level.A_hat, k)
+            L_hat = level.A_hat.local_block()
         setup_exchanges = []  # the aggressive level's products, beside the Galerkin product's
-        if method == "classical":
+        if pipeline:
+            state, coarse, P, Ac, exchanges = classical.extended_i_level(
+                current, ids, theta=o["theta"], coarsening=o["coarsening"], seed=o["seed"], trunc=o["trunc"],
+                pmax=pmax, strategy=level.strategy, product_strategy=strat,
+                spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], profile=profile)
+            kept = state == classical.C
+        elif method == "classical":
             strong = classical.strength(L, o["theta"])
             state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
                                    coarsening=o["coarsening"])
@@ -219,29 +227,26 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                 level.A_hat = level.minimal = level.sparsified = None
             level.setup_s = time.perf_counter() - t0
             break
-        P = None  # ext+i builds it whole; the others give their rows (scipy)
-        if method == "sa":
-            level.rho = spectral_radius_dinv_a(current, L.diagonal()[: current.local_rows], ids)
-            P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
-            Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, level.rho, o["prolongator_omega"],
-                                                    strategy=strat)
-        elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
-            Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
-        elif k < o["aggressive"]:
-            Ploc = aggressive.multipass_interpolation(current, L, strong, state, cfull, coarse,
-                                                      strategy=level.strategy, exchanges=setup_exchanges)
-        elif o["interpolation"] == "direct":
-            Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
-        else:
-            P = classical.extended_i_interpolation(current, L, strong, cfull, coarse, o["trunc"], pmax,
-                                                   strategy=level.strategy)
-        if P is None:
+        if not pipeline:  # the others: P's rows (scipy), then the Galerkin product
+            if method == "sa":
+                level.rho = spectral_radius_dinv_a(current, L.diagonal()[: current.local_rows], ids)
+                P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
+                Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, level.rho, o["prolongator_omega"],
+                                                        strategy=strat)
+            elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
+                Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
+            elif k < o["aggressive"]:
+                Ploc = aggressive.multipass_interpolation(current, L, strong, state, cfull, coarse,
+                                                          strategy=level.strategy, exchanges=setup_exchanges)
+            else:  # direct interpolation
+                Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
             if method == "classical" and k >= o["aggressive"] and (o["trunc"] > 0 or pmax > 0):
                 Ploc = classical.truncate(Ploc, o["trunc"], pmax)
             P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
                                        topology=current.topology, strategy=level.strategy)
-        Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
-                                     spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
+            Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,
+                                         spmv_strategy=per_level[min(k + 1, len(per_level) - 1)])
+            exchanges = info["exchanges"]
         level.P, level.coarse = P, kept
         if sparsify is not None and sparsify.level_gamma(k + 1) > 0 and (
                 not sparsify.keeps_galerkin or Ac.shape[0] > o["max_coarse"] and k + 2 < o["max_levels"]):
@@ -249,8 +254,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                             per_level[min(k + 1, len(per_level) - 1)], profile)
         level.c_points = current.owned_rows()[kept]
         ids = ids[kept]  # coarse points are numbered in local order
-        level.product_strategy = "/".join(e["strategy"] for e in info["exchanges"])
-        level.exchanges = info["exchanges"] + setup_exchanges
+        level.product_strategy = "/".join(e["strategy"] for e in exchanges)
+        level.exchanges = exchanges + setup_exchanges
         level.setup_s = time.perf_counter() - t0
         if on_level:
             on_level(level, L if level.A_hat is None else L_hat)

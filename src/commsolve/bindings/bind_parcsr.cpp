@@ -17,6 +17,7 @@
 #include "comm/record_executor.hpp"
 #include "parcsr/par_csr.hpp"
 #include "parcsr/spgemm.hpp"
+#include "multigrid/classical_level.hpp"
 #include "multigrid/interpolation.hpp"
 #include "multigrid/sparsify.hpp"
 #include "multigrid/strength.hpp"
@@ -345,6 +346,35 @@ void bind_coarsening(nb::module_& m) {
   }, "G"_a, "S"_a, "weight"_a, "state"_a, "comm"_a,
      "Collective: PMIS's rounds from the initial states (0 undecided, -1 fine, 1 coarse: chosen beforehand, as "
      "HMIS) -> every point's state (1 coarse, -1 fine); G: S + S^T's pattern, S: the strength matrix.");
+
+  m.def("classical_level", [](ParCsr& A, In<std::int64_t> ids, double theta, bool hmis, std::uint64_t seed,
+                              double trunc, int pmax, const std::string& strategy, const std::string& product_strategy,
+                              const std::string& result_strategy, std::int64_t comm) {
+    require_len(ids, A.local_rows(), "ids");
+    const ClassicalLevelOptions o{theta, hmis, seed, trunc, pmax, strategy, product_strategy, result_strategy};
+    MPI_Comm c = comm_from_handle(comm);
+    ClassicalLevel r;
+    {
+      nb::gil_scoped_release nogil;
+      r = classical_level(A, ids.data(), o, c);
+    }
+    const bool coarsens = r.P != nullptr;
+    return nb::make_tuple(to_numpy(std::move(r.state)), to_numpy(std::move(r.coarse_offsets)), std::move(r.P),
+                          std::move(r.Ac), coarsens ? nb::cast(std::move(r.plan_ap)) : nb::none(),
+                          coarsens ? nb::cast(stats_array(r.recorded_ap)) : nb::none(),
+                          coarsens ? nb::cast(std::move(r.plan_rap)) : nb::none(),
+                          coarsens ? nb::cast(stats_array(r.recorded_rap)) : nb::none());
+  }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "strategy"_a, "product_strategy"_a,
+     "result_strategy"_a, "comm"_a,
+     "Collective: one level of classical AMG in C++ (strength, PMIS/HMIS split, coarse numbering, extended+i "
+     "truncated, P^T A P) -> (state, coarse offsets, P, Ac, A P's plan and stats, P^T (A P)'s plan and stats); "
+     "P, Ac and the rest None when the split does not coarsen.");
+  m.def("hash_uniform", [](In<std::int64_t> ids, std::uint64_t seed) {
+    std::vector<double> out(ids.shape(0));
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = hash_uniform(ids.data()[k], seed);
+    return to_numpy(std::move(out));
+  }, "ids"_a, "seed"_a, "Local: a number in [0, 1) per global index (splitmix64 of the index and the seed), the same "
+                        "on every rank: the random part of a PMIS weight.");
 
   m.def("rs_first_pass", [](const ParCsr& S) {
     std::vector<char> c;

@@ -1,0 +1,51 @@
+// One level of the classical AMG setup as one C++ pipeline: strength of connection, the
+// strength graphs, PMIS or HMIS splitting, the coarse numbering, extended+i interpolation
+// truncated, and the Galerkin product P^T A P, each exchange on its own plan; no level data
+// leaves C++ between the steps (issue 29). The steps are the functions the Python layer also
+// calls one by one (strength.hpp, independent_sets.hpp, interpolation.hpp, spgemm.hpp), so
+// both give the same hierarchy.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parcsr/par_csr.hpp"
+#include "parcsr/spgemm.hpp"
+
+namespace commsolve {
+
+struct ClassicalLevelOptions {
+  double theta = 0.25;      // strength threshold
+  bool hmis = false;        // a Ruge-Stueben first pass within each rank before PMIS's rounds
+  std::uint64_t seed = 0;   // of the points' random weights (hash of their fine-grid index)
+  double trunc = 0.0;       // truncation factor of P (0: none)
+  int pmax = 4;             // most entries per row of P, more only where entries tie (0: no limit)
+  std::string strategy = "standard";         // halo plans of S, S + S^T and P (the level's strategy)
+  std::string product_strategy = "standard"; // the Galerkin product's two exchanges
+  std::string result_strategy = "standard";  // the coarse operator's own halo plan
+};
+
+struct ClassicalLevel {
+  std::vector<double> state;                  // per owned point: kCoarse or kFine
+  std::vector<std::int64_t> coarse_offsets;   // the coarse Distribution's P + 1 offsets
+  std::unique_ptr<ParCsr> P, Ac;              // null when the level does not coarsen (the coarsest)
+  CommPlan plan_ap, plan_rap;                 // the Galerkin product's exchanges (plans and what
+  CommStats recorded_ap, recorded_rap;        //   went through MPI), as galerkin() reports them
+};
+
+// A number in [0, 1) per global index, the same on every rank (splitmix64 of id and seed):
+// the random part of a point's PMIS weight.
+double hash_uniform(std::int64_t id, std::uint64_t seed);
+
+// Collective on comm. Level k -> k + 1 of the classical hierarchy for the square operator A
+// (rows and columns distributed alike, its diagonal checked nonzero by the caller). `ids`:
+// each owned point's fine-grid index. Coarse points are numbered in local order after
+// those of lower ranks. P and Ac are built only when the split coarsens (0 < coarse < rows).
+ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const ClassicalLevelOptions& options,
+                               MPI_Comm comm);
+
+}  // namespace commsolve
