@@ -1,7 +1,8 @@
 """One commsolve AMG-PCG run for bench/amg_vs_hypre.py: the matrix generated row by row on
 every rank, ``cs.amg.solver`` (METHOD classical or sa, strategy auto) and CG to rtol 1e-8 from x0 = 0,
 b = 1. Setup and solve are each timed between barriers (the slowest rank's time), REPEAT
-times. Rank 0 prints one JSON line.
+times; rank 0's seconds per setup step (the levels built in one C++ call) beside them. Rank
+0 prints one JSON line.
 
     mpiexec -n P python -m mpi4py bench/amg_commsolve_run.py SPEC REPEAT [METHOD [OPTION=VALUE ...]]
 
@@ -17,6 +18,7 @@ import numpy as np
 from mpi4py import MPI
 
 import commsolve as cs
+from commsolve.runs.amg import setup_steps
 
 spec, repeat = sys.argv[1], int(sys.argv[2])
 method = sys.argv[3] if len(sys.argv) > 3 else "classical"
@@ -46,7 +48,9 @@ for _ in range(repeat):
     solve = time.perf_counter() - t0
     r = b - A.matvec(x)
     rel = np.sqrt(comm.allreduce(float(r @ r)) / comm.allreduce(float(b @ b)))
-    runs.append({"setup_s": setup, "setup_page_faults": ml.setup_page_faults, "solve_s": solve, "iterations": ml.last_solve["iterations"],
+    steps = setup_steps(ml.describe())
+    runs.append({"setup_s": setup, "setup_page_faults": ml.setup_page_faults, "setup_steps_s": steps,
+                 "solve_s": solve, "iterations": ml.last_solve["iterations"],
                  "converged": info == 0, "rel_residual": rel, "operator_complexity": ml.operator_complexity,
                  "levels": len(ml.levels)})
 if comm.rank == 0:

@@ -77,6 +77,9 @@ def summary(result):
     out = {"peer": result["peer"], "iterations": [r["iterations"] for r in runs],
            "converged": all(r["converged"] for r in runs), "rel_residual": max(r["rel_residual"] for r in runs),
            **med, "runs": runs}
+    steps = [r["setup_steps_s"] for r in runs if r.get("setup_steps_s")]
+    if steps:  # commsolve: rank 0's setup seconds per step, medians over the runs
+        out["setup_steps_s"] = {k: statistics.median(s[k] for s in steps) for k in steps[0]}
     for k in ("operator_complexity", "levels"):
         if k in runs[0]:
             out[k] = runs[0][k]

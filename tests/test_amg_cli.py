@@ -33,6 +33,10 @@ def test_amg_json_reports_hierarchy_and_solve():
     assert r["residuals"][-1] <= 1e-8 * r["residuals"][0] * 1.0001
     assert {v["strategy"] for v in lv} <= {"standard", "node-aware", "node-aware-2step"}
     assert r["setup_s"] > 0 and r["solve_s"] > 0
+    # every level but the coarsest built in one C++ call, timed step by step (rank 0's seconds)
+    steps = ["strength", "graphs", "split", "interpolation", "galerkin"]
+    assert all(list(v["setup_parts"]) == steps for v in lv[:-1]) and lv[-1]["setup_parts"] is None
+    assert list(r["setup_steps_s"]) == steps and 0 < sum(r["setup_steps_s"].values()) <= r["setup_s"]
 
 
 def test_amg_hmis_coarsening():

@@ -56,7 +56,7 @@ def test_level_pipeline_is_the_steps_one_by_one(spec, coarsening):
 
     A = ParCSR.from_global(sp.csr_matrix(gallery.from_spec(spec)), MPI.COMM_SELF)
     ids = A.owned_rows()
-    state, coarse, P, Ac, exchanges = classical.extended_i_level(
+    state, coarse, P, Ac, exchanges, times = classical.extended_i_level(
         A, ids, theta=0.25, coarsening=coarsening, seed=2, trunc=0.0, pmax=3, strategy="standard",
         product_strategy="standard", spmv_strategy="standard")
     L = A.local_block()
@@ -66,6 +66,8 @@ def test_level_pipeline_is_the_steps_one_by_one(spec, coarsening):
     P_steps = classical.extended_i_interpolation(A, L, strong, cfull, coarse_steps, 0.0, 3)
     assert np.array_equal(state, steps) and coarse.global_size == coarse_steps.global_size > 0
     assert [e["kernel"] for e in exchanges] == ["A P", "P^T (A P)"]
+    assert list(times) == ["strength", "graphs", "split", "interpolation", "galerkin"]
+    assert all(t >= 0 for t in times.values())
     for ours, theirs in ((P, P_steps), (Ac, galerkin(A, P_steps))):
         X, Y = ours.to_global(root=None), theirs.to_global(root=None)
         assert X.shape == Y.shape and X.nnz > 0 and (X != Y).nnz == 0

@@ -204,7 +204,8 @@ class MultilevelSolver:
     def describe(self):
         """Collective. One dict per level of the whole hierarchy: rows, nnz, its share of the
         operator complexity, the ranks it lives on, strategies, and the busiest rank's
-        halo-exchange messages (inter- and intra-node); a level moved onto fewer ranks also
+        halo-exchange messages (inter- and intra-node), this rank's setup seconds (and, for a
+        level built in one C++ call, per step: ``setup_parts``); a level moved onto fewer ranks also
         has ``moved``: per move (two when a stage moves the level again at once), the ranks
         it came from and the busiest receiver's messages and bytes when a vector is gathered
         (scattering it back sends as many the other way)."""
@@ -213,7 +214,8 @@ class MultilevelSolver:
             row = {"level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
                    "ranks": self.comm.size,
                    "strategy": lvl.strategy, "product_strategy": lvl.product_strategy or None,
-                   **_busiest(lvl.halo_stats()), "setup_s": lvl.setup_s, "sparsified": None}
+                   **_busiest(lvl.halo_stats()), "setup_s": lvl.setup_s, "setup_parts": lvl.setup_parts,
+                   "sparsified": None}
             if lvl.sparsified is not None:
                 done = lvl.sparsified
                 row["sparsified"] = {"gamma": done["gamma"], "nnz_before": done["nnz_before"],

@@ -166,24 +166,25 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
     halo plans of the strength graphs and P; ``product_strategy``: the Galerkin product's
     exchanges; ``spmv_strategy`` (``"auto"`` priced with ``profile``): the coarse
     operator's. Returns (state, the coarse Distribution, P, the coarse operator, the
-    product's exchanges as :func:`commsolve.galerkin` reports them); P and the rest None
-    when the split does not coarsen."""
+    product's exchanges as :func:`commsolve.galerkin` reports them, this rank's seconds per
+    step: strength, graphs, split, interpolation, galerkin); P, the operator and the
+    exchanges None when the split does not coarsen."""
     from .. import products
     from ..parcsr import ParCSR
     from ..partition import Distribution
 
     check_coarsening(coarsening)
-    state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap = _core.classical_level(
+    times, state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap = _core.classical_level(
         A._core, np.ascontiguousarray(ids, dtype=np.int64), float(theta), coarsening == "hmis", int(seed),
         float(trunc), int(pmax), strategy, product_strategy, ParCSR._core_strategy(spmv_strategy, profile),
         A.comm.py2f())
     coarse = Distribution.from_offsets(offsets)
     if P is None:
-        return state, coarse, None, None, None
+        return state, coarse, None, None, None, times
     P = ParCSR(P, A.comm, A.topology, A.row_dist, coarse)
     Ac = ParCSR(Ac, A.comm, A.topology, coarse, coarse)._resolved(spmv_strategy, profile)
     return state, coarse, P, Ac, [products._exchange("A P", plan_ap, stats_ap, A),
-                                  products._exchange("P^T (A P)", plan_rap, stats_rap, P)]
+                                  products._exchange("P^T (A P)", plan_rap, stats_rap, P)], times
 
 
 def truncate(P, factor=0.0, max_elements=0):

@@ -50,6 +50,8 @@ class Level:
     candidate: np.ndarray = None   # sa: the near-null-space vector P0 fits (this rank's entries)
     rho: float = None              # sa: the estimated spectral radius of D^-1 A (also Chebyshev's)
     setup_s: float = 0.0
+    setup_parts: dict = None       # this rank's seconds per step of the level built in one C++ call
+    #                                (classical extended+i: strength, graphs, split, interpolation, galerkin)
     A_hat: object = None           # sparse/hybrid Galerkin: the sparsified copy of A that smoothing and
     #                                residuals use (A stays the Galerkin operator); None: A itself
     minimal: object = None         # sparse Galerkin: the minimal pattern's half A_hat was made with (scipy CSR)
@@ -199,7 +201,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             L_hat = level.A_hat.local_block()
         setup_exchanges = []  # the aggressive level's products, beside the Galerkin product's
         if pipeline:
-            state, coarse, P, Ac, exchanges = classical.extended_i_level(
+            state, coarse, P, Ac, exchanges, level.setup_parts = classical.extended_i_level(
                 current, ids, theta=o["theta"], coarsening=o["coarsening"], seed=o["seed"], trunc=o["trunc"],
                 pmax=pmax, strategy=level.strategy, product_strategy=strat,
                 spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], profile=profile)

@@ -48,13 +48,21 @@ def run_amg(comm, *, gen=None, matrix=None, partition="contiguous", ppn=None, me
         "strategy": strategy, "accel": accel, "tol": tol,
         "levels": levels, "operator_complexity": ml.operator_complexity, "grid_complexity": ml.grid_complexity,
         "sparsify": _sparsify_summary(ml),
-        "setup_s": ml.setup_s, "setup_page_faults": ml.setup_page_faults, "solve_s": s["solve_s"],
+        "setup_s": ml.setup_s, "setup_page_faults": ml.setup_page_faults, "setup_steps_s": setup_steps(levels),
+        "solve_s": s["solve_s"],
         "iterations": s["iterations"], "converged": s["converged"],
         "convergence_factor": s["convergence_factor"], "residuals": s["residuals"], "warnings": s["warnings"],
         "asymmetry": ml.asymmetry,
         "rel_residual_vs_scipy": residual, "stats_recorded_equal_planned": bool(stats_ok), "info": info,
         "machine": machine_info(),
     }
+
+
+def setup_steps(levels):
+    """Rank 0's setup seconds per step, summed over the levels built in one C++ call
+    (:meth:`MultilevelSolver.describe`'s ``setup_parts``), or None when none was."""
+    parts = [lv["setup_parts"] for lv in levels if lv.get("setup_parts")]
+    return {step: sum(p[step] for p in parts if step in p) for step in parts[0]} if parts else None
 
 
 def scipy_residual(comm, A, x, gen, matrix, cells=None):
@@ -126,7 +134,10 @@ def format_amg(r):
     res = r["rel_residual_vs_scipy"]
     tail = ["  (messages: the busiest rank's, one halo exchange of the operator the cycle applies"
             + ("; before: the Galerkin operator it was sparsified from" if spars else "") + ")",
-            f"setup       {r['setup_s']:.3f} s ({r['setup_page_faults']:,} page faults on the busiest rank)",
+            f"setup       {r['setup_s']:.3f} s ({r['setup_page_faults']:,} page faults on the busiest rank)"
+            + ("" if not r.get("setup_steps_s") else
+               "\n            " + ", ".join(f"{k} {v:.3f} s" for k, v in r["setup_steps_s"].items())
+               + " (rank 0, the levels built in one C++ call)"),
             f"solve       {r['solve_s']:.3f} s, {r['iterations']} iterations ({r['accel'] or 'V-cycles'}), "
             f"{'converged' if r['converged'] else 'NOT converged'} to {r['tol']:g}, "
             f"convergence factor {r['convergence_factor']:.3f}",

@@ -359,7 +359,9 @@ void bind_coarsening(nb::module_& m) {
       r = classical_level(A, ids.data(), o, c);
     }
     const bool coarsens = r.P != nullptr;
-    return nb::make_tuple(to_numpy(std::move(r.state)), to_numpy(std::move(r.coarse_offsets)), std::move(r.P),
+    nb::dict times;
+    for (const auto& [step, s] : r.times) times[step.c_str()] = s;
+    return nb::make_tuple(times, to_numpy(std::move(r.state)), to_numpy(std::move(r.coarse_offsets)), std::move(r.P),
                           std::move(r.Ac), coarsens ? nb::cast(std::move(r.plan_ap)) : nb::none(),
                           coarsens ? nb::cast(stats_array(r.recorded_ap)) : nb::none(),
                           coarsens ? nb::cast(std::move(r.plan_rap)) : nb::none(),
@@ -367,8 +369,8 @@ void bind_coarsening(nb::module_& m) {
   }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "strategy"_a, "product_strategy"_a,
      "result_strategy"_a, "comm"_a,
      "Collective: one level of classical AMG in C++ (strength, PMIS/HMIS split, coarse numbering, extended+i "
-     "truncated, P^T A P) -> (state, coarse offsets, P, Ac, A P's plan and stats, P^T (A P)'s plan and stats); "
-     "P, Ac and the rest None when the split does not coarsen.");
+     "truncated, P^T A P) -> (seconds per step, state, coarse offsets, P, Ac, A P's plan and stats, P^T (A P)'s "
+     "plan and stats); P, Ac and the rest None when the split does not coarsen.");
   m.def("hash_uniform", [](In<std::int64_t> ids, std::uint64_t seed) {
     std::vector<double> out(ids.shape(0));
     for (std::size_t k = 0; k < out.size(); ++k) out[k] = hash_uniform(ids.data()[k], seed);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "multigrid/independent_sets.hpp"
 #include "multigrid/interpolation.hpp"
 #include "multigrid/strength.hpp"
@@ -25,10 +26,17 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   require(A.local_cols() == n, "classical AMG level: A's rows and columns must be distributed alike (rank " +
                                    std::to_string(A.rank()) + ")");
   ClassicalLevel res;
+  clock_type::time_point t = clock_type::now();
+  auto lap = [&](const char* step) {
+    res.times.emplace_back(step, seconds_since(t));
+    t = clock_type::now();
+  };
   const LocalCsr L = A.space_rows();
   const LocalRowsView rows{L.nrows, L.indptr.data(), L.indices.data(), L.data.data()};
   const std::vector<std::uint8_t> strong = classical_strength(rows, o.theta);
+  lap("strength");
   StrengthGraphs g = strength_graphs(A, rows, strong.data(), o.strategy, comm);
+  lap("graphs");
 
   // PMIS weights |S^T_i| + a random number drawn from the point's identity; points nobody
   // depends on start fine. HMIS: the first pass's coarse points that depend on no other
@@ -57,7 +65,10 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   res.coarse_offsets.assign(size + 1, 0);
   for (int r = 0; r < size; ++r) res.coarse_offsets[r + 1] = res.coarse_offsets[r] + counts[r];
   const std::int64_t nc = res.coarse_offsets[size];
-  if (nc == 0 || nc >= A.row_dist().global_size()) return res;  // no coarsening: the coarsest level
+  if (nc == 0 || nc >= A.row_dist().global_size()) {  // no coarsening: the coarsest level
+    lap("split");
+    return res;
+  }
 
   const std::int64_t nh = static_cast<std::int64_t>(A.col_map().size());
   std::vector<double> owned(n, -1.0);
@@ -68,6 +79,7 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   A.executor().begin(owned.data());
   const double* halo = A.executor().end();
   for (std::int64_t h = 0; h < nh; ++h) coarse[n + h] = static_cast<std::int64_t>(halo[h]);
+  lap("split");
 
   const std::vector<std::int64_t> globals = A.space_globals();
   const CoarseningView view{rows, strong.data(), globals.data(), coarse.data()};
@@ -82,6 +94,7 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   res.P = std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{p.nrows, p.indptr.data(), p.indices.data()},
                                    p.data.data(), A.row_dist(), coarse_dist, A.topology(), comm, o.strategy);
   p = GlobalRows{};
+  lap("interpolation");
   GalerkinResult r = galerkin(A, *res.P, o.product_strategy, comm);
   res.plan_ap = std::move(r.plan_ap);
   res.plan_rap = std::move(r.plan_rap);
@@ -89,6 +102,7 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   res.recorded_rap = r.recorded_rap;
   res.Ac = std::make_unique<ParCsr>(std::move(r.rows), r.halo, coarse_dist, coarse_dist, A.topology(), comm,
                                     o.result_strategy);
+  lap("galerkin");
   return res;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parcsr/par_csr.hpp"
@@ -35,6 +36,10 @@ struct ClassicalLevel {
   std::unique_ptr<ParCsr> P, Ac;              // null when the level does not coarsen (the coarsest)
   CommPlan plan_ap, plan_rap;                 // the Galerkin product's exchanges (plans and what
   CommStats recorded_ap, recorded_rap;        //   went through MPI), as galerkin() reports them
+  // Seconds of each step on this rank: "strength" (the rows and their strong entries),
+  // "graphs" (S and S + S^T), "split" (first pass, PMIS rounds, coarse numbering),
+  // "interpolation" (extended+i, truncation, P built), "galerkin" (P^T A P built).
+  std::vector<std::pair<std::string, double>> times;
 };
 
 // A number in [0, 1) per global index, the same on every rank (splitmix64 of id and seed):
