@@ -91,32 +91,37 @@ EntrySpan span_of(const RecordSet& r) {
 
 EntrySpan span_of(const GlobalRows& g) { return {g.nrows, g.indptr.data(), g.indices.data(), g.data.data(), 1}; }
 
-// Where an accumulator's rows go: GlobalRows over global columns (`global`: each compact
-// column's global index), or rows over the compact columns themselves (an intermediate the
-// same product reads again).
-struct GlobalSink {
-  GlobalRows& out;
-  const std::vector<std::int64_t>& global;
+// Where an accumulator's rows go: rows whose columns are the compact columns mapped through
+// `map` — GlobalRows over global columns (GlobalSink: each compact column's global index), or
+// LocalCsr rows over a result's column space [owned | halo] (SpaceSink: each compact column's
+// position there, for a ParCsr built without forming global indices again) — or rows over the
+// compact columns themselves (CompactSink: an intermediate the same product reads again).
+template <class Rows, class Index>
+struct MappedSink {
+  Rows& out;
+  const std::vector<Index>& map;
   void reserve(std::int64_t rows, std::int64_t bound) {
     out.indptr.reserve(out.indptr.size() + rows);
     out.indices.reserve(out.indices.size() + bound);
     out.data.reserve(out.data.size() + bound);
   }
   void push(std::int32_t c, double v) {
-    out.indices.push_back(global[c]);
+    out.indices.push_back(map[c]);
     out.data.push_back(v);
   }
   void end_row() {
-    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
+    out.indptr.push_back(static_cast<typename decltype(out.indptr)::value_type>(out.indices.size()));
     ++out.nrows;
   }
   void done() {
     if (out.indices.capacity() > out.indices.size() + out.indices.size() / 2) {  // the bound was loose:
-      out.indices.shrink_to_fit();  // the result outlives the product (numpy holds it)
+      out.indices.shrink_to_fit();  // the result outlives the product
       out.data.shrink_to_fit();
     }
   }
 };
+using GlobalSink = MappedSink<GlobalRows, std::int64_t>;
+using SpaceSink = MappedSink<LocalCsr, std::int32_t>;
 
 struct CompactRows {
   std::vector<std::int64_t> ptr{0};
@@ -136,27 +141,6 @@ struct CompactSink {
     out.val.push_back(v);
   }
   void end_row() { out.ptr.push_back(static_cast<std::int64_t>(out.col.size())); }
-  void done() {}
-};
-
-// Rows over a result's column space [owned | halo] (`space`: each compact column's position
-// there), for a ParCsr built without forming global indices again.
-struct SpaceSink {
-  LocalCsr& out;
-  const std::vector<std::int32_t>& space;
-  void reserve(std::int64_t rows, std::int64_t bound) {
-    out.indptr.reserve(out.indptr.size() + rows);
-    out.indices.reserve(out.indices.size() + bound);
-    out.data.reserve(out.data.size() + bound);
-  }
-  void push(std::int32_t c, double v) {
-    out.indices.push_back(space[c]);
-    out.data.push_back(v);
-  }
-  void end_row() {
-    out.indptr.push_back(static_cast<std::int32_t>(out.indices.size()));
-    ++out.nrows;
-  }
   void done() {}
 };
 
