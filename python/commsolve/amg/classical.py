@@ -14,9 +14,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
+from .._collective import agree
 
 __all__ = ["strength", "strength_graphs", "pmis", "check_coarsening", "coarse_numbering", "direct_interpolation",
-           "extended_i_interpolation", "truncate", "hash_uniform"]
+           "extended_i_interpolation", "extended_i_level", "truncate", "hash_uniform"]
 
 U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
 COARSENINGS = ("pmis", "hmis")
@@ -174,6 +175,9 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
     from ..partition import Distribution
 
     check_coarsening(coarsening)
+    agree(A.comm, None if len(ids) == A.local_rows == A.local_cols else
+          f"extended_i_level: {len(ids)} ids for {A.local_rows} rows and {A.local_cols} columns on rank "
+          f"{A.comm.rank} (one id per row; rows and columns distributed alike)")
     times, state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap = _core.classical_level(
         A._core, np.ascontiguousarray(ids, dtype=np.int64), float(theta), coarsening == "hmis", int(seed),
         float(trunc), int(pmax), strategy, product_strategy, ParCSR._core_strategy(spmv_strategy, profile),

@@ -195,6 +195,10 @@ ParCsr::ParCsr(LocalCsr rows, const std::vector<std::int64_t>& halo_globals, Dis
     rows.indptr[n] = kept;
     rows.indices.resize(kept);
     rows.data.resize(kept);
+    if (rows.indices.capacity() > static_cast<std::size_t>(kept) + kept / 2) {  // mostly halo: the block
+      rows.indices.shrink_to_fit();                                             // outlives the input
+      rows.data.shrink_to_fit();
+    }
   }
   diag_ = std::move(rows);
   diag_.ncols = n_owned;

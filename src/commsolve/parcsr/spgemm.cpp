@@ -468,6 +468,8 @@ GalerkinResult galerkin(const ParCsr& A, const ParCsr& P, const std::string& str
   const std::vector<std::int32_t> space = column_space(idx.cols, P.col_dist(), P.rank(), res.halo);
   res.rows.nrows = 0;
   product_rows(0, n_owned, &in, SpaceSink{res.rows, space}, false);
+  require(res.rows.indices.size() < (std::size_t(1) << 31),
+          "galerkin: more than 2^31 nonzeros in one rank's rows of P^T A P (rank " + std::to_string(P.rank()) + ")");
   res.rows.ncols = n_owned + static_cast<std::int64_t>(res.halo.size());
   return res;
 }
