@@ -44,35 +44,6 @@ def test_hash_is_splitmix64():
     assert hash_uniform(np.array([0]), seed=0)[0] == (0xE220A8397B1DCDAF >> 11) / 2.0**53
 
 
-@pytest.mark.parametrize("spec", ["poisson2d:30", "convdiff2d:20,pe=50", "poisson3d:8"])
-@pytest.mark.parametrize("coarsening", ["pmis", "hmis"])
-def test_level_pipeline_is_the_steps_one_by_one(spec, coarsening):
-    """The level built in one C++ call (what the hierarchy uses for extended+i) is the one the
-    Python steps build: the same split, P and coarse operator, entry for entry."""
-    from mpi4py import MPI
-
-    from commsolve import ParCSR, galerkin
-    from commsolve.amg import classical
-
-    A = ParCSR.from_global(sp.csr_matrix(gallery.from_spec(spec)), MPI.COMM_SELF)
-    ids = A.owned_rows()
-    state, coarse, P, Ac, exchanges, times = classical.extended_i_level(
-        A, ids, theta=0.25, coarsening=coarsening, seed=2, trunc=0.0, pmax=3, strategy="standard",
-        product_strategy="standard", spmv_strategy="standard")
-    L = A.local_block()
-    strong = classical.strength(L, 0.25)
-    steps = classical.pmis(A, L, strong, ids, seed=2, coarsening=coarsening)
-    cfull, coarse_steps = classical.coarse_numbering(A, steps)
-    P_steps = classical.extended_i_interpolation(A, L, strong, cfull, coarse_steps, 0.0, 3)
-    assert np.array_equal(state, steps) and coarse.global_size == coarse_steps.global_size > 0
-    assert [e["kernel"] for e in exchanges] == ["A P", "P^T (A P)"]
-    assert list(times) == ["strength", "graphs", "split", "interpolation", "galerkin"]
-    assert all(t >= 0 for t in times.values())
-    for ours, theirs in ((P, P_steps), (Ac, galerkin(A, P_steps))):
-        X, Y = ours.to_global(root=None), theirs.to_global(root=None)
-        assert X.shape == Y.shape and X.nnz > 0 and (X != Y).nnz == 0
-
-
 def test_truncation_by_hand():
     P = sp.csr_matrix(np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [1, 0, 0, 0, 0], [0.1, -0.3, 0.3, 0.3, 0.2]]))
     T = truncate(P, 0.0, 2).toarray()
