@@ -92,12 +92,8 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", grap
     ``graphs``: :func:`strength_graphs`'s result for these arguments, when the caller has it."""
     check_coarsening(coarsening)
     S, G, depends_on_me = strength_graphs(A, L, strong, strategy) if graphs is None else graphs
-    w = depends_on_me + hash_uniform(ids, seed)
-    state = np.where(depends_on_me == 0, F, U)
-    if coarsening == "hmis":
-        interior = np.diff(S.block("offd_on_node").indptr) + np.diff(S.block("offd_off_node").indptr) == 0
-        state[(_core.rs_first_pass(S._core) == 1) & interior] = C
-    return _core.pmis_split(G._core, S._core, w, state, A.comm.py2f())
+    return _core.classical_split(G._core, S._core, depends_on_me, np.ascontiguousarray(ids, dtype=np.int64),
+                                 int(seed), coarsening == "hmis", A.comm.py2f())
 
 
 def coarse_numbering(A, state):
@@ -106,13 +102,7 @@ def coarse_numbering(A, state):
     order after those of lower ranks."""
     from ..partition import Distribution
 
-    comm = A.comm
-    ncoarse = int(np.sum(state == C))
-    counts = comm.allgather(ncoarse)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cidx = np.full(state.size, -1.0)
-    cidx[state == C] = offsets[comm.rank] + np.arange(ncoarse)
-    cfull = np.concatenate([cidx, A.exchange(cidx)]).astype(np.int64)
+    cfull, offsets = _core.coarse_numbering(A._core, np.ascontiguousarray(state, dtype=np.float64), A.comm.py2f())
     return cfull, Distribution.from_offsets(offsets)
 
 

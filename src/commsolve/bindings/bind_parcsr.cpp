@@ -291,12 +291,7 @@ void bind_products(nb::module_& m) {
     GlobalRows P;
     {
       nb::gil_scoped_release nogil;
-      P = extended_i_interpolation(A, v, c);
-      if (trunc > 0 || pmax > 0) {
-        const std::int64_t kept = truncate_rows(P.nrows, P.indptr.data(), P.indices.data(), P.data.data(), trunc, pmax);
-        P.indices.resize(kept);
-        P.data.resize(kept);
-      }
+      P = extended_i_interpolation(A, v, c, trunc, pmax);
     }
     return nb::make_tuple(to_numpy(std::move(P.indptr)), to_numpy(std::move(P.indices)), to_numpy(std::move(P.data)));
   }, "A"_a, "indptr"_a, "indices"_a, "data"_a, "strong"_a, "global"_a, "coarse"_a, "trunc"_a, "pmax"_a, "comm"_a,
@@ -371,6 +366,30 @@ void bind_coarsening(nb::module_& m) {
      "Collective: one level of classical AMG in C++ (strength, PMIS/HMIS split, coarse numbering, extended+i "
      "truncated, P^T A P) -> (seconds per step, state, coarse offsets, P, Ac, A P's plan and stats, P^T (A P)'s "
      "plan and stats); P, Ac and the rest None when the split does not coarsen.");
+  m.def("classical_split", [](ParCsr& G, ParCsr& S, In<double> depends_on_me, In<std::int64_t> ids,
+                              std::uint64_t seed, bool hmis, std::int64_t comm) {
+    require_len(depends_on_me, S.local_rows(), "depends_on_me");
+    require_len(ids, S.local_rows(), "ids");
+    MPI_Comm c = comm_from_handle(comm);
+    std::vector<double> out;
+    {
+      nb::gil_scoped_release nogil;
+      out = classical_split(G, S, to_vector(depends_on_me), ids.data(), seed, hmis, c);
+    }
+    return to_numpy(std::move(out));
+  }, "G"_a, "S"_a, "depends_on_me"_a, "ids"_a, "seed"_a, "hmis"_a, "comm"_a,
+     "Collective: the PMIS (hmis: HMIS) split from the strength graphs -> 1 coarse, -1 fine per point.");
+  m.def("coarse_numbering", [](ParCsr& A, In<double> state, std::int64_t comm) {
+    require_len(state, A.local_rows(), "state");
+    MPI_Comm c = comm_from_handle(comm);
+    CoarseNumbering r;
+    {
+      nb::gil_scoped_release nogil;
+      r = coarse_numbering(A, to_vector(state), c);
+    }
+    return nb::make_tuple(to_numpy(std::move(r.coarse)), to_numpy(std::move(r.offsets)));
+  }, "A"_a, "state"_a, "comm"_a,
+     "Collective: each column-space entry's coarse index (-1: fine) and the coarse Distribution's offsets.");
   m.def("hash_uniform", [](In<std::int64_t> ids, std::uint64_t seed) {
     std::vector<double> out(ids.shape(0));
     for (std::size_t k = 0; k < out.size(); ++k) out[k] = hash_uniform(ids.data()[k], seed);

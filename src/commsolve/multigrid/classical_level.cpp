@@ -8,7 +8,6 @@
 #include "multigrid/independent_sets.hpp"
 #include "multigrid/interpolation.hpp"
 #include "multigrid/strength.hpp"
-#include "sparse/kernels.hpp"
 
 namespace commsolve {
 
@@ -19,6 +18,48 @@ double hash_uniform(std::int64_t id, std::uint64_t seed) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   z ^= z >> 31;
   return static_cast<double>(z >> 11) / static_cast<double>(std::uint64_t(1) << 53);
+}
+
+std::vector<double> classical_split(ParCsr& G, ParCsr& S, const std::vector<double>& depends_on_me,
+                                    const std::int64_t* ids, std::uint64_t seed, bool hmis, MPI_Comm comm) {
+  const std::int64_t n = S.local_rows();
+  require(static_cast<std::int64_t>(depends_on_me.size()) == n && G.local_rows() == n,
+          "classical split: S, S + S^T and |S^T_i| must cover the same points");
+  std::vector<double> weight(n), state(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    weight[i] = depends_on_me[i] + hash_uniform(ids[i], seed);
+    state[i] = depends_on_me[i] == 0 ? kFine : kUndecided;
+  }
+  if (hmis) {
+    const std::vector<char> first = rs_first_pass(S);
+    const LocalCsr &on = S.offd_on_node(), &off = S.offd_off_node();
+    for (std::int64_t i = 0; i < n; ++i)
+      if (first[i] && on.indptr[i] == on.indptr[i + 1] && off.indptr[i] == off.indptr[i + 1]) state[i] = kCoarse;
+  }
+  return pmis_split(G, S, weight, std::move(state), comm);
+}
+
+CoarseNumbering coarse_numbering(ParCsr& A, const std::vector<double>& state, MPI_Comm comm) {
+  const std::int64_t n = A.local_rows(), nh = static_cast<std::int64_t>(A.col_map().size());
+  require(static_cast<std::int64_t>(state.size()) == n && A.local_cols() == n,
+          "coarse numbering: one state per row of a matrix whose rows and columns are distributed alike");
+  CoarseNumbering out;
+  std::int64_t mine = std::count(state.begin(), state.end(), kCoarse);
+  int size = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::vector<std::int64_t> counts(size);
+  check_mpi(MPI_Allgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm), "MPI_Allgather");
+  out.offsets.assign(size + 1, 0);
+  for (int r = 0; r < size; ++r) out.offsets[r + 1] = out.offsets[r] + counts[r];
+  std::vector<double> owned(n, -1.0);
+  for (std::int64_t i = 0, next = out.offsets[A.rank()]; i < n; ++i)
+    if (state[i] == kCoarse) owned[i] = static_cast<double>(next++);
+  out.coarse.resize(n + nh);
+  for (std::int64_t i = 0; i < n; ++i) out.coarse[i] = static_cast<std::int64_t>(owned[i]);
+  A.executor().begin(owned.data());
+  const double* halo = A.executor().end();
+  for (std::int64_t h = 0; h < nh; ++h) out.coarse[n + h] = static_cast<std::int64_t>(halo[h]);
+  return out;
 }
 
 ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const ClassicalLevelOptions& o, MPI_Comm comm) {
@@ -38,58 +79,17 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   StrengthGraphs g = strength_graphs(A, rows, strong.data(), o.strategy, comm);
   lap("graphs");
 
-  // PMIS weights |S^T_i| + a random number drawn from the point's identity; points nobody
-  // depends on start fine. HMIS: the first pass's coarse points that depend on no other
-  // rank's point start coarse.
-  std::vector<double> weight(n), state(n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    weight[i] = g.depends_on_me[i] + hash_uniform(ids[i], o.seed);
-    state[i] = g.depends_on_me[i] == 0 ? kFine : kUndecided;
-  }
-  if (o.hmis) {
-    const std::vector<char> first = rs_first_pass(*g.S);
-    const LocalCsr &on = g.S->offd_on_node(), &off = g.S->offd_off_node();
-    for (std::int64_t i = 0; i < n; ++i)
-      if (first[i] && on.indptr[i] == on.indptr[i + 1] && off.indptr[i] == off.indptr[i + 1]) state[i] = kCoarse;
-  }
-  res.state = pmis_split(*g.G, *g.S, weight, std::move(state), comm);
+  res.state = classical_split(*g.G, *g.S, g.depends_on_me, ids, o.seed, o.hmis, comm);
   g = StrengthGraphs{};  // S and S + S^T are done with
-
-  // Coarse points numbered in local order after those of lower ranks; every column-space
-  // entry's coarse index (-1: fine) through A's halo exchange.
-  std::int64_t mine = std::count(res.state.begin(), res.state.end(), kCoarse);
-  int size = 0;
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  std::vector<std::int64_t> counts(size);
-  check_mpi(MPI_Allgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm), "MPI_Allgather");
-  res.coarse_offsets.assign(size + 1, 0);
-  for (int r = 0; r < size; ++r) res.coarse_offsets[r + 1] = res.coarse_offsets[r] + counts[r];
-  const std::int64_t nc = res.coarse_offsets[size];
-  if (nc == 0 || nc >= A.row_dist().global_size()) {  // no coarsening: the coarsest level
-    lap("split");
-    return res;
-  }
-
-  const std::int64_t nh = static_cast<std::int64_t>(A.col_map().size());
-  std::vector<double> owned(n, -1.0);
-  for (std::int64_t i = 0, next = res.coarse_offsets[A.rank()]; i < n; ++i)
-    if (res.state[i] == kCoarse) owned[i] = static_cast<double>(next++);
-  std::vector<std::int64_t> coarse(n + nh);
-  for (std::int64_t i = 0; i < n; ++i) coarse[i] = static_cast<std::int64_t>(owned[i]);
-  A.executor().begin(owned.data());
-  const double* halo = A.executor().end();
-  for (std::int64_t h = 0; h < nh; ++h) coarse[n + h] = static_cast<std::int64_t>(halo[h]);
+  CoarseNumbering numbering = coarse_numbering(A, res.state, comm);
+  res.coarse_offsets = numbering.offsets;
+  const std::int64_t nc = res.coarse_offsets.back();
   lap("split");
+  if (nc == 0 || nc >= A.row_dist().global_size()) return res;  // no coarsening: the coarsest level
 
   const std::vector<std::int64_t> globals = A.space_globals();
-  const CoarseningView view{rows, strong.data(), globals.data(), coarse.data()};
-  GlobalRows p = extended_i_interpolation(A, view, comm);
-  if (o.trunc > 0 || o.pmax > 0) {
-    const std::int64_t kept = truncate_rows(p.nrows, p.indptr.data(), p.indices.data(), p.data.data(), o.trunc,
-                                            o.pmax);
-    p.indices.resize(kept);
-    p.data.resize(kept);
-  }
+  const CoarseningView view{rows, strong.data(), globals.data(), numbering.coarse.data()};
+  GlobalRows p = extended_i_interpolation(A, view, comm, o.trunc, o.pmax);
   const Distribution coarse_dist = Distribution::from_offsets(res.coarse_offsets);
   res.P = std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{p.nrows, p.indptr.data(), p.indices.data()},
                                    p.data.data(), A.row_dist(), coarse_dist, A.topology(), comm, o.strategy);

@@ -46,6 +46,21 @@ struct ClassicalLevel {
 // the random part of a point's PMIS weight.
 double hash_uniform(std::int64_t id, std::uint64_t seed);
 
+// Collective on comm. The PMIS (or, `hmis`, HMIS) split of A's points from its strength
+// graphs (strength_graphs: G = S + S^T, S, |S^T_i|): weights |S^T_i| + hash_uniform(id_i),
+// points nobody depends on start fine; HMIS: the Ruge-Stueben first pass's coarse points
+// with no strong connection to another rank's point start coarse. kCoarse or kFine per point.
+std::vector<double> classical_split(ParCsr& G, ParCsr& S, const std::vector<double>& depends_on_me,
+                                    const std::int64_t* ids, std::uint64_t seed, bool hmis, MPI_Comm comm);
+
+// Collective on comm. Coarse points (state kCoarse) numbered in local order after those of
+// lower ranks: the coarse Distribution's offsets, and every column-space entry's coarse
+// index (owned, then A's halo through its exchange; -1: fine).
+struct CoarseNumbering {
+  std::vector<std::int64_t> offsets, coarse;
+};
+CoarseNumbering coarse_numbering(ParCsr& A, const std::vector<double>& state, MPI_Comm comm);
+
 // Collective on comm. Level k -> k + 1 of the classical hierarchy for the square operator A
 // (rows and columns distributed alike, its diagonal checked nonzero by the caller). `ids`:
 // each owned point's fine-grid index. Coarse points are numbered in local order after

@@ -8,6 +8,7 @@
 
 #include "comm/record_executor.hpp"
 #include "core/error.hpp"
+#include "sparse/kernels.hpp"
 
 namespace commsolve {
 
@@ -73,7 +74,8 @@ class CoarseSet {
 
 }  // namespace
 
-GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm) {
+GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm, double trunc,
+                                    int pmax) {
   const std::int64_t n = v.nrows, n_owned = A.local_cols();
   require(n == A.local_rows() && n == n_owned, "extended+i interpolation: the view must be the rank's block of a square A");
   // The owned rows other ranks' halos hold, as records (the rest left empty: nobody fetches
@@ -224,6 +226,11 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
         }
     P.indptr.push_back(static_cast<std::int64_t>(P.indices.size()));
     ++P.nrows;
+  }
+  if (trunc > 0 || pmax > 0) {
+    const std::int64_t kept = truncate_rows(P.nrows, P.indptr.data(), P.indices.data(), P.data.data(), trunc, pmax);
+    P.indices.resize(kept);
+    P.data.resize(kept);
   }
   return P;
 }

@@ -24,8 +24,10 @@ struct CoarseningView : LocalRowsView {
   const std::int64_t* coarse;  // per column-space entry, -1 for fine points
 };
 
-// This rank's rows of P (global coarse columns). Collective on comm (A's communicator, whose
-// halo plan `A` carries; the view must be A's local block).
-GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm);
+// This rank's rows of P (global coarse columns), truncated as truncate_rows does when `trunc`
+// > 0 or `pmax` > 0. Collective on comm (A's communicator, whose halo plan `A` carries; the
+// view must be A's local block).
+GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MPI_Comm comm, double trunc = 0.0,
+                                    int pmax = 0);
 
 }  // namespace commsolve
