@@ -14,7 +14,7 @@ LAYERS = [
     {"_core", "_collective", "_watchdog", "_plotting", "launch", "stats", "topology", "partition", "io", "gallery",
      "boxes"},  # foundation
     {"model"},                                                                              # cost models
-    {"parcsr", "products", "trees", "virtual", "redistribute"},                             # distributed data, plans
+    {"parcsr", "products", "trees", "virtual", "redistribute", "krylov"},                   # distributed data, plans
     {"direct", "dense"},                                                                    # direct and dense solvers
     {"amg", "mg", "workloads"},                                                             # multigrid; solves counted
     {"sim"},                                                                                # the simulator reads plans

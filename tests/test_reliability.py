@@ -111,11 +111,13 @@ def test_amg_on_a_nonsymmetric_matrix_warns_under_cg_and_solves_with_gmres():
     assert sym.symmetric and sym.asymmetry < 1e-12
 
 
-def test_amg_cli_gmres_and_its_warning():
-    p = cli("amg", "--gen", "convdiff2d:30,pe=5", "-np", "2", "--accel", "gmres", "--json")
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
-    assert r["converged"] and r["warnings"] == [] and r["rel_residual_vs_scipy"] <= 1e-7
+def test_amg_cli_gmres_bicgstab_and_the_warning():
+    for accel in ("gmres", "bicgstab"):
+        p = cli("amg", "--gen", "convdiff2d:30,pe=5", "-np", "2", "--accel", accel, "--json")
+        assert p.returncode == 0, p.stderr
+        r = json.loads(p.stdout)
+        assert r["converged"] and r["warnings"] == [] and r["rel_residual_vs_scipy"] <= 1e-7, accel
+        assert r["accel"] == accel
     p = cli("amg", "--gen", "convdiff2d:30,pe=5", "-np", "2", "--maxiter", "300")
     assert "WARNING     A is not symmetric" in p.stdout and "--accel gmres" in p.stdout
 

@@ -5,8 +5,8 @@ plan); every plan can be run on MPI, counted into CommStats, and built for all r
 one process (the virtual world) to study scale.
 """
 
-from . import (amg, dense, direct, gallery, io, mg, model, partition, redistribute, sim, stats, trees, tune, virtual,
-               workloads)
+from . import (amg, dense, direct, gallery, io, krylov, mg, model, partition, redistribute, sim, stats, trees, tune,
+               virtual, workloads)
 import os as _os
 
 from . import _core, _watchdog
@@ -27,8 +27,8 @@ _watchdog.configure()  # COMMSOLVE_TIMEOUT: a rank stuck in one collective call 
 KEEPS_FREED_MEMORY = _os.environ.get("COMMSOLVE_KEEP_MEMORY", "1") != "0" and _core.keep_freed_memory()
 
 __all__ = [
-    "CollectiveError", "CommPlan", "amg", "CommStats", "dense", "Distribution", "HaloPattern", "ParCSR", "direct", "model",
-    "mg", "redistribute", "sim", "trees", "tune", "workloads",
+    "CollectiveError", "CommPlan", "amg", "CommStats", "dense", "Distribution", "HaloPattern", "ParCSR", "direct", "krylov",
+    "model", "mg", "redistribute", "sim", "trees", "tune", "workloads",
     "PlanStep", "Topology", "gallery", "io", "make_topology", "mminfo", "mmread", "mmwrite",
     "partition", "stats", "virtual", "galerkin", "spgemm",
 ]

@@ -305,6 +305,21 @@ class ParCSR:
     def __matmul__(self, x):
         return self.matvec(x)
 
+    def aslinearoperator(self):
+        """This matrix as a scipy ``LinearOperator`` on this rank's part of the vectors.
+
+        Returns
+        -------
+        DistributedOperator
+            Shape (``local_rows``, ``local_cols``); ``matvec`` is :meth:`matvec` and
+            ``rmatvec`` :meth:`rmatvec`, both collective. On one rank scipy's solvers take
+            it as they take the matrix; on any number, :mod:`commsolve.krylov`'s do.
+        """
+        from .krylov import DistributedOperator
+
+        return DistributedOperator(self.comm, (self.local_rows, self.local_cols), self.matvec, self.rmatvec,
+                                   global_shape=self.shape, name="ParCSR")
+
     def set_format(self, format):
         """Local. How :meth:`matvec` and the Gauss-Seidel sweeps of the multigrid smoothers
         stream this rank's on-process block (the off-process blocks stay CSR): ``"csr"``, or

@@ -22,14 +22,15 @@ from .. import _core
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
-from .cycle import (CYCLES, SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_cycle, check_smoother, cycle_work, dot,
-                    gmres, mgcycle, pcg)
+from ..krylov import DistributedOperator, bicgstab_iterate, dot, gmres_iterate, pcg_iterate
+from .cycle import (CYCLES, SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_cycle, check_smoother, cycle_work,
+                    mgcycle)
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
 from .sparsify import halo_summary, parse_adaptive, relaxed, sparsification
 
 __all__ = ["solver", "MultilevelSolver", "Level", "METHODS", "SMOOTHERS", "CYCLES", "SETUP_DEFAULTS", "ACCELERATORS"]
 
-ACCELERATORS = ("cg", "gmres", None)
+ACCELERATORS = ("cg", "gmres", "bicgstab", None)
 SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumption fails
 
 
@@ -263,17 +264,47 @@ class MultilevelSolver:
             done.append((k, gamma))
         return done
 
-    def cycle(self, b, out=None):
-        """Collective. One cycle (V or W) applied to this rank's part of b (zero initial
-        guess): M b, written into ``out`` if given (else a new array)."""
+    def cycle(self, b, out=None, kind=None):
+        """Collective. One cycle (``kind`` "V" or "W"; default: the setup's ``cycle``)
+        applied to this rank's part of b (zero initial guess): M b, written into ``out`` if
+        given (else a new array)."""
         if self._work is None:
             self._work = cycle_work(self.levels)
+        kind = kind or self.cycle_type
         x = mgcycle(self.levels, self.smoothers, self.coarse, np.ascontiguousarray(b, dtype=np.float64),
-                    self.correction, self.level_times, self._work, visits=2 if self.cycle_type == "W" else 1)
+                    self.correction, self.level_times, self._work, visits=2 if kind == "W" else 1)
         if out is None:
             return np.array(x)
         out[:] = x
         return out
+
+    def aspreconditioner(self, cycle=None):
+        """One cycle as a preconditioner, like pyamg's ``ml.aspreconditioner()``.
+
+        Parameters
+        ----------
+        cycle : {"V", "W"}, optional
+            The cycle applied (default: the setup's ``cycle``).
+
+        Returns
+        -------
+        DistributedOperator
+            A scipy ``LinearOperator`` on this rank's rows whose ``matvec(b)`` is one cycle
+            from a zero guess (collective). On one rank,
+            ``scipy.sparse.linalg.cg(A, b, M=ml.aspreconditioner())`` takes the iterations
+            of ``ml.solve(b, accel="cg")``; on any number,
+            :func:`commsolve.krylov.cg` / ``gmres`` / ``bicgstab`` take it as ``M``.
+
+        Raises
+        ------
+        ValueError
+            For a cycle other than "V" or "W".
+        """
+        kind = self.cycle_type if cycle is None else cycle
+        check_cycle(kind)
+        n = self.A.local_rows
+        return DistributedOperator(self.comm, (n, n), lambda b: self.cycle(b, kind=kind), global_shape=self.A.shape,
+                                   name=f"AMG {kind}-cycle ({self.method})")
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):
@@ -282,7 +313,9 @@ class MultilevelSolver:
         ``accel="cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
         setup found nonsymmetric, :attr:`last_solve` carries a warning suggesting GMRES);
         ``"gmres"``: restarted GMRES(30) right-preconditioned by one V-cycle (nonsymmetric A);
-        ``None``: V-cycles alone. Returns
+        ``"bicgstab"``: BiCGStab right-preconditioned by one V-cycle (nonsymmetric A, two
+        cycles per iteration, no restart); ``None``: V-cycles alone (see
+        :mod:`commsolve.krylov`). Returns
         ``(x, info)`` as scipy's solvers: info 0 when converged, else the iterations done
         (the solution is then not to be trusted; :attr:`last_solve` says how far it got).
         :attr:`last_solve` holds the residual history, iterations, the mean convergence
@@ -296,7 +329,7 @@ class MultilevelSolver:
         b = np.asarray(b, dtype=np.float64)
         error = None
         if accel not in ACCELERATORS:
-            error = f"unknown accelerator {accel!r} (known: 'cg', 'gmres', None)"
+            error = f"unknown accelerator {accel!r} (known: 'cg', 'gmres', 'bicgstab', None)"
         elif adaptive is not None and accel != "cg":
             error = f"the adaptive solve restarts CG (accel='cg'), not {accel!r}"
         elif b.shape != (A.local_rows,):
@@ -312,9 +345,11 @@ class MultilevelSolver:
         if accel == "cg" and adaptive is not None:
             its = self._adaptive_cg(b, x, tol * bnorm, maxiter, history, adaptive, updates)
         elif accel == "cg":
-            its = pcg(A, self.cycle, b, x, tol * bnorm, maxiter, history)
+            its = pcg_iterate(A, self.cycle, b, x, tol * bnorm, maxiter, history)
         elif accel == "gmres":
-            its = gmres(A, self.cycle, b, x, tol * bnorm, maxiter, history)
+            its = gmres_iterate(A, self.cycle, b, x, tol * bnorm, maxiter, history)
+        elif accel == "bicgstab":
+            its = bicgstab_iterate(A, self.cycle, b, x, tol * bnorm, maxiter, history)
         else:
             its = self._stationary(b, x, tol * bnorm, maxiter, history)
         elapsed = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
@@ -329,7 +364,7 @@ class MultilevelSolver:
         if accel == "cg" and not self.symmetric:
             return [f"A is not symmetric (|y^T A x - x^T A y| / |y^T A x| = {self.asymmetry:.1e} for random x, y): "
                     "CG assumes a symmetric positive definite matrix, and its answer is not to be trusted even "
-                    "when it converges; use accel='gmres' (--accel gmres)"]
+                    "when it converges; use accel='gmres' or accel='bicgstab' (--accel gmres, --accel bicgstab)"]
         return []
 
     def _adaptive_cg(self, b, x, target, maxiter, history, adaptive, updates):
@@ -360,7 +395,7 @@ class MultilevelSolver:
                 return False
 
             try:
-                done = pcg(self.A, self.cycle, b, x, target, maxiter - its, h, stop)
+                done = pcg_iterate(self.A, self.cycle, b, x, target, maxiter - its, h, stop)
             except CollectiveError as e:  # the preconditioner lost definiteness: too much was dropped
                 if "broke down" not in str(e) or not any(g > 0 for g in self.gammas):
                     raise

@@ -1,4 +1,5 @@
-"""The AMG solve phase: smoothers, the V-cycle, and CG preconditioned by it.
+"""The AMG solve phase: smoothers and the V-cycle (the Krylov methods it preconditions:
+:mod:`commsolve.krylov`).
 
 Smoothers (hypre's names in brackets): ``jacobi`` (weighted Jacobi, omega), ``l1-jacobi``
 (Jacobi with the diagonal increased by the l1 norm of the row's off-process entries, which
@@ -32,10 +33,10 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .. import _core
-from .._collective import CollectiveError
-from .spectrum import global_dot as dot, spectral_radius_dinv_a
+from ..krylov import dot
+from .spectrum import spectral_radius_dinv_a
 
-__all__ = ["SMOOTHERS", "CYCLES", "Smoother", "CoarseSolver", "mgcycle", "pcg", "gmres", "asymmetry", "dot"]
+__all__ = ["SMOOTHERS", "CYCLES", "Smoother", "CoarseSolver", "mgcycle", "asymmetry"]
 
 SMOOTHERS = ("hybrid-gs", "l1-hybrid-gs", "jacobi", "l1-jacobi", "chebyshev", "symmetric-gs", "l1-symmetric-gs", "ilu0",
              "ic0")
@@ -318,98 +319,6 @@ class _Clock:
             now = time.perf_counter()
             self.times[k] += now - self.t
             self.t = now
-
-
-def pcg(A, precondition, b, x, target, maxiter, history, stop=None):
-    """Preconditioned CG on the distributed A from x (in place); ``precondition(r, out)``
-    writes M r into ``out``. Stops when ||r|| <= target, or when ``stop(iteration, history,
-    x)`` (called after each iteration, if given) returns True; appends ||r|| of every iterate
-    to ``history``. Returns the iterations done. Raises a CollectiveError (on every rank: the
-    tests read allreduced values) on a non-finite residual or when A or the preconditioner
-    is not positive definite. The vectors are updated in place (BLAS axpy)."""
-    comm = A.comm
-    r = b - A.matvec(x)
-    history.append(np.sqrt(dot(comm, r, r)))
-    if history[-1] <= target:
-        return 0
-    z, q = np.empty_like(r), np.empty_like(r)
-    precondition(r, z)
-    p = z.copy()
-    rz = dot(comm, r, z)
-    for it in range(1, maxiter + 1):
-        if abs(rz) < np.finfo(float).tiny:  # M r = 0, or r^T M r underflowed (a target below rounding):
-            return it - 1                      # nothing left to reduce; p^T A p would underflow too
-        A.matvec(p, out=q)
-        pq = dot(comm, p, q)
-        if not (np.isfinite(pq) and pq > 0 and np.isfinite(rz) and rz > 0):
-            raise CollectiveError(f"CG broke down at iteration {it}: p^T A p = {pq:.3g}, r^T M r = {rz:.3g} "
-                                     "(the matrix or the preconditioner is not symmetric positive definite)")
-        alpha = rz / pq
-        _axpy(alpha, p, x)
-        _axpy(-alpha, q, r)
-        history.append(np.sqrt(dot(comm, r, r)))
-        if not np.isfinite(history[-1]):
-            raise CollectiveError(f"CG residual is not finite at iteration {it}")
-        if history[-1] <= target or (stop is not None and stop(it, history, x)):
-            return it
-        precondition(r, z)
-        rz_new = dot(comm, r, z)
-        p *= rz_new / rz
-        p += z
-        rz = rz_new
-    return maxiter
-
-
-def _axpy(a, x, y):
-    """y += a x in place (BLAS daxpy: no temporary; scipy's wrapper refuses empty vectors,
-    which a rank without rows holds)."""
-    if x.size:
-        scipy.linalg.blas.daxpy(x, y, a=a)
-
-
-def gmres(A, precondition, b, x, target, maxiter, history, restart=30):
-    """Right-preconditioned restarted GMRES(``restart``) on the distributed A from x (in
-    place), for matrices CG cannot take (nonsymmetric). Minimizes ||b - A x|| over the Krylov
-    space of A M (modified Gram-Schmidt, Givens rotations); stops when ||r|| <= target;
-    appends ||r|| of every iterate (the rotations' value inside a cycle, the true residual at
-    each restart and at the end) to ``history``. Returns the iterations done."""
-    comm = A.comm
-    its = 0
-    while True:
-        r = b - A.matvec(x)
-        beta = np.sqrt(dot(comm, r, r))
-        history.append(beta)
-        if not np.isfinite(beta):
-            raise CollectiveError(f"GMRES residual is not finite at iteration {its}")
-        if beta <= target or its >= maxiter:
-            return its
-        m = min(restart, maxiter - its)
-        V, Z = [r / beta], []
-        H = np.zeros((m + 1, m))
-        cs, sn, g = np.zeros(m), np.zeros(m), np.zeros(m + 1)
-        g[0] = beta
-        for k in range(m):
-            Z.append(precondition(V[k]))
-            w = A.matvec(Z[k])
-            for i in range(k + 1):
-                H[i, k] = dot(comm, w, V[i])
-                w = w - H[i, k] * V[i]
-            h_next = np.sqrt(dot(comm, w, w))
-            H[k + 1, k] = h_next
-            for i in range(k):  # the earlier rotations on the new column
-                H[i, k], H[i + 1, k] = cs[i] * H[i, k] + sn[i] * H[i + 1, k], -sn[i] * H[i, k] + cs[i] * H[i + 1, k]
-            d = np.hypot(H[k, k], H[k + 1, k])
-            cs[k], sn[k] = (H[k, k] / d, H[k + 1, k] / d) if d > 0 else (1.0, 0.0)
-            H[k, k], H[k + 1, k] = d, 0.0
-            g[k + 1], g[k] = -sn[k] * g[k], cs[k] * g[k]
-            its += 1
-            if abs(g[k + 1]) <= target or h_next == 0 or k == m - 1:  # converged, exact, or the cycle's end
-                break
-            history.append(abs(g[k + 1]))
-            V.append(w / h_next)
-        y = np.linalg.solve(np.triu(H[:k + 1, :k + 1]), g[:k + 1])
-        for j in range(k + 1):
-            x += y[j] * Z[j]
 
 
 def asymmetry(A, seed=20251125):

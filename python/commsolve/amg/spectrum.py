@@ -7,18 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..krylov import dot as global_dot
 from .classical import hash_uniform
 
-__all__ = ["spectral_radius_dinv_a", "global_dot"]
-
-
-def global_dot(comm, u, v):
-    """Collective. The global dot product of two distributed vectors (this rank's parts)."""
-    from mpi4py import MPI
-
-    out = np.zeros(1)
-    comm.Allreduce(np.array([np.dot(u, v)]), out, op=MPI.SUM)
-    return float(out[0])
+__all__ = ["spectral_radius_dinv_a"]
 
 
 def spectral_radius_dinv_a(A, diag, ids, steps=15):

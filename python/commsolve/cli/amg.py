@@ -42,9 +42,9 @@ from .common import (agglomerate_option, as_json_text, bar, check_plot_path, che
 @click.option("--aggressive", type=click.IntRange(0), default=0, show_default=True,
               help="How many of the finest levels are coarsened aggressively (hypre's agg_num_levels): a second "
               "split over the first's coarse points, multipass interpolation; for 3D operator complexity.")
-@click.option("--accel", type=click.Choice(["cg", "gmres", "none"]), default="cg", show_default=True,
-              help="CG (symmetric A), restarted GMRES (nonsymmetric A), or V-cycles alone; each preconditioned by "
-              "one V-cycle.")
+@click.option("--accel", type=click.Choice(["cg", "gmres", "bicgstab", "none"]), default="cg", show_default=True,
+              help="CG (symmetric A), restarted GMRES or BiCGStab (nonsymmetric A), or V-cycles alone; each "
+              "preconditioned by one cycle.")
 @sparsify_options
 @click.option("--adaptive", default=None, metavar="k=K,s=S[,rho=R]",
               help="Adaptive solve (sparse/hybrid, CG): every K iterations converging slower than R per iteration "

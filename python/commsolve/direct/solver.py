@@ -225,6 +225,28 @@ class DistributedLU:
             return back(self._solve_replicated(b, refine))
         return back(self._solve(b, refine))
 
+    def aslinearoperator(self, refine=True):
+        """The inverse A^-1 as a scipy ``LinearOperator``: an exact preconditioner, or the
+        solve inside a larger operator.
+
+        Parameters
+        ----------
+        refine : bool
+            Iterative refinement in each application (as :meth:`solve`).
+
+        Returns
+        -------
+        DistributedOperator
+            Shape (``local_rows``, ``local_rows``) on this rank, vectors in the order of
+            ``distribution.owned(rank)``; ``matvec(b)`` is :meth:`solve` (collective; its
+            ``berr`` is that of the last application).
+        """
+        from ..krylov import DistributedOperator
+
+        n = self.local_rows
+        return DistributedOperator(self.comm, (n, n), lambda b: self.solve(b, refine=refine),
+                                   global_shape=self.shape, name="LU inverse")
+
     def _solve(self, b, refine):
         B, one, error = None, False, None
         try:

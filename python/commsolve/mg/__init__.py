@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from .. import amg
 from .._collective import agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
-from ..amg.cycle import dot, pcg
+from ..krylov import dot, pcg_iterate
 from ..boxes import BoxGrid, box_process_grid
 from ..gallery import GallerySpec, grid_shape, parse_spec
 from ..partition import Distribution
@@ -206,7 +206,7 @@ class MGCG:
         bnorm = np.sqrt(dot(self.comm, b, b))
         self.comm.Barrier()
         t0 = time.perf_counter()
-        its = pcg(A, self.ml.cycle, b, x, tol * bnorm, maxiter, history)
+        its = pcg_iterate(A, self.ml.cycle, b, x, tol * bnorm, maxiter, history)
         elapsed = self.comm.allreduce(time.perf_counter() - t0, op=mpi().MAX)
         converged = bool(history[-1] <= tol * bnorm)
         levels = self.level_report()
