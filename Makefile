@@ -1,5 +1,7 @@
 # make demo   installs what is missing, builds, runs the main job
 # make test   installs what is missing, builds, runs every test
+# make install-cxx PREFIX=/opt/commsolve   the C++ package alone (no Python): headers, libcommsolve.a,
+#             find_package(commsolve CONFIG) -> commsolve::core; see examples/cxx/halo_spmv
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
 # make bench-threads  also installs SuperLU_DIST, compares threads and ranks for the solve with it
 # make bench-factor   also installs SuperLU_DIST, compares the LU factorization with it
@@ -17,7 +19,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build demo test bench bench-sptrsv bench-threads bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
+.PHONY: deps build install-cxx demo test bench bench-sptrsv bench-threads bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -28,6 +30,13 @@ $(STAMP): $(SOURCES)
 	@mkdir -p build && touch $(STAMP)
 
 build: $(STAMP)
+
+PREFIX ?= $(HOME)/.local
+install-cxx:
+	PYTHON=$(PYTHON) scripts/install-deps
+	cmake -S . -B build/cxx -G Ninja -DCOMMSOLVE_PYTHON=OFF
+	cmake --build build/cxx
+	cmake --install build/cxx --prefix $(PREFIX)
 
 demo: build
 	$(PYTHON) -m commsolve demo -np $(NP)
