@@ -1,5 +1,6 @@
 # make demo   installs what is missing, builds, runs the main job
 # make test   installs what is missing, builds, runs every test
+# make docs   builds the documentation site (Sphinx, offline, warnings as errors) into build/docs/html
 # make install-cxx PREFIX=/opt/commsolve   the C++ package alone (no Python): headers, libcommsolve.a,
 #             find_package(commsolve CONFIG) -> commsolve::core; see examples/cxx/halo_spmv
 # make bench-sptrsv   also installs SuperLU_DIST, compares the 2D triangular solve with it
@@ -19,7 +20,7 @@ export OMPI_MCA_rmaps_base_oversubscribe ?= 1
 SOURCES := $(shell find src python -name '*.cpp' -o -name '*.hpp' -o -name '*.py') CMakeLists.txt pyproject.toml
 STAMP := build/.installed
 
-.PHONY: deps build install-cxx demo test bench bench-sptrsv bench-threads bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
+.PHONY: deps build docs install-cxx demo test bench bench-sptrsv bench-threads bench-factor bench-amg bench-sparsify bench-selinv bench-dense bench-mgcg clean
 
 deps:
 	PYTHON=$(PYTHON) scripts/install-deps
@@ -30,6 +31,10 @@ $(STAMP): $(SOURCES)
 	@mkdir -p build && touch $(STAMP)
 
 build: $(STAMP)
+
+docs: build
+	$(PYTHON) -m sphinx -E -W --keep-going -q -b html docs build/docs/html
+	@echo "docs: build/docs/html/index.html"
 
 PREFIX ?= $(HOME)/.local
 install-cxx:

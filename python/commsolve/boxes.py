@@ -20,7 +20,33 @@ __all__ = ["BoxGrid", "box_process_grid"]
 def box_process_grid(extents, nprocs):
     """The process grid (px, py, pz) with px py pz = ``nprocs`` and at most one rank per cell
     along each dimension whose boxes have the least surface (the halo a rank exchanges); ties
-    to the largest px, then py (MPI_Dims_create's order)."""
+    to the largest px, then py (MPI_Dims_create's order).
+
+    Parameters
+    ----------
+    extents : sequence of int
+        The grid's cells (nx, ny, nz).
+    nprocs : int
+        The number of ranks.
+
+    Returns
+    -------
+    tuple of int
+        (px, py, pz).
+
+    Raises
+    ------
+    ValueError
+        When no such grid gives every rank a box of cells.
+
+    Examples
+    --------
+    >>> from commsolve.boxes import box_process_grid
+    >>> box_process_grid((8, 8, 8), 8)
+    (2, 2, 2)
+    >>> box_process_grid((8, 4, 2), 8)
+    (4, 2, 1)
+    """
     nx, ny, nz = (int(e) for e in extents)
     P = int(nprocs)
     best = None
@@ -46,7 +72,36 @@ def _cuts(extent, parts):
 
 
 class BoxGrid:
-    """A structured grid (nx, ny, nz) numbered box by box (see the module)."""
+    """A structured grid (nx, ny, nz) numbered box by box (see the module).
+
+    Parameters
+    ----------
+    extents : sequence of int
+        The grid's cells (nx, ny, nz).
+    cuts : sequence of array_like of int
+        Per dimension, the cut points of the process grid: from 0 up to the extent, never
+        decreasing (px + 1 of them along x, and so on).
+    owners : array_like of int, optional
+        The rank owning each box, boxes x fastest: starting at 0, never decreasing (default:
+        box b on rank b).
+
+    Raises
+    ------
+    ValueError
+        When there are not three dimensions, the cuts do not split the extents, or the owners
+        are not one per box, starting at 0 and never decreasing.
+
+    Examples
+    --------
+    >>> from commsolve.boxes import BoxGrid
+    >>> g = BoxGrid.blocks((4, 4, 1), (2, 2, 1))
+    >>> g.offsets()
+    array([ 0,  4,  8, 12, 16])
+    >>> g.coords([0, 1, 2, 3])  # rank 0's rows: the 2 x 2 box at the origin
+    (array([0, 1, 0, 1]), array([0, 0, 1, 1]), array([0, 0, 0, 0]))
+    >>> int(g.index(2, 0, 0))  # the first cell of rank 1's box
+    4
+    """
 
     def __init__(self, extents, cuts, owners=None):
         self.extents = tuple(int(e) for e in extents)
@@ -67,19 +122,39 @@ class BoxGrid:
 
     @classmethod
     def blocks(cls, extents, procs):
-        """The grid cut into ``procs`` = (px, py, pz) boxes as even as possible, one per rank."""
+        """The grid cut into ``procs`` = (px, py, pz) boxes as even as possible, one per rank.
+
+        Parameters
+        ----------
+        extents : sequence of int
+            The grid's cells (nx, ny, nz).
+        procs : sequence of int
+            The boxes per dimension (px, py, pz), e.g. :func:`box_process_grid`'s.
+
+        Returns
+        -------
+        BoxGrid
+        """
         return cls(extents, [_cuts(e, p) for e, p in zip(extents, procs)])
 
     @property
     def nranks(self):
+        """The number of ranks (the last box's owner + 1)."""
         return int(self.owners[-1]) + 1
 
     @property
     def rows(self):
+        """The number of rows: the grid's cells, nx ny nz."""
         return int(np.prod(self.extents))
 
     def offsets(self):
-        """Each rank's first row, and the total at the end (a contiguous Distribution's)."""
+        """Each rank's first row, and the total at the end (a contiguous Distribution's).
+
+        Returns
+        -------
+        ndarray of int64
+            ``nranks + 1`` offsets.
+        """
         return self.box_start[np.searchsorted(self.owners, np.arange(self.nranks + 1))]
 
     def _box_coords(self, b):
@@ -87,7 +162,17 @@ class BoxGrid:
         return b % px, (b // px) % py, b // (px * py)
 
     def coords(self, g):
-        """The cells (x, y, z) of global rows ``g``."""
+        """The cells (x, y, z) of global rows ``g``.
+
+        Parameters
+        ----------
+        g : array_like of int
+            Global rows.
+
+        Returns
+        -------
+        x, y, z : ndarray of int64
+        """
         g = np.asarray(g, dtype=np.int64)
         b = np.searchsorted(self.box_start, g, side="right") - 1
         i, j, k = self._box_coords(b)
@@ -96,7 +181,17 @@ class BoxGrid:
         return cx[i] + local % wx, cy[j] + (local // wx) % wy, cz[k] + local // (wx * wy)
 
     def index(self, x, y, z):
-        """The global rows of cells (x, y, z)."""
+        """The global rows of cells (x, y, z).
+
+        Parameters
+        ----------
+        x, y, z : array_like of int
+            The cells' coordinates.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         (cx, cy, cz) = self.cuts
         i, j, k = (np.searchsorted(c, v, side="right") - 1 for c, v in zip(self.cuts, (x, y, z)))
         px, py, _ = self.procs
@@ -106,25 +201,62 @@ class BoxGrid:
         return self.box_start[b] + (x - cx[i]) + wx * ((y - cy[j]) + wy * (z - cz[k]))
 
     def lexicographic(self, g):
-        """The lexicographic indices (x fastest over the whole grid) of global rows ``g``."""
+        """The lexicographic indices (x fastest over the whole grid) of global rows ``g``.
+
+        Parameters
+        ----------
+        g : array_like of int
+            Global rows.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         x, y, z = self.coords(g)
         nx, ny, _ = self.extents
         return x + nx * (y + ny * z)
 
     def from_lexicographic(self, lex):
-        """The global rows of lexicographic indices ``lex``."""
+        """The global rows of lexicographic indices ``lex``.
+
+        Parameters
+        ----------
+        lex : array_like of int
+            Indices x fastest over the whole grid.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         lex = np.asarray(lex, dtype=np.int64)
         nx, ny, _ = self.extents
         return self.index(lex % nx, (lex // nx) % ny, lex // (nx * ny))
 
     def coarser(self):
         """The grid of 2 x 2 x 2 aggregates (extents halved, rounded up): each aggregate in its
-        first cell's box, so every cut halves, rounded up."""
+        first cell's box, so every cut halves, rounded up.
+
+        Returns
+        -------
+        BoxGrid
+            With the same owners.
+        """
         return BoxGrid([-(-e // 2) for e in self.extents], [-(-c // 2) for c in self.cuts], self.owners)
 
     def moved(self, group):
         """The grid after groups of ``group`` consecutive ranks moved onto their first (which is
-        rank r // group among the leaders)."""
+        rank r // group among the leaders).
+
+        Parameters
+        ----------
+        group : int
+            The ranks per group.
+
+        Returns
+        -------
+        BoxGrid
+            The same cells and cuts, box owners divided by ``group``.
+        """
         return BoxGrid(self.extents, self.cuts, self.owners // int(group))
 
     def __eq__(self, other):

@@ -6,35 +6,44 @@ result does not depend on the number of ranks.
 
 Families
 --------
-``poisson2d:N``       2D 5-point Laplacian on an N x N grid
-``poisson2d9:N``      2D 9-point Laplacian (``s2D9pt2048`` is ``poisson2d9:2048``)
-``poisson3d:N``       3D 7-point Laplacian on an N x N x N grid
-``poisson3d27:N``     3D 27-point Laplacian
-``aniso2d:N,eps=E,theta=T``  rotated anisotropic diffusion, 9-point, theta in degrees
-``random:rows=R,nnz_per_row=K,seed=S``  random, exactly K nonzeros per row, diagonally
-                      dominant; ``rows_per_rank=`` scales the size with the rank count
-``convdiff2d:N,pe=P,theta=T``  convection-diffusion ``-lap u + w . grad u``, |w| = P at
-                      angle T (degrees), central differences: nonsymmetric, and not
-                      diagonally dominant once the cell Peclet number P h / 2 exceeds 1
-``kkt3d:N,alpha=A``   a saddle-point (KKT) matrix shaped like nlpkkt (3D PDE-constrained
-                      optimisation): [[H, J^T], [J, 0]] with H = diag(L, A I), J = [L, -I],
-                      L the 3D 7-point Laplacian on N^3 points; 3 N^3 rows, zero (2,2) block
-``elasticity3d:N,dofs=D``  shaped like 3D linear elasticity (audikw_1, the PSelInv paper's):
-                      D unknowns (default 3) at each point of an N^3 grid, every pair of
-                      27-point neighbours coupled by a dense D x D block; SPD (the 27-point
-                      Laplacian Kronecker a D x D SPD coupling); D N^3 rows
-``dg3d:N,dofs=M``     shaped like a discontinuous Galerkin discretisation (DG_PNF14000, the
-                      PSelInv paper's): N^3 elements of M basis functions (default 16), dense
-                      M x M blocks inside an element and between face neighbours (7-point);
-                      SPD; M N^3 rows
-``hpcg:N``            HPCG 3.1's problem: the 27-point operator (26 on the diagonal, -1 to
-                      each neighbour) on N x N x N points per rank, the ranks stacked in z
-                      (an N x N x N P grid: weak scaling, as HPCG's local grid per rank)
-``groundwater3d:N,contrast=C,seed=S,tile=T``  steady groundwater flow by finite volumes on
-                      N^3 cells (Nakajima's pGW3D-FVM): 7-point, harmonic-mean
-                      transmissibilities of a smooth log-normal conductivity spanning C
-                      (default 1e10: 1e-5 .. 1e5) that repeats every T cells (default 64),
-                      fixed head on the top face; SPD
+``poisson2d:N``
+    2D 5-point Laplacian on an N x N grid
+``poisson2d9:N``
+    2D 9-point Laplacian (``s2D9pt2048`` is ``poisson2d9:2048``)
+``poisson3d:N``
+    3D 7-point Laplacian on an N x N x N grid
+``poisson3d27:N``
+    3D 27-point Laplacian
+``aniso2d:N,eps=E,theta=T``
+    rotated anisotropic diffusion, 9-point, theta in degrees
+``random:rows=R,nnz_per_row=K,seed=S``
+    random, exactly K nonzeros per row, diagonally dominant; ``rows_per_rank=`` scales the
+    size with the rank count
+``convdiff2d:N,pe=P,theta=T``
+    convection-diffusion ``-lap u + w . grad u``, ``|w| = P`` at angle T (degrees), central
+    differences: nonsymmetric, and not diagonally dominant once the cell Peclet number
+    P h / 2 exceeds 1
+``kkt3d:N,alpha=A``
+    a saddle-point (KKT) matrix shaped like nlpkkt (3D PDE-constrained optimisation):
+    ``[[H, J^T], [J, 0]]`` with ``H = diag(L, A I)``, ``J = [L, -I]``, L the 3D 7-point
+    Laplacian on N^3 points; 3 N^3 rows, zero (2,2) block
+``elasticity3d:N,dofs=D``
+    shaped like 3D linear elasticity (audikw_1, the PSelInv paper's): D unknowns (default 3)
+    at each point of an N^3 grid, every pair of 27-point neighbours coupled by a dense D x D
+    block; SPD (the 27-point Laplacian Kronecker a D x D SPD coupling); D N^3 rows
+``dg3d:N,dofs=M``
+    shaped like a discontinuous Galerkin discretisation (DG_PNF14000, the PSelInv paper's):
+    N^3 elements of M basis functions (default 16), dense M x M blocks inside an element and
+    between face neighbours (7-point); SPD; M N^3 rows
+``hpcg:N``
+    HPCG 3.1's problem: the 27-point operator (26 on the diagonal, -1 to each neighbour) on
+    N x N x N points per rank, the ranks stacked in z (an N x N x N P grid: weak scaling, as
+    HPCG's local grid per rank)
+``groundwater3d:N,contrast=C,seed=S,tile=T``
+    steady groundwater flow by finite volumes on N^3 cells (Nakajima's pGW3D-FVM): 7-point,
+    harmonic-mean transmissibilities of a smooth log-normal conductivity spanning C (default
+    1e10: 1e-5 .. 1e5) that repeats every T cells (default 64), fixed head on the top face;
+    SPD
 
 Examples
 --------
@@ -103,6 +112,7 @@ def stencil_matrix(shape, offsets, weights, rows=None):
     offsets : array_like, shape (k, d)
         Stencil offsets; neighbours outside the grid are dropped.
     weights : array_like, shape (k,)
+        The weight of each offset.
     rows : array_like of int, optional
         Global rows to build (default: all). The result has ``len(rows)`` rows and
         ``prod(shape)`` columns.
@@ -111,6 +121,11 @@ def stencil_matrix(shape, offsets, weights, rows=None):
     -------
     scipy.sparse.csr_matrix
         Columns sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When a grid dimension is below 1, or ``rows`` is not a 1-D array of rows of the grid.
     """
     shape = tuple(int(s) for s in shape)
     if any(s < 1 for s in shape):
@@ -172,22 +187,98 @@ def _laplacian_on(shape, points, rows):
 
 
 def poisson2d(n, rows=None):
-    """2D 5-point Laplacian on an ``n x n`` grid."""
+    """2D 5-point Laplacian on an ``n x n`` grid.
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return _laplacian(2, 5, n, rows)
 
 
 def poisson2d9(n, rows=None):
-    """2D 9-point Laplacian on an ``n x n`` grid (8 on the diagonal, -1 off it)."""
+    """2D 9-point Laplacian on an ``n x n`` grid (8 on the diagonal, -1 off it).
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return _laplacian(2, 9, n, rows)
 
 
 def poisson3d(n, rows=None):
-    """3D 7-point Laplacian on an ``n x n x n`` grid."""
+    """3D 7-point Laplacian on an ``n x n x n`` grid.
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return _laplacian(3, 7, n, rows)
 
 
 def poisson3d27(n, rows=None):
-    """3D 27-point Laplacian on an ``n x n x n`` grid."""
+    """3D 27-point Laplacian on an ``n x n x n`` grid.
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return _laplacian(3, 27, n, rows)
 
 
@@ -196,6 +287,29 @@ def aniso2d(n, eps=0.001, theta=45.0, rows=None):
 
     Central differences: ``a u_xx + 2 c u_xy + b u_yy`` with ``a = cos^2 + eps sin^2``,
     ``b = sin^2 + eps cos^2``, ``c = (1 - eps) cos sin``; theta in degrees.
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    eps : float
+        The diffusion across the strong direction (1 along it).
+    theta : float
+        The rotation Q's angle in degrees: the strong direction is ``(cos theta, sin theta)``
+        (0 gives a 5-point stencil).
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
     """
     t = math.radians(theta)
     cs, sn = math.cos(t), math.sin(t)
@@ -211,7 +325,30 @@ def aniso2d(n, eps=0.001, theta=45.0, rows=None):
 def convdiff2d(n, pe=100.0, theta=30.0, rows=None):
     """Convection-diffusion ``-lap u + w . grad u`` on an ``n x n`` grid (h = 1 / (n + 1)),
     ``w = pe (cos theta, sin theta)``, central differences, scaled by h^2: 4 on the
-    diagonal, ``-1 +- w_d h / 2`` towards the +- neighbour in dimension d."""
+    diagonal, ``-1 +- w_d h / 2`` towards the +- neighbour in dimension d.
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    pe : float
+        The velocity's magnitude ``|w|``.
+    theta : float
+        The velocity's angle, in degrees.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     h = 1.0 / (n + 1)
     t = math.radians(theta)
     wx, wy = pe * math.cos(t) * h / 2, pe * math.sin(t) * h / 2
@@ -221,9 +358,30 @@ def convdiff2d(n, pe=100.0, theta=30.0, rows=None):
 
 def kkt3d(n, alpha=1.0, rows=None):
     """The KKT matrix ``[[H, J^T], [J, 0]]`` of ``min 1/2 y^T L y + alpha/2 |u|^2`` subject to
-    ``L y = u`` (L the 3D 7-point Laplacian on ``n^3`` points): H = diag(L, alpha I),
-    J = [L, -I]. Symmetric, indefinite, with a zero (2,2) block of ``n^3`` rows (nlpkkt's
-    shape); unknowns ordered (y, u, lambda)."""
+    ``L y = u`` (L the 3D 7-point Laplacian on ``n^3`` points): ``H = diag(L, alpha I)``,
+    ``J = [L, -I]``. Symmetric, indefinite, with a zero (2,2) block of ``n^3`` rows (nlpkkt's
+    shape); unknowns ordered (y, u, lambda).
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension (``3 n^3`` rows).
+    alpha : float
+        The weight of the control u.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``rows`` is not a 1-D array of rows of the matrix.
+    """
     m = n ** 3
     rows = _rows_array(3 * m, rows)
     block, i = rows // m, rows % m
@@ -276,13 +434,55 @@ def block_coupled(points, n, dofs, beta=0.5, rows=None):
 
 def elasticity3d(n, dofs=3, rows=None):
     """Shaped like 3D linear elasticity: ``dofs`` unknowns per point of an ``n^3`` grid, the
-    27-point neighbours coupled by dense blocks (:func:`block_coupled`)."""
+    27-point neighbours coupled by dense blocks (:func:`block_coupled`).
+
+    Parameters
+    ----------
+    n : int
+        Grid points per dimension.
+    dofs : int
+        Unknowns per point (``dofs n^3`` rows, numbered point by point).
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1 or ``dofs`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return block_coupled(poisson3d27, n, dofs, rows=rows)
 
 
 def dg3d(n, dofs=16, rows=None):
     """Shaped like a DG discretisation: ``n^3`` elements of ``dofs`` basis functions, dense
-    blocks inside each element and between face neighbours (7-point; :func:`block_coupled`)."""
+    blocks inside each element and between face neighbours (7-point; :func:`block_coupled`).
+
+    Parameters
+    ----------
+    n : int
+        Elements per dimension.
+    dofs : int
+        Basis functions per element (``dofs n^3`` rows, numbered element by element).
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1 or ``dofs`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return block_coupled(poisson3d, n, dofs, rows=rows)
 
 
@@ -290,13 +490,32 @@ _GW_MODES = 64  # random Fourier modes of the groundwater conductivity field
 
 
 def conductivity_field(cells, n, contrast=1e10, seed=0, tile=64):
-    """log10 of the hydraulic conductivity at ``cells`` (global cell indices of an n x n x n
-    grid, x fastest) of :func:`groundwater3d`: a smooth Gaussian random field (a sum of
-    random Fourier modes whose wave numbers are whole multiples of 2 pi / ``tile`` cells, so
-    the field repeats every ``tile`` cells: weak scaling keeps its statistics), normalised to
-    unit variance, its 3-sigma range mapped onto [-L, L] with L = log10(contrast) / 2 and
-    clipped there: K spans ``contrast`` (1e-5 .. 1e5 by default). The same on every rank: any
-    rank evaluates any cell."""
+    """log10 of the hydraulic conductivity at ``cells`` of :func:`groundwater3d`.
+
+    A smooth Gaussian random field (a sum of random Fourier modes whose wave numbers are whole
+    multiples of 2 pi / ``tile`` cells, so the field repeats every ``tile`` cells: weak
+    scaling keeps its statistics), normalised to unit variance, its 3-sigma range mapped onto
+    [-L, L] with L = log10(contrast) / 2 and clipped there: K spans ``contrast`` (1e-5 .. 1e5
+    by default). The same on every rank: any rank evaluates any cell.
+
+    Parameters
+    ----------
+    cells : array_like of int
+        Global cell indices of an n x n x n grid, x fastest.
+    n : int
+        Cells per dimension.
+    contrast : float
+        The ratio of the largest conductivity to the smallest.
+    seed : int
+        Which random field.
+    tile : int
+        The field's period, in cells.
+
+    Returns
+    -------
+    ndarray
+        log10 K at each cell, in [-L, L].
+    """
     cells = np.asarray(cells, dtype=np.int64)
     rng = np.random.default_rng([int(seed), 0x6D67])  # every rank draws the same modes
     waves = rng.integers(-4, 5, size=(_GW_MODES, 3)) * (2 * np.pi / tile)  # up to 4 periods per tile
@@ -313,11 +532,38 @@ def conductivity_field(cells, n, contrast=1e10, seed=0, tile=64):
 
 def groundwater3d(n, contrast=1e10, seed=0, tile=64, rows=None):
     """Steady groundwater flow ``-div(K grad h) = 0`` by cell-centred finite volumes on an
-    n x n x n grid of unit cells (Nakajima's pGW3D-FVM problem): 7-point, each face's
-    transmissibility the harmonic mean of its two cells' conductivities, K from
-    :func:`conductivity_field` (spanning ``contrast``), no-flow on every face but the top
-    (z = n - 1), where the head is fixed (Dirichlet, half a cell away: transmissibility 2 K).
-    Symmetric positive definite, diagonally dominant."""
+    n x n x n grid of unit cells (Nakajima's pGW3D-FVM problem).
+
+    7-point, each face's transmissibility the harmonic mean of its two cells' conductivities,
+    K from :func:`conductivity_field` (spanning ``contrast``), no-flow on every face but the
+    top (z = n - 1), where the head is fixed (Dirichlet, half a cell away: transmissibility
+    2 K). Symmetric positive definite, diagonally dominant.
+
+    Parameters
+    ----------
+    n : int
+        Cells per dimension.
+    contrast : float
+        The ratio of the largest conductivity to the smallest (at least 1).
+    seed : int
+        Which random conductivity field.
+    tile : int
+        The field's period, in cells.
+    rows : array_like of int, optional
+        Global rows (cells, x fastest) to build (default: all); the result has ``len(rows)``
+        rows and all the columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, ``contrast`` < 1 or ``tile`` < 1, or ``rows`` is not a 1-D array of
+        rows of the matrix.
+    """
     if n < 1 or not contrast >= 1 or tile < 1:
         raise ValueError(f"groundwater3d: n >= 1, contrast >= 1 and tile >= 1, got n={n}, contrast={contrast}, "
                          f"tile={tile}")
@@ -382,6 +628,29 @@ def random_fixed_nnz(n, nnz_per_row, seed=0, rows=None):
 
     Off-diagonal columns are uniform without repetition; values make the matrix strictly
     diagonally dominant. Row ``i`` depends only on ``(seed, i)``, not on which rows are asked.
+
+    Parameters
+    ----------
+    n : int
+        Rows and columns.
+    nnz_per_row : int
+        Nonzeros in every row, the diagonal included.
+    seed : int
+        Which random matrix.
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``nnz_per_row`` < 1 or exceeds ``n``, or ``rows`` is not a 1-D array of rows of
+        the matrix.
     """
     n, k = int(n), int(nnz_per_row)
     if k < 1:
@@ -405,7 +674,21 @@ def random_fixed_nnz(n, nnz_per_row, seed=0, rows=None):
 
 @dataclass
 class GallerySpec:
-    """A parsed generator spec such as ``poisson2d:512`` or ``random:rows=1000,nnz_per_row=7``."""
+    """A parsed generator spec such as ``poisson2d:512`` or ``random:rows=1000,nnz_per_row=7``.
+
+    Made by :func:`parse_spec`.
+
+    Attributes
+    ----------
+    family : str
+        The generator family (see the module).
+    args : list of str
+        The positional arguments, as written.
+    kwargs : dict
+        The ``key=value`` arguments, values as written (str).
+    text : str
+        The spec as given.
+    """
 
     family: str
     args: list = field(default_factory=list)
@@ -413,12 +696,40 @@ class GallerySpec:
     text: str = ""
 
     def global_rows(self, nprocs=None):
-        """Number of rows of the matrix (``rows_per_rank`` needs ``nprocs``)."""
+        """Number of rows of the matrix (``rows_per_rank`` needs ``nprocs``).
+
+        Parameters
+        ----------
+        nprocs : int, optional
+            The number of ranks (``rows_per_rank``, and hpcg's ranks: 1 when None).
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            When the spec's arguments are missing or malformed, or ``rows_per_rank`` has no
+            ``nprocs``.
+        """
         return _FAMILIES[self.family][1](self, nprocs)
 
     def check_fits(self, count):
         """A ValueError unless ``count`` of its rows fit this machine's memory while built: the
-        spec's own arithmetic (entries per row, bytes per entry), before anything is allocated."""
+        spec's own arithmetic (entries per row, bytes per entry), before anything is allocated.
+
+        Parameters
+        ----------
+        count : int
+            The rows to be built.
+
+        Raises
+        ------
+        ValueError
+            When they would take more than three quarters of the physical memory (not checked
+            where that is unknown).
+        """
         per_row = (_NNZ_PER_ROW.get(self.family) or (27 * _dofs(self, 3) if self.family == "elasticity3d" else 0)
                    or (7 * _dofs(self, 16) if self.family == "dg3d" else 0)
                    or _whole(self, "nnz_per_row", self.kwargs.get("nnz_per_row", 1)))
@@ -430,7 +741,25 @@ class GallerySpec:
 
     def build(self, rows=None, nprocs=None):
         """The matrix, or only ``rows`` of it, as scipy CSR with global column indices. A
-        matrix that would not fit in this machine's memory is refused before it is built."""
+        matrix that would not fit in this machine's memory is refused before it is built.
+
+        Parameters
+        ----------
+        rows : array_like of int, optional
+            Global rows to build (default: all).
+        nprocs : int, optional
+            The number of ranks (``rows_per_rank``, and hpcg's ranks: 1 when None).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+
+        Raises
+        ------
+        ValueError
+            When the rows would not fit this machine's memory (:meth:`check_fits`), or the
+            spec's arguments or ``rows`` are not valid.
+        """
         self.check_fits(self.global_rows(nprocs) if rows is None else len(rows))
         return _FAMILIES[self.family][0](self, rows, nprocs)
 
@@ -493,7 +822,28 @@ def hpcg(n, nprocs=1, rows=None):
     """HPCG 3.1's matrix (GenerateProblem): the 27-point operator, 26 on the diagonal and -1 to
     every neighbour inside the grid, on ``n`` x ``n`` x ``n nprocs`` points (each of
     ``nprocs`` ranks an n^3 block, stacked in z; HPCG's process grid differs, the problem
-    only by a rotation when it is 1 x 1 x P)."""
+    only by a rotation when it is 1 x 1 x P).
+
+    Parameters
+    ----------
+    n : int
+        Points per dimension of each rank's block.
+    nprocs : int
+        The number of ranks (blocks stacked in z).
+    rows : array_like of int, optional
+        Global rows to build (default: all); the result has ``len(rows)`` rows and all the
+        columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices, sorted within each row.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` < 1, or ``rows`` is not a 1-D array of rows of the matrix.
+    """
     return _laplacian_on((n, n, n * int(nprocs)), 27, rows)
 
 
@@ -503,7 +853,32 @@ def _hpcg_ranks(spec, nprocs):
 
 def grid_shape(spec, nprocs=None):
     """The structured grid (nx, ny, nz; x fastest) a spec's rows number, for the families
-    that have one in 3D (poisson3d, poisson3d27, groundwater3d, hpcg), else None."""
+    that have one in 3D (poisson3d, poisson3d27, groundwater3d, hpcg), else None.
+
+    Parameters
+    ----------
+    spec : str or GallerySpec
+        The spec (parsed by :func:`parse_spec` when a string).
+    nprocs : int, optional
+        The number of ranks, hpcg's (1 when None).
+
+    Returns
+    -------
+    tuple of int or None
+
+    Raises
+    ------
+    ValueError
+        When ``spec`` does not parse.
+
+    Examples
+    --------
+    >>> from commsolve import gallery
+    >>> gallery.grid_shape("hpcg:16", nprocs=4)
+    (16, 16, 64)
+    >>> gallery.grid_shape("poisson2d:4") is None
+    True
+    """
     spec = spec if isinstance(spec, GallerySpec) else parse_spec(spec)
     if spec.family in ("poisson3d", "poisson3d27", "groundwater3d"):
         return (_grid_n(spec),) * 3
@@ -587,7 +962,29 @@ def _number(spec, key, default):
 
 
 def parse_spec(text):
-    """Parse ``family:arg,...,key=value`` into a :class:`GallerySpec`."""
+    """Parse ``family:arg,...,key=value`` into a :class:`GallerySpec`.
+
+    Parameters
+    ----------
+    text : str
+        The spec: a family of the module's list and its arguments, or ``s2D9ptN`` (the same
+        as ``poisson2d9:N``).
+
+    Returns
+    -------
+    GallerySpec
+
+    Raises
+    ------
+    ValueError
+        For an unknown family or parameter, or arguments that are missing or malformed.
+
+    Examples
+    --------
+    >>> from commsolve import gallery
+    >>> gallery.parse_spec("s2D9pt2048")
+    GallerySpec(family='poisson2d9', args=['2048'], kwargs={}, text='s2D9pt2048')
+    """
     text = text.strip()
     m = re.fullmatch(r"s2D9pt(\d+)", text)
     if m:
@@ -614,5 +1011,26 @@ def parse_spec(text):
 
 
 def from_spec(text, rows=None, nprocs=None):
-    """Build a matrix from a spec string; see the module docstring for the families."""
+    """Build a matrix from a spec string; see the module docstring for the families.
+
+    Parameters
+    ----------
+    text : str
+        The spec (:func:`parse_spec`).
+    rows : array_like of int, optional
+        Global rows to build (default: all).
+    nprocs : int, optional
+        The number of ranks (``rows_per_rank``, and hpcg's ranks: 1 when None).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        With global column indices.
+
+    Raises
+    ------
+    ValueError
+        When the spec does not parse, the rows would not fit this machine's memory, or
+        ``rows`` is not valid.
+    """
     return parse_spec(text).build(rows=rows, nprocs=nprocs)

@@ -17,7 +17,27 @@ __all__ = ["mmread", "mmwrite", "mminfo", "read_rows_parallel"]
 
 
 def mminfo(path):
-    """Header of a Matrix Market file: field, symmetry, nrows, ncols, nnz (entries stored)."""
+    """Header of a Matrix Market file: field, symmetry, nrows, ncols, nnz (entries stored).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    MMHeader
+        With attributes ``field`` (``"real"``, ``"integer"`` or ``"pattern"``), ``symmetry``
+        (``"general"``, ``"symmetric"`` or ``"skew-symmetric"``), ``nrows``, ``ncols`` and
+        ``nnz`` (entries stored).
+
+    Raises
+    ------
+    ValueError
+        For a folder, a file that cannot be opened, or a header that is malformed or
+        unsupported (array format, complex, hermitian; the message names the file and the
+        line).
+    """
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder, not a Matrix Market file")
@@ -57,6 +77,22 @@ def mmread(path):
     """Read a coordinate Matrix Market file into a scipy CSR matrix (duplicates are summed).
 
     Symmetric and skew-symmetric files are expanded to both triangles.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Of the shape the header declares.
+
+    Raises
+    ------
+    ValueError
+        As :func:`mminfo`; for a malformed entry, naming the file and the line; or when the
+        file holds another number of entries than its header declares.
     """
     path = os.fspath(path)
     h = mminfo(path)
@@ -70,9 +106,28 @@ def mmread(path):
 def mmwrite(path, A, comment="", symmetry="general", field=None):
     """Write a sparse matrix as a coordinate Matrix Market file.
 
-    ``symmetry="symmetric"`` (or ``"skew-symmetric"``) stores the lower triangle after
-    checking that ``A`` has that symmetry. ``field`` is ``real`` (default), ``integer`` or
-    ``pattern``. Values are written so that they read back bit for bit.
+    Values are written so that they read back bit for bit.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (overwritten).
+    A : scipy sparse matrix or 2-D array
+        The matrix; real values only.
+    comment : str, default ""
+        Written after the header, each of its lines as a ``%`` comment line.
+    symmetry : {"general", "symmetric", "skew-symmetric"}, default "general"
+        ``symmetry="symmetric"`` (or ``"skew-symmetric"``) stores the lower triangle after
+        checking that ``A`` has that symmetry.
+    field : {"real", "integer", "pattern"}, optional
+        ``real`` (default), ``integer`` or ``pattern``.
+
+    Raises
+    ------
+    ValueError
+        For a complex matrix, non-finite values, an unknown ``symmetry`` or ``field``, a
+        matrix that is not square or lacks the ``symmetry`` asked for, or a file that cannot
+        be opened for writing.
     """
     if np.iscomplexobj(A.data if sp.issparse(A) else np.asarray(A)):
         raise ValueError("complex matrices cannot be written (commsolve supports real values only)")
@@ -105,10 +160,32 @@ def read_rows_parallel(path, comm, owner_of_rows):
     the rows it owns.
 
     Each rank parses an equal byte range of the file; entries then travel to their row's
-    owner (one all-to-all). ``owner_of_rows(header)`` returns a function mapping an array
-    of row indices to owner ranks. Returns ``(header, rows, cols, vals)`` of this rank's
-    entries (global indices, symmetric files already expanded). Errors are raised on every
-    rank, naming the file and line.
+    owner (one all-to-all).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, the same on every rank.
+    comm : mpi4py.MPI.Comm
+        The communicator; every rank of it calls.
+    owner_of_rows : callable
+        ``owner_of_rows(header)`` (``header``: the file's :func:`mminfo`) returns a function
+        mapping an array of row indices to owner ranks.
+
+    Returns
+    -------
+    header : MMHeader
+        The file's header, as :func:`mminfo` reads it.
+    rows, cols : ndarray of int64
+        This rank's entries' global row and column indices (symmetric files already
+        expanded).
+    vals : ndarray of float64
+        Their values.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, naming the file and line: the errors :func:`mmread` raises.
     """
     path = os.fspath(path)
     header, error = None, None

@@ -39,13 +39,39 @@ GMRES_RESTART = 20  # scipy's default
 
 
 def dot(comm, u, v):
-    """Collective. The global dot product of two distributed vectors (this rank's parts)."""
+    """Collective. The global dot product of two distributed vectors.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm or None
+        The communicator (None: this process alone).
+    u, v : ndarray
+        This rank's parts of the two vectors.
+
+    Returns
+    -------
+    float
+        ``u^T v`` over all ranks (one ``MPI_Allreduce``).
+    """
     return float(dots(comm, (u, v))[0])
 
 
 def dots(comm, *pairs):
     """Collective. The global dot products of several pairs of distributed vectors in one
-    reduction: ``dots(comm, (r, r), (rt, r))`` -> array of two."""
+    reduction: ``dots(comm, (r, r), (rt, r))`` gives an array of two.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm or None
+        The communicator (None: this process alone).
+    *pairs : tuple of ndarray
+        ``(u, v)`` pairs of this rank's parts.
+
+    Returns
+    -------
+    ndarray
+        One global ``u^T v`` per pair.
+    """
     local = np.array([np.dot(u, v) for u, v in pairs])
     if comm is None or comm.size == 1:
         return local
@@ -323,12 +349,42 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
 
 
 def pcg_iterate(A, precondition, b, x, target, maxiter, history, stop=None, callback=None):
-    """Preconditioned CG on the distributed A from x (in place); ``precondition(r, out)``
-    writes M r into ``out``. Stops when ||r|| <= target, or when ``stop(iteration, history,
-    x)`` (called after each iteration, if given) returns True; appends ||r|| of every iterate
-    to ``history``; ``callback(x)`` after each iteration. Returns the iterations done. Raises a CollectiveError (on every rank: the
-    tests read allreduced values) on a non-finite residual or when A or the preconditioner
-    is not positive definite. The vectors are updated in place (BLAS axpy)."""
+    """Collective. Preconditioned CG on the distributed A from x, in place (the kernel of
+    :func:`cg` and of the AMG and MGCG solves; vectors updated by BLAS axpy).
+
+    Parameters
+    ----------
+    A : ParCSR or object with ``comm`` and ``matvec(x, out=)``
+        The matrix, symmetric positive definite.
+    precondition : callable
+        ``precondition(r, out)`` writes ``M r`` into ``out``.
+    b : ndarray
+        This rank's rows of the right-hand side.
+    x : ndarray
+        This rank's rows of the initial guess; overwritten by the iterates.
+    target : float
+        Stop when ``||r|| <= target``.
+    maxiter : int
+        At most this many iterations.
+    history : list
+        Gets ``||r||`` of the initial guess and of every iterate appended.
+    stop : callable, optional
+        ``stop(iteration, history, x)``, called after each iteration that has not
+        converged: True stops the iteration.
+    callback : callable, optional
+        ``callback(x)`` after each iteration.
+
+    Returns
+    -------
+    int
+        The iterations done.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank (the tests read allreduced values): a non-finite residual, or A or
+        the preconditioner found not positive definite.
+    """
     comm = A.comm
     r = b - A.matvec(x)
     history.append(np.sqrt(dot(comm, r, r)))
@@ -366,14 +422,48 @@ def pcg_iterate(A, precondition, b, x, target, maxiter, history, stop=None, call
 
 def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, side="right", callback=None,
                   true_residual=None):
-    """Restarted GMRES(``restart``) on the distributed A from x (in place), preconditioned on
-    the right (``side="right"``: minimizes ||b - A x|| over the Krylov space of A M) or on
-    the left (minimizes ||M (b - A x)|| over that of M A, as scipy). Modified Gram-Schmidt,
-    Givens rotations. Stops when the true ||r|| <= target at a (re)start or after
-    ``maxiter`` Krylov vectors; appends the minimized norm of every iterate to ``history``
-    (the rotations' value inside a cycle, the true one, preconditioned on the left, at each
-    restart and at the end), and the true ||r|| of each restart to ``true_residual`` (if
-    given). ``callback(x)`` after each cycle. Returns the iterations done."""
+    """Collective. Restarted GMRES(``restart``) on the distributed A from x, in place (the
+    kernel of :func:`gmres` and of the AMG solve's ``accel="gmres"``). Modified
+    Gram-Schmidt, Givens rotations.
+
+    Parameters
+    ----------
+    A : ParCSR or object with ``comm`` and ``matvec(x, out=)``
+        The matrix.
+    precondition : callable
+        ``precondition(r, out)`` writes ``M r`` into ``out``.
+    b : ndarray
+        This rank's rows of the right-hand side.
+    x : ndarray
+        This rank's rows of the initial guess; overwritten by the solution.
+    target : float
+        Stop when the true ``||r|| <= target`` at a (re)start.
+    maxiter : int
+        At most this many Krylov vectors in all.
+    history : list
+        Gets the minimized norm of every iterate appended: the rotations' value inside a
+        cycle, the true one (preconditioned, on the left) at each restart and at the end.
+    restart : int
+        Krylov vectors per cycle.
+    side : {"right", "left"}
+        Right: minimizes ``||b - A x||`` over the Krylov space of ``A M``; left: minimizes
+        ``||M (b - A x)||`` over that of ``M A``, as scipy, a cycle stopping when that is
+        below ``target ||M r0|| / ||r0||``.
+    callback : callable, optional
+        ``callback(x)`` after each cycle.
+    true_residual : list, optional
+        Gets the true ``||r||`` of each (re)start appended.
+
+    Returns
+    -------
+    int
+        The iterations (Krylov vectors) done.
+
+    Raises
+    ------
+    CollectiveError
+        On a non-finite residual.
+    """
     comm = A.comm
     left = side == "left"
     its = 0
@@ -430,13 +520,44 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
 
 
 def bicgstab_iterate(A, precondition, b, x, target, maxiter, history, callback=None):
-    """Right-preconditioned BiCGStab on the distributed A from x (in place), the shadow
-    residual r~ = r0. Per iteration: p = r + beta (p - omega v), v = A M p, s = r - alpha v,
-    t = A M s, omega = t^T s / t^T t, x += alpha M p + omega M s, r = s - omega t; (t^T s,
-    t^T t) and (r^T r, r~^T r) are each one reduction. Stops when ||r|| (or ||s|| halfway)
-    <= target; appends ||r|| of every iterate to ``history``; ``callback(x)`` after each
-    iteration. Returns the iterations done; raises a CollectiveError on a breakdown or a
-    non-finite residual."""
+    """Collective. Right-preconditioned BiCGStab on the distributed A from x, in place (the
+    kernel of :func:`bicgstab` and of the AMG solve's ``accel="bicgstab"``), shadow residual
+    ``r~ = r0``.
+
+    Per iteration: ``p = r + beta (p - omega v)``, ``v = A M p``, ``s = r - alpha v``,
+    ``t = A M s``, ``omega = t^T s / t^T t``, ``x += alpha M p + omega M s``,
+    ``r = s - omega t``; ``(t^T s, t^T t)`` and ``(r^T r, r~^T r)`` are each one reduction.
+
+    Parameters
+    ----------
+    A : ParCSR or object with ``comm`` and ``matvec(x, out=)``
+        The matrix.
+    precondition : callable
+        ``precondition(r, out)`` writes ``M r`` into ``out``.
+    b : ndarray
+        This rank's rows of the right-hand side.
+    x : ndarray
+        This rank's rows of the initial guess; overwritten by the iterates.
+    target : float
+        Stop when ``||r||`` (or ``||s||``, halfway through an iteration) ``<= target``.
+    maxiter : int
+        At most this many iterations.
+    history : list
+        Gets ``||r||`` of the initial guess and of every iterate appended.
+    callback : callable, optional
+        ``callback(x)`` after each iteration.
+
+    Returns
+    -------
+    int
+        The iterations done.
+
+    Raises
+    ------
+    CollectiveError
+        On a breakdown (``r~^T r = 0``, ``r~^T A M p = 0``, ``omega = 0``) or a non-finite
+        residual.
+    """
     comm = A.comm
     r = b - A.matvec(x)
     rt = r.copy()

@@ -33,8 +33,27 @@ __all__ = ["ParCSR", "resolve_topology"]
 
 
 def resolve_topology(topology, comm):
-    """``None``: the real node layout of ``comm``; an int: that many virtual ranks per node
-    (SMP layout); a Topology: checked against the communicator's size. Collective."""
+    """Collective. The node layout a matrix on ``comm`` gets from a ``topology=`` argument.
+
+    Parameters
+    ----------
+    topology : None, int or Topology
+        ``None``: the real node layout of ``comm``; an int: that many virtual ranks per node
+        (SMP layout); a Topology: checked against the communicator's size.
+    comm : mpi4py.MPI.Comm
+        The communicator the matrix lives on.
+
+    Returns
+    -------
+    Topology
+        A rank -> node map of ``comm.size`` ranks.
+
+    Raises
+    ------
+    ValueError
+        For a Topology of another size than the communicator's, or a virtual layout that
+        :func:`~commsolve.topology.make_topology` refuses.
+    """
     if topology is None:
         return make_topology(comm)
     if isinstance(topology, Topology):
@@ -72,7 +91,20 @@ STRATEGIES = tuple(_core.strategy_names())
 
 def check_strategy(comm, strategy):
     """Collective. A CollectiveError on every rank unless ``strategy`` names a communication
-    strategy (:data:`STRATEGIES`)."""
+    strategy (:data:`STRATEGIES`).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator; every rank of it calls.
+    strategy : str
+        The name to check.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, when ``strategy`` is unknown on some rank.
+    """
     agree(comm, None if strategy in STRATEGIES else
           f"unknown communication strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
 
@@ -83,6 +115,17 @@ class ParCSR:
 
     Build it with :meth:`from_global`, :meth:`from_local_rows`, :meth:`from_spec` or
     :meth:`from_file`; all are collective on ``comm``.
+
+    Attributes
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator the matrix lives on.
+    topology : Topology
+        The ranks' node layout.
+    row_dist, col_dist : Distribution
+        Which rank owns each row, and each column (vector entry).
+    shape : tuple of int
+        The whole matrix's (rows, columns).
     """
 
     def __init__(self, core, comm, topology, row_dist, col_dist):
@@ -98,14 +141,61 @@ class ParCSR:
     @watched("ParCSR.from_local_rows")
     def from_local_rows(cls, local, comm, *, row_dist=None, col_dist=None, topology=None, strategy="standard",
                         profile=None):
-        """Collective. ``local``: this rank's rows (scipy sparse, global column indices,
-        shape ``(local rows, global columns)``), in ``row_dist``'s local order.
+        """Collective. A matrix from every rank's own rows (no rank holds the whole matrix).
 
-        ``row_dist`` defaults to contiguous blocks of the ranks' row counts in rank order;
-        ``col_dist`` defaults to ``row_dist`` (a square matrix). Copies the arrays.
-        ``strategy="auto"`` with a machine ``profile`` (name, path or MachineProfile) keeps
-        the strategy whose plans the cost model prices cheapest; without one, the strategy
-        with the fewest inter-node messages on the busiest rank.
+        Copies the arrays.
+
+        Parameters
+        ----------
+        local : scipy sparse matrix or 2-D array
+            This rank's rows (global column indices, shape ``(local rows, global columns)``),
+            in ``row_dist``'s local order. Real values only.
+        comm : mpi4py.MPI.Comm
+            The communicator; every rank of it calls.
+        row_dist : Distribution, optional
+            Which rank owns each row. Defaults to contiguous blocks of the ranks' row counts
+            in rank order.
+        col_dist : Distribution, optional
+            Which rank owns each column (vector entry). Defaults to ``row_dist`` (a square
+            matrix); a rectangular matrix needs one.
+        topology : None, int or Topology, optional
+            The ranks' node layout, as :func:`resolve_topology` takes it: None (the default),
+            ``comm``'s real one; an int, that many virtual ranks per node.
+        strategy : str, default "standard"
+            How halo values travel: ``"standard"``, ``"node-aware"``, ``"node-aware-2step"``
+            or ``"auto"``. ``strategy="auto"`` with a machine ``profile`` keeps the strategy
+            whose plans the cost model prices cheapest; without one, the strategy with the
+            fewest inter-node messages on the busiest rank.
+        profile : str, path or MachineProfile, optional
+            The machine profile (name, path or MachineProfile) that prices ``"auto"``.
+
+        Returns
+        -------
+        ParCSR
+
+        Raises
+        ------
+        ValueError
+            On the ranks whose ``local`` holds complex values (ParCSR holds real values).
+        CollectiveError
+            On every rank when the ranks pass different arguments, ``row_dist`` is for another
+            number of ranks or gives this rank another number of rows, the matrix is not
+            square and no ``col_dist`` is given, a column index is out of range, ``col_dist``
+            covers another number of columns, ``topology`` does not fit ``comm``, or
+            ``strategy`` is unknown.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from mpi4py import MPI
+        >>> import commsolve as cs
+        >>> comm = MPI.COMM_WORLD
+        >>> n = 8
+        >>> rows = cs.Distribution.contiguous(n, comm.size).owned(comm.rank)
+        >>> G = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n), format="csr")
+        >>> A = cs.ParCSR.from_local_rows(G[rows], comm)   # rows cut from G here; usually built locally
+        >>> A.shape, A.global_nnz()
+        ((8, 8), 22)
         """
         agree_args(comm, "ParCSR.from_local_rows", strategy=strategy, profile=profile, topology=topology,
                    row_dist=row_dist, col_dist=col_dist)
@@ -140,7 +230,27 @@ class ParCSR:
     def redistributed(self, row_dist, topology=None):
         """Collective. The same square matrix with its rows (and columns) distributed by
         ``row_dist``, each row moved from its owner to its new one in one all-to-all (no rank
-        gathers the matrix); ``topology`` defaults to this one's."""
+        gathers the matrix).
+
+        Parameters
+        ----------
+        row_dist : Distribution
+            The new distribution of the rows, and of the columns.
+        topology : None, int or Topology, optional
+            The new matrix's node layout (as :meth:`from_local_rows` takes it); defaults to
+            this one's.
+
+        Returns
+        -------
+        ParCSR
+            A new matrix, with the standard halo strategy.
+
+        Raises
+        ------
+        CollectiveError
+            On every rank when ``row_dist`` covers another number of rows or ranks than the
+            matrix has, or as :meth:`from_local_rows`.
+        """
         comm = self.comm
         agree(comm, None if (row_dist.global_size, row_dist.nranks) == (self.shape[0], comm.size) else
               f"the new row distribution covers {row_dist.global_size} rows on {row_dist.nranks} ranks; the matrix "
@@ -185,9 +295,28 @@ class ParCSR:
     @watched("ParCSR.with_strategy")
     def with_strategy(self, strategy, profile=None):
         """Collective. This matrix with its halo plan built for ``strategy`` (the blocks
-        copied, the halo pattern kept: no all-to-all). ``"auto"`` with a machine ``profile``
-        keeps the strategy whose plan the cost model prices cheapest; without one, the
-        strategy with the fewest inter-node messages on the busiest rank."""
+        copied, the halo pattern kept: no all-to-all).
+
+        Parameters
+        ----------
+        strategy : str
+            ``"standard"``, ``"node-aware"``, ``"node-aware-2step"`` or ``"auto"``. ``"auto"``
+            with a machine ``profile`` keeps the strategy whose plan the cost model prices
+            cheapest; without one, the strategy with the fewest inter-node messages on the
+            busiest rank.
+        profile : str, path or MachineProfile, optional
+            The machine profile that prices ``"auto"``.
+
+        Returns
+        -------
+        ParCSR
+            A new matrix; this one is left as it is.
+
+        Raises
+        ------
+        CollectiveError
+            On every rank when the ranks pass different arguments or ``strategy`` is unknown.
+        """
         agree_args(self.comm, "ParCSR.with_strategy", strategy=strategy, profile=profile)
         check_strategy(self.comm, strategy)
         if strategy == "auto" and profile is not None:
@@ -205,7 +334,56 @@ class ParCSR:
     def from_global(cls, A, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
                     profile=None):
         """Collective. Every rank passes the same square global matrix ``A`` and keeps its
-        rows. ``partition``: ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution."""
+        rows.
+
+        Parameters
+        ----------
+        A : scipy sparse matrix or 2-D array
+            The same square matrix on every rank (checked); real values only.
+        comm : mpi4py.MPI.Comm
+            The communicator; every rank of it calls.
+        partition : str or Distribution, default "contiguous"
+            ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution. METIS runs on
+            rank 0 only and its owners are broadcast.
+        topology : None, int or Topology, optional
+            As for :meth:`from_local_rows`.
+        strategy : str, default "standard"
+            As for :meth:`from_local_rows`.
+        seed : int, default 0
+            The seed of the METIS partition (the other methods do not use it).
+        profile : str, path or MachineProfile, optional
+            As for :meth:`from_local_rows`.
+
+        Returns
+        -------
+        ParCSR
+            Rows distributed by ``partition``, columns alike.
+
+        Raises
+        ------
+        CollectiveError
+            On every rank when ``A`` is not a sparse matrix or a 2D array on some rank, the
+            ranks pass different arguments (a different ``A`` included), ``A`` is not square,
+            ``partition`` names no method or is a Distribution of other sizes, or there are
+            more ranks than rows; and as :meth:`from_local_rows`.
+        ValueError
+            When ``A`` holds complex values.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import scipy.sparse as sp
+        >>> from mpi4py import MPI
+        >>> import commsolve as cs
+        >>> comm = MPI.COMM_WORLD
+        >>> G = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(8, 8))
+        >>> A = cs.ParCSR.from_global(G, comm, partition="strided")
+        >>> A.shape, A.global_nnz()
+        ((8, 8), 22)
+        >>> y = A.matvec(np.ones(A.local_cols))   # this rank's rows of G @ 1
+        >>> A.gather(y)                           # the whole vector on rank 0 (None elsewhere)
+        array([1., 0., 0., 0., 0., 0., 0., 1.])
+        """
         try:
             A, error = sp.csr_matrix(A), None
         except Exception as e:  # noqa: BLE001 -- agreed below: no rank is left waiting
@@ -223,7 +401,46 @@ class ParCSR:
     def from_spec(cls, spec, comm, *, partition="contiguous", topology=None, strategy="standard", seed=0,
                   profile=None):
         """Collective. A gallery matrix (``"poisson2d:512"``...), each rank generating only
-        its own rows (METIS needs the whole graph on rank 0)."""
+        its own rows (METIS needs the whole graph on rank 0).
+
+        Parameters
+        ----------
+        spec : str or GallerySpec
+            The generator spec (see :mod:`commsolve.gallery`), the same on every rank.
+        comm : mpi4py.MPI.Comm
+            The communicator; every rank of it calls.
+        partition : str or Distribution, default "contiguous"
+            As for :meth:`from_global`.
+        topology : None, int or Topology, optional
+            As for :meth:`from_local_rows`.
+        strategy : str, default "standard"
+            As for :meth:`from_local_rows`.
+        seed : int, default 0
+            As for :meth:`from_global`.
+        profile : str, path or MachineProfile, optional
+            As for :meth:`from_local_rows`.
+
+        Returns
+        -------
+        ParCSR
+
+        Raises
+        ------
+        CollectiveError
+            On every rank when the ranks pass different arguments, ``spec`` is not a valid
+            spec, a rank's share of the rows would not fit this machine's memory while built
+            (checked before anything is allocated), for a bad ``partition`` as in
+            :meth:`from_global`, or as :meth:`from_local_rows`.
+
+        Examples
+        --------
+        >>> from mpi4py import MPI
+        >>> import commsolve as cs
+        >>> comm = MPI.COMM_WORLD
+        >>> A = cs.ParCSR.from_spec("poisson2d:16", comm)   # 5-point Laplacian, 16 x 16 grid
+        >>> A.shape, A.global_nnz()
+        ((256, 256), 1216)
+        """
         agree_args(comm, "ParCSR.from_spec", spec=str(spec), partition=partition, seed=seed)
         spec = run_agreed(comm, lambda: spec if isinstance(spec, GallerySpec) else parse_spec(spec))
         n = spec.global_rows(comm.size)
@@ -238,7 +455,52 @@ class ParCSR:
                   profile=None):
         """Collective. A square Matrix Market matrix read in parallel: every rank parses a
         byte range of the file and entries travel to their row's owner. For METIS, the
-        structure is first gathered on rank 0 to partition it, then the file is read again."""
+        structure is first gathered on rank 0 to partition it, then the file is read again.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file (coordinate format; symmetric and skew-symmetric ones expanded to both
+            triangles), the same on every rank.
+        comm : mpi4py.MPI.Comm
+            The communicator; every rank of it calls.
+        partition : str or Distribution, default "contiguous"
+            As for :meth:`from_global`.
+        topology : None, int or Topology, optional
+            As for :meth:`from_local_rows`.
+        strategy : str, default "standard"
+            As for :meth:`from_local_rows`.
+        seed : int, default 0
+            As for :meth:`from_global`.
+        profile : str, path or MachineProfile, optional
+            As for :meth:`from_local_rows`.
+
+        Returns
+        -------
+        ParCSR
+
+        Raises
+        ------
+        CollectiveError
+            On every rank when the ranks pass different arguments, the file cannot be read
+            (the message names the file and the line, as :func:`~commsolve.io.read_rows_parallel`),
+            the matrix is not square, for a bad ``partition`` as in :meth:`from_global`, or as
+            :meth:`from_local_rows`.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from mpi4py import MPI
+        >>> import commsolve as cs
+        >>> comm = MPI.COMM_WORLD
+        >>> G = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(8, 8))
+        >>> if comm.rank == 0:
+        ...     cs.mmwrite("laplace1d.mtx", G, symmetry="symmetric")   # 15 entries stored
+        >>> comm.Barrier()
+        >>> A = cs.ParCSR.from_file("laplace1d.mtx", comm, partition="metis")
+        >>> A.shape, A.global_nnz()
+        ((8, 8), 22)
+        """
         path = os.fspath(path)
         agree_args(comm, "ParCSR.from_file", path=path, partition=partition, seed=seed)
         if partition == "metis":
@@ -269,9 +531,28 @@ class ParCSR:
     # ---- products -------------------------------------------------------------------
     @watched("ParCSR.matvec")
     def matvec(self, x, out=None):
-        """Collective. This rank's rows of ``A @ x``; ``x`` holds this rank's owned entries
-        (``local_cols`` values). The halo exchange overlaps the on-process product. ``out``:
-        a float64 C-contiguous array of ``local_rows`` values, not sharing memory with x."""
+        """Collective. This rank's rows of ``A @ x``. The halo exchange overlaps the
+        on-process product.
+
+        Parameters
+        ----------
+        x : array_like
+            This rank's owned entries of ``x`` (``local_cols`` values).
+        out : ndarray, optional
+            Where to write the result: a float64 C-contiguous array of ``local_rows`` values,
+            not sharing memory with x. Default: a new array.
+
+        Returns
+        -------
+        ndarray
+            This rank's ``local_rows`` values of ``A @ x`` (``out`` when given).
+
+        Raises
+        ------
+        ValueError
+            On this rank only, for an ``x`` that is complex, not 1-D, of another length or not
+            numbers, or an ``out`` that is not as above.
+        """
         x = _vector(x, self.local_cols, "x")
         y = _output(out, self.local_rows, x)
         self._core.matvec(x, y)
@@ -279,8 +560,27 @@ class ParCSR:
 
     @watched("ParCSR.rmatvec")
     def rmatvec(self, x, out=None):
-        """Collective. This rank's entries of ``A.T @ x`` (``x``: ``local_rows`` values); the
-        off-process contributions travel back along the plan in reverse."""
+        """Collective. This rank's entries of ``A.T @ x``; the off-process contributions
+        travel back along the plan in reverse.
+
+        Parameters
+        ----------
+        x : array_like
+            This rank's entries of ``x`` (``local_rows`` values).
+        out : ndarray, optional
+            Where to write the result: a float64 C-contiguous array of ``local_cols`` values,
+            not sharing memory with x. Default: a new array.
+
+        Returns
+        -------
+        ndarray
+            This rank's ``local_cols`` values of ``A.T @ x`` (``out`` when given).
+
+        Raises
+        ------
+        ValueError
+            On this rank only, as :meth:`matvec`.
+        """
         x = _vector(x, self.local_rows, "x")
         y = _output(out, self.local_cols, x)
         self._core.rmatvec(x, y)
@@ -290,7 +590,26 @@ class ParCSR:
     def exchange(self, x, out=None):
         """Collective. The halo (ghost) values for this rank's owned entries ``x``: the
         values of ``x`` owned elsewhere that this rank's rows use, in :attr:`col_map` order.
-        Runs the plan once (it is counted in the recorded statistics)."""
+        Runs the plan once (it is counted in the recorded statistics).
+
+        Parameters
+        ----------
+        x : array_like
+            This rank's owned entries (``local_cols`` values).
+        out : ndarray, optional
+            Where to write the halo: a float64 C-contiguous array of ``plan.n_halo`` values
+            (one per :attr:`col_map` entry), not sharing memory with x. Default: a new array.
+
+        Returns
+        -------
+        ndarray
+            The halo values, in :attr:`col_map` order (``out`` when given).
+
+        Raises
+        ------
+        ValueError
+            On this rank only, as :meth:`matvec`.
+        """
         x = _vector(x, self.local_cols, "x")
         halo = _output(out, self.plan.n_halo, x)
         self._core.exchange(x, halo)
@@ -298,8 +617,26 @@ class ParCSR:
 
     def timed_exchanges(self, x, repeat):
         """Collective. ``repeat`` halo exchanges, each after a barrier, timed in C++ (no
-        Python between the clock readings): this rank's seconds for each (take the largest
-        over ranks for the exchange's time). They count in the recorded statistics."""
+        Python between the clock readings). They count in the recorded statistics.
+
+        Parameters
+        ----------
+        x : array_like
+            This rank's owned entries (``local_cols`` values).
+        repeat : int
+            How many exchanges (at least 1).
+
+        Returns
+        -------
+        ndarray
+            This rank's seconds for each exchange, ``repeat`` float64 values (take the largest
+            over ranks for the exchange's time).
+
+        Raises
+        ------
+        ValueError
+            For an ``x`` as :meth:`matvec` refuses it, or ``repeat`` below 1.
+        """
         return self._core.timed_exchanges(_vector(x, self.local_cols, "x"), self.comm.py2f(), int(repeat))
 
     def __matmul__(self, x):
@@ -330,25 +667,73 @@ class ParCSR:
         with more than 64 diagonals or more than twice its entries stored). The product is
         the same to rounding; only the kernel and its memory traffic (:attr:`spmv_bytes`)
         change. A Gauss-Seidel sweep takes the rows one by one in storage order: ELL's
-        column-major storage of all rows makes it slow (every entry a row apart)."""
+        column-major storage of all rows makes it slow (every entry a row apart).
+
+        Parameters
+        ----------
+        format : str
+            ``"csr"``, ``"ell"``, ``"sliced-ell"``, ``"sell"``, ``"sell-C-SIGMA"`` (C and
+            SIGMA numbers, e.g. ``"sell-4-64"``) or ``"dia"``.
+
+        Returns
+        -------
+        ParCSR
+            This matrix (changed in place).
+
+        Raises
+        ------
+        ValueError
+            For an unknown format, or ``"dia"`` on a block that does not suit it (above).
+        """
         self._core.set_format(str(format))
         return self
 
     @property
     def format(self):
+        """The on-process block's storage, as :meth:`set_format` set it (``"csr"`` at first)."""
         return self._core.format
 
     # ---- vectors --------------------------------------------------------------------
     def owned_rows(self):
-        """Global indices of this rank's rows, in local order."""
+        """Local. Global indices of this rank's rows, in local order.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         return self.row_dist.owned(self.comm.rank)
 
     def owned_cols(self):
-        """Global indices of the vector entries this rank owns (the columns it multiplies)."""
+        """Local. Global indices of the vector entries this rank owns (the columns it
+        multiplies), in local order.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         return self.col_dist.owned(self.comm.rank)
 
     def distribute(self, v_global, space="cols"):
-        """This rank's part of a global vector (``space``: ``"cols"`` for x, ``"rows"`` for y). Local."""
+        """Local. This rank's part of a global vector.
+
+        Parameters
+        ----------
+        v_global : array_like
+            The whole vector.
+        space : {"cols", "rows"}, default "cols"
+            ``"cols"`` for x (entries distributed as the columns), ``"rows"`` for y (as the
+            rows).
+
+        Returns
+        -------
+        ndarray
+            This rank's entries, in local order (a C-contiguous copy).
+
+        Raises
+        ------
+        ValueError
+            When ``v_global``'s length is not the global size of ``space``.
+        """
         v_global = np.asarray(v_global)
         dist = self.col_dist if space == "cols" else self.row_dist
         if v_global.shape[0] != dist.global_size:
@@ -356,8 +741,23 @@ class ParCSR:
         return np.ascontiguousarray(v_global[dist.owned(self.comm.rank)])
 
     def gather(self, v_local, root=0, space="rows"):
-        """Collective. The global vector on ``root`` (None elsewhere; ``root=None``: on every
-        rank) from every rank's part."""
+        """Collective. The global vector on ``root`` from every rank's part.
+
+        Parameters
+        ----------
+        v_local : array_like
+            This rank's part, in local order.
+        root : int or None, default 0
+            The rank that gets the vector; ``None``: every rank.
+        space : {"rows", "cols"}, default "rows"
+            ``"rows"`` for y (parts distributed as the rows), ``"cols"`` for x (as the
+            columns).
+
+        Returns
+        -------
+        ndarray or None
+            The global vector on ``root`` (None elsewhere; ``root=None``: on every rank).
+        """
         dist = self.row_dist if space == "rows" else self.col_dist
         parts = _gather(self.comm, np.asarray(v_local), root)
         if parts is None:
@@ -370,14 +770,17 @@ class ParCSR:
     # ---- structure and statistics ---------------------------------------------------
     @property
     def local_rows(self):
+        """Number of this rank's rows (the length of its part of y)."""
         return self._core.local_rows
 
     @property
     def local_cols(self):
+        """Number of vector entries this rank owns (the length of its part of x)."""
         return self._core.local_cols
 
     @property
     def local_nnz(self):
+        """Entries stored in this rank's rows (the on-process and off-process blocks)."""
         return self._core.local_nnz
 
     @property
@@ -386,7 +789,12 @@ class ParCSR:
         return self._core.spmv_bytes
 
     def global_nnz(self):
-        """Collective. Nonzeros of the whole matrix."""
+        """Collective. Nonzeros of the whole matrix.
+
+        Returns
+        -------
+        int
+        """
         return self.comm.allreduce(self.local_nnz)
 
     @property
@@ -405,36 +813,84 @@ class ParCSR:
         return self._core.pattern
 
     def block(self, which):
-        """A local block as scipy CSR: ``"diag"`` (local columns), ``"offd_on_node"`` or
-        ``"offd_off_node"`` (halo columns, see :attr:`col_map`)."""
+        """Local. A local block as scipy CSR.
+
+        Parameters
+        ----------
+        which : {"diag", "offd_on_node", "offd_off_node"}
+            ``"diag"`` (local columns), ``"offd_on_node"`` or ``"offd_off_node"`` (halo
+            columns, see :attr:`col_map`).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+
+        Raises
+        ------
+        ValueError
+            For another ``which``.
+        """
         indptr, indices, data, nr, nc = self._core.block(which)
         return sp.csr_matrix((data, indices, indptr), shape=(nr, nc))
 
     def local_block(self):
         """Local. This rank's rows as scipy CSR over its column space: owned columns first
-        (local order), then the halo (:attr:`col_map` order); see :meth:`global_columns`."""
+        (local order), then the halo (:attr:`col_map` order); see :meth:`global_columns`.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Shape ``(local_rows, local_cols + len(col_map))``.
+        """
         indptr, indices, data = self._core.space_rows()
         return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.local_cols + len(self.col_map)),
                              copy=False)
 
     def global_columns(self):
-        """Local. Global column of every column of :meth:`local_block`."""
+        """Local. Global column of every column of :meth:`local_block`.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         return np.concatenate([self.owned_cols(), np.asarray(self.col_map, dtype=np.int64)])
 
     def local_triples(self):
         """Local. This rank's entries as (local row, global column, value) arrays, row by row,
-        columns ascending."""
+        columns ascending.
+
+        Returns
+        -------
+        rows, cols, vals : ndarray
+            The local row, global column and value of every stored entry.
+        """
         M = self.local_matrix()
         return np.repeat(np.arange(self.local_rows), np.diff(M.indptr)), M.indices, M.data
 
     def local_matrix(self):
-        """Local. This rank's rows (in local order) as scipy CSR over global columns."""
+        """Local. This rank's rows (in local order) as scipy CSR over global columns.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Shape ``(local_rows, shape[1])``.
+        """
         indptr, indices, data = self._core.merged_rows(np.asarray(self.owned_cols(), dtype=np.int64))
         return sp.csr_matrix((data, indices, indptr), shape=(self.local_rows, self.shape[1]))
 
     def to_global(self, root=0):
-        """Collective. The whole matrix as scipy CSR on ``root`` (None elsewhere; ``root=None``:
-        on every rank)."""
+        """Collective. The whole matrix as scipy CSR on ``root``.
+
+        Parameters
+        ----------
+        root : int or None, default 0
+            The rank that gets the matrix; ``None``: every rank.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix or None
+            The matrix on ``root`` (None elsewhere; ``root=None``: on every rank).
+        """
         parts = _gather(self.comm, self.local_matrix(), root)
         if parts is None:
             return None
@@ -445,11 +901,27 @@ class ParCSR:
         return stacked[inverse]
 
     def planned_stats(self):
-        """Local. CommStats of one halo exchange, from the plan."""
+        """Local. CommStats of one halo exchange, from the plan.
+
+        Returns
+        -------
+        CommStats
+        """
         return CommStats(self._core.planned_stats_array())
 
     def recorded_stats(self, reverse=False):
-        """Local. CommStats recorded by the executor over all runs since the last reset."""
+        """Local. CommStats recorded by the executor over all runs since the last reset.
+
+        Parameters
+        ----------
+        reverse : bool, default False
+            True: the counts of the exchanges run in reverse (as :meth:`rmatvec` runs them)
+            instead of the forward ones.
+
+        Returns
+        -------
+        CommStats
+        """
         return CommStats(self._core.recorded_stats_array(reverse))
 
     @property
@@ -458,6 +930,7 @@ class ParCSR:
         return self._core.forward_runs, self._core.reverse_runs
 
     def reset_recorded(self):
+        """Local. Clear the recorded statistics and the run counts (:attr:`runs`)."""
         self._core.reset_recorded()
 
     def __repr__(self):

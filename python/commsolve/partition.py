@@ -26,7 +26,23 @@ def _check(n, nranks):
 
 def adjacency_graph(A):
     """The symmetric adjacency graph of a square matrix: the pattern of ``A + A^T`` without
-    the diagonal, as CSR with sorted int32 indices (what METIS takes)."""
+    the diagonal, as CSR with sorted int32 indices (what METIS takes).
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or 2-D array
+        The square matrix.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The graph (only its pattern matters), ``indptr`` and ``indices`` int32.
+
+    Raises
+    ------
+    ValueError
+        When ``A`` is not square.
+    """
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"matrix must be square, got {A.shape[0]} x {A.shape[1]}")
     A = sp.csr_matrix(A)
@@ -39,8 +55,32 @@ def adjacency_graph(A):
 
 
 def owners(A, nranks, method="contiguous", seed=0):
-    """Owner rank of every row of the square matrix ``A`` (int32 array of length n);
-    ``contiguous`` and ``strided`` need only the row count (``A`` may be an integer)."""
+    """Owner rank of every row of the square matrix ``A``.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or int
+        The matrix; ``contiguous`` and ``strided`` need only the row count (``A`` may be an
+        integer).
+    nranks : int
+        Number of ranks.
+    method : {"contiguous", "strided", "metis"}, default "contiguous"
+        Balanced blocks, row r on rank r mod ``nranks``, or METIS's k-way partition of the
+        graph of :func:`adjacency_graph`.
+    seed : int, default 0
+        The seed of the METIS partition (the other methods do not use it).
+
+    Returns
+    -------
+    ndarray of int32
+        The owner of each of the n rows.
+
+    Raises
+    ------
+    ValueError
+        For ``nranks`` below 1 or above the row count, an unknown ``method``, or ``"metis"``
+        on a matrix that is not square.
+    """
     n = A if isinstance(A, (int, np.integer)) else A.shape[0]
     _check(n, nranks)
     if method == "contiguous":
@@ -59,7 +99,26 @@ def owners(A, nranks, method="contiguous", seed=0):
 def partition(A, nranks, method="contiguous", seed=0):
     """The :class:`Distribution` of ``A``'s rows over ``nranks`` ranks by ``method``.
 
-    ``contiguous`` needs only ``A.shape[0]`` (``A`` may be an integer row count).
+    Parameters
+    ----------
+    A : scipy sparse matrix or int
+        The matrix. ``contiguous`` needs only ``A.shape[0]`` (``A`` may be an integer row
+        count); so does ``strided`` (see :func:`owners`).
+    nranks : int
+        Number of ranks.
+    method : {"contiguous", "strided", "metis"}, default "contiguous"
+        As for :func:`owners`.
+    seed : int, default 0
+        As for :func:`owners`.
+
+    Returns
+    -------
+    Distribution
+
+    Raises
+    ------
+    ValueError
+        As :func:`owners`.
     """
     if method == "contiguous":  # block offsets, no owner array
         n = A if isinstance(A, (int, np.integer)) else A.shape[0]

@@ -63,11 +63,41 @@ def _reused(reuse, mats):
 def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=False, reuse=None):
     """Collective. C = A B as a ParCSR (rows distributed as A's, columns as B's).
 
-    ``strategy`` moves B's rows (the plan is built for A's halo pattern); ``spmv_strategy``
-    is C's own halo-exchange strategy. With ``return_info``, also a dict whose
-    ``"exchanges"`` lists the row exchange's plan and recorded statistics. ``reuse``: that
-    dict from an earlier product with the same A, whose plan is used again (a numeric
-    re-setup; building a node-aware plan is itself collective)."""
+    Parameters
+    ----------
+    A, B : ParCSR
+        The factors, on the same (or a congruent) communicator, with
+        ``A.shape[1] == B.shape[0]`` and B's rows distributed as A's columns.
+    strategy : str, default "standard"
+        Moves B's rows (the plan is built for A's halo pattern): ``"standard"``,
+        ``"node-aware"``, ``"node-aware-2step"`` or ``"auto"``.
+    spmv_strategy : str, default "standard"
+        C's own halo-exchange strategy.
+    return_info : bool, default False
+        Also return a dict whose ``"exchanges"`` lists the row exchange's plan and recorded
+        statistics.
+    reuse : dict, optional
+        That dict from an earlier product with the same A, whose plan is used again (a
+        numeric re-setup; building a node-aware plan is itself collective).
+
+    Returns
+    -------
+    C : ParCSR
+        The product.
+    info : dict
+        Only with ``return_info`` (then ``(C, info)`` comes back): ``info["exchanges"]`` is a
+        list of one dict, with the exchange's ``"kernel"`` (``"A B"``), ``"strategy"``,
+        ``"plan"`` (CommPlan), ``"recorded"`` (CommStats) and ``"halo"`` (A's
+        :attr:`~commsolve.ParCSR.col_map`, to check a reuse).
+
+    Raises
+    ------
+    ValueError
+        When A and B live on different communicators.
+    CollectiveError
+        On every rank when the ranks pass different arguments, ``strategy`` is unknown, the
+        shapes do not match, or ``reuse`` is for matrices of another structure.
+    """
     _same_comm(A, B)
     agree_args(A.comm, "spgemm", strategy=strategy, spmv_strategy=spmv_strategy, return_info=return_info,
                reuse=reuse is not None)
@@ -87,11 +117,43 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
 def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=None, return_info=False, reuse=None):
     """Collective. The coarse operator P^T A P as a ParCSR distributed as P's columns.
 
-    ``strategy`` is the plan of both exchanges (the rows of P fetched for A P, the rows of
-    P^T (A P) sent back to their owners); ``spmv_strategy`` the coarse operator's own
-    (``auto`` priced with ``profile`` when given, see :meth:`ParCSR.from_local_rows`). With
-    ``return_info``, the exchanges' plans and recorded statistics as in :func:`spgemm`;
-    ``reuse`` as there (same A and P structure)."""
+    Parameters
+    ----------
+    A : ParCSR
+        The square operator, its rows and columns distributed alike.
+    P : ParCSR
+        The interpolation, on A's communicator, its rows distributed as A's.
+    strategy : str, default "standard"
+        The plan of both exchanges (the rows of P fetched for A P, the rows of P^T (A P)
+        sent back to their owners).
+    spmv_strategy : str, default "standard"
+        The coarse operator's own (``auto`` priced with ``profile`` when given, see
+        :meth:`ParCSR.from_local_rows`).
+    profile : str, path or MachineProfile, optional
+        The machine profile that prices ``spmv_strategy="auto"``.
+    return_info : bool, default False
+        Also return the exchanges' plans and recorded statistics, as in :func:`spgemm`.
+    reuse : dict, optional
+        As in :func:`spgemm` (same A and P structure).
+
+    Returns
+    -------
+    C : ParCSR
+        P^T A P, rows and columns distributed as P's columns.
+    info : dict
+        Only with ``return_info`` (then ``(C, info)`` comes back): ``info["exchanges"]``
+        lists two exchanges as :func:`spgemm`'s, ``"A P"`` (along A's halo plan) and
+        ``"P^T (A P)"`` (along P's, in reverse).
+
+    Raises
+    ------
+    ValueError
+        When A and P live on different communicators.
+    CollectiveError
+        On every rank when the ranks pass different arguments, ``strategy`` is unknown, the
+        shapes do not match, A's columns or P's rows are not distributed as A's rows, or
+        ``reuse`` is for matrices of another structure.
+    """
     _same_comm(A, P)
     agree_args(A.comm, "galerkin", strategy=strategy, spmv_strategy=spmv_strategy, profile=profile,
                return_info=return_info, reuse=reuse is not None)
@@ -118,8 +180,31 @@ def transpose_rows(A, strategy="standard", return_info=False):
     """Collective. This rank's rows of A^T (distributed as A's columns) as scipy CSR over
     global columns, stored zeros kept (as scipy's ``.T``): the owned columns' entries are
     transposed in place, the halo columns' travel to their owners along A's halo plan in
-    reverse. With ``return_info``, also the exchange's plan and recorded statistics (the
-    ``"exchanges"`` of :func:`spgemm`)."""
+    reverse.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The matrix.
+    strategy : str, default "standard"
+        The plan the halo columns' entries travel along.
+    return_info : bool, default False
+        Also return the exchange's plan and recorded statistics (the ``"exchanges"`` of
+        :func:`spgemm`).
+
+    Returns
+    -------
+    T : scipy.sparse.csr_matrix
+        Shape ``(A.local_cols, A.shape[0])``.
+    info : dict
+        Only with ``return_info`` (then ``(T, info)`` comes back): ``info["exchanges"]``
+        lists the exchange (``"A^T"``) as :func:`spgemm`'s.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank when the ranks pass different arguments or ``strategy`` is unknown.
+    """
     agree_args(A.comm, "transpose_rows", strategy=strategy, return_info=return_info)
     check_strategy(A.comm, strategy)
     indptr, indices, data, plan, stats = _core.transpose_rows(A._core, A.comm.py2f(), strategy)

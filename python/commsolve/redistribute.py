@@ -34,7 +34,25 @@ __all__ = ["Redistribution", "agglomeration", "group_size"]
 
 def group_size(nranks_from, nranks_to):
     """Consecutive ranks per group when ``nranks_from`` ranks agglomerate onto at most
-    ``nranks_to`` (a ValueError unless 1 <= nranks_to <= nranks_from)."""
+    ``nranks_to``.
+
+    Parameters
+    ----------
+    nranks_from : int
+        The ranks the rows are on.
+    nranks_to : int
+        The most ranks they go to.
+
+    Returns
+    -------
+    int
+        ``ceil(nranks_from / nranks_to)``.
+
+    Raises
+    ------
+    ValueError
+        Unless ``1 <= nranks_to <= nranks_from``.
+    """
     if not 1 <= int(nranks_to) <= int(nranks_from):
         raise ValueError(f"agglomeration onto {nranks_to} ranks: must be between 1 and the {nranks_from} ranks "
                          "the matrix lives on")
@@ -56,7 +74,22 @@ def _target_distributions(dist, g):
 @dataclass
 class Redistribution:
     """A planned move of rows onto group leaders: ``R`` (a ParCSR on the source communicator)
-    and ``subcomm``, the leaders' communicator (None on the other ranks)."""
+    and ``subcomm``, the leaders' communicator (None on the other ranks).
+
+    :func:`agglomeration` builds it.
+
+    Parameters
+    ----------
+    R : ParCSR
+        The move: rows distributed over the leaders, columns as the source's rows,
+        ``R[i, i] = 1``.
+    subcomm : mpi4py.MPI.Comm or None
+        The leaders' communicator; None on the other ranks.
+    group : int
+        Consecutive ranks per group (see :func:`group_size`).
+    sub_dist : Distribution
+        The rows' Distribution over the leaders (ranks of ``subcomm``).
+    """
 
     R: object
     subcomm: object
@@ -65,28 +98,68 @@ class Redistribution:
 
     @property
     def comm(self):
+        """The source communicator (``R``'s)."""
         return self.R.comm
 
     @property
     def is_leader(self):
+        """Whether this rank is its group's leader (it has a ``subcomm``)."""
         return self.subcomm is not None
 
     def gather(self, x):
-        """Collective on the source communicator. The leaders' entries of ``x`` (this rank's
-        part on the source distribution); an empty array off the leaders."""
+        """Collective on the source communicator. The leaders' entries of ``x``.
+
+        Parameters
+        ----------
+        x : array_like
+            This rank's part of ``x`` on the source distribution.
+
+        Returns
+        -------
+        ndarray
+            On a leader, its group's entries (in their global order); an empty array off the
+            leaders.
+        """
         return self.R.matvec(np.ascontiguousarray(x, dtype=np.float64))
 
     def scatter(self, y):
-        """Collective on the source communicator. ``y`` (the leaders' entries, empty off
-        them) back on the source distribution."""
+        """Collective on the source communicator. ``y`` back on the source distribution.
+
+        Parameters
+        ----------
+        y : array_like
+            The leaders' entries (as :meth:`gather` returns them), empty off them.
+
+        Returns
+        -------
+        ndarray
+            This rank's part on the source distribution.
+        """
         return self.R.rmatvec(np.ascontiguousarray(y, dtype=np.float64))
 
     def matrix(self, A, strategy="standard", spmv_strategy="standard", return_info=False):
-        """Collective on the source communicator. ``A`` (rows and columns distributed as the
-        source) moved to the leaders: a ParCSR on :attr:`subcomm` (None off it), by the
-        distributed product R A R^T (``strategy``: its exchanges'; ``spmv_strategy``: the
-        moved matrix's halo plan). ``return_info``: also the product's exchanges with their
-        recorded statistics."""
+        """Collective on the source communicator. ``A`` moved to the leaders, by the
+        distributed product ``R A R^T``.
+
+        Parameters
+        ----------
+        A : ParCSR
+            The matrix, rows and columns distributed as the source.
+        strategy : str, default "standard"
+            The product's exchanges' strategy.
+        spmv_strategy : str, default "standard"
+            The moved matrix's halo plan.
+        return_info : bool, default False
+            Also return the product's exchanges with their recorded statistics.
+
+        Returns
+        -------
+        moved : ParCSR or None
+            A ParCSR on ``subcomm`` (None off it).
+        info : dict
+            Only with ``return_info`` (then ``(moved, info)`` comes back): the product's
+            exchanges, as :func:`~commsolve.products.galerkin` returns them.
+        """
         from . import products
         from .parcsr import ParCSR
 
@@ -123,8 +196,28 @@ def _sub_topology(topology, g):
 
 def agglomeration(A, nranks, strategy="standard"):
     """Collective on ``A.comm``. The planned move of ``A``'s rows onto at most ``nranks``
-    ranks (groups of ceil(P / nranks) consecutive ranks, each onto its first), its vector
-    exchanges run with ``strategy``."""
+    ranks (groups of ``ceil(P / nranks)`` consecutive ranks, each onto its first).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The matrix whose rows move (over P ranks).
+    nranks : int
+        The most ranks the rows go to, between 1 and P.
+    strategy : str, default "standard"
+        The strategy its vector exchanges run with.
+
+    Returns
+    -------
+    Redistribution
+
+    Raises
+    ------
+    ValueError
+        Unless ``1 <= nranks <= P`` (see :func:`group_size`).
+    CollectiveError
+        On every rank when the ranks pass different arguments or ``strategy`` is unknown.
+    """
     from .parcsr import ParCSR
 
     comm = A.comm

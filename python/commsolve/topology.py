@@ -9,12 +9,24 @@ __all__ = ["Topology", "make_topology", "blocked_topology"]
 
 def blocked_topology(size, ppn):
     """``size`` virtual ranks on nodes of ``ppn`` consecutive ranks, the last node partly
-    filled when ``ppn`` does not divide ``size`` (unlike ``make_topology(size=, ppn=)``)."""
+    filled when ``ppn`` does not divide ``size`` (unlike ``make_topology(size=, ppn=)``).
+
+    Parameters
+    ----------
+    size : int
+        Number of ranks.
+    ppn : int
+        Ranks per node (the last node may have fewer).
+
+    Returns
+    -------
+    Topology
+    """
     return make_topology(nodes=[r // int(ppn) for r in range(int(size))], size=int(size))
 
 
 def make_topology(comm=None, ppn=None, layout="smp", nodes=None, size=None):
-    """Build a Topology.
+    """Build a Topology (collective only when it reads ``comm``'s real node layout).
 
     Parameters
     ----------
@@ -24,10 +36,25 @@ def make_topology(comm=None, ppn=None, layout="smp", nodes=None, size=None):
     ppn : int, optional
         Virtual processes per node (must divide the world size), laid out by ``layout``
         (``"smp"`` blocks or ``"round-robin"``).
+    layout : {"smp", "round-robin"}, default "smp"
+        How ``ppn`` places the ranks: ``"smp"``, blocks of ``ppn`` consecutive ranks per
+        node; ``"round-robin"``, rank r on node r mod (number of nodes).
     nodes : sequence of int, optional
         Explicit node id of every rank.
     size : int, optional
         World size when there is no communicator (virtual world).
+
+    Returns
+    -------
+    Topology
+
+    Raises
+    ------
+    ValueError
+        When ``size`` differs from ``comm``'s size, ``nodes`` has another length than the
+        world size, ``ppn`` comes without a world size, nothing says the layout, or
+        ``ppn`` or ``layout`` does not fit (a ``ppn`` that does not divide the world size,
+        an unknown ``layout``).
 
     Examples
     --------

@@ -4,6 +4,7 @@ A broadcast or a sum-reduction among any subset of ranks, many in flight at once
 sub-communicators or MPI collectives. What moves is a list of collectives
 (:class:`Collectives`); how it moves is a tree shape:
 
+==================  ======================================================================
 ``flat``            the root sends to / receives from every participant
 ``binary``          the sorted participant list halved recursively, the first rank of each
                     half an internal node
@@ -12,6 +13,7 @@ sub-communicators or MPI collectives. What moves is a list of collectives
 ``need-ordered``    receivers in the order given (who needs the data first), then binary
 ``node-aware``      between one leader per node, then inside each node
 ``auto``            flat up to ``flat_threshold`` participants, shifted-binary above
+==================  ======================================================================
 
 Example (under ``mpiexec -n 4 python -m mpi4py``)::
 
@@ -40,7 +42,26 @@ TreeShape = _core.TreeShape  # name, seed, flat_threshold; unset parts take C++'
 class Collectives:
     """Restricted collectives: per collective an id, a kind (``"broadcast"`` or
     ``"reduce"``), a root, its participants (root included; their order is the "need" order
-    for need-ordered trees) and the number of doubles carried."""
+    for need-ordered trees) and the number of doubles carried.
+
+    Parameters
+    ----------
+    ids : sequence of int
+        One id per collective.
+    kinds : sequence of str or int
+        ``"broadcast"`` (0) or ``"reduce"`` (1) per collective.
+    roots : sequence of int
+        The root rank of each.
+    participants : sequence of sequence of int
+        The ranks of each, root included.
+    counts : sequence of int
+        The doubles each carries.
+
+    Raises
+    ------
+    ValueError
+        For a kind other than broadcast or reduce.
+    """
 
     def __init__(self, ids, kinds, roots, participants, counts):
         def kind_code(k):
@@ -62,7 +83,17 @@ class Collectives:
 
     @classmethod
     def from_core(cls, core):
-        """Wrap a core CollectiveSet (e.g. one built in C++ from a factor's layout)."""
+        """Wrap a core CollectiveSet (e.g. one built in C++ from a factor's layout).
+
+        Parameters
+        ----------
+        core : CollectiveSet
+            The C++ set (``commsolve._core.CollectiveSet``), kept as it is.
+
+        Returns
+        -------
+        Collectives
+        """
         self = cls.__new__(cls)
         self.core = core
         ptr, part = core.part_ptr, core.part
@@ -73,7 +104,18 @@ class Collectives:
 
     @classmethod
     def from_list(cls, records):
-        """From ``(id, kind, root, participants, count)`` tuples."""
+        """From ``(id, kind, root, participants, count)`` tuples.
+
+        Parameters
+        ----------
+        records : sequence of tuple
+            One ``(id, kind, root, participants, count)`` per collective (kinds as
+            :class:`Collectives` takes them).
+
+        Returns
+        -------
+        Collectives
+        """
         cols = list(zip(*records)) if records else [[], [], [], [], []]
         return cls(*cols)
 
@@ -83,8 +125,36 @@ class Collectives:
 
 def tree_shape(shape=None, seed=None, flat_threshold=None):
     """A :class:`TreeShape`: ``shape`` itself if it is one, else the shape named ``shape``
-    with ``seed`` and ``flat_threshold``; what is None takes C++'s default (binary, 0, 8). A
-    ValueError names the known shapes (the core's rule, ``check_tree_shape``)."""
+    with ``seed`` and ``flat_threshold``; what is None takes C++'s default (binary, 0, 8).
+
+    Parameters
+    ----------
+    shape : str, TreeShape or None
+        A name of :data:`SHAPES`, or a TreeShape (returned as it is, ``seed`` and
+        ``flat_threshold`` ignored).
+    seed : int, optional
+        The seed of the shifted-binary shape's shifts.
+    flat_threshold : int, optional
+        The ``auto`` shape's largest flat collective (participants).
+
+    Returns
+    -------
+    TreeShape
+
+    Raises
+    ------
+    ValueError
+        Naming the known shapes (the core's rule, ``check_tree_shape``), for an unknown name
+        or something that is neither a name nor a TreeShape.
+
+    Examples
+    --------
+    >>> from commsolve import trees
+    >>> trees.tree_shape()
+    TreeShape('binary', seed=0, flat_threshold=8)
+    >>> trees.tree_shape("auto", flat_threshold=4)
+    TreeShape('auto', seed=0, flat_threshold=4)
+    """
     if isinstance(shape, TreeShape):
         return shape
     if shape is not None and not isinstance(shape, str):
@@ -93,7 +163,23 @@ def tree_shape(shape=None, seed=None, flat_threshold=None):
 
 
 def check_shape(shape):
-    """``shape`` if it names a tree shape, else a ValueError listing them (the core's rule)."""
+    """``shape`` if it names a tree shape, else a ValueError listing them (the core's rule).
+
+    Parameters
+    ----------
+    shape : str or None
+        The name (None passes: the default shape).
+
+    Returns
+    -------
+    str or None
+        ``shape``.
+
+    Raises
+    ------
+    ValueError
+        Listing the known shapes.
+    """
     tree_shape(shape)
     return shape
 
@@ -105,35 +191,139 @@ def _validated(collectives, topology, shape, seed, flat_threshold):
 
 
 def plans(collectives, topology, shape=None, seed=None, flat_threshold=None):
-    """Every rank's TreePlan (virtual world, no MPI)."""
+    """Every rank's TreePlan (virtual world, no MPI).
+
+    Parameters
+    ----------
+    collectives : Collectives
+        What moves.
+    topology : Topology
+        The ranks and their nodes.
+    shape, seed, flat_threshold
+        The tree shape, as :func:`tree_shape` takes them.
+
+    Returns
+    -------
+    list of TreePlan
+        Indexed by rank.
+
+    Raises
+    ------
+    ValueError
+        When a collective names a rank outside the topology, or for an unknown shape.
+    """
     tree = _validated(collectives, topology, shape, seed, flat_threshold)
     return _core.build_tree_plans_virtual(collectives.core, tree, topology)
 
 
 def plan(collectives, rank, topology, shape=None, seed=None, flat_threshold=None):
-    """This rank's TreePlan, built alone (no communication)."""
+    """Local. This rank's TreePlan, built alone (no communication).
+
+    Parameters
+    ----------
+    collectives : Collectives
+        What moves, the same on every rank.
+    rank : int
+        The rank whose plan is built.
+    topology : Topology
+        The ranks and their nodes.
+    shape, seed, flat_threshold
+        The tree shape, as :func:`tree_shape` takes them (the same on every rank).
+
+    Returns
+    -------
+    TreePlan
+        The rank's parent and children in every collective it takes part in.
+
+    Raises
+    ------
+    ValueError
+        When a collective names a rank outside the topology, or for an unknown shape.
+    """
     tree = _validated(collectives, topology, shape, seed, flat_threshold)
     return _core.build_tree_plan(collectives.core, rank, tree, topology)
 
 
 def virtual_stats(collectives, topology, shape=None, seed=None, flat_threshold=None):
-    """Every rank's planned CommStats, computed without keeping the plans (for large sets)."""
+    """Every rank's planned CommStats, computed without keeping the plans (for large sets).
+
+    Parameters
+    ----------
+    collectives : Collectives
+        What moves.
+    topology : Topology
+        The ranks and their nodes.
+    shape, seed, flat_threshold
+        The tree shape, as :func:`tree_shape` takes them.
+
+    Returns
+    -------
+    list of CommStats
+        One per rank: step 0 broadcasts, step 1 reductions.
+
+    Raises
+    ------
+    ValueError
+        When a collective names a rank outside the topology, or for an unknown shape.
+    """
     tree = _validated(collectives, topology, shape, seed, flat_threshold)
     arr = _core.tree_stats_virtual(collectives.core, tree, topology)
     return [CommStats(a) for a in arr]
 
 
 def stats(plan_list, collectives, topology):
-    """Planned CommStats of every plan: step 0 broadcasts, step 1 reductions."""
+    """Planned CommStats of every plan: step 0 broadcasts, step 1 reductions.
+
+    Parameters
+    ----------
+    plan_list : sequence of TreePlan
+        The plans (:func:`plans`, or some ranks' :func:`plan`).
+    collectives : Collectives
+        What they move.
+    topology : Topology
+        The ranks and their nodes.
+
+    Returns
+    -------
+    list of CommStats
+        One per plan.
+    """
     return [CommStats(p.stats_array(collectives.core, topology)) for p in plan_list]
 
 
 @watched("trees.run")
 def run(comm, collectives, tree_plan, data, topology, max_posted=64):
-    """Collective on ``comm``. Runs every collective of ``tree_plan`` once; ``data[i]`` (a
-    float64 array per entry of ``tree_plan.index``) is a broadcast root's input or a
-    receiver's output, a reduction participant's contribution and, at the root, the sum.
-    Updates ``data`` in place and returns the recorded CommStats."""
+    """Collective on ``comm``. Runs every collective of ``tree_plan`` once, updating ``data`` in
+    place.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator; its ranks are the collectives' ranks.
+    collectives : Collectives
+        What moves, the same on every rank.
+    tree_plan : TreePlan
+        This rank's plan (:func:`plan`).
+    data : list of ndarray
+        One float64 array per entry of ``tree_plan.index``, of that collective's count:
+        ``data[i]`` is a broadcast root's input or a receiver's output, a reduction
+        participant's contribution and, at the root, the sum.
+    topology : Topology
+        The ranks and their nodes, as planned.
+    max_posted : int
+        The most receives posted ahead at a time (0: none, each message probed and received
+        at its own size).
+
+    Returns
+    -------
+    CommStats
+        What this rank recorded.
+
+    Raises
+    ------
+    ValueError
+        When ``data`` does not hold one array of the right length per collective of the plan.
+    """
     sizes = [collectives.counts[c] for c in tree_plan.index]
     if len(data) != len(sizes) or any(np.shape(d) != (n,) for d, n in zip(data, sizes)):
         raise ValueError(f"data must hold {len(sizes)} arrays of lengths {sizes} (the plan's collectives)")
@@ -148,7 +338,23 @@ def run(comm, collectives, tree_plan, data, topology, max_posted=64):
 
 def random_collectives(nranks, n, seed=0, max_count=40):
     """``n`` random overlapping collectives over ``nranks`` ranks (random kinds, roots,
-    subsets from 1 rank to all, payloads from 0 values), reproducible from ``seed``."""
+    subsets from 1 rank to all, payloads from 0 values), reproducible from ``seed``.
+
+    Parameters
+    ----------
+    nranks : int
+        The ranks to choose from.
+    n : int
+        The number of collectives (ids 0 .. n - 1).
+    seed : int
+        The random generator's seed.
+    max_count : int
+        The largest payload (doubles).
+
+    Returns
+    -------
+    Collectives
+    """
     rng = np.random.default_rng(seed)
     records = []
     for c in range(n):
@@ -162,7 +368,22 @@ def random_collectives(nranks, n, seed=0, max_count=40):
 def volume_summary(per_rank_stats):
     """The PSelInv paper's Table I and II: min, max, median and standard deviation over
     ranks of the bytes each rank sends in broadcasts and receives in reductions, plus the
-    busiest rank's message counts."""
+    busiest rank's message counts.
+
+    Parameters
+    ----------
+    per_rank_stats : sequence of CommStats
+        One per rank, step 0 broadcasts and step 1 reductions (:func:`stats`,
+        :func:`virtual_stats` or :func:`run`'s).
+
+    Returns
+    -------
+    dict
+        ``"broadcast_sent"`` and ``"reduce_received"``, each a dict of ``min_bytes``,
+        ``max_bytes``, ``median_bytes``, ``std_bytes``, ``max_messages`` and
+        ``per_rank_bytes`` (an array); ``"inter_node_bytes_max"``, the most bytes a rank sent
+        off its node.
+    """
     arr = np.array([s.array for s in per_rank_stats], dtype=float)  # (ranks, 2, 8)
     out = {}
     for name, vol, msgs in (("broadcast_sent", arr[:, 0, 2] + arr[:, 0, 3], arr[:, 0, 0] + arr[:, 0, 1]),
@@ -175,7 +396,24 @@ def volume_summary(per_rank_stats):
 
 def price(plan_list, collectives, topology, profile):
     """Predicted time of running the collectives once with these plans, by the cost model
-    of ``profile`` (broadcasts and reductions priced as two steps of messages)."""
+    of ``profile`` (broadcasts and reductions priced as two steps of messages).
+
+    Parameters
+    ----------
+    plan_list : sequence of TreePlan
+        Every rank's plan (:func:`plans`).
+    collectives : Collectives
+        What they move.
+    topology : Topology
+        The ranks and their nodes.
+    profile : MachineProfile, str or path
+        The machine profile (an object, a bundled name or a TOML path).
+
+    Returns
+    -------
+    Prediction
+        :class:`commsolve.model.Prediction`; ``.time`` is the predicted seconds.
+    """
     from .model import CostModel
 
     rank, step, peer, nbytes = [], [], [], []
@@ -196,8 +434,28 @@ def price(plan_list, collectives, topology, profile):
 
 
 def choose_threshold(collectives, topology, profile, candidates=(1, 2, 4, 8, 16, 32, 64, 128), seed=None):
-    """The ``auto`` shape's flat threshold with the lowest predicted time under ``profile``;
-    returns ``(threshold, {threshold: predicted seconds})``."""
+    """The ``auto`` shape's flat threshold with the lowest predicted time under ``profile``.
+
+    Parameters
+    ----------
+    collectives : Collectives
+        What moves.
+    topology : Topology
+        The ranks and their nodes.
+    profile : MachineProfile, str or path
+        The machine profile, as :func:`price` takes it.
+    candidates : sequence of int
+        The thresholds tried.
+    seed : int, optional
+        The tree shape's seed.
+
+    Returns
+    -------
+    threshold : int
+        The fastest candidate.
+    times : dict
+        ``{threshold: predicted seconds}`` for every candidate.
+    """
     times = {t: price(plans(collectives, topology, "auto", seed, t), collectives, topology, profile).time
              for t in candidates}
     return min(times, key=times.get), times

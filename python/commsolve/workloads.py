@@ -28,7 +28,30 @@ def selinv_collectives(structure, grid, symmetric=True, roles=("col_bcast", "row
     process column y holding rows of K's structure, to the ranks that hold blocks of Z(C, C)
     there, and the Row-Reduce of Z(R_x, K) along each process row x to (x, K mod Pc). The
     same plan the MPI run executes (C++ ``selinv_plan``); payloads are the blocks' doubles;
-    receivers in the order of their process row or column."""
+    receivers in the order of their process row or column.
+
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        The factor's supernodal structure (:func:`commsolve.direct.supernodal_structure`).
+    grid : tuple of int
+        (Pr, Pc).
+    symmetric : bool
+        Selected inversion's symmetric form (half the products, each lower block sent across
+        the diagonal as its transpose), else the unsymmetric one.
+    roles : sequence of str
+        The roles of the collectives kept (names of :data:`commsolve.direct.selinv.ROLES`).
+
+    Returns
+    -------
+    Collectives
+        Numbered 0, 1, ... in the plan's order.
+
+    Raises
+    ------
+    ValueError
+        When Pr or Pc is below 1, or naming an unknown role.
+    """
     Pr, Pc = (int(g) for g in grid)
     if Pr < 1 or Pc < 1:
         raise ValueError(f"grid must be positive, got {Pr} x {Pc}")
@@ -46,17 +69,50 @@ def sptrsv_collectives(structure, grid, upper=False):
     """The collectives of the 2D L-solve (or U-solve, ``upper=True``) on a ``(Pr, Pc)`` grid,
     exactly those :func:`commsolve.direct.factor` runs: collective K broadcasts supernode K's
     solution from its diagonal owner to the owners of the blocks that use it, collective
-    ns + K reduces K's partial sums to it (payloads per right-hand side)."""
+    ns + K reduces K's partial sums to it (payloads per right-hand side).
+
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        The factor's supernodal structure (:func:`commsolve.direct.supernodal_structure`).
+    grid : tuple of int
+        (Pr, Pc).
+    upper : bool
+        The U-solve instead of the L-solve.
+
+    Returns
+    -------
+    Collectives
+    """
     Pr, Pc = (int(g) for g in grid)
     return Collectives.from_core(_core.triangular_solve_collectives(structure, Pr, Pc, bool(upper)))
 
 
 def solve_program(algorithm, z, pz, leaf_sync=False):
-    """What grid ``z`` of a ``pz``-layer grid runs in a solve: ``([(kind, lo, hi, step), ...],
-    synchronisation points)``, kind ``"L"``/``"U"`` (a solve phase of the grid's forests at
-    levels lo..hi; level 0 is its leaf forest) or ``"Z-reduce"``/``"Z-broadcast"`` (an
-    inter-grid step with grid z -+ 2^(step-1)); with ``leaf_sync``, the leaf forests' counter
-    allreduces (``"L-counters"``/``"U-counters"``) and barrier (``"barrier"``) too."""
+    """What grid ``z`` of a ``pz``-layer grid runs in a solve.
+
+    Parameters
+    ----------
+    algorithm : str
+        The solve algorithm (:data:`commsolve.direct.ALGORITHMS`).
+    z : int
+        The grid (layer), 0 .. pz - 1.
+    pz : int
+        The number of grids.
+    leaf_sync : bool
+        Also list the leaf forests' counter allreduces (``"L-counters"``/``"U-counters"``)
+        and barrier (``"barrier"``).
+
+    Returns
+    -------
+    program : list of tuple
+        ``[(kind, lo, hi, step), ...]``, kind ``"L"``/``"U"`` (a solve phase of the grid's
+        forests at levels lo..hi; level 0 is its leaf forest) or ``"Z-reduce"``/
+        ``"Z-broadcast"`` (an inter-grid step with grid ``z -+ 2^(step-1)``), and with
+        ``leaf_sync`` the kinds above.
+    sync_points : int
+        The synchronisation points.
+    """
     return _core.solve_program(algorithm, int(z), int(pz), bool(leaf_sync))
 
 
@@ -64,11 +120,46 @@ def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, par
                    allreduce=None, seed=None, flat_threshold=None, distribution=None, row_order=None, col_order=None,
                    kernels=None, leaf_sync=None):
     """Every rank's planned CommStats of one distributed solve on a ``(px, py, pz)`` grid,
-    built in one process without MPI or numeric factors (steps:
-    :data:`commsolve.direct.SOLVE_STEPS`; the moves of b and x are counted when a
-    ``distribution`` of the rows is given: b's row ``row_order[k]`` goes to factor row k,
-    x's row ``col_order[k]`` comes from factor column k, both ``structure.perm`` by default,
-    as without a row permutation)."""
+    built in one process without MPI or numeric factors.
+
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        The factor's supernodal structure (:func:`commsolve.direct.supernodal_structure`).
+    grid : tuple of int, str or ProcessGrid3D
+        (px, py, pz) or "PxQxR".
+    algorithm : str or None
+        The solve algorithm (:data:`commsolve.direct.ALGORITHMS`; None: 2d on one layer, 3d
+        on more).
+    tree : str or None
+        The tree shape.
+    topology : Topology
+        The ranks and their nodes.
+    forests : array_like of int, optional
+        One forest index per supernode (default: those of ``partition``).
+    partition : str
+        The forest partition (:data:`commsolve.direct.FOREST_PARTITIONS`).
+    nrhs : int
+        Right-hand sides.
+    allreduce, seed, flat_threshold, kernels, leaf_sync
+        As :func:`commsolve.direct.solve_options` takes them (None: C++'s defaults).
+    distribution : Distribution, optional
+        The rows' distribution; when given, the moves of b and x are counted: b's row
+        ``row_order[k]`` goes to factor row k, x's row ``col_order[k]`` comes from factor
+        column k.
+    row_order, col_order : array_like of int, optional
+        Both ``structure.perm`` by default, as without a row permutation.
+
+    Returns
+    -------
+    list of CommStats
+        One per rank (steps: :data:`commsolve.direct.SOLVE_STEPS`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or an algorithm that does not run on pz layers.
+    """
     layout = make_layout(structure, grid, forests, partition)
     options = solve_options(layout.grid.pz, algorithm, tree, seed, flat_threshold, allreduce, kernels, leaf_sync)
     rhs = None
@@ -79,8 +170,27 @@ def sptrsv3d_stats(structure, grid, algorithm, tree, topology, forests=None, par
 
 
 def layout_stats(layout, options, topology, nrhs=1, rhs=None):
-    """Every rank's planned CommStats of one solve on ``layout`` (a SolveLayout) with
-    ``options`` (SolveOptions); the moves of b and x when ``rhs`` (an RhsMap) is given."""
+    """Every rank's planned CommStats of one solve on ``layout`` with ``options``; the moves of
+    b and x when ``rhs`` is given.
+
+    Parameters
+    ----------
+    layout : SolveLayout
+        The factor on its grid (:func:`commsolve.direct.make_layout`).
+    options : SolveOptions
+        The solve's options (:func:`commsolve.direct.solve_options`).
+    topology : Topology
+        The ranks and their nodes.
+    nrhs : int
+        Right-hand sides.
+    rhs : RhsMap, optional
+        How b and x are distributed.
+
+    Returns
+    -------
+    list of CommStats
+        One per rank (steps: :data:`commsolve.direct.SOLVE_STEPS`).
+    """
     return [CommStats(a) for a in _core.solve_stats_virtual(layout, options, topology, int(nrhs), rhs)]
 
 
@@ -88,7 +198,38 @@ def sptrsv3d_summary(layout, algorithm, tree, topology, nrhs=1, allreduce=None, 
     """One algorithm's solve on ``layout`` (a SolveLayout) at virtual scale: per-rank
     messages and bytes sent inside the grids (XY) and between them (Z), max and mean over
     ranks; the inter-grid synchronisation points; and the floating-point work per grid (one
-    right-hand side)."""
+    right-hand side).
+
+    Parameters
+    ----------
+    layout : SolveLayout
+        The factor on its grid (:func:`commsolve.direct.make_layout`).
+    algorithm : str or None
+        The solve algorithm (:data:`commsolve.direct.ALGORITHMS`; None: 2d on one layer, 3d
+        on more).
+    tree : str or None
+        The tree shape.
+    topology : Topology
+        The ranks and their nodes.
+    nrhs : int
+        Right-hand sides (the messages' sizes; the flops are one right-hand side's).
+    allreduce, seed, flat_threshold
+        As :func:`commsolve.direct.solve_options` takes them (None: C++'s defaults).
+
+    Returns
+    -------
+    dict
+        ``algorithm``, ``grid`` [px, py, pz], ``tree``, ``nrhs``, ``allreduce``; ``xy`` and
+        ``z``, each a dict of ``max_msgs``, ``mean_msgs``, ``max_bytes``, ``mean_bytes``,
+        ``total_msgs``, ``total_bytes`` and ``per_rank_msgs``; ``sync_points``;
+        ``flops_per_grid``, ``flops_serial`` and ``replication`` (their sum over the serial
+        flops).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or an algorithm that does not run on pz layers.
+    """
     px, py, pz = layout.grid
     options = solve_options(pz, algorithm, tree, seed, flat_threshold, allreduce)
     arr = np.stack([s.array for s in layout_stats(layout, options, topology, nrhs)])  # (ranks, steps, 8)

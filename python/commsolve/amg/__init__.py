@@ -37,34 +37,96 @@ SYMMETRY_TOL = 1e-8  # asymmetry() above this: A is not symmetric, CG's assumpti
 def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, smoother="hybrid-gs", sweeps=1,
            omega=None, degree=None, cycle="V", partition="contiguous", topology=None, progress=None, sparsify=None,
            gamma=None, lumping=None, adaptive=None, correction=1.0, agglomerate=None, **options):
-    """Collective. Sets up an AMG hierarchy for ``A``: a :class:`~commsolve.ParCSR`, or a
-    scipy matrix that every rank of ``comm`` passes whole (rows split by ``partition``).
+    """Collective. Sets up an AMG hierarchy for ``A``.
 
-    ``strategy``: the halo and product exchange strategy of every level ("standard",
-    "node-aware", "node-aware-2step", or "auto": chosen per level from that level's own
-    pattern, priced with ``profile`` when given), or a list with one per level. ``method``:
-    "classical" or "sa" (algebraic), or "geometric" with ``grid=(nx, ny, nz)`` (cell-centred
-    2 x 2 x 2 aggregation of a structured grid: Nakajima's MGCG). Setup options:
-    :data:`SETUP_DEFAULTS`, described in
-    :func:`~commsolve.amg.hierarchy.build_hierarchy`. ``smoother``: one of :data:`SMOOTHERS`,
-    ``sweeps`` of it before and after each coarse correction, weight ``omega`` (Jacobi),
-    polynomial ``degree`` (Chebyshev); ``cycle``: "V", or "W" (each coarser level visited
-    twice, :func:`~commsolve.amg.cycle.mgcycle`); ``correction``: the factor on every coarse
-    correction, in (0, 2) (over-correction, for the piecewise-constant interpolation of
-    geometric aggregation, whose coarse corrections fall short; 1: none).
+    Parameters
+    ----------
+    A : ParCSR or scipy sparse matrix
+        A :class:`~commsolve.ParCSR`, or a scipy matrix that every rank of ``comm`` passes
+        whole (rows split by ``partition``).
+    comm : mpi4py.MPI.Comm, optional
+        The communicator of a scipy matrix (a ParCSR carries its own).
+    method : {"classical", "sa", "geometric"}
+        "classical" or "sa" (algebraic), or "geometric" with ``grid=(nx, ny, nz)``
+        (cell-centred 2 x 2 x 2 aggregation of a structured grid: Nakajima's MGCG).
+    strategy : str or list of str
+        The halo and product exchange strategy of every level ("standard", "node-aware",
+        "node-aware-2step", or "auto": chosen per level from that level's own pattern,
+        priced with ``profile`` when given), or a list with one per level.
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices "auto" (a profile, a bundled name or a TOML path).
+    smoother : str
+        One of :data:`SMOOTHERS`.
+    sweeps : int
+        Sweeps of the smoother before and after each coarse correction.
+    omega : float, optional
+        The weight of the Jacobi smoothers (default 2/3 for "jacobi", 1 for "l1-jacobi").
+    degree : int, optional
+        The polynomial degree of the Chebyshev smoother (default 2).
+    cycle : {"V", "W"}
+        "V", or "W" (each coarser level visited twice, :func:`~commsolve.amg.cycle.mgcycle`).
+    partition : str or Distribution
+        How the rows of a scipy matrix are split (:meth:`~commsolve.ParCSR.from_global`:
+        ``"contiguous"``, ``"strided"``, ``"metis"`` or a Distribution).
+    topology : Topology or int, optional
+        The node layout for a scipy matrix (None: the real one of ``comm``; an int: that many
+        ranks per node).
+    progress : callable, optional
+        ``progress(k, rows)`` once coarse level ``k`` is formed, with its global rows.
+    sparsify : {"non-galerkin", "sparse", "hybrid"}, optional
+        Sparsified coarse operators (thesis Chapter 4, :mod:`commsolve.amg.sparsify`); None:
+        the plain Galerkin hierarchy.
+    gamma : float, sequence of float or str, optional
+        With ``sparsify``: the drop tolerance of each coarse level (level 1 first, the last
+        repeated: ``[0, 0.01, 0.1, 1]``).
+    lumping : {"diagonal", "strong", "spd"}, optional
+        With ``sparsify``: where dropped entries go (default: strong for non-Galerkin,
+        diagonal for the others).
+    adaptive : tuple, dict or str, optional
+        ``(k, s)`` or ``(k, s, rho)`` (sparse and hybrid; CG): every k iterations converging
+        slower than rho (default 0.5) per iteration, entries go back into the finest s
+        sparsified levels (gamma / 10, 0 below 0.01) and CG restarts.
+    correction : float
+        The factor on every coarse correction, in (0, 2) (over-correction, for the
+        piecewise-constant interpolation of geometric aggregation, whose coarse corrections
+        fall short; 1: none).
+    agglomerate : list of (float, int), optional
+        Coarse levels on fewer ranks (:mod:`commsolve.amg.agglomerate`), a list of stages
+        ``(rows_per_rank, nranks)``: the first level with fewer rows per rank than
+        ``rows_per_rank`` moves onto ``nranks`` ranks and the hierarchy goes on there, until
+        the next stage. ``[(64, 1)]`` is Nakajima's CGA, ``[(64, P // 16), (64, 1)]`` his
+        hCGA.
+    **options
+        Setup options: :data:`SETUP_DEFAULTS`, described in
+        :func:`~commsolve.amg.hierarchy.build_hierarchy`.
 
-    ``agglomerate``: coarse levels on fewer ranks (:mod:`commsolve.amg.agglomerate`), a list
-    of stages ``(rows_per_rank, nranks)``: the first level with fewer rows per rank than
-    ``rows_per_rank`` moves onto ``nranks`` ranks and the hierarchy goes on there, until
-    the next stage. ``[(64, 1)]`` is Nakajima's CGA, ``[(64, P // 16), (64, 1)]`` his hCGA.
+    Returns
+    -------
+    MultilevelSolver
+        The set-up hierarchy.
 
-    Sparsified coarse operators (thesis Chapter 4, :mod:`commsolve.amg.sparsify`):
-    ``sparsify`` "non-galerkin", "sparse" or "hybrid", with ``gamma`` the drop tolerance of
-    each coarse level (level 1 first, the last repeated: ``[0, 0.01, 0.1, 1]``) and
-    ``lumping`` "diagonal" or "strong" (default: strong for non-Galerkin, diagonal for the
-    others). ``adaptive=(k, s)`` or ``(k, s, rho)`` (sparse and hybrid; CG): every k
-    iterations converging slower than rho (default 0.5) per iteration, entries go back into
-    the finest s sparsified levels (gamma / 10, 0 below 0.01) and CG restarts."""
+    Raises
+    ------
+    ValueError
+        For a scipy matrix without ``comm``, an unknown method, smoother, cycle, option or
+        sparsification, a value out of range (``correction`` outside (0, 2), say), a
+        hierarchy whose coarsest level stays too large, or a coarsest operator that cannot
+        be factored.
+    CollectiveError
+        On every rank, when the ranks passed different arguments or some rank's part fails
+        a check (an unknown strategy, a zero diagonal entry on some level, a bad
+        agglomeration stage, ``agglomerate`` with ``sparsify``).
+
+    Examples
+    --------
+    >>> import numpy as np, commsolve as cs
+    >>> from mpi4py import MPI
+    >>> A = cs.ParCSR.from_spec("poisson2d:32", MPI.COMM_WORLD)
+    >>> ml = cs.amg.solver(A, strategy="standard")
+    >>> x, info = ml.solve(np.ones(A.local_rows), tol=1e-8)
+    >>> info
+    0
+    """
     from ..parcsr import ParCSR
 
     if not isinstance(A, ParCSR):
@@ -78,10 +140,11 @@ def solver(A, comm=None, *, method="classical", strategy="auto", profile=None, s
 
 
 class MultilevelSolver:
-    """A set-up hierarchy and its V-cycle; :meth:`solve` runs it. :attr:`levels`: the levels
-    on this communicator; when the coarse levels moved onto fewer ranks, the last of them is
-    the level moved and :attr:`inner` (on the ranks that received it; None elsewhere) is the
-    solver that goes on from it."""
+    """A set-up hierarchy and its V-cycle; :meth:`solve` runs it.
+
+    Made by :func:`solver`. :attr:`levels`: the levels on this communicator; when the coarse
+    levels moved onto fewer ranks, the last of them is the level moved and :attr:`inner` (on
+    the ranks that received it; None elsewhere) is the solver that goes on from it."""
 
     @watched("amg.solver (the setup)")
     def __init__(self, A, *, method, strategy, profile, smoother, sweeps, omega, progress, degree=None, cycle="V",
@@ -179,6 +242,7 @@ class MultilevelSolver:
 
     @property
     def A(self):
+        """The finest level's operator: the ParCSR the hierarchy was set up for."""
         return self.levels[0].A
 
     @property
@@ -194,6 +258,7 @@ class MultilevelSolver:
 
     @property
     def grid_complexity(self):
+        """Sum of the levels' rows over the finest level's."""
         return sum(self._rows) / self._rows[0]
 
     @property
@@ -203,13 +268,19 @@ class MultilevelSolver:
 
     @watched("MultilevelSolver.describe")
     def describe(self):
-        """Collective. One dict per level of the whole hierarchy: rows, nnz, its share of the
-        operator complexity, the ranks it lives on, strategies, and the busiest rank's
-        halo-exchange messages (inter- and intra-node), this rank's setup seconds (and, for a
-        level built in one C++ call, per step: ``setup_parts``); a level moved onto fewer ranks also
-        has ``moved``: per move (two when a stage moves the level again at once), the ranks
-        it came from and the busiest receiver's messages and bytes when a vector is gathered
-        (scattering it back sends as many the other way)."""
+        """Collective. The hierarchy level by level.
+
+        Returns
+        -------
+        list of dict
+            One dict per level of the whole hierarchy: rows, nnz, its share of the operator
+            complexity, the ranks it lives on, strategies, and the busiest rank's
+            halo-exchange messages (inter- and intra-node), this rank's setup seconds (and,
+            for a level built in one C++ call, per step: ``setup_parts``); a level moved onto
+            fewer ranks also has ``moved``: per move (two when a stage moves the level again
+            at once), the ranks it came from and the busiest receiver's messages and bytes
+            when a vector is gathered (scattering it back sends as many the other way).
+        """
         out = []
         for k, lvl in enumerate(self._own_levels):
             row = {"level": k, "rows": lvl.rows, "nnz": self._nnz[k], "complexity": self._nnz[k] / self._nnz[0],
@@ -249,11 +320,23 @@ class MultilevelSolver:
         return [lvl.sparsified["gamma"] if lvl.sparsified is not None else 0.0 for lvl in self.levels]
 
     def add_back(self, s):
-        """Collective. The adaptive solve's update: the finest ``s`` levels whose drop
-        tolerance is still above 0 get gamma / 10 (0 below 0.01) and their sparsified copy
-        and smoother made again (thesis Algorithm 4.4: until entries went back into s
-        operators). Returns [(level, new gamma)] (empty when no level is sparsified any
-        more)."""
+        """Collective. The adaptive solve's update: entries put back into the finest
+        sparsified levels.
+
+        The finest ``s`` levels whose drop tolerance is still above 0 get gamma / 10 (0 below
+        0.01) and their sparsified copy and smoother made again (thesis Algorithm 4.4: until
+        entries went back into s operators).
+
+        Parameters
+        ----------
+        s : int
+            How many levels to update.
+
+        Returns
+        -------
+        list of (int, float)
+            ``[(level, new gamma)]`` (empty when no level is sparsified any more).
+        """
         gammas = self.gammas
         done = []
         for k in [k for k, g in enumerate(gammas) if g > 0][:s]:
@@ -265,9 +348,22 @@ class MultilevelSolver:
         return done
 
     def cycle(self, b, out=None, kind=None):
-        """Collective. One cycle (``kind`` "V" or "W"; default: the setup's ``cycle``)
-        applied to this rank's part of b (zero initial guess): M b, written into ``out`` if
-        given (else a new array)."""
+        """Collective. One cycle applied to this rank's part of b (zero initial guess): M b.
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the right-hand side.
+        out : ndarray, optional
+            Where M b is written (else a new array).
+        kind : {"V", "W"}, optional
+            The cycle (default: the setup's ``cycle``).
+
+        Returns
+        -------
+        ndarray
+            M b: ``out`` if given, else a new array.
+        """
         if self._work is None:
             self._work = cycle_work(self.levels)
         kind = kind or self.cycle_type
@@ -308,20 +404,49 @@ class MultilevelSolver:
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):
-        """Collective. Solves A x = b (this rank's rows) to ||b - A x|| <= tol ||b||.
+        """Collective. Solves ``A x = b`` (this rank's rows) to ``||b - A x|| <= tol ||b||``.
 
-        ``accel="cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
-        setup found nonsymmetric, :attr:`last_solve` carries a warning suggesting GMRES);
-        ``"gmres"``: restarted GMRES(30) right-preconditioned by one V-cycle (nonsymmetric A);
-        ``"bicgstab"``: BiCGStab right-preconditioned by one V-cycle (nonsymmetric A, two
-        cycles per iteration, no restart); ``None``: V-cycles alone (see
-        :mod:`commsolve.krylov`). Returns
-        ``(x, info)`` as scipy's solvers: info 0 when converged, else the iterations done
-        (the solution is then not to be trusted; :attr:`last_solve` says how far it got).
         :attr:`last_solve` holds the residual history, iterations, the mean convergence
-        factor per iteration, and the solve time. ``adaptive``: this solve's adaptive setting
-        (default: the solver's, see :func:`solver`; None: off), which needs ``accel="cg"``;
-        its updates are in ``last_solve["updates"]`` (they stay for later solves)."""
+        factor per iteration, and the solve time.
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's rows of the right-hand side.
+        x0 : ndarray, optional
+            This rank's rows of the initial guess (zero by default).
+        tol : float
+            The relative residual to reach.
+        accel : {"cg", "gmres", "bicgstab", None}
+            ``"cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
+            setup found nonsymmetric, :attr:`last_solve` carries a warning suggesting GMRES);
+            ``"gmres"``: restarted GMRES(30) right-preconditioned by one V-cycle
+            (nonsymmetric A); ``"bicgstab"``: BiCGStab right-preconditioned by one V-cycle
+            (nonsymmetric A, two cycles per iteration, no restart); ``None``: V-cycles alone
+            (see :mod:`commsolve.krylov`).
+        maxiter : int
+            At most this many iterations.
+        adaptive : tuple, dict, str or None, optional
+            This solve's adaptive setting (default: the solver's, see :func:`solver`; None:
+            off), which needs ``accel="cg"``; its updates are in ``last_solve["updates"]``
+            (they stay for later solves).
+
+        Returns
+        -------
+        x : ndarray
+            This rank's rows of the solution.
+        info : int
+            As scipy's solvers: 0 when converged, else the iterations done (the solution is
+            then not to be trusted; :attr:`last_solve` says how far it got).
+
+        Raises
+        ------
+        CollectiveError
+            On every rank: when the ranks passed different arguments, for an unknown
+            accelerator, an adaptive setting without ``accel="cg"`` (or without a sparse or
+            hybrid sparsification), a ``b`` on some rank of the wrong shape or with
+            non-finite values, a non-finite residual or a breakdown.
+        """
         agree_args(self.comm, "MultilevelSolver.solve", tol=tol, accel=accel, maxiter=maxiter,
                    x0_given=x0 is not None, adaptive=adaptive)
         adaptive = self.adaptive if adaptive is False else run_agreed(self.comm, self._check_adaptive, adaptive)

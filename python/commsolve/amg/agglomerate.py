@@ -23,10 +23,28 @@ __all__ = ["parse_stages", "Agglomerated"]
 
 
 def parse_stages(stages, nranks):
-    """``stages`` (None, or a sequence of ``(rows_per_rank, nranks)``) checked: positive rows
-    per rank, target rank counts at least 1 and strictly decreasing. Returns a list of
-    (float, int) pairs, without the stages that leave the ``nranks`` ranks as they are (a
-    ValueError for anything else)."""
+    """Local. Agglomeration stages checked: positive rows per rank, target rank counts at
+    least 1 and strictly decreasing.
+
+    Parameters
+    ----------
+    stages : sequence of (float, int) or None
+        None, or a sequence of ``(rows_per_rank, nranks)``.
+    nranks : int
+        The ranks the hierarchy starts on.
+
+    Returns
+    -------
+    list of (float, int)
+        The stages as (float, int) pairs, without the stages that leave the ``nranks`` ranks
+        as they are (empty for None).
+
+    Raises
+    ------
+    ValueError
+        For anything else: stages that are not pairs of numbers, rows per rank not > 0,
+        a target below 1 rank, or targets not strictly decreasing.
+    """
     if stages is None:
         return []
     try:
@@ -47,9 +65,22 @@ class Agglomerated:
     (``inner``: a solver with a ``cycle``, None elsewhere)."""
 
     def __init__(self, level, nranks, build, strategy="standard"):
-        """Collective on the level's communicator. ``build(A, ids, candidate, grid)`` makes the
-        continued solver from the moved operator (on the leaders' communicator) and the
-        level's point data moved with it."""
+        """Collective on the level's communicator. Plans the move and builds the continued
+        solver on the ranks that receive the level.
+
+        Parameters
+        ----------
+        level : ~commsolve.amg.hierarchy.Level
+            The last level of the hierarchy, the one moved.
+        nranks : int
+            The ranks it moves onto (groups of consecutive ranks onto their first).
+        build : callable
+            ``build(A, ids, candidate, grid)`` makes the continued solver from the moved
+            operator (on the leaders' communicator) and the level's point data moved with
+            it.
+        strategy : str
+            The communication strategy of the move and of the moved operator.
+        """
         A = level.A
         self.move = agglomeration(A, nranks, strategy)
         moved = self.move.matrix(A, strategy=strategy, spmv_strategy=strategy)
@@ -61,7 +92,19 @@ class Agglomerated:
 
     def solve(self, b):
         """Collective on the level's communicator: the inner V-cycle of b, back on b's ranks.
-        While :attr:`seconds` is a number, the gather's and scatter's seconds are added to it."""
+
+        While :attr:`seconds` is a number, the gather's and scatter's seconds are added to it.
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the level's right-hand side.
+
+        Returns
+        -------
+        ndarray
+            This rank's part of the correction.
+        """
         t0 = time.perf_counter()
         y = self.move.gather(b)
         moved = time.perf_counter() - t0

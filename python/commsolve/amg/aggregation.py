@@ -24,9 +24,25 @@ __all__ = ["symmetric_strength", "mis2_aggregates", "tentative_prolongator", "sm
 
 
 def symmetric_strength(A, L, theta):
-    """Boolean mask over the entries of the local block: a_ij (i != j) is strong when
-    |a_ij| >= theta sqrt(|a_ii a_jj|) (pyamg's 'symmetric' measure; theta = 0: every
-    off-diagonal nonzero). Collective (the halo's diagonal travels)."""
+    """Collective (the halo's diagonal travels). The symmetric strength of connection.
+
+    ``a_ij`` (``i != j``) is strong when ``|a_ij| >= theta sqrt(|a_ii a_jj|)`` (pyamg's
+    'symmetric' measure; theta = 0: every off-diagonal nonzero).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator (its halo exchange brings the neighbours' diagonal).
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    theta : float
+        The strength threshold.
+
+    Returns
+    -------
+    ndarray of bool
+        A mask over the entries of the local block ``L``: its strong entries.
+    """
     n = L.shape[0]
     d = np.abs(L.diagonal()[:n])
     dfull = np.concatenate([d, A.exchange(d)])
@@ -47,9 +63,7 @@ MIN_LEFT_NEIGHBOURS = 4
 
 
 def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
-    """Collective. Aggregates of the rank's points: returns each owned point's global coarse
-    index (the numbering of the aggregates' roots), the coarse Distribution, and which owned
-    points are roots.
+    """Collective. Aggregates of the rank's points.
 
     Roots: a distance-2 maximal independent set of the strength graph S + S^T, chosen in
     rounds (an undecided point whose weight is the largest among the undecided points within
@@ -62,7 +76,39 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
     A point still left joins the aggregate of its heaviest neighbour that has joined one.
     Points without strong neighbours join none (their rows of P0 are zero, as pyamg's).
     Weights are hashed from the points' identities ``ids`` (the fine-grid indices they
-    descend from)."""
+    descend from).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`symmetric_strength`).
+    ids : ndarray of int
+        The points' identities (the fine-grid indices they descend from).
+    seed : int
+        Seed of the hashed weights.
+    strategy : str
+        The halo plans' strategy of the strength graphs.
+
+    Returns
+    -------
+    agg : ndarray of int
+        Each owned point's global coarse index (the numbering of the aggregates' roots), -1
+        for a point in no aggregate.
+    coarse : Distribution
+        The coarse Distribution.
+    roots : ndarray of bool
+        Which owned points are roots.
+
+    Raises
+    ------
+    RuntimeError
+        If aggregation left a connected point without an aggregate (distance-2 maximality
+        violated: a bug, not a bad input).
+    """
     _, G, _ = strength_graphs(A, L, strong, strategy)
     Gl = G.local_block()
     grow, gcol = _rows(Gl), Gl.indices
@@ -90,15 +136,39 @@ def mis2_aggregates(A, L, strong, ids, seed=0, strategy="standard"):
 
 
 def geometric_aggregates(A, grid):
-    """Collective. Cell-centred 2 x 2 x 2 aggregation of a structured ``grid``: (nx, ny, nz)
-    with rows numbered x fastest (as :mod:`commsolve.gallery` numbers cells) and split
-    contiguously, or a :class:`commsolve.boxes.BoxGrid` (rows numbered box by box). Returns
-    each owned cell's aggregate (its coarse global index, in the coarse grid's own numbering),
-    the coarse Distribution, which owned cells are roots (the aggregate's first cell: x, y, z
-    even), and the coarse grid (extents halved, rounded up; a dimension of 1 stays 1; a
-    BoxGrid's cuts halved with them, so each aggregate stays in its first cell's box). The
-    roots must be numbered in the coarse grid's own order on every rank (a ValueError
-    otherwise: lexicographic rows split other than contiguously)."""
+    """Collective. Cell-centred 2 x 2 x 2 aggregation of a structured ``grid``.
+
+    The roots must be numbered in the coarse grid's own order on every rank.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator, one row per cell.
+    grid : tuple of int or BoxGrid
+        ``(nx, ny, nz)`` with rows numbered x fastest (as :mod:`commsolve.gallery` numbers
+        cells) and split contiguously, or a :class:`commsolve.boxes.BoxGrid` (rows numbered
+        box by box).
+
+    Returns
+    -------
+    agg : ndarray of int
+        Each owned cell's aggregate (its coarse global index, in the coarse grid's own
+        numbering).
+    coarse : Distribution
+        The coarse Distribution.
+    roots : ndarray of bool
+        Which owned cells are roots (the aggregate's first cell: x, y, z even).
+    coarse_grid : tuple of int or BoxGrid
+        The coarse grid (extents halved, rounded up; a dimension of 1 stays 1; a BoxGrid's
+        cuts halved with them, so each aggregate stays in its first cell's box).
+
+    Raises
+    ------
+    ValueError
+        When the grid's cells are not the matrix's rows, a BoxGrid's rows per rank differ
+        from the matrix's, or the roots are not numbered in the coarse grid's order
+        (lexicographic rows split other than contiguously).
+    """
     boxed = isinstance(grid, BoxGrid)
     nx, ny, nz = (int(v) for v in (grid.extents if boxed else grid))
     if nx * ny * nz != A.shape[0] or min(nx, ny, nz) < 1:
@@ -126,13 +196,33 @@ def geometric_aggregates(A, grid):
 
 
 def tentative_prolongator(A, agg, coarse, candidate):
-    """Collective. P0 (scipy CSR rows, global coarse columns) and the coarse level's
-    candidate: the near-null-space vector ``candidate`` (this rank's entries; the constant
-    on the finest level) restricted to each aggregate and normalised,
-    P0[i, agg(i)] = B_i / ||B on agg(i)||, and the coarse candidate ||B on the aggregate||
-    per coarse point this rank owns (pyamg's fit_candidates with one candidate: P0 B_c = B,
-    so the coarse level's near-null space is B_c, not the constant); zero rows for points in
-    no aggregate (agg < 0)."""
+    """Collective. The tentative prolongator P0 and the coarse level's candidate.
+
+    The near-null-space vector ``candidate`` (B) restricted to each aggregate and
+    normalised, ``P0[i, agg(i)] = B_i / ||B on agg(i)||``, and the coarse candidate
+    ``||B on the aggregate||`` per coarse point this rank owns (pyamg's fit_candidates with
+    one candidate: ``P0 B_c = B``, so the coarse level's near-null space is ``B_c``, not the
+    constant); zero rows for points in no aggregate (``agg < 0``).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator (its distributions, communicator and topology).
+    agg : ndarray of int
+        Each owned point's aggregate (global coarse index; -1: none), as
+        :func:`mis2_aggregates` returns it.
+    coarse : Distribution
+        The coarse Distribution.
+    candidate : ndarray
+        The near-null-space vector, this rank's entries (the constant on the finest level).
+
+    Returns
+    -------
+    P0 : scipy.sparse.csr_matrix
+        This rank's rows of P0, global coarse columns.
+    norms : ndarray
+        The coarse candidate: this rank's entries.
+    """
     from ..parcsr import ParCSR
 
     n = agg.size
@@ -148,9 +238,33 @@ def tentative_prolongator(A, agg, coarse, candidate):
 
 
 def smoothed_prolongator(A, L, P0, coarse, rho, omega=4.0 / 3.0, strategy="standard"):
-    """Collective. P = (I - omega / rho D^-1 A) P0 (scipy CSR rows, global coarse columns),
-    ``rho`` the spectral radius of D^-1 A (:func:`spectral_radius_dinv_a`), with A P0 by the
-    distributed SpGEMM."""
+    """Collective. The smoothed prolongator ``P = (I - omega / rho D^-1 A) P0``, with
+    ``A P0`` by the distributed SpGEMM.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`): its diagonal is D.
+    P0 : scipy.sparse.csr_matrix
+        This rank's rows of the tentative prolongator, global coarse columns
+        (:func:`tentative_prolongator`).
+    coarse : Distribution
+        The coarse Distribution.
+    rho : float
+        The spectral radius of ``D^-1 A``
+        (:func:`~commsolve.amg.spectrum.spectral_radius_dinv_a`).
+    omega : float
+        The Jacobi weight of the smoothing times ``rho`` (the step is ``omega / rho``).
+    strategy : str
+        The exchange strategy of the product ``A P0``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        This rank's rows of P, global coarse columns.
+    """
     from ..parcsr import ParCSR
 
     P0p = ParCSR.from_local_rows(P0, A.comm, row_dist=A.row_dist, col_dist=coarse, topology=A.topology)

@@ -53,16 +53,44 @@ def _local_columns(L, strong, cfull):
 
 
 def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coarsening, exchanges):
-    """Collective. The second split over the first split's coarse points: the state of the
-    rank's rows, +1 (coarse) only where both splits chose the point, -1 elsewhere.
+    """Collective. The second split over the first split's coarse points.
 
-    ``L`` and ``strong``: A's local block and its strong entries (:func:`classical.strength`);
-    ``state``, ``cfull``, ``coarse``: the first split (:func:`classical.pmis`) and its
-    numbering over L's columns (:func:`classical.coarse_numbering`); ``ids``: the rank's
-    points' fine-grid identities. The dependencies through paths of length one or two are
-    one product, S_C (I + S) Inj: S_C the strength graph's rows of the first coarse points,
-    Inj the injection onto them (so (I + S) Inj is local: each row's strong coarse
-    neighbours, and itself if coarse). Its exchange is appended to ``exchanges``."""
+    The dependencies through paths of length one or two are one product,
+    ``S_C (I + S) Inj``: ``S_C`` the strength graph's rows of the first coarse points,
+    ``Inj`` the injection onto them (so ``(I + S) Inj`` is local: each row's strong coarse
+    neighbours, and itself if coarse).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`~commsolve.amg.classical.strength`).
+    state : ndarray
+        The first split (:func:`~commsolve.amg.classical.pmis`).
+    cfull : ndarray of int
+        Its numbering over L's columns (:func:`~commsolve.amg.classical.coarse_numbering`).
+    coarse : Distribution
+        The first split's coarse Distribution (the same call).
+    ids : ndarray of int
+        The rank's points' fine-grid identities.
+    seed : int
+        Seed of the second split's hashed weights.
+    strategy : str
+        The halo plans' and the product's exchange strategy.
+    coarsening : {"pmis", "hmis"}
+        The second split's coarsening.
+    exchanges : list
+        The product's exchange is appended to it.
+
+    Returns
+    -------
+    ndarray
+        The state of the rank's rows: +1 (coarse) only where both splits chose the point,
+        -1 elsewhere.
+    """
     n = L.shape[0]
     rows, cols, _, edges, to_coarse = _local_columns(L, strong, cfull)
     kept = state == classical.C
@@ -98,11 +126,30 @@ def second_split(A, L, strong, state, cfull, coarse, ids, *, seed, strategy, coa
 
 
 def passes(A, rows, cols, edges, state):
-    """Collective. Each of the rank's rows' multipass pass: 0 for coarse points, k for a
-    point that strongly depends on a point of pass k - 1 and on none of an earlier pass, -1
-    for a point no pass reaches (within :data:`MAX_PASSES`); and the same over L's whole
-    column space (owned, then halo). ``rows``, ``cols``, ``edges``: A's local block as
-    :func:`_local_columns` gives it."""
+    """Collective. Each of the rank's rows' multipass pass.
+
+    0 for coarse points, k for a point that strongly depends on a point of pass k - 1 and on
+    none of an earlier pass, -1 for a point no pass reaches (within :data:`MAX_PASSES`).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator (its halo exchange brings the neighbours' passes).
+    rows, cols : ndarray of int
+        A's local block L's entries as their rows and column positions
+        (``_local_columns`` gives them).
+    edges : ndarray of bool
+        The strong dependencies among those entries (off-diagonal strong entries).
+    state : ndarray
+        The split: +1 coarse, -1 fine.
+
+    Returns
+    -------
+    which : ndarray of int
+        The pass of each of the rank's rows.
+    full : ndarray of int
+        The same over L's whole column space (owned, then halo).
+    """
     which = np.where(state == classical.C, 0.0, -1.0)
     for k in range(1, MAX_PASSES + 2):
         full = np.concatenate([which, A.exchange(which)])
@@ -119,15 +166,39 @@ def passes(A, rows, cols, edges, state):
 
 def multipass_interpolation(A, L, strong, state, cfull, coarse, *, strategy, exchanges):
     """Collective. The rank's rows of the multipass interpolation onto the coarse points
-    of ``state`` (numbered ``cfull``, distributed ``coarse``), as scipy CSR over global
-    coarse columns.
+    of ``state``.
 
     A coarse point interpolates from itself. A point i of pass k (:func:`passes`), with J_i
     its strong dependencies of pass k - 1 (the coarse points for pass 1), interpolates
     through their rows: P_i = -(sum_{j != i} a_ij) / (a_ii sum_{j in J_i} a_ij) sum_{j in
     J_i} a_ij P_j (Stueben 2001, A.7: the couplings outside J_i lumped onto J_i in
-    proportion). Rows no pass reaches, or whose J_i couplings sum to zero, stay empty. The
-    products' exchanges are appended to ``exchanges``."""
+    proportion). Rows no pass reaches, or whose J_i couplings sum to zero, stay empty.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`~commsolve.amg.classical.strength`).
+    state : ndarray
+        The split: +1 coarse, -1 fine.
+    cfull : ndarray of int
+        The coarse points' numbering over L's columns
+        (:func:`~commsolve.amg.classical.coarse_numbering`).
+    coarse : Distribution
+        The coarse Distribution.
+    strategy : str
+        The products' exchange strategy.
+    exchanges : list
+        The products' exchanges are appended to it.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The rank's rows of P, over global coarse columns.
+    """
     n = L.shape[0]
     rows, cols, off, edges, _ = _local_columns(L, strong, cfull)
     outside = np.bincount(rows[off], weights=L.data[off], minlength=n)  # sum_{j != i} a_ij

@@ -28,10 +28,24 @@ FIELDS = ("msgs_sent_inter", "bytes_sent_inter", "msgs_sent_intra")
 
 
 def level_distributions(ml, nprocs, agglomerate=None):
-    """Row Distribution of every level over nprocs ranks, as a run on nprocs ranks makes them;
-    with ``agglomerate`` stages (:func:`commsolve.amg.solver`'s), a moved level's rows are on
-    its group leaders from that level on. Returns the list, or with stages (list, {level:
-    distribution before its move})."""
+    """Local. Row Distribution of every level over nprocs ranks, as a run on nprocs ranks
+    makes them.
+
+    Parameters
+    ----------
+    ml : MultilevelSolver
+        A hierarchy set up in this process (on one rank).
+    nprocs : int
+        The ranks a run would distribute it over.
+    agglomerate : list of (float, int), optional
+        Agglomeration stages (:func:`commsolve.amg.solver`'s): a moved level's rows are on
+        its group leaders from that level on.
+
+    Returns
+    -------
+    list of Distribution or (list of Distribution, dict)
+        The list, or with stages (list, {level: distribution before its move}).
+    """
     from ..redistribute import _target_distributions, group_size
     from .agglomerate import parse_stages
 
@@ -102,18 +116,53 @@ def _move_counts(n, before, after, topo, cost):
 
 def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, profile=None, progress=None,
                 agglomerate=None, **setup):
-    """Per level of the AMG hierarchy of the matrix on ``nprocs`` virtual ranks (``ppn`` per
-    node): rows, nonzeros, and for each strategy the busiest and mean rank's messages of one
-    SpMV halo exchange (with thesis eq. 4.5's communication time, and ``profile``'s price
-    when given) and of the Galerkin product's exchanges; ``auto``'s choice per level (fewest
-    inter-node messages on the busiest rank, or the cheapest priced by ``profile``). With a
-    sparsification among the ``setup`` options (:func:`commsolve.amg.solver`'s), a
-    sparsified level's SpMV is that of the operator the cycle applies, and
-    ``"sparsified"`` holds gamma, the nonzeros and the SpMV counts before. With
-    ``agglomerate`` stages (:func:`commsolve.amg.solver`'s), the levels below a move live on
-    the group leaders and the moved level has ``"move"``: the ranks before and after and the
-    busiest receiver's messages and bytes of the gather (standard plan; priced with
-    ``profile``, the scatter back the same)."""
+    """Local. The communication of an AMG hierarchy's levels on ``nprocs`` virtual ranks,
+    the hierarchy set up once in this process.
+
+    Parameters
+    ----------
+    nprocs : int
+        The virtual ranks.
+    ppn : int
+        Virtual ranks per node.
+    gen : str, optional
+        A gallery spec of the matrix (``"poisson3d:32"``...); exactly one of ``gen`` and
+        ``matrix``.
+    matrix : str or path, optional
+        A Matrix Market file of the matrix.
+    strategies : sequence of str
+        The strategies counted, among :data:`CONCRETE`.
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices each strategy's plans (and each move).
+    progress : callable, optional
+        ``progress(k, levels)`` once ``k`` of the ``levels`` levels are counted.
+    agglomerate : list of (float, int), optional
+        Agglomeration stages (:func:`commsolve.amg.solver`'s): the levels below a move live
+        on the group leaders.
+    **setup
+        The setup options of :func:`commsolve.amg.solver` (the strategy aside), a
+        sparsification among them.
+
+    Returns
+    -------
+    dict
+        Per level of the AMG hierarchy of the matrix (``"levels"``): rows, nonzeros, and
+        for each strategy the busiest and mean rank's messages of one SpMV halo exchange
+        (with thesis eq. 4.5's communication time, and ``profile``'s price when given) and
+        of the Galerkin product's exchanges; ``auto``'s choice per level (fewest inter-node
+        messages on the busiest rank, or the cheapest priced by ``profile``). With a
+        sparsification among the ``setup`` options, a sparsified level's SpMV is that of the
+        operator the cycle applies, and ``"sparsified"`` holds gamma, the nonzeros and the
+        SpMV counts before. With ``agglomerate`` stages, the moved level has ``"move"``: the
+        ranks before and after and the busiest receiver's messages and bytes of the gather
+        (standard plan; priced with ``profile``, the scatter back the same).
+
+    Raises
+    ------
+    ValueError
+        Unless exactly one of ``gen`` and ``matrix`` is given, for a strategy not in
+        :data:`CONCRETE`, and for bad setup options (as :func:`commsolve.amg.solver`).
+    """
     from mpi4py import MPI
 
     from . import solver
@@ -163,6 +212,22 @@ def analyze_amg(nprocs, ppn, *, gen=None, matrix=None, strategies=CONCRETE, prof
 
 
 def format_amg_analysis(r):
+    """Local. Text table of :func:`analyze_amg`'s result.
+
+    Parameters
+    ----------
+    r : dict
+        :func:`analyze_amg`'s result.
+
+    Returns
+    -------
+    str
+        A line per level: rows, nonzeros, active ranks, and per strategy the busiest rank's
+        inter-node messages of one SpMV halo exchange and of the Galerkin product's
+        exchanges, then ``auto``'s choice; a moved level's move above it; for a sparsified
+        hierarchy, a second table of each sparsified level before and after (nonzeros, the
+        busiest rank's messages, thesis eq. 4.5's communication time).
+    """
     strategies = list(r["levels"][0]["spmv"])
     head = (f"{r['matrix']}: AMG hierarchy on {r['nprocs']:,} virtual ranks, {r['ppn']} per node "
             f"({r['nodes']:,} nodes); operator complexity {r['operator_complexity']:.3f}\n"

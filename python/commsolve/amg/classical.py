@@ -24,8 +24,21 @@ COARSENINGS = ("pmis", "hmis")
 
 
 def hash_uniform(globals_, seed):
-    """A number in [0, 1) per global index, the same on every rank (splitmix64; C++, the
-    function the C++ level pipeline draws its weights with)."""
+    """Local. A number in [0, 1) per global index, the same on every rank (splitmix64; C++,
+    the function the C++ level pipeline draws its weights with).
+
+    Parameters
+    ----------
+    globals_ : array_like of int
+        The global indices.
+    seed : int
+        The hash's seed.
+
+    Returns
+    -------
+    ndarray of float64
+        One number in [0, 1) per index.
+    """
     return _core.hash_uniform(np.ascontiguousarray(globals_, dtype=np.int64), int(seed))
 
 
@@ -47,18 +60,53 @@ def _csr_arrays(L):
 
 
 def strength(L, theta):
-    """Boolean mask over the entries of the local block L: a_ij is a strong connection of
-    row i when -s a_ij >= theta max_k (-s a_ik) over k != i, s the sign of a_ii (hypre's
-    classical measure; pyamg's ``norm='min'``). Rows whose largest such value is not
-    positive have no strong connections. C++, row by row."""
+    """Local. The classical strength of connection, in C++, row by row.
+
+    ``a_ij`` is a strong connection of row i when ``-s a_ij >= theta max_k (-s a_ik)`` over
+    ``k != i``, s the sign of ``a_ii`` (hypre's classical measure; pyamg's ``norm='min'``).
+    Rows whose largest such value is not positive have no strong connections.
+
+    Parameters
+    ----------
+    L : scipy.sparse.csr_matrix
+        The local block (:meth:`~commsolve.ParCSR.local_block`).
+    theta : float
+        The strength threshold.
+
+    Returns
+    -------
+    ndarray of bool
+        A mask over the entries of ``L``: the strong connections.
+    """
     return _core.classical_strength(*_csr_arrays(L), float(theta)).view(bool)
 
 
 def strength_graphs(A, L, strong, strategy):
-    """Collective. The strength matrix S (the entries ``strong`` masks in L, ones), the
-    pattern of S + S^T (a point's neighbours in either direction) as ParCSRs over A's
-    distributions with halo plans of ``strategy``, and |S^T_i| (how many points depend on
-    each of the rank's points; S^T's columns travel to their owners). C++."""
+    """Collective. The strength graphs of a level, in C++.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`strength`).
+    strategy : str
+        The halo plans' strategy of the two graphs.
+
+    Returns
+    -------
+    S : ParCSR
+        The strength matrix (the entries ``strong`` masks in L, ones), over A's
+        distributions.
+    G : ParCSR
+        The pattern of ``S + S^T`` (a point's neighbours in either direction), over A's
+        distributions.
+    depends_on_me : ndarray
+        ``|S^T_i|``: how many points depend on each of the rank's points (S^T's columns
+        travel to their owners).
+    """
     from ..parcsr import ParCSR
 
     S, G, depends_on_me = _core.strength_graphs(A._core, *_csr_arrays(L), np.ascontiguousarray(strong, dtype=np.uint8),
@@ -68,7 +116,18 @@ def strength_graphs(A, L, strong, strategy):
 
 
 def check_coarsening(name):
-    """A ValueError unless ``name`` is one of :data:`COARSENINGS`."""
+    """Local. Checks a coarsening's name.
+
+    Parameters
+    ----------
+    name : str
+        The coarsening.
+
+    Raises
+    ------
+    ValueError
+        Unless ``name`` is one of :data:`COARSENINGS`.
+    """
     if name not in COARSENINGS:
         raise ValueError(f"unknown coarsening '{name}' (known: {', '.join(COARSENINGS)})")
 
@@ -76,7 +135,7 @@ def check_coarsening(name):
 def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", graphs=None):
     """Collective. PMIS or HMIS C/F splitting of the rank's rows: +1 coarse, -1 fine.
 
-    Weights w_i = |S^T_i| + hash(id_i) (how many points strongly depend on i, plus a random
+    Weights ``w_i = |S^T_i| + hash(id_i)`` (how many points strongly depend on i, plus a random
     number drawn from the point's identity ``ids``, the fine-grid index it descends from:
     the same whatever the partition). Points nobody depends on start fine. Each round, an
     undecided point whose weight beats every undecided neighbour in S + S^T becomes coarse,
@@ -89,7 +148,35 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", grap
     (better interpolation than PMIS's random choice, fewer iterations), but the split then
     depends on the partition.
 
-    ``graphs``: :func:`strength_graphs`'s result for these arguments, when the caller has it."""
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`strength`).
+    ids : ndarray of int
+        The points' identities (the fine-grid indices they descend from).
+    seed : int
+        Seed of the random part of the weights.
+    strategy : str
+        The halo plans' strategy of the strength graphs.
+    coarsening : {"pmis", "hmis"}
+        The splitting.
+    graphs : tuple, optional
+        :func:`strength_graphs`'s result for these arguments, when the caller has it.
+
+    Returns
+    -------
+    ndarray
+        The state of each of the rank's rows: +1 coarse, -1 fine.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``coarsening``.
+    """
     check_coarsening(coarsening)
     S, G, depends_on_me = strength_graphs(A, L, strong, strategy) if graphs is None else graphs
     return _core.classical_split(G._core, S._core, depends_on_me, np.ascontiguousarray(ids, dtype=np.int64),
@@ -97,9 +184,24 @@ def pmis(A, L, strong, ids, seed=0, strategy="standard", coarsening="pmis", grap
 
 
 def coarse_numbering(A, state):
-    """Collective. Global coarse index of every column-space entry (owned then halo; -1 for
-    fine points) and the coarse Distribution: each rank numbers its coarse points in local
-    order after those of lower ranks."""
+    """Collective. The coarse points' global numbering: each rank numbers its coarse points
+    in local order after those of lower ranks.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    state : ndarray
+        The split of the rank's rows (+1 coarse, -1 fine).
+
+    Returns
+    -------
+    cfull : ndarray of int
+        Global coarse index of every column-space entry (owned then halo; -1 for fine
+        points).
+    coarse : Distribution
+        The coarse Distribution.
+    """
     from ..partition import Distribution
 
     cfull, offsets = _core.coarse_numbering(A._core, np.ascontiguousarray(state, dtype=np.float64), A.comm.py2f())
@@ -107,11 +209,33 @@ def coarse_numbering(A, state):
 
 
 def direct_interpolation(A, L, strong, state, cfull, ncoarse):
-    """Local. The rank's rows of P (scipy CSR, global coarse columns): a coarse point
-    interpolates from itself (1), a fine point from its strong coarse neighbours,
-    P_ij = -alpha a_ij / a_ii for a_ij < 0 and -beta a_ij / a_ii for a_ij > 0, alpha and
-    beta scaling the strong coarse sums to the whole row's (without positive strong coarse
-    entries the positive ones are lumped into the diagonal). As pyamg's and hypre's."""
+    """Local. The rank's rows of the direct interpolation P. As pyamg's and hypre's.
+
+    A coarse point interpolates from itself (1), a fine point from its strong coarse
+    neighbours, ``P_ij = -alpha a_ij / a_ii`` for ``a_ij < 0`` and ``-beta a_ij / a_ii`` for
+    ``a_ij > 0``, alpha and beta scaling the strong coarse sums to the whole row's (without
+    positive strong coarse entries the positive ones are lumped into the diagonal).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator (not read: ``L`` holds what is needed).
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`strength`).
+    state : ndarray
+        The split of the rank's rows (+1 coarse, -1 fine).
+    cfull : ndarray of int
+        The coarse numbering over L's columns (:func:`coarse_numbering`).
+    ncoarse : int
+        The global number of coarse points.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The rank's rows of P, global coarse columns.
+    """
     n = L.shape[0]
     rows, cols, a = _rows(L), L.indices, L.data
     diag = _diagonal(L).copy()
@@ -134,10 +258,34 @@ def direct_interpolation(A, L, strong, state, cfull, ncoarse):
 
 
 def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, strategy="standard"):
-    """Collective. The extended+i interpolation as a ParCSR (rows as A's, columns the coarse
-    Distribution ``coarse``; halo plan of ``strategy``), truncated as :func:`truncate` does
-    when ``trunc`` or ``pmax`` asks (C++ end to end; the rows of A held by off-process strong
-    fine neighbours travel along A's halo plan)."""
+    """Collective. The extended+i interpolation, truncated as :func:`truncate` does when
+    ``trunc`` or ``pmax`` asks (C++ end to end; the rows of A held by off-process strong fine
+    neighbours travel along A's halo plan).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator.
+    L : scipy.sparse.csr_matrix
+        A's local block (:meth:`~commsolve.ParCSR.local_block`).
+    strong : ndarray of bool
+        The strong entries of ``L`` (:func:`strength`).
+    cfull : ndarray of int
+        The coarse numbering over L's columns (:func:`coarse_numbering`).
+    coarse : Distribution
+        The coarse Distribution.
+    trunc : float
+        The truncation factor (:func:`truncate`'s ``factor``; 0: none).
+    pmax : int
+        The most entries per row (:func:`truncate`'s ``max_elements``; 0: no limit).
+    strategy : str
+        The halo plan's strategy of P.
+
+    Returns
+    -------
+    ParCSR
+        P: rows as A's, columns the coarse Distribution ``coarse``.
+    """
     from ..parcsr import ParCSR
 
     indptr, indices, data = _core.extended_i_interpolation(
@@ -149,17 +297,63 @@ def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, str
 
 def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, product_strategy, spmv_strategy,
                      profile=None):
-    """Collective. One level of the classical setup in one C++ call: :func:`strength`,
-    :func:`pmis` (``coarsening`` "pmis" or "hmis", weights drawn from ``ids`` and ``seed``),
-    :func:`coarse_numbering`, :func:`extended_i_interpolation` truncated by ``trunc`` and
-    ``pmax``, and :func:`commsolve.galerkin`, with no level data passing through numpy in
-    between; the same hierarchy as those functions called one by one. ``strategy``: the
-    halo plans of the strength graphs and P; ``product_strategy``: the Galerkin product's
-    exchanges; ``spmv_strategy`` (``"auto"`` priced with ``profile``): the coarse
-    operator's. Returns (state, the coarse Distribution, P, the coarse operator, the
-    product's exchanges as :func:`commsolve.galerkin` reports them, this rank's seconds per
-    step: strength, graphs, split, interpolation, galerkin); P, the operator and the
-    exchanges None when the split does not coarsen."""
+    """Collective. One level of the classical setup in one C++ call.
+
+    :func:`strength`, :func:`pmis`, :func:`coarse_numbering`,
+    :func:`extended_i_interpolation` and :func:`commsolve.galerkin`, with no level data
+    passing through numpy in between; the same hierarchy as those functions called one by
+    one.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The level's operator, its rows and columns distributed alike.
+    ids : ndarray of int
+        One identity per row (the fine-grid index it descends from): the weights are drawn
+        from them.
+    theta : float
+        The strength threshold (:func:`strength`).
+    coarsening : {"pmis", "hmis"}
+        The splitting (:func:`pmis`).
+    seed : int
+        Seed of the weights.
+    trunc : float
+        P's truncation factor (:func:`truncate`).
+    pmax : int
+        The most entries per row of P (:func:`truncate`; 0: no limit).
+    strategy : str
+        The halo plans of the strength graphs and P.
+    product_strategy : str
+        The Galerkin product's exchanges.
+    spmv_strategy : str
+        The coarse operator's (``"auto"`` priced with ``profile``).
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices ``spmv_strategy="auto"``.
+
+    Returns
+    -------
+    state : ndarray
+        The split of the rank's rows (+1 coarse, -1 fine).
+    coarse : Distribution
+        The coarse Distribution.
+    P : ParCSR or None
+        The interpolation; None when the split does not coarsen.
+    Ac : ParCSR or None
+        The coarse operator; None when the split does not coarsen.
+    exchanges : list of dict or None
+        The product's exchanges as :func:`commsolve.galerkin` reports them; None when the
+        split does not coarsen.
+    times : dict
+        This rank's seconds per step: strength, graphs, split, interpolation, galerkin.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``coarsening``.
+    CollectiveError
+        On every rank, unless every rank has one id per row and its rows and columns are
+        distributed alike.
+    """
     from .. import products
     from ..parcsr import ParCSR
     from ..partition import Distribution
@@ -182,12 +376,29 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
 
 
 def truncate(P, factor=0.0, max_elements=0):
-    """Drops the entries of each row below ``factor`` times its largest magnitude, then all
-    but its ``max_elements`` largest (0: no limit) and any equal to the last of these, and
-    rescales what is kept so the row sum stays (hypre's trunc_factor and P_max_elmts).
-    Entries that tie at the limit are kept together, where hypre keeps some of them: on the
-    2D and 3D Laplacians a subset chosen by column order makes interpolation lopsided and
-    costs up to half again the iterations. C++, row by row."""
+    """Local. Truncates the rows of an interpolation (hypre's trunc_factor and
+    P_max_elmts), in C++, row by row.
+
+    Drops the entries of each row below ``factor`` times its largest magnitude, then all
+    but its ``max_elements`` largest and any equal to the last of these, and rescales what
+    is kept so the row sum stays. Entries that tie at the limit are kept together, where
+    hypre keeps some of them: on the 2D and 3D Laplacians a subset chosen by column order
+    makes interpolation lopsided and costs up to half again the iterations.
+
+    Parameters
+    ----------
+    P : scipy sparse matrix
+        The rows to truncate.
+    factor : float
+        Entries below this times the row's largest magnitude are dropped.
+    max_elements : int
+        The most entries kept per row, more where entries tie at the limit (0: no limit).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The truncated rows, of P's shape.
+    """
     P = sp.csr_matrix(P)
     indptr = P.indptr.astype(np.int64)
     indices = P.indices.astype(np.int64)

@@ -75,11 +75,39 @@ class Smoother:
     (:meth:`ParCSR.set_format`)."""
 
     def __init__(self, A, kind="hybrid-gs", sweeps=1, omega=None, ids=None, rho=None, local=None, degree=None):
-        """Collective for ``chebyshev`` without ``rho`` (the spectral radius of D^-1 A, which
-        smoothed aggregation has estimated already; else Lanczos from a start vector hashed
-        from ``ids``, the points' identities). ``omega``: the Jacobi smoothers' weight;
-        ``degree``: the Chebyshev polynomial's (default CHEBYSHEV_DEGREE).
-        ``local``: A's local block if the caller has it (:meth:`ParCSR.local_block`)."""
+        """Collective for ``chebyshev`` without ``rho`` and for ``ilu0`` / ``ic0``; local
+        otherwise.
+
+        Parameters
+        ----------
+        A : ParCSR
+            The operator smoothed.
+        kind : str
+            One of :data:`SMOOTHERS`.
+        sweeps : int
+            Sweeps per smoothing step, at least 1.
+        omega : float, optional
+            The Jacobi smoothers' weight (default 2/3 for ``jacobi``, 1 for ``l1-jacobi``).
+        ids : ndarray of int, optional
+            The points' identities, from which the Lanczos start vector is hashed (default:
+            A's global row indices).
+        rho : float, optional
+            The spectral radius of ``D^-1 A``, which smoothed aggregation has estimated
+            already; else Lanczos from a start vector hashed from ``ids``.
+        local : scipy.sparse.csr_matrix, optional
+            A's local block if the caller has it (:meth:`ParCSR.local_block`).
+        degree : int, optional
+            The Chebyshev polynomial's degree (default CHEBYSHEV_DEGREE).
+
+        Raises
+        ------
+        ValueError
+            For an unknown smoother, fewer than one sweep, or a weight (a degree) for a
+            smoother that takes none.
+        CollectiveError
+            On every rank, for ``ilu0`` / ``ic0``, when the factor meets a zero or
+            non-finite pivot on some rank.
+        """
         check_smoother(kind, sweeps, omega, degree)
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.degree = CHEBYSHEV_DEGREE if degree is None else int(degree)
@@ -153,14 +181,36 @@ class Smoother:
             self._jacobi(b, x)
 
     def pre(self, b, x, zero=False):
-        """Smooths x in place; ``zero``: x is known to be 0 (the halo need not travel)."""
+        """Collective. Smooths x in place (the sweeps before the coarse correction).
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the right-hand side.
+        x : ndarray
+            This rank's part of the iterate, smoothed in place.
+        zero : bool
+            x is known to be 0 (the halo need not travel).
+        """
         for k in range(self.sweeps):
             self._sweep(b, x, zero and k == 0, True)
 
     def pre_residual(self, b, x, r):
-        """Collective. Smooths x in place from x = 0 and writes r = b - A x. One symmetric
-        Gauss-Seidel step on CSR or DIA storage takes the residual from the lower half of the
-        block: the backward sweep's own equation gives the rest (half a matrix pass saved)."""
+        """Collective. Smooths x in place from x = 0 and writes ``r = b - A x``.
+
+        One symmetric Gauss-Seidel step on CSR or DIA storage takes the residual from the
+        lower half of the block: the backward sweep's own equation gives the rest (half a
+        matrix pass saved).
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the right-hand side.
+        x : ndarray
+            This rank's part of the iterate: 0 on entry, smoothed in place.
+        r : ndarray
+            Gets this rank's part of the residual.
+        """
         if not (self.kind == "symmetric-gs" and self.sweeps == 1 and self.A.format in ("csr", "dia")):
             self.pre(b, x, zero=True)
             self.A.matvec(x, out=r)
@@ -173,6 +223,16 @@ class Smoother:
         core.zero_start_sgs_residual(x, r, self.work)
 
     def post(self, b, x):
+        """Collective. Smooths x in place (the sweeps after the coarse correction: hybrid
+        Gauss-Seidel runs backward).
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the right-hand side.
+        x : ndarray
+            This rank's part of the iterate, smoothed in place.
+        """
         for _ in range(self.sweeps):
             self._sweep(b, x, False, False)
 
@@ -202,6 +262,19 @@ class CoarseSolver:
     each solve gathers the right-hand side and keeps the rank's part."""
 
     def __init__(self, A):
+        """Collective. Gathers the coarsest operator on every rank and factors it.
+
+        Parameters
+        ----------
+        A : ParCSR
+            The coarsest level's operator.
+
+        Raises
+        ------
+        ValueError
+            On every rank alike, when the operator cannot be factored (probably singular:
+            a Laplacian with pure Neumann boundaries, say).
+        """
         from ..direct import SparseLU
 
         self.A = A
@@ -223,6 +296,18 @@ class CoarseSolver:
         self.owned = A.owned_rows()
 
     def solve(self, b):
+        """Collective. The coarsest level's exact solve.
+
+        Parameters
+        ----------
+        b : ndarray
+            This rank's part of the right-hand side, gathered whole on every rank.
+
+        Returns
+        -------
+        ndarray
+            This rank's part of the solution.
+        """
         b = self.A.gather(b, root=None)
         if self.dense is not None:
             lu, piv, scale = self.dense
@@ -256,17 +341,41 @@ def _dense_lu(M):
 
 
 def mgcycle(levels, smoothers, coarse, b, correction=1.0, times=None, work=None, visits=1):
-    """One multigrid cycle from a zero initial guess: returns x ~ A^-1 b on the finest level.
-    Each coarser level is visited ``visits`` times (1: the V-cycle; 2: the W-cycle, hypre's
-    cycle_type 2), each visit after the first on the coarse residual the earlier ones left; a
-    coarsest level solved directly is visited once (a second exact solve adds nothing), one
-    moved onto fewer ranks as often as any. Each level smooths with and takes residuals of its
-    ``solve_A`` (a sparsified copy where sparse or hybrid Galerkin made one); every coarse
-    correction is scaled by ``correction`` (a constant: the cycle stays symmetric when the
-    smoothing is). ``times``: an array with a slot per level to which each level's seconds are
-    added (smoothing, residual, restriction and interpolation on level k; the coarse solve on
-    the last). ``work``: :func:`cycle_work`'s arrays, reused (the finest x returned is then
-    one of them); None: fresh arrays."""
+    """Collective. One multigrid cycle from a zero initial guess.
+
+    Each coarser level is visited ``visits`` times, each visit after the first on the coarse
+    residual the earlier ones left; a coarsest level solved directly is visited once (a
+    second exact solve adds nothing), one moved onto fewer ranks as often as any. Each level
+    smooths with and takes residuals of its ``solve_A`` (a sparsified copy where sparse or
+    hybrid Galerkin made one).
+
+    Parameters
+    ----------
+    levels : list of ~commsolve.amg.hierarchy.Level
+        The hierarchy's levels on this communicator.
+    smoothers : list of Smoother
+        One per level but the last.
+    coarse : CoarseSolver or ~commsolve.amg.agglomerate.Agglomerated
+        The last level's solve: direct, or the hierarchy continued on fewer ranks.
+    b : ndarray
+        This rank's part of the finest right-hand side.
+    correction : float
+        The factor on every coarse correction (a constant: the cycle stays symmetric when
+        the smoothing is).
+    times : ndarray, optional
+        An array with a slot per level to which each level's seconds are added (smoothing,
+        residual, restriction and interpolation on level k; the coarse solve on the last).
+    work : list, optional
+        :func:`cycle_work`'s arrays, reused (the finest x returned is then one of them);
+        None: fresh arrays.
+    visits : int
+        Visits of each coarser level (1: the V-cycle; 2: the W-cycle, hypre's cycle_type 2).
+
+    Returns
+    -------
+    ndarray
+        ``x ~ A^-1 b`` on the finest level, this rank's part.
+    """
     clock = _Clock(times)
     last = len(levels) - 1
     work = cycle_work(levels) if work is None else work
@@ -322,10 +431,25 @@ class _Clock:
 
 
 def asymmetry(A, seed=20251125):
-    """Collective. |y^T A x - x^T A y| / max(|y^T A x|, |x^T A y|) for two random vectors x,
-    y (the same on any number of ranks: hashed from global indices): about machine epsilon
-    times the row length for a symmetric A, far more for a nonsymmetric one. One product
-    and two dot products each way."""
+    """Collective. How far A is from symmetric, measured with two random vectors.
+
+    ``|y^T A x - x^T A y| / max(|y^T A x|, |x^T A y|)`` for two random vectors x, y (the same
+    on any number of ranks: hashed from global indices). One product and two dot products
+    each way.
+
+    Parameters
+    ----------
+    A : ParCSR
+        A square matrix, its rows and columns distributed alike.
+    seed : int
+        Seed of the random vectors.
+
+    Returns
+    -------
+    float
+        About machine epsilon times the row length for a symmetric A, far more for a
+        nonsymmetric one (0 when both products vanish).
+    """
     from .classical import hash_uniform
 
     ids = A.owned_rows()

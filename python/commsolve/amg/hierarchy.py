@@ -68,15 +68,28 @@ class Level:
 
     @property
     def rows(self):
+        """The operator's global rows."""
         return self.A.shape[0]
 
     def nnz(self):
-        """Collective. Of the operator the cycle applies (:attr:`solve_A`)."""
+        """Collective. The global nonzeros of the operator the cycle applies (:attr:`solve_A`).
+
+        Returns
+        -------
+        int
+            The global nonzeros.
+        """
         return self.solve_A.global_nnz()
 
     def halo_stats(self):
-        """Collective. Max and mean over ranks of one halo exchange of the operator the cycle
-        applies (planned; the MPI runs record exactly this, see the tests)."""
+        """Collective. One halo exchange of the operator the cycle applies, as planned (the
+        MPI runs record exactly this, see the tests).
+
+        Returns
+        -------
+        dict
+            Max and mean over ranks (:func:`~commsolve.stats.summarize`).
+        """
         return sparsifying.halo_summary(self.solve_A)
 
 
@@ -96,34 +109,70 @@ def _check_level(A, k):
 
 def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, progress=None, on_level=None,
                     sparsify=None, ids=None, candidate=None, agglomerate_below=None, **options):
-    """Collective. The levels of a multigrid hierarchy for the ParCSR ``A``: ``method``
-    "classical" or "sa" (algebraic), or "geometric" (the cell-centred 2 x 2 x 2 aggregation of
-    the structured ``grid`` the matrix lives on ((nx, ny, nz) or a BoxGrid), piecewise-constant
-    interpolation, Galerkin coarse operators: the geometric multigrid of Nakajima's MGCG;
-    rows in global order across the ranks).
+    """Collective. The levels of a multigrid hierarchy for the ParCSR ``A``.
 
-    ``strategy``: one name for every level, or a list (one per level, the last repeated).
-    ``on_level(level, L)`` is called once a level other than the coarsest is complete, with
-    its operator's local block (collective if it is).
-    Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has at
-    most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength threshold:
-    classical 0.25, sa 0.0 by default); classical only: ``coarsening`` ("pmis", the default:
-    the same hierarchy on any partition, or "hmis": a Ruge-Stueben pass within each rank
-    first, hypre's default), ``interpolation`` ("ext+i", the default, or "direct"),
-    ``trunc`` (truncation factor of P), ``pmax`` (most entries per row of P, more only where
-    entries tie at the limit; default 4 for ext+i, no limit for direct; 0: no limit),
-    ``aggressive`` (how many of the finest levels are coarsened aggressively,
-    :mod:`commsolve.amg.aggressive`: multipass interpolation there, whatever
-    ``interpolation`` says, untruncated; default 0);
-    sa only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
-    rho(D^-1 A): 4/3). ``sparsify``: a :class:`~commsolve.amg.sparsify.Sparsification`
-    (None: the plain Galerkin hierarchy).
+    Parameters
+    ----------
+    A : ParCSR
+        The finest operator: square, its rows and columns distributed alike.
+    method : {"classical", "sa", "geometric"}
+        "classical" or "sa" (algebraic), or "geometric" (the cell-centred 2 x 2 x 2
+        aggregation of the structured ``grid`` the matrix lives on ((nx, ny, nz) or a
+        BoxGrid), piecewise-constant interpolation, Galerkin coarse operators: the geometric
+        multigrid of Nakajima's MGCG; rows in global order across the ranks).
+    strategy : str or list of str
+        One name for every level, or a list (one per level, the last repeated).
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices the strategy "auto".
+    progress : callable, optional
+        ``progress(k, rows)`` once coarse level ``k`` is formed, with its global rows.
+    on_level : callable, optional
+        ``on_level(level, L)`` is called once a level other than the coarsest is complete,
+        with its operator's local block (collective if it is).
+    sparsify : Sparsification, optional
+        A :class:`~commsolve.amg.sparsify.Sparsification` (None: the plain Galerkin
+        hierarchy).
+    ids : ndarray of int, optional
+        This rank's points' fine-grid indices; with ``candidate``, continues a hierarchy
+        moved onto fewer ranks (by default those of a finest level: A's global rows).
+    candidate : ndarray, optional
+        Smoothed aggregation's near-null space, this rank's entries (by default that of a
+        finest level: the constant).
+    agglomerate_below : float, optional
+        The hierarchy stops at the first level with fewer rows per rank than this, marked
+        ``agglomerated`` (the caller moves it onto fewer ranks and goes on there,
+        :mod:`commsolve.redistribute`).
+    **options
+        Options (``SETUP_DEFAULTS``): ``max_levels``, ``max_coarse`` (stop when a level has
+        at most this many rows), ``seed`` (PMIS or MIS-2 weights), ``theta`` (strength
+        threshold: classical 0.25, sa 0.0 by default); classical only: ``coarsening``
+        ("pmis", the default: the same hierarchy on any partition, or "hmis": a
+        Ruge-Stueben pass within each rank first, hypre's default), ``interpolation``
+        ("ext+i", the default, or "direct"), ``trunc`` (truncation factor of P), ``pmax``
+        (most entries per row of P, more only where entries tie at the limit; default 4 for
+        ext+i, no limit for direct; 0: no limit), ``aggressive`` (how many of the finest
+        levels are coarsened aggressively, :mod:`commsolve.amg.aggressive`: multipass
+        interpolation there, whatever ``interpolation`` says, untruncated; default 0); sa
+        only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
+        ``rho(D^-1 A)``: 4/3); geometric only: ``grid``.
 
-    ``agglomerate_below``: the hierarchy stops at the first level with fewer rows per rank
-    than this, marked ``agglomerated`` (the caller moves it onto fewer ranks and goes on
-    there, :mod:`commsolve.redistribute`). ``ids`` and ``candidate`` (this rank's points'
-    fine-grid indices and smoothed aggregation's near-null space) continue a hierarchy so
-    moved; by default they are those of a finest level."""
+    Returns
+    -------
+    list of Level
+        The levels, finest first.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, option, coarsening or interpolation, an option of another
+        method, a value out of range (``theta``, ``trunc``, ``pmax``, ``aggressive``,
+        ``prolongator_omega``), a non-square A, or a coarsest level with more rows than can
+        be gathered and factored whole on every rank (``max_levels`` reached, or coarsening
+        stalled).
+    CollectiveError
+        On every rank, for an unknown strategy, rows and columns distributed differently, or
+        a level with a zero diagonal entry or non-finite values.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown AMG method '{method}' (known: {', '.join(METHODS)})")
     unknown = set(options) - set(SETUP_DEFAULTS)

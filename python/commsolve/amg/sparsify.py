@@ -14,7 +14,7 @@ Three methods (``sparsify=``), each with a drop tolerance per coarse level (``ga
 
 An entry a_ij of a coarse operator is kept when it lies in the minimal pattern
 M = P̂^T A P + P^T A P̂ (P̂ the injection at the coarse points: what keeps the coarse stencil
-as wide as the fine one), or |a_ij| >= gamma max_{k != i} |a_ik|, or its transpose is kept
+as wide as the fine one), or ``|a_ij| >= gamma max_{k != i} |a_ik|``, or its transpose is kept
 (the kept set is symmetric); gamma <= 1 always keeps each row's largest entry, so no row
 loses every off-diagonal entry (Algorithm 4.1b's zero-row-sum case cannot arise). The
 others are lumped (``lumping=``):
@@ -23,12 +23,12 @@ others are lumped (``lumping=``):
   sums are kept; definiteness only where the operator is diagonally dominant (Theorem 4.1).
   Classical AMG's coarse operators often are not (those of the 27-point Laplacian: hybrid
   Galerkin at gamma = 1 gives an indefinite level from 28^3 on), and CG then breaks down;
-- ``"spd"``: |a_ij| added to a_ii (and |a_ji| to a_jj): A_hat - A is a sum of
-  |a| (e_i -+ e_j)(e_i -+ e_j)^T, positive semidefinite, so A_hat is SPD whenever A is; row
-  sums grow (by 2 |a_ij| per negative entry dropped);
+- ``"spd"``: ``|a_ij|`` added to a_ii (and ``|a_ji|`` to a_jj): A_hat - A is a sum of
+  ``|a| (e_i -+ e_j)(e_i -+ e_j)^T``, positive semidefinite, so A_hat is SPD whenever A is;
+  row sums grow (by ``2 |a_ij|`` per negative entry dropped);
 - ``"strong"`` (Algorithm 4.1, the default of non-Galerkin; C++: neighbours of neighbours, the
   dropped entry's row fetched from its owner): a_ij spread over the strong neighbours k of j
-  among the off-diagonal entries row i keeps, in proportion to |a_jk|, symmetrically (+ at
+  among the off-diagonal entries row i keeps, in proportion to ``|a_jk|``, symmetrically (+ at
   (i,k) and (k,i), - at (k,k)); an entry with no such neighbour stays (as the thesis says, and
   hypre does), with its transpose.
 
@@ -71,6 +71,19 @@ class Sparsification:
     lumping: str
 
     def level_gamma(self, level):
+        """Local. The drop tolerance of a level.
+
+        Parameters
+        ----------
+        level : int
+            The level (0: the finest).
+
+        Returns
+        -------
+        float
+            0 for the finest level; else ``gamma[level - 1]``, the last value for every
+            deeper level.
+        """
         if level == 0:
             return 0.0
         return float(self.gamma[min(level - 1, len(self.gamma) - 1)])
@@ -83,8 +96,23 @@ class Sparsification:
 
 
 def parse_gamma(gamma):
-    """A tuple of drop tolerances from a number, a sequence or the CLI's "0,0.01,0.1,1"; a
-    ValueError unless each is a finite number in [0, 1]."""
+    """Local. Drop tolerances read and checked.
+
+    Parameters
+    ----------
+    gamma : float, sequence of float or str
+        A number, a sequence or the CLI's ``"0,0.01,0.1,1"``.
+
+    Returns
+    -------
+    tuple of float
+        The drop tolerances.
+
+    Raises
+    ------
+    ValueError
+        Unless each is a finite number in [0, 1] (and there is at least one).
+    """
     if isinstance(gamma, str):
         parts = [p.strip() for p in gamma.split(",")]
         try:
@@ -102,8 +130,31 @@ def parse_gamma(gamma):
 
 
 def sparsification(method, gamma=None, lumping=None):
-    """The validated :class:`Sparsification`, or None for plain Galerkin (``method`` None).
-    One place for the rules: a known method and lumping, gamma given with a method only."""
+    """Local. The validated :class:`Sparsification`.
+
+    One place for the rules: a known method and lumping, gamma given with a method only.
+
+    Parameters
+    ----------
+    method : {"non-galerkin", "sparse", "hybrid"} or None
+        The sparsification (None: plain Galerkin).
+    gamma : float, sequence of float or str, optional
+        The drop tolerances (:func:`parse_gamma`), required with a method.
+    lumping : {"diagonal", "strong", "spd"}, optional
+        Where dropped entries go (default: strong for non-Galerkin, diagonal for sparse and
+        hybrid).
+
+    Returns
+    -------
+    Sparsification or None
+        None for plain Galerkin (``method`` None).
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or lumping, ``gamma`` or ``lumping`` without a method, a
+        method without ``gamma``, or a bad drop tolerance.
+    """
     if method is None:
         if gamma is not None or lumping is not None:
             raise ValueError("gamma and lumping are options of a sparsification: pass sparsify='non-galerkin', "
@@ -132,8 +183,24 @@ class Adaptive:
 
 
 def parse_adaptive(adaptive):
-    """An :class:`Adaptive` from (k, s), (k, s, rho), a dict, or the CLI's "k=3,s=2[,rho=0.5]";
-    None for None. A ValueError names what is wrong."""
+    """Local. The adaptive solve's setting read and checked.
+
+    Parameters
+    ----------
+    adaptive : tuple, dict, str, Adaptive or None
+        ``(k, s)``, ``(k, s, rho)``, a dict, or the CLI's ``"k=3,s=2[,rho=0.5]"``.
+
+    Returns
+    -------
+    Adaptive or None
+        An :class:`Adaptive` (``adaptive`` itself if it is one); None for None.
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong: another form, k or s not a whole number >= 1, or rho outside
+        [0, 1).
+    """
     if adaptive is None or isinstance(adaptive, Adaptive):
         return adaptive
     if isinstance(adaptive, str):
@@ -166,16 +233,43 @@ def parse_adaptive(adaptive):
 
 
 def relaxed(gamma):
-    """The adaptive solve's next drop tolerance: gamma / 10, or 0 below :data:`GAMMA_MIN`."""
+    """Local. The adaptive solve's next drop tolerance.
+
+    Parameters
+    ----------
+    gamma : float
+        The drop tolerance now.
+
+    Returns
+    -------
+    float
+        gamma / 10, or 0 below :data:`GAMMA_MIN`.
+    """
     g = gamma / 10.0
     return g if g >= GAMMA_MIN else 0.0
 
 
 def minimal_pattern(A, P, coarse, strategy="standard"):
-    """Collective. The rows of A P at the coarse points (``coarse``: a mask over A's rows, in
-    the coarse level's local order), as scipy CSR over global coarse columns: the pattern of
-    P̂^T A P, half of the minimal pattern (the other half is its transpose, which the keep
-    mask's symmetrization adds). Entries that cancel are kept: a pattern, not values."""
+    """Collective. Half of the minimal pattern: the rows of ``A P`` at the coarse points,
+    the pattern of ``P̂^T A P`` (the other half is its transpose, which the keep mask's
+    symmetrization adds). Entries that cancel are kept: a pattern, not values.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The fine level's operator.
+    P : ParCSR
+        The interpolation from the coarse level.
+    coarse : ndarray of bool
+        A mask over A's rows, in the coarse level's local order: the coarse points.
+    strategy : str
+        The exchange strategy of the product ``A P``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        This rank's coarse rows over global coarse columns, ones.
+    """
     indptr, indices, data, _, _ = _core.spgemm(A._core, P._core, A.comm.py2f(), strategy, None, True)
     AP = sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(A.local_rows, P.shape[1]))
     return AP[np.flatnonzero(coarse)]
@@ -223,12 +317,35 @@ def _transposed(A, rows, cols, mask, strategy):
 
 
 def sparsify(A, minimal, gamma, lumping, *, theta=0.25, strategy="standard", profile=None):
-    """Collective. The sparsified copy of the coarse operator A (a ParCSR, rows and columns
-    distributed alike) with drop tolerance ``gamma``, the minimal pattern's half
-    ``minimal`` (:func:`minimal_pattern`; None: none) and ``lumping`` (:data:`LUMPINGS`;
-    "strong": strong neighbours by the classical measure with ``theta``). Returns
-    ``(A_hat, info)``: the new ParCSR (halo plan of ``strategy``) and a dict with the
-    global entries before, after and dropped. gamma = 0 returns A itself."""
+    """Collective. The sparsified copy of the coarse operator A.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The coarse operator, rows and columns distributed alike.
+    minimal : scipy.sparse.csr_matrix or None
+        The minimal pattern's half (:func:`minimal_pattern`; None: none).
+    gamma : float
+        The drop tolerance; 0 returns A itself.
+    lumping : {"diagonal", "strong", "spd"}
+        Where dropped entries go (:data:`LUMPINGS`; "strong": strong neighbours by the
+        classical measure with ``theta``).
+    theta : float
+        The strength threshold of "strong" lumping.
+    strategy : str
+        The halo plan's strategy of the new ParCSR (and of the exchanges of the keep mask's
+        transpose and the lumped entries).
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices the strategy "auto".
+
+    Returns
+    -------
+    A_hat : ParCSR
+        The new ParCSR (halo plan of ``strategy``); A itself when gamma = 0.
+    info : dict
+        The drop tolerance (``gamma``) and the global entries before, after and dropped
+        (``nnz_before``, ``nnz_after``, ``dropped``).
+    """
     from ..parcsr import ParCSR
     from ..products import transpose_rows
 

@@ -14,10 +14,28 @@ __all__ = ["spectral_radius_dinv_a"]
 
 
 def spectral_radius_dinv_a(A, diag, ids, steps=15):
-    """Collective. The spectral radius of D^-1 A, as pyamg estimates it for symmetric A: the
-    largest Ritz value of ``steps`` Lanczos steps on D^-1/2 A D^-1/2 (similar to D^-1 A),
-    from a start vector hashed from the points' identities (so the same on any partition).
-    ``diag``: this rank's diagonal of A."""
+    """Collective. The spectral radius of ``D^-1 A``, as pyamg estimates it for symmetric A.
+
+    The largest Ritz value of ``steps`` Lanczos steps on ``D^-1/2 A D^-1/2`` (similar to
+    ``D^-1 A``), from a start vector hashed from the points' identities (so the same on any
+    partition).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The operator, its rows and columns distributed alike.
+    diag : ndarray
+        This rank's diagonal of A.
+    ids : ndarray of int
+        The points' identities (the fine-grid indices they descend from).
+    steps : int
+        Lanczos steps, at most A's rows (fewer when the Krylov space is exhausted).
+
+    Returns
+    -------
+    float
+        The estimate.
+    """
     def dot(u, v):
         return global_dot(A.comm, u, v)
 

@@ -21,15 +21,54 @@ DEFAULT_NB = 128
 
 
 def default_grid25(p):
-    """The squarest pr x pc single-layer grid of p ranks (pr <= pc)."""
+    """The squarest pr x pc single-layer grid of p ranks (pr <= pc).
+
+    Parameters
+    ----------
+    p : int
+        The number of ranks.
+
+    Returns
+    -------
+    tuple of int
+        ``(pr, pc, 1)`` with ``pr * pc == p``.
+    """
     pr = max(d for d in range(1, math.isqrt(p) + 1) if p % d == 0)
     return pr, p // pr, 1
 
 
 def parse_grid25(grid, p=None):
-    """A (pr, pc, c) tuple from ``grid`` ("PRxPCxC", "PRxPC", a tuple, or None for
-    :func:`default_grid25` of ``p``), checked to have ``p`` ranks where p is given (ValueError
-    naming the grid)."""
+    """A (pr, pc, c) tuple from ``grid``, checked to have ``p`` ranks where p is given.
+
+    Parameters
+    ----------
+    grid : str, sequence of int or None
+        "PRxPCxC", "PRxPC" (one layer), a tuple of three (or two) extents, or None for
+        :func:`default_grid25` of ``p``.
+    p : int, optional
+        The number of ranks the grid must have (not checked when None).
+
+    Returns
+    -------
+    tuple of int
+        ``(pr, pc, c)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the grid, when it is not of that form, has an extent below 1 or does not have
+        ``p`` ranks.
+
+    Examples
+    --------
+    >>> from commsolve.dense import parse_grid25
+    >>> parse_grid25("2x2x2")
+    (2, 2, 2)
+    >>> parse_grid25("2x3", 6)
+    (2, 3, 1)
+    >>> parse_grid25(None, 6)
+    (2, 3, 1)
+    """
     if grid is None:
         return default_grid25(p)
     if isinstance(grid, str):
@@ -56,8 +95,31 @@ def grid_position(rank, grid):
 
 
 def random_entries(rows, cols, seed):
-    """Entries (rows[i], cols[j]) of the random matrix numbered ``seed``: uniform in [-1, 1),
-    a counter-based hash of (seed, row, column), so any rank makes any block of it alone."""
+    """Entries (rows[i], cols[j]) of the random matrix numbered ``seed``.
+
+    Each entry is uniform in [-1, 1), a counter-based hash of (seed, row, column), so any rank
+    makes any block of it alone.
+
+    Parameters
+    ----------
+    rows, cols : array_like of int
+        Global row and column indices (non-negative).
+    seed : int
+        Which random matrix.
+
+    Returns
+    -------
+    ndarray
+        The ``len(rows) x len(cols)`` float64 block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from commsolve.dense import random_entries
+    >>> whole = random_entries(range(4), range(4), seed=1)
+    >>> np.array_equal(random_entries([2, 3], [1], seed=1), whole[2:4, 1:2])
+    True
+    """
     r = np.asarray(rows, dtype=np.uint64)[:, None]
     c = np.asarray(cols, dtype=np.uint64)[None, :]
     with np.errstate(over="ignore"):
@@ -74,7 +136,29 @@ def random_entries(rows, cols, seed):
 class DistributedDense:
     """One rank's part of an m x n matrix, block-cyclic (blocks nb x nb) on layer 0 of the
     2.5D grid ``grid`` over ``comm``; ``local`` is this rank's blocks (column-major 2D array,
-    empty off layer 0)."""
+    empty off layer 0).
+
+    Usually made by :meth:`from_global`, :meth:`scatter` or :meth:`random`.
+
+    Parameters
+    ----------
+    local : array_like
+        This rank's blocks as one 2D array (stored column-major): its rows and columns of the
+        block-cyclic layout on layer 0, shape (0, 0) on the other layers.
+    shape : tuple of int
+        The global (m, n).
+    nb : int
+        The block size.
+    grid : tuple of int
+        The grid (pr, pc, c).
+    comm : mpi4py.MPI.Comm
+        The communicator of ``pr * pc * c`` ranks.
+
+    Raises
+    ------
+    ValueError
+        When ``local`` does not have the shape the layout gives this rank.
+    """
 
     def __init__(self, local, shape, nb, grid, comm):
         self.shape = (int(shape[0]), int(shape[1]))
@@ -92,6 +176,7 @@ class DistributedDense:
 
     @property
     def position(self):
+        """This rank's (x, y, z) on the grid: rank = z pr pc + x pc + y."""
         return grid_position(self.comm.rank, self.grid)
 
     def _rows(self, x):
@@ -101,7 +186,13 @@ class DistributedDense:
         return _core.cyclic_indices(self.shape[1], self.nb, self.grid[1], y)
 
     def global_indices(self):
-        """(rows, columns): the global indices of this rank's local rows and columns."""
+        """Local. The global indices of this rank's local rows and columns.
+
+        Returns
+        -------
+        rows, columns : ndarray of int64
+            Both empty off layer 0.
+        """
         x, y, z = self.position
         if z > 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -123,7 +214,28 @@ class DistributedDense:
 
     @classmethod
     def from_global(cls, A, comm, grid=None, nb=None):
-        """Every rank passes the same global array ``A``; each layer-0 rank keeps its blocks."""
+        """Local. Every rank passes the same global array ``A``; each layer-0 rank keeps its blocks.
+
+        Parameters
+        ----------
+        A : array_like
+            The whole m x n matrix, the same on every rank.
+        comm : mpi4py.MPI.Comm
+            The communicator.
+        grid : str, tuple of int or None
+            The grid, as :func:`parse_grid25` takes it (default: the squarest single layer).
+        nb : int, optional
+            The block size (default 128).
+
+        Returns
+        -------
+        DistributedDense
+
+        Raises
+        ------
+        ValueError
+            When ``A`` is not 2D, the grid does not fit ``comm`` or ``nb`` < 1.
+        """
         A = np.asarray(A, dtype=np.float64)
         if A.ndim != 2:
             raise ValueError(f"a dense matrix is 2D, got an array of shape {A.shape}")
@@ -132,7 +244,30 @@ class DistributedDense:
     @classmethod
     def scatter(cls, A, comm, grid=None, nb=None, root=0):
         """Collective. The global array ``A`` given on ``root`` only (None elsewhere), each
-        layer-0 rank sent its blocks (the inverse of :meth:`to_global`)."""
+        layer-0 rank sent its blocks (the inverse of :meth:`to_global`).
+
+        Parameters
+        ----------
+        A : array_like or None
+            The whole m x n matrix on ``root``; None (ignored) on the other ranks.
+        comm : mpi4py.MPI.Comm
+            The communicator.
+        grid : str, tuple of int or None
+            The grid, as :func:`parse_grid25` takes it (default: the squarest single layer).
+        nb : int, optional
+            The block size (default 128).
+        root : int
+            The rank that holds ``A``.
+
+        Returns
+        -------
+        DistributedDense
+
+        Raises
+        ------
+        ValueError
+            On every rank, when ``A`` is not 2D or the grid does not fit ``comm``.
+        """
         shape = comm.bcast(None if comm.rank != root else np.shape(A), root=root)
         if len(shape) != 2:
             raise ValueError(f"a dense matrix is 2D, got an array of shape {shape} on rank {root}")
@@ -151,12 +286,46 @@ class DistributedDense:
 
     @classmethod
     def random(cls, m, n, comm, grid=None, nb=None, seed=0):
-        """The random m x n matrix numbered ``seed`` (:func:`random_entries`), each rank making
-        its own blocks."""
+        """Local. The random m x n matrix numbered ``seed`` (:func:`random_entries`), each rank
+        making its own blocks.
+
+        Parameters
+        ----------
+        m, n : int
+            The global shape.
+        comm : mpi4py.MPI.Comm
+            The communicator.
+        grid : str, tuple of int or None
+            The grid, as :func:`parse_grid25` takes it (default: the squarest single layer).
+        nb : int, optional
+            The block size (default 128).
+        seed : int
+            Which random matrix.
+
+        Returns
+        -------
+        DistributedDense
+
+        Raises
+        ------
+        ValueError
+            When the grid does not fit ``comm``, ``nb`` < 1 or an extent is negative.
+        """
         return cls._make((int(m), int(n)), comm, grid, nb, lambda r, c: random_entries(r, c, seed))
 
     def to_global(self, root=0):
-        """Collective. The whole matrix on ``root`` (None elsewhere); every rank with root=None."""
+        """Collective. The whole matrix on ``root`` (None elsewhere); every rank with root=None.
+
+        Parameters
+        ----------
+        root : int or None
+            The rank that receives the matrix; None: every rank.
+
+        Returns
+        -------
+        ndarray or None
+            The m x n matrix where it is gathered, None elsewhere.
+        """
         parts = (self.global_indices(), self.local)
         every = self.comm.allgather(parts) if root is None else self.comm.gather(parts, root=root)
         if every is None:
@@ -170,8 +339,21 @@ class DistributedDense:
     def matvec(self, x, keep=None):
         """Collective. The product with the global vector ``x`` (every rank passes it), whole on
         every rank, by numpy on each rank's blocks and one allreduce (independent of the 2.5D
-        algorithms: what their checks use). ``keep(rows, cols)``, if given, masks this rank's
-        blocks (True where an entry counts), e.g. a triangle."""
+        algorithms: what their checks use).
+
+        Parameters
+        ----------
+        x : array_like
+            The whole vector of n values, the same on every rank.
+        keep : callable, optional
+            ``keep(rows, cols)`` (global indices: a column of rows, a row of columns) masks
+            this rank's blocks: True where an entry counts, e.g. a triangle.
+
+        Returns
+        -------
+        ndarray
+            The m values of the product, on every rank.
+        """
         from mpi4py import MPI
 
         rows, cols = self.global_indices()
@@ -184,7 +366,22 @@ class DistributedDense:
 
     def permute_rows(self, perm):
         """Collective. The matrix whose row i is this one's row ``perm[i]`` (every rank passes the
-        same permutation), laid out alike: each rank sends its rows where they go (alltoall)."""
+        same permutation), laid out alike: each rank sends its rows where they go (alltoall).
+
+        Parameters
+        ----------
+        perm : array_like of int
+            A permutation of the m rows, the same on every rank.
+
+        Returns
+        -------
+        DistributedDense
+
+        Raises
+        ------
+        ValueError
+            When ``perm`` is not a permutation of the m rows.
+        """
         perm = np.asarray(perm, dtype=np.int64)
         m = self.shape[0]
         if perm.shape != (m,) or not np.array_equal(np.sort(perm), np.arange(m)):
@@ -211,12 +408,31 @@ class DistributedDense:
         return DistributedDense(local, self.shape, self.nb, self.grid, self.comm)
 
     def flat(self):
-        """This rank's blocks as the flat column-major array the core reads (a copy only if needed)."""
+        """Local. This rank's blocks as the flat column-major array the core reads (a copy only if
+        needed).
+
+        Returns
+        -------
+        ndarray
+        """
         return self.local.reshape(-1, order="F")
 
     def agree_layout(self, other, where):
-        """Raise a ValueError unless ``other`` lies on the same grid and communicator with the same
-        block size."""
+        """Local. Raise a ValueError unless ``other`` lies on the same grid and communicator with
+        the same block size.
+
+        Parameters
+        ----------
+        other : DistributedDense
+            The matrix to compare with.
+        where : str
+            What is checking, the start of the error message.
+
+        Raises
+        ------
+        ValueError
+            When the grids, block sizes or communicators differ.
+        """
         if other.grid != self.grid or other.nb != self.nb or other.comm is not self.comm:
             raise ValueError(f"{where}: the matrices lie on different grids or block sizes "
                              f"({self.grid}, nb={self.nb} and {other.grid}, nb={other.nb})")

@@ -43,20 +43,53 @@ _tuner = None
 
 def register_tuner(tuner):
     """Install what turns ``grid="auto"`` into a grid and options (:mod:`commsolve.tune` does,
-    on import). ``tuner`` has ``check(profile, algorithm, trees)`` (the request's own checks,
-    on every rank), ``max_pz(nranks)`` (the most layers it tries: the analysis keeps that many
-    separator-tree levels) and ``rank(structure, topology, profile, request)``: the
-    configurations it tried, fastest first, each a dict with ``grid``, ``algorithm``,
-    ``tree``."""
+    on import).
+
+    Parameters
+    ----------
+    tuner : object
+        Has ``check(profile, algorithm, trees)`` (the request's own checks, on every rank),
+        ``max_pz(nranks)`` (the most layers it tries: the analysis keeps that many
+        separator-tree levels) and ``rank(structure, topology, profile, request)``: the
+        configurations it tried, fastest first, each a dict with ``grid``, ``algorithm``,
+        ``tree``.
+    """
     global _tuner
     _tuner = tuner
 
 
 @dataclass
 class FactorRequest:
-    """What :func:`factor` is asked for, checked and agreed on every rank. ``grid`` is None
-    when the tuner chooses it (``auto``), ``trees`` the tree shapes it compares; otherwise
-    ``options`` are the solve's (a SolveOptions)."""
+    """What :func:`factor` is asked for, checked and agreed on every rank.
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    grid : tuple of int or None
+        ``(px, py, pz)``; None when the tuner chooses it (``auto``).
+    options : SolveOptions or None
+        The solve's, when the grid is given (None with ``auto``).
+    algorithm : str or None
+        The solve algorithm asked for.
+    trees : tuple of str
+        With ``auto``, the tree shapes the tuner compares; otherwise that of ``options``.
+    seed, flat_threshold : int or None
+        The tree shapes' seed and flat threshold asked for.
+    allreduce : str or None
+        The inter-grid packing asked for.
+    partition : str
+        The forest partition.
+    root : int
+        The root rank.
+    profile : object
+        The machine profile (``auto``).
+    lu_options : dict
+        :class:`SparseLU`'s options.
+    max_pz : int
+        The most layers the request may use: the grid's pz, or with ``auto`` the tuner's
+        ``max_pz``.
+    """
 
     grid: tuple | None
     options: object
@@ -73,22 +106,51 @@ class FactorRequest:
 
     @property
     def auto(self):
+        """Whether the tuner chooses the grid (``grid`` is None)."""
         return self.grid is None
 
 
 @dataclass
 class Analysis:
-    """What the root knows before the numeric factorization, given to every rank: the matrix
-    ``shape``, its supernodal ``structure``, the ``pivoting`` (scales, row permutation), the
-    orders (factor row k reads b's row ``row_order[k]``, column k gives x's ``col_order[k]``),
-    ``nnz_LU``, ``anorm`` (||B||_1 of the scaled, permuted matrix: the pivot thresholds'
-    scale; None when factored whole on the root), the ``seconds`` it took and the tiny pivots
-    ``replaced`` (factored whole on the root), whether the factored matrix is ``symmetric``
-    (A = A^T exactly, rows and columns ordered and scaled alike: selected inversion's
-    symmetric form applies; None where rows and columns are ordered and scaled alike but A
-    itself was not tested, which selected inversion then does). On the root only: ``serial`` (a
-    :class:`SparseLU` when a scipy matrix is factored whole there) and ``matrix`` (A,
-    checked, on the root)."""
+    """What the root knows before the numeric factorization, given to every rank (but
+    ``serial`` and ``matrix``, on the root only).
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The matrix shape.
+    structure : SupernodalStructure
+        Its supernodal structure.
+    pivoting : StaticPivoting
+        The static pivoting (scales, row permutation).
+    row_order, col_order : ndarray of int32
+        The orders: factor row k reads b's row ``row_order[k]``, column k gives x's
+        ``col_order[k]``.
+    nnz_LU : int
+        Entries of L and U, diagonal blocks once.
+    anorm : float or None
+        ``||B||_1`` of the scaled, permuted matrix: the pivot thresholds' scale; None when
+        factored whole on the root.
+    seconds : dict
+        The seconds it took.
+    replaced : int
+        The tiny pivots replaced (factored whole on the root).
+    symmetric : bool or None
+        Whether the factored matrix is symmetric (``A = A^T`` exactly, rows and columns ordered
+        and scaled alike: selected inversion's symmetric form applies); None where rows and
+        columns are ordered and scaled alike but A itself was not tested, which selected
+        inversion then does.
+    ordering_parts : dict or None
+        The gather and the analysis's parts, seconds (the root's, or each rank's).
+    ordering : str or None
+        The fill-reducing ordering used (``"auto"`` resolved).
+    serial : SparseLU, optional
+        On the root only: a :class:`SparseLU` when a scipy matrix is factored whole there.
+    matrix : scipy.sparse.csr_matrix, optional
+        On the root only: A, checked.
+    """
 
     shape: tuple
     structure: object
@@ -106,19 +168,40 @@ class Analysis:
     matrix: object = field(default=None, repr=False)
 
     def shared(self):
-        """The part every rank receives (no root-only objects)."""
+        """The part every rank receives (no root-only objects).
+
+        Returns
+        -------
+        Analysis
+            A new one with the same fields but ``serial`` and ``matrix`` (left None).
+        """
         return Analysis(self.shape, self.structure, self.pivoting, self.row_order, self.col_order, self.nnz_LU,
                         self.anorm, self.seconds, self.replaced, self.symmetric, self.ordering_parts, self.ordering)
 
 
 @dataclass
 class FactorReport:
-    """How the factorization went: ``seconds`` by phase (and ``total``), the tiny pivots
-    ``replaced``, ``flops``; when factored on the grids, this rank's ``recorded`` and
-    ``planned`` CommStats; with grid="auto", the tuner's ``ranking``; the ordering's parts
-    (``ordering_parts``: the gather of A on the root, static pivoting, the graph, METIS, the
-    permuted graph, the symbolic factorization; with a parallel ordering PT-Scotch's and the
-    parallel symbolic factorization's parts instead), seconds."""
+    """How the factorization went.
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    seconds : dict
+        By phase (and ``total``).
+    replaced : int
+        The tiny pivots replaced.
+    flops : float or None
+        The factorization's floating-point operations (None when factored whole on the root).
+    recorded, planned : CommStats or None
+        When factored on the grids, this rank's CommStats, recorded and planned.
+    ranking : list or None
+        With ``grid="auto"``, the tuner's ranking.
+    ordering_parts : dict or None
+        The ordering's parts (the gather of A on the root, static pivoting, the graph, METIS,
+        the permuted graph, the symbolic factorization; with a parallel ordering PT-Scotch's
+        and the parallel symbolic factorization's parts instead), seconds.
+    """
 
     seconds: dict
     replaced: int
@@ -131,8 +214,32 @@ class FactorReport:
 
 def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
                    lu_options, topology=None, distribution=None):
-    """Collective. The request checked on every rank (a ValueError on every rank if any
-    finds a problem) and agreed (a CollectiveError if the ranks asked for different things)."""
+    """Collective. The request checked on every rank and agreed.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator.
+    grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile
+        As :func:`factor`'s.
+    lu_options : dict
+        As :func:`factor`'s ``**lu_options``.
+    topology : Topology, int or None
+        As :func:`factor`'s; only compared between the ranks.
+    distribution : Distribution, optional
+        As :func:`factor`'s; only compared between the ranks.
+
+    Returns
+    -------
+    FactorRequest
+
+    Raises
+    ------
+    ValueError
+        On every rank, if any finds a problem.
+    CollectiveError
+        If the ranks asked for different things.
+    """
 
     def check():
         check_choice(partition, FOREST_PARTITIONS, "forest partition")
@@ -163,13 +270,35 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
 
 
 def analyze(source, comm, request):
-    """Collective. The :class:`Analysis` on every rank. A ParCSR with a parallel ordering
-    (``"ptscotch"``, ``"ptscotch-metis"``): computed by every rank from its own rows
-    (:func:`_analyze_in_parallel`). Another ParCSR: its rows gathered on ``request.root`` for
-    the static pivoting, the ordering and the symbolic analysis (its numeric factorization
-    happens on the grids). A scipy matrix given on the root: factored whole there
-    (:class:`SparseLU`). The separator tree keeps at least log2 of the most layers the
-    request may use."""
+    """Collective. The :class:`Analysis` on every rank.
+
+    A ParCSR with a parallel ordering (``"ptscotch"``, ``"ptscotch-metis"``): computed by
+    every rank from its own rows (:func:`_analyze_in_parallel`). Another ParCSR: its rows
+    gathered on ``request.root`` for the static pivoting, the ordering and the symbolic
+    analysis (its numeric factorization happens on the grids). A scipy matrix given on the
+    root: factored whole there (:class:`SparseLU`). The separator tree keeps at least log2 of
+    the most layers the request may use.
+
+    Parameters
+    ----------
+    source : ParCSR or scipy sparse matrix
+        The matrix: a ParCSR, or a scipy matrix given on the root (None elsewhere).
+    comm : mpi4py.MPI.Comm
+        The communicator.
+    request : FactorRequest
+        What :func:`agreed_request` returned.
+
+    Returns
+    -------
+    Analysis
+        On every rank (``serial`` and ``matrix`` on the root only).
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, when the scipy matrix is not given on the root, or for a ValueError of
+        the analysis (a bad matrix; a zero pivot when factored whole on the root).
+    """
     root = request.root
     on_grids = isinstance(source, ParCSR)
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
@@ -312,7 +441,45 @@ def factor_on_layout(source, analysis, layout, options, rhs, topo, comm, request
     """Collective. The factors on ``layout`` as a ``_core.TriSolve`` with ``options``, and the
     :class:`FactorReport`: a ParCSR ``source`` factored on the grids (its entries moved by a
     plan to the ranks that factor them), a scipy one's serial factors (on the root) sent to
-    the ranks that hold their blocks."""
+    the ranks that hold their blocks.
+
+    Parameters
+    ----------
+    source : ParCSR or scipy sparse matrix
+        As :func:`analyze`'s.
+    analysis : Analysis
+        What :func:`analyze` returned.
+    layout : SolveLayout
+        The layout of the factors.
+    options : SolveOptions
+        The solves' options.
+    rhs : RhsMap
+        How b and x are distributed.
+    topo : Topology
+        Which ranks share a node.
+    comm : mpi4py.MPI.Comm
+        The communicator.
+    request : FactorRequest
+        What :func:`agreed_request` returned (its root and the ``zero_pivot`` and
+        ``replace_tiny`` of its ``lu_options``).
+    t_start : float
+        The ``time.perf_counter()`` the ordering's seconds count from (factored on the grids).
+
+    Returns
+    -------
+    core : _core.TriSolve
+        The factors on ``layout``.
+    report : FactorReport
+        How the factorization went (the distribution's seconds not yet in it).
+    t0 : float
+        The ``time.perf_counter()`` when the ``_core.TriSolve`` began to be built: the
+        distribution's seconds count from it.
+
+    Raises
+    ------
+    ValueError
+        On every rank, for a zero pivot (factored on the grids).
+    """
     MPI = mpi()
     root = request.root
     pivots = {k: request.lu_options.get(k, PIVOTING_DEFAULTS[k]) for k in ("zero_pivot", "replace_tiny")}
@@ -345,50 +512,104 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
            threads=None, **lu_options):
     """Collective on ``comm``. Factor ``A`` and spread the factors over a process grid.
 
-    ``A``: a :class:`~commsolve.ParCSR` on ``comm`` or a Matrix Market path (read in
-    parallel into one): analysed by every rank from its own rows with a parallel ordering
-    (``"ptscotch"``, ``"ptscotch-metis"``, which the default ``ordering="auto"`` picks on 2
-    or more ranks; A is gathered on ``root`` only for the large-diagonal matching), or
-    gathered on ``root`` for static pivoting, the ordering and the symbolic analysis (the
-    orderings ``"tree"``, ``"nd"``, ``"natural"``, as SuperLU_DIST does by default); then its
-    entries go from their row owners straight to the ranks that factor their blocks, by a plan (counted
-    and checked like every other move): every rank of every grid factors (right-looking
-    supernodal LU on the grid's 2D block-cyclic layout, the panels broadcast along process
-    rows and columns by ``tree``; with pz > 1 the 3D algorithm of ``direct/factor3d.hpp``
-    between the grids), and each rank ends holding its own blocks: the factors never pass
-    through one rank. Or a scipy matrix on rank ``root`` (other ranks may pass None):
-    factored whole there as :class:`SparseLU` does, then distributed.
-    ``lu_options`` are :class:`SparseLU`'s options (static pivoting, ordering: ``"auto"``
-    resolved by :func:`~commsolve.direct.symbolic.chosen_ordering`, the one used in
-    ``solver.analysis.ordering``). The factors
-    are spread over a ``grid = (px, py, pz)`` of ``comm``: the supernodal elimination tree is
-    split into 2 pz - 1 forests (``partition``: ``"nd"``, the top log2 pz levels of the
-    nested-dissection separator tree, or ``"greedy"``, SuperLU_DIST's load-balancing split);
-    layer z (ranks z px py .. (z + 1) px py - 1) holds the blocks of its forests and their
-    ancestors, block (I, J) on its process (I mod px, J mod py), rank z px py + row py +
-    column.
+    A :class:`~commsolve.ParCSR` (or a Matrix Market file read into one) is analysed by every
+    rank from its own rows with a parallel ordering (``"ptscotch"``, ``"ptscotch-metis"``,
+    which the default ``ordering="auto"`` picks on 2 or more ranks; A is gathered on ``root``
+    only for the large-diagonal matching), or gathered on ``root`` for static pivoting, the
+    ordering and the symbolic analysis (the orderings ``"tree"``, ``"nd"``, ``"natural"``, as
+    SuperLU_DIST does by default); then its entries go from their row owners straight to the
+    ranks that factor their blocks, by a plan (counted and checked like every other move):
+    every rank of every grid factors (right-looking supernodal LU on the grid's 2D
+    block-cyclic layout, the panels broadcast along process rows and columns by ``tree``;
+    with pz > 1 the 3D algorithm of ``direct/factor3d.hpp`` between the grids), and each rank
+    ends holding its own blocks: the factors never pass through one rank. A scipy matrix on
+    rank ``root`` is factored whole there as :class:`SparseLU` does, then distributed.
 
-    ``algorithm``: ``"2d"`` (the default when pz = 1), ``"3d"`` (the default otherwise),
-    ``"3d-baseline"`` or ``"3d-baseline-async"``; ``tree``: the intra-grid broadcast and
-    reduction tree shape (with ``seed`` and ``flat_threshold``; C++'s defaults where not
-    given); ``allreduce``: inter-grid messages ``"packed"`` (one per pair of ranks and step,
-    as the SC'23 paper describes; the default) or ``"per-supernode"`` (as SuperLU_DIST sends
-    them); ``distribution``: how b and x are distributed by rows (default: a ParCSR's row
-    distribution, else contiguous blocks); ``topology``: a Topology, an int (virtual
-    processes per node) or None (the real nodes of ``comm``). ``grid="auto"`` (with a machine
-    ``profile`` that has the simulator's fields, e.g. one ``commsolve calibrate`` wrote):
-    after the symbolic analysis, the registered tuner (:mod:`commsolve.tune`) simulates every
-    candidate grid of ``comm.size`` ranks and every algorithm (or the given one) with each
-    tree shape of ``tree`` (a name or a sequence) on ``topology`` and the fastest is used;
-    the ranking is kept in ``solver.grid_ranking``. Every rank must pass the same options
-    (checked). A is kept distributed by rows for the residuals of iterative refinement.
-    ``threads``: per rank, for the solves (more than one: on a 1 x 1 x Pz grid each solve
-    phase runs sync-free on the rank's threads, SC'23 Algorithm 4; on other grids the
-    message-driven phases run on them; default: ``OMP_NUM_THREADS`` on a 1 x 1 x Pz grid, else
-    1; see :meth:`DistributedLU.set_options`).
-    ``progress(stage)``, if given, is called as each of :data:`FACTOR_STAGES` ends (for a
-    progress bar). Returns a :class:`DistributedLU`; errors (bad grid, zero pivot, ...) are
-    raised on every rank.
+    The factors are spread over a ``grid = (px, py, pz)`` of ``comm``: the supernodal
+    elimination tree is split into 2 pz - 1 forests (``partition``); layer z (ranks
+    z px py .. (z + 1) px py - 1) holds the blocks of its forests and their ancestors, block
+    (I, J) on its process (I mod px, J mod py), rank z px py + row py + column. Every rank
+    must pass the same options (checked). A is kept distributed by rows for the residuals of
+    iterative refinement.
+
+    Parameters
+    ----------
+    A : ParCSR, str, os.PathLike or scipy sparse matrix
+        A :class:`~commsolve.ParCSR` on ``comm``, a Matrix Market path (read in parallel into
+        a ParCSR), or a scipy matrix on rank ``root`` (other ranks may pass None).
+    comm : mpi4py.MPI.Comm, optional
+        The communicator (default: a ParCSR's own, else ``MPI.COMM_WORLD``).
+    grid : tuple of int, str or None
+        The process grid ``(px, py, pz)`` of ``comm``, as :func:`parse_grid` reads it (None:
+        the squarest 2D grid), or ``"auto"`` (with a machine ``profile``): after the symbolic
+        analysis, the registered tuner (:mod:`commsolve.tune`) simulates every candidate grid
+        of ``comm.size`` ranks and every algorithm (or the given one) with each tree shape of
+        ``tree`` on ``topology`` and the fastest is used; the ranking is kept in
+        ``solver.grid_ranking``.
+    tree : str or sequence of str, optional
+        The intra-grid broadcast and reduction tree shape (with ``seed`` and
+        ``flat_threshold``; C++'s defaults where not given); with ``grid="auto"``, a name or
+        a sequence of names.
+    algorithm : str, optional
+        ``"2d"`` (the default when pz = 1), ``"3d"`` (the default otherwise),
+        ``"3d-baseline"`` or ``"3d-baseline-async"``.
+    partition : {"nd", "greedy"}
+        How the tree is split into forests: ``"nd"``, the top log2 pz levels of the
+        nested-dissection separator tree, or ``"greedy"``, SuperLU_DIST's load-balancing split.
+    allreduce : str, optional
+        Inter-grid messages ``"packed"`` (one per pair of ranks and step, as the SC'23 paper
+        describes; the default) or ``"per-supernode"`` (as SuperLU_DIST sends them).
+    distribution : Distribution, optional
+        How b and x are distributed by rows (default: a ParCSR's row distribution, else
+        contiguous blocks).
+    topology : Topology, int or None
+        A Topology, an int (virtual processes per node) or None (the real nodes of ``comm``).
+    seed, flat_threshold : int, optional
+        The tree shape's seed and flat threshold.
+    root : int
+        The root rank: where A is gathered (or the scipy matrix given), and where a
+        replicated b is read.
+    profile : object, optional
+        With ``grid="auto"``: a machine profile that has the simulator's fields, e.g. one
+        ``commsolve calibrate`` wrote.
+    progress : callable, optional
+        ``progress(stage)``, if given, is called as each of :data:`FACTOR_STAGES` ends (for a
+        progress bar).
+    threads : int, optional
+        Per rank, for the solves (more than one: on a 1 x 1 x Pz grid each solve phase runs
+        sync-free on the rank's threads, SC'23 Algorithm 4; on other grids the message-driven
+        phases run on them; default: ``OMP_NUM_THREADS`` on a 1 x 1 x Pz grid, else 1; see
+        :meth:`DistributedLU.set_options`).
+    **lu_options
+        :class:`SparseLU`'s options (static pivoting, ordering: ``"auto"`` resolved by
+        :func:`~commsolve.direct.symbolic.chosen_ordering`, the one used in
+        ``solver.analysis.ordering``).
+
+    Returns
+    -------
+    DistributedLU
+        The solver.
+
+    Raises
+    ------
+    ValueError
+        Errors (bad grid, zero pivot, ...) are raised on every rank; also for a ParCSR on
+        another communicator than ``comm``.
+    CollectiveError
+        On every rank, when the ranks pass different options (a ValueError too).
+
+    Examples
+    --------
+    One rank:
+
+    >>> import numpy as np
+    >>> from mpi4py import MPI
+    >>> from commsolve import direct, gallery
+    >>> A = gallery.poisson2d9(20)
+    >>> solver = direct.factor(A, MPI.COMM_SELF)
+    >>> x = solver.solve(np.ones(A.shape[0]))
+    >>> bool(np.allclose(A @ x, 1.0)), bool(solver.berr.max() <= 1e-15)
+    (True, True)
     """
     done = progress or (lambda stage: None)
     MPI = mpi()

@@ -33,9 +33,25 @@ ENTRY_BYTES = _core.entry_bytes  # an entry travels as two values: its row and c
 @dataclass
 class GridFactorization:
     """What the factorization on the grids reports on one rank: its ``recorded`` CommStats
-    (steps :data:`FACTOR_STEPS`, counted as MPI moved them), the ``seconds`` of ``redistribute`` (entries to the ranks and
-    added into their blocks), ``allocate`` and ``numeric`` (slowest rank each), and the tiny
-    pivots ``replaced`` and floating-point operations ``flops`` summed over the ranks."""
+    (steps :data:`FACTOR_STEPS`, counted as MPI moved them), the ``seconds`` of
+    ``redistribute`` (entries to the ranks and added into their blocks), ``allocate`` and
+    ``numeric`` (slowest rank each), and the tiny pivots ``replaced`` and floating-point
+    operations ``flops`` summed over the ranks.
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    recorded : CommStats
+        This rank's, steps :data:`FACTOR_STEPS`, counted as MPI moved them.
+    seconds : dict
+        ``redistribute`` (entries to the ranks and added into their blocks), ``allocate`` and
+        ``numeric``, the slowest rank's each.
+    replaced : int
+        Tiny pivots replaced, summed over the ranks.
+    flops : float
+        Floating-point operations, summed over the ranks.
+    """
 
     recorded: CommStats
     seconds: dict
@@ -50,8 +66,26 @@ def _inverse(order):
 
 
 def local_entries(A, pivoting, row_order, col_order):
-    """This rank's entries of the permuted, scaled matrix (``A`` a ParCSR; stored zeros left
-    out: the symbolic pattern may lack them) as int32 rows, int32 columns, float64 values."""
+    """Local. This rank's entries of the permuted, scaled matrix (stored zeros left out: the
+    symbolic pattern may lack them).
+
+    Parameters
+    ----------
+    A : ParCSR
+        The matrix.
+    pivoting : StaticPivoting
+        Its static pivoting (the scales are applied here).
+    row_order, col_order : ndarray of int
+        The factor's orders: factor row k reads A's row ``row_order[k]``, factor column k is
+        A's column ``col_order[k]``.
+
+    Returns
+    -------
+    rows, cols : ndarray of int32
+        Each entry's row and column in the factored matrix.
+    vals : ndarray of float64
+        Each entry's scaled value.
+    """
     local_rows, cols, vals = A.local_triples()
     nonzero = vals != 0
     local_rows, cols, vals = local_rows[nonzero], cols[nonzero], vals[nonzero]
@@ -77,11 +111,33 @@ def _stats_row(counts_to, counts_from, rank, topo):
 
 
 def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, layout, topo, tree=None):
-    """Every rank's planned CommStats of the factorization on ``layout`` (a SolveLayout),
-    steps :data:`FACTOR_STEPS`, counted from the whole matrix (on one rank) and the owner of
-    each of its rows: the entries' step from the pattern (each entry to
-    ``_core.entry_destinations``), the others from the structure (C++ factor_3d_planned)
-    with the broadcast trees ``tree`` (a TreeShape or a shape name)."""
+    """Local. Every rank's planned CommStats of the factorization on ``layout``, steps
+    :data:`FACTOR_STEPS`, counted from the whole matrix (on one rank) and the owner of each of
+    its rows: the entries' step from the pattern (each entry to
+    ``_core.entry_destinations``), the others from the structure (C++ ``factor_3d_planned``).
+
+    Parameters
+    ----------
+    A_global : scipy sparse matrix
+        The whole matrix (stored zeros are not counted).
+    row_owner : array_like of int
+        The rank that owns each of its rows.
+    pivoting : StaticPivoting
+        Its static pivoting (not read: the counts need only the pattern and the orders).
+    row_order, col_order : ndarray of int
+        The factor's orders, as for :func:`local_entries`.
+    layout : SolveLayout
+        The layout factored on.
+    topo : Topology
+        Which ranks share a node.
+    tree : TreeShape or str, optional
+        The broadcast trees (a TreeShape or a shape name; default: C++'s).
+
+    Returns
+    -------
+    list of CommStats
+        Every rank's, in rank order.
+    """
     coo = A_global.tocoo()
     nonzero = coo.data != 0
     rows, cols = coo.row[nonzero], coo.col[nonzero]
@@ -98,8 +154,27 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, la
 def planned_factor_stats_here(comm, entries, layout, topo, tree=None):
     """Collective on ``comm``. This rank's planned CommStats of the factorization, as
     :func:`planned_factor_stats` counts them for every rank, but from this rank's own
-    ``entries`` (what :func:`local_entries` returns; the receive counts by one all-to-all of
-    counts): no rank needs the whole matrix."""
+    ``entries`` (the receive counts by one all-to-all of counts): no rank needs the whole
+    matrix.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator of the grid's ranks.
+    entries : tuple of ndarray
+        What :func:`local_entries` returns.
+    layout : SolveLayout
+        The layout factored on.
+    topo : Topology
+        Which ranks share a node.
+    tree : TreeShape or str, optional
+        The broadcast trees, as for :func:`planned_factor_stats`.
+
+    Returns
+    -------
+    CommStats
+        This rank's, steps :data:`FACTOR_STEPS`.
+    """
     rows, cols, _ = entries
     size = layout.grid.size
     to = np.bincount(np.asarray(_core.entry_destinations(layout, rows, cols), dtype=np.int64), minlength=size)
@@ -111,14 +186,46 @@ def planned_factor_stats_here(comm, entries, layout, topo, tree=None):
 
 def factor_on_grids(A, pivoting, row_order, col_order, layout, topo, anorm, zero_pivot, replace_tiny, tree=None,
                     send_window=0, entries=None):
-    """Collective on ``A.comm`` (``A`` a ParCSR): this rank's entries (:func:`local_entries`)
-    moved by their plan and factored on ``layout`` (a SolveLayout) by C++, with broadcast
-    trees ``tree`` and at most ``send_window`` messages per rank handed to MPI at once (0: the
-    default; ``entries``: :func:`local_entries`'s result, if already at hand). Returns
-    ``(store, GridFactorization)``: this rank's blocks (a
-    ``_core.BlockStore``, for ``_core.TriSolve``) and what the factorization reports. A zero
-    pivot anywhere is a ValueError on every rank, with the message of the rank where it
-    happened."""
+    """Collective on ``A.comm``. This rank's entries (:func:`local_entries`) moved by their
+    plan and factored on ``layout`` by C++.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The matrix.
+    pivoting : StaticPivoting
+        Its static pivoting.
+    row_order, col_order : ndarray of int
+        The factor's orders, as for :func:`local_entries`.
+    layout : SolveLayout
+        The layout to factor on.
+    topo : Topology
+        Which ranks share a node.
+    anorm : float
+        ``||B||_1`` of the scaled, permuted matrix: the pivot thresholds' scale.
+    zero_pivot : float
+        As :class:`~commsolve.direct.SparseLU`'s.
+    replace_tiny : bool
+        As :class:`~commsolve.direct.SparseLU`'s.
+    tree : TreeShape or str, optional
+        The broadcast trees (default: C++'s).
+    send_window : int
+        At most this many messages per rank handed to MPI at once (0: the default).
+    entries : tuple of ndarray, optional
+        :func:`local_entries`'s result, if already at hand.
+
+    Returns
+    -------
+    store : _core.BlockStore
+        This rank's blocks, for ``_core.TriSolve``.
+    report : GridFactorization
+        What the factorization reports.
+
+    Raises
+    ------
+    ValueError
+        A zero pivot anywhere, on every rank, with the message of the rank where it happened.
+    """
     MPI = mpi()
     comm = A.comm
     if entries is None:

@@ -25,15 +25,59 @@ SolveOptions = _core.SolveOptions
 
 
 def is_auto(grid):
-    """Whether ``grid`` asks for the tuned grid (``"auto"``, any case and spacing)."""
+    """Whether ``grid`` asks for the tuned grid (``"auto"``, any case and spacing).
+
+    Parameters
+    ----------
+    grid : object
+        A grid as :func:`parse_grid` and :func:`~commsolve.direct.factor` take it.
+
+    Returns
+    -------
+    bool
+        True when ``grid`` is a string that reads ``"auto"`` once stripped and lower-cased.
+    """
     return isinstance(grid, str) and grid.strip().lower() == AUTO
 
 
 def parse_grid(grid, nranks, max_ranks=None, where=None):
-    """``(px, py, pz)`` from a pair or triple, a string ``"PxQ"`` or ``"PxQxR"``, or None (the
-    squarest 2D grid with px <= py, as SuperLU_DIST chooses, and pz = 1), by the grid rule
-    (C++ ``parse_grid``: positive dimensions, pz a power of two, at most ``max_ranks`` ranks,
-    what ``where`` handles); with ``nranks``, px py pz must equal it."""
+    """``(px, py, pz)`` from a pair or triple, a string ``"PxQ"`` or ``"PxQxR"``, or None.
+
+    The grid rule is C++'s ``parse_grid``: positive dimensions, pz a power of two, at most
+    ``max_ranks`` ranks, what ``where`` handles.
+
+    Parameters
+    ----------
+    grid : tuple of int, str or None
+        A pair or triple (whole numbers, 2.0 included), a string ``"PxQ"`` or ``"PxQxR"``,
+        or None: the squarest 2D grid with px <= py, as SuperLU_DIST chooses, and pz = 1.
+    nranks : int or None
+        With ``nranks``, ``px py pz`` must equal it; None checks no count (then ``grid``
+        must be given).
+    max_ranks : int, optional
+        At most this many ranks in the grid (default: C++'s, the largest int).
+    where : str, optional
+        What handles at most ``max_ranks`` ranks, named in the error (default ``"this"``;
+        read only with ``max_ranks``).
+
+    Returns
+    -------
+    tuple of int
+        ``(px, py, pz)``.
+
+    Raises
+    ------
+    ValueError
+        For a grid that breaks the grid rule or whose ranks are not ``nranks``.
+
+    Examples
+    --------
+    >>> from commsolve.direct import parse_grid
+    >>> parse_grid(None, 6)
+    (2, 3, 1)
+    >>> parse_grid("2x2x2", 8)
+    (2, 2, 2)
+    """
     if grid is None:
         return tuple(_core.squarest_grid(int(nranks)))
     spelled = grid if isinstance(grid, str) else "x".join(map(_dimension, grid))
@@ -54,7 +98,27 @@ def _dimension(v):
 
 
 def check_choice(value, known, what):
-    """``value`` if it is one of ``known``, else a ValueError listing them."""
+    """``value`` if it is one of ``known``, else a ValueError listing them.
+
+    Parameters
+    ----------
+    value : object
+        The name to check.
+    known : sequence of str
+        The names allowed.
+    what : str
+        What ``value`` names, for the error (e.g. ``"forest partition"``).
+
+    Returns
+    -------
+    object
+        ``value`` itself.
+
+    Raises
+    ------
+    ValueError
+        When ``value`` is not one of ``known``; the message lists them.
+    """
     if value not in known:
         raise ValueError(f"unknown {what} {value!r} (known: {', '.join(known)})")
     return value
@@ -62,12 +126,35 @@ def check_choice(value, known, what):
 
 def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None, kernels=None,
                   leaf_sync=None):
-    """The :class:`SolveOptions` of a solve on ``pz`` layers: ``algorithm`` (default: 2d on
-    one layer, 3d on more), the tree shape ``tree`` with its ``seed`` and ``flat_threshold``,
-    ``allreduce``, ``kernels`` (:data:`KERNELS`) and ``leaf_sync`` (the leaf forests' counter
-    allreduce and barrier, as pdgstrs3d); what is not given takes C++'s defaults. A
-    ValueError for an unknown name or an algorithm that does not run on ``pz`` layers (the
-    algorithm/Pz rule)."""
+    """The :class:`SolveOptions` of a solve on ``pz`` layers; what is not given takes C++'s defaults.
+
+    Parameters
+    ----------
+    pz : int
+        The grid's layers.
+    algorithm : str, optional
+        One of :data:`ALGORITHMS` (default: ``"2d"`` on one layer, ``"3d"`` on more).
+    tree : str or TreeShape, optional
+        The tree shape (:mod:`commsolve.trees`).
+    seed, flat_threshold : int, optional
+        The tree shape's seed and flat threshold.
+    allreduce : str, optional
+        The inter-grid packing, one of :data:`ALLREDUCE`.
+    kernels : str, optional
+        One of :data:`KERNELS`.
+    leaf_sync : bool, optional
+        The leaf forests' counter allreduce and barrier, as pdgstrs3d.
+
+    Returns
+    -------
+    SolveOptions
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or an algorithm that does not run on ``pz`` layers (the
+        algorithm/Pz rule).
+    """
     algorithm = _core.default_algorithm(int(pz)) if algorithm is None else algorithm
     _core.check_algorithm_grid(algorithm, int(pz))
     return SolveOptions(algorithm, tree_shape(tree, seed, flat_threshold), allreduce, kernels,
@@ -75,9 +162,26 @@ def solve_options(pz, algorithm=None, tree=None, seed=None, flat_threshold=None,
 
 
 def solve_threads(threads, grid):
-    """Threads per rank of the solves on ``grid`` (px, py, pz): ``threads`` (a whole number
-    >= 1, C++ ``check_solve_threads``), or None: ``OMP_NUM_THREADS`` on a grid whose layers
-    are one rank (where the phases run sync-free), else 1."""
+    """Threads per rank of the solves on ``grid``.
+
+    Parameters
+    ----------
+    threads : int or None
+        A whole number >= 1 (C++ ``check_solve_threads``), or None: ``OMP_NUM_THREADS`` on a
+        grid whose layers are one rank (where the phases run sync-free), else 1.
+    grid : tuple of int
+        ``(px, py, pz)``.
+
+    Returns
+    -------
+    int
+        The threads per rank.
+
+    Raises
+    ------
+    ValueError
+        When ``threads`` is not a whole number or is below 1.
+    """
     if threads is None:
         return _core.default_threads() if grid[0] * grid[1] == 1 else 1
     try:
@@ -89,8 +193,24 @@ def solve_threads(threads, grid):
 
 
 def make_layout(structure, grid, forests=None, partition="nd"):
-    """A SolveLayout of ``structure`` on ``grid`` ((px, py, pz), "PxQxR" or a ProcessGrid3D)
-    with the given ``forests`` (one forest index per supernode) or those of ``partition``."""
+    """A SolveLayout of ``structure`` on ``grid`` with the given ``forests`` or those of ``partition``.
+
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        The factor's supernodal structure.
+    grid : tuple of int, str or ProcessGrid3D
+        ``(px, py, pz)``, ``"PxQxR"`` or a ProcessGrid3D (the first two by :func:`parse_grid`).
+    forests : array_like of int, optional
+        One forest index per supernode; without it, the forests of ``partition``.
+    partition : str
+        The forest partition, one of :data:`~commsolve.direct.symbolic.FOREST_PARTITIONS`
+        (read only without ``forests``).
+
+    Returns
+    -------
+    SolveLayout
+    """
     g = grid if isinstance(grid, ProcessGrid3D) else ProcessGrid3D(*parse_grid(grid, None))
     if forests is None:
         return _core.SolveLayout(structure, g, partition)

@@ -28,10 +28,29 @@ __all__ = ["rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_p
 
 
 def rows_of_B(source, row_of_col, local=None):
-    """This rank's rows of B = A[row_of_col] (A itself where ``row_of_col`` is None) as the
-    C++ functions take them: int64 indptr, int32 global columns, float64 values (``local``,
-    the rows as ``source.local_matrix()`` gives them, if the caller holds them) and each row's
-    index in B."""
+    """Local. This rank's rows of ``B = A[row_of_col]`` (A itself where ``row_of_col`` is None)
+    as the C++ functions take them.
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    row_of_col : ndarray of int or None
+        The row of A matched to every column (:class:`~commsolve.direct.pivoting.StaticPivoting`'s);
+        None: no row permutation.
+    local : scipy.sparse.csr_matrix, optional
+        The rows as ``source.local_matrix()`` gives them, if the caller holds them.
+
+    Returns
+    -------
+    indptr : ndarray of int64
+    indices : ndarray of int32
+        Global columns.
+    data : ndarray of float64
+        The values.
+    rows : ndarray of int64
+        Each row's index in B.
+    """
     M = source.local_matrix() if local is None else local
     rows = np.asarray(source.owned_rows(), dtype=np.int64)
     if row_of_col is not None:
@@ -43,27 +62,67 @@ def rows_of_B(source, row_of_col, local=None):
 
 
 def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, rows=None):
-    """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of B + B^T,
-    B = A[row_of_col] (A itself when ``row_of_col`` is None), computed from the ParCSR
-    ``source``'s own rows on the largest power of two of its ranks (C++
-    ``direct/parallel_ordering.hpp``): the SeparatorTree (with ``perm``), the same on every
-    rank; with ``metis_leaves`` each leaf subdomain is then reordered by METIS on one rank.
-    ``times`` receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-    ``metis_leaves``). ``rows``: :func:`rows_of_B`'s, if the caller holds them."""
+    """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of
+    ``B + B^T``, ``B = A[row_of_col]`` (A itself when ``row_of_col`` is None), computed from the
+    ParCSR ``source``'s own rows on the largest power of two of its ranks (C++
+    ``direct/parallel_ordering.hpp``).
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    row_of_col : ndarray of int or None
+        As :func:`rows_of_B`'s.
+    times : dict, optional
+        Receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
+        ``metis_leaves``), seconds.
+    metis_leaves : bool
+        Each leaf subdomain is then reordered by METIS on one rank.
+    rows : tuple of ndarray, optional
+        :func:`rows_of_B`'s, if the caller holds them.
+
+    Returns
+    -------
+    SeparatorTree
+        With ``perm``; the same on every rank.
+    """
     rows = rows_of_B(source, row_of_col) if rows is None else rows
     return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *rows, metis_leaves, 0, times)
 
 
 def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None):
-    """Collective on ``source.comm``. The supernodal structure of B + B^T (B as for
-    :func:`parallel_ordering`) for the ordering ``ordered`` (its SeparatorTree), computed by
-    leaves of the tree on their ranks and the separators on ``root``, no rank gathering B;
-    the same on every rank, and equal to :func:`~commsolve.direct.symbolic.symbolic` with
-    ``ordered=`` on the gathered B. ``options``: :data:`~commsolve.direct.symbolic.LU_DEFAULTS`'
-    keys (the ordering's name and levels are not read). ``times`` receives
-    ``symbolic_exchange``, ``symbolic_leaves``, ``symbolic_separators``,
-    ``symbolic_assemble``. ``rows``: as :func:`parallel_ordering`'s. Stored zeros are not
-    part of the pattern (as for the ordering and the factorization's entries)."""
+    """Collective on ``source.comm``. The supernodal structure of ``B + B^T`` (B as for
+    :func:`parallel_ordering`) for the ordering ``ordered``, computed by leaves of the tree on
+    their ranks and the separators on ``root``, no rank gathering B.
+
+    Stored zeros are not part of the pattern (as for the ordering and the factorization's
+    entries).
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    row_of_col : ndarray of int or None
+        As :func:`rows_of_B`'s.
+    ordered : SeparatorTree
+        The ordering (its SeparatorTree, as :func:`parallel_ordering` returns it).
+    options : dict
+        :data:`~commsolve.direct.symbolic.LU_DEFAULTS`' keys (the ordering's name and levels
+        are not read).
+    root : int
+        The rank that computes the separators.
+    times : dict, optional
+        Receives ``symbolic_exchange``, ``symbolic_leaves``, ``symbolic_separators``,
+        ``symbolic_assemble``, seconds.
+    rows : tuple of ndarray, optional
+        As :func:`parallel_ordering`'s.
+
+    Returns
+    -------
+    SupernodalStructure
+        The same on every rank, and equal to :func:`~commsolve.direct.symbolic.symbolic` with
+        ``ordered=`` on the gathered B.
+    """
     opts = SymbolicOptions(**{k: v for k, v in options.items() if k in ("max_supernode", "relax", "relax_subtree")})
     rows = rows_of_B(source, row_of_col) if rows is None else rows
     return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *rows, ordered, opts, root, times)
@@ -118,11 +177,33 @@ def _diagonally_dominant(comm, M, local, magnitudes, rows, n):
 
 def pivoting_in_parallel(source, equil, row_perm, local=None):
     """Collective on ``source.comm``. The static pivoting of the ParCSR ``source`` computed
-    from every rank's own rows, or None where it needs the matching (``row_perm="mc64"``, or
-    ``"auto"`` on a matrix that is not diagonally dominant): the equilibration scales
-    (``equil``) and no row permutation, as a StaticPivoting on every rank; a ValueError on
-    every rank for a non-finite entry, an unknown ``row_perm`` or (equilibrating) a zero row
-    or column. ``local``: this rank's rows, duplicates summed, if the caller holds them."""
+    from every rank's own rows, or None where it needs the matching.
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    equil : bool
+        Equilibrate (as :func:`~commsolve.direct.pivoting.static_pivoting`).
+    row_perm : {"mc64", "none", "auto"}
+        The row permutation asked for.
+    local : scipy.sparse.csr_matrix, optional
+        This rank's rows, duplicates summed, if the caller holds them.
+
+    Returns
+    -------
+    StaticPivoting or None
+        The equilibration scales (``equil``) and no row permutation, as a StaticPivoting on
+        every rank; None where it needs the matching (``row_perm="mc64"``, or ``"auto"`` on
+        a matrix that is not diagonally dominant).
+
+    Raises
+    ------
+    CollectiveError
+        A ValueError on every rank for a non-finite entry, an unknown ``row_perm`` or
+        (equilibrating) a zero row or column (also for a matrix that is not square or is
+        complex).
+    """
     comm, n = source.comm, source.shape[0]
     run_agreed(comm, check_row_perm, row_perm)
     M = _local_checked(source, local)
@@ -149,7 +230,31 @@ def pivoting_in_parallel(source, equil, row_perm, local=None):
 def pivoting_gathered(source, equil, row_perm, root, times):
     """Collective on ``source.comm``. The static pivoting computed on ``root`` from A gathered
     there (the large-diagonal matching is serial, as SuperLU_DIST's is), given to every rank.
-    ``times`` receives ``gather``."""
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    equil : bool
+        Equilibrate (as :func:`~commsolve.direct.pivoting.static_pivoting`).
+    row_perm : {"mc64", "none", "auto"}
+        As :func:`~commsolve.direct.pivoting.static_pivoting`'s.
+    root : int
+        The rank A is gathered on.
+    times : dict
+        Receives ``gather``, seconds.
+
+    Returns
+    -------
+    StaticPivoting
+        The same on every rank.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, a ValueError where :func:`~commsolve.direct.serial.pivoted` raises one
+        on ``root``.
+    """
     comm = source.comm
     t0 = time.perf_counter()
     A = source.to_global(root)
@@ -160,9 +265,23 @@ def pivoting_gathered(source, equil, row_perm, root, times):
 
 
 def one_norm(source, pivoting, local=None):
-    """Collective. ||B||_1 of the scaled matrix B = (diag(r) A diag(c))[row_of_col]: the
-    largest column sum of magnitudes (a row permutation leaves them), from every rank's rows
-    (``local``: as :func:`pivoting_in_parallel`'s)."""
+    """Collective. ``||B||_1`` of the scaled matrix ``B = (diag(r) A diag(c))[row_of_col]``: the
+    largest column sum of magnitudes (a row permutation leaves them), from every rank's rows.
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+    pivoting : StaticPivoting
+        Its static pivoting (the scales r and c).
+    local : scipy.sparse.csr_matrix, optional
+        As :func:`pivoting_in_parallel`'s.
+
+    Returns
+    -------
+    float
+        ``||B||_1``, the same on every rank.
+    """
     if local is None:
         local = source.local_matrix()
         local.sum_duplicates()
@@ -173,9 +292,20 @@ def one_norm(source, pivoting, local=None):
 
 
 def is_symmetric(source):
-    """Collective. Whether A = A^T exactly (stored zeros count as absent): every rank sends
+    """Collective. Whether ``A = A^T`` exactly (stored zeros count as absent): every rank sends
     its entries, transposed, to the owners of their columns' rows (one all-to-all of keys
-    and one of values) and compares them with its own."""
+    and one of values) and compares them with its own.
+
+    Parameters
+    ----------
+    source : ParCSR
+        The matrix A.
+
+    Returns
+    -------
+    bool
+        The same on every rank.
+    """
     comm, n, MPI = source.comm, source.shape[0], mpi()
     M = source.local_matrix()
     M.sum_duplicates()

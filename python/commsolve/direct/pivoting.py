@@ -2,10 +2,10 @@
 factored without pivoting, and to b and x around the triangular solves.
 
 1. **Equilibration** (``equil=True``, SuperLU_DIST's ``Equil = YES``; ``dgsequ`` /
-   ``dlaqgs``): row scales r_i = 1 / max_j |a_ij| and column scales c_j = 1 / max_i |r_i a_ij|,
-   applied only where the matrix is badly scaled (the smallest over the largest row (column)
-   scale below 0.1, or max |a_ij| near under- or overflow). ``equed`` says which were applied:
-   ``"N"``, ``"R"``, ``"C"`` or ``"B"`` (both).
+   ``dlaqgs``): row scales ``r_i = 1 / max_j |a_ij|`` and column scales
+   ``c_j = 1 / max_i |r_i a_ij|``, applied only where the matrix is badly scaled (the smallest
+   over the largest row (column) scale below 0.1, or ``max |a_ij|`` near under- or overflow).
+   ``equed`` says which were applied: ``"N"``, ``"R"``, ``"C"`` or ``"B"`` (both).
 2. **A row permutation for a large diagonal** (``row_perm="mc64"``, SuperLU_DIST's
    ``RowPerm = LargeDiag_MC64``, job 5): the permutation maximising the product of the
    diagonal's magnitudes, with the scaling from its dual variables under which every
@@ -42,7 +42,22 @@ _THRESH = 0.1  # dlaqgs: scale only when the scale ratio is below this
 @dataclass
 class StaticPivoting:
     """What was done to A: scales (in A's own row and column order), the row matched to every
-    column (None: no row permutation), and which scalings ``equed`` equilibration applied."""
+    column (None: no row permutation), and which scalings ``equed`` equilibration applied.
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    row_scale, col_scale : ndarray
+        The row and column scales, in A's own row and column order.
+    row_of_col : ndarray or None
+        The row matched to every column (None: no row permutation).
+    equed : str
+        Which scalings equilibration applied: ``"N"``, ``"R"``, ``"C"`` or ``"B"`` (both; see
+        :data:`EQUED`).
+    row_perm : str
+        The row permutation done (``"auto"`` resolved): ``"mc64"`` or ``"none"``.
+    """
 
     row_scale: np.ndarray
     col_scale: np.ndarray
@@ -51,13 +66,42 @@ class StaticPivoting:
     row_perm: str
 
     def row_order(self, perm):
-        """The row of A (and b) that row k of the factored matrix B[perm][:, perm] holds."""
+        """The row of A (and b) that row k of the factored matrix ``B[perm][:, perm]`` holds.
+
+        Parameters
+        ----------
+        perm : array_like of int
+            The symmetric permutation of B that is factored (``structure.perm``).
+
+        Returns
+        -------
+        ndarray of int
+            Entry k: the row of A (and b) that row k of ``B[perm][:, perm]`` holds.
+        """
         return np.asarray(perm) if self.row_of_col is None else self.row_of_col[perm]
 
 
 def checked_matrix(A, what="the matrix"):
-    """``A`` as square float64 CSR (duplicates summed, explicit zeros kept); a clear
-    ValueError for complex values, a non-square or empty shape, or a non-finite entry (named)."""
+    """``A`` as square float64 CSR (duplicates summed, explicit zeros kept).
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array_like
+        The matrix.
+    what : str
+        What the errors call ``A``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``A``, square, float64, duplicates summed, explicit zeros kept.
+
+    Raises
+    ------
+    ValueError
+        A clear one for complex values, a non-square or empty shape, or a non-finite entry
+        (named by its row and column).
+    """
     if np.iscomplexobj(A.data if sp.issparse(A) else np.asarray(A)):
         raise ValueError(f"{what} is complex; commsolve's factorizations are real")
     A = sp.csr_matrix(A, dtype=np.float64)
@@ -94,9 +138,28 @@ def _equilibrate(A):
 
 
 def equilibration_scales(row_max, col_max):
-    """(r, c, equed) from every row's largest magnitude and every column's largest magnitude
-    after the rows are scaled by 1 / row_max (dgsequ), scaled only where dlaqgs would; a
-    ValueError naming the first zero row or column."""
+    """``(r, c, equed)`` from every row's and every column's largest magnitude (dgsequ),
+    scaled only where dlaqgs would.
+
+    Parameters
+    ----------
+    row_max : ndarray
+        Every row's largest magnitude.
+    col_max : ndarray
+        Every column's largest magnitude after the rows are scaled by ``1 / row_max``.
+
+    Returns
+    -------
+    r, c : ndarray
+        The row and column scales (ones where dlaqgs would not scale).
+    equed : str
+        Which were applied: ``"N"``, ``"R"``, ``"C"`` or ``"B"``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first zero row or column (the matrix is singular).
+    """
     zero = np.nonzero(row_max == 0)[0]
     if zero.size:
         raise ValueError(f"the matrix is singular: row {int(zero[0])} is zero")
@@ -118,9 +181,19 @@ def equilibration_scales(row_max, col_max):
 
 
 def diagonally_dominant(A):
-    """Whether every diagonal entry of the square CSR ``A`` is nonzero and |a_ii| >= the sum of
-    the other magnitudes of its row, for every row, or of its column, for every column: the
-    matrices LU factors stably without a row permutation (one pass over the entries)."""
+    """Whether every diagonal entry of the square CSR ``A`` is nonzero and ``|a_ii|`` >= the sum
+    of the other magnitudes of its row, for every row, or of its column, for every column: the
+    matrices LU factors stably without a row permutation (one pass over the entries).
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix
+        The matrix, square.
+
+    Returns
+    -------
+    bool
+    """
     d = np.abs(A.diagonal())
     if not np.all(d > 0):
         return False
@@ -130,14 +203,47 @@ def diagonally_dominant(A):
 
 
 def check_row_perm(row_perm):
-    """A ValueError unless ``row_perm`` is one of :data:`ROW_PERMS`."""
+    """A ValueError unless ``row_perm`` is one of :data:`ROW_PERMS`.
+
+    Parameters
+    ----------
+    row_perm : str
+        The row permutation asked for.
+
+    Raises
+    ------
+    ValueError
+        When ``row_perm`` is not one of :data:`ROW_PERMS`; the message lists them.
+    """
     if row_perm not in ROW_PERMS:
         raise ValueError(f"unknown row permutation {row_perm!r} (known: {', '.join(ROW_PERMS)})")
 
 
 def static_pivoting(A, equil=True, row_perm="mc64"):
     """``(B, StaticPivoting)``: the scaled and row-permuted matrix to factor, and what was done.
-    ``A`` as :func:`checked_matrix` returns it."""
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix
+        The matrix, as :func:`checked_matrix` returns it.
+    equil : bool
+        Equilibrate, where the matrix is badly scaled (step 1 of :mod:`~commsolve.direct.pivoting`;
+        SuperLU_DIST's ``Equil = YES``).
+    row_perm : {"mc64", "none", "auto"}
+        The row permutation for a large diagonal (step 2 of :mod:`~commsolve.direct.pivoting`).
+
+    Returns
+    -------
+    B : scipy.sparse.csr_matrix
+        ``(diag(row_scale) A diag(col_scale))[row_of_col, :]``, indices sorted.
+    pivoting : StaticPivoting
+        What was done.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``row_perm``, or (equilibrating) a zero row or column.
+    """
     check_row_perm(row_perm)
     n = A.shape[0]
     if row_perm == "auto":

@@ -1,7 +1,7 @@
 """Iterative refinement with the componentwise backward error, as SuperLU_DIST's ``pdgsrfs``.
 
-After a solve, the residual r = b - A x is computed in working precision, a correction
-solved with the same factors and added, while the componentwise backward error
+After a solve, the residual ``r = b - A x`` is computed in working precision, a correction
+solved with the same factors and added, while the componentwise backward error::
 
     berr = max_i |r_i| / (|A| |x| + |b|)_i
 
@@ -9,7 +9,8 @@ solved with the same factors and added, while the componentwise backward error
 solution) is above machine epsilon and at least halves every step, at most ``ITMAX`` steps.
 Rows whose denominator is tiny use SuperLU's safe minimum so a zero row of b cannot divide
 by zero; a row whose residual is exactly zero there contributes nothing (an equation that
-holds exactly needs no change: b = 0 solved by x = 0 has backward error 0, not SuperLU's 1). Every right-hand side is refined on its own; ``berr`` is reported per column.
+holds exactly needs no change: b = 0 solved by x = 0 has backward error 0, not SuperLU's 1).
+Every right-hand side is refined on its own; ``berr`` is reported per column.
 """
 
 from __future__ import annotations
@@ -24,11 +25,37 @@ ITMAX = 20  # pdgsrfs' limit
 def iterative_refinement(solve, residual, abs_product, b, x, nz, allmax=lambda v: v, max_steps=ITMAX):
     """Refine ``x`` (this rank's rows, shape (n_local, nrhs), updated in place) for ``b``.
 
-    ``solve(r)``: the correction for residuals r (columns); ``residual(x, cols)``: b - A x
-    for columns ``cols`` of b; ``abs_product(v)``: |A| v; ``nz``: the largest number of
-    entries in a row of A, plus one; ``allmax(v)``: the elementwise maximum of ``v`` over the
-    ranks (collective; the identity in serial); ``max_steps`` 0 measures berr only. Returns
-    (x, berr, steps), berr and steps per right-hand side; berr is NaN where x or r is.
+    Collective when ``allmax`` is (and ``residual`` and ``abs_product`` are): every rank
+    calls it with its own rows.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(r)``: the correction for residuals ``r`` (columns).
+    residual : callable
+        ``residual(x, cols)``: ``b - A x`` for columns ``cols`` of b.
+    abs_product : callable
+        ``abs_product(v)``: ``|A| v``.
+    b : ndarray
+        This rank's rows of the right-hand sides, shape (n_local, nrhs).
+    x : ndarray
+        This rank's rows of the solution, shape (n_local, nrhs), updated in place.
+    nz : int
+        The largest number of entries in a row of A, plus one.
+    allmax : callable
+        ``allmax(v)``: the elementwise maximum of ``v`` over the ranks (collective; the
+        identity in serial, the default).
+    max_steps : int
+        At most this many refinement steps (default :data:`ITMAX`); 0 measures berr only.
+
+    Returns
+    -------
+    x : ndarray
+        The refined ``x`` (the array given).
+    berr : ndarray
+        The componentwise backward error per right-hand side; NaN where x or r is.
+    steps : ndarray of int
+        The refinement steps per right-hand side.
     """
     eps, safmin = np.finfo(float).eps, np.finfo(float).tiny
     safe1 = nz * safmin

@@ -38,7 +38,30 @@ class SelinvReport:
     ranks, this rank's ``recorded`` and ``planned`` CommStats (steps: :data:`ROLES`), the
     ``tree`` shape, the ``symmetric`` form, ``split_supernodes`` (products run in several
     pieces, summed over the ranks) and ``warnings`` (e.g. replaced tiny pivots: the entries
-    are then those of a nearby matrix's inverse, which no refinement corrects)."""
+    are then those of a nearby matrix's inverse, which no refinement corrects).
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    seconds : dict
+        The slowest rank's ``prepare``, ``invert`` and ``total``.
+    max : dict
+        Each part's largest value over the ranks.
+    flops : float
+        The floating-point operations of all ranks.
+    recorded, planned : CommStats
+        This rank's, steps :data:`ROLES`.
+    tree : str
+        The tree shape.
+    symmetric : bool
+        Whether the symmetric form ran.
+    split_supernodes : int
+        Supernodes whose products ran in several pieces, summed over the ranks.
+    warnings : list of str
+        E.g. replaced tiny pivots: the entries are then those of a nearby matrix's inverse,
+        which no refinement corrects.
+    """
 
     seconds: dict
     max: dict
@@ -57,15 +80,46 @@ def selected_inverse(lu, tree=None, seed=None, flat_threshold=None, symmetric=No
     factors mapped back through the orderings and scalings: it holds the pattern of A^T and
     the diagonal), computed on ``lu``'s 2D grid (Pz = 1).
 
-    ``tree``: the shape of every broadcast and reduction tree (default: C++'s, binary), with
-    ``seed`` and ``flat_threshold``. ``symmetric``: the symmetric form (True), the
-    unsymmetric one (False) or whichever the factorization allows (None; True needs it).
-    ``gather``: the whole matrix as scipy CSR on the root rank (None elsewhere); False: each
-    rank's own entries, as a CSR matrix of A's shape. Returns ``(matrix, SelinvReport)``.
-
     Arguments that differ between the ranks, a 3D grid or an impossible form fail on every
     rank alike; a failure on one rank during the run (memory, say) aborts the job, as the
     others would otherwise wait forever for its messages.
+
+    Parameters
+    ----------
+    lu : DistributedLU
+        The factors, on a 2D grid (Pz = 1).
+    tree : str or TreeShape, optional
+        The shape of every broadcast and reduction tree (default: C++'s, binary).
+    seed, flat_threshold : int, optional
+        The tree shape's seed and flat threshold (C++'s defaults where not given).
+    symmetric : bool or None
+        The symmetric form (True), the unsymmetric one (False) or whichever the
+        factorization allows (None; True needs it).
+    gather : bool
+        True: the whole matrix as scipy CSR on the root rank (None elsewhere); False: each
+        rank's own entries, as a CSR matrix of A's shape.
+
+    Returns
+    -------
+    matrix : scipy.sparse.csr_matrix or None
+        The entries of A^-1 (see ``gather``).
+    report : SelinvReport
+        The run's times, flops and statistics per role.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, for arguments that differ between the ranks.
+    ValueError
+        On every rank, for a 3D grid, a ``symmetric`` other than True, False or None, or
+        ``symmetric=True`` without a symmetric factorization (A = A^T exactly, its rows and
+        columns ordered and scaled alike); for an unknown ``tree``.
+
+    Warns
+    -----
+    UserWarning
+        On the root, when tiny pivots were replaced in the factorization (also in the
+        report's ``warnings``).
     """
     shape = tree_shape(tree, seed, flat_threshold)
     agree_args(lu.comm, "DistributedLU.selected_inverse", tree=repr(shape), symmetric=symmetric, gather=bool(gather))
@@ -137,9 +191,23 @@ def _gather_triples(comm, root, *arrays):
 
 
 def role_volumes(per_rank_stats, role, received=False):
-    """min, max, median and std over the ranks of the bytes each sends (or receives) in
-    ``role`` (one of :data:`ROLES`): the PSelInv paper's Table I columns for Col-Bcast sent
-    and Row-Reduce received."""
+    """Local. min, max, median and std over the ranks of the bytes each sends (or receives) in
+    ``role``: the PSelInv paper's Table I columns for Col-Bcast sent and Row-Reduce received.
+
+    Parameters
+    ----------
+    per_rank_stats : sequence of CommStats
+        Every rank's statistics of a selected inversion (steps :data:`ROLES`).
+    role : str
+        One of :data:`ROLES`.
+    received : bool
+        The bytes received instead of sent.
+
+    Returns
+    -------
+    dict
+        ``min``, ``max``, ``median`` and ``std`` (floats), bytes.
+    """
     i, col = ROLES.index(role), (6 if received else 2)
     v = np.array([s.array[i, col] + s.array[i, col + 1] for s in per_rank_stats], dtype=float)
     return {"min": float(v.min()), "max": float(v.max()), "median": float(np.median(v)), "std": float(v.std())}

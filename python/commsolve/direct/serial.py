@@ -22,8 +22,34 @@ PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "
 
 def pivoted(A, equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"], times=None):
     """``(A, B, pivoting)``: A checked, B the scaled and row-permuted matrix to order and
-    factor (static pivoting, :func:`~commsolve.direct.pivoting.static_pivoting`); ``times``
-    (a dict), if given, receives its seconds as ``pivoting``."""
+    factor (static pivoting, :func:`~commsolve.direct.pivoting.static_pivoting`).
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array_like
+        The matrix, checked by :func:`~commsolve.direct.pivoting.checked_matrix`.
+    equil : bool
+        Equilibrate (as :func:`~commsolve.direct.pivoting.static_pivoting`).
+    row_perm : {"mc64", "none", "auto"}
+        The row permutation (as :func:`~commsolve.direct.pivoting.static_pivoting`).
+    times : dict, optional
+        If given, receives the static pivoting's seconds as ``pivoting``.
+
+    Returns
+    -------
+    A : scipy.sparse.csr_matrix
+        The matrix as checked.
+    B : scipy.sparse.csr_matrix
+        The scaled and row-permuted matrix to order and factor.
+    pivoting : StaticPivoting
+        What was done.
+
+    Raises
+    ------
+    ValueError
+        As :func:`~commsolve.direct.pivoting.checked_matrix` and
+        :func:`~commsolve.direct.pivoting.static_pivoting` raise it.
+    """
     A = checked_matrix(A)
     t0 = time.perf_counter()
     B, pivoting = static_pivoting(A, equil, row_perm)
@@ -35,11 +61,41 @@ def pivoted(A, equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row
 def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
             levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
             equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"], times=None):
-    """Everything before the numeric factorization, as :class:`SparseLU` does it: ``(A, B,
-    pivoting, structure, seconds)`` with A checked, B the scaled and row-permuted matrix
-    whose symmetric permutation ``structure.perm`` is factored. ``times`` (a dict), if given,
-    receives the seconds of each part: ``pivoting`` (equilibration and the row permutation),
-    then :func:`~commsolve.direct.symbolic.supernodal_structure`'s."""
+    """Everything before the numeric factorization, as :class:`SparseLU` does it.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array_like
+        The matrix (checked).
+    max_supernode, ordering, levels, relax, relax_subtree
+        As :func:`~commsolve.direct.symbolic.supernodal_structure`'s (defaults:
+        :data:`~commsolve.direct.symbolic.LU_DEFAULTS`).
+    equil, row_perm
+        As :func:`~commsolve.direct.pivoting.static_pivoting`'s (defaults:
+        :data:`PIVOTING_DEFAULTS`).
+    times : dict, optional
+        If given, receives the seconds of each part: ``pivoting`` (equilibration and the row
+        permutation), then :func:`~commsolve.direct.symbolic.supernodal_structure`'s.
+
+    Returns
+    -------
+    A : scipy.sparse.csr_matrix
+        The matrix as checked.
+    B : scipy.sparse.csr_matrix
+        The scaled and row-permuted matrix whose symmetric permutation ``structure.perm`` is
+        factored.
+    pivoting : StaticPivoting
+        The static pivoting done.
+    structure : SupernodalStructure
+        The supernodal structure of B.
+    seconds : float
+        The seconds all of it took.
+
+    Raises
+    ------
+    ValueError
+        As :func:`pivoted` and :func:`~commsolve.direct.symbolic.symbolic` raise it.
+    """
     t0 = time.perf_counter()
     A, B, pivoting = pivoted(A, equil, row_perm, times)
     structure = symbolic(B, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
@@ -48,8 +104,29 @@ def analyze(A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS[
 
 
 def rhs_array(b, nrows, what="b"):
-    """``b`` as a float64 (nrows, nrhs) array and whether it was 1-D; a clear ValueError
-    otherwise (complex, wrong shape, not numbers)."""
+    """``b`` as a float64 (nrows, nrhs) array and whether it was 1-D.
+
+    Parameters
+    ----------
+    b : array_like
+        The right-hand sides, shape ``(nrows,)`` or ``(nrows, nrhs)``.
+    nrows : int
+        The rows ``b`` must have.
+    what : str
+        What the errors call ``b``.
+
+    Returns
+    -------
+    B : ndarray
+        ``b`` as float64, shape ``(nrows, nrhs)``.
+    one : bool
+        Whether ``b`` was 1-D.
+
+    Raises
+    ------
+    ValueError
+        A clear one otherwise (complex, wrong shape, not numbers).
+    """
     try:
         B = np.asarray(b)
     except Exception as e:  # noqa: BLE001 - whatever numpy cannot take
@@ -83,6 +160,33 @@ class SparseLU:
     and first touched: SuperLU_DIST does both in its DISTRIBUTE phase) and
     ``numeric_seconds`` (the factorization proper, as its FACTOR); after a solve ``berr``
     (componentwise backward error per right-hand side) and ``refine_steps``.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array_like
+        The matrix, square (checked by :func:`~commsolve.direct.pivoting.checked_matrix`).
+    max_supernode, ordering, levels, relax, relax_subtree
+        The symbolic analysis's options, as
+        :func:`~commsolve.direct.symbolic.supernodal_structure`'s (defaults:
+        :data:`~commsolve.direct.symbolic.LU_DEFAULTS`).
+    equil : bool
+        Equilibrate when the matrix is badly scaled (default True).
+    row_perm : {"mc64", "none", "auto"}
+        ``"mc64"`` (the default): rows permuted for a large diagonal, with its scaling;
+        ``"none"`` keeps them; ``"auto"`` keeps them where the diagonal is already safe
+        (:mod:`~commsolve.direct.pivoting`).
+    replace_tiny : bool
+        False (the default): a pivot below ``zero_pivot ||A||_1`` is an error; True: pivots
+        below ``sqrt(eps) ||A||_1`` are replaced by that value, counted in
+        ``tiny_pivots_replaced``.
+    zero_pivot : float
+        With ``replace_tiny=False``, the pivot threshold relative to ``||A||_1`` (default 1e-14).
+
+    Raises
+    ------
+    ValueError
+        For a matrix :func:`~commsolve.direct.pivoting.checked_matrix` refuses, a zero or
+        non-finite pivot, or an unknown option value.
     """
 
     def __init__(self, A, max_supernode=LU_DEFAULTS["max_supernode"], ordering=LU_DEFAULTS["ordering"],
@@ -118,14 +222,17 @@ class SparseLU:
 
     @property
     def nnz_LU(self):
+        """Stored entries of L and U (diagonal blocks counted once)."""
         return self._core.nnz_LU
 
     @property
     def tiny_pivots_replaced(self):
+        """Tiny pivots replaced in the factorization (``replace_tiny=True``)."""
         return self._core.tiny_pivots_replaced
 
     @property
     def flops(self):
+        """Floating-point operations of the numeric factorization."""
         return self._core.flops
 
     def selected_inverse(self):
@@ -134,7 +241,13 @@ class SparseLU:
         orderings and scalings (A^-1 = D_c Q (L U)^-1 P D_r). It holds the pattern of A^T
         (A's own when the pattern is symmetric and rows are not permuted), and the diagonal:
         what trace(A^-1 B), diag(A^-1) and the density matrices of electronic structure need,
-        at the cost of a few factorizations, not of the dense inverse. Serial (C++)."""
+        at the cost of a few factorizations, not of the dense inverse. Serial (C++).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Of A's shape: the entries of A^-1 where the factors hold an entry.
+        """
         i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
         f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
         # Z[a, b] is A^-1[col_order[a], row_order[b]] / (col_scale, row_scale) there (see _solve_once)
@@ -151,9 +264,36 @@ class SparseLU:
         return out * self.pivoting.col_scale[:, None]
 
     def solve(self, b, refine=True):
-        """``x`` with ``A x = b``; ``b`` of shape (n,) or (n, nrhs). With ``refine`` (the
-        default, SuperLU_DIST's ``IterRefine``), iterative refinement; ``berr`` holds the
-        componentwise backward error of each right-hand side either way."""
+        """``x`` with ``A x = b``; ``berr`` holds the componentwise backward error of each
+        right-hand side either way.
+
+        Parameters
+        ----------
+        b : array_like
+            The right-hand sides, shape (n,) or (n, nrhs).
+        refine : bool
+            Iterative refinement (the default, SuperLU_DIST's ``IterRefine``).
+
+        Returns
+        -------
+        ndarray
+            ``x``, of ``b``'s shape.
+
+        Raises
+        ------
+        ValueError
+            For a ``b`` that is complex, of the wrong shape or not numbers.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from commsolve import direct, gallery
+        >>> A = gallery.poisson2d9(10)
+        >>> lu = direct.SparseLU(A)
+        >>> x = lu.solve(np.ones(A.shape[0]))
+        >>> bool(np.allclose(A @ x, 1.0)), lu.berr.shape
+        (True, (1,))
+        """
         B, one = rhs_array(b, self.shape[0])
         A, absA = self.matrix, self._absA
         X, self.berr, self.refine_steps = iterative_refinement(

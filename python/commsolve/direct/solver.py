@@ -33,8 +33,14 @@ TIME_PARTS = ("redistribute_b", "l_solve", "z_comm", "u_solve", "redistribute_x"
 
 
 class Residual:
-    """b - A x and |A| |x| for x distributed by rows: A as a ParCSR (its halo exchange), |A|
-    as its local rows over [owned entries | halo]. Collective construction."""
+    """``b - A x`` and ``|A| |x|`` for x distributed by rows: A as a ParCSR (its halo exchange),
+    ``|A|`` as its local rows over ``[owned entries | halo]``. Collective construction.
+
+    Parameters
+    ----------
+    A : ParCSR
+        The matrix, distributed like b and x (kept as ``A``).
+    """
 
     def __init__(self, A):
         self.A = A
@@ -49,17 +55,53 @@ class Residual:
         self.nz = A.comm.allreduce(int(np.diff(self.abs_local.indptr).max(initial=0)), op=mpi().MAX) + 1
 
     def residual(self, B):
+        """Local. The ``residual`` that :func:`~commsolve.direct.refinement.iterative_refinement`
+        takes, for the right-hand sides ``B``.
+
+        Parameters
+        ----------
+        B : ndarray
+            This rank's rows of the right-hand sides, shape (local_rows, nrhs).
+
+        Returns
+        -------
+        callable
+            ``residual(x, cols)``: ``B[:, cols] - A x``, column k of x for column ``cols[k]``
+            of B; collective (one product with A per column).
+        """
         return lambda x, cols: np.column_stack([B[:, c] - self.A.matvec(x[:, k]) for k, c in enumerate(cols)]) \
             if len(cols) else np.zeros((B.shape[0], 0))
 
     def abs_product(self, V):
+        """Collective. ``|A| V`` on this rank's rows (one halo exchange per column of V).
+
+        Parameters
+        ----------
+        V : ndarray
+            This rank's rows, shape (local_rows, k).
+
+        Returns
+        -------
+        ndarray
+            ``|A| V``, this rank's rows, shape (local_rows, k).
+        """
         return np.column_stack([self.abs_local @ np.concatenate([V[:, k], self.A.exchange(V[:, k])])
                                 for k in range(V.shape[1])]) if V.shape[1] else V.copy()
 
 
 def device_available(device="cuda"):
-    """Whether this build of commsolve has ``device``'s backend (``"cuda"``) and this process
-    sees such a device. Local."""
+    """Local. Whether this build of commsolve has ``device``'s backend and this process sees
+    such a device.
+
+    Parameters
+    ----------
+    device : str
+        The device's name (``"cuda"``).
+
+    Returns
+    -------
+    bool
+    """
     return bool(_core.device_available(device))
 
 
@@ -87,12 +129,7 @@ class DistributedLU:
     """LU factors spread over a process grid (from :func:`~commsolve.direct.factor`); solve
     many times.
 
-    Built from a few objects: the ``_core.TriSolve`` holding this rank's blocks, the
-    ``layout`` (a SolveLayout: structure, grid, forests), the root's ``analysis`` (shape,
-    structure, static pivoting, orders, nnz(L+U); :class:`~commsolve.direct.distributed.Analysis`),
-    the ``rhs`` map (how b and x are distributed), the ``report`` of the factorization
-    (:class:`~commsolve.direct.distributed.FactorReport`) and the :class:`Residual` that
-    refinement multiplies by.
+    Built by :func:`~commsolve.direct.factor` from a few objects (the parameters).
 
     Attributes: ``grid`` (px, py, pz), ``algorithm``, ``tree``, ``allreduce``, ``partition``,
     ``forests`` (each supernode's forest, heap order), ``distribution`` (of b and x),
@@ -112,6 +149,30 @@ class DistributedLU:
     the inter-grid steps may be the slowest) and ``refine`` (the slowest rank's seconds of
     iterative refinement, corrections included); ``berr`` (the componentwise backward error
     per right-hand side) and ``refine_steps``.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator the factors are spread over.
+    core : _core.TriSolve
+        Holding this rank's blocks.
+    layout : SolveLayout
+        Structure, grid, forests.
+    analysis : Analysis
+        The root's analysis (shape, structure, static pivoting, orders, nnz(L+U);
+        :class:`~commsolve.direct.distributed.Analysis`).
+    rhs : RhsMap
+        How b and x are distributed.
+    topology : Topology
+        Which ranks share a node.
+    report : FactorReport
+        The report of the factorization (:class:`~commsolve.direct.distributed.FactorReport`).
+    residual : Residual
+        What refinement multiplies by.
+    partition : str
+        The forest partition.
+    root : int
+        The root rank (where a replicated b is read, and the selected inverse gathered).
     """
 
     def __init__(self, comm, core, layout, analysis, rhs, topology, report, residual, *, partition, root=0):
@@ -125,29 +186,40 @@ class DistributedLU:
         self._nrhs = self._stats = None
         self.selinv = None  # the last selected_inverse()'s SelinvReport
 
-    structure = property(lambda self: self.analysis.structure)
-    shape = property(lambda self: self.analysis.shape)
-    pivoting = property(lambda self: self.analysis.pivoting)
-    row_order = property(lambda self: self.analysis.row_order)
-    col_order = property(lambda self: self.analysis.col_order)
-    nnz_LU = property(lambda self: self.analysis.nnz_LU)
-    grid = property(lambda self: tuple(self.layout.grid))
-    forests = property(lambda self: self.layout.forests)
-    options = property(lambda self: self._core.options)  # the SolveOptions of the next solves
-    algorithm = property(lambda self: self.options.algorithm)
-    tree = property(lambda self: self.options.tree.name)
-    allreduce = property(lambda self: self.options.allreduce)
-    threads = property(lambda self: self._core.threads)  # per rank, for the solve phases
-    device = property(lambda self: self._core.device)  # where the solve phases run: "cpu" or "cuda"
-    tiny_pivots_replaced = property(lambda self: self.report.replaced)
-    factor_seconds = property(lambda self: self.report.seconds)
-    factor_stats = property(lambda self: self.report.recorded)
-    planned_factor_stats = property(lambda self: self.report.planned)
-    factor_flops = property(lambda self: self.report.flops)
-    grid_ranking = property(lambda self: self.report.ranking)
+    structure = property(lambda self: self.analysis.structure,
+                         doc="The supernodal structure of the matrix as factored.")
+    shape = property(lambda self: self.analysis.shape, doc="The matrix's shape.")
+    pivoting = property(lambda self: self.analysis.pivoting, doc="The static pivoting (scales, row permutation).")
+    row_order = property(lambda self: self.analysis.row_order, doc="The row of b that factor row k reads.")
+    col_order = property(lambda self: self.analysis.col_order, doc="The row of x that factor column k gives.")
+    nnz_LU = property(lambda self: self.analysis.nnz_LU, doc="Entries of L and U, diagonal blocks once.")
+    grid = property(lambda self: tuple(self.layout.grid), doc="``(px, py, pz)``.")
+    forests = property(lambda self: self.layout.forests, doc="Each supernode's forest, heap order.")
+    options = property(lambda self: self._core.options, doc="The SolveOptions of the next solves.")
+    algorithm = property(lambda self: self.options.algorithm, doc="The solve algorithm of the next solves.")
+    tree = property(lambda self: self.options.tree.name, doc="The tree shape of the next solves, by name.")
+    allreduce = property(lambda self: self.options.allreduce, doc="The inter-grid packing of the next solves.")
+    threads = property(lambda self: self._core.threads, doc="Threads per rank, for the solve phases.")
+    device = property(lambda self: self._core.device, doc='Where the solve phases run, ``"cpu"`` or ``"cuda"``.')
+    tiny_pivots_replaced = property(lambda self: self.report.replaced,
+                                    doc="Tiny pivots replaced in the factorization.")
+    factor_seconds = property(lambda self: self.report.seconds,
+                              doc="The factorization's seconds by phase (see :func:`~commsolve.direct.factor`).")
+    factor_stats = property(lambda self: self.report.recorded,
+                            doc="This rank's recorded CommStats of the factorization, when factored on the grids "
+                                "(else None).")
+    planned_factor_stats = property(lambda self: self.report.planned,
+                                    doc="This rank's planned CommStats of the factorization, when factored on the "
+                                        "grids (else None).")
+    factor_flops = property(lambda self: self.report.flops,
+                            doc="The factorization's floating-point operations (None when factored whole on the "
+                                "root).")
+    grid_ranking = property(lambda self: self.report.ranking,
+                            doc='Every simulated configuration, fastest first, with ``grid="auto"`` (else None).')
 
     @property
     def local_entries(self):
+        """Factor entries stored on this rank, inverted diagonal blocks and replicated ancestors included."""
         return self._core.local_entries
 
     @property
@@ -157,22 +229,48 @@ class DistributedLU:
 
     @property
     def residual_matrix(self):
-        """A distributed like b and x (a ParCSR): what the residuals of the backward error and
-        of iterative refinement multiply by (one product and one halo exchange of |x| per
+        """A distributed like b and x (a ParCSR), what the residuals of the backward error and
+        of iterative refinement multiply by (one product and one halo exchange of ``|x|`` per
         right-hand side and measurement; its own statistics)."""
         return self._residual.A
 
     @watched("DistributedLU.set_options")
     def set_options(self, *, algorithm=None, tree=None, seed=None, flat_threshold=None, allreduce=None,
                     threads=None, kernels=None, leaf_sync=None):
-        """Collective. Another algorithm (the 3D ones share the layout), tree shape,
-        inter-grid packing, ``kernels``, ``leaf_sync`` (the SC'23 ablation's switches, see
-        :class:`SolveOptions`) or number of ``threads`` per rank for the next solves, same factors;
-        what is not given stays as it is. More than one thread: on a 1 x 1 x Pz grid each
-        phase runs sync-free on the rank's threads (SC'23 Algorithm 4); on other grids the
-        message-driven phases run on them (the calling thread doing MPI; not with
-        3d-baseline, whose upper levels go one supernode at a time). Every rank must ask for
-        the same (checked: a mismatch is an error on every rank, not a hang)."""
+        """Collective. Another algorithm, tree shape, inter-grid packing, ``kernels``,
+        ``leaf_sync`` or number of ``threads`` per rank for the next solves, same factors;
+        what is not given stays as it is.
+
+        Every rank must ask for the same (checked: a mismatch is an error on every rank, not
+        a hang).
+
+        Parameters
+        ----------
+        algorithm : str, optional
+            One of :data:`~commsolve.direct.ALGORITHMS` (the 3D ones share the layout).
+        tree : str, optional
+            The tree shape.
+        seed, flat_threshold : int, optional
+            The tree shape's seed and flat threshold.
+        allreduce : str, optional
+            The inter-grid packing (:data:`~commsolve.direct.ALLREDUCE`).
+        threads : int, optional
+            Threads per rank. More than one thread: on a 1 x 1 x Pz grid each phase runs
+            sync-free on the rank's threads (SC'23 Algorithm 4); on other grids the
+            message-driven phases run on them (the calling thread doing MPI; not with
+            3d-baseline, whose upper levels go one supernode at a time).
+        kernels : str, optional
+            One of :data:`~commsolve.direct.KERNELS`: with ``leaf_sync``, the SC'23 ablation's
+            switches, see :class:`SolveOptions`.
+        leaf_sync : bool, optional
+            The leaf forests' counter allreduce and barrier (the SC'23 ablation's switch).
+
+        Raises
+        ------
+        CollectiveError
+            On every rank, when the ranks ask for different things or an option is not valid
+            (a ValueError).
+        """
         now = self.options
         new = run_agreed(self.comm, solve_options, self.grid[2], algorithm or now.algorithm,
                          tree or now.tree.name, now.tree.seed if seed is None else seed,
@@ -192,32 +290,78 @@ class DistributedLU:
 
     @watched("DistributedLU.to_device")
     def to_device(self, device):
-        """Collective. Run the next solves' phases on ``device``: ``"cuda"`` (the sync-free
-        kernel of SC'23 Algorithm 4, one thread block per supernode; this rank's factors are
-        uploaded once to its GPU) or ``"cpu"`` (back on the host). Needs a grid whose layers
-        are one rank (1 x 1 x Pz), a build with CUDA (``SKBUILD_CMAKE_DEFINE=COMMSOLVE_CUDA=ON
-        python3 scripts/build.py``) and a GPU on every rank (:func:`device_available`); the
-        inter-grid steps and the moves of b and x stay on the host. Returns ``self``."""
+        """Collective. Run the next solves' phases on ``device``.
+
+        Needs a grid whose layers are one rank (1 x 1 x Pz), a build with CUDA
+        (``SKBUILD_CMAKE_DEFINE=COMMSOLVE_CUDA=ON python3 scripts/build.py``) and a GPU on every
+        rank (:func:`device_available`); the inter-grid steps and the moves of b and x stay on
+        the host.
+
+        Parameters
+        ----------
+        device : {"cuda", "cpu"}
+            ``"cuda"`` (the sync-free kernel of SC'23 Algorithm 4, one thread block per
+            supernode; this rank's factors are uploaded once to its GPU) or ``"cpu"`` (back on
+            the host).
+
+        Returns
+        -------
+        DistributedLU
+            ``self``.
+
+        Raises
+        ------
+        CollectiveError
+            On every rank, when the ranks ask for different devices, for an unknown device, a
+            grid whose layers are not one rank or ``kernels="per-block"`` (which runs on the CPU).
+        RuntimeError
+            Where this build has no CUDA backend or no CUDA device is present.
+        """
         agree_args(self.comm, "DistributedLU.to_device", device=str(device))
         run_agreed(self.comm, self._core.to_device, str(device))
         return self
 
     def set_tree(self, tree, seed=None, flat_threshold=None):
-        """Collective. Use another tree shape for the next solves, with ``seed`` and
-        ``flat_threshold`` (C++'s defaults where not given; see :meth:`set_options`)."""
+        """Collective. Use another tree shape for the next solves (see :meth:`set_options`).
+
+        Parameters
+        ----------
+        tree : str
+            The tree shape.
+        seed, flat_threshold : int, optional
+            The tree shape's seed and flat threshold (C++'s defaults where not given).
+        """
         default = tree_shape()
         self.set_options(tree=tree, seed=default.seed if seed is None else seed,
                          flat_threshold=default.flat_threshold if flat_threshold is None else flat_threshold)
 
     @watched("DistributedLU.solve")
     def solve(self, b, replicated=False, refine=True):
-        """Collective. ``x`` with ``A x = b``.
+        """Collective. ``x`` with ``A x = b``; ``berr`` is measured either way.
 
-        ``b``: this rank's rows of the right-hand sides, shape ``(local_rows,)`` or
-        ``(local_rows, nrhs)``, in the order of ``distribution.owned(rank)``; x comes back
-        the same way. With ``replicated=True``, ``b`` is the whole ``(n,)`` or ``(n, nrhs)``
-        array, read on the root rank only, and every rank gets the whole x. ``refine``:
-        iterative refinement (the default, SuperLU_DIST's); ``berr`` is measured either way.
+        Parameters
+        ----------
+        b : ndarray
+            This rank's rows of the right-hand sides, shape ``(local_rows,)`` or
+            ``(local_rows, nrhs)``, in the order of ``distribution.owned(rank)``. A CuPy array
+            (anything with ``__cuda_array_interface__`` that CuPy takes) is taken too.
+        replicated : bool
+            With ``replicated=True``, ``b`` is the whole ``(n,)`` or ``(n, nrhs)`` array, read on
+            the root rank only, and every rank gets the whole x.
+        refine : bool
+            Iterative refinement (the default, SuperLU_DIST's).
+
+        Returns
+        -------
+        ndarray
+            x, the same way as ``b`` (a CuPy array if ``b`` was one).
+
+        Raises
+        ------
+        CollectiveError
+            On every rank, for a ``b`` that is not valid on some rank, a different number of
+            columns on different ranks, or ranks that pass different ``replicated`` or
+            ``refine``.
         """
         agree_args(self.comm, "DistributedLU.solve", replicated=bool(replicated), refine=bool(refine))
         b, back = _host_array(b)
@@ -313,23 +457,63 @@ class DistributedLU:
 
     def selected_inverse(self, tree=None, seed=None, flat_threshold=None, symmetric=None, gather=True):
         """Collective. The entries of A^-1 in the pattern of the factors by parallel selected
-        inversion on this grid (Pz = 1): scipy CSR on the root (None elsewhere), or with
-        ``gather=False`` this rank's own entries; ``selinv`` then holds the run's
+        inversion on this grid (Pz = 1); ``selinv`` then holds the run's
         :class:`~commsolve.direct.selinv.SelinvReport` (times, flops, statistics per role).
-        See :func:`commsolve.direct.selinv.selected_inverse`."""
+        See :func:`commsolve.direct.selinv.selected_inverse`.
+
+        Parameters
+        ----------
+        tree, seed, flat_threshold, symmetric, gather
+            As :func:`commsolve.direct.selinv.selected_inverse`'s.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix or None
+            Scipy CSR on the root (None elsewhere), or with ``gather=False`` this rank's own
+            entries.
+
+        Raises
+        ------
+        ValueError
+            As :func:`commsolve.direct.selinv.selected_inverse` raises it.
+        """
         Z, self.selinv = _selected_inverse(self, tree, seed, flat_threshold, symmetric, gather)
         return Z
 
     def stats(self):
-        """This rank's recorded CommStats of the last solve's triangular solve (the first, not
-        the refinement's corrections; steps: :data:`SOLVE_STEPS`)."""
+        """Local. This rank's recorded CommStats of the last solve's triangular solve (the first,
+        not the refinement's corrections; steps: :data:`SOLVE_STEPS`).
+
+        Returns
+        -------
+        CommStats
+
+        Raises
+        ------
+        ValueError
+            When no solve has run yet.
+        """
         if self._stats is None:
             raise ValueError("no solve has run yet")
         return CommStats(self._stats)
 
     def planned_stats(self, nrhs=None):
-        """This rank's planned CommStats of a solve with ``nrhs`` right-hand sides (default:
-        the last solve's)."""
+        """Local. This rank's planned CommStats of a solve with ``nrhs`` right-hand sides.
+
+        Parameters
+        ----------
+        nrhs : int, optional
+            The right-hand sides (default: the last solve's).
+
+        Returns
+        -------
+        CommStats
+
+        Raises
+        ------
+        ValueError
+            When ``nrhs`` is not given and no solve has run yet.
+        """
         nrhs = self._nrhs if nrhs is None else nrhs
         if nrhs is None:
             raise ValueError("give nrhs (no solve has run yet)")

@@ -37,12 +37,29 @@ LU_DEFAULTS = {k: getattr(_DEFAULTS, k) for k in ("max_supernode", "ordering", "
 
 def chosen_ordering(ordering, nranks, distributed):
     """The ordering ``"auto"`` (the default) stands for: the one whose setup to the first
-    solve measured fastest (bench/factor_vs_superlu.py against SuperLU_DIST at 1, 2 and 4
-    ranks, bench/results/setup_vs_superlu9_parallel*.json). For a distributed matrix (a
-    ParCSR), PT-Scotch's nested dissection (``"ptscotch"``: no rank gathers A; 1.1-1.3x
-    METIS's fill, which ``"ptscotch-metis"`` avoids for some setup time), where MPI allows
-    PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE); otherwise the separator tree on
-    one rank (``"tree"``, also SparseLU's). Any other name stands for itself."""
+    solve measured fastest (``bench/factor_vs_superlu.py`` against SuperLU_DIST at 1, 2 and 4
+    ranks, ``bench/results/setup_vs_superlu9_parallel*.json``).
+
+    For a distributed matrix (a ParCSR), PT-Scotch's nested dissection (``"ptscotch"``: no
+    rank gathers A; 1.1-1.3x METIS's fill, which ``"ptscotch-metis"`` avoids for some setup
+    time), where MPI allows PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE); otherwise
+    the separator tree on one rank (``"tree"``, also SparseLU's). Any other name stands for
+    itself.
+
+    Parameters
+    ----------
+    ordering : str
+        The ordering asked for (one of :data:`ORDERINGS`).
+    nranks : int
+        The ranks the matrix is on.
+    distributed : bool
+        Whether the matrix is distributed (a ParCSR).
+
+    Returns
+    -------
+    str
+        The ordering used.
+    """
     if ordering != "auto":
         return ordering
     MPI = mpi()
@@ -52,7 +69,20 @@ def chosen_ordering(ordering, nranks, distributed):
 
 
 def levels_for(levels, pz):
-    """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz)."""
+    """Separator-tree levels for a grid of ``pz`` layers: at least log2(pz).
+
+    Parameters
+    ----------
+    levels : int
+        The levels asked for.
+    pz : int
+        The grid's layers.
+
+    Returns
+    -------
+    int
+        The larger of ``levels`` and log2(pz) (rounded down).
+    """
     return max(int(levels), int(pz).bit_length() - 1)
 
 
@@ -60,24 +90,49 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
                          times=None, ordered=None):
     """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
 
-    ``ordering``: ``"auto"`` (here ``"tree"``; see :func:`chosen_ordering`), ``"nd"`` (METIS
-    nested dissection), ``"tree"`` (recursive METIS vertex
-    separators keeping the top ``levels`` levels as an explicit binary separator tree,
-    supernodes split at its node boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection,
-    here on one process; :func:`~commsolve.direct.factor` runs it on the distributed matrix,
-    keeping log2 of its ordering ranks as tree levels), ``"ptscotch-metis"`` (the same with
-    each leaf subdomain reordered by METIS, each on its own rank; on one process it is METIS's
-    ordering) or ``"natural"``. ``ordered``, if
-    given, is an ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
-    ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``. Supernodes hold at most
-    ``max_supernode`` columns; ``relax > 0`` amalgamates a supernode into its parent while
-    the merged supernode stores at most that fraction of explicit zeros; ``relax_subtree >
-    0`` renumbers in elimination-tree postorder and makes every subtree of at most that many
-    columns one supernode (SuperLU's relaxed supernodes). Options left out take
-    :data:`LU_DEFAULTS` (C++'s); ``relax=0, relax_subtree=0`` give the exact structure of
-    symbolic Cholesky. ``times`` (a dict), if given, receives the seconds of each part:
-    ``graph`` (the pattern of A + A^T), ``nested_dissection`` (METIS), ``permute`` (the graph
-    renumbered) and ``symbolic`` (the supernodal structure)."""
+    Options left out take :data:`LU_DEFAULTS` (C++'s); ``relax=0, relax_subtree=0`` give the
+    exact structure of symbolic Cholesky.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix, square; only its pattern is read.
+    max_supernode : int, optional
+        Supernodes hold at most ``max_supernode`` columns.
+    ordering : str, optional
+        ``"auto"`` (here ``"tree"``; see :func:`chosen_ordering`), ``"nd"`` (METIS nested
+        dissection), ``"tree"`` (recursive METIS vertex separators keeping the top ``levels``
+        levels as an explicit binary separator tree, supernodes split at its node
+        boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection, here on one process;
+        :func:`~commsolve.direct.factor` runs it on the distributed matrix, keeping log2 of
+        its ordering ranks as tree levels), ``"ptscotch-metis"`` (the same with each leaf
+        subdomain reordered by METIS, each on its own rank; on one process it is METIS's
+        ordering) or ``"natural"``.
+    levels : int, optional
+        The top levels of the separator tree kept (``ordering="tree"``).
+    relax : float, optional
+        ``relax > 0`` amalgamates a supernode into its parent while the merged supernode
+        stores at most that fraction of explicit zeros.
+    relax_subtree : int, optional
+        ``relax_subtree > 0`` renumbers in elimination-tree postorder and makes every subtree
+        of at most that many columns one supernode (SuperLU's relaxed supernodes).
+    times : dict, optional
+        If given, receives the seconds of each part: ``graph`` (the pattern of ``A + A^T``),
+        ``nested_dissection`` (METIS), ``permute`` (the graph renumbered) and ``symbolic``
+        (the supernodal structure).
+    ordered : SeparatorTree, optional
+        An ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
+        ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``.
+
+    Returns
+    -------
+    SupernodalStructure
+
+    Raises
+    ------
+    ValueError
+        For a non-square matrix or an unknown ``ordering``.
+    """
     options = SymbolicOptions(max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax,
                               relax_subtree=relax_subtree)
     if options.ordering in PARALLEL_ORDERINGS:
@@ -92,11 +147,35 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
 
 
 def symbolic(A, pz=1, times=None, ordered=None, **options):
-    """The supernodal structure that :class:`~commsolve.direct.SparseLU` (``options`` as
-    its own) and :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for
-    ``A`` (the matrix as factored, after any row permutation: the pattern of A + A^T is what
-    counts): what the virtual-world analyses of the distributed solves read. ``ordered``: as
-    :func:`supernodal_structure`'s."""
+    """The supernodal structure that :class:`~commsolve.direct.SparseLU` and
+    :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A``: what the
+    virtual-world analyses of the distributed solves read.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix as factored, after any row permutation: the pattern of ``A + A^T`` is what
+        counts.
+    pz : int
+        The grid's layers: the separator tree keeps at least log2(pz) levels
+        (:func:`levels_for`).
+    times : dict, optional
+        As :func:`supernodal_structure`'s.
+    ordered : SeparatorTree, optional
+        As :func:`supernodal_structure`'s.
+    **options
+        As :class:`~commsolve.direct.SparseLU`'s own: the keys of :data:`LU_DEFAULTS`, whose
+        values the options left out take.
+
+    Returns
+    -------
+    SupernodalStructure
+
+    Raises
+    ------
+    ValueError
+        For a matrix with no rows or an unknown option (or as :func:`supernodal_structure`).
+    """
     if A.shape[0] == 0:
         raise ValueError("the matrix has no rows (0 x 0): nothing to factor")
     unknown = set(options) - set(LU_DEFAULTS)
@@ -110,9 +189,29 @@ def symbolic(A, pz=1, times=None, ordered=None, **options):
 def forest_partition(structure, pz, method="nd", imbalance=0.2):
     """Each supernode's forest (heap index in [0, 2 pz - 1)) for a 3D grid with ``pz`` layers.
 
-    ``"nd"``: the top log2 pz levels of the structure's separator tree (``ordering="tree"``,
-    built with at least that many ``levels``, as :func:`symbolic` does; a graph too small to
-    split that deep leaves the layers below a leaf empty); ``"greedy"``: SuperLU_DIST's
-    load-balancing split of the supernodal elimination tree (weight size x depth, bins
-    within ``imbalance``)."""
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        The factor's supernodal structure.
+    pz : int
+        The grid's layers.
+    method : {"nd", "greedy"}
+        ``"nd"``: the top log2 pz levels of the structure's separator tree
+        (``ordering="tree"``, built with at least that many ``levels``, as :func:`symbolic`
+        does; a graph too small to split that deep leaves the layers below a leaf empty);
+        ``"greedy"``: SuperLU_DIST's load-balancing split of the supernodal elimination tree
+        (weight size x depth, bins within ``imbalance``).
+    imbalance : float
+        The bins' allowed imbalance (``"greedy"`` only).
+
+    Returns
+    -------
+    ndarray of int32
+        Each supernode's forest.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method``.
+    """
     return np.asarray(_core.forest_partition(structure, int(pz), method, float(imbalance)))

@@ -102,24 +102,72 @@ class MGCG:
                  hcga_group=HCGA_GROUP, smoother="ic0", sweeps=1, correction=1.0, strategy="standard", max_coarse=1,
                  max_levels=25, partition="contiguous", decomposition="slabs", procs=None, topology=None, profile=None,
                  progress=None):
-        """Collective. ``A``: a :class:`~commsolve.ParCSR`, a scipy matrix every rank of
-        ``comm`` passes whole, or a gallery spec (each rank builds its own rows; the grid is
-        the spec's). ``grid``: (nx, ny, nz), x fastest. ``decomposition``: ``"slabs"`` (rows
-        in that order, split contiguously across the ranks: slabs of z-planes) or ``"blocks"``
-        (a box of cells per rank on the process grid ``procs`` = (px, py, pz), by default the
-        one of least surface, :func:`commsolve.boxes.box_process_grid`; the rows renumbered
-        box by box, :meth:`cells` maps them back). A ParCSR already in box order comes with
-        its :class:`commsolve.boxes.BoxGrid` as ``grid``. ``format``: one of :data:`FORMATS` or ``"sell-C-SIGMA"``,
-        for every level's operator. ``cga``: one of :data:`CGA_MODES` with its switches
-        (:func:`cga_stages`), or ``"auto"``: the mode (none, CGA, hCGA with groups of
-        ``hcga_group``, or the leaders' first move alone) and its switch levels chosen by the
-        cost model with the machine ``profile`` (:func:`commsolve.mg.choice.choose_cga`; the
-        predictions in :attr:`cga_choice`). ``smoother``: any of :data:`commsolve.amg.SMOOTHERS` (default
-        IC(0)), ``sweeps`` before and after each coarse correction, ``correction`` the
-        coarse corrections' factor (:func:`commsolve.amg.solver`). ``max_coarse``: the
-        hierarchy coarsens until a level has at most this many rows, or has ``max_levels``
-        levels (the coarsest is then solved directly).
-        ``strategy``: the halo exchanges' (any of :data:`commsolve.parcsr.STRATEGIES`)."""
+        """Collective. Sets up the hierarchy.
+
+        Parameters
+        ----------
+        A : ParCSR, scipy sparse matrix or str
+            A :class:`~commsolve.ParCSR`, a scipy matrix every rank of ``comm`` passes whole,
+            or a gallery spec (each rank builds its own rows; the grid is the spec's).
+        comm : mpi4py.MPI.Comm, optional
+            The communicator of a scipy matrix or a spec (a ParCSR carries its own).
+        grid : tuple of int or BoxGrid, optional
+            (nx, ny, nz), x fastest. A ParCSR already in box order comes with its
+            :class:`commsolve.boxes.BoxGrid` as ``grid``.
+        format : str
+            One of :data:`FORMATS` or ``"sell-C-SIGMA"``, for every level's operator (CSR
+            where some rank's block cannot take it).
+        cga : str
+            One of :data:`CGA_MODES` with its switches (:func:`cga_stages`), or ``"auto"``:
+            the mode (none, CGA, hCGA with groups of ``hcga_group``, or the leaders' first
+            move alone) and its switch levels chosen by the cost model with the machine
+            ``profile`` (:func:`commsolve.mg.choice.choose_cga`; the predictions in
+            :attr:`cga_choice`).
+        cga_rows, hcga_rows : float
+            The switches: CGA's and hCGA's rows per rank (:func:`cga_stages`).
+        hcga_group : int
+            hCGA's group of consecutive ranks, 2 or more (:func:`cga_stages`).
+        smoother : str
+            Any of :data:`commsolve.amg.SMOOTHERS` (default IC(0)).
+        sweeps : int
+            Sweeps of the smoother before and after each coarse correction.
+        correction : float
+            The coarse corrections' factor (:func:`commsolve.amg.solver`).
+        strategy : str
+            The halo exchanges' (any of :data:`commsolve.parcsr.STRATEGIES`).
+        max_coarse : int
+            The hierarchy coarsens until a level has at most this many rows, or has
+            ``max_levels`` levels (the coarsest is then solved directly).
+        max_levels : int
+            See ``max_coarse``.
+        partition : str or Distribution
+            How the rows of a scipy matrix or a spec are split with ``"slabs"``
+            (:meth:`~commsolve.ParCSR.from_global`).
+        decomposition : {"slabs", "blocks"}
+            ``"slabs"`` (rows in grid order, split contiguously across the ranks: slabs of
+            z-planes) or ``"blocks"`` (a box of cells per rank on the process grid
+            ``procs``; the rows renumbered box by box, :meth:`cells` maps them back).
+        procs : tuple of int, optional
+            The process grid (px, py, pz) of ``"blocks"``, by default the one of least
+            surface, :func:`commsolve.boxes.box_process_grid`.
+        topology : Topology or int, optional
+            The node layout for a scipy matrix or a spec (None: the real one of ``comm``; an
+            int: that many ranks per node).
+        profile : MachineProfile, str or path, optional
+            The machine profile ``cga="auto"`` prices with.
+        progress : callable, optional
+            ``progress(k, rows)`` once coarse level ``k`` is formed, with its global rows.
+
+        Raises
+        ------
+        ValueError
+            For an unknown decomposition, bad switches, ``cga="auto"`` without ``profile``,
+            or a missing ``grid`` or ``comm``.
+        CollectiveError
+            On every rank: when the ranks passed different arguments, for an unknown mode or
+            format, ``procs`` that do not fit the ranks and the grid, a spec that is not a 3D
+            structured grid (without ``grid``), or as :func:`commsolve.amg.solver`.
+        """
         comm = A.comm if comm is None and hasattr(A, "comm") else comm
         if comm is not None:
             agree_args(comm, "mg.MGCG", format=format, cga=cga, cga_rows=cga_rows, hcga_rows=hcga_rows,
@@ -163,26 +211,65 @@ class MGCG:
 
     @property
     def A(self):
+        """The finest level's operator (a ParCSR)."""
         return self.ml.A
 
     def cells(self):
-        """The lexicographic index (x fastest over the whole grid) of each of this rank's rows:
-        ``b_global[solver.cells()]`` is this rank's b, and x goes back the same way."""
+        """Local. The lexicographic index (x fastest over the whole grid) of each of this
+        rank's rows.
+
+        Returns
+        -------
+        ndarray of int
+            ``b_global[solver.cells()]`` is this rank's b, and x goes back the same way.
+        """
         rows = self.A.owned_rows()
         return rows if self.boxes is None else self.boxes.lexicographic(rows)
 
     def describe(self):
-        """Collective. The hierarchy level by level (:meth:`MultilevelSolver.describe`)."""
+        """Collective. The hierarchy level by level.
+
+        Returns
+        -------
+        list of dict
+            :meth:`commsolve.amg.MultilevelSolver.describe`'s.
+        """
         return self.ml.describe()
 
     @watched("MGCG.solve")
     def solve(self, b=None, x0=None, tol=1e-8, maxiter=500):
-        """Collective. CG preconditioned by one V-cycle on A x = b (this rank's rows; default
-        1 everywhere) from x0 (default 0) to ||b - A x|| <= tol ||b||. Returns ``(x, info)``
-        (info 0 when converged, else the iterations done). :attr:`last_solve`: iterations,
-        residual history, solve time and time per iteration (the slowest rank's), and per
-        level (:meth:`level_report`) the seconds spent there and the messages the solve sent
-        there, as recorded by the executors."""
+        """Collective. CG preconditioned by one V-cycle on ``A x = b`` to
+        ``||b - A x|| <= tol ||b||``.
+
+        :attr:`last_solve`: iterations, residual history, solve time and time per iteration
+        (the slowest rank's), and per level (:meth:`level_report`) the seconds spent there
+        and the messages the solve sent there, as recorded by the executors.
+
+        Parameters
+        ----------
+        b : ndarray, optional
+            This rank's rows of the right-hand side (default 1 everywhere).
+        x0 : ndarray, optional
+            This rank's rows of the initial guess (default 0).
+        tol : float
+            The relative residual to reach, > 0.
+        maxiter : int
+            At most this many iterations.
+
+        Returns
+        -------
+        x : ndarray
+            This rank's rows of the solution.
+        info : int
+            0 when converged, else the iterations done.
+
+        Raises
+        ------
+        CollectiveError
+            On every rank: when the ranks passed different arguments, for a ``b`` on some
+            rank of the wrong shape or with non-finite values, a ``tol`` not > 0, or when CG
+            breaks down or meets a non-finite residual.
+        """
         agree_args(self.comm, "MGCG.solve", tol=tol, maxiter=maxiter, b_given=b is not None, x0_given=x0 is not None)
         A = self.A
         b = np.ones(A.local_rows) if b is None else np.asarray(b, dtype=np.float64)
@@ -220,14 +307,20 @@ class MGCG:
         return x, (0 if converged else its)
 
     def level_report(self):
-        """Collective. Per level of the whole hierarchy (after a solve): rows, the ranks it
-        lives on, its operator's format (CSR where the asked one could not hold it), the
-        seconds spent there in the V-cycles (the slowest rank's; the coarsest level's include
-        its direct solve), and what its exchanges sent during the solve: messages and bytes
-        summed over ranks, and the busiest rank's messages (recorded by the executors: the
-        operator's halo exchanges, the interpolation's both ways; CG's own products on level
-        0). A moved level has ``moves``: per move onto it, the ranks it came from, the
-        slowest rank's seconds in its gathers and scatters, and their messages."""
+        """Collective. What the last solve spent level by level.
+
+        Returns
+        -------
+        list of dict
+            Per level of the whole hierarchy (after a solve): rows, the ranks it lives on,
+            its operator's format (CSR where the asked one could not hold it), the seconds
+            spent there in the V-cycles (the slowest rank's; the coarsest level's include its
+            direct solve), and what its exchanges sent during the solve: messages and bytes
+            summed over ranks, and the busiest rank's messages (recorded by the executors:
+            the operator's halo exchanges, the interpolation's both ways; CG's own products
+            on level 0). A moved level has ``moves``: per move onto it, the ranks it came
+            from, the slowest rank's seconds in its gathers and scatters, and their messages.
+        """
         return _report(self.ml)
 
     def __repr__(self):

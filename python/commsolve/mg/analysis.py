@@ -43,8 +43,24 @@ FX10_BANDWIDTH = 85e9 / 16  # bytes/s per rank: an FX10 node's 85 GB/s over its 
 
 
 def process_grid(nprocs):
-    """A balanced 3D process grid (px, py, pz), px >= py >= pz, px py pz = nprocs (as
-    MPI_Dims_create)."""
+    """Local. A balanced 3D process grid (as MPI_Dims_create).
+
+    Parameters
+    ----------
+    nprocs : int
+        The ranks.
+
+    Returns
+    -------
+    tuple of int
+        (px, py, pz), px >= py >= pz, px py pz = nprocs.
+
+    Examples
+    --------
+    >>> from commsolve.mg.analysis import process_grid
+    >>> process_grid(64), process_grid(12)
+    ((4, 4, 4), (3, 2, 2))
+    """
     dims = [1, 1, 1]
     n = int(nprocs)
     f = 2
@@ -72,24 +88,56 @@ class Level:
 
     @property
     def rows(self):
+        """The level's cells: the product of the grid's extents."""
         return int(np.prod(self.grid))
 
     @property
     def nranks(self):
+        """The ranks the level lives on: the product of the process grid's."""
         return int(np.prod(self.procs))
 
     def counts(self):
-        """Cells per process coordinate, per dimension."""
+        """Local. Cells per process coordinate, per dimension.
+
+        Returns
+        -------
+        tuple of ndarray
+            Three arrays: ``counts[d][p]`` cells along d at process coordinate p.
+        """
         return tuple(np.bincount(o, minlength=p) for o, p in zip(self.owners, self.procs))
 
     def coarser(self):
+        """Local. The next coarser level: 2 x 2 x 2 aggregates, each owned by the owner of its
+        first cell, on the same process grid.
+
+        Returns
+        -------
+        Level
+            The coarse level (extents halved, rounded up).
+        """
         grid = tuple(-(-g // 2) for g in self.grid)
         return Level(grid, tuple(o[::2].copy() for o in self.owners), self.procs)
 
     def moved(self, group):
-        """The level on the leaders of groups of ``group`` consecutive ranks (x fastest, each
-        onto its first): groups that tile x, whole rows of y, or whole planes of z (a
-        ValueError for others)."""
+        """Local. The level on the leaders of groups of ``group`` consecutive ranks (x
+        fastest, each onto its first).
+
+        Parameters
+        ----------
+        group : int
+            Ranks per group: groups that tile x, whole rows of y, or whole planes of z (or
+            every rank).
+
+        Returns
+        -------
+        Level
+            The level on the leaders' process grid.
+
+        Raises
+        ------
+        ValueError
+            For groups of another size.
+        """
         px, py, pz = self.procs
         zero = np.zeros_like
         if group >= px * py * pz:
@@ -136,8 +184,20 @@ def _coarse_needs(fine, coarse, parts_f, parts_c):
 
 
 def level_messages(level, stencil=7):
-    """One halo exchange of the level's operator: arrays (receiver, sender, bytes), one entry
-    per message, ranks numbered x fastest on the level's process grid."""
+    """Local. One halo exchange of the level's operator.
+
+    Parameters
+    ----------
+    level : Level
+        The level.
+    stencil : {7, 27}
+        The operator's stencil.
+
+    Returns
+    -------
+    receiver, sender, nbytes : ndarray of int
+        One entry per message, ranks numbered x fastest on the level's process grid.
+    """
     near = [_needs(o, p, 1) for o, p in zip(level.owners, level.procs)]
     own = [np.diag(c) for c in level.counts()]  # a rank's own cells along a dimension
     if stencil == 27:  # the stencil's box: any combination of dimensions
@@ -211,8 +271,23 @@ def _price(cost, topology, msgs, nranks):
 
 
 def allgather_seconds(profile, nranks, nbytes):
-    """An allgather of ``nbytes`` in all over ``nranks`` ranks: ceil(log2 P) inter-node
-    latencies (recursive doubling) and the bytes at the inter-node rate."""
+    """Local. The modelled seconds of an allgather: ``ceil(log2 P)`` inter-node latencies
+    (recursive doubling) and the bytes at the inter-node rate.
+
+    Parameters
+    ----------
+    profile : MachineProfile
+        The machine profile (its inter-node short-message latency and rendezvous rate).
+    nranks : int
+        The ranks P.
+    nbytes : float
+        The bytes gathered, in all.
+
+    Returns
+    -------
+    float
+        The seconds (0 on one rank).
+    """
     if nranks <= 1:
         return 0.0
     alpha = profile.alpha.get(("inter_node", "short"), 0.0)
@@ -221,8 +296,21 @@ def allgather_seconds(profile, nranks, nbytes):
 
 
 def work_seconds(nnz, bandwidth):
-    """A level's local work per V-cycle: PASSES matrix passes of ``nnz`` entries, 12 bytes
-    each, at ``bandwidth`` bytes/s."""
+    """Local. A level's local work per V-cycle: PASSES matrix passes of ``nnz`` entries, 12
+    bytes each, at ``bandwidth`` bytes/s.
+
+    Parameters
+    ----------
+    nnz : int or float
+        The entries.
+    bandwidth : float
+        Memory bandwidth, bytes/s.
+
+    Returns
+    -------
+    float
+        The seconds.
+    """
     return PASSES * 12.0 * nnz / bandwidth
 
 
@@ -238,15 +326,53 @@ def _topology(nranks, ppn, stride=1):
 
 def analyze_mgcg(procs, ppn, *, per_rank=64, grid=None, stencil=7, modes=CGA_MODES, cga_rows=CGA_ROWS,
                  hcga_rows=HCGA_ROWS, hcga_group=HCGA_GROUP, profile=None, bandwidth=FX10_BANDWIDTH, contention=True):
-    """Per CGA mode, per level of MGCG's hierarchy on ``procs`` ranks of ``per_rank``^3 cells
-    each (or the global ``grid`` split over the balanced process grid): rows, ranks, active
-    ranks, and for one V-cycle the busiest rank's messages (halo exchanges, interpolation,
-    a move's gather) with, given a ``profile``, their modelled time and the busiest rank's
-    local work at ``bandwidth`` bytes/s; totals per mode. ``contention=False`` prices
-    without the profile's network-contention term (thesis eq. 3.3: 2 h^3 b ppn delta with h
-    the hops of a cube partition, which under rank-order placement dominates the fine levels'
-    prices at this scale). Mode ``"auto"``: the placement the model finds cheapest
-    (:func:`choose_placement`; its candidates under ``"auto"``)."""
+    """Local. MGCG's communication per CGA mode, level by level, counted in this process.
+
+    Parameters
+    ----------
+    procs : int
+        The ranks.
+    ppn : int
+        Ranks per node.
+    per_rank : int
+        Cells per rank along each dimension: ``per_rank**3`` cells each.
+    grid : tuple of int, optional
+        The global grid instead, split over the balanced process grid
+        (:func:`process_grid`) into equal blocks.
+    stencil : {7, 27}
+        The operator's stencil.
+    modes : sequence of str
+        The CGA modes (:data:`~commsolve.mg.stages.CGA_MODES`), or ``"auto"``: the placement
+        the model finds cheapest (:func:`choose_placement`; its candidates under
+        ``"auto"``), which needs ``profile``.
+    cga_rows, hcga_rows : float
+        CGA's and hCGA's rows per rank (:func:`commsolve.mg.stages.cga_stages`).
+    hcga_group : int
+        hCGA's group of consecutive ranks.
+    profile : MachineProfile, str or path, optional
+        The machine profile that prices the messages.
+    bandwidth : float
+        Memory bandwidth per rank, bytes/s (default: an FX10 node's 85 GB/s over its 16
+        cores).
+    contention : bool
+        False prices without the profile's network-contention term (thesis eq. 3.3:
+        ``2 h^3 b ppn delta`` with h the hops of a cube partition, which under rank-order
+        placement dominates the fine levels' prices at this scale).
+
+    Returns
+    -------
+    dict
+        Per CGA mode (``"modes"``), per level of MGCG's hierarchy: rows, ranks, active
+        ranks, and for one V-cycle the busiest rank's messages (halo exchanges,
+        interpolation, a move's gather) with, given a ``profile``, their modelled time and
+        the busiest rank's local work at ``bandwidth`` bytes/s; totals per mode.
+
+    Raises
+    ------
+    ValueError
+        For an unknown stencil, bad switches, ``"auto"`` without ``profile``, a grid that
+        does not split into equal blocks, or groups that do not tile the process grid.
+    """
     if stencil not in STENCILS:
         raise ValueError(f"stencil must be one of {STENCILS}, got {stencil}")
     check_switches(cga_rows, hcga_rows, hcga_group)
@@ -389,7 +515,18 @@ def choose_placement(fine, ppn, stencil, cost, bandwidth, hcga_group):
 
 
 def format_mgcg_analysis(r):
-    """Text tables of :func:`analyze_mgcg`'s result, one per mode, and a summary line each."""
+    """Local. Text tables of :func:`analyze_mgcg`'s result.
+
+    Parameters
+    ----------
+    r : dict
+        :func:`analyze_mgcg`'s result.
+
+    Returns
+    -------
+    str
+        One table per mode, and a summary line each.
+    """
     lines = [f"MGCG on {r['procs']:,} ranks ({r['ppn']} per node), process grid "
              f"{' x '.join(map(str, r['process_grid']))}, grid {' x '.join(map(str, r['grid']))}, "
              f"{r['stencil']}-point" + (f", priced with {r['profile']}" + ("" if r["contention"] else

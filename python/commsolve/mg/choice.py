@@ -41,10 +41,24 @@ def _bandwidth(comm):
 
 
 def merged_tables(tables, leader):
-    """The message tables (:func:`commsolve.model.pricing.message_table`, one per rank) of an
-    exchange after every rank's rows moved to ``leader[rank]``: one table per leader, with
-    one message per (step, leader pair) that any of the two groups' members exchanged,
-    carrying their bytes summed; messages within a group are gone."""
+    """Local. The message tables of an exchange after every rank's rows moved to
+    ``leader[rank]``.
+
+    Parameters
+    ----------
+    tables : list of dict
+        The exchange's message tables (:func:`commsolve.model.pricing.message_table`, one
+        per rank).
+    leader : array_like of int
+        Each rank's leader.
+
+    Returns
+    -------
+    list of dict
+        One table per leader, with one message per (step, leader pair) that any of the two
+        groups' members exchanged, carrying their bytes summed; messages within a group are
+        gone.
+    """
     leader = np.asarray(leader)
     cat = {k: np.concatenate([t[k] for t in tables]) for k in ("rank", "step", "peer", "nbytes")}
     src, dst = leader[cat["rank"].astype(int)], leader[cat["peer"].astype(int)]
@@ -88,11 +102,38 @@ def _level_facts(ml):
 
 
 def choose_cga(ml, profile, hcga_group=HCGA_GROUP, bandwidth=None):
-    """Collective. For the multilevel solver ``ml`` (no agglomeration), the agglomeration
-    stages (:mod:`commsolve.amg.agglomerate`) the cost model finds cheapest, and the
-    predictions: ``candidates``, every placement priced (``mode``, ``levels`` where it
-    switches, ``ranks`` it moves onto, ``cycle_s`` per V-cycle), ``best`` the cheapest of
-    each mode, and ``chosen``. The coarsest level is solved where it is, never moved."""
+    """Collective. The agglomeration stages the cost model finds cheapest for a hierarchy.
+
+    The coarsest level is solved where it is, never moved.
+
+    Parameters
+    ----------
+    ml : MultilevelSolver
+        The multilevel solver (no agglomeration).
+    profile : MachineProfile, str or path
+        The machine profile the cost model prices with.
+    hcga_group : int
+        hCGA's group of consecutive ranks (the leaders' groups).
+    bandwidth : float, optional
+        The memory bandwidth the local work is priced at, bytes/s (default: measured, STREAM
+        triad on rank 0).
+
+    Returns
+    -------
+    stages : list of (float, int)
+        The agglomeration stages (:mod:`commsolve.amg.agglomerate`) the cost model finds
+        cheapest.
+    choice : dict
+        The predictions: ``candidates``, every placement priced (``mode``, ``levels`` where
+        it switches, ``ranks`` it moves onto, ``cycle_s`` per V-cycle), ``best`` the cheapest
+        of each mode, and ``chosen``; with the profile's name, the bandwidth and the group
+        size (``profile``, ``bandwidth``, ``hcga_group``).
+
+    Raises
+    ------
+    CollectiveError
+        On every rank, when the pricing on rank 0 fails.
+    """
     from ..model import CostModel
 
     comm = ml.comm

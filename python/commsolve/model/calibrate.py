@@ -65,9 +65,32 @@ def _rel_error(model, measured):
 
 
 def fit_postal(sizes, times, short_max, eager_max):
-    """Per protocol: ``{"short": {"alpha", "rate", "rel_error", "points"}, ...}`` from one-way
-    times of messages of ``sizes`` bytes. A range with fewer than two sizes borrows the fit
-    of its neighbour."""
+    """The postal model's alpha and rate per protocol from one-way times of messages of
+    ``sizes`` bytes (least squares on relative error). A range with fewer than two sizes
+    borrows the fit of its neighbour.
+
+    Parameters
+    ----------
+    sizes : array_like
+        Message sizes (bytes).
+    times : array_like
+        One-way seconds, one per size.
+    short_max : int
+        The protocol threshold: the largest size of the short range.
+    eager_max : int
+        The largest size of the eager range.
+
+    Returns
+    -------
+    dict
+        Per protocol: ``{"short": {"alpha", "rate", "rel_error", "points"}, ...}``; a
+        borrowed fit has ``points`` 0 and ``borrowed_from`` (the protocol it was taken from).
+
+    Raises
+    ------
+    ValueError
+        When no protocol range has two sizes.
+    """
     sizes, times = np.asarray(sizes, float), np.asarray(times, float)
     ranges = {"short": sizes <= short_max, "eager": (sizes > short_max) & (sizes <= eager_max),
               "rend": sizes > eager_max}
@@ -87,9 +110,27 @@ def fit_postal(sizes, times, short_max, eager_max):
 
 
 def choose_thresholds(sizes, times):
-    """(short_max, eager_max): the split of the measured sizes into three ranges, each of at
-    least two sizes, whose postal fits have the smallest total squared relative error — the
-    protocol switches of the MPI in use, read off its own timings."""
+    """The split of the measured sizes into three ranges, each of at least two sizes, whose
+    postal fits have the smallest total squared relative error: the protocol switches of
+    the MPI in use, read off its own timings.
+
+    Parameters
+    ----------
+    sizes : array_like
+        Message sizes (bytes), ascending.
+    times : array_like
+        One-way seconds, one per size.
+
+    Returns
+    -------
+    short_max, eager_max : int
+        The last size of the first and of the second range.
+
+    Raises
+    ------
+    ValueError
+        With fewer than 6 sizes.
+    """
     sizes, times = np.asarray(sizes, float), np.asarray(times, float)
     n = sizes.size
     if n < 6:
@@ -105,9 +146,28 @@ def choose_thresholds(sizes, times):
 
 
 def fit_injection(ppn, sizes, times, alpha, rate):
-    """R_N from the time ``times`` for ``ppn`` concurrent senders of ``sizes`` bytes each:
-    the slope of (T - alpha) against ppn*s is 1/min(R_N, ppn R_b); returns inf when the
-    node's injection does not limit below ppn R_b (within 5 %)."""
+    """R_N from the times for ``ppn`` concurrent senders: the slope of ``(T - alpha)``
+    against ``ppn s`` is ``1 / min(R_N, ppn R_b)``.
+
+    Parameters
+    ----------
+    ppn : int
+        The concurrent senders of one node.
+    sizes : array_like
+        The bytes ``s`` each sends.
+    times : array_like
+        The seconds ``T``, one per size.
+    alpha : float
+        The inter-node start-up cost (s).
+    rate : float
+        One sender's rate ``R_b`` (bytes/s).
+
+    Returns
+    -------
+    float
+        R_N (bytes/s); inf when the node's injection does not limit below ``ppn R_b``
+        (within 5 %).
+    """
     x = ppn * np.asarray(sizes, float)
     y = np.asarray(times, float) - alpha
     slope = float(np.sum(x * y) / np.sum(x * x))
@@ -117,21 +177,51 @@ def fit_injection(ppn, sizes, times, alpha, rate):
 
 def fit_gamma(counts, t_matched, t_reversed):
     """gamma from HighVolumePingPong (eq. 3.1): the extra time of reversed-order matching,
-    t_reversed - t_matched = gamma n^2, fitted through the origin; never negative."""
+    ``t_reversed - t_matched = gamma n^2``, fitted through the origin.
+
+    Parameters
+    ----------
+    counts : array_like
+        The messages ``n`` of each round.
+    t_matched : array_like
+        Seconds per round with matched tags, one per count.
+    t_reversed : array_like
+        Seconds per round with reversed tags, one per count.
+
+    Returns
+    -------
+    float
+        gamma (seconds per queue search step); never negative.
+    """
     n2 = np.asarray(counts, float) ** 2
     extra = np.asarray(t_reversed, float) - np.asarray(t_matched, float)
     return max(0.0, float(np.sum(extra * n2) / np.sum(n2 * n2)))
 
 
 def fit_cache(sweep, bandwidth, sharing):
-    """``(cache_bytes, cache_bandwidth)`` of the last-level cache from the panel product's
-    rates over growing working sets (``sweep``: ``[(bytes, bytes/s)]``, timed by ``sharing``
-    ranks of one node at once). The working sets read at least CACHE_RATIO times faster
-    than the memory ``bandwidth`` come from a cache; the cache's rate is their median rate,
-    and a rank's share of it the largest working set still read at CACHE_KEEP of that rate
-    (the cliff is sharp: a solve sweeping a little more than the cache misses throughout),
-    so the node's cache is that share times ``sharing``. None when no working set is that
-    much faster (no cache level to model)."""
+    """The last-level cache from the panel product's rates over growing working sets.
+
+    The working sets read at least ``CACHE_RATIO`` times faster than the memory
+    ``bandwidth`` come from a cache; the cache's rate is their median rate, and a rank's
+    share of it the largest working set still read at ``CACHE_KEEP`` of that rate (the cliff
+    is sharp: a solve sweeping a little more than the cache misses throughout), so the
+    node's cache is that share times ``sharing``.
+
+    Parameters
+    ----------
+    sweep : list of (int, float)
+        ``[(bytes, bytes/s)]``: working sets and their rates.
+    bandwidth : float
+        The memory bandwidth (bytes/s).
+    sharing : int
+        The ranks of one node that timed the sweep at once.
+
+    Returns
+    -------
+    tuple of float or None
+        ``(cache_bytes, cache_bandwidth)``; None when no working set is that much faster
+        (no cache level to model).
+    """
     fast = [(b, r) for b, r in sweep if r >= CACHE_RATIO * bandwidth]
     if not fast:
         return None
@@ -141,13 +231,33 @@ def fit_cache(sweep, bandwidth, sharing):
 
 
 def fit_compute(kernels):
-    """The simulator's compute model from kernel timings (:func:`measure`'s ``kernels``:
-    seconds per call of a 1 x 1 product, of the in-cache and streaming shapes and of the
-    working-set sweep): call_overhead is the 1 x 1 call, flop_rate the median in-cache rate
-    2 m w / (t - c), bandwidth the median streaming rate 8 (m w + m + w) / (t - c),
-    copy_rate the median rate of packs, 16 bytes (read and write) per value,
-    triangular_rate the median rate w^2 / (t - c) of the triangular solves (where timed), and
-    the cache (:func:`fit_cache`) where the sweep finds one."""
+    """The simulator's compute model from kernel timings: ``call_overhead`` is the 1 x 1
+    call, ``flop_rate`` the median in-cache rate ``2 m w / (t - c)``, ``bandwidth`` the
+    median streaming rate ``8 (m w + m + w) / (t - c)``, ``copy_rate`` the median rate of
+    packs, 16 bytes (read and write) per value, ``triangular_rate`` the median rate
+    ``w^2 / (t - c)`` of the triangular solves (where timed), and the cache
+    (:func:`fit_cache`) where the sweep finds one.
+
+    Parameters
+    ----------
+    kernels : dict
+        :func:`measure`'s ``kernels``: seconds per call of a 1 x 1 product (``unit``), of the
+        in-cache and streaming shapes (``cache``, ``stream``: ``(m, w, t)``), of the packs
+        (``pack``: ``(values, t)``), of the triangular solves (``triangular``: ``(w, t)``,
+        optional) and of the working-set sweep (``sweep``: ``(bytes, t)``, optional, with
+        ``sharing``).
+
+    Returns
+    -------
+    dict
+        The ``[compute]`` table of a profile.
+
+    Raises
+    ------
+    ValueError
+        When the kernel timings are no slower than an empty call, or give a model that is
+        not finite and positive.
+    """
     c = float(kernels["unit"])
 
     def rate(m, w, t, work):
@@ -179,8 +289,34 @@ def fit_compute(kernels):
 
 
 def fit_profile(meas, name, short_max=None, eager_max=None):
-    """A MachineProfile and a report of every fit from :func:`measure`'s result. Protocol
-    thresholds not given are found from the timings (:func:`choose_thresholds`)."""
+    """A MachineProfile and a report of every fit from :func:`measure`'s result.
+
+    Parameters
+    ----------
+    meas : dict
+        :func:`measure`'s result.
+    name : str
+        The profile's name.
+    short_max, eager_max : int, optional
+        The protocol thresholds (the largest message of the short and of the eager
+        protocol); those not given are found from the timings (:func:`choose_thresholds`).
+
+    Returns
+    -------
+    profile : MachineProfile
+        The fitted profile (``delta`` 0: contention is not measurable on one machine).
+    report : dict
+        Every fit: ``thresholds``, :func:`fit_postal`'s per level (``intra_node``,
+        ``inter_node``: one copied from the other when the layout has no such pair),
+        ``injection`` (where measured), ``gamma``, ``compute`` and ``overhead`` (where
+        measured) and ``any_source``.
+
+    Raises
+    ------
+    ValueError
+        Without ping-pong measurements, or as :func:`choose_thresholds`,
+        :func:`fit_postal` and :func:`fit_compute`.
+    """
     report, alpha, rate, injection = {}, {}, {}, {}
     levels = {k: v for k, v in (("intra_node", meas.get("intra")), ("inter_node", meas.get("inter"))) if v}
     if not levels:
@@ -378,8 +514,35 @@ def _any_source(comm, a, b, samples):
 
 
 def measure(comm, topology, quick=False, progress=None):
-    """Collective. Runs every calibration measurement; returns the same dict on all ranks.
-    Needs two ranks at least: it times messages between them."""
+    """Collective. Runs every calibration measurement. Needs two ranks at least: it times
+    messages between them.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The ranks measured.
+    topology : Topology
+        ``comm``'s ranks on nodes (virtual nodes work): which pairs are on-node and
+        off-node.
+    quick : bool
+        Fewer message sizes, samples and HighVolumePingPong counts, shorter kernel timings
+        and a coarser working-set sweep.
+    progress : callable, optional
+        ``progress(done, total)`` as measurements end.
+
+    Returns
+    -------
+    dict
+        The same on all ranks: ``nranks``, ``ppn``, ``host``, ``sizes``, the ping-pongs
+        ``intra`` and ``inter`` (where such a pair exists), ``noise``, ``hvpp``,
+        ``overhead``, ``any_source``, ``kernels`` and ``injection`` (where measured), for
+        :func:`fit_profile`.
+
+    Raises
+    ------
+    ValueError
+        When ``comm`` has fewer than 2 ranks.
+    """
     import platform
 
     if comm.size < 2:
@@ -447,7 +610,22 @@ def measure(comm, topology, quick=False, progress=None):
 
 
 def plot_calibration(meas, profile, path):
-    """Measured (dots) versus modelled (lines) times, and the HighVolumePingPong curves."""
+    """Measured (dots) versus modelled (lines) times, and the HighVolumePingPong curves.
+
+    Parameters
+    ----------
+    meas : dict
+        :func:`measure`'s result.
+    profile : MachineProfile
+        The profile fitted to it.
+    path : str, path or None
+        The image file; None to get the figure back.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure when ``path`` is None, else None (saved and closed).
+    """
     from .._plotting import finish, pyplot
 
     plt = pyplot()

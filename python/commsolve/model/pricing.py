@@ -23,12 +23,35 @@ COMPONENTS = ("latency", "bandwidth", "queue", "contention")
 
 @dataclass
 class Prediction:
+    """The predicted cost of an exchange (:class:`CostModel`'s prices).
+
+    Parameters
+    ----------
+    time : float
+        The exchange: sum over steps of the max over ranks (seconds).
+    step_times : ndarray
+        ``(steps,)``: each step's slowest rank.
+    per_rank : ndarray
+        ``(ranks,)``: each rank's own sum over steps.
+    breakdown : dict
+        Component (:data:`COMPONENTS`) -> ``(ranks,)`` seconds summed over steps.
+    """
+
     time: float  # the exchange: sum over steps of the max over ranks
     step_times: np.ndarray  # (steps,)
     per_rank: np.ndarray  # (ranks,) each rank's own sum over steps
     breakdown: dict  # component -> (ranks,) seconds summed over steps
 
     def to_dict(self):
+        """A summary for reports and JSON.
+
+        Returns
+        -------
+        dict
+            ``time_s``, ``step_times_s``, ``max_rank_s``, ``slowest_rank`` (the rank of the
+            largest sum over steps) and ``breakdown_slowest_rank_s`` (that rank's seconds per
+            component).
+        """
         slowest = int(np.argmax(self.per_rank)) if self.per_rank.size else 0
         return {"time_s": float(self.time), "step_times_s": [float(t) for t in self.step_times],
                 "max_rank_s": float(self.per_rank.max(initial=0.0)), "slowest_rank": slowest,
@@ -46,8 +69,20 @@ def _cube_hops(src_node, dst_node, nnodes):
 
 
 def message_table(plan):
-    """One rank's messages as arrays: rank, step, peer, nbytes per message; nrecv per step
-    (the messages ``owner``, this rank, receives)."""
+    """One rank's messages as arrays.
+
+    Parameters
+    ----------
+    plan : CommPlan
+        One rank's plan.
+
+    Returns
+    -------
+    dict
+        ``owner`` (this rank), and arrays: ``rank``, ``step``, ``peer``, ``nbytes`` per
+        message sent (8 bytes a value); ``nrecv`` per step (the messages ``owner``, this rank,
+        receives).
+    """
     steps = plan.steps
     counts = [st.send_peers.size for st in steps]
     return {"owner": plan.rank, "rank": np.full(sum(counts), plan.rank),
@@ -58,7 +93,13 @@ def message_table(plan):
 
 
 class CostModel:
-    """Prices plans with a MachineProfile (a profile object, a bundled name or a TOML path)."""
+    """Prices plans with a MachineProfile.
+
+    Parameters
+    ----------
+    profile : MachineProfile, str or path
+        A profile object, a bundled name or a TOML path (:func:`load_profile`).
+    """
 
     def __init__(self, profile):
         self.profile = load_profile(profile)
@@ -81,8 +122,29 @@ class CostModel:
         return level
 
     def price_messages(self, topology, nsteps, rank, step, peer, nbytes, nrecv):
-        """Prices explicit messages: arrays ``rank, step, peer, nbytes`` (one entry per message
-        sent) and ``nrecv`` (ranks x steps) messages received."""
+        """Prices explicit messages.
+
+        Parameters
+        ----------
+        topology : Topology
+            The ranks' nodes.
+        nsteps : int
+            The exchange's steps.
+        rank : ndarray of int
+            One entry per message sent: its sender.
+        step : ndarray of int
+            Its step.
+        peer : ndarray of int
+            Its receiver.
+        nbytes : ndarray of float
+            Its size (bytes).
+        nrecv : ndarray
+            ``(ranks, steps)``: messages received.
+
+        Returns
+        -------
+        Prediction
+        """
         P = topology.size
         level = self._level(topology, rank, peer)
         proto = self.profile.protocol(nbytes)
@@ -116,21 +178,64 @@ class CostModel:
                           breakdown={c: v.sum(axis=1) for c, v in t.items()})
 
     def price(self, plans, topology):
-        """Predicted cost of running every rank's plan once (``plans`` indexed by rank)."""
+        """Predicted cost of running every rank's plan once.
+
+        Parameters
+        ----------
+        plans : list of CommPlan
+            Every rank's plan, indexed by rank (:func:`commsolve.virtual.plans`).
+        topology : Topology
+            The ranks' nodes, one per plan.
+
+        Returns
+        -------
+        Prediction
+
+        Raises
+        ------
+        ValueError
+            When there are not as many plans as ``topology`` has ranks.
+        """
         if len(plans) != topology.size:
             raise ValueError(f"{len(plans)} plans for a topology of {topology.size} ranks")
         return self.price_tables([message_table(p) for p in plans], topology)
 
     def price_mpi(self, comm, plan, topology):
         """Collective. The exchange time of every rank running its ``plan`` once, on all ranks:
-        the message lists travel to rank 0, which prices them."""
+        the message lists travel to rank 0, which prices them.
+
+        Parameters
+        ----------
+        comm : mpi4py.MPI.Comm
+            The ranks whose plans these are.
+        plan : CommPlan
+            This rank's plan.
+        topology : Topology
+            The ranks' nodes.
+
+        Returns
+        -------
+        float
+            The predicted exchange time (seconds), the same on every rank.
+        """
         tables = comm.gather(message_table(plan), root=0)
         t = self.price_tables(tables, topology).time if comm.rank == 0 else None
         return comm.bcast(t, root=0)
 
     def price_tables(self, tables, topology):
-        """Prices message tables (:func:`message_table`'s, any number of them, ranks of
-        ``topology``) as one exchange."""
+        """Prices message tables as one exchange.
+
+        Parameters
+        ----------
+        tables : list of dict
+            :func:`message_table`'s, any number of them, ranks of ``topology``.
+        topology : Topology
+            The ranks' nodes.
+
+        Returns
+        -------
+        Prediction
+        """
         nsteps = max((t["nrecv"].size for t in tables), default=0)
         nrecv = np.zeros((topology.size, nsteps))
         for t in tables:
@@ -142,7 +247,19 @@ class CostModel:
     def price_stats(self, stats, topology):
         """Approximate cost from CommStats alone (no message list): each rank's messages of a
         step and locality are taken to have that step's average size, and go to a peer
-        ``topology.size // 2`` ranks away for hop counts."""
+        ``topology.size // 2`` ranks away for hop counts.
+
+        Parameters
+        ----------
+        stats : list of CommStats
+            Every rank's, indexed by rank.
+        topology : Topology
+            The ranks' nodes.
+
+        Returns
+        -------
+        Prediction
+        """
         P = topology.size
         nsteps = max((s.nsteps for s in stats), default=0)
         rank, step, peer, nbytes = [], [], [], []

@@ -60,6 +60,46 @@ class ProfileError(ValueError):
 
 @dataclass
 class MachineProfile:
+    """The parameters of the communication models (and, where given, of the simulator's
+    models) for one machine, as a profile's TOML stores them (this module's description).
+
+    Parameters
+    ----------
+    name : str
+        The profile's name.
+    alpha : dict
+        ``(level, protocol) -> seconds``: the start-up cost.
+    rate : dict
+        ``(level, protocol) -> bytes/s``.
+    injection : dict
+        ``protocol -> bytes/s`` (inter-node): the node's injection limit R_N, inf if absent.
+    short_max : int
+        The largest message in bytes sent with the short protocol.
+    eager_max : int
+        The largest message in bytes sent with the eager protocol.
+    gamma : float
+        Seconds per queue search step.
+    delta : float
+        Seconds per byte of link contention.
+    ppn : int
+        Ranks per node the profile describes, for the socket split.
+    sockets_per_node : int
+        Sockets per node.
+    description : str
+        Free text.
+    overhead : float, optional
+        LogGP's o: seconds per message end (CPU), for the simulator.
+    any_source : float
+        Seconds added per message an any-source engine receives.
+    engine_overhead : float
+        CPU seconds per message end in commsolve's engine, beyond o.
+    compute : dict, optional
+        ``flop_rate``, ``bandwidth``, ``call_overhead``, ``copy_rate`` and optionally
+        ``cache_bytes`` and ``cache_bandwidth`` (both or neither) and ``triangular_rate``.
+    torus : dict, optional
+        ``link_rate``, ``hop_latency`` and ``dims``.
+    """
+
     name: str
     alpha: dict  # (level, protocol) -> seconds
     rate: dict  # (level, protocol) -> bytes/s
@@ -78,18 +118,69 @@ class MachineProfile:
     torus: dict | None = None  # link_rate, hop_latency, dims
 
     def protocol(self, nbytes):
-        """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes`` (array ok)."""
+        """Protocol index (0 short, 1 eager, 2 rend) of messages of ``nbytes``.
+
+        Parameters
+        ----------
+        nbytes : int or array_like
+            Message sizes (bytes).
+
+        Returns
+        -------
+        ndarray of int
+            The protocol index of each size (0-d for a scalar).
+
+        Examples
+        --------
+        >>> from commsolve.model import load_profile
+        >>> load_profile("bluewaters").protocol([100, 5000, 100000])
+        array([0, 1, 2])
+        """
         import numpy as np
 
         nbytes = np.asarray(nbytes)
         return np.where(nbytes <= self.short_max, 0, np.where(nbytes <= self.eager_max, 1, 2))
 
     def has_level(self, level):
+        """Whether the profile gives every protocol's alpha for ``level``.
+
+        Parameters
+        ----------
+        level : str
+            One of :data:`LEVELS`.
+
+        Returns
+        -------
+        bool
+        """
         return all((level, p) in self.alpha for p in PROTOCOLS)
 
     # ---- TOML ---------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d, source="<profile>"):
+        """The profile a parsed TOML document describes, every field checked.
+
+        Parameters
+        ----------
+        d : dict
+            The document (``tomllib.load``'s).
+        source : str
+            Where it came from, for the error messages; without a ``name`` field the
+            profile is named after it (its file name without the extension).
+
+        Returns
+        -------
+        MachineProfile
+
+        Raises
+        ------
+        ProfileError
+            For a missing field or table, an unknown (misspelled) field (naming the closest
+            known one), or a bad value: not a number, not finite, negative, or not positive
+            where it must be (the rates, say), ``short_max`` above ``eager_max``, one of the
+            cache's two fields without the other, torus ``dims`` that are not a list of
+            positive integers.
+        """
         def need(table, key, where):
             if key not in table:
                 raise ProfileError(f"{source}: missing field '{where}{key}'")
@@ -194,6 +285,15 @@ class MachineProfile:
                    engine_overhead=engine, compute=compute, torus=torus)
 
     def to_toml(self):
+        """The profile as TOML text, which :meth:`from_dict` reads back.
+
+        Returns
+        -------
+        str
+            The top-level fields (``overhead`` when given, ``any_source`` and
+            ``engine_overhead`` when not 0), one table per level the profile has, and
+            ``[compute]`` and ``[torus]`` when given.
+        """
         lines = [f'name = "{self.name}"', f'description = "{self.description}"', f"short_max = {self.short_max}",
                  f"eager_max = {self.eager_max}", f"gamma = {self.gamma!r}", f"delta = {self.delta!r}",
                  f"ppn = {self.ppn}", f"sockets_per_node = {self.sockets_per_node}"]
@@ -221,16 +321,48 @@ class MachineProfile:
         return "\n".join(lines) + "\n"
 
     def save(self, path):
+        """Writes :meth:`to_toml`'s text to ``path``.
+
+        Parameters
+        ----------
+        path : str or path
+            The file (overwritten).
+        """
         with open(path, "w") as f:
             f.write(self.to_toml())
 
 
 def bundled_profiles():
+    """The names of the bundled profiles.
+
+    Returns
+    -------
+    list of str
+        Sorted; each loads with :func:`load_profile`.
+    """
     return sorted(os.path.splitext(f)[0] for f in os.listdir(_BUNDLED) if f.endswith(".toml"))
 
 
 def load_profile(name_or_path):
-    """A bundled profile by name (``"bluewaters"``) or a TOML file by path."""
+    """A bundled profile by name (``"bluewaters"``) or a TOML file by path.
+
+    Parameters
+    ----------
+    name_or_path : str, path or MachineProfile
+        A path to a TOML file, else a bundled profile's name (:func:`bundled_profiles`); a
+        MachineProfile is returned as it is.
+
+    Returns
+    -------
+    MachineProfile
+
+    Raises
+    ------
+    ProfileError
+        When there is no such file nor bundled profile (the message lists the bundled
+        ones), the file is not valid TOML or not UTF-8 text, or a field is missing or bad
+        (:meth:`MachineProfile.from_dict`).
+    """
     if isinstance(name_or_path, MachineProfile):
         return name_or_path
     path = os.fspath(name_or_path)

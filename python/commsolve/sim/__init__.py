@@ -26,10 +26,40 @@ __all__ = ["simulate", "simulate_dense", "replication_study", "simulate_solve", 
 
 
 def simulate(schedule, topology, profile, timeline=False, trace=False):
-    """Simulates ``schedule`` on ``topology`` (:func:`commsolve.topology.make_topology`)
-    with ``profile`` (a bundled name, a TOML path or a MachineProfile); returns a
-    :class:`SimResult` (predicted time, per-rank breakdown, critical path, recorded
-    statistics; with ``trace``, every rank's operations for :func:`write_goal`)."""
+    """Simulates ``schedule`` on ``topology`` with ``profile``, by the function of its type
+    (:func:`simulate_solve`, :func:`simulate_halo`, :func:`simulate_collectives` or
+    :func:`simulate_selinv`).
+
+    Parameters
+    ----------
+    schedule : SolveSchedule, HaloSchedule, CollectivesSchedule or SelinvSchedule
+        What to replay (:func:`solve_schedule`, :func:`halo_schedule`, a
+        :class:`CollectivesSchedule`, :func:`selinv_schedule`).
+    topology : Topology
+        The virtual world's nodes (:func:`commsolve.topology.make_topology`).
+    profile : str, path or MachineProfile
+        A bundled profile's name, a TOML path or a MachineProfile.
+    timeline : bool
+        Record every rank's (rank, category, begin, end) rows in ``SimResult.timeline``.
+    trace : bool
+        Record every rank's operations in ``SimResult.trace``, for :func:`write_goal`.
+
+    Returns
+    -------
+    SimResult
+        Predicted time, per-rank breakdown, critical path, recorded statistics; with
+        ``trace``, every rank's operations for :func:`write_goal`.
+
+    Raises
+    ------
+    TypeError
+        When ``schedule`` is none of the four schedules.
+    ValueError
+        When the function of its type refuses it (a topology of another size than the
+        schedule's, for a solve or a halo exchange), or a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields
+        (:func:`simulation_profile`).
+    """
     if isinstance(schedule, SolveSchedule):
         return simulate_solve(schedule, topology, profile, timeline=timeline, trace=trace)
     if isinstance(schedule, HaloSchedule):

@@ -25,8 +25,21 @@ __all__ = ["exchanges_per_iteration", "simulate_amg_iteration", "compare_sparsif
 
 
 def exchanges_per_iteration(ml):
-    """Per level, the halo exchanges one CG iteration runs: (operator's forward, P's
-    forward, P's reverse), counted by running CG's product and one V-cycle in place."""
+    """Collective on ``ml``'s communicator. Per level, the halo exchanges one CG iteration
+    runs, counted by running CG's product and one V-cycle in place (the operators' recorded
+    counts are reset first).
+
+    Parameters
+    ----------
+    ml : MultilevelSolver
+        The set-up hierarchy (:func:`commsolve.amg.solver`).
+
+    Returns
+    -------
+    list of tuple of int
+        Per level, (operator's forward, P's forward, P's reverse); 0 for P on the coarsest
+        level.
+    """
     for lvl in ml.levels:
         for M in (lvl.solve_A, lvl.P):
             if M is not None:
@@ -43,8 +56,38 @@ def exchanges_per_iteration(ml):
 def simulate_amg_iteration(ml, nprocs, ppn, profile, strategy="standard", progress=None):
     """Collective on ``ml``'s (one-rank) communicator. The predicted halo-exchange time of
     one CG iteration preconditioned by ``ml`` on ``nprocs`` virtual ranks (``ppn`` per
-    node), level by level: a dict with ``levels`` (rows, nonzeros, exchanges, seconds per
-    exchange of the operator and of P, the level's seconds per iteration) and ``total_s``."""
+    node), level by level.
+
+    Parameters
+    ----------
+    ml : MultilevelSolver
+        The hierarchy, set up in this process; every level is distributed over the virtual
+        ranks as a run on ``nprocs`` ranks distributes it.
+    nprocs : int
+        Virtual ranks.
+    ppn : int
+        Ranks per node.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    strategy : str
+        The halo strategy simulated: ``"standard"``, ``"node-aware"`` or
+        ``"node-aware-2step"``.
+    progress : callable, optional
+        ``progress(done, total)`` after each level, with the levels done and their number.
+
+    Returns
+    -------
+    dict
+        ``levels``, per level its index ``level``, ``rows``, nonzeros ``nnz``, exchanges of
+        the operator ``exchanges`` and of P ``p_exchanges`` (forward and reverse), seconds
+        per exchange of the operator ``exchange_s`` and of P ``p_exchange_s``, and the
+        level's seconds per iteration ``iteration_s``; and ``total_s``, their sum.
+
+    Raises
+    ------
+    ValueError
+        For an unknown halo strategy.
+    """
     from ..amg.analysis import level_distributions
 
     if strategy not in STRATEGIES:
@@ -72,11 +115,40 @@ def simulate_amg_iteration(ml, nprocs, ppn, profile, strategy="standard", progre
 
 def compare_sparsified(A, nprocs, ppn, profile, strategy="standard", sparsify=None, gamma=None, lumping=None,
                        progress=None, **setup):
-    """Plain AMG and AMG sparsified as asked (``sparsify``, ``gamma``, ``lumping``), both set
-    up once in this process from the scipy matrix ``A`` (``setup``: the other options of
-    :func:`commsolve.amg.solver`): each one's predicted halo time per CG iteration on
-    ``nprocs`` ranks, and the iterations CG takes here (one process: the hierarchy is the
-    partition's, the hybrid Gauss-Seidel smoother is Gauss-Seidel here)."""
+    """Plain AMG and AMG sparsified as asked, both set up once in this process from the
+    scipy matrix ``A``: each one's predicted halo time per CG iteration on ``nprocs`` ranks
+    (:func:`simulate_amg_iteration`), and the iterations CG takes here (one process: the
+    hierarchy is the partition's, the hybrid Gauss-Seidel smoother is Gauss-Seidel here).
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix.
+    nprocs : int
+        Virtual ranks.
+    ppn : int
+        Ranks per node.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    strategy : str
+        The halo strategy simulated (both hierarchies are set up with ``"standard"``).
+    sparsify, gamma, lumping : optional
+        The sparsification (:func:`commsolve.amg.solver`'s options of those names).
+    progress : callable, optional
+        As :func:`simulate_amg_iteration`'s, for each of the two hierarchies.
+    **setup
+        The other options of :func:`commsolve.amg.solver`.
+
+    Returns
+    -------
+    dict
+        ``nprocs``, ``ppn``, ``strategy``, ``profile`` (its name), ``runs`` (``galerkin``
+        and ``sparsified``: :func:`simulate_amg_iteration`'s dict with ``iterations`` and
+        ``converged`` of CG to 1e-8, at most 500 iterations, ``operator_complexity``,
+        ``wall_s`` and ``gammas``), ``iteration_ratio`` (sparsified over Galerkin time per
+        iteration) and ``solve_ratio`` (the same for the halo time to solution); a ratio is
+        None where the Galerkin time (or, for ``solve_ratio``, its iterations) is 0.
+    """
     from mpi4py import MPI
 
     from ..amg import solver
@@ -102,6 +174,20 @@ def compare_sparsified(A, nprocs, ppn, profile, strategy="standard", sparsify=No
 
 
 def format_amg_iteration(r, name):
+    """The text report of a :func:`compare_sparsified`: per level, Galerkin against
+    sparsified, then the totals and what is priced.
+
+    Parameters
+    ----------
+    r : dict
+        :func:`compare_sparsified`'s result.
+    name : str
+        The matrix's name, for the heading.
+
+    Returns
+    -------
+    str
+    """
     g, s = r["runs"]["galerkin"], r["runs"]["sparsified"]
     lines = [f"{name}: one AMG-CG iteration's halo exchanges on {r['nprocs']:,} ranks ({r['ppn']} per node), "
              f"{r['strategy']} strategy, profile {r['profile']}: Galerkin vs sparsified",

@@ -44,9 +44,25 @@ def _check_measured(solves):
 
 
 def measure_solves(comm, specs=TRAINING, repeat=9):
-    """Collective. Every rank factors and solves each matrix alone, all at once; returns on
-    rank 0 ``[(spec, median seconds over ranks and repeats, schedule, topology)]``, None
-    elsewhere."""
+    """Collective. Every rank factors and solves each matrix alone (on ``MPI_COMM_SELF``),
+    all at once.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The ranks that time the solves together.
+    specs : sequence of str
+        The training matrices, as gallery specs (:func:`commsolve.gallery.from_spec`).
+    repeat : int
+        Timed solves per matrix and rank (after one warm-up).
+
+    Returns
+    -------
+    list of tuple or None
+        On rank 0 ``[(spec, median seconds over ranks and repeats, schedule, topology)]``
+        (the 1-rank solve's :class:`~commsolve.sim.SolveSchedule` and Topology), None
+        elsewhere.
+    """
     from .._collective import mpi
 
     self_comm = mpi().COMM_SELF
@@ -76,11 +92,41 @@ def _scaled(compute, c, scale):
 
 
 def fit_solve_compute(profile, solves, sharing=1, points=24):
-    """``(compute dict, report)``: the profile's compute model with the call overhead and the
-    scale of its bandwidths (memory and cache alike: the micro-benchmarks' ratio and cache
-    size are kept) that make the simulator's 1-rank predictions of ``solves``
-    (:func:`measure_solves`, timed by ``sharing`` ranks of a node at once, so each had that
-    share of the cache) closest to the measured times (log least squares over a grid)."""
+    """The profile's compute model with the call overhead and the scale of its bandwidths
+    (memory and cache alike: the micro-benchmarks' ratio and cache size are kept) that make
+    the simulator's 1-rank predictions of ``solves`` closest to the measured times (log
+    least squares over a grid).
+
+    Parameters
+    ----------
+    profile : str, path or MachineProfile
+        The profile with the micro-benchmarks' ``[compute]`` (left as it was: the fit works
+        on a copy).
+    solves : list of tuple
+        :func:`measure_solves`'s result on rank 0.
+    sharing : int
+        The ranks of a node that timed the solves at once (so each had that share of the
+        cache).
+    points : int
+        Grid points per parameter: the call overhead 0 and ``points`` values from 1e-9 to
+        2e-6 s, the bandwidth scale ``points`` values from 1/16 to 2 (geometric).
+
+    Returns
+    -------
+    compute : dict
+        The fitted ``[compute]`` table.
+    report : dict
+        ``micro_benchmarks`` and ``fitted`` (the tables before and after),
+        ``bandwidth_scale``, ``sharing``, ``solves`` (per matrix the measured and predicted
+        seconds, their ratio and whether the factor was in cache), ``rms_log_error`` and
+        ``at_bound`` (the parameters the fit left at the end of their search range).
+
+    Raises
+    ------
+    ValueError
+        When a training solve's measured time is not positive; a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     _check_measured(solves)
     prof = dataclasses.replace(simulation_profile(profile))  # a copy: the caller's stays as it was
     base = dict(prof.compute)
@@ -115,8 +161,23 @@ def fit_solve_compute(profile, solves, sharing=1, points=24):
 
 def measure_engine_solve(comm, spec=ENGINE_TRAINING, repeat=9):
     """Collective. Ranks 0 and 1 factor ``spec`` on a 1 x 2 grid of their own and time its
-    2D solve; returns on rank 0 ``(spec, median seconds, schedule, topology)``, None
-    elsewhere and when ``comm`` has one rank."""
+    2D solve.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator; every rank calls (the pair is split from it).
+    spec : str
+        The training matrix, as a gallery spec (:func:`commsolve.gallery.from_spec`).
+    repeat : int
+        Timed solves (after one warm-up).
+
+    Returns
+    -------
+    tuple or None
+        On rank 0 ``(spec, median seconds, schedule, topology)``, None elsewhere and when
+        ``comm`` has one rank.
+    """
     if comm.size < 2:
         return None
     pair = comm.Split(0 if comm.rank < 2 else 1, comm.rank)
@@ -139,9 +200,37 @@ def measure_engine_solve(comm, spec=ENGINE_TRAINING, repeat=9):
 
 
 def fit_engine_overhead(profile, training, hi=2e-5, steps=40):
-    """``(seconds, report)``: the engine overhead for which the simulator predicts the 2-rank
-    ``training`` solve (:func:`measure_engine_solve`) as measured (bisection: the prediction
-    grows with it); 0 when the solve is predicted slower than measured without it."""
+    """The engine overhead for which the simulator predicts the 2-rank ``training`` solve as
+    measured (bisection: the prediction grows with it); 0 when the solve is predicted
+    slower than measured without it.
+
+    Parameters
+    ----------
+    profile : str, path or MachineProfile
+        The profile, its compute model already fitted (left as it was: the fit works on a
+        copy).
+    training : tuple
+        :func:`measure_engine_solve`'s result on rank 0.
+    hi : float
+        The upper end of the search (seconds): returned, ``at_bound``, when the prediction
+        with it is still no slower than measured.
+    steps : int
+        Bisection steps.
+
+    Returns
+    -------
+    seconds : float
+        The engine overhead.
+    report : dict
+        ``matrix``, ``grid``, ``measured_s``, ``predicted_without_s``, ``predicted_s``
+        (with the overhead found), ``engine_overhead``, ``at_bound`` and ``bound`` (``hi``).
+
+    Raises
+    ------
+    ValueError
+        When the measured time is not positive; a :class:`~commsolve.model.ProfileError`
+        when ``profile`` lacks the simulator's fields.
+    """
     _check_measured([training])
     prof = dataclasses.replace(simulation_profile(profile))
     spec, measured, sched, topo = training
@@ -173,10 +262,25 @@ SOLVE_MISS = 0.4    # the solve fit's rms log error above this: its predictions 
 
 
 def assess(meas, report):
-    """What makes a calibration untrustworthy, in words (an empty list when nothing does):
-    measurements that vary too much between repeats (a loaded machine), fits far off their
-    own points, a protocol's rate far below a smaller protocol's, and any parameter the
-    fits left at the end of their search range."""
+    """What makes a calibration untrustworthy, in words: measurements that vary too much
+    between repeats (a loaded machine), fits far off their own points, a protocol's rate far
+    below a smaller protocol's, and any parameter the fits left at the end of their search
+    range.
+
+    Parameters
+    ----------
+    meas : dict
+        :func:`commsolve.model.calibrate.measure`'s result.
+    report : dict
+        :func:`commsolve.model.calibrate.fit_profile`'s report, with ``solve_fit``
+        (:func:`fit_solve_compute`'s) and ``engine_fit`` (:func:`fit_engine_overhead`'s) where
+        those fits ran.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem; an empty list when nothing makes it untrustworthy.
+    """
     out = []
     noise = meas.get("noise", 0.0)
     if not noise <= NOISY_SPREAD:  # NaN too

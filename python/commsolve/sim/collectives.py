@@ -20,6 +20,8 @@ class TreeChoice:
 
     @property
     def tree(self):
+        """The TreeShape of ``shape``, ``seed`` and ``flat_threshold``
+        (:func:`commsolve.trees.tree_shape`; C++'s defaults where None)."""
         return trees.tree_shape(self.shape, self.seed, self.flat_threshold)
 
 
@@ -36,9 +38,32 @@ class CollectivesSchedule(TreeChoice):
 
 
 def simulate_collectives(schedule, topology, profile, timeline=False, trace=False):
-    """Replays ``schedule`` (a :class:`CollectivesSchedule`) on ``topology`` with
-    ``profile``'s models; returns a :class:`~commsolve.sim.SimResult` (statistics steps: 0
-    broadcasts, 1 reductions)."""
+    """Replays ``schedule`` on ``topology`` with ``profile``'s models.
+
+    Parameters
+    ----------
+    schedule : CollectivesSchedule
+        The collectives and their tree shape.
+    topology : Topology
+        The virtual world; its size must cover every rank the collectives name.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    timeline : bool
+        Record every rank's (rank, category, begin, end) rows.
+    trace : bool
+        Record every rank's operations (for :func:`~commsolve.sim.write_goal`).
+
+    Returns
+    -------
+    SimResult
+        A :class:`~commsolve.sim.SimResult` (statistics steps: 0 broadcasts, 1 reductions).
+
+    Raises
+    ------
+    ValueError
+        When the collectives do not fit ``topology`` (``validate``), or the shape is unknown;
+        a :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     s = schedule
     tree = s.tree
     s.collectives.core.validate(topology.size)

@@ -46,16 +46,56 @@ def grid_nodes(grid, ppn, placement):
 
 def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary", m=None, k=None, panel=PANEL,
                    piece=PIECE, timeline=False, trace=False, torus=None, pivoting="none", placement="ranks"):
-    """Replays the 2.5D ``kind`` ("matmul": A m x k times B k x n, m and k defaulting to n; "lu":
-    n x n, ``pivoting`` "none" or "tournament": the pivots modelled as a random matrix's, each
-    step's pivot rows drawn uniformly from the rows left) on ``grid`` (pr, pc, c) with
-    ``profile``'s models, ``ppn`` ranks per node (default
-    the profile's), moves in pieces of at most ``piece`` values. With ``torus`` (node extents
-    whose product is the node count), the nodes make that torus and messages share the links
-    of their routes (the profile's ``[torus]`` rates); ``placement`` puts the ranks on the
-    nodes (:func:`grid_nodes`). Returns a
-    :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics steps
-    :data:`commsolve.dense.ROLES`)."""
+    """Replays the 2.5D multiply or LU on ``grid`` with ``profile``'s models.
+
+    Parameters
+    ----------
+    kind : {"matmul", "lu"}
+        "matmul": A m x k times B k x n; "lu": n x n.
+    n : int
+        The size (the multiply's n).
+    grid : tuple of int
+        (pr, pc, c).
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    nb : int
+        The block size.
+    ppn : int, optional
+        Ranks per node (default the profile's).
+    tree : str
+        The shape of every broadcast and reduction.
+    m, k : int, optional
+        The multiply's other shapes (default n).
+    panel : int
+        The widest SUMMA panel (as :class:`commsolve.dense.algorithms.MatmulPlan`'s).
+    piece : int
+        Moves go in pieces of at most this many values.
+    timeline : bool
+        Record every rank's (rank, category, begin, end) rows.
+    trace : bool
+        Record every rank's operations (for :func:`~commsolve.sim.write_goal`).
+    torus : sequence of int, optional
+        Node extents whose product is the node count: the nodes make that torus and
+        messages share the links of their routes (the profile's ``[torus]`` rates).
+    pivoting : {"none", "tournament"}
+        LU's: "tournament" models the pivots as a random matrix's, each step's pivot rows
+        drawn uniformly from the rows left.
+    placement : {"ranks", "layers"}
+        How the ranks are put on the nodes (:func:`grid_nodes`).
+
+    Returns
+    -------
+    SimResult
+        A :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics steps
+        :data:`commsolve.dense.ROLES`).
+
+    Raises
+    ------
+    ValueError
+        When ``kind``, ``pivoting``, ``placement`` or the tree shape is unknown, pivoting is
+        asked of a multiply, or the torus does not hold the grid's ranks; a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     tournament = check_pivoting(pivoting) == "tournament"
@@ -88,7 +128,26 @@ def simulate_dense(kind, n, grid, profile, nb=DEFAULT_NB, ppn=None, tree="binary
 
 def square_grids(p, replications):
     """The (q, q, c) grids of p ranks for each c in ``replications`` with p / c a perfect square
-    (the others skipped)."""
+    (the others skipped).
+
+    Parameters
+    ----------
+    p : int
+        The number of ranks.
+    replications : iterable of int
+        The replication factors c.
+
+    Returns
+    -------
+    list of tuple of int
+        The ``(q, q, c)`` grids, in the order of ``replications``.
+
+    Examples
+    --------
+    >>> from commsolve.sim.dense import square_grids
+    >>> square_grids(64, (1, 4, 8, 16))
+    [(8, 8, 1), (4, 4, 4), (2, 2, 16)]
+    """
     out = []
     for c in replications:
         q = math.isqrt(p // c) if p % c == 0 else 0
@@ -100,10 +159,41 @@ def square_grids(p, replications):
 def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_NB, ppn=None, tree="binary",
                       panel=PANEL, piece=PIECE, torus=None, progress=None, pivoting="none", placement="ranks"):
     """``kind`` of size n on p ranks for each replication factor c (grids of
-    :func:`square_grids`). Returns a dict: per c the predicted seconds, the speedup over the
-    smallest c, the share of the profile's flop rate reached, the slowest rank's breakdown,
-    and the words each rank received (max, counted by the simulator) beside the formula's
-    leading term. ``torus``, ``pivoting``, ``placement``: see :func:`simulate_dense`."""
+    :func:`square_grids`).
+
+    Parameters
+    ----------
+    kind : {"matmul", "lu"}
+        The multiply or LU, as :func:`simulate_dense`.
+    n : int
+        The size.
+    p : int
+        The number of ranks.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    replications : iterable of int
+        The replication factors c (those with p / c not a perfect square are skipped).
+    nb, ppn, tree, panel, piece, torus, pivoting, placement
+        See :func:`simulate_dense`.
+    progress : callable, optional
+        ``progress(grids)`` gives the iterable of grids the study runs over (a progress
+        bar's).
+
+    Returns
+    -------
+    dict
+        The study's parameters and ``runs``, keyed by ``str(c)``: per c the grid, the
+        predicted seconds, the speedup over the smallest c, the share of the profile's flop
+        rate reached, the slowest rank's breakdown, and the words each rank received (max,
+        counted by the simulator) beside the formula's leading term.
+
+    Raises
+    ------
+    ValueError
+        When no replication factor makes p / c a perfect square, when n in blocks of nb
+        leaves some process rows or columns of a grid without blocks (idle ranks make any
+        comparison meaningless), or as :func:`simulate_dense`.
+    """
     prof = simulation_profile(profile)
     grids = square_grids(p, replications)
     if not grids:
@@ -135,6 +225,17 @@ def replication_study(kind, n, p, profile, replications=(1, 4, 16), nb=DEFAULT_N
 
 
 def format_replication_study(s):
+    """The text report of a :func:`replication_study`: one line per replication factor.
+
+    Parameters
+    ----------
+    s : dict
+        :func:`replication_study`'s result.
+
+    Returns
+    -------
+    str
+    """
     piv = f", {s['pivoting']} pivoting" if s.get("pivoting") else ""
     lines = [f"{s['workload']} of n = {s['n']:,} on {s['nranks']:,} simulated ranks ({s['profile']}, blocks of "
              f"{s['nb']}, {s['tree']} trees{piv})",

@@ -16,8 +16,26 @@ MAX_GOAL_OPS = 50_000_000  # a text line each: a few GB
 
 
 def write_goal(result, path):
-    """Writes ``result``'s trace (a :class:`~commsolve.sim.SimResult` simulated with
-    ``trace=True``) to ``path``; returns the number of operations written."""
+    """Writes ``result``'s trace to ``path`` in GOAL text format.
+
+    Parameters
+    ----------
+    result : SimResult
+        A :class:`~commsolve.sim.SimResult` simulated with ``trace=True``.
+    path : str or path
+        The file to write (overwritten).
+
+    Returns
+    -------
+    int
+        The number of operations written (computations below a nanosecond are left out).
+
+    Raises
+    ------
+    ValueError
+        When the result has no trace (simulated without ``trace=True``), or when it holds
+        more than ``MAX_GOAL_OPS`` operations (more than a GOAL file should hold).
+    """
     tr = result.trace
     if tr.shape[0] == 0 and result.events > 0:
         raise ValueError("the result has no trace: simulate with trace=True (commsolve simulate --goal)")

@@ -29,12 +29,44 @@ class HaloSchedule:
 
     @property
     def nranks(self):
+        """The number of ranks: one plan each."""
         return len(self.plans)
 
 
 def halo_schedule(A, nranks, topology, strategy="standard", partition="contiguous", block=1, repeat=1):
     """The halo exchange of ``A``'s SpMV with rows split over ``nranks`` ranks by
-    ``partition`` (:func:`commsolve.partition.partition`) on ``topology``."""
+    ``partition`` (:func:`commsolve.partition.partition`) on ``topology``.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix.
+    nranks : int
+        The number of virtual ranks.
+    topology : Topology
+        The virtual world of ``nranks`` ranks the plans are built for (the node-aware
+        strategies depend on its nodes).
+    strategy : str
+        ``"standard"``, ``"node-aware"`` or ``"node-aware-2step"`` (``STRATEGIES``: a plan
+        runs one concrete strategy, not ``"auto"``).
+    partition : str
+        How rows are split: a method of :func:`commsolve.partition.partition`.
+    block : int
+        Values per entry (at least 1).
+    repeat : int
+        Exchanges back to back (at least 1).
+
+    Returns
+    -------
+    HaloSchedule
+        Every rank's plan (:func:`commsolve.virtual.plans`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown strategy, ``block`` or ``repeat`` below 1, or a topology of another
+        size than ``nranks``.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown halo strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
     if int(block) < 1 or int(repeat) < 1:
@@ -45,9 +77,33 @@ def halo_schedule(A, nranks, topology, strategy="standard", partition="contiguou
 
 
 def simulate_halo(schedule, topology, profile, timeline=False, trace=False):
-    """Replays ``schedule`` (a :class:`HaloSchedule`) on ``topology`` with ``profile``'s
-    models; returns a :class:`~commsolve.sim.SimResult` (time per exchange: predicted_s /
-    repeat)."""
+    """Replays ``schedule`` on ``topology`` with ``profile``'s models.
+
+    Parameters
+    ----------
+    schedule : HaloSchedule
+        Every rank's plan (:func:`halo_schedule`).
+    topology : Topology
+        The virtual world, of ``schedule.nranks`` ranks.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    timeline : bool
+        Record every rank's (rank, category, begin, end) rows.
+    trace : bool
+        Record every rank's operations (for :func:`~commsolve.sim.write_goal`).
+
+    Returns
+    -------
+    SimResult
+        A :class:`~commsolve.sim.SimResult` of all ``repeat`` exchanges (time per exchange:
+        ``predicted_s / repeat``).
+
+    Raises
+    ------
+    ValueError
+        When the topology's size is not the schedule's number of ranks; a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     s = schedule
     if topology.size != s.nranks:
         raise ValueError(f"the topology has {topology.size} ranks, the schedule {s.nranks}")

@@ -15,8 +15,27 @@ __all__ = ["network_model", "compute_model", "simulation_profile"]
 
 
 def simulation_profile(profile):
-    """The profile (a name, a path or a MachineProfile), checked to carry what the
-    simulator needs beyond the cost models' fields."""
+    """The profile, checked to carry what the simulator needs beyond the cost models'
+    fields.
+
+    Parameters
+    ----------
+    profile : str, path or MachineProfile
+        A bundled profile's name, a TOML path or a MachineProfile
+        (:func:`~commsolve.model.load_profile`).
+
+    Returns
+    -------
+    MachineProfile
+        The loaded profile (``profile`` itself when it is one).
+
+    Raises
+    ------
+    ProfileError
+        When the profile has no ``overhead`` or no ``[compute]`` table (the message says to
+        run ``commsolve calibrate`` again, which measures them, or to use a bundled profile
+        such as cori-haswell), or cannot be loaded.
+    """
     prof = load_profile(profile)
     missing = [f for f, v in (("overhead", prof.overhead), ("[compute]", prof.compute)) if v is None]
     if missing:
@@ -27,11 +46,34 @@ def simulation_profile(profile):
 
 
 def network_model(profile, ppn):
-    """A NetworkModel for ``ppn`` ranks per node: on-node messages between ranks of one
-    socket (``sockets_per_node`` sockets of ppn / sockets ranks each) use the intra-socket
-    figures where the profile has them, the others intra-node; off-node ones inter-node. A
-    profile with a ``[torus]`` gives the links' rate and per-hop latency: on a topology with a
-    torus (:meth:`Topology.torus`) off-node messages then share the links of their routes."""
+    """The simulator's network model for ``ppn`` ranks per node.
+
+    On-node messages between ranks of one socket (``sockets_per_node`` sockets of ppn /
+    sockets ranks each) use the intra-socket figures where the profile has them, the others
+    intra-node; off-node ones inter-node. A profile with a ``[torus]`` gives the links' rate
+    and per-hop latency: on a topology with a torus (:meth:`Topology.torus`) off-node
+    messages then share the links of their routes.
+
+    Parameters
+    ----------
+    profile : str, path or MachineProfile
+        The machine profile (:func:`simulation_profile`).
+    ppn : int
+        Ranks per node (for the socket split).
+
+    Returns
+    -------
+    NetworkModel
+        The C++ ``NetworkModel``: alpha and rate per locality and protocol, the node's
+        injection limit (0, no limit, where the profile gives none), the protocol
+        thresholds, the overhead o, the any-source and engine overheads, the queue search
+        gamma and the torus's link rate and hop latency (0 without a ``[torus]``).
+
+    Raises
+    ------
+    ProfileError
+        As :func:`simulation_profile`.
+    """
     prof = simulation_profile(profile)
     alpha, rate = [], []
     for level in LEVELS:
@@ -50,6 +92,27 @@ def network_model(profile, ppn):
 
 
 def compute_model(profile):
+    """The simulator's compute model: the profile's ``[compute]`` table (flop rate, memory
+    bandwidth, call overhead, the rate of copies and packs of message data, per rank, and
+    the last-level cache where the profile gives one).
+
+    Parameters
+    ----------
+    profile : str, path or MachineProfile
+        The machine profile (:func:`simulation_profile`).
+
+    Returns
+    -------
+    ComputeModel
+        The C++ ``ComputeModel``; the cache's size and rate are 0 (no cache) and
+        ``triangular_rate`` 0 (the flop rate then prices triangular solves) where the profile
+        gives none.
+
+    Raises
+    ------
+    ProfileError
+        As :func:`simulation_profile`.
+    """
     prof = simulation_profile(profile)
     c = prof.compute
     return _core.ComputeModel(float(c["flop_rate"]), float(c["bandwidth"]), float(c["call_overhead"]),

@@ -30,7 +30,24 @@ __all__ = ["multicast_set", "link_loads", "multicast_study", "format_multicast_s
 
 def multicast_set(topology, nbytes, piece_bytes, root=0):
     """One broadcast of ``nbytes`` from ``root`` to one rank per node (each node's first),
-    as ceil(nbytes / piece_bytes) collectives of consecutive ids (the pieces)."""
+    as ceil(nbytes / piece_bytes) collectives of consecutive ids (the pieces).
+
+    Parameters
+    ----------
+    topology : Topology
+        The ranks' nodes.
+    nbytes : int
+        The bytes broadcast (in 8-byte values, at least one).
+    piece_bytes : int
+        The most bytes of one piece (at least one value).
+    root : int
+        The rank broadcasting (a participant even if not its node's first).
+
+    Returns
+    -------
+    Collectives
+        One broadcast per piece, ids 0, 1, ...
+    """
     leaders = sorted({int(topology.ranks_on_node(n)[0]) for n in range(topology.num_nodes)} | {root})
     values = max(1, int(nbytes) // 8)
     per = max(1, int(piece_bytes) // 8)
@@ -41,7 +58,23 @@ def multicast_set(topology, nbytes, piece_bytes, root=0):
 
 def link_loads(collectives, topology, shape):
     """Bytes every torus link carries for ``collectives`` on trees of ``shape`` (each tree edge
-    between nodes routed dimension by dimension): an array over link ids."""
+    between nodes routed dimension by dimension).
+
+    Parameters
+    ----------
+    collectives : Collectives
+        The collectives (:func:`multicast_set`).
+    topology : Topology
+        A torus topology (:meth:`Topology.torus`).
+    shape : str
+        The tree shape.
+
+    Returns
+    -------
+    ndarray
+        Bytes per link id: each tree edge between nodes adds ``8 (count + 1)`` bytes (its
+        collective's values and one more) to every link of its route.
+    """
     loads = np.zeros(max(1, int(np.prod(topology.torus_dims)) * 2 * len(topology.torus_dims)))
     plans = _core.build_tree_plans_virtual(collectives.core, tree_shape(shape), topology)
     for p in plans:
@@ -57,8 +90,37 @@ def multicast_study(dims, nbytes, profile, piece_bytes=32768, shapes=("binomial"
     """One multicast of ``nbytes`` to every node of a torus of extents ``dims`` (``ppn`` ranks
     per node, the multicast reaching one per node), simulated per tree shape with ``profile``'s
     models (its ``[torus]`` gives the link rate and per-hop latency), beside the seed's models.
-    Returns a dict: per shape the predicted seconds, the bandwidth reached (m / t) relative to
-    one link's, the most bytes one link carried, and the model's seconds."""
+
+    Parameters
+    ----------
+    dims : sequence of int
+        The torus's extents, in nodes.
+    nbytes : int
+        The bytes multicast.
+    profile : str, path or MachineProfile
+        The machine profile; it must have a ``[torus]`` table.
+    piece_bytes : int
+        The most bytes of one piece (:func:`multicast_set`).
+    shapes : iterable of str
+        The tree shapes simulated.
+    ppn : int
+        Ranks per node.
+
+    Returns
+    -------
+    dict
+        The study's parameters, ``models`` (the binomial and rectangular models' seconds,
+        :func:`commsolve.model.formulas.binomial_multicast` and
+        :func:`~commsolve.model.formulas.rectangular_multicast`) and ``shapes``: per shape
+        the predicted seconds, the bandwidth reached (m / t) relative to one link's, the most
+        bytes one link carried, and the links used; with both shapes,
+        ``rectangular_over_binomial`` (simulated, and in ``models`` by the models).
+
+    Raises
+    ------
+    ValueError
+        When the profile has no ``[torus]`` table.
+    """
     prof = simulation_profile(profile)
     if prof.torus is None:
         raise ValueError(f"profile {prof.name} has no [torus] table (link_rate, hop_latency, dims)")
@@ -88,6 +150,18 @@ def multicast_study(dims, nbytes, profile, piece_bytes=32768, shapes=("binomial"
 
 
 def format_multicast_study(s):
+    """The text report of a :func:`multicast_study`: one line per tree shape, simulated
+    beside the model.
+
+    Parameters
+    ----------
+    s : dict
+        :func:`multicast_study`'s result.
+
+    Returns
+    -------
+    str
+    """
     lines = [f"multicast of {s['bytes']:,} bytes to {s['nodes']:,} nodes of a {'x'.join(map(str, s['dims']))} torus "
              f"({s['profile']}, link {s['link_rate'] / 1e6:.0f} MB/s, {s['pieces']} pieces of {s['piece_bytes']:,} B)",
              f"  {'tree':<12}{'simulated s':>12}{'x link bw':>10}{'model s':>10}{'max link MB':>12}"]

@@ -21,9 +21,20 @@ __all__ = ["SelinvSchedule", "selinv_schedule", "simulate_selinv", "comm_compute
 
 @dataclass
 class SelinvSchedule(TreeChoice):
-    """Selected inversion on ``layout`` (a SolveLayout on a 2D grid) in the ``symmetric`` or
-    unsymmetric form, every collective carried by the tree shape ``shape`` (with ``seed`` and
-    ``flat_threshold``; C++'s defaults where None)."""
+    """Selected inversion on ``layout`` in the ``symmetric`` or unsymmetric form, every
+    collective carried by the tree shape ``shape``.
+
+    Parameters
+    ----------
+    layout : SolveLayout
+        The factor's layout on a 2D grid.
+    symmetric : bool
+        The symmetric form (else the unsymmetric one).
+    shape : str, optional
+        The tree shape (C++'s default where None).
+    seed, flat_threshold : int, optional
+        The tree shape's (C++'s defaults where None).
+    """
 
     layout: object
     symmetric: bool = True
@@ -33,15 +44,57 @@ class SelinvSchedule(TreeChoice):
 
 
 def selinv_schedule(structure, grid, symmetric=True, shape=None, seed=None, flat_threshold=None):
-    """The :class:`SelinvSchedule` of ``structure`` (a supernodal structure) on a ``(Pr, Pc)`` grid."""
+    """The :class:`SelinvSchedule` of ``structure`` on a ``(Pr, Pc)`` grid.
+
+    Parameters
+    ----------
+    structure : SupernodalStructure
+        A supernodal structure (:func:`commsolve.direct.symbolic`).
+    grid : tuple of int
+        ``(Pr, Pc)``.
+    symmetric : bool
+        The symmetric form (else the unsymmetric one).
+    shape : str, optional
+        The tree shape of every collective (C++'s default where None).
+    seed, flat_threshold : int, optional
+        The tree shape's (C++'s defaults where None).
+
+    Returns
+    -------
+    SelinvSchedule
+    """
     pr, pc = (int(g) for g in grid)
     return SelinvSchedule(make_layout(structure, (pr, pc, 1)), bool(symmetric), shape, seed, flat_threshold)
 
 
 def simulate_selinv(schedule, topology, profile, timeline=False, trace=False):
-    """Replays ``schedule`` on ``topology`` with ``profile``'s models; returns a
-    :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics steps as
-    :data:`commsolve.direct.selinv.ROLES`)."""
+    """Replays ``schedule`` on ``topology`` with ``profile``'s models.
+
+    Parameters
+    ----------
+    schedule : SelinvSchedule
+        The selected inversion (:func:`selinv_schedule`).
+    topology : Topology
+        The virtual world.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    timeline : bool
+        Record every rank's (rank, category, begin, end) rows.
+    trace : bool
+        Record every rank's operations (for :func:`~commsolve.sim.write_goal`).
+
+    Returns
+    -------
+    SimResult
+        A :class:`~commsolve.sim.SimResult` (categories compute, comm, idle; statistics
+        steps as :data:`commsolve.direct.selinv.ROLES`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown tree shape; a :class:`~commsolve.model.ProfileError` when ``profile``
+        lacks the simulator's fields.
+    """
     s = schedule
     prof = simulation_profile(profile)
     t0 = time.perf_counter()
@@ -55,17 +108,50 @@ def simulate_selinv(schedule, topology, profile, timeline=False, trace=False):
 def comm_compute_ratio(result):
     """The PSelInv paper's communication/computation ratio: the ranks' time in
     communication (messages, packing and the waits for data) over their time computing,
-    summed over the ranks."""
+    summed over the ranks.
+
+    Parameters
+    ----------
+    result : SimResult
+        A selected inversion's (:func:`simulate_selinv`: categories compute, comm, idle).
+
+    Returns
+    -------
+    float
+        ``(comm + idle) / compute`` over all ranks; inf when nothing was computed.
+    """
     per = result.per_rank()
     compute = float(per["compute"].sum())
     return float((per["comm"].sum() + per["idle"].sum()) / compute) if compute > 0 else float("inf")
 
 
 def shape_study(schedule, topology, shapes, profile, timeline=False, trace=False):
-    """``schedule`` replayed once per tree shape. Returns ``(summary dict, {shape: SimResult})``:
-    per shape the predicted time, the speedup over flat trees (where flat is among them), the
-    communication/computation ratio, the slowest rank's breakdown and the Col-Bcast and
-    Row-Reduce volumes per rank (min, max, median, std)."""
+    """``schedule`` replayed once per tree shape.
+
+    Parameters
+    ----------
+    schedule : SelinvSchedule
+        The selected inversion; its ``shape`` is replaced by each of ``shapes``.
+    topology : Topology
+        The virtual world.
+    shapes : iterable of str
+        The tree shapes.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    timeline, trace : bool
+        As :func:`simulate_selinv`.
+
+    Returns
+    -------
+    summary : dict
+        ``nranks``, ``ppn``, ``profile``, ``form`` and ``shapes``: per shape
+        (:meth:`~commsolve.sim.SimResult.to_dict`'s entries and more) the predicted time, the speedup over
+        flat trees (where flat is among them, else None), the communication/computation ratio
+        (:func:`comm_compute_ratio`), the slowest rank's breakdown and the Col-Bcast (sent)
+        and Row-Reduce (received) volumes per rank (min, max, median, std).
+    results : dict
+        ``{shape: SimResult}``.
+    """
     prof = simulation_profile(profile)
     out = {"nranks": topology.size, "ppn": topology.max_ppn, "profile": prof.name,
            "form": "symmetric" if schedule.symmetric else "unsymmetric", "shapes": {}}
@@ -83,6 +169,19 @@ def shape_study(schedule, topology, shapes, profile, timeline=False, trace=False
 
 
 def format_shape_study(out, matrix):
+    """The text report of a :func:`shape_study`: one line per tree shape.
+
+    Parameters
+    ----------
+    out : dict
+        :func:`shape_study`'s summary.
+    matrix : str
+        The matrix's name, for the heading.
+
+    Returns
+    -------
+    str
+    """
     mb = 2.0 ** 20
     lines = [f"{matrix}: parallel selected inversion ({out['form']} form) on {out['nranks']:,} ranks, {out['ppn']} per "
              f"node, profile {out['profile']}",

@@ -25,6 +25,18 @@ MAX_TIMELINE_RANKS = 256     # a Gantt chart of more ranks is unreadable
 
 
 def check_ranks(P):
+    """Refuses more ranks than the simulator holds at once.
+
+    Parameters
+    ----------
+    P : int
+        The number of ranks to simulate.
+
+    Raises
+    ------
+    ValueError
+        When ``P`` is more than ``MAX_SIM_RANKS`` (every rank's schedule is held at once).
+    """
     if P > MAX_SIM_RANKS:
         raise ValueError(f"{P:,} ranks: the simulator holds every rank's schedule at once, at most {MAX_SIM_RANKS:,}")
 
@@ -32,11 +44,56 @@ def check_ranks(P):
 def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, partition="nd", allreduce=None,
                         nrhs=1, structure=None, seed=None, flat_threshold=None, timeline=False, trace=False,
                         distribute_rhs=True, progress=None, kernels=None, leaf_sync=None, **lu_options):
-    """Simulates each of ``algorithms`` on ``grid`` ("PxQxR" or a triple; ``2d`` on the
-    squarest 2D grid with as many ranks) for ``A`` (or its symbolic ``structure``), with
-    ``ppn`` ranks per node (default: the profile's); ``kernels`` and ``leaf_sync`` as
-    :func:`commsolve.direct.options.solve_options`. Returns ``(summary dict, {algorithm:
-    SimResult})``."""
+    """Simulates each of ``algorithms`` on ``grid`` for ``A`` (or its symbolic
+    ``structure``), side by side.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix (not read when ``structure`` is given).
+    grid : str or tuple of int
+        "PxQxR" or a triple; ``2d`` runs on the squarest 2D grid with as many ranks.
+    algorithms : sequence of str
+        Names of :data:`commsolve.direct.ALGORITHMS`.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    ppn : int, optional
+        Ranks per node (default: the profile's).
+    tree, allreduce, seed, flat_threshold, kernels, leaf_sync : optional
+        As :func:`commsolve.direct.options.solve_options`.
+    partition : str
+        The forest partition, ``"nd"`` or ``"greedy"`` (:func:`solve_schedule`).
+    nrhs : int
+        Right-hand sides.
+    structure : SupernodalStructure, optional
+        A's symbolic structure, instead of :func:`commsolve.direct.symbolic` on the grid's pz.
+    timeline, trace : bool
+        As :func:`simulate_solve`.
+    distribute_rhs : bool
+        As :func:`solve_schedule`.
+    progress : callable, optional
+        ``progress(algorithm)`` after each algorithm.
+    **lu_options
+        :func:`commsolve.direct.symbolic`'s options (ordering, ...), when ``structure`` is
+        None.
+
+    Returns
+    -------
+    summary : dict
+        The matrix's ``rows``, ``supernodes`` and ``nnz_L``, ``grid``, ``nranks``, ``ppn``,
+        ``profile``, ``partition``, ``algorithms`` (per algorithm its
+        :meth:`~commsolve.sim.SimResult.to_dict`), ``fastest`` and ``speedup_of_fastest``
+        (per algorithm its time over the fastest's).
+    results : dict
+        ``{algorithm: SimResult}``.
+
+    Raises
+    ------
+    ValueError
+        For no algorithm, more than ``MAX_SIM_RANKS`` ranks (:func:`check_ranks`),
+        ``ppn`` below 1, a bad grid or an unknown name; a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     prof = simulation_profile(profile)
     px, py, pz = parse_grid(grid, None)
     P = px * py * pz
@@ -74,8 +131,40 @@ def simulate_algorithms(A, grid, algorithms, profile, ppn=None, tree=None, parti
 
 def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="contiguous", block=1, timeline=False,
                         trace=False):
-    """The halo exchange of ``A``'s SpMV on ``nranks`` ranks (``ppn`` per node, default the
-    profile's) per strategy. Returns ``(summary dict, {strategy: SimResult})``."""
+    """The halo exchange of ``A``'s SpMV on ``nranks`` ranks per strategy.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix
+        The matrix.
+    nranks : int
+        The number of ranks.
+    strategies : sequence of str
+        The halo strategies (:func:`halo_schedule`).
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    ppn : int, optional
+        Ranks per node (default the profile's).
+    partition, block : optional
+        As :func:`halo_schedule`.
+    timeline, trace : bool
+        As :func:`simulate_halo`.
+
+    Returns
+    -------
+    summary : dict
+        ``rows``, ``nnz``, ``nranks``, ``ppn``, ``profile``, ``partition``, ``block``,
+        ``strategies`` (per strategy its :meth:`~commsolve.sim.SimResult.to_dict` and
+        ``inter_node_msgs_max``, the most inter-node messages one rank sent) and ``fastest``.
+    results : dict
+        ``{strategy: SimResult}``.
+
+    Raises
+    ------
+    ValueError
+        For no strategy, more than ``MAX_SIM_RANKS`` ranks, or as :func:`halo_schedule`; a
+        :class:`~commsolve.model.ProfileError` when ``profile`` lacks the simulator's fields.
+    """
     prof = simulation_profile(profile)
     if not strategies:
         raise ValueError("no strategy given")
@@ -99,8 +188,38 @@ def simulate_strategies(A, nranks, strategies, profile, ppn=None, partition="con
 
 def simulate_shapes(collectives, topology, shapes, profile, seed=None, flat_threshold=None, timeline=False,
                     trace=False):
-    """Restricted ``collectives`` on ``topology`` per tree shape. Returns ``(summary dict,
-    {shape: SimResult})``."""
+    """Restricted ``collectives`` on ``topology`` per tree shape.
+
+    Parameters
+    ----------
+    collectives : Collectives
+        The restricted collectives (:class:`commsolve.trees.Collectives`).
+    topology : Topology
+        The virtual world.
+    shapes : sequence of str
+        The tree shapes.
+    profile : str, path or MachineProfile
+        The machine profile (:func:`~commsolve.sim.simulation_profile`).
+    seed, flat_threshold : int, optional
+        The tree shapes' (C++'s defaults where None).
+    timeline, trace : bool
+        As :func:`simulate_collectives`.
+
+    Returns
+    -------
+    summary : dict
+        ``nranks``, ``ppn``, ``profile``, ``collectives`` (how many), ``shapes`` (per shape
+        its :meth:`~commsolve.sim.SimResult.to_dict`) and ``fastest``.
+    results : dict
+        ``{shape: SimResult}``.
+
+    Raises
+    ------
+    ValueError
+        For no tree shape, more than ``MAX_SIM_RANKS`` ranks, or as
+        :func:`simulate_collectives`; a :class:`~commsolve.model.ProfileError` when
+        ``profile`` lacks the simulator's fields.
+    """
     prof = simulation_profile(profile)
     if not shapes:
         raise ValueError("no tree shape given")
@@ -118,6 +237,19 @@ def simulate_shapes(collectives, topology, shapes, profile, seed=None, flat_thre
 
 
 def format_shapes(out, matrix):
+    """The text report of :func:`simulate_shapes`: one line per tree shape, then the fastest.
+
+    Parameters
+    ----------
+    out : dict
+        :func:`simulate_shapes`'s summary.
+    matrix : str
+        The matrix's name, for the heading.
+
+    Returns
+    -------
+    str
+    """
     lines = [f"{matrix}: {out['collectives']:,} restricted collectives on {out['nranks']:,} ranks, {out['ppn']} per "
              f"node, profile {out['profile']}, all in flight at once",
              f"{'shape':<16}{'predicted ms':>13}{'messages':>11}{'MB moved':>10}{'critical hops':>15}"]
@@ -129,6 +261,20 @@ def format_shapes(out, matrix):
 
 
 def format_halo(out, matrix):
+    """The text report of :func:`simulate_strategies`: one line per strategy, then the
+    fastest.
+
+    Parameters
+    ----------
+    out : dict
+        :func:`simulate_strategies`'s summary.
+    matrix : str
+        The matrix's name, for the heading.
+
+    Returns
+    -------
+    str
+    """
     lines = [f"{matrix}: {out['rows']:,} rows, {out['nnz']:,} nonzeros on {out['nranks']:,} ranks, {out['ppn']} per "
              f"node ({out['partition']} rows), profile {out['profile']}",
              f"{'strategy':<18}{'predicted us':>13}{'messages':>11}{'max inter msgs':>16}{'MB moved':>10}"]
@@ -140,6 +286,21 @@ def format_halo(out, matrix):
 
 
 def format_simulation(out, matrix):
+    """The text report of :func:`simulate_algorithms`: per algorithm the predicted time and
+    the slowest rank's breakdown (ms), the ranks whose factor fits their share of the
+    last-level cache (where any does), then the fastest.
+
+    Parameters
+    ----------
+    out : dict
+        :func:`simulate_algorithms`'s summary.
+    matrix : str
+        The matrix's name, for the heading.
+
+    Returns
+    -------
+    str
+    """
     lines = [f"{matrix}: {out['rows']:,} rows, {out['supernodes']:,} supernodes, nnz(L) {out['nnz_L']:,}; "
              f"{out['nranks']:,} ranks, {out['ppn']} per node, profile {out['profile']}",
              "", "predicted solve time and the slowest rank's breakdown (ms): floating point, communication inside "
@@ -167,7 +328,22 @@ _COLORS = {"fp": "tab:blue", "compute": "tab:blue", "xy_comm": "tab:orange", "co
 
 def plot_balance(results, path, title):
     """PNG: per algorithm, every rank's predicted time stacked by category (the SC'23
-    paper's load-balance figures), ranks in order."""
+    paper's load-balance figures), ranks in order.
+
+    Parameters
+    ----------
+    results : dict
+        ``{algorithm: SimResult}`` (:func:`simulate_algorithms`'s, or any other name).
+    path : str, path or None
+        The PNG file; None to get the figure back.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure when ``path`` is None, else None (saved and closed).
+    """
     plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.8), sharey=True, squeeze=False)
     for ax, (a, r) in zip(axes[0], results.items()):
@@ -187,7 +363,22 @@ def plot_balance(results, path, title):
 
 
 def plot_timeline(results, path, title):
-    """PNG: a Gantt chart per algorithm (rank against time, coloured by category)."""
+    """PNG: a Gantt chart per algorithm (rank against time, coloured by category).
+
+    Parameters
+    ----------
+    results : dict
+        ``{algorithm: SimResult}``, simulated with ``timeline=True``.
+    path : str, path or None
+        The PNG file; None to get the figure back.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure when ``path`` is None, else None (saved and closed).
+    """
     from matplotlib.ticker import MaxNLocator
 
     plt = pyplot()
