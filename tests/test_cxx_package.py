@@ -55,6 +55,12 @@ def test_the_install_holds_headers_library_and_package(example):
     assert not list(prefix.rglob("bindings")) and not list(prefix.rglob("*.cpp"))
     targets = (prefix / "lib/cmake/commsolve/commsolveTargets.cmake").read_text()
     assert "commsolve::core" in targets and str(ROOT) not in targets  # relocatable: nothing from the tree
+    # nothing of this machine's layout either: the libraries are found again where the package is used
+    links = re.search(r'INTERFACE_LINK_LIBRARIES "([^"]*)"', targets).group(1).split(";")
+    assert "commsolve::external" in links and not [x for x in links if x.startswith("/")], links
+    assert re.search(r'INTERFACE_COMPILE_FEATURES "cxx_std_20"', targets)  # consumers get C++20
+    includes = re.search(r'INTERFACE_INCLUDE_DIRECTORIES "([^"]*)"', targets).group(1).split(";")
+    assert includes == ["${_IMPORT_PREFIX}/include"], includes  # not include/commsolve: no bare core/, comm/
 
 
 @pytest.mark.parametrize("np_,args", [(2, ["40", "node-aware", "1"]), (3, ["33", "standard"]),

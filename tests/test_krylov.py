@@ -185,12 +185,29 @@ def test_scipy_objects_and_callables_on_one_rank():
     (lambda A, b, ml: cs.krylov.cg(sp.random(400, 300, format="csr"), b), "A must be square"),
     (lambda A, b, ml: ml.aspreconditioner(cycle="F"), "unknown cycle 'F'"),
     (lambda A, b, ml: ml.solve(b, accel="qmr"), "'bicgstab'"),
+    (lambda A, b, ml: ml.solve(b, x0=np.ones(3)), "x0 must hold this rank's 400 rows"),
+    (lambda A, b, ml: ml.solve(b, x0=b * np.inf), "x0 holds non-finite values"),
+    (lambda A, b, ml: cs.krylov.cg(A, b + 1j), "b is complex"),
+    (lambda A, b, ml: cs.krylov.gmres(A, ["a"] * 400), "could not convert|b must"),
 ])
 def test_bad_arguments_are_clear_errors(call, message):
     A = cs.ParCSR.from_spec("poisson2d:20", COMM)
     ml = cs.amg.solver(A)
     with pytest.raises(ValueError, match=message):
         call(A, np.ones(A.local_rows), ml)
+
+
+def test_edge_cases_behave_as_scipy():
+    G = cs.gallery.convdiff2d(10)
+    b = np.ones(G.shape[0])
+    for method in (cs.krylov.cg, cs.krylov.gmres, cs.krylov.bicgstab):  # b = 0: x = 0 at once, whatever x0
+        x, info = method(G, np.zeros_like(b), x0=np.ones_like(b))
+        assert info == 0 and not x.any(), method
+    x, info = cs.krylov.gmres(G, b, maxiter=0)  # no iteration allowed, not converged: info is not 0
+    assert info != 0 and not x.any()
+    # a singular preconditioner (here M = 0) gives no progress and a nonzero info, not a LinAlgError
+    x, info = cs.krylov.gmres(G, b, maxiter=6, M=lambda r: 0 * r)
+    assert info == 6 and np.isfinite(x).all()
 
 
 def test_breakdown_and_indefinite_matrices_are_reported():
@@ -216,7 +233,10 @@ def test_krylov_methods_on_more_ranks(mpi_cache, k):
     scipy's (run redundantly on every rank on the gathered vectors, the distributed A and M
     applied through a gather), and the true residual of x meets the tolerance."""
     results = {r["method"]: r for r in mpi_cache("krylov_cases.py", k)}
-    assert set(results) == {"cg", "gmres-left", "gmres-right", "bicgstab", "aslinearoperator"}
+    assert set(results) == {"cg", "gmres-left", "gmres-right", "bicgstab", "aslinearoperator", "errors"}
+    # bad arguments on one rank are errors on every rank, each naming the rank at fault
+    every = results.pop("errors")["caught"]
+    assert every == [{"distribution": True, "x0 krylov": True, "x0 amg": True}] * k, every
     for name, r in results.items():
         assert r["ranks"] == k and r["info"] == 0, r
         assert r["true_residual"] <= r["rtol"] * 1.001, r

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from commsolve.launch import run_mpi
+from commsolve.launch import mpi_env, run_mpi
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
 TUTORIALS = os.path.join(DOCS, "tutorials")
@@ -60,8 +60,10 @@ def test_node_aware(tmp_path):
 
 def test_calibrate_a_profile(tmp_path):
     path = tmp_path / "here.toml"
+    # the environment as Python sees it: MPI, initialized in this process by earlier tests, may have
+    # set variables of its own in the C one, which would make the command think mpiexec started it
     proc = subprocess.run([sys.executable, os.path.join(TUTORIALS, "calibrate_profile.py"), "--quick", "-o",
-                           str(path)], capture_output=True, text=True, timeout=400)
+                           str(path)], capture_output=True, text=True, timeout=400, env=mpi_env(2))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert path.is_file() and "profile here:" in out, out

@@ -1,14 +1,17 @@
 """Krylov methods on distributed vectors, and the operators they take.
 
 Each rank holds its rows of the vectors; a dot product is one ``MPI_Allreduce``, and the
-methods fuse the products they can into one (BiCGStab: two reductions per iteration).
+methods fuse the products that the algorithm computes from the same vectors into one (per
+iteration: CG three reductions, BiCGStab four, GMRES one per Krylov vector so far, plus one).
 
 - :func:`cg` (preconditioned conjugate gradients, symmetric positive definite A),
   :func:`gmres` (restarted GMRES, right or left preconditioned) and :func:`bicgstab`
   (van der Vorst's BiCGStab) for nonsymmetric A. Their signatures are scipy's
   (``x, info = cg(A, b, x0, rtol=, atol=, maxiter=, M=, callback=)``, stopping at
-  ``||b - A x|| <= max(rtol ||b||, atol)``); ``residuals=[]`` collects the residual norm of
-  every iterate.
+  ``||b - A x|| <= max(rtol ||b||, atol)``) with two differences: GMRES's ``maxiter`` counts
+  Krylov vectors, not restart cycles, and its default is right preconditioning (the true
+  residual is the one minimized; ``side="left"`` is scipy's). ``residuals=[]`` collects the
+  residual norm of every iterate.
 - ``A`` and ``M``: a :class:`~commsolve.ParCSR`, a :class:`DistributedOperator` (what
   ``ParCSR.aslinearoperator()``, ``MultilevelSolver.aspreconditioner()`` and
   ``DistributedLU.aslinearoperator()`` return), or, on one rank, anything scipy takes (a
@@ -31,8 +34,8 @@ import scipy.sparse.linalg as spla
 
 from ._collective import CollectiveError, agree, agree_args, mpi
 
-__all__ = ["cg", "gmres", "bicgstab", "DistributedOperator", "dot", "pcg_iterate", "gmres_iterate",
-           "bicgstab_iterate", "GMRES_SIDES"]
+__all__ = ["cg", "gmres", "bicgstab", "DistributedOperator", "dot", "dots", "local_vector", "pcg_iterate",
+           "gmres_iterate", "bicgstab_iterate", "GMRES_SIDES"]
 
 GMRES_SIDES = ("right", "left")
 GMRES_RESTART = 20  # scipy's default
@@ -106,6 +109,11 @@ class DistributedOperator(spla.LinearOperator):
         The whole operator's shape (for ``repr`` and :attr:`global_shape`).
     name : str
         What the operator is, for ``repr``.
+    rows, cols : array_like of int, optional
+        The global indices of the entries this rank holds of ``matvec``'s result and of its
+        argument, in local order: :func:`cg`, :func:`gmres` and :func:`bicgstab` check that a
+        preconditioner's agree with the matrix's (a vector distributed otherwise would be
+        read in the wrong order, silently).
 
     Notes
     -----
@@ -114,9 +122,12 @@ class DistributedOperator(spla.LinearOperator):
     :func:`bicgstab`, whose dot products are global.
     """
 
-    def __init__(self, comm, shape, matvec, rmatvec=None, *, global_shape=None, name="operator"):
+    def __init__(self, comm, shape, matvec, rmatvec=None, *, global_shape=None, name="operator", rows=None,
+                 cols=None):
         super().__init__(dtype=np.float64, shape=tuple(int(s) for s in shape))
         self.comm = comm
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        self.cols = None if cols is None else np.asarray(cols, dtype=np.int64)
         self.global_shape = tuple(global_shape) if global_shape is not None else self.shape
         self.name = name
         self._apply, self._apply_t = matvec, rmatvec
@@ -136,11 +147,14 @@ class DistributedOperator(spla.LinearOperator):
 
 
 def _as_operator(A, what):
-    """(comm, local rows, local columns, ``apply(x, out)``) of a ParCSR, a
-    DistributedOperator, or a serial scipy matrix / array / LinearOperator."""
+    """(comm, local rows, local columns, ``apply(x, out)``, (row ids, column ids)) of a
+    ParCSR, a DistributedOperator, or a serial scipy matrix / array / LinearOperator; the ids
+    (the global indices this rank holds of the result and of the argument) are None where the
+    operator does not say."""
     comm = getattr(A, "comm", None)
     if hasattr(A, "matvec") and hasattr(A, "local_rows"):  # a ParCSR
-        return comm, A.local_rows, A.local_cols, lambda x, out: A.matvec(x, out=out)
+        return (comm, A.local_rows, A.local_cols, lambda x, out: A.matvec(x, out=out),
+                (A.owned_rows(), A.owned_cols()))
     if isinstance(A, spla.LinearOperator) or hasattr(A, "shape"):
         op = spla.aslinearoperator(A)
         if len(op.shape) != 2:
@@ -149,14 +163,16 @@ def _as_operator(A, what):
         def apply(x, out):
             out[:] = np.ravel(op.matvec(x))
             return out
-        return comm, op.shape[0], op.shape[1], apply
+        ids = (A.rows, A.cols) if isinstance(A, DistributedOperator) else (None, None)
+        return comm, op.shape[0], op.shape[1], apply, ids
     hint = " (an AMG solver: pass ml.aspreconditioner())" if hasattr(A, "aspreconditioner") else ""
     raise TypeError(f"{what} must be a ParCSR, a DistributedOperator, a scipy matrix or LinearOperator, "
                     f"got {type(A).__name__}{hint}")
 
 
-def _preconditioner(M, n):
-    """``precondition(r, out)`` of M (None: the identity)."""
+def _preconditioner(M, n, ids):
+    """``precondition(r, out)`` of M (None: the identity), checked against the n rows (global
+    indices ``ids``, if known) this rank holds of A's vectors."""
     if M is None:
         def identity(r, out):
             out[:] = r
@@ -167,46 +183,89 @@ def _preconditioner(M, n):
             out[:] = np.ravel(M(r))
             return out
         return call
-    _, rows, cols, apply = _as_operator(M, "M")
-    if rows is not None and (rows, cols) != (n, n):
+    _, rows, cols, apply, (m_rows, m_cols) = _as_operator(M, "M")
+    if (rows, cols) != (n, n):
         raise ValueError(f"M must act on this rank's {n} rows (shape ({n}, {n})), got ({rows}, {cols})")
+    if ids is not None and any(m is not None and not np.array_equal(m, ids) for m in (m_rows, m_cols)):
+        raise ValueError("M's vectors are distributed differently from A's on this rank (other global rows, or "
+                         "another order): build M on A's row distribution (for an LU: factor(A, comm, "
+                         "distribution=A.row_dist))")
     return apply
 
 
-def _setup(name, A, b, x0, rtol, atol, maxiter, M, comm, **more):
-    """What every method checks first, on every rank together: (comm, apply_A,
-    precondition, b, x, target, maxiter)."""
-    comm_a, rows, cols, apply = _as_operator(A, "A")
-    comm = comm_a if comm_a is not None else comm
-    if comm is None:
-        comm = mpi().COMM_SELF
-    agree_args(comm, name, rtol=rtol, atol=atol, maxiter=maxiter, x0_given=x0 is not None, M_given=M is not None,
-               **more)
-    error, precondition = None, None
-    b = np.ascontiguousarray(np.ravel(b) if np.ndim(b) == 2 and 1 in np.shape(b) else b, dtype=np.float64)
-    x = None
-    try:
-        if rows != cols:
-            raise ValueError(f"A must be square: this rank holds {rows} rows and {cols} columns")
-        if not (np.isfinite(rtol) and rtol >= 0 and np.isfinite(atol) and atol >= 0):
-            raise ValueError(f"rtol and atol must be finite and >= 0, got rtol={rtol!r}, atol={atol!r}")
-        if maxiter is not None and (int(maxiter) != maxiter or maxiter < 0):
-            raise ValueError(f"maxiter must be an integer >= 0, got {maxiter!r}")
-        if b.shape != (rows,):
-            raise ValueError(f"b must hold this rank's {rows} rows, got shape {b.shape}")
-        if not np.all(np.isfinite(b)):
-            raise ValueError("b holds non-finite values")
-        x = np.zeros(rows) if x0 is None else np.array(np.ravel(x0), dtype=np.float64)
-        if x.shape != (rows,) or not np.all(np.isfinite(x)):
-            raise ValueError(f"x0 must hold this rank's {rows} rows, all finite (shape {x.shape})")
-        precondition = _preconditioner(M, rows)
-    except (ValueError, TypeError) as e:
-        error = str(e)
-    agree(comm, error, where=name)
-    n = comm.allreduce(rows, op=mpi().SUM)
-    bnorm = np.sqrt(dot(comm, b, b))
-    target = max(rtol * bnorm, atol)
-    return comm, apply, precondition, b, x, target, 10 * n if maxiter is None else int(maxiter)
+def local_vector(v, n, what):
+    """Local. This rank's part of a real distributed vector, checked: what every solver does
+    with the ``b`` and ``x0`` it is given (before agreeing on errors with the other ranks).
+
+    Parameters
+    ----------
+    v : array_like
+        The values: shape ``(n,)``, or ``(n, 1)`` / ``(1, n)``.
+    n : int
+        The rows this rank holds.
+    what : str
+        The argument's name, for the error.
+
+    Returns
+    -------
+    ndarray
+        A new float64 array of shape ``(n,)``.
+
+    Raises
+    ------
+    ValueError
+        For complex values, another shape, or non-finite values.
+    """
+    v = np.asarray(v)
+    if np.iscomplexobj(v):
+        raise ValueError(f"{what} is complex: these methods are for real systems")
+    if v.ndim == 2 and 1 in v.shape:
+        v = v.ravel()
+    if v.shape != (n,):
+        raise ValueError(f"{what} must hold this rank's {n} rows, got shape {v.shape}")
+    v = np.array(v, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{what} holds non-finite values")
+    return v
+
+
+class _Setup:
+    """What a method starts from, checked on every rank together: ``comm``, ``A`` (for the
+    iteration kernels), ``precondition``, ``b``, ``x``, ``bnorm``, ``target``, ``maxiter``."""
+
+    def __init__(self, name, A, b, x0, rtol, atol, maxiter, M, comm, **more):
+        error = apply = None
+        try:
+            comm_a, rows, cols, apply, (row_ids, col_ids) = _as_operator(A, "A")
+        except (ValueError, TypeError) as e:
+            comm_a, rows, error = None, 0, str(e)
+        comm = comm_a if comm_a is not None else comm
+        self.comm = comm = mpi().COMM_SELF if comm is None else comm
+        agree_args(comm, name, rtol=rtol, atol=atol, maxiter=maxiter, x0_given=x0 is not None, M_given=M is not None,
+                   **more)
+        try:
+            if error:
+                raise ValueError(error)
+            if rows != cols:
+                raise ValueError(f"A must be square: this rank holds {rows} rows and {cols} columns")
+            if row_ids is not None and col_ids is not None and not np.array_equal(row_ids, col_ids):
+                raise ValueError("A's rows and columns are distributed differently on this rank: x and b must hold "
+                                 "the same global entries in the same order")
+            if not (np.isfinite(rtol) and rtol >= 0 and np.isfinite(atol) and atol >= 0):
+                raise ValueError(f"rtol and atol must be finite and >= 0, got rtol={rtol!r}, atol={atol!r}")
+            if maxiter is not None and (int(maxiter) != maxiter or maxiter < 0):
+                raise ValueError(f"maxiter must be an integer >= 0, got {maxiter!r}")
+            self.b = local_vector(b, rows, "b")
+            self.x = np.zeros(rows) if x0 is None else local_vector(x0, rows, "x0")
+            self.precondition = _preconditioner(M, rows, row_ids)
+        except (ValueError, TypeError) as e:
+            error = str(e)
+        agree(comm, error, where=name)
+        self.A = _Operator(comm, apply)
+        n = comm.allreduce(rows, op=mpi().SUM)
+        self.bnorm = np.sqrt(dot(comm, self.b, self.b))
+        self.target = max(rtol * self.bnorm, atol)
+        self.maxiter = 10 * n if maxiter is None else int(maxiter)
 
 
 class _Operator:
@@ -264,10 +323,12 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     >>> ml = cs.amg.solver(A)
     >>> x, info = cs.krylov.cg(A, np.ones(A.local_rows), rtol=1e-8, M=ml.aspreconditioner())
     """
-    comm, apply, precondition, b, x, target, maxiter = _setup("krylov.cg", A, b, x0, rtol, atol, maxiter, M, comm)
+    s = _Setup("krylov.cg", A, b, x0, rtol, atol, maxiter, M, comm)
+    if s.bnorm == 0:  # as scipy: b = 0 has the solution x = 0, whatever x0
+        return np.zeros_like(s.b), 0
     history = [] if residuals is None else residuals
-    its = pcg_iterate(_Operator(comm, apply), precondition, b, x, target, maxiter, history, callback=callback)
-    return x, (0 if history[-1] <= target else max(its, 1))
+    its = pcg_iterate(s.A, s.precondition, s.b, s.x, s.target, s.maxiter, history, callback=callback)
+    return s.x, (0 if history[-1] <= s.target else max(its, 1))
 
 
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=GMRES_RESTART, maxiter=None, M=None, side="right",
@@ -281,14 +342,15 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=GMRES_RESTART, maxiter=
     restart : int
         Krylov vectors kept before a restart (scipy's default, 20).
     maxiter : int, optional
-        At most this many iterations, counted one per Krylov vector (default 10 x the
-        global size).
+        At most this many iterations, counted one per Krylov vector (scipy counts restart
+        cycles; default 10 x the global size).
     side : {"right", "left"}
         ``"right"``: minimizes ``||b - A x||`` over the Krylov space of A M, so the residual
         it monitors is the true one. ``"left"``: minimizes ``||M (b - A x)||`` over that of
         M A, as scipy's ``gmres`` does; a cycle stops when the preconditioned residual is
-        below ``target x ||M r0|| / ||r0||`` (scipy's rule on its first cycle) and
-        convergence is then judged on the true residual.
+        below ``target x ||M r0|| / ||r0||``, r0 the cycle's first residual (scipy's rule on
+        its first cycle from x0 = 0; scipy then tightens it after a cycle that fell short),
+        and convergence is judged on the true residual.
     callback : callable, optional
         ``callback(xk)`` at the end of every cycle (scipy's ``callback_type="x"``).
     residuals : list, optional
@@ -301,25 +363,26 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=GMRES_RESTART, maxiter=
     x, info
         As :func:`cg`.
     """
-    comm, apply, precondition, b, x, target, maxiter = _setup(
-        "krylov.gmres", A, b, x0, rtol, atol, maxiter, M, comm, restart=restart, side=side)
+    s = _Setup("krylov.gmres", A, b, x0, rtol, atol, maxiter, M, comm, restart=restart, side=side)
     error = None
     if side not in GMRES_SIDES:
         error = f"side must be one of {', '.join(GMRES_SIDES)}, got {side!r}"
     elif int(restart) != restart or restart < 1:
         error = f"restart must be an integer >= 1, got {restart!r}"
-    agree(comm, error, where="krylov.gmres")
+    agree(s.comm, error, where="krylov.gmres")
+    if s.bnorm == 0:  # as scipy: b = 0 has the solution x = 0, whatever x0
+        return np.zeros_like(s.b), 0
     history = [] if residuals is None else residuals
     true_residual = []
-    gmres_iterate(_Operator(comm, apply), precondition, b, x, target, maxiter, history, int(restart), side,
-                  callback, true_residual)
-    return x, (0 if true_residual[-1] <= target else maxiter)
+    its = gmres_iterate(s.A, s.precondition, s.b, s.x, s.target, s.maxiter, history, int(restart), side, callback,
+                        true_residual)
+    return s.x, (0 if true_residual[-1] <= s.target else max(its, 1))
 
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, residuals=None, comm=None):
     """Collective. BiCGStab (van der Vorst 1992) for a general (nonsymmetric) A: two
-    products with A and two with M per iteration, short recurrences (no restart), two
-    reductions per iteration.
+    products with A and two with M per iteration, short recurrences (no restart), four
+    reductions per iteration (two of them fused pairs).
 
     Parameters
     ----------
@@ -341,11 +404,12 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
         As :func:`cg`, and on a breakdown (r~^T r = 0, r~^T A M p = 0, or omega = 0 before
         convergence).
     """
-    comm, apply, precondition, b, x, target, maxiter = _setup("krylov.bicgstab", A, b, x0, rtol, atol, maxiter, M,
-                                                              comm)
+    s = _Setup("krylov.bicgstab", A, b, x0, rtol, atol, maxiter, M, comm)
+    if s.bnorm == 0:  # as scipy: b = 0 has the solution x = 0, whatever x0
+        return np.zeros_like(s.b), 0
     history = [] if residuals is None else residuals
-    its = bicgstab_iterate(_Operator(comm, apply), precondition, b, x, target, maxiter, history, callback)
-    return x, (0 if history[-1] <= target else max(its, 1))
+    its = bicgstab_iterate(s.A, s.precondition, s.b, s.x, s.target, s.maxiter, history, callback)
+    return s.x, (0 if history[-1] <= s.target else max(its, 1))
 
 
 def pcg_iterate(A, precondition, b, x, target, maxiter, history, stop=None, callback=None):
@@ -496,11 +560,14 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
             else:
                 Z.append(precondition(V[k], np.empty_like(b)))
                 w = A.matvec(Z[k])
-            for i in range(k + 1):
+            h0_sq, H[0, k] = dots(comm, (w, w), (w, V[0]))  # ||w|| before orthogonalizing, in the same reduction
+            w = w - H[0, k] * V[0]
+            for i in range(1, k + 1):
                 H[i, k] = dot(comm, w, V[i])
                 w = w - H[i, k] * V[i]
             h_next = np.sqrt(dot(comm, w, w))
-            H[k + 1, k] = h_next
+            exact = h_next <= np.finfo(float).eps * np.sqrt(h0_sq)  # w in the space already: x is exact
+            H[k + 1, k] = 0.0 if exact else h_next
             for i in range(k):  # the earlier rotations on the new column
                 H[i, k], H[i + 1, k] = cs[i] * H[i, k] + sn[i] * H[i + 1, k], -sn[i] * H[i, k] + cs[i] * H[i + 1, k]
             d = np.hypot(H[k, k], H[k + 1, k])
@@ -508,15 +575,25 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
             H[k, k], H[k + 1, k] = d, 0.0
             g[k + 1], g[k] = -sn[k] * g[k], cs[k] * g[k]
             its += 1
-            if abs(g[k + 1]) <= inner or h_next == 0 or k == m - 1:  # converged, exact, or the cycle's end
+            if abs(g[k + 1]) <= inner or exact or k == m - 1:  # converged, exact, or the cycle's end
                 break
             history.append(abs(g[k + 1]))
             V.append(w / h_next)
-        y = np.linalg.solve(np.triu(H[:k + 1, :k + 1]), g[:k + 1])
+        y = _upper_solve(H[:k + 1, :k + 1], g[:k + 1])
         for j in range(k + 1):
             _axpy(y[j], V[j] if left else Z[j], x)
         if callback is not None:
             callback(x)
+
+
+def _upper_solve(R, g):
+    """``R y = g`` for upper triangular R by back substitution, with ``y_i = 0`` where
+    ``R_ii = 0`` (a singular preconditioner, say: scipy's pseudo-solve) instead of an error."""
+    y = np.zeros_like(g)
+    for i in range(len(g) - 1, -1, -1):
+        rest = g[i] - R[i, i + 1:] @ y[i + 1:]
+        y[i] = rest / R[i, i] if R[i, i] != 0 else 0.0
+    return y
 
 
 def bicgstab_iterate(A, precondition, b, x, target, maxiter, history, callback=None):

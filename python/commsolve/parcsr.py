@@ -655,7 +655,8 @@ class ParCSR:
         from .krylov import DistributedOperator
 
         return DistributedOperator(self.comm, (self.local_rows, self.local_cols), self.matvec, self.rmatvec,
-                                   global_shape=self.shape, name="ParCSR")
+                                   global_shape=self.shape, name="ParCSR", rows=self.owned_rows(),
+                                   cols=self.owned_cols())
 
     def set_format(self, format):
         """Local. How :meth:`matvec` and the Gauss-Seidel sweeps of the multigrid smoothers

@@ -112,6 +112,31 @@ def main():
     G = comm.bcast(nonsym.to_global(root=0), root=0)
     x, info = cs.krylov.bicgstab(nonsym, b_of(nonsym), rtol=RTOL, M=lu.aslinearoperator(), residuals=(h := []))
     report("aslinearoperator", nonsym, G, x, info, len(h) - 1, None, nonsym.owned_rows())
+    errors()
+
+
+def errors():
+    """Errors on every rank, never on one alone: a preconditioner whose vectors are distributed
+    otherwise than A's (an LU on contiguous rows for a strided A), a wrong x0 on one rank."""
+    G = cs.gallery.convdiff2d(20)
+    strided = cs.ParCSR.from_global(G, comm, partition="strided")
+    lu = cs.direct.factor(cs.ParCSR.from_global(G, comm), comm)
+    caught = {}
+    try:
+        cs.krylov.bicgstab(strided, np.ones(strided.local_rows), M=lu.aslinearoperator())
+    except cs.CollectiveError as e:
+        caught["distribution"] = "distributed differently" in str(e)
+    ml = cs.amg.solver(strided)
+    x0 = np.zeros(strided.local_rows + (1 if comm.rank == comm.size - 1 else 0))  # wrong on the last rank only
+    for name, call in (("x0 krylov", lambda: cs.krylov.cg(strided, np.ones(strided.local_rows), x0=x0)),
+                       ("x0 amg", lambda: ml.solve(np.ones(strided.local_rows), x0=x0))):
+        try:
+            call()
+        except cs.CollectiveError as e:
+            caught[name] = f"[rank {comm.size - 1}] x0 must hold" in str(e)
+    every = comm.allgather(caught)
+    if comm.rank == 0:
+        print(json.dumps({"method": "errors", "ranks": comm.size, "caught": every}), flush=True)
 
 
 main()

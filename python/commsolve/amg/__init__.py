@@ -22,7 +22,7 @@ from .. import _core
 from .._collective import CollectiveError, agree, agree_args, mpi, run_agreed
 from .._watchdog import watched
 from .agglomerate import Agglomerated, parse_stages
-from ..krylov import DistributedOperator, bicgstab_iterate, dot, gmres_iterate, pcg_iterate
+from ..krylov import DistributedOperator, bicgstab_iterate, dot, gmres_iterate, local_vector, pcg_iterate
 from .cycle import (CYCLES, SMOOTHERS, CoarseSolver, Smoother, asymmetry, check_cycle, check_smoother, cycle_work,
                     mgcycle)
 from .hierarchy import METHODS, SETUP_DEFAULTS, THETA, Level, build_hierarchy, resparsify
@@ -399,8 +399,9 @@ class MultilevelSolver:
         kind = self.cycle_type if cycle is None else cycle
         check_cycle(kind)
         n = self.A.local_rows
+        ids = self.A.owned_rows()
         return DistributedOperator(self.comm, (n, n), lambda b: self.cycle(b, kind=kind), global_shape=self.A.shape,
-                                   name=f"AMG {kind}-cycle ({self.method})")
+                                   name=f"AMG {kind}-cycle ({self.method})", rows=ids, cols=ids)
 
     @watched("MultilevelSolver.solve")
     def solve(self, b, x0=None, tol=1e-8, accel="cg", maxiter=200, adaptive=False):
@@ -418,11 +419,11 @@ class MultilevelSolver:
         tol : float
             The relative residual to reach.
         accel : {"cg", "gmres", "bicgstab", None}
-            ``"cg"``: CG preconditioned by one V-cycle (for a symmetric A: on a matrix the
-            setup found nonsymmetric, :attr:`last_solve` carries a warning suggesting GMRES);
-            ``"gmres"``: restarted GMRES(30) right-preconditioned by one V-cycle
-            (nonsymmetric A); ``"bicgstab"``: BiCGStab right-preconditioned by one V-cycle
-            (nonsymmetric A, two cycles per iteration, no restart); ``None``: V-cycles alone
+            ``"cg"``: CG preconditioned by one cycle (the setup's, V or W; for a symmetric A:
+            on a matrix the setup found nonsymmetric, :attr:`last_solve` carries a warning
+            suggesting GMRES); ``"gmres"``: restarted GMRES(30) right-preconditioned by one
+            cycle (nonsymmetric A); ``"bicgstab"``: BiCGStab right-preconditioned by one cycle
+            (nonsymmetric A, two cycles per iteration, no restart); ``None``: cycles alone
             (see :mod:`commsolve.krylov`).
         maxiter : int
             At most this many iterations.
@@ -444,25 +445,24 @@ class MultilevelSolver:
         CollectiveError
             On every rank: when the ranks passed different arguments, for an unknown
             accelerator, an adaptive setting without ``accel="cg"`` (or without a sparse or
-            hybrid sparsification), a ``b`` on some rank of the wrong shape or with
-            non-finite values, a non-finite residual or a breakdown.
+            hybrid sparsification), a ``b`` or ``x0`` on some rank of the wrong shape, complex
+            or with non-finite values, a non-finite residual or a breakdown.
         """
         agree_args(self.comm, "MultilevelSolver.solve", tol=tol, accel=accel, maxiter=maxiter,
                    x0_given=x0 is not None, adaptive=adaptive)
         adaptive = self.adaptive if adaptive is False else run_agreed(self.comm, self._check_adaptive, adaptive)
         A = self.A
-        b = np.asarray(b, dtype=np.float64)
         error = None
-        if accel not in ACCELERATORS:
-            error = f"unknown accelerator {accel!r} (known: 'cg', 'gmres', 'bicgstab', None)"
-        elif adaptive is not None and accel != "cg":
-            error = f"the adaptive solve restarts CG (accel='cg'), not {accel!r}"
-        elif b.shape != (A.local_rows,):
-            error = f"b must hold this rank's {A.local_rows} rows, got shape {b.shape}"
-        elif not np.all(np.isfinite(b)):
-            error = "b holds non-finite values"
+        try:
+            if accel not in ACCELERATORS:
+                raise ValueError(f"unknown accelerator {accel!r} (known: 'cg', 'gmres', 'bicgstab', None)")
+            if adaptive is not None and accel != "cg":
+                raise ValueError(f"the adaptive solve restarts CG (accel='cg'), not {accel!r}")
+            b = local_vector(b, A.local_rows, "b")
+            x = np.zeros(A.local_rows) if x0 is None else local_vector(x0, A.local_rows, "x0")
+        except ValueError as e:
+            error = str(e)
         agree(self.comm, error, where="MultilevelSolver.solve")
-        x = np.zeros(A.local_rows) if x0 is None else np.array(x0, dtype=np.float64)
         history = []
         bnorm = np.sqrt(dot(self.comm, b, b))
         t0 = time.perf_counter()

@@ -514,8 +514,10 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
 
     A :class:`~commsolve.ParCSR` (or a Matrix Market file read into one) is analysed by every
     rank from its own rows with a parallel ordering (``"ptscotch"``, ``"ptscotch-metis"``,
-    which the default ``ordering="auto"`` picks on 2 or more ranks; A is gathered on ``root``
-    only for the large-diagonal matching), or gathered on ``root`` for static pivoting, the
+    which the default ``ordering="auto"`` picks where MPI allows PT-Scotch's threads: one
+    rank, or ``MPI_THREAD_MULTIPLE``, see :func:`~commsolve.direct.symbolic.chosen_ordering`;
+    A is gathered on ``root`` only for the large-diagonal matching), or gathered on ``root``
+    for static pivoting, the
     ordering and the symbolic analysis (the orderings ``"tree"``, ``"nd"``, ``"natural"``, as
     SuperLU_DIST does by default); then its entries go from their row owners straight to the
     ranks that factor their blocks, by a plan (counted and checked like every other move):

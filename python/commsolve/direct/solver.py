@@ -313,12 +313,19 @@ class DistributedLU:
         ------
         CollectiveError
             On every rank, when the ranks ask for different devices, for an unknown device, a
-            grid whose layers are not one rank or ``kernels="per-block"`` (which runs on the CPU).
-        RuntimeError
-            Where this build has no CUDA backend or no CUDA device is present.
+            grid whose layers are not one rank or ``kernels="per-block"`` (which runs on the CPU),
+            or where any rank's build has no CUDA backend or finds no CUDA device (the others
+            must not go on to solve without it).
         """
         agree_args(self.comm, "DistributedLU.to_device", device=str(device))
-        run_agreed(self.comm, self._core.to_device, str(device))
+
+        def move():
+            try:
+                self._core.to_device(str(device))
+            except RuntimeError as e:  # no CUDA backend or no device here: an error on every rank
+                raise ValueError(str(e)) from e
+
+        run_agreed(self.comm, move)
         return self
 
     def set_tree(self, tree, seed=None, flat_threshold=None):
@@ -388,8 +395,9 @@ class DistributedLU:
         from ..krylov import DistributedOperator
 
         n = self.local_rows
+        ids = self.distribution.owned(self.comm.rank)
         return DistributedOperator(self.comm, (n, n), lambda b: self.solve(b, refine=refine),
-                                   global_shape=self.shape, name="LU inverse")
+                                   global_shape=self.shape, name="LU inverse", rows=ids, cols=ids)
 
     def _solve(self, b, refine):
         B, one, error = None, False, None

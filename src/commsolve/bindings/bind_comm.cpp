@@ -6,14 +6,14 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
 
-#include "bindings/common.hpp"
+#include "commsolve/bindings/common.hpp"
 
-#include "comm/comm_plan.hpp"
-#include "comm/comm_stats.hpp"
-#include "comm/halo_pattern.hpp"
-#include "comm/plan_builder.hpp"
-#include "sparse/distribution.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
+#include "commsolve/comm/plan_builder.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve::bindings {
 

@@ -8,8 +8,8 @@
 
 #include <tuple>
 
-#include "bindings/common.hpp"
-#include "dense/dense_executor.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/dense/dense_executor.hpp"
 
 namespace commsolve::bindings {
 

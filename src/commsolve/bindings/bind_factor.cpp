@@ -6,15 +6,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include "bindings/common.hpp"
-#include "direct/block_layout.hpp"
-#include "direct/block_store.hpp"
-#include "direct/entry_move.hpp"
-#include "direct/factor3d.hpp"
-#include "direct/factor_grid.hpp"
-#include "direct/selected_inverse.hpp"
-#include "direct/supernodal_lu.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/entry_move.hpp"
+#include "commsolve/direct/factor3d.hpp"
+#include "commsolve/direct/factor_grid.hpp"
+#include "commsolve/direct/selected_inverse.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve::bindings {
 

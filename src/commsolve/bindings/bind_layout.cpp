@@ -15,10 +15,10 @@
 #include <optional>
 #include <tuple>
 
-#include "bindings/common.hpp"
-#include "core/thread_team.hpp"
-#include "direct/solve_layout.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/core/thread_team.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve::bindings {
 

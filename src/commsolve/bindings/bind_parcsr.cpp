@@ -10,21 +10,21 @@
 
 #include <cstring>
 
-#include "bindings/common.hpp"
+#include "commsolve/bindings/common.hpp"
 
-#include "comm/inner_comm.hpp"
-#include "core/error.hpp"
-#include "comm/record_executor.hpp"
-#include "parcsr/par_csr.hpp"
-#include "parcsr/spgemm.hpp"
-#include "multigrid/classical_level.hpp"
-#include "multigrid/interpolation.hpp"
-#include "multigrid/sparsify.hpp"
-#include "multigrid/strength.hpp"
-#include "multigrid/independent_sets.hpp"
-#include "sparse/distribution.hpp"
-#include "sparse/kernels.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/inner_comm.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/comm/record_executor.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
+#include "commsolve/parcsr/spgemm.hpp"
+#include "commsolve/multigrid/classical_level.hpp"
+#include "commsolve/multigrid/interpolation.hpp"
+#include "commsolve/multigrid/sparsify.hpp"
+#include "commsolve/multigrid/strength.hpp"
+#include "commsolve/multigrid/independent_sets.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/sparse/kernels.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve::bindings {
 

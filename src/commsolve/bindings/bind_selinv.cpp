@@ -5,9 +5,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "bindings/common.hpp"
-#include "direct/selinv_executor.hpp"
-#include "direct/trisolve.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/direct/selinv_executor.hpp"
+#include "commsolve/direct/trisolve.hpp"
 
 namespace commsolve::bindings {
 

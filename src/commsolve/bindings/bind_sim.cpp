@@ -5,15 +5,15 @@
 
 #include <optional>
 
-#include "bindings/common.hpp"
+#include "commsolve/bindings/common.hpp"
 #include <nanobind/stl/tuple.h>
 
-#include "sim/dense_sim.hpp"
-#include "sim/halo_sim.hpp"
-#include "sim/timing.hpp"
-#include "sim/trees_sim.hpp"
-#include "sim/selinv_sim.hpp"
-#include "sim/solve_sim.hpp"
+#include "commsolve/sim/dense_sim.hpp"
+#include "commsolve/sim/halo_sim.hpp"
+#include "commsolve/sim/timing.hpp"
+#include "commsolve/sim/trees_sim.hpp"
+#include "commsolve/sim/selinv_sim.hpp"
+#include "commsolve/sim/solve_sim.hpp"
 
 namespace commsolve::bindings {
 

@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "bindings/common.hpp"
-#include "direct/trisolve.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/direct/trisolve.hpp"
 
 namespace commsolve::bindings {
 

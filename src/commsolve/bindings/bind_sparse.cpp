@@ -6,16 +6,16 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/function.h>
 
-#include "bindings/common.hpp"
+#include "commsolve/bindings/common.hpp"
 
-#include "core/error.hpp"
-#include "sparse/distribution.hpp"
-#include "sparse/kernels.hpp"
-#include "sparse/dia.hpp"
-#include "sparse/sell.hpp"
-#include "sparse/matrix_market.hpp"
-#include "sparse/partition.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/sparse/kernels.hpp"
+#include "commsolve/sparse/dia.hpp"
+#include "commsolve/sparse/sell.hpp"
+#include "commsolve/sparse/matrix_market.hpp"
+#include "commsolve/sparse/partition.hpp"
+#include "commsolve/topology/topology.hpp"
 
 extern "C" char* openblas_get_corename(void);
 

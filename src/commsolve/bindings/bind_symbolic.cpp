@@ -10,11 +10,11 @@
 
 #include <optional>
 
-#include "bindings/common.hpp"
-#include "direct/matching.hpp"
-#include "direct/parallel_ordering.hpp"
-#include "direct/parallel_symbolic.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/direct/matching.hpp"
+#include "commsolve/direct/parallel_ordering.hpp"
+#include "commsolve/direct/parallel_symbolic.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve::bindings {
 

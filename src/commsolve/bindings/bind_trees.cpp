@@ -11,10 +11,10 @@
 #include <optional>
 #include <tuple>
 
-#include "bindings/common.hpp"
-#include "trees/engine.hpp"
-#include "trees/tree_plan.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/trees/engine.hpp"
+#include "commsolve/trees/tree_plan.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve::bindings {
 

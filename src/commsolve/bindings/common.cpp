@@ -1,4 +1,4 @@
-#include "bindings/common.hpp"
+#include "commsolve/bindings/common.hpp"
 
 #include <mpi.h>
 

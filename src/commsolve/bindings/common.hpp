@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "comm/halo_pattern.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
 
 namespace commsolve::bindings {
 

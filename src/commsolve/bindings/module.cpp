@@ -3,9 +3,9 @@
 // its inputs.
 #include <nanobind/nanobind.h>
 
-#include "bindings/common.hpp"
-#include "core/error.hpp"
-#include "core/memory.hpp"
+#include "commsolve/bindings/common.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/memory.hpp"
 
 NB_MODULE(_core, m) {
   using namespace commsolve;

@@ -1,9 +1,9 @@
-#include "comm/all_to_all.hpp"
+#include "commsolve/comm/all_to_all.hpp"
 
 #include <limits>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "comm/comm_plan.hpp"
+#include "commsolve/comm/comm_plan.hpp"
 
 #include <algorithm>
 #include <stdexcept>

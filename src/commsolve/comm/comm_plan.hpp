@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/halo_pattern.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "comm/comm_stats.hpp"
+#include "commsolve/comm/comm_stats.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

@@ -1,10 +1,10 @@
-#include "comm/halo_pattern.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sparse/distribution.hpp"
+#include "commsolve/sparse/distribution.hpp"
 
 namespace commsolve {
 

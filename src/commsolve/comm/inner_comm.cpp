@@ -1,8 +1,8 @@
-#include "comm/inner_comm.hpp"
+#include "commsolve/comm/inner_comm.hpp"
 
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

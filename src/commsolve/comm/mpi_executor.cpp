@@ -1,11 +1,11 @@
-#include "comm/mpi_executor.hpp"
+#include "commsolve/comm/mpi_executor.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

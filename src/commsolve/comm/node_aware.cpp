@@ -1,10 +1,10 @@
-#include "comm/node_aware.hpp"
+#include "commsolve/comm/node_aware.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "core/index_map.hpp"
+#include "commsolve/core/index_map.hpp"
 
 namespace commsolve {
 

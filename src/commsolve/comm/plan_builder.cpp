@@ -1,12 +1,12 @@
-#include "comm/plan_builder.hpp"
+#include "commsolve/comm/plan_builder.hpp"
 
 #include <algorithm>
 #include <array>
 #include <stdexcept>
 
-#include "comm/comm_stats.hpp"
-#include "comm/node_aware.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/comm/node_aware.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "comm/halo_pattern.hpp"
-#include "sparse/distribution.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

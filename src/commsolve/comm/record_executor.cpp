@@ -1,11 +1,11 @@
-#include "comm/record_executor.hpp"
+#include "commsolve/comm/record_executor.hpp"
 
 #include <cstring>
 #include <map>
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

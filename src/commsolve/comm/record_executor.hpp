@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "comm/comm_stats.hpp"
-#include "comm/inner_comm.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/comm/inner_comm.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

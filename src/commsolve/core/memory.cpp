@@ -1,4 +1,4 @@
-#include "core/memory.hpp"
+#include "commsolve/core/memory.hpp"
 
 #include <sys/resource.h>
 

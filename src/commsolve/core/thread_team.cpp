@@ -1,4 +1,4 @@
-#include "core/thread_team.hpp"
+#include "commsolve/core/thread_team.hpp"
 
 #include <cstdlib>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "dense/dense_executor.hpp"
+#include "commsolve/dense/dense_executor.hpp"
 
 #include <cblas.h>
 
@@ -11,13 +11,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
-#include "dense/lu_machine.hpp"
-#include "dense/lu_tournament_machine.hpp"
-#include "dense/pivots.hpp"
-#include "dense/matmul_machine.hpp"
-#include "direct/supernodal_lu.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
+#include "commsolve/dense/lu_machine.hpp"
+#include "commsolve/dense/lu_tournament_machine.hpp"
+#include "commsolve/dense/pivots.hpp"
+#include "commsolve/dense/matmul_machine.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
 
 namespace commsolve {
 

@@ -10,10 +10,10 @@
 #include <map>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "dense/dense_plan.hpp"
-#include "trees/engine.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/dense/dense_plan.hpp"
+#include "commsolve/trees/engine.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

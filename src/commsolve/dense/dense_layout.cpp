@@ -1,4 +1,4 @@
-#include "dense/dense_layout.hpp"
+#include "commsolve/dense/dense_layout.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,4 @@
-#include "dense/dense_plan.hpp"
+#include "commsolve/dense/dense_plan.hpp"
 
 #include <algorithm>
 #include <numeric>

@@ -46,10 +46,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "dense/dense_layout.hpp"
-#include "topology/topology.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/dense/dense_layout.hpp"
+#include "commsolve/topology/topology.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "dense/dense_plan.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/dense/dense_plan.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "dense/dense_trees.hpp"
+#include "commsolve/dense/dense_trees.hpp"
 
 namespace commsolve {
 

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dense/dense_trees.hpp"
+#include "commsolve/dense/dense_trees.hpp"
 
 namespace commsolve {
 

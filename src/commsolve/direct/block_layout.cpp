@@ -1,9 +1,9 @@
-#include "direct/block_layout.hpp"
+#include "commsolve/direct/block_layout.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "direct/symbolic.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/direct/symbolic.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

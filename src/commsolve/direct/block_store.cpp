@@ -1,4 +1,4 @@
-#include "direct/block_store.hpp"
+#include "commsolve/direct/block_store.hpp"
 
 #include <cblas.h>
 
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 extern "C" void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
 

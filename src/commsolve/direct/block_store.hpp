@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/huge_pages.hpp"
-#include "direct/block_layout.hpp"
-#include "direct/forests.hpp"
-#include "direct/supernodal_lu.hpp"
+#include "commsolve/core/huge_pages.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/forests.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
 
 namespace commsolve {
 

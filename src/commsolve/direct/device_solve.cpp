@@ -1,5 +1,5 @@
 // The device backends' entry points; the CUDA one is compiled only with -DCOMMSOLVE_CUDA=ON.
-#include "direct/device_solve.hpp"
+#include "commsolve/direct/device_solve.hpp"
 
 #include <stdexcept>
 

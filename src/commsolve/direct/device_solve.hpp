@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "direct/syncfree.hpp"
+#include "commsolve/direct/syncfree.hpp"
 
 namespace commsolve {
 

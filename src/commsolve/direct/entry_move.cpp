@@ -1,4 +1,4 @@
-#include "direct/entry_move.hpp"
+#include "commsolve/direct/entry_move.hpp"
 
 #include <bit>
 #include <limits>
@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "comm/comm_plan.hpp"
-#include "comm/halo_pattern.hpp"
-#include "comm/mpi_executor.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
+#include "commsolve/comm/mpi_executor.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "direct/factor_grid.hpp"
-#include "direct/solve_layout.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/factor_grid.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

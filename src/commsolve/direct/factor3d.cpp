@@ -1,13 +1,13 @@
-#include "direct/factor3d.hpp"
+#include "commsolve/direct/factor3d.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
 
-#include "comm/inner_comm.hpp"
-#include "core/error.hpp"
-#include "direct/entry_move.hpp"
+#include "commsolve/comm/inner_comm.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/entry_move.hpp"
 
 namespace commsolve {
 

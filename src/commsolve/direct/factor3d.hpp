@@ -21,14 +21,14 @@
 #include <utility>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "direct/block_store.hpp"
-#include "direct/factor_grid.hpp"
-#include "direct/forests.hpp"
-#include "direct/solve_layout.hpp"
-#include "direct/supernodal_lu.hpp"
-#include "topology/topology.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/factor_grid.hpp"
+#include "commsolve/direct/forests.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
+#include "commsolve/topology/topology.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

@@ -1,11 +1,11 @@
-#include "direct/factor_grid.hpp"
+#include "commsolve/direct/factor_grid.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

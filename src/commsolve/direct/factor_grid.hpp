@@ -29,14 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "core/buffer_pool.hpp"
-#include "direct/block_layout.hpp"
-#include "direct/block_store.hpp"
-#include "direct/supernodal_lu.hpp"
-#include "topology/topology.hpp"
-#include "trees/engine.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/core/buffer_pool.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
+#include "commsolve/topology/topology.hpp"
+#include "commsolve/trees/engine.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

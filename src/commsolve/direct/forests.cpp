@@ -1,4 +1,4 @@
-#include "direct/forests.hpp"
+#include "commsolve/direct/forests.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include <queue>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "direct/block_layout.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/matching.hpp"
+#include "commsolve/direct/matching.hpp"
 
 #include <cmath>
 #include <limits>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/parallel_ordering.hpp"
+#include "commsolve/direct/parallel_ordering.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/all_to_all.hpp"
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/comm/all_to_all.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 // PT-Scotch's libptscotchparmetisv3 provides ParMETIS's entry point but Debian ships no
 // parmetis.h: the prototype as ParMETIS 3 declares it, with Scotch's SCOTCH_Num (int in the

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "direct/separator_tree.hpp"
+#include "commsolve/direct/separator_tree.hpp"
 
 namespace commsolve {
 

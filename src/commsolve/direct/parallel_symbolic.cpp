@@ -1,4 +1,4 @@
-#include "direct/parallel_symbolic.hpp"
+#include "commsolve/direct/parallel_symbolic.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/all_to_all.hpp"
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
+#include "commsolve/comm/all_to_all.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
 
 namespace commsolve {
 

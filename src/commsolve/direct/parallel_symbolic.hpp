@@ -27,8 +27,8 @@
 
 #include <cstdint>
 
-#include "direct/separator_tree.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/direct/separator_tree.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve {
 

@@ -28,8 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "direct/block_layout.hpp"
-#include "direct/solve_schedule.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/solve_schedule.hpp"
 
 namespace commsolve {
 

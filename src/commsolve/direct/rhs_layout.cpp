@@ -1,10 +1,10 @@
-#include "direct/rhs_layout.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
 
 #include <algorithm>
 #include <string>
 #include <tuple>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

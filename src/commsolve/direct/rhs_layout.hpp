@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/halo_pattern.hpp"
-#include "direct/forests.hpp"
-#include "sparse/distribution.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
+#include "commsolve/direct/forests.hpp"
+#include "commsolve/sparse/distribution.hpp"
 
 namespace commsolve {
 

@@ -1,12 +1,12 @@
-#include "direct/selected_inverse.hpp"
+#include "commsolve/direct/selected_inverse.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
-#include "direct/block_store.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/block_store.hpp"
 
 namespace commsolve {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "direct/supernodal_lu.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/selinv_executor.hpp"
+#include "commsolve/direct/selinv_executor.hpp"
 
 #include <cblas.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
 
 namespace commsolve {
 

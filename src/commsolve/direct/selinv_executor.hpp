@@ -11,15 +11,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "direct/block_store.hpp"
-#include "direct/factor_grid.hpp"
-#include "direct/selected_inverse.hpp"
-#include "direct/selinv_machine.hpp"
-#include "direct/selinv_plan.hpp"
-#include "direct/solve_layout.hpp"
-#include "trees/engine.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/factor_grid.hpp"
+#include "commsolve/direct/selected_inverse.hpp"
+#include "commsolve/direct/selinv_machine.hpp"
+#include "commsolve/direct/selinv_plan.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/trees/engine.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

@@ -47,9 +47,9 @@
 #include <string>
 #include <vector>
 
-#include "direct/block_layout.hpp"
-#include "direct/selinv_plan.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/selinv_plan.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

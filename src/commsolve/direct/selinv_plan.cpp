@@ -1,10 +1,10 @@
-#include "direct/selinv_plan.hpp"
+#include "commsolve/direct/selinv_plan.hpp"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,12 +1,12 @@
-#include "direct/separator_tree.hpp"
+#include "commsolve/direct/separator_tree.hpp"
 
 #include <metis.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/solve_executor.hpp"
+#include "commsolve/direct/solve_executor.hpp"
 
 #include <cblas.h>
 
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
-#include "direct/phase_machine.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/phase_machine.hpp"
 
 namespace commsolve {
 

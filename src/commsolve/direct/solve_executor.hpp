@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "direct/block_store.hpp"
-#include "direct/solve_schedule.hpp"
-#include "trees/engine.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/solve_schedule.hpp"
+#include "commsolve/trees/engine.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/solve_layout.hpp"
+#include "commsolve/direct/solve_layout.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "comm/comm_plan.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

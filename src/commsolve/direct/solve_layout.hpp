@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "direct/block_layout.hpp"
-#include "comm/comm_stats.hpp"
-#include "direct/forests.hpp"
-#include "direct/rhs_layout.hpp"
-#include "direct/solve_schedule.hpp"
-#include "direct/symbolic.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/forests.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
+#include "commsolve/direct/solve_schedule.hpp"
+#include "commsolve/direct/symbolic.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

@@ -1,12 +1,12 @@
-#include "direct/solve_schedule.hpp"
+#include "commsolve/direct/solve_schedule.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "comm/comm_plan.hpp"
-#include "core/error.hpp"
-#include "direct/rhs_layout.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
 
 namespace commsolve {
 

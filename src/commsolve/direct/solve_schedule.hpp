@@ -32,13 +32,13 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "direct/block_layout.hpp"
-#include "direct/forests.hpp"
-#include "direct/symbolic.hpp"
-#include "sparse/distribution.hpp"
-#include "topology/topology.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/direct/block_layout.hpp"
+#include "commsolve/direct/forests.hpp"
+#include "commsolve/direct/symbolic.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/topology/topology.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

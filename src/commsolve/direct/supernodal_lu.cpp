@@ -1,4 +1,4 @@
-#include "direct/supernodal_lu.hpp"
+#include "commsolve/direct/supernodal_lu.hpp"
 
 #include <cblas.h>
 
@@ -10,8 +10,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
 
 namespace commsolve {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/huge_pages.hpp"
-#include "direct/symbolic.hpp"
+#include "commsolve/core/huge_pages.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve {
 

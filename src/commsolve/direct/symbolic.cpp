@@ -1,4 +1,4 @@
-#include "direct/symbolic.hpp"
+#include "commsolve/direct/symbolic.hpp"
 
 #include <metis.h>
 
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
-#include "direct/parallel_ordering.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/parallel_ordering.hpp"
 
 namespace commsolve {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "direct/separator_tree.hpp"
+#include "commsolve/direct/separator_tree.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "direct/syncfree.hpp"
+#include "commsolve/direct/syncfree.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

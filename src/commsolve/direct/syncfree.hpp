@@ -27,10 +27,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/thread_team.hpp"
-#include "direct/block_store.hpp"
-#include "direct/solve_executor.hpp"
-#include "direct/solve_schedule.hpp"
+#include "commsolve/core/thread_team.hpp"
+#include "commsolve/direct/block_store.hpp"
+#include "commsolve/direct/solve_executor.hpp"
+#include "commsolve/direct/solve_schedule.hpp"
 
 namespace commsolve {
 

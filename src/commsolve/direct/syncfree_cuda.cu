@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "direct/device_solve.hpp"
+#include "commsolve/direct/device_solve.hpp"
 
 namespace commsolve {
 

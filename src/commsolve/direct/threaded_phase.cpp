@@ -1,4 +1,4 @@
-#include "direct/threaded_phase.hpp"
+#include "commsolve/direct/threaded_phase.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,12 +1,12 @@
-#include "direct/trisolve.hpp"
+#include "commsolve/direct/trisolve.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <unordered_map>
 
-#include "core/error.hpp"
-#include "direct/rhs_layout.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
 
 namespace commsolve {
 

@@ -1,13 +1,13 @@
-#include "multigrid/classical_level.hpp"
+#include "commsolve/multigrid/classical_level.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/stopwatch.hpp"
-#include "multigrid/independent_sets.hpp"
-#include "multigrid/interpolation.hpp"
-#include "multigrid/strength.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/core/stopwatch.hpp"
+#include "commsolve/multigrid/independent_sets.hpp"
+#include "commsolve/multigrid/interpolation.hpp"
+#include "commsolve/multigrid/strength.hpp"
 
 namespace commsolve {
 

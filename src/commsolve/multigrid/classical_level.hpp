@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "parcsr/par_csr.hpp"
-#include "parcsr/spgemm.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
+#include "commsolve/parcsr/spgemm.hpp"
 
 namespace commsolve {
 

@@ -1,8 +1,8 @@
-#include "multigrid/independent_sets.hpp"
+#include "commsolve/multigrid/independent_sets.hpp"
 
 #include <algorithm>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

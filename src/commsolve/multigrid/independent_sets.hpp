@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "parcsr/par_csr.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
 
 namespace commsolve {
 

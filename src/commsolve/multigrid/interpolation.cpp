@@ -1,4 +1,4 @@
-#include "multigrid/interpolation.hpp"
+#include "commsolve/multigrid/interpolation.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "comm/record_executor.hpp"
-#include "core/error.hpp"
-#include "sparse/kernels.hpp"
+#include "commsolve/comm/record_executor.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/sparse/kernels.hpp"
 
 namespace commsolve {
 

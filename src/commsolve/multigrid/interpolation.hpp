@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "parcsr/par_csr.hpp"
-#include "parcsr/spgemm.hpp"
-#include "multigrid/strength.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
+#include "commsolve/parcsr/spgemm.hpp"
+#include "commsolve/multigrid/strength.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "multigrid/sparsify.hpp"
+#include "commsolve/multigrid/sparsify.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
-#include "parcsr/spgemm.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/parcsr/spgemm.hpp"
 
 namespace commsolve {
 

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "multigrid/strength.hpp"
-#include "parcsr/par_csr.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/multigrid/strength.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
 
 namespace commsolve {
 

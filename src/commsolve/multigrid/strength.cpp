@@ -1,11 +1,11 @@
-#include "multigrid/strength.hpp"
+#include "commsolve/multigrid/strength.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 
-#include "comm/record_executor.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/record_executor.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

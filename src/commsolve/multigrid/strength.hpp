@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "parcsr/par_csr.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
 
 namespace commsolve {
 

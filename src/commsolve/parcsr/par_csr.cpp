@@ -1,4 +1,4 @@
-#include "parcsr/par_csr.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <tuple>
 #include <utility>
 
-#include "comm/plan_builder.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/plan_builder.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

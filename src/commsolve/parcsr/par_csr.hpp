@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "comm/halo_pattern.hpp"
-#include "comm/mpi_executor.hpp"
-#include "sparse/distribution.hpp"
-#include "sparse/kernels.hpp"
-#include "sparse/dia.hpp"
-#include "sparse/sell.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/halo_pattern.hpp"
+#include "commsolve/comm/mpi_executor.hpp"
+#include "commsolve/sparse/distribution.hpp"
+#include "commsolve/sparse/kernels.hpp"
+#include "commsolve/sparse/dia.hpp"
+#include "commsolve/sparse/sell.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 

@@ -1,13 +1,13 @@
-#include "parcsr/spgemm.hpp"
+#include "commsolve/parcsr/spgemm.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
 
-#include "comm/plan_builder.hpp"
-#include "comm/record_executor.hpp"
-#include "core/error.hpp"
+#include "commsolve/comm/plan_builder.hpp"
+#include "commsolve/comm/record_executor.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "comm/comm_stats.hpp"
-#include "parcsr/par_csr.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/parcsr/par_csr.hpp"
 
 namespace commsolve {
 

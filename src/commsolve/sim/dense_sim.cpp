@@ -1,15 +1,15 @@
-#include "sim/dense_sim.hpp"
+#include "commsolve/sim/dense_sim.hpp"
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 
-#include "core/error.hpp"
-#include "dense/lu_machine.hpp"
-#include "dense/lu_tournament_machine.hpp"
-#include "dense/matmul_machine.hpp"
-#include "dense/pivots.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/dense/lu_machine.hpp"
+#include "commsolve/dense/lu_tournament_machine.hpp"
+#include "commsolve/dense/matmul_machine.hpp"
+#include "commsolve/dense/pivots.hpp"
 
 namespace commsolve::sim {
 

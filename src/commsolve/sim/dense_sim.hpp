@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "dense/dense_plan.hpp"
-#include "sim/simulator.hpp"
+#include "commsolve/dense/dense_plan.hpp"
+#include "commsolve/sim/simulator.hpp"
 
 namespace commsolve::sim {
 

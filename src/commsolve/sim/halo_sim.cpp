@@ -1,4 +1,4 @@
-#include "sim/halo_sim.hpp"
+#include "commsolve/sim/halo_sim.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve::sim {
 

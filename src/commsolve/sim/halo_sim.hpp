@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_plan.hpp"
-#include "sim/simulator.hpp"
+#include "commsolve/comm/comm_plan.hpp"
+#include "commsolve/sim/simulator.hpp"
 
 namespace commsolve::sim {
 

@@ -1,12 +1,12 @@
-#include "sim/selinv_sim.hpp"
+#include "commsolve/sim/selinv_sim.hpp"
 
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "direct/selinv_machine.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/selinv_machine.hpp"
 
 namespace commsolve::sim {
 

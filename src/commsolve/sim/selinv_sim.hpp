@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "direct/solve_layout.hpp"
-#include "sim/simulator.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/sim/simulator.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/simulator.hpp"
+#include "commsolve/sim/simulator.hpp"
 
 #include <algorithm>
 #include <stdexcept>

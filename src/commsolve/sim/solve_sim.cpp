@@ -1,4 +1,4 @@
-#include "sim/solve_sim.hpp"
+#include "commsolve/sim/solve_sim.hpp"
 
 #include <chrono>
 #include <deque>
@@ -7,9 +7,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/error.hpp"
-#include "direct/phase_machine.hpp"
-#include "direct/rhs_layout.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/phase_machine.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
 
 namespace commsolve::sim {
 

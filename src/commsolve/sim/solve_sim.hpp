@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "direct/rhs_layout.hpp"
-#include "direct/solve_layout.hpp"
-#include "sim/simulator.hpp"
+#include "commsolve/direct/rhs_layout.hpp"
+#include "commsolve/direct/solve_layout.hpp"
+#include "commsolve/sim/simulator.hpp"
 
 namespace commsolve::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/timing.hpp"
+#include "commsolve/sim/timing.hpp"
 
 #include <cblas.h>
 
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <vector>
 
-#include "core/error.hpp"
-#include "direct/solve_executor.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/solve_executor.hpp"
 
 namespace commsolve::sim {
 

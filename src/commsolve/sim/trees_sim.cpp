@@ -1,10 +1,10 @@
-#include "sim/trees_sim.hpp"
+#include "commsolve/sim/trees_sim.hpp"
 
 #include <chrono>
 #include <memory>
 #include <optional>
 
-#include "trees/collective_machine.hpp"
+#include "commsolve/trees/collective_machine.hpp"
 
 namespace commsolve::sim {
 

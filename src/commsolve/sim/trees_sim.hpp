@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/simulator.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/sim/simulator.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve::sim {
 

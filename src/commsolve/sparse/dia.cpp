@@ -1,4 +1,4 @@
-#include "sparse/dia.hpp"
+#include "commsolve/sparse/dia.hpp"
 
 #include <algorithm>
 #include <stdexcept>

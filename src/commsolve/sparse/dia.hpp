@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sparse/kernels.hpp"
+#include "commsolve/sparse/kernels.hpp"
 
 namespace commsolve {
 

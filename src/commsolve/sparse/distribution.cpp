@@ -1,9 +1,9 @@
-#include "sparse/distribution.hpp"
+#include "commsolve/sparse/distribution.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "sparse/kernels.hpp"
+#include "commsolve/sparse/kernels.hpp"
 
 #include <algorithm>
 #include <chrono>

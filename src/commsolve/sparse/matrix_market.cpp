@@ -1,4 +1,4 @@
-#include "sparse/matrix_market.hpp"
+#include "commsolve/sparse/matrix_market.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,11 +1,11 @@
-#include "sparse/partition.hpp"
+#include "commsolve/sparse/partition.hpp"
 
 #include <metis.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -1,4 +1,4 @@
-#include "sparse/sell.hpp"
+#include "commsolve/sparse/sell.hpp"
 
 #include <algorithm>
 #include <numeric>

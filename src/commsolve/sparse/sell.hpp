@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sparse/kernels.hpp"
+#include "commsolve/sparse/kernels.hpp"
 
 namespace commsolve {
 

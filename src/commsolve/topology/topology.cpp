@@ -1,9 +1,9 @@
-#include "topology/topology.hpp"
+#include "commsolve/topology/topology.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

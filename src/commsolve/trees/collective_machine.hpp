@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "trees/tree_plan.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

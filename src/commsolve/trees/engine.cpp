@@ -1,4 +1,4 @@
-#include "trees/engine.hpp"
+#include "commsolve/trees/engine.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <utility>
 #include <string>
 
-#include "core/error.hpp"
-#include "trees/collective_machine.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/trees/collective_machine.hpp"
 
 namespace commsolve {
 

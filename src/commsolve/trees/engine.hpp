@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "comm/mpi_executor.hpp"
-#include "core/buffer_pool.hpp"
-#include "trees/tree_plan.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/comm/mpi_executor.hpp"
+#include "commsolve/core/buffer_pool.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 namespace commsolve {
 

@@ -1,10 +1,10 @@
-#include "trees/tree_plan.hpp"
+#include "commsolve/trees/tree_plan.hpp"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "commsolve/core/error.hpp"
 
 namespace commsolve {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_stats.hpp"
-#include "topology/topology.hpp"
+#include "commsolve/comm/comm_stats.hpp"
+#include "commsolve/topology/topology.hpp"
 
 namespace commsolve {
 
