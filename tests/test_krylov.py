@@ -44,6 +44,17 @@ def test_scipy_cg_with_the_amg_preconditioner_takes_our_iterations(spec, method)
     assert 3 <= ours <= 30
 
 
+def test_mgcg_as_a_preconditioner():
+    """The geometric multigrid of MGCG as scipy's M takes MGCG's own CG iterations (± 1)."""
+    mg = cs.mg.MGCG("poisson3d:16", COMM)
+    _, info = mg.solve(tol=1e-8)
+    count = []
+    G = mg.A.to_global()
+    x, info_s = spla.cg(G, np.ones(G.shape[0]), rtol=1e-8, M=mg.aspreconditioner(), callback=lambda xk: count.append(1))
+    assert info == info_s == 0 and abs(len(count) - mg.last_solve["iterations"]) <= 1, (len(count), mg.last_solve)
+    assert np.linalg.norm(np.ones(G.shape[0]) - G @ x) <= 1.0001e-8 * np.sqrt(G.shape[0])
+
+
 def history_gap(a, b):
     """The largest difference of two residual histories relative to the first residual:
     rounding is relative to it, so late entries near the tolerance differ relatively more."""

@@ -226,6 +226,18 @@ class MGCG:
         rows = self.A.owned_rows()
         return rows if self.boxes is None else self.boxes.lexicographic(rows)
 
+    def aspreconditioner(self):
+        """One V-cycle of this geometric multigrid as a preconditioner, like pyamg's.
+
+        Returns
+        -------
+        DistributedOperator
+            :meth:`commsolve.amg.MultilevelSolver.aspreconditioner`'s: a scipy
+            ``LinearOperator`` on this rank's rows (collective), which
+            :func:`commsolve.krylov.cg` and, on one rank, scipy's solvers take as ``M``.
+        """
+        return self.ml.aspreconditioner()
+
     def describe(self):
         """Collective. The hierarchy level by level.
 
