@@ -85,6 +85,22 @@ def test_left_gmres_is_scipys_gmres(convdiff):
     assert np.linalg.norm(b - G @ x) <= 1e-10 * bnorm
 
 
+@pytest.mark.parametrize("restart", [3, 7])
+def test_restarted_left_gmres_has_scipys_iterates(convdiff, restart):
+    """With restarts too: scipy adapts each cycle's goal (gh-8400) and so does side="left";
+    the iterate at the end of every cycle is scipy's."""
+    A, G, ml, b = convdiff
+    M = ml.aspreconditioner()
+    mine, scipys = [], []
+    x, info = cs.krylov.gmres(A, b, rtol=1e-10, restart=restart, M=M, side="left",
+                              callback=lambda xk: mine.append(xk.copy()))
+    xs, info_s = spla.gmres(G, b, rtol=1e-10, restart=restart, M=M, callback=lambda xk: scipys.append(xk.copy()),
+                            callback_type="x")
+    assert info == 0 and info_s == 0 and len(mine) == len(scipys) >= 2, (len(mine), len(scipys))
+    for k, (u, v) in enumerate(zip(mine, scipys)):
+        assert np.linalg.norm(u - v) <= 1e-9 * np.linalg.norm(v), k
+
+
 def test_right_gmres_is_scipys_gmres_on_a_times_m(convdiff):
     """Right preconditioning is GMRES on A M (x = M y): scipy's gmres on the operator A M,
     unpreconditioned, has the same residual history (the true residual's)."""
@@ -218,7 +234,7 @@ def test_edge_cases_behave_as_scipy():
     assert info != 0 and not x.any()
     # a singular preconditioner (here M = 0) gives no progress and a nonzero info, not a LinAlgError
     x, info = cs.krylov.gmres(G, b, maxiter=6, M=lambda r: 0 * r)
-    assert info == 6 and np.isfinite(x).all()
+    assert info != 0 and np.isfinite(x).all()
 
 
 def test_breakdown_and_indefinite_matrices_are_reported():

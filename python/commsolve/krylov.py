@@ -347,10 +347,10 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=GMRES_RESTART, maxiter=
     side : {"right", "left"}
         ``"right"``: minimizes ``||b - A x||`` over the Krylov space of A M, so the residual
         it monitors is the true one. ``"left"``: minimizes ``||M (b - A x)||`` over that of
-        M A, as scipy's ``gmres`` does; a cycle stops when the preconditioned residual is
-        below ``target x ||M r0|| / ||r0||``, r0 the cycle's first residual (scipy's rule on
-        its first cycle from x0 = 0; scipy then tightens it after a cycle that fell short),
-        and convergence is judged on the true residual.
+        M A, as scipy's ``gmres`` does, with scipy's goal for each cycle (``||M b|| rtol``
+        at first, then tightened after a cycle that reached it without convergence, loosened
+        after one that did not), convergence judged on the true residual: the same iterates
+        as scipy's to rounding, restarts included.
     callback : callable, optional
         ``callback(xk)`` at the end of every cycle (scipy's ``callback_type="x"``).
     residuals : list, optional
@@ -511,8 +511,8 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
         Krylov vectors per cycle.
     side : {"right", "left"}
         Right: minimizes ``||b - A x||`` over the Krylov space of ``A M``; left: minimizes
-        ``||M (b - A x)||`` over that of ``M A``, as scipy, a cycle stopping when that is
-        below ``target ||M r0|| / ||r0||``.
+        ``||M (b - A x)||`` over that of ``M A``, with scipy's goal for each cycle (see
+        :func:`gmres`).
     callback : callable, optional
         ``callback(x)`` after each cycle.
     true_residual : list, optional
@@ -533,6 +533,12 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
     its = 0
     true_residual = [] if true_residual is None else true_residual
     z = np.empty_like(b)
+    inner = target  # each cycle's goal for the norm it minimizes
+    if left:  # scipy's: ||M b|| target / ||b||, then adapted after each cycle (gh-8400)
+        precondition(b, z)
+        bnorm, factor = np.sqrt(dot(comm, b, b)), 1.0
+        inner = np.sqrt(dot(comm, z, z)) * min(1.0, target / bnorm) if bnorm > 0 else 0.0
+    presid, exact = None, False
     while True:
         r = b - A.matvec(x)
         rnorm = np.sqrt(dot(comm, r, r))
@@ -544,9 +550,11 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
         history.append(beta)
         if not (np.isfinite(beta) and np.isfinite(rnorm)):
             raise CollectiveError(f"GMRES residual is not finite at iteration {its}")
-        if rnorm <= target or its >= maxiter or beta == 0:
+        if rnorm <= target or its >= maxiter or beta == 0 or exact:  # exact: rounding keeps it from the target
             return its
-        inner = beta * target / rnorm if left else target  # the cycle's goal for the minimized norm
+        if left and presid is not None:  # the last cycle reached its goal (tighten it) or not (loosen it)
+            factor = max(np.finfo(float).eps, 0.25 * factor) if presid <= inner else min(1.0, 1.5 * factor)
+            inner = presid * min(factor, target / rnorm)
         m = min(restart, maxiter - its)
         V, Z = [r / beta], []
         H = np.zeros((m + 1, m))
@@ -575,7 +583,8 @@ def gmres_iterate(A, precondition, b, x, target, maxiter, history, restart=30, s
             H[k, k], H[k + 1, k] = d, 0.0
             g[k + 1], g[k] = -sn[k] * g[k], cs[k] * g[k]
             its += 1
-            if abs(g[k + 1]) <= inner or exact or k == m - 1:  # converged, exact, or the cycle's end
+            presid = abs(g[k + 1])
+            if presid <= inner or exact or k == m - 1:  # converged, exact, or the cycle's end
                 break
             history.append(abs(g[k + 1]))
             V.append(w / h_next)
