@@ -92,6 +92,14 @@ def test_guide_direct_solver_example_runs(tmp_path):
     assert len(berrs) == 2 and all(len(b) == 2 and all(float(v) <= 1e-15 for v in b) for b in berrs)
 
 
+def test_guide_krylov_example_runs(tmp_path):
+    proc = run_block(tmp_path, GUIDE, "cs.krylov.gmres")
+    # GMRES with the AMG cycle converged, with the LU inverse in one step (rank 0 prints)
+    assert proc.stdout.count("gmres 0 ") == 1 and proc.stdout.count("lu 0 1\n") == 1, proc.stdout
+    its = [int(v) for v in re.findall(r"gmres 0 (\d+)", proc.stdout)]
+    assert all(3 <= k <= 40 for k in its), its
+
+
 def test_guide_dense_example_runs(tmp_path):
     proc = run_block(tmp_path, GUIDE, "cs.dense")
     assert "matmul True" in proc.stdout and "lu True" in proc.stdout and "pivoted True" in proc.stdout, proc.stdout
