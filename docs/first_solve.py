@@ -1,5 +1,5 @@
 """The getting-started example: AMG-preconditioned CG on a distributed 2D Laplacian, checked
-against scipy (tests/test_docs.py runs it on 2 ranks)."""
+against scipy."""
 from mpi4py import MPI
 import numpy as np
 import commsolve as cs

@@ -86,7 +86,7 @@ def test_guide_python_example_runs(tmp_path):
 
 
 def test_guide_direct_solver_example_runs(tmp_path):
-    proc = run_block(tmp_path, GUIDE, "direct.factor")
+    proc = run_block(tmp_path, GUIDE, "print(solver.berr)")
     # each rank prints the backward errors of its solve: two right-hand sides, at machine precision
     berrs = [b.split() for b in re.findall(r"\[([^\]]*)\]", proc.stdout)]
     assert len(berrs) == 2 and all(len(b) == 2 and all(float(v) <= 1e-15 for v in b) for b in berrs)
@@ -98,6 +98,11 @@ def test_guide_krylov_example_runs(tmp_path):
     assert proc.stdout.count("gmres 0 ") == 1 and proc.stdout.count("lu 0 1\n") == 1, proc.stdout
     its = [int(v) for v in re.findall(r"gmres 0 (\d+)", proc.stdout)]
     assert all(3 <= k <= 40 for k in its), its
+
+
+def test_guide_simulator_example_runs(tmp_path):
+    proc = run_block(tmp_path, GUIDE, "cs.sim.solve_schedule")
+    assert proc.stdout.count("fp_s") == 2, proc.stdout  # each rank simulates alone and prints its breakdown
 
 
 def test_guide_dense_example_runs(tmp_path):

@@ -7,7 +7,7 @@ pair of nodes. This script runs the SpMV under MPI with each strategy on virtual
 scipy and what went through MPI against the plan, then counts the same exchange at 4,096
 virtual ranks without MPI, and lets AMG choose a strategy per level.
 
-    mpiexec -n 4 python -m mpi4py node_aware.py --ppn 2
+    mpiexec -n 4 python3 -m mpi4py node_aware.py --ppn 2
 """
 
 import argparse

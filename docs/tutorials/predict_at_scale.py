@@ -7,7 +7,7 @@ SC'23 paper's machine. Then ``cs.direct.factor(A, comm, grid="auto", profile=...
 same ranking for the job's own ranks and factors on the best grid.
 
     python predict_at_scale.py                            # the study at 2,048 ranks (a minute)
-    mpiexec -n 2 python -m mpi4py predict_at_scale.py --n 64 --procs 64
+    mpiexec -n 2 python3 -m mpi4py predict_at_scale.py --n 64 --procs 64
 """
 
 import argparse
@@ -26,7 +26,7 @@ args = parser.parse_args()
 
 if comm.rank == 0:
     G = cs.gallery.poisson2d9(args.n)
-    topo = cs.make_topology(size=args.procs, ppn=32)
+    topo = cs.make_topology(size=args.procs, ppn=min(32, args.procs))   # Cori Haswell: 32 cores a node
     # one solve on one grid: 16 x 16 x 8 at 2,048 ranks (or the squarest grid of 8 layers)
     pz = 8 if args.procs % 8 == 0 else 1
     S = cs.direct.symbolic(G, pz=pz)
@@ -35,7 +35,7 @@ if comm.rank == 0:
         px -= 1
     grid = (px, args.procs // pz // px, pz)
     r = cs.sim.simulate(cs.sim.solve_schedule(S, grid, "3d", tree="binary"), topo, args.profile)
-    parts = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in r.breakdown().items())
+    parts = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3f}" for k, v in r.breakdown().items())
     print(f"poisson2d9:{args.n} on {'x'.join(map(str, grid))} ({args.procs} ranks, {args.profile}): "
           f"3d solve predicted {r.predicted_s * 1e3:.3f} ms ({parts} ms)")
     # every grid, algorithm and tree of the same ranks, fastest first

@@ -6,8 +6,8 @@ blocks), solves with the 2D triangular solve and then, on the same ranks arrange
 with the SC'23 3D solve, and reports what a user must check: the backward error, the error
 against a known solution, the times and the messages against the plan.
 
-    mpiexec -n 4 python -m mpi4py solve_matrix_market.py my_matrix.mtx
-    mpiexec -n 2 python -m mpi4py solve_matrix_market.py            # writes a demo matrix first
+    mpiexec -n 4 python3 -m mpi4py solve_matrix_market.py my_matrix.mtx
+    mpiexec -n 2 python3 -m mpi4py solve_matrix_market.py            # writes a demo matrix first
 
 Without a file it writes ``convdiff2d:N`` (a nonsymmetric convection-diffusion matrix,
 ``--n N``, default 300) to ``demo.mtx`` in the working directory and reads that.

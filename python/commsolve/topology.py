@@ -1,4 +1,6 @@
-"""Topology: rank -> node maps, real or virtual (DESIGN.md rule 3)."""
+"""Topology: rank -> node maps, real or virtual (topology is explicit: a rank's node comes from
+the MPI library, or from a virtual ranks-per-node setting, so node-aware strategies run and are
+tested on one machine)."""
 
 from __future__ import annotations
 

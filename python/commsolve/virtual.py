@@ -1,4 +1,4 @@
-"""The virtual world (DESIGN.md rule 2): every rank's pattern, plan and statistics built in
+"""The virtual world: every rank's pattern, plan and statistics built in
 one process, without MPI, from the global matrix and a topology."""
 
 from __future__ import annotations

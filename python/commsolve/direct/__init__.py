@@ -2,33 +2,38 @@
 
 :class:`SparseLU` factors serially (multifrontal over the supernodes). :func:`factor` does
 the same on one rank, spreads the factors over a Px x Py x Pz process grid and returns a
-:class:`DistributedLU`, whose :meth:`~DistributedLU.solve` runs one of three distributed
+:class:`DistributedLU`, whose :meth:`~DistributedLU.solve` runs one of five distributed
 triangular solves (``algorithm``):
 
-``2d``           the message-driven 2D solve (SC'23 paper, Algorithm 3; Pz = 1): per
-                 supernode a broadcast tree of its solution down a process column and a
-                 reduction tree of partial sums along a process row, trees of any shape
-                 (``flat``, ``binary``, ``shifted-binary``, ``auto``, ...; :mod:`commsolve.trees`)
-``3d-baseline``  the 3D solve of Sao et al. (ICS'19): Pz grids each hold a forest of the
-                 elimination tree and its ancestors; the L-solve climbs level by level with
-                 an inter-grid exchange of partial sums after each, the U-solve comes back
-                 down (2 log2 Pz inter-grid synchronisations). As SuperLU_DIST's
-                 ``pdgstrs3d`` (the SC'23 paper's baseline), the leaf forests are solved
-                 message-driven and those above one supernode at a time: a reduction over
-                 the whole process row, the diagonal solve, a broadcast down the whole
-                 process column (its MPI_Reduce and MPI_Bcast per supernode)
-``3d-baseline-async``  the same levels and inter-grid steps, every forest message-driven
-                 over the restricted trees of the 2D solve
-``3d``           the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests
-                 without waiting for another (the leaf forest, then the ancestors), one
-                 sparse allreduce of the ancestors' partial solutions over the grids, then
-                 every grid's U-solve (one synchronisation)
-``3d-baseline-pdgstrs``  ``3d-baseline`` paying what ``pdgstrs3d`` pays besides: flat trees
-                 in the leaf forests, its kernels (``dtrsm`` on the diagonal blocks, one
-                 ``dgemm`` per block, U blocks packed), the leaf forests' counter allreduce
-                 and barrier, one blocking inter-grid message per supernode; each is also a
-                 switch of :class:`SolveOptions` (``tree``, ``kernels``, ``leaf_sync``,
-                 ``allreduce``), for the SC'23 ablation (``bench/sc23_ablation.py``)
+``2d``
+    the message-driven 2D solve (SC'23 paper, Algorithm 3; Pz = 1): per
+    supernode a broadcast tree of its solution down a process column and a
+    reduction tree of partial sums along a process row, trees of any shape
+    (``flat``, ``binary``, ``shifted-binary``, ``auto``, ...; :mod:`commsolve.trees`)
+``3d-baseline``
+    the 3D solve of Sao et al. (ICS'19): Pz grids each hold a forest of the
+    elimination tree and its ancestors; the L-solve climbs level by level with
+    an inter-grid exchange of partial sums after each, the U-solve comes back
+    down (2 log2 Pz inter-grid synchronisations). As SuperLU_DIST's
+    ``pdgstrs3d`` (the SC'23 paper's baseline), the leaf forests are solved
+    message-driven and those above one supernode at a time: a reduction over
+    the whole process row, the diagonal solve, a broadcast down the whole
+    process column (its MPI_Reduce and MPI_Bcast per supernode)
+``3d-baseline-async``
+    the same levels and inter-grid steps, every forest message-driven
+    over the restricted trees of the 2D solve
+``3d``
+    the SC'23 solve (Algorithms 1 and 2): every grid solves all its forests
+    without waiting for another (the leaf forest, then the ancestors), one
+    sparse allreduce of the ancestors' partial solutions over the grids, then
+    every grid's U-solve (one synchronisation)
+``3d-baseline-pdgstrs``
+    ``3d-baseline`` paying what ``pdgstrs3d`` pays besides: flat trees
+    in the leaf forests, its kernels (``dtrsm`` on the diagonal blocks, one
+    ``dgemm`` per block, U blocks packed), the leaf forests' counter allreduce
+    and barrier, one blocking inter-grid message per supernode; each is also a
+    switch of :class:`SolveOptions` (``tree``, ``kernels``, ``leaf_sync``,
+    ``allreduce``), for the SC'23 ablation (``bench/sc23_ablation.py``)
 
 b and x are distributed by rows, as a :class:`~commsolve.ParCSR` distributes them (or, with
 ``replicated=True``, given whole on the root and returned whole on every rank).

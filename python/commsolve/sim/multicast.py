@@ -2,7 +2,7 @@
 one broadcast of m bytes from a node to every node of a torus partition, cut into pieces that
 travel as separate collectives (pipelined, and on rectangular trees each piece in another
 dimension order), replayed by the simulator with the links of every route shared (contention)
-and beside the seed's models:
+and beside the paper's models::
 
   binomial     t = log2 P (m / B_n + 2 o + L)
   rectangular  t = m / B_n + 2 (d + 1) o + 3 L + d P^(1/d) (2 o + L)
