@@ -21,9 +21,10 @@ from .trees import ALL_SHAPES
 def simulate():
     """Predict at scale: the 2D and 3D triangular solves (sptrsv), the SpMV's halo exchange
     per strategy (spmv), an AMG-CG iteration plain and sparsified (amg), selected
-    inversion's main collectives all in flight at once per tree shape (trees), or parallel
-    selected inversion whole, in order, per tree shape (selinv), every rank's schedule
-    replayed with a machine profile."""
+    inversion's main collectives all in flight at once per tree shape (trees), parallel
+    selected inversion whole, in order, per tree shape (selinv), the 2.5D multiply and LU per
+    replication factor (gemm, lu), or one multicast over a torus per tree shape (multicast),
+    every rank's schedule replayed with a machine profile."""
 
 
 def _common(f):
@@ -358,12 +359,12 @@ def _dense_command(kind, name):
                       progress=None if as_json else lambda it: bar(iterable=it, desc=name))
         click.echo(as_json_text(out) if as_json else format_replication_study(out))
 
-    command.__doc__ = (f"The 2.5D {'multiply' if kind == 'matmul' else 'LU'} of n x n on --procs simulated ranks, "
-                       "one run per replication factor c on a sqrt(p/c) x sqrt(p/c) x c grid: predicted time, "
-                       "speedup over the first c, share of the flop rate, words per rank beside the formula "
-                       "(Solomonik and Demmel's strong scaling at 65,536 cores)."
-                       + (" With --pivoting tournament, the pivots of a random matrix are modelled (each step's "
-                          "pivot rows drawn uniformly from the rows left)." if kind == "lu" else ""))
+    command.help = (f"The 2.5D {'multiply' if kind == 'matmul' else 'LU'} of n x n on --procs simulated ranks, "
+                    "one run per replication factor c on a sqrt(p/c) x sqrt(p/c) x c grid: predicted time, "
+                    "speedup over the first c, share of the flop rate, words per rank beside the formula "
+                    "(Solomonik and Demmel's strong scaling at 65,536 cores)."
+                    + (" With --pivoting tournament, the pivots of a random matrix are modelled (each step's "
+                       "pivot rows drawn uniformly from the rows left)." if kind == "lu" else ""))
     if kind == "lu":
         command = click.option("--pivoting", type=click.Choice(["none", "tournament"]), default="none",
                                show_default=True, help="Without pivoting, or with tournament pivoting.")(command)
