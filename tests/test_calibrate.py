@@ -1,14 +1,10 @@
 """Calibration: the fits recover known parameters from synthetic timings made by the model
-itself plus noise; the calibrate command writes a loadable profile and a picture."""
-
-import subprocess
-import sys
+itself plus noise. The calibrate command itself (a loadable profile and a picture) runs in
+the calibration tutorial's test (tests/test_tutorials.py)."""
 
 import numpy as np
 import pytest
 
-from commsolve.launch import mpi_env
-from commsolve.model import load_profile
 from commsolve.model.calibrate import (CACHE_SHAPES, SIZES, STREAM_SHAPES, SWEEP_SHAPE, choose_thresholds, fit_cache,
                                        fit_compute, fit_gamma, fit_injection, fit_postal, fit_profile)
 
@@ -118,26 +114,6 @@ def test_compute_fit_takes_the_cache_from_the_sweep():
     assert fit["cache_bytes"] == 64 * MIB and fit["cache_bandwidth"] == pytest.approx(3 * B, rel=1e-9)
     kernels["sweep"] = [(b * MIB, t(b, B)) for b in (1, 4, 16, 64, 256)]
     assert "cache_bytes" not in fit_compute(kernels)
-
-
-def test_calibrate_command(tmp_path):
-    out, png = tmp_path / "here.toml", tmp_path / "fit.png"
-    p = subprocess.run([sys.executable, "-m", "commsolve", "calibrate", "-np", "2", "--ppn", "1", "-o", str(out),
-                        "--plot", str(png), "--quick", "--accept-noisy"],  # a busy CI machine must not fail it
-                       capture_output=True, text=True, timeout=300, env=mpi_env(2))
-    assert p.returncode == 0, p.stderr
-    prof = load_profile(out)
-    assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
-    # what the simulator needs: the posting overhead and the compute model, all measured
-    assert 0 < prof.overhead < 1e-4
-    # the call overhead fitted to the training solves may be 0 (the bandwidth explains them)
-    assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7
-    assert 0 <= prof.compute["call_overhead"] < 1e-5
-    assert prof.compute["copy_rate"] > 1e7
-    # dtrsm (the per-block kernels' diagonal solves) is timed too
-    assert 1e7 < prof.compute["triangular_rate"] < 1e12
-    assert "rel. error" in p.stdout and "protocol thresholds" in p.stdout
-    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_compute_fits_refuse_nan():

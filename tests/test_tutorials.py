@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from commsolve.launch import mpi_env, run_mpi
+from commsolve.model import load_profile
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
 TUTORIALS = os.path.join(DOCS, "tutorials")
@@ -59,13 +60,27 @@ def test_node_aware(tmp_path):
 
 
 def test_calibrate_a_profile(tmp_path):
-    path = tmp_path / "here.toml"
+    """The tutorial runs `commsolve calibrate -np 2 --ppn 1 --plot ... --quick --accept-noisy` (a
+    busy CI machine must not fail it), then uses the profile: what the simulator needs is in it,
+    all measured."""
+    path, png = tmp_path / "here.toml", tmp_path / "fit.png"
     # the environment as Python sees it: MPI, initialized in this process by earlier tests, may have
     # set variables of its own in the C one, which would make the command think mpiexec started it
     proc = subprocess.run([sys.executable, os.path.join(TUTORIALS, "calibrate_profile.py"), "--quick", "-o",
-                           str(path)], capture_output=True, text=True, timeout=400, env=mpi_env(2))
+                           str(path), "--ppn", "1", "--plot", str(png)], capture_output=True, text=True, timeout=400,
+                          env=mpi_env(2))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
+    prof = load_profile(path)
+    assert prof.name == "here" and prof.rate["inter_node", "rend"] > 1e8
+    assert 0 < prof.overhead < 1e-4
+    # the call overhead fitted to the training solves may be 0 (the bandwidth explains them)
+    assert prof.compute["flop_rate"] > 1e7 and prof.compute["bandwidth"] > 1e7
+    assert 0 <= prof.compute["call_overhead"] < 1e-5
+    assert prof.compute["copy_rate"] > 1e7
+    assert 1e7 < prof.compute["triangular_rate"] < 1e12  # dtrsm (the per-block diagonal solves) is timed too
+    assert "rel. error" in out and "protocol thresholds" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
     assert path.is_file() and "profile here:" in out, out
     alpha = numbers(r"intra_node\.short\s+(\S+)", out)[0]
     assert 0 < alpha < 1e3, out  # microseconds

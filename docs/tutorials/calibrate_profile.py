@@ -20,12 +20,18 @@ import commsolve as cs
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="fewer sizes, samples and training solves")
 parser.add_argument("-o", "--output", default=None, help="profile to write (default: a temporary file)")
+parser.add_argument("--plot", default=None, help="PNG of measured against modelled times")
+parser.add_argument("--ppn", type=int, default=None, help="ranks per virtual node (default: the real layout)")
 args = parser.parse_args()
 
 path = args.output or os.path.join(tempfile.mkdtemp(), "here.toml")
 cmd = [sys.executable, "-m", "commsolve", "calibrate", "-np", "2", "-o", path, "--accept-noisy"]
 if args.quick:
     cmd.append("--quick")
+if args.plot:
+    cmd += ["--plot", args.plot]
+if args.ppn:
+    cmd += ["--ppn", str(args.ppn)]
 print("$", " ".join(cmd[1:]), flush=True)
 subprocess.run(cmd, check=True)
 
