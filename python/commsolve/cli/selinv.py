@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..direct import LU_DEFAULTS, ROW_PERMS
+from ..direct import ROW_PERMS
 from .common import (TREE_CHOICE, as_json_text, guarded, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report, fail,
                      tolerance)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._collective import agree, mpi
+from .._collective import agree
 from ..model.pricing import message_table
 from .analysis import allgather_seconds, work_seconds
 from .stages import HCGA_GROUP, hcga_leaders, placement_stages, placements

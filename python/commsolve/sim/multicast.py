@@ -13,7 +13,6 @@ its long edges share links."""
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
