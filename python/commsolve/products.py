@@ -41,10 +41,11 @@ def _same_distribution(comm, a, b, what):
     agree(comm, None if a.same_share(b, comm.rank) else what)
 
 
-def _exchange(kernel, plan, stats, M):
-    """The info of one row exchange along M's halo plan (M's halo kept, to check a reuse)."""
+def _exchange(kernel, plan, stats, halo):
+    """The info of one row exchange along the halo plan of a matrix whose halo (global
+    columns) is ``halo``, kept to check a reuse."""
     return {"kernel": kernel, "strategy": plan.strategy, "plan": plan, "recorded": CommStats(stats),
-            "halo": np.asarray(M.col_map)}
+            "halo": np.asarray(halo)}
 
 
 def _reused(reuse, mats):
@@ -110,7 +111,7 @@ def spgemm(A, B, *, strategy="standard", spmv_strategy="standard", return_info=F
                           topology=A.topology, strategy=spmv_strategy)
     if not return_info:
         return C
-    return C, {"exchanges": [_exchange("A B", plan, stats, A)]}
+    return C, {"exchanges": [_exchange("A B", plan, stats, A.col_map)]}
 
 
 @watched("galerkin")
@@ -172,7 +173,8 @@ def galerkin(A, P, *, strategy="standard", spmv_strategy="standard", profile=Non
     C = ParCSR(core, A.comm, A.topology, P.col_dist, P.col_dist)._resolved(spmv_strategy, profile)
     if not return_info:
         return C
-    return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A), _exchange("P^T (A P)", plan_rap, stats_rap, P)]}
+    return C, {"exchanges": [_exchange("A P", plan_ap, stats_ap, A.col_map),
+                             _exchange("P^T (A P)", plan_rap, stats_rap, P.col_map)]}
 
 
 @watched("transpose_rows")
@@ -209,5 +211,5 @@ def transpose_rows(A, strategy="standard", return_info=False):
     check_strategy(A.comm, strategy)
     indptr, indices, data, plan, stats = _core.transpose_rows(A._core, A.comm.py2f(), strategy)
     T = sp.csr_matrix((data, indices, indptr), shape=(A.local_cols, A.shape[0]))
-    return (T, {"exchanges": [_exchange("A^T", plan, stats, A)]}) if return_info else T
+    return (T, {"exchanges": [_exchange("A^T", plan, stats, A.col_map)]}) if return_info else T
 

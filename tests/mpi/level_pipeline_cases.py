@@ -1,4 +1,4 @@
-"""MPI script: one classical AMG level built in one C++ call (classical.extended_i_level, what
+"""MPI script: one classical AMG level built in one C++ call (classical.classical_level, what
 the hierarchy uses) against the same level built by the Python steps one by one (pmis,
 coarse_numbering, extended_i_interpolation, galerkin), on several partitions: contiguous,
 strided, a rank without rows; PMIS and HMIS (whose first pass keeps only coarse points with
@@ -50,7 +50,7 @@ for name, make in MATRICES.items():
         A = cs.ParCSR.from_global(G, comm, partition=dist)
         for coarsening in ("pmis", "hmis"):
             ids = A.owned_rows()
-            state, coarse, P, Ac, exchanges, times = classical.extended_i_level(
+            state, coarse, P, Ac, exchanges, times = classical.classical_level(
                 A, ids, theta=0.25, coarsening=coarsening, seed=5, trunc=0.0, pmax=3, strategy="standard",
                 product_strategy="standard", spmv_strategy="standard")
             L = A.local_block()

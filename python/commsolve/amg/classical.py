@@ -17,7 +17,7 @@ from .. import _core
 from .._collective import agree
 
 __all__ = ["strength", "strength_graphs", "pmis", "check_coarsening", "coarse_numbering", "direct_interpolation",
-           "extended_i_interpolation", "extended_i_level", "truncate", "hash_uniform"]
+           "extended_i_interpolation", "classical_level", "truncate", "hash_uniform"]
 
 U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
 COARSENINGS = ("pmis", "hmis")
@@ -295,14 +295,21 @@ def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, str
                              topology=A.topology, strategy=strategy)
 
 
-def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, product_strategy, spmv_strategy,
-                     profile=None):
+def classical_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, product_strategy, spmv_strategy,
+                    aggressive=False, profile=None):
     """Collective. One level of the classical setup in one C++ call.
 
     :func:`strength`, :func:`pmis`, :func:`coarse_numbering`,
     :func:`extended_i_interpolation` and :func:`commsolve.galerkin`, with no level data
     passing through numpy in between; the same hierarchy as those functions called one by
-    one.
+    one. An aggressive level (hypre's ``agg_num_levels``; Stueben 2001, A.7) splits twice
+    and interpolates by multipass instead: a second PMIS or HMIS split over the first
+    split's coarse points, on the graph of distance-two strength (one product S_C (I + S)
+    Inj), then the multipass passes (pass 1 from the strong coarse neighbours, each later
+    pass one product through the rows assigned so far; hypre's ``agg_interp_type`` 4, which
+    normalizes the later passes differently near Dirichlet boundaries), untruncated, as
+    hypre's default. With PMIS both splits hash the fine-grid identities, so the coarse grid
+    does not depend on the partition; HMIS makes it depend on it.
 
     Parameters
     ----------
@@ -327,6 +334,8 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
         The Galerkin product's exchanges.
     spmv_strategy : str
         The coarse operator's (``"auto"`` priced with ``profile``).
+    aggressive : bool
+        A second split and multipass interpolation (``trunc`` and ``pmax`` unused).
     profile : MachineProfile, str or path, optional
         The machine profile that prices ``spmv_strategy="auto"``.
 
@@ -341,10 +350,12 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
     Ac : ParCSR or None
         The coarse operator; None when the split does not coarsen.
     exchanges : list of dict or None
-        The product's exchanges as :func:`commsolve.galerkin` reports them; None when the
-        split does not coarsen.
+        The Galerkin product's exchanges as :func:`commsolve.galerkin` reports them, then
+        (aggressive) the second split's product's and each multipass pass's from the second
+        on, as :func:`commsolve.spgemm` reports them; None when the split does not coarsen.
     times : dict
-        This rank's seconds per step: strength, graphs, split, interpolation, galerkin.
+        This rank's seconds per step: strength, graphs, split (both splits), interpolation,
+        galerkin.
 
     Raises
     ------
@@ -360,19 +371,21 @@ def extended_i_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, 
 
     check_coarsening(coarsening)
     agree(A.comm, None if len(ids) == A.local_rows == A.local_cols else
-          f"extended_i_level: {len(ids)} ids for {A.local_rows} rows and {A.local_cols} columns on rank "
+          f"classical_level: {len(ids)} ids for {A.local_rows} rows and {A.local_cols} columns on rank "
           f"{A.comm.rank} (one id per row; rows and columns distributed alike)")
-    times, state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap = _core.classical_level(
+    times, state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap, setup = _core.classical_level(
         A._core, np.ascontiguousarray(ids, dtype=np.int64), float(theta), coarsening == "hmis", int(seed),
-        float(trunc), int(pmax), strategy, product_strategy, ParCSR._core_strategy(spmv_strategy, profile),
-        A.comm.py2f())
+        float(trunc), int(pmax), bool(aggressive), strategy, product_strategy,
+        ParCSR._core_strategy(spmv_strategy, profile), A.comm.py2f())
     coarse = Distribution.from_offsets(offsets)
     if P is None:
         return state, coarse, None, None, None, times
     P = ParCSR(P, A.comm, A.topology, A.row_dist, coarse)
     Ac = ParCSR(Ac, A.comm, A.topology, coarse, coarse)._resolved(spmv_strategy, profile)
-    return state, coarse, P, Ac, [products._exchange("A P", plan_ap, stats_ap, A),
-                                  products._exchange("P^T (A P)", plan_rap, stats_rap, P)], times
+    exchanges = [products._exchange("A P", plan_ap, stats_ap, A.col_map),
+                 products._exchange("P^T (A P)", plan_rap, stats_rap, P.col_map)]
+    exchanges += [products._exchange(*exchange) for exchange in setup]
+    return state, coarse, P, Ac, exchanges, times
 
 
 def truncate(P, factor=0.0, max_elements=0):

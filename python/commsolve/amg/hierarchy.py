@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .. import products
 from .._collective import agree
 from ..parcsr import ParCSR, check_strategy
-from . import aggregation, aggressive, classical
+from . import aggregation, classical
 from . import sparsify as sparsifying
 from .spectrum import spectral_radius_dinv_a
 
@@ -151,8 +151,8 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         ("ext+i", the default, or "direct"), ``trunc`` (truncation factor of P), ``pmax``
         (most entries per row of P, more only where entries tie at the limit; default 4 for
         ext+i, no limit for direct; 0: no limit), ``aggressive`` (how many of the finest
-        levels are coarsened aggressively, :mod:`commsolve.amg.aggressive`: multipass
-        interpolation there, whatever ``interpolation`` says, untruncated; default 0); sa
+        levels are coarsened aggressively, :func:`commsolve.amg.classical.classical_level`:
+        a second split and multipass interpolation there, whatever ``interpolation`` says, untruncated; default 0); sa
         only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
         ``rho(D^-1 A)``: 4/3); geometric only: ``grid``.
 
@@ -242,29 +242,27 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             level.setup_s = time.perf_counter() - t0
             break
         _check_level(current, k)
-        # classical AMG with extended+i interpolation (not aggressive): the level in one C++ call
-        pipeline = method == "classical" and k >= o["aggressive"] and o["interpolation"] == "ext+i"
+        # classical AMG with extended+i interpolation, or an aggressive level: the level in one C++ call
+        pipeline = method == "classical" and (k < o["aggressive"] or o["interpolation"] == "ext+i")
         L = None if pipeline else current.local_block()
         if level.A_hat is not None:
             _check_level(level.A_hat, k)
             L_hat = level.A_hat.local_block()
-        setup_exchanges = []  # the aggressive level's products, beside the Galerkin product's
+        setup_exchanges = []  # an aggressive level's products, beside the Galerkin product's
         if pipeline:
-            state, coarse, P, Ac, exchanges, level.setup_parts = classical.extended_i_level(
+            state, coarse, P, Ac, exchanges, level.setup_parts = classical.classical_level(
                 current, ids, theta=o["theta"], coarsening=o["coarsening"], seed=o["seed"], trunc=o["trunc"],
                 pmax=pmax, strategy=level.strategy, product_strategy=strat,
-                spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], profile=profile)
+                spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], aggressive=k < o["aggressive"],
+                profile=profile)
+            if exchanges is not None:
+                exchanges, setup_exchanges = exchanges[:2], exchanges[2:]
             kept = state == classical.C
-        elif method == "classical":
+        elif method == "classical":  # direct interpolation
             strong = classical.strength(L, o["theta"])
             state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
                                    coarsening=o["coarsening"])
             cfull, coarse = classical.coarse_numbering(current, state)
-            if k < o["aggressive"]:  # a second split over the first's coarse points
-                state = aggressive.second_split(current, L, strong, state, cfull, coarse, ids, seed=o["seed"],
-                                                strategy=level.strategy, coarsening=o["coarsening"],
-                                                exchanges=setup_exchanges)
-                cfull, coarse = classical.coarse_numbering(current, state)
             kept = state == classical.C
         elif method == "sa":
             strong = aggregation.symmetric_strength(current, L, o["theta"])
@@ -286,12 +284,9 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                                                         strategy=strat)
             elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
                 Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
-            elif k < o["aggressive"]:
-                Ploc = aggressive.multipass_interpolation(current, L, strong, state, cfull, coarse,
-                                                          strategy=level.strategy, exchanges=setup_exchanges)
             else:  # direct interpolation
                 Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
-            if method == "classical" and k >= o["aggressive"] and (o["trunc"] > 0 or pmax > 0):
+            if method == "classical" and (o["trunc"] > 0 or pmax > 0):
                 Ploc = classical.truncate(Ploc, o["trunc"], pmax)
             P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
                                        topology=current.topology, strategy=level.strategy)

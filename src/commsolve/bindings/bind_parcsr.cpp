@@ -343,10 +343,12 @@ void bind_coarsening(nb::module_& m) {
      "HMIS) -> every point's state (1 coarse, -1 fine); G: S + S^T's pattern, S: the strength matrix.");
 
   m.def("classical_level", [](ParCsr& A, In<std::int64_t> ids, double theta, bool hmis, std::uint64_t seed,
-                              double trunc, int pmax, const std::string& strategy, const std::string& product_strategy,
-                              const std::string& result_strategy, std::int64_t comm) {
+                              double trunc, int pmax, bool aggressive, const std::string& strategy,
+                              const std::string& product_strategy, const std::string& result_strategy,
+                              std::int64_t comm) {
     require_len(ids, A.local_rows(), "ids");
-    const ClassicalLevelOptions o{theta, hmis, seed, trunc, pmax, strategy, product_strategy, result_strategy};
+    const ClassicalLevelOptions o{theta, hmis, seed, trunc, pmax, aggressive, strategy, product_strategy,
+                                  result_strategy};
     MPI_Comm c = comm_from_handle(comm);
     ClassicalLevel r;
     {
@@ -356,16 +358,20 @@ void bind_coarsening(nb::module_& m) {
     const bool coarsens = r.P != nullptr;
     nb::dict times;
     for (const auto& [step, s] : r.times) times[step.c_str()] = s;
+    nb::list setup;
+    for (ProductExchange& e : r.setup_exchanges)
+      setup.append(nb::make_tuple(e.kernel, std::move(e.plan), stats_array(e.recorded), to_numpy(std::move(e.halo))));
     return nb::make_tuple(times, to_numpy(std::move(r.state)), to_numpy(std::move(r.coarse_offsets)), std::move(r.P),
                           std::move(r.Ac), coarsens ? nb::cast(std::move(r.plan_ap)) : nb::none(),
                           coarsens ? nb::cast(stats_array(r.recorded_ap)) : nb::none(),
                           coarsens ? nb::cast(std::move(r.plan_rap)) : nb::none(),
-                          coarsens ? nb::cast(stats_array(r.recorded_rap)) : nb::none());
-  }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "strategy"_a, "product_strategy"_a,
-     "result_strategy"_a, "comm"_a,
+                          coarsens ? nb::cast(stats_array(r.recorded_rap)) : nb::none(), setup);
+  }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "aggressive"_a, "strategy"_a,
+     "product_strategy"_a, "result_strategy"_a, "comm"_a,
      "Collective: one level of classical AMG in C++ (strength, PMIS/HMIS split, coarse numbering, extended+i "
-     "truncated, P^T A P) -> (seconds per step, state, coarse offsets, P, Ac, A P's plan and stats, P^T (A P)'s "
-     "plan and stats); P, Ac and the rest None when the split does not coarsen.");
+     "truncated, or aggressive: a second split and multipass, then P^T A P) -> (seconds per step, state, coarse "
+     "offsets, P, Ac, A P's plan and stats, P^T (A P)'s plan and stats, the aggressive products' exchanges as "
+     "(kernel, plan, stats, halo)); P, Ac and the plans None when the split does not coarsen.");
   m.def("classical_split", [](ParCsr& G, ParCsr& S, In<double> depends_on_me, In<std::int64_t> ids,
                               std::uint64_t seed, bool hmis, std::int64_t comm) {
     require_len(depends_on_me, S.local_rows(), "depends_on_me");

@@ -82,15 +82,27 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   res.state = classical_split(*g.G, *g.S, g.depends_on_me, ids, o.seed, o.hmis, comm);
   g = StrengthGraphs{};  // S and S + S^T are done with
   CoarseNumbering numbering = coarse_numbering(A, res.state, comm);
+  if (o.aggressive) {
+    const SplitView first{rows, strong.data(), numbering.coarse.data(), res.state};
+    res.state = second_split(A, first, Distribution::from_offsets(numbering.offsets), ids, o.seed, o.hmis,
+                             o.strategy, comm, res.setup_exchanges);
+    numbering = coarse_numbering(A, res.state, comm);
+  }
   res.coarse_offsets = numbering.offsets;
   const std::int64_t nc = res.coarse_offsets.back();
   lap("split");
   if (nc == 0 || nc >= A.row_dist().global_size()) return res;  // no coarsening: the coarsest level
 
-  const std::vector<std::int64_t> globals = A.space_globals();
-  const CoarseningView view{rows, strong.data(), globals.data(), numbering.coarse.data()};
-  GlobalRows p = extended_i_interpolation(A, view, comm, o.trunc, o.pmax);
   const Distribution coarse_dist = Distribution::from_offsets(res.coarse_offsets);
+  GlobalRows p;
+  if (o.aggressive) {
+    const SplitView split{rows, strong.data(), numbering.coarse.data(), res.state};
+    p = multipass_interpolation(A, split, coarse_dist, o.strategy, comm, res.setup_exchanges);
+  } else {
+    const std::vector<std::int64_t> globals = A.space_globals();
+    const CoarseningView view{rows, strong.data(), globals.data(), numbering.coarse.data()};
+    p = extended_i_interpolation(A, view, comm, o.trunc, o.pmax);
+  }
   res.P = std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{p.nrows, p.indptr.data(), p.indices.data()},
                                    p.data.data(), A.row_dist(), coarse_dist, A.topology(), comm, o.strategy);
   p = GlobalRows{};

@@ -1,9 +1,10 @@
 // One level of the classical AMG setup as one C++ pipeline: strength of connection, the
 // strength graphs, PMIS or HMIS splitting, the coarse numbering, extended+i interpolation
-// truncated, and the Galerkin product P^T A P, each exchange on its own plan; no level data
-// leaves C++ between the steps (issue 29). The steps are the functions the Python layer also
-// calls one by one (strength.hpp, independent_sets.hpp, interpolation.hpp, spgemm.hpp), so
-// both give the same hierarchy.
+// truncated — or, on an aggressive level, a second split and multipass interpolation
+// (aggressive.hpp) — and the Galerkin product P^T A P, each exchange on its own plan; no
+// level data leaves C++ between the steps (issue 29). The steps are the functions the
+// Python layer also calls one by one (strength.hpp, independent_sets.hpp,
+// interpolation.hpp, spgemm.hpp), so both give the same hierarchy.
 #pragma once
 
 #include <mpi.h>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "commsolve/multigrid/aggressive.hpp"
 #include "commsolve/parcsr/par_csr.hpp"
 #include "commsolve/parcsr/spgemm.hpp"
 
@@ -25,6 +27,7 @@ struct ClassicalLevelOptions {
   std::uint64_t seed = 0;   // of the points' random weights (hash of their fine-grid index)
   double trunc = 0.0;       // truncation factor of P (0: none)
   int pmax = 4;             // most entries per row of P, more only where entries tie (0: no limit)
+  bool aggressive = false;  // a second split and multipass interpolation (no truncation: hypre's default)
   std::string strategy = "standard";         // halo plans of S, S + S^T and P (the level's strategy)
   std::string product_strategy = "standard"; // the Galerkin product's two exchanges
   std::string result_strategy = "standard";  // the coarse operator's own halo plan
@@ -36,6 +39,8 @@ struct ClassicalLevel {
   std::unique_ptr<ParCsr> P, Ac;              // null when the level does not coarsen (the coarsest)
   CommPlan plan_ap, plan_rap;                 // the Galerkin product's exchanges (plans and what
   CommStats recorded_ap, recorded_rap;        //   went through MPI), as galerkin() reports them
+  std::vector<ProductExchange> setup_exchanges;  // an aggressive level's products: the second
+                                                 //   split's, then multipass's passes 2, 3, ...
   // Seconds of each step on this rank: "strength" (the rows and their strong entries),
   // "graphs" (S and S + S^T), "split" (first pass, PMIS rounds, coarse numbering),
   // "interpolation" (extended+i, truncation, P built), "galerkin" (P^T A P built).
@@ -65,6 +70,8 @@ CoarseNumbering coarse_numbering(ParCsr& A, const std::vector<double>& state, MP
 // (rows and columns distributed alike, its diagonal checked nonzero by the caller). `ids`:
 // each owned point's fine-grid index. Coarse points are numbered in local order after
 // those of lower ranks. P and Ac are built only when the split coarsens (0 < coarse < rows).
+// Aggressive: the split is the second split over the first's coarse points, the times'
+// "split" covers both, "interpolation" the multipass passes.
 ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const ClassicalLevelOptions& options,
                                MPI_Comm comm);
 
