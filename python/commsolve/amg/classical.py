@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .. import _core
 from .._collective import agree
 
-__all__ = ["strength", "strength_graphs", "pmis", "check_coarsening", "coarse_numbering", "direct_interpolation",
+__all__ = ["strength", "strength_graphs", "pmis", "check_coarsening", "coarse_numbering",
            "extended_i_interpolation", "classical_level", "truncate", "hash_uniform"]
 
 U, C, F = _core.PMIS_UNDECIDED, _core.PMIS_COARSE, _core.PMIS_FINE  # point states (floats: they travel)
@@ -44,12 +44,6 @@ def hash_uniform(globals_, seed):
 
 def _rows(L):
     return np.repeat(np.arange(L.shape[0]), np.diff(L.indptr))
-
-
-def _diagonal(L):
-    """a_ii of every local row (columns of the owned block are local indices; the hierarchy
-    has checked them: nonzero and finite)."""
-    return L.diagonal()[: L.shape[0]]
 
 
 def _csr_arrays(L):
@@ -208,55 +202,6 @@ def coarse_numbering(A, state):
     return cfull, Distribution.from_offsets(offsets)
 
 
-def direct_interpolation(A, L, strong, state, cfull, ncoarse):
-    """Local. The rank's rows of the direct interpolation P. As pyamg's and hypre's.
-
-    A coarse point interpolates from itself (1), a fine point from its strong coarse
-    neighbours, ``P_ij = -alpha a_ij / a_ii`` for ``a_ij < 0`` and ``-beta a_ij / a_ii`` for
-    ``a_ij > 0``, alpha and beta scaling the strong coarse sums to the whole row's (without
-    positive strong coarse entries the positive ones are lumped into the diagonal).
-
-    Parameters
-    ----------
-    A : ParCSR
-        The level's operator (not read: ``L`` holds what is needed).
-    L : scipy.sparse.csr_matrix
-        A's local block (:meth:`~commsolve.ParCSR.local_block`).
-    strong : ndarray of bool
-        The strong entries of ``L`` (:func:`strength`).
-    state : ndarray
-        The split of the rank's rows (+1 coarse, -1 fine).
-    cfull : ndarray of int
-        The coarse numbering over L's columns (:func:`coarse_numbering`).
-    ncoarse : int
-        The global number of coarse points.
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix
-        The rank's rows of P, global coarse columns.
-    """
-    n = L.shape[0]
-    rows, cols, a = _rows(L), L.indices, L.data
-    diag = _diagonal(L).copy()
-    off = cols != rows
-    neg, pos = off & (a < 0), off & (a > 0)
-    interp = strong & (cfull[cols] >= 0) & (state[rows] == F)
-    bc = lambda m: np.bincount(rows[m], weights=a[m], minlength=n)  # noqa: E731
-    all_neg, all_pos, c_neg, c_pos = bc(neg), bc(pos), bc(interp & neg), bc(interp & pos)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = np.where(c_neg != 0, all_neg / c_neg, 0.0)
-        lump = c_pos == 0
-        diag = np.where(lump, diag + all_pos, diag)
-        beta = np.where(lump, 0.0, all_pos / c_pos)
-    coef = np.where(a < 0, alpha[rows], beta[rows]) * -a / diag[rows]
-    coarse = state == C
-    prow = np.concatenate([rows[interp], np.flatnonzero(coarse)])
-    pcol = np.concatenate([cfull[cols[interp]], cfull[:n][coarse]])
-    pval = np.concatenate([coef[interp], np.ones(int(coarse.sum()))])
-    return sp.csr_matrix((pval, (prow, pcol)), shape=(n, ncoarse))
-
-
 def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, strategy="standard"):
     """Collective. The extended+i interpolation, truncated as :func:`truncate` does when
     ``trunc`` or ``pmax`` asks (C++ end to end; the rows of A held by off-process strong fine
@@ -296,13 +241,17 @@ def extended_i_interpolation(A, L, strong, cfull, coarse, trunc=0.0, pmax=0, str
 
 
 def classical_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, product_strategy, spmv_strategy,
-                    aggressive=False, profile=None):
+                    interpolation="ext+i", aggressive=False, profile=None):
     """Collective. One level of the classical setup in one C++ call.
 
     :func:`strength`, :func:`pmis`, :func:`coarse_numbering`,
     :func:`extended_i_interpolation` and :func:`commsolve.galerkin`, with no level data
     passing through numpy in between; the same hierarchy as those functions called one by
-    one. An aggressive level (hypre's ``agg_num_levels``; Stueben 2001, A.7) splits twice
+    one. Direct interpolation (pyamg's and hypre's simplest) may replace extended+i: a
+    fine point interpolates from its strong coarse neighbours alone, ``P_ij = -alpha a_ij /
+    a_ii`` for ``a_ij < 0`` and ``-beta a_ij / a_ii`` for ``a_ij > 0``, alpha and beta
+    scaling the strong coarse sums to the whole row's (without positive strong coarse
+    entries the positive ones are lumped into the diagonal). An aggressive level (hypre's ``agg_num_levels``; Stueben 2001, A.7) splits twice
     and interpolates by multipass instead: a second PMIS or HMIS split over the first
     split's coarse points, on the graph of distance-two strength (one product S_C (I + S)
     Inj), then the multipass passes (pass 1 from the strong coarse neighbours, each later
@@ -334,8 +283,11 @@ def classical_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, p
         The Galerkin product's exchanges.
     spmv_strategy : str
         The coarse operator's (``"auto"`` priced with ``profile``).
+    interpolation : {"ext+i", "direct"}
+        The interpolation of a level that is not aggressive.
     aggressive : bool
-        A second split and multipass interpolation (``trunc`` and ``pmax`` unused).
+        A second split and multipass interpolation (``interpolation``, ``trunc`` and
+        ``pmax`` unused).
     profile : MachineProfile, str or path, optional
         The machine profile that prices ``spmv_strategy="auto"``.
 
@@ -375,7 +327,7 @@ def classical_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, p
           f"{A.comm.rank} (one id per row; rows and columns distributed alike)")
     times, state, offsets, P, Ac, plan_ap, stats_ap, plan_rap, stats_rap, setup = _core.classical_level(
         A._core, np.ascontiguousarray(ids, dtype=np.int64), float(theta), coarsening == "hmis", int(seed),
-        float(trunc), int(pmax), bool(aggressive), strategy, product_strategy,
+        float(trunc), int(pmax), interpolation == "direct", bool(aggressive), strategy, product_strategy,
         ParCSR._core_strategy(spmv_strategy, profile), A.comm.py2f())
     coarse = Distribution.from_offsets(offsets)
     if P is None:

@@ -242,8 +242,7 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             level.setup_s = time.perf_counter() - t0
             break
         _check_level(current, k)
-        # classical AMG with extended+i interpolation, or an aggressive level: the level in one C++ call
-        pipeline = method == "classical" and (k < o["aggressive"] or o["interpolation"] == "ext+i")
+        pipeline = method == "classical"  # a classical level is built in one C++ call
         L = None if pipeline else current.local_block()
         if level.A_hat is not None:
             _check_level(level.A_hat, k)
@@ -253,16 +252,10 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
             state, coarse, P, Ac, exchanges, level.setup_parts = classical.classical_level(
                 current, ids, theta=o["theta"], coarsening=o["coarsening"], seed=o["seed"], trunc=o["trunc"],
                 pmax=pmax, strategy=level.strategy, product_strategy=strat,
-                spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], aggressive=k < o["aggressive"],
-                profile=profile)
+                spmv_strategy=per_level[min(k + 1, len(per_level) - 1)], interpolation=o["interpolation"],
+                aggressive=k < o["aggressive"], profile=profile)
             if exchanges is not None:
                 exchanges, setup_exchanges = exchanges[:2], exchanges[2:]
-            kept = state == classical.C
-        elif method == "classical":  # direct interpolation
-            strong = classical.strength(L, o["theta"])
-            state = classical.pmis(current, L, strong, ids, seed=o["seed"], strategy=level.strategy,
-                                   coarsening=o["coarsening"])
-            cfull, coarse = classical.coarse_numbering(current, state)
             kept = state == classical.C
         elif method == "sa":
             strong = aggregation.symmetric_strength(current, L, o["theta"])
@@ -276,18 +269,14 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
                 level.A_hat = level.minimal = level.sparsified = None
             level.setup_s = time.perf_counter() - t0
             break
-        if not pipeline:  # the others: P's rows (scipy), then the Galerkin product
+        if not pipeline:  # smoothed aggregation and geometric: P's rows (scipy), then the Galerkin product
             if method == "sa":
                 level.rho = spectral_radius_dinv_a(current, L.diagonal()[: current.local_rows], ids)
                 P0, candidate = aggregation.tentative_prolongator(current, agg, coarse, candidate)
                 Ploc = aggregation.smoothed_prolongator(current, L, P0, coarse, level.rho, o["prolongator_omega"],
                                                         strategy=strat)
-            elif method == "geometric":  # piecewise constant: each cell takes its aggregate's value
+            else:  # geometric, piecewise constant: each cell takes its aggregate's value
                 Ploc = sp.csr_matrix((np.ones(agg.size), agg, np.arange(agg.size + 1)), shape=(agg.size, nc))
-            else:  # direct interpolation
-                Ploc = classical.direct_interpolation(current, L, strong, state, cfull, nc)
-            if method == "classical" and (o["trunc"] > 0 or pmax > 0):
-                Ploc = classical.truncate(Ploc, o["trunc"], pmax)
             P = ParCSR.from_local_rows(Ploc, current.comm, row_dist=current.row_dist, col_dist=coarse,
                                        topology=current.topology, strategy=level.strategy)
             Ac, info = products.galerkin(current, P, strategy=strat, return_info=True, profile=profile,

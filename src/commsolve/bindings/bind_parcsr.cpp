@@ -343,11 +343,11 @@ void bind_coarsening(nb::module_& m) {
      "HMIS) -> every point's state (1 coarse, -1 fine); G: S + S^T's pattern, S: the strength matrix.");
 
   m.def("classical_level", [](ParCsr& A, In<std::int64_t> ids, double theta, bool hmis, std::uint64_t seed,
-                              double trunc, int pmax, bool aggressive, const std::string& strategy,
+                              double trunc, int pmax, bool direct, bool aggressive, const std::string& strategy,
                               const std::string& product_strategy, const std::string& result_strategy,
                               std::int64_t comm) {
     require_len(ids, A.local_rows(), "ids");
-    const ClassicalLevelOptions o{theta, hmis, seed, trunc, pmax, aggressive, strategy, product_strategy,
+    const ClassicalLevelOptions o{theta, hmis, seed, trunc, pmax, direct, aggressive, strategy, product_strategy,
                                   result_strategy};
     MPI_Comm c = comm_from_handle(comm);
     ClassicalLevel r;
@@ -366,10 +366,10 @@ void bind_coarsening(nb::module_& m) {
                           coarsens ? nb::cast(stats_array(r.recorded_ap)) : nb::none(),
                           coarsens ? nb::cast(std::move(r.plan_rap)) : nb::none(),
                           coarsens ? nb::cast(stats_array(r.recorded_rap)) : nb::none(), setup);
-  }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "aggressive"_a, "strategy"_a,
+  }, "A"_a, "ids"_a, "theta"_a, "hmis"_a, "seed"_a, "trunc"_a, "pmax"_a, "direct"_a, "aggressive"_a, "strategy"_a,
      "product_strategy"_a, "result_strategy"_a, "comm"_a,
      "Collective: one level of classical AMG in C++ (strength, PMIS/HMIS split, coarse numbering, extended+i "
-     "truncated, or aggressive: a second split and multipass, then P^T A P) -> (seconds per step, state, coarse "
+     "or direct truncated, or aggressive: a second split and multipass, then P^T A P) -> (seconds per step, state, coarse "
      "offsets, P, Ac, A P's plan and stats, P^T (A P)'s plan and stats, the aggressive products' exchanges as "
      "(kernel, plan, stats, halo)); P, Ac and the plans None when the split does not coarsen.");
   m.def("classical_split", [](ParCsr& G, ParCsr& S, In<double> depends_on_me, In<std::int64_t> ids,

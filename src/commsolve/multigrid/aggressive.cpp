@@ -1,42 +1,25 @@
 #include "commsolve/multigrid/aggressive.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "commsolve/core/error.hpp"
 #include "commsolve/multigrid/classical_level.hpp"
 #include "commsolve/multigrid/independent_sets.hpp"
+#include "commsolve/multigrid/interpolation.hpp"
 #include "commsolve/parcsr/spgemm.hpp"
 
 namespace commsolve {
 
 namespace {
 
-// Builds rows one at a time: entries pushed in any column order, each row sorted by column
-// when it ends (the products read rows as scipy's canonical CSR stores them).
-struct RowBuilder {
-  GlobalRows rows;
-  void push(std::int64_t col, double v) {
-    rows.indices.push_back(col);
-    rows.data.push_back(v);
-  }
-  void end_row() {
-    const std::int64_t b = rows.indptr.back(), e = static_cast<std::int64_t>(rows.indices.size());
-    for (std::int64_t a = b + 1; a < e; ++a)  // rows are short: insertion sort
-      for (std::int64_t p = a; p > b && rows.indices[p - 1] > rows.indices[p]; --p) {
-        std::swap(rows.indices[p - 1], rows.indices[p]);
-        std::swap(rows.data[p - 1], rows.data[p]);
-      }
-    rows.indptr.push_back(e);
-    ++rows.nrows;
-  }
-};
-
-ParCsr from_rows(const GlobalRows& r, const Distribution& row_dist, const Distribution& col_dist, const ParCsr& A,
-                 MPI_Comm comm, const std::string& strategy) {
-  return ParCsr(GlobalRowsView<std::int64_t>{r.nrows, r.indptr.data(), r.indices.data()}, r.data.data(), row_dist,
-                col_dist, A.topology(), comm, strategy);
+// Rows over global columns as a ParCsr on A's topology.
+std::unique_ptr<ParCsr> from_rows(const GlobalRows& r, const Distribution& row_dist, const Distribution& col_dist,
+                                  const ParCsr& A, MPI_Comm comm, const std::string& strategy) {
+  return std::make_unique<ParCsr>(GlobalRowsView<std::int64_t>{r.nrows, r.indptr.data(), r.indices.data()},
+                                  r.data.data(), row_dist, col_dist, A.topology(), comm, strategy);
 }
 
 // The product `left` B, its exchange recorded in `exchanges`.
@@ -89,30 +72,22 @@ std::vector<double> second_split(const ParCsr& A, const SplitView& first, const 
   // S_C: S's rows of the C1 points.
   const ParCsr SC = picked_rows(A, L, [&](std::int64_t i, std::int32_t p) { return in_c1(i) && strong_edge(first, i, p); },
                                 true, comm, strategy);
-  const GlobalRows paths =
-      product(SC, from_rows(near.rows, A.row_dist(), first_dist, A, comm, strategy), strategy, comm, exchanges);
+  const std::unique_ptr<ParCsr> nearP = from_rows(near.rows, A.row_dist(), first_dist, A, comm, strategy);
+  const GlobalRows paths = product(SC, *nearP, strategy, comm, exchanges);
 
-  // The second graph over C1 (rows: the rank's C1 points in local order, as the first
-  // numbering counts them): a unit diagonal and -1 for every path to another C1 point, all
-  // of them strong.
-  RowBuilder m;
+  // The second strength graph over C1 (rows: the rank's C1 points in local order, as the
+  // first numbering counts them): a path to another C1 point is a strong dependency.
+  RowBuilder s2;
+  s2.reserve(n, static_cast<std::int64_t>(paths.indices.size()));
   std::vector<std::int64_t> c1_ids;
   for (std::int64_t i = 0; i < n; ++i) {
     if (!in_c1(i)) continue;
-    const std::int64_t mine = first.coarse[i];
-    m.push(mine, 1.0);
     for (std::int64_t q = paths.indptr[i]; q < paths.indptr[i + 1]; ++q)
-      if (paths.indices[q] != mine) m.push(paths.indices[q], -1.0);
-    m.end_row();
+      if (paths.indices[q] != first.coarse[i]) s2.push(paths.indices[q], 1.0);
+    s2.end_row();
     c1_ids.push_back(ids[i]);
   }
-  ParCsr M = from_rows(m.rows, first_dist, first_dist, A, comm, strategy);
-  const LocalCsr LM = M.space_rows();
-  std::vector<std::uint8_t> strong(LM.indices.size());
-  for (std::int64_t r = 0; r < LM.nrows; ++r)
-    for (std::int32_t p = LM.indptr[r]; p < LM.indptr[r + 1]; ++p) strong[p] = LM.indices[p] != r;
-  StrengthGraphs g = strength_graphs(M, {LM.nrows, LM.indptr.data(), LM.indices.data(), LM.data.data()},
-                                     strong.data(), strategy, comm);
+  StrengthGraphs g = strength_graphs(from_rows(s2.rows, first_dist, first_dist, A, comm, strategy), comm);
   const std::vector<double> second = classical_split(*g.G, *g.S, g.depends_on_me, c1_ids.data(), seed, hmis, comm);
   const ParCsr& G = *g.G;
   std::vector<double> out(n, kFine);
@@ -197,7 +172,7 @@ GlobalRows multipass_interpolation(ParCsr& A, const SplitView& split, const Dist
       }
       W = std::move(w.rows);
     } else {  // through the rows of P assigned so far: one product
-      W = product(picked_rows(A, L, in_j, false, comm, strategy), from_rows(P, A.row_dist(), coarse_dist, A, comm, strategy),
+      W = product(picked_rows(A, L, in_j, false, comm, strategy), *from_rows(P, A.row_dist(), coarse_dist, A, comm, strategy),
                   strategy, comm, exchanges);
     }
     GlobalRows next;

@@ -98,6 +98,9 @@ ClassicalLevel classical_level(ParCsr& A, const std::int64_t* ids, const Classic
   if (o.aggressive) {
     const SplitView split{rows, strong.data(), numbering.coarse.data(), res.state};
     p = multipass_interpolation(A, split, coarse_dist, o.strategy, comm, res.setup_exchanges);
+  } else if (o.direct) {
+    p = direct_interpolation({rows, strong.data(), nullptr, numbering.coarse.data()});
+    truncate(p, o.trunc, o.pmax);
   } else {
     const std::vector<std::int64_t> globals = A.space_globals();
     const CoarseningView view{rows, strong.data(), globals.data(), numbering.coarse.data()};

@@ -1,7 +1,7 @@
 // One level of the classical AMG setup as one C++ pipeline: strength of connection, the
-// strength graphs, PMIS or HMIS splitting, the coarse numbering, extended+i interpolation
-// truncated — or, on an aggressive level, a second split and multipass interpolation
-// (aggressive.hpp) — and the Galerkin product P^T A P, each exchange on its own plan; no
+// strength graphs, PMIS or HMIS splitting, the coarse numbering, extended+i or direct
+// interpolation truncated — or, on an aggressive level, a second split and multipass
+// interpolation (aggressive.hpp) — and the Galerkin product P^T A P, each exchange on its own plan; no
 // level data leaves C++ between the steps (issue 29). The steps are the functions the
 // Python layer also calls one by one (strength.hpp, independent_sets.hpp,
 // interpolation.hpp, spgemm.hpp), so both give the same hierarchy.
@@ -27,6 +27,7 @@ struct ClassicalLevelOptions {
   std::uint64_t seed = 0;   // of the points' random weights (hash of their fine-grid index)
   double trunc = 0.0;       // truncation factor of P (0: none)
   int pmax = 4;             // most entries per row of P, more only where entries tie (0: no limit)
+  bool direct = false;      // direct interpolation in place of extended+i
   bool aggressive = false;  // a second split and multipass interpolation (no truncation: hypre's default)
   std::string strategy = "standard";         // halo plans of S, S + S^T and P (the level's strategy)
   std::string product_strategy = "standard"; // the Galerkin product's two exchanges

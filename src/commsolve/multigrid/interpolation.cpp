@@ -227,12 +227,52 @@ GlobalRows extended_i_interpolation(const ParCsr& A, const CoarseningView& v, MP
     P.indptr.push_back(static_cast<std::int64_t>(P.indices.size()));
     ++P.nrows;
   }
+  truncate(P, trunc, pmax);
+  return P;
+}
+
+void truncate(GlobalRows& P, double trunc, int pmax) {
   if (trunc > 0 || pmax > 0) {
     const std::int64_t kept = truncate_rows(P.nrows, P.indptr.data(), P.indices.data(), P.data.data(), trunc, pmax);
     P.indices.resize(kept);
     P.data.resize(kept);
   }
-  return P;
+}
+
+GlobalRows direct_interpolation(const CoarseningView& v) {
+  RowBuilder P;
+  for (std::int64_t i = 0; i < v.nrows; ++i) {
+    const std::int32_t b = v.indptr[i], e = v.indptr[i + 1];
+    if (v.coarse[i] >= 0) {  // a coarse point interpolates from itself
+      P.push(v.coarse[i], 1.0);
+      P.end_row();
+      continue;
+    }
+    // the row's diagonal, its negative and positive off-diagonal sums, and those over the
+    // strong coarse neighbours it interpolates from
+    double diag = 0.0, all_neg = 0.0, all_pos = 0.0, c_neg = 0.0, c_pos = 0.0;
+    auto interpolates = [&](std::int32_t p) { return v.strong[p] && v.coarse[v.indices[p]] >= 0; };
+    for (std::int32_t p = b; p < e; ++p) {
+      const double a = v.data[p];
+      if (v.indices[p] == i) {
+        diag += a;
+        continue;
+      }
+      (a < 0 ? all_neg : all_pos) += a;
+      if (interpolates(p)) (a < 0 ? c_neg : c_pos) += a;
+    }
+    const double alpha = c_neg != 0.0 ? all_neg / c_neg : 0.0;
+    const bool lump = c_pos == 0.0;  // no positive strong coarse entry: the positive ones go to the diagonal
+    if (lump) diag += all_pos;
+    const double beta = lump ? 0.0 : all_pos / c_pos;
+    for (std::int32_t p = b; p < e; ++p)
+      if (v.indices[p] != i && interpolates(p)) {
+        const double a = v.data[p];
+        P.push(v.coarse[v.indices[p]], (a < 0 ? alpha : beta) * -a / diag);
+      }
+    P.end_row();
+  }
+  return std::move(P.rows);
 }
 
 }  // namespace commsolve

@@ -38,24 +38,30 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
       if (strong[p]) s.indices.push_back(L.indices[p]);
     s.indptr[i + 1] = static_cast<std::int32_t>(s.indices.size());
   }
+  s.data.assign(s.indices.size(), 1.0);
+  return strength_graphs(
+      std::make_unique<ParCsr>(std::move(s), A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy),
+      comm);
+}
 
+StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> strength, MPI_Comm comm) {
+  StrengthGraphs out;
+  out.S = std::move(strength);
+  const ParCsr& S = *out.S;
+  const std::int64_t n = S.local_rows(), n_owned = S.local_cols();
+  require(n == n_owned, "strength graphs: S must be square with rows and columns distributed alike (rank " +
+                            std::to_string(S.rank()) + ")");
   // S^T's rows (who depends on each owned point): the owned columns' entries transposed in
   // place, the halo columns' sent to their owners (the global row) along S's plan in reverse.
-  std::vector<std::int32_t> tptr(n + 1, 0), trow;
-  for (std::int64_t k = 0; k < s.indptr[n]; ++k)
-    if (s.indices[k] < n_owned) ++tptr[s.indices[k] + 1];
+  const LocalCsr& sd = S.diag();
+  std::vector<std::int32_t> tptr(n + 1, 0), trow(sd.indices.size());
+  for (const std::int32_t c : sd.indices) ++tptr[c + 1];
   for (std::int64_t j = 0; j < n; ++j) tptr[j + 1] += tptr[j];
-  trow.resize(tptr[n]);
   {
     std::vector<std::int32_t> fill(tptr.begin(), tptr.end() - 1);
     for (std::int64_t i = 0; i < n; ++i)
-      for (std::int32_t k = s.indptr[i]; k < s.indptr[i + 1]; ++k)
-        if (s.indices[k] < n_owned) trow[fill[s.indices[k]]++] = static_cast<std::int32_t>(i);
+      for (std::int32_t k = sd.indptr[i]; k < sd.indptr[i + 1]; ++k) trow[fill[sd.indices[k]]++] = static_cast<std::int32_t>(i);
   }
-  s.data.assign(s.indices.size(), 1.0);
-  StrengthGraphs out;
-  out.S = std::make_unique<ParCsr>(std::move(s), A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
-  const ParCsr& S = *out.S;
   const std::int64_t nh = static_cast<std::int64_t>(S.col_map().size());
   RecordSet halo;  // per halo column of S: the global rows of the rank's entries in it
   halo.ptr.assign(nh + 1, 0);
@@ -69,7 +75,7 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
     for (std::int64_t i = 0; i < n; ++i)
       for (const LocalCsr* o : {&S.offd_on_node(), &S.offd_off_node()})
         for (std::int32_t k = o->indptr[i]; k < o->indptr[i + 1]; ++k)
-          rec[fill[o->indices[k]]++] = A.row_dist().global_index(A.rank(), i);
+          rec[fill[o->indices[k]]++] = S.row_dist().global_index(S.rank(), i);
   }
   RecordExecutor exec(S.plan(), S.topology(), comm, sizeof(std::int64_t));
   const RecordSet arrived = exec.reverse(view(halo));
@@ -98,7 +104,6 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
 
   // Row i of S + S^T: S's sorted owned row and the sorted local S^T row merged, then the halo
   // columns (S's own and the arrived entries), sorted; each column once.
-  const LocalCsr& sd = S.diag();
   LocalCsr g;
   g.nrows = n;
   g.indptr.resize(n + 1);
@@ -129,7 +134,8 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   }
   g.indices.resize(at);
   g.data.assign(at, 1.0);
-  out.G = std::make_unique<ParCsr>(std::move(g), g_halo, A.row_dist(), A.col_dist(), A.topology(), comm, strategy);
+  out.G = std::make_unique<ParCsr>(std::move(g), g_halo, S.row_dist(), S.col_dist(), S.topology(), comm,
+                                   S.plan().strategy);
   return out;
 }
 

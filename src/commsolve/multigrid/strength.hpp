@@ -58,4 +58,9 @@ struct StrengthGraphs {
 StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const std::uint8_t* strong,
                                const std::string& strategy, MPI_Comm comm);
 
+// Collective on comm. The graphs of a strength matrix S given whole (no diagonal entries;
+// its diagonal block's rows sorted, as ParCsr's constructors leave them); G gets S's plan's
+// strategy.
+StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> S, MPI_Comm comm);
+
 }  // namespace commsolve
