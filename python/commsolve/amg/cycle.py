@@ -95,7 +95,8 @@ class Smoother:
             The spectral radius of ``D^-1 A``, which smoothed aggregation has estimated
             already; else Lanczos from a start vector hashed from ``ids``.
         local : scipy.sparse.csr_matrix, optional
-            A's local block if the caller has it (:meth:`ParCSR.local_block`).
+            A's local block if the caller has it (:meth:`ParCSR.local_block`), which
+            ``ilu0`` / ``ic0`` factor.
         degree : int, optional
             The Chebyshev polynomial's degree (default CHEBYSHEV_DEGREE).
 
@@ -112,18 +113,15 @@ class Smoother:
         self.A, self.kind, self.sweeps = A, kind, int(sweeps)
         self.degree = CHEBYSHEV_DEGREE if degree is None else int(degree)
         self.omega = (2.0 / 3.0 if kind == "jacobi" else 1.0) if omega is None else float(omega)
-        L = A.local_block() if local is None else local
-        n = L.shape[0]
-        self.halo = np.zeros(L.shape[1] - n)  # the off-process values of x during a sweep
+        n = A.local_rows
+        self.halo = np.zeros(len(A.col_map))  # the off-process values of x during a sweep
         self.work = np.empty(n)
-        diag = L.diagonal()[:n]  # nonzero and finite: checked by the hierarchy
-        if kind.startswith("l1-"):  # l1 scaling: convergent however the rows are split
-            halo = L[:, n:] if L.shape[1] > n else None
-            diag = diag + (np.asarray(abs(halo).sum(axis=1)).ravel() if halo is not None else 0.0)
-        self.diag = np.ascontiguousarray(diag, dtype=np.float64)
+        # a_ii, nonzero and finite (checked by the hierarchy); l1 scaling (plus the row's
+        # off-process magnitudes) is convergent however the rows are split
+        self.diag = A._core.diagonal(kind.startswith("l1-"))
         self.inv = 1.0 / self.diag
         if kind in ("ilu0", "ic0"):
-            self.lu = _local_ilu0(L, n, A)
+            self.lu = _local_ilu0(A.local_block() if local is None else local, n, A)
         if kind == "chebyshev":
             if rho is None:
                 rho = spectral_radius_dinv_a(A, self.diag, A.owned_rows() if ids is None else ids)

@@ -218,6 +218,15 @@ void bind_matrix(nb::module_& m) {
         return A.check_diagonal();
       }, "Local: (the first local row whose diagonal entry is missing or zero, else -1; whether every stored value "
          "is finite). Square blocks.")
+      .def("diagonal", [](const ParCsr& A, bool l1) {
+        std::vector<double> d;
+        {
+          nb::gil_scoped_release nogil;
+          d = A.diagonal(l1);
+        }
+        return to_numpy(std::move(d));
+      }, "l1"_a = false,
+         "Local: a_ii of every local row (square blocks); l1: plus the row's sum of |a_ij| over the halo columns.")
       .def("space_rows", [](const ParCsr& A) {
         LocalCsr r;
         {

@@ -383,6 +383,18 @@ std::pair<std::int64_t, bool> ParCsr::check_diagonal() const {
   return {zero, finite};
 }
 
+std::vector<double> ParCsr::diagonal(bool l1) const {
+  std::vector<double> d(diag_.nrows, 0.0);
+  for (std::int64_t i = 0; i < diag_.nrows; ++i) {
+    for (std::int32_t p = diag_.indptr[i]; p < diag_.indptr[i + 1]; ++p)
+      if (diag_.indices[p] == i) d[i] += diag_.data[p];
+    if (l1)
+      for (const LocalCsr* o : {&offd_on_, &offd_off_})
+        for (std::int32_t p = o->indptr[i]; p < o->indptr[i + 1]; ++p) d[i] += std::abs(o->data[p]);
+  }
+  return d;
+}
+
 std::vector<std::int64_t> ParCsr::space_globals() const {
   std::vector<std::int64_t> g(pattern_.n_owned + pattern_.n_halo());
   for (std::int64_t k = 0; k < pattern_.n_owned; ++k) g[k] = col_dist_.global_index(rank(), k);

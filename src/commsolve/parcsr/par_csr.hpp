@@ -116,6 +116,9 @@ class ParCsr {
   // The first local row whose diagonal entry is missing or zero, or -1 when none is (square
   // blocks: rows and columns distributed alike), and whether every stored value is finite.
   std::pair<std::int64_t, bool> check_diagonal() const;
+  // a_ii of every local row (square blocks), plus with `l1` the row's off-process magnitudes
+  // sum_j |a_ij| over the halo columns (the l1 smoothers' divisors).
+  std::vector<double> diagonal(bool l1 = false) const;
   // The global column of every column-space entry (owned columns, then the halo).
   std::vector<std::int64_t> space_globals() const;
   // Bytes the local SpMV moves (three blocks, x, halo and y).
