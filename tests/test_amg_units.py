@@ -249,3 +249,28 @@ def test_freed_memory_kept_unless_asked_not_and_setup_page_faults_counted():
     assert on.stdout.strip() == "True" and off.stdout.strip() == "False", (on.stderr, off.stderr)  # glibc here
     ml = amg.solver(sp.csr_matrix(gallery.from_spec("poisson2d:40")), MPI.COMM_SELF)
     assert isinstance(ml.setup_page_faults, int) and ml.setup_page_faults >= 0
+
+
+@pytest.mark.parametrize("spec", ["poisson2d:30", "aniso2d:30,eps=0.01,theta=30", "poisson3d27:8",
+                                  "convdiff2d:30"])
+def test_direct_interpolation_is_pyamgs_for_the_same_split(spec):
+    """Level 0's direct interpolation (built in C++ with the level) against pyamg's
+    direct_interpolation on the same C/F split and pyamg's classical strength, entry for
+    entry; the convection-diffusion rows have positive off-diagonal entries (beta, lumping)."""
+    from mpi4py import MPI
+
+    import commsolve as cs
+
+    A = sp.csr_matrix(gallery.from_spec(spec))
+    A.sort_indices()
+    lvl = cs.amg.solver(cs.ParCSR.from_global(A, MPI.COMM_SELF), interpolation="direct", pmax=0,
+                        max_levels=2).levels[0]
+    P = lvl.P.to_global(root=None)
+    C = sp.csr_matrix(pyamg.strength.classical_strength_of_connection(A, theta=0.25, norm="min"))
+    C.setdiag(0)
+    C.eliminate_zeros()
+    R = sp.csr_matrix(pyamg.classical.interpolate.direct_interpolation(A, C, lvl.coarse.astype(np.intc)))
+    assert P.shape == R.shape and R.nnz > A.shape[0]
+    assert abs(P - R).max() <= 1e-14 * abs(R).max()
+    if spec.startswith("convdiff"):
+        assert (A - sp.diags(A.diagonal())).max() > 0  # the case has positive couplings
