@@ -70,8 +70,8 @@ std::vector<double> second_split(const ParCsr& A, const SplitView& first, const 
     near.end_row();
   }
   // S_C: S's rows of the C1 points.
-  const ParCsr SC = picked_rows(A, L, [&](std::int64_t i, std::int32_t p) { return in_c1(i) && strong_edge(first, i, p); },
-                                true, comm, strategy);
+  auto of_c1 = [&](std::int64_t i, std::int32_t p) { return in_c1(i) && strong_edge(first, i, p); };
+  const ParCsr SC = picked_rows(A, L, of_c1, true, comm, strategy);
   const std::unique_ptr<ParCsr> nearP = from_rows(near.rows, A.row_dist(), first_dist, A, comm, strategy);
   const GlobalRows paths = product(SC, *nearP, strategy, comm, exchanges);
 
@@ -87,7 +87,8 @@ std::vector<double> second_split(const ParCsr& A, const SplitView& first, const 
     s2.end_row();
     c1_ids.push_back(ids[i]);
   }
-  StrengthGraphs g = strength_graphs(from_rows(s2.rows, first_dist, first_dist, A, comm, strategy), comm);
+  StrengthGraphs g =
+      strength_graphs(from_rows(s2.rows, first_dist, first_dist, A, comm, strategy), strategy, comm);
   const std::vector<double> second = classical_split(*g.G, *g.S, g.depends_on_me, c1_ids.data(), seed, hmis, comm);
   const ParCsr& G = *g.G;
   std::vector<double> out(n, kFine);
@@ -172,8 +173,8 @@ GlobalRows multipass_interpolation(ParCsr& A, const SplitView& split, const Dist
       }
       W = std::move(w.rows);
     } else {  // through the rows of P assigned so far: one product
-      W = product(picked_rows(A, L, in_j, false, comm, strategy), *from_rows(P, A.row_dist(), coarse_dist, A, comm, strategy),
-                  strategy, comm, exchanges);
+      const std::unique_ptr<ParCsr> assigned = from_rows(P, A.row_dist(), coarse_dist, A, comm, strategy);
+      W = product(picked_rows(A, L, in_j, false, comm, strategy), *assigned, strategy, comm, exchanges);
     }
     GlobalRows next;
     for (std::int64_t i = 0; i < n; ++i) {

@@ -41,10 +41,10 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
   s.data.assign(s.indices.size(), 1.0);
   return strength_graphs(
       std::make_unique<ParCsr>(std::move(s), A.col_map(), A.row_dist(), A.col_dist(), A.topology(), comm, strategy),
-      comm);
+      strategy, comm);
 }
 
-StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> strength, MPI_Comm comm) {
+StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> strength, const std::string& strategy, MPI_Comm comm) {
   StrengthGraphs out;
   out.S = std::move(strength);
   const ParCsr& S = *out.S;
@@ -60,7 +60,8 @@ StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> strength, MPI_Comm comm) 
   {
     std::vector<std::int32_t> fill(tptr.begin(), tptr.end() - 1);
     for (std::int64_t i = 0; i < n; ++i)
-      for (std::int32_t k = sd.indptr[i]; k < sd.indptr[i + 1]; ++k) trow[fill[sd.indices[k]]++] = static_cast<std::int32_t>(i);
+      for (std::int32_t k = sd.indptr[i]; k < sd.indptr[i + 1]; ++k)
+        trow[fill[sd.indices[k]]++] = static_cast<std::int32_t>(i);
   }
   const std::int64_t nh = static_cast<std::int64_t>(S.col_map().size());
   RecordSet halo;  // per halo column of S: the global rows of the rank's entries in it
@@ -134,8 +135,7 @@ StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> strength, MPI_Comm comm) 
   }
   g.indices.resize(at);
   g.data.assign(at, 1.0);
-  out.G = std::make_unique<ParCsr>(std::move(g), g_halo, S.row_dist(), S.col_dist(), S.topology(), comm,
-                                   S.plan().strategy);
+  out.G = std::make_unique<ParCsr>(std::move(g), g_halo, S.row_dist(), S.col_dist(), S.topology(), comm, strategy);
   return out;
 }
 

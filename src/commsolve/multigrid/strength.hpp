@@ -59,8 +59,8 @@ StrengthGraphs strength_graphs(const ParCsr& A, const LocalRowsView& L, const st
                                const std::string& strategy, MPI_Comm comm);
 
 // Collective on comm. The graphs of a strength matrix S given whole (no diagonal entries;
-// its diagonal block's rows sorted, as ParCsr's constructors leave them); G gets S's plan's
-// strategy.
-StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> S, MPI_Comm comm);
+// its diagonal block's rows sorted, as ParCsr's constructors leave them); G's halo plan is
+// built for `strategy`.
+StrengthGraphs strength_graphs(std::unique_ptr<ParCsr> S, const std::string& strategy, MPI_Comm comm);
 
 }  // namespace commsolve
