@@ -152,9 +152,9 @@ def build_hierarchy(A, *, method="classical", strategy="auto", profile=None, pro
         (most entries per row of P, more only where entries tie at the limit; default 4 for
         ext+i, no limit for direct; 0: no limit), ``aggressive`` (how many of the finest
         levels are coarsened aggressively, :func:`commsolve.amg.classical.classical_level`:
-        a second split and multipass interpolation there, whatever ``interpolation`` says, untruncated; default 0); sa
-        only: ``prolongator_omega`` (the Jacobi weight of the prolongator smoothing times
-        ``rho(D^-1 A)``: 4/3); geometric only: ``grid``.
+        a second split and multipass interpolation there, whatever ``interpolation`` says,
+        untruncated; default 0); sa only: ``prolongator_omega`` (the Jacobi weight of the
+        prolongator smoothing times ``rho(D^-1 A)``: 4/3); geometric only: ``grid``.
 
     Returns
     -------
