@@ -247,18 +247,19 @@ def classical_level(A, ids, *, theta, coarsening, seed, trunc, pmax, strategy, p
     :func:`strength`, :func:`pmis`, :func:`coarse_numbering`,
     :func:`extended_i_interpolation` and :func:`commsolve.galerkin`, with no level data
     passing through numpy in between; the same hierarchy as those functions called one by
-    one. Direct interpolation (pyamg's and hypre's simplest) may replace extended+i: a
-    fine point interpolates from its strong coarse neighbours alone, ``P_ij = -alpha a_ij /
+    one. Direct interpolation (pyamg's and hypre's simplest) may replace extended+i: a fine
+    point interpolates from its strong coarse neighbours alone, ``P_ij = -alpha a_ij /
     a_ii`` for ``a_ij < 0`` and ``-beta a_ij / a_ii`` for ``a_ij > 0``, alpha and beta
     scaling the strong coarse sums to the whole row's (without positive strong coarse
-    entries the positive ones are lumped into the diagonal). An aggressive level (hypre's ``agg_num_levels``; Stueben 2001, A.7) splits twice
-    and interpolates by multipass instead: a second PMIS or HMIS split over the first
-    split's coarse points, on the graph of distance-two strength (one product S_C (I + S)
-    Inj), then the multipass passes (pass 1 from the strong coarse neighbours, each later
-    pass one product through the rows assigned so far; hypre's ``agg_interp_type`` 4, which
-    normalizes the later passes differently near Dirichlet boundaries), untruncated, as
-    hypre's default. With PMIS both splits hash the fine-grid identities, so the coarse grid
-    does not depend on the partition; HMIS makes it depend on it.
+    entries the positive ones are lumped into the diagonal). An aggressive level (hypre's
+    ``agg_num_levels``; Stueben 2001, A.7) splits twice and interpolates by multipass
+    instead: a second PMIS or HMIS split over the first split's coarse points, on the graph
+    of distance-two strength (one product S_C (I + S) Inj), then the multipass passes (pass
+    1 from the strong coarse neighbours, each later pass one product through the rows
+    assigned so far; hypre's ``agg_interp_type`` 4, which normalizes the later passes
+    differently near Dirichlet boundaries), untruncated, as hypre's default. With PMIS both
+    splits hash the fine-grid identities, so the coarse grid does not depend on the
+    partition; HMIS makes it depend on it.
 
     Parameters
     ----------
