@@ -3,10 +3,10 @@
 import re
 
 import pytest
-from conftest import json_lines, mpirun
+from conftest import mpirun
 
 
-@pytest.mark.parametrize("nprocs,case,expected", [
+ERROR_CASES = [
     (2, "bad-line", "bad.mtx:203: expected a real value"),
     (3, "bad-line", "bad.mtx:203: expected a real value"),
     (2, "truncated", "header declares 201 entries but the file holds 200 (truncated?)"),
@@ -36,9 +36,14 @@ from conftest import json_lines, mpirun
     (2, "tol-differs", "MultilevelSolver.solve: the ranks passed different tol (1e-08 on rank 0, 0.0001 on rank 1)"),
     (2, "refine-differs", "DistributedLU.solve: the ranks passed different refine (True on rank 0, False on rank 1)"),
     (2, "spgemm-strategy-differs", "spgemm: the ranks passed different strategy ('standard' on rank 0, 'node-aware'"),
-])
-def test_every_rank_raises_the_same_clear_error(tmp_path, nprocs, case, expected):
-    out = json_lines(mpirun(nprocs, "errors.py", nprocs, tmp_path, case, timeout=120).stdout)
+]
+
+
+@pytest.mark.parametrize("nprocs,case,expected", ERROR_CASES)
+def test_every_rank_raises_the_same_clear_error(mpi_cache, nprocs, case, expected):
+    # the cases of one rank count run one after the other in one job (errors.py)
+    cases = ",".join(c for n, c, _ in ERROR_CASES if n == nprocs)
+    out = [r for r in mpi_cache("errors.py", nprocs, cases) if r["case"] == case]
     assert sorted(r["rank"] for r in out) == list(range(nprocs))
     for r in out:
         assert r["error"] is not None and expected in r["error"], r

@@ -1,9 +1,11 @@
 """MPI script: bad input under MPI must raise the same clear error on every rank.
 
-Usage: mpiexec -n K python -m mpi4py tests/mpi/errors.py K TMPDIR CASE
-Rank 0 prints {"rank", "error"} of every rank after they caught the error (null for a
-rank where nothing was raised). Case "wrong-length" is not caught: rank 1 fails
-alone and python -m mpi4py must abort the job.
+Usage: mpiexec -n K python -m mpi4py tests/mpi/errors.py K TMPDIR CASE[,CASE...]
+For each case, in turn, rank 0 prints {"case", "rank", "error"} of every rank after they
+caught the error (null for a rank where nothing was raised). Each case runs on its own
+duplicate of the world communicator, so nothing a case leaves in flight reaches the next.
+Case "wrong-length" is not caught: rank 1 fails alone and python -m mpi4py must abort the
+job.
 """
 
 import json
@@ -16,15 +18,16 @@ from mpi4py import MPI
 
 import commsolve as cs
 
-comm = MPI.COMM_WORLD
-expected, tmpdir, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
+expected, tmpdir, cases = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+assert MPI.COMM_WORLD.size == expected, f"launched with {MPI.COMM_WORLD.size} ranks, expected {expected}"
+comm, case = MPI.COMM_WORLD, None  # the case being run and its communicator
 
 
 def bad_file(lines_ok, bad_line):
     """A file whose entries are fine except one late line (parsed by the last rank)."""
-    path = os.path.join(tmpdir, "bad.mtx")
+    path = os.path.join(tmpdir, case, "bad.mtx")
     if comm.rank == 0:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write("%%MatrixMarket matrix coordinate real general\n")
             f.write(f"{lines_ok + 1} {lines_ok + 1} {lines_ok + 1}\n")
@@ -114,12 +117,14 @@ def run():
         raise SystemExit(f"unknown case {case}")
 
 
-try:
-    run()
-    err = None
-except cs.CollectiveError as e:
-    err = str(e)
-everyone = comm.gather({"rank": comm.rank, "error": err}, root=0)
-if comm.rank == 0:
-    for record in everyone:
-        print(json.dumps(record), flush=True)
+for case in cases:
+    comm = MPI.COMM_WORLD.Dup()
+    try:
+        run()
+        err = None
+    except cs.CollectiveError as e:
+        err = str(e)
+    everyone = comm.gather({"case": case, "rank": comm.rank, "error": err}, root=0)
+    if comm.rank == 0:
+        for record in everyone:
+            print(json.dumps(record), flush=True)
