@@ -149,15 +149,12 @@ GlobalRows multipass_interpolation(ParCsr& A, const SplitView& split, const Dist
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &last, 1, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
 
-  GlobalRows P;  // coarse points interpolate from themselves
+  RowBuilder unit;  // coarse points interpolate from themselves
   for (std::int64_t i = 0; i < n; ++i) {
-    if (split.state[i] == kCoarse) {
-      P.indices.push_back(split.coarse[i]);
-      P.data.push_back(1.0);
-    }
-    P.indptr.push_back(static_cast<std::int64_t>(P.indices.size()));
+    if (split.state[i] == kCoarse) unit.push(split.coarse[i], 1.0);
+    unit.end_row();
   }
-  P.nrows = n;
+  GlobalRows P = std::move(unit.rows);
   for (long long k = 1; k <= last; ++k) {
     // a_ij, j in J_i, of the pass-k rows i
     auto in_j = [&](std::int64_t i, std::int32_t p) {

@@ -370,13 +370,9 @@ LocalCsr ParCsr::space_rows() const {
 }
 
 std::pair<std::int64_t, bool> ParCsr::check_diagonal() const {
-  std::int64_t zero = -1;
-  for (std::int64_t i = 0; i < diag_.nrows && zero < 0; ++i) {
-    double d = 0.0;
-    for (std::int32_t p = diag_.indptr[i]; p < diag_.indptr[i + 1]; ++p)
-      if (diag_.indices[p] == i) d += diag_.data[p];
-    if (d == 0.0) zero = i;
-  }
+  const std::vector<double> d = diagonal();
+  const auto first_zero = std::find(d.begin(), d.end(), 0.0);
+  const std::int64_t zero = first_zero == d.end() ? -1 : first_zero - d.begin();
   bool finite = true;
   for (const LocalCsr* b : {&diag_, &offd_on_, &offd_off_})
     for (double v : b->data) finite = finite && std::isfinite(v);
