@@ -88,8 +88,8 @@ for spec in FAMILIES:
 # each: direct/selinv_plan.hpp's product_pieces), with messages handled between them.
 A = sp.csr_matrix(gallery.from_spec("poisson3d:16"))
 dense = np.linalg.inv(A.toarray()) if comm.rank == 0 else None
-for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):
-    lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, **options)
+for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):  # 128 columns: several blocks below each
+    lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, max_supernode=128, **options)
     S = lu.selected_inverse(symmetric=form == "symmetric")
     if comm.rank == 0:
         C = S.tocoo()
@@ -107,7 +107,7 @@ for name, options in (("alike", SYMMETRIC), ("defaults", {})):
     chosen[name] = lu.selinv.symmetric
 K = sp.csr_matrix(gallery.from_spec("kkt3d:3"))
 lu = direct.factor(ParCSR.from_global(K, comm), comm, grid=grid, topology=topo, replace_tiny=True,
-                   ordering="tree", **SYMMETRIC)  # METIS's tree leaves tiny pivots in the zero block
+                   ordering="tree", levels=4, **SYMMETRIC)  # this tree of METIS's meets tiny pivots in the zero block
 lu.selected_inverse()
 if comm.rank == 0:
     print(json.dumps({"family": "auto", "chosen": chosen, "replaced": int(lu.tiny_pivots_replaced),

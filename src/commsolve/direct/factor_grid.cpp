@@ -16,7 +16,7 @@ namespace {
 constexpr std::int64_t failed_bit = std::int64_t{1} << 62;
 
 // The update's product is formed a chunk of U blocks at a time, at most this many doubles.
-constexpr std::int64_t max_product = std::int64_t{1} << 22;
+constexpr std::int64_t max_product = std::int64_t{1} << 17;
 
 std::int64_t width(const SupernodalStructure& sym, std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; }
 
@@ -36,6 +36,20 @@ void positions(const std::int32_t* sub, std::int64_t m, const std::int32_t* supe
     while (p < M && super[p] < sub[i]) ++p;
     if (p == M || super[p] != sub[i]) throw std::logic_error("factorization: an update outside its target block");
     out[i] = p++;
+  }
+}
+
+// dst[at[i] + shift] += src[i] for i < m, at ascending. Where the positions form one run
+// (at[m-1] - at[0] = m - 1, common in the dense parts of a factor) the add is one vector loop.
+template <class Index>
+void scatter_add(double* __restrict dst, const double* __restrict src, std::int64_t m, const Index* at,
+                 std::int64_t shift) {
+  if (m == 0) return;
+  if (at[m - 1] - at[0] == m - 1) {
+    double* __restrict d = dst + at[0] + shift;
+    for (std::int64_t i = 0; i < m; ++i) d[i] += src[i];
+  } else {
+    for (std::int64_t i = 0; i < m; ++i) dst[at[i] + shift] += src[i];
   }
 }
 
@@ -531,33 +545,21 @@ void FactorExecutor::update_part(std::int32_t s, std::size_t a0, std::size_t a1,
         if (I == J) {  // the diagonal block of I
           const std::int64_t wI = width(sym_, I);
           double* D = v + lay.diag_off[store_.diag_index[I]];
-          for (std::int64_t j = 0; j < m2; ++j) {
-            double* dst = D + (cj[j] - fI) * wI;
-            const double* col = src + j * mr;
-            for (std::int64_t i = 0; i < m1; ++i) dst[ri[i] - fI] += col[i];
-          }
+          for (std::int64_t j = 0; j < m2; ++j) scatter_add(D + (cj[j] - fI) * wI, src + j * mr, m1, ri, -fI);
         } else if (I > J) {  // L(I, J): rows placed among the target block's rows
           const std::int64_t bt = find_block(blocks_, J, I);
           const std::int32_t* rt = sym_.rows.data() + sym_.rows_ptr[J] + blocks_.lo[bt];
           positions(ri, m1, rt, blocks_.hi[bt] - blocks_.lo[bt], map_);
           const std::int64_t c = index_.l_col_of[J], ld = lay.l_rows[c];
           double* base = v + lay.l_panel[c] + index_.l_row_of[bt];
-          for (std::int64_t j = 0; j < m2; ++j) {
-            double* dst = base + (cj[j] - fJ) * ld;
-            const double* col = src + j * mr;
-            for (std::int64_t i = 0; i < m1; ++i) dst[map_[i]] += col[i];
-          }
+          for (std::int64_t j = 0; j < m2; ++j) scatter_add(base + (cj[j] - fJ) * ld, src + j * mr, m1, map_.data(), 0);
         } else {  // U(I, J): columns placed among the target block's columns
           const std::int64_t bt = find_block(blocks_, I, J);
           const std::int32_t* ct = sym_.rows.data() + sym_.rows_ptr[I] + blocks_.lo[bt];
           positions(cj, m2, ct, blocks_.hi[bt] - blocks_.lo[bt], map_);
           const std::int64_t wI = width(sym_, I);
           double* base = v + index_.u_off_of[bt];
-          for (std::int64_t j = 0; j < m2; ++j) {
-            double* dst = base + map_[j] * wI;
-            const double* col = src + j * mr;
-            for (std::int64_t i = 0; i < m1; ++i) dst[ri[i] - fI] += col[i];
-          }
+          for (std::int64_t j = 0; j < m2; ++j) scatter_add(base + map_[j] * wI, src + j * mr, m1, ri, -fI);
         }
       }
     }

@@ -34,12 +34,12 @@ struct SupernodalStructure {
 // defaults of every entry point (SparseLU, factor, the virtual-world analyses, the CLI):
 // Python reads them from here.
 struct SymbolicOptions {
-  int max_supernode = 128;        // most columns per supernode
+  int max_supernode = 256;        // most columns per supernode (SuperLU_DIST's maxsup)
   std::string ordering = "auto";  // auto (tree here; factor() of a distributed matrix: ptscotch) |
                                   // nd (METIS nested dissection) | tree (keeps the separator tree) |
                                   // ptscotch (PT-Scotch; in parallel on a distributed matrix) |
                                   // ptscotch-metis (PT-Scotch's separators, METIS's leaves) | natural
-  int levels = 4;                 // tree: separator-tree levels kept (a 3D layout needs log2 Pz)
+  int levels = 0;                 // tree: separator-tree levels kept (at least the log2 Pz a 3D layout needs)
   double relax = 0.3;             // amalgamation: the share of explicit zeros a merged supernode may store
   int relax_subtree = 32;         // elimination subtrees of at most this many columns become one supernode
   // Throws std::invalid_argument naming the option that is out of range or unknown.
