@@ -44,12 +44,28 @@ void positions(const std::int32_t* sub, std::int64_t m, const std::int32_t* supe
 template <class Index>
 void scatter_add(double* __restrict dst, const double* __restrict src, std::int64_t m, const Index* at,
                  std::int64_t shift) {
-  if (m == 0) return;
   if (at[m - 1] - at[0] == m - 1) {
     double* __restrict d = dst + at[0] + shift;
     for (std::int64_t i = 0; i < m; ++i) d[i] += src[i];
   } else {
     for (std::int64_t i = 0; i < m; ++i) dst[at[i] + shift] += src[i];
+  }
+}
+
+// The m x n block `src` (leading dimension ld) added into n target columns, column j at
+// column(j), its rows at the positions `at` (+ shift). The next column's span is prefetched
+// while one is added: the targets are far apart and rarely in cache.
+template <class Index, class Column>
+void scatter_columns(const double* src, std::int64_t ld, std::int64_t m, std::int64_t n, const Index* at,
+                     std::int64_t shift, Column column) {
+  if (m == 0) return;
+  const std::int64_t first = at[0] + shift, span = std::min<std::int64_t>(at[m - 1] - at[0] + 1, 256);
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (j + 1 < n) {
+      const double* next = column(j + 1) + first;
+      for (std::int64_t k = 0; k < span; k += 8) __builtin_prefetch(next + k, 1);
+    }
+    scatter_add(column(j), src + j * ld, m, at, shift);
   }
 }
 
@@ -545,21 +561,21 @@ void FactorExecutor::update_part(std::int32_t s, std::size_t a0, std::size_t a1,
         if (I == J) {  // the diagonal block of I
           const std::int64_t wI = width(sym_, I);
           double* D = v + lay.diag_off[store_.diag_index[I]];
-          for (std::int64_t j = 0; j < m2; ++j) scatter_add(D + (cj[j] - fI) * wI, src + j * mr, m1, ri, -fI);
+          scatter_columns(src, mr, m1, m2, ri, -fI, [&](std::int64_t j) { return D + (cj[j] - fI) * wI; });
         } else if (I > J) {  // L(I, J): rows placed among the target block's rows
           const std::int64_t bt = find_block(blocks_, J, I);
           const std::int32_t* rt = sym_.rows.data() + sym_.rows_ptr[J] + blocks_.lo[bt];
           positions(ri, m1, rt, blocks_.hi[bt] - blocks_.lo[bt], map_);
           const std::int64_t c = index_.l_col_of[J], ld = lay.l_rows[c];
           double* base = v + lay.l_panel[c] + index_.l_row_of[bt];
-          for (std::int64_t j = 0; j < m2; ++j) scatter_add(base + (cj[j] - fJ) * ld, src + j * mr, m1, map_.data(), 0);
+          scatter_columns(src, mr, m1, m2, map_.data(), 0, [&](std::int64_t j) { return base + (cj[j] - fJ) * ld; });
         } else {  // U(I, J): columns placed among the target block's columns
           const std::int64_t bt = find_block(blocks_, I, J);
           const std::int32_t* ct = sym_.rows.data() + sym_.rows_ptr[I] + blocks_.lo[bt];
           positions(cj, m2, ct, blocks_.hi[bt] - blocks_.lo[bt], map_);
           const std::int64_t wI = width(sym_, I);
           double* base = v + index_.u_off_of[bt];
-          for (std::int64_t j = 0; j < m2; ++j) scatter_add(base + map_[j] * wI, src + j * mr, m1, ri, -fI);
+          scatter_columns(src, mr, m1, m2, ri, -fI, [&](std::int64_t j) { return base + map_[j] * wI; });
         }
       }
     }
