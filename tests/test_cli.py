@@ -1,6 +1,7 @@
 """The command line: -np relaunch, running under mpiexec directly, JSON output, clear errors."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -67,6 +68,30 @@ def test_clear_errors(args, message):
     assert p.returncode != 0
     assert message in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["spmv", "--gen", "poisson2d:8", "-np", "3", "--ppn", "2"], "ppn 2 does not divide the world size 3"),
+    (["amg", "--matrix", "/nonexistent/a.mtx", "-np", "2"], "cannot open file"),
+    (["sptrsv", "--gen", "poisson2d:8", "-np", "3", "--grid", "2x2"], "a 2x2 grid needs 4 ranks, the communicator has 3"),
+    (["sptrsv", "--gen", "poisson2d:8", "-np", "2", "--grid", "1x1x2", "--algorithm", "2d"],
+     "the 2d algorithm needs Pz = 1"),
+])
+def test_what_the_ranks_would_refuse_is_said_before_mpiexec_starts(tmp_path, args, message):
+    """With -np, the launching process makes the ranks' first checks itself: a stand-in mpiexec
+    first on PATH leaves a mark if it is started, and a good command line does start it."""
+    mark = tmp_path / "started"
+    fake = tmp_path / "mpiexec"
+    fake.write_text(f"#!/bin/sh\ntouch {mark}\nexit 99\n")
+    fake.chmod(0o755)
+    env = dict(mpi_env(4), PATH=f"{tmp_path}:{os.environ['PATH']}")
+    run = lambda argv: subprocess.run([sys.executable, "-m", "commsolve", *argv], capture_output=True,  # noqa: E731
+                                      text=True, timeout=60, env=env)
+    p = run(args)
+    assert p.returncode == 1 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not mark.exists()
+    p = run(["spmv", "--gen", "poisson2d:8", "-np", "2"])
+    assert p.returncode != 0 and mark.exists()
 
 
 def test_demo_checks_pass():

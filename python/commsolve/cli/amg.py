@@ -9,8 +9,8 @@ from ..amg.classical import COARSENINGS
 from ..amg.hierarchy import INTERPOLATIONS
 from ..amg.sparsify import parse_adaptive
 from .common import (agglomerate_option, as_json_text, bar, check_plot_path, check_sparsify, fail_unless_solved, guarded,
-                     json_option, launch_options, matrix_options, need_one_source, ppn_option, relaunch_or_check,
-                     report, row_partition_option, sparsify_options, strategy_option, tolerance)
+                     input_checks, json_option, launch_options, matrix_options, need_one_source, ppn_option,
+                     relaunch_or_check, report, row_partition_option, sparsify_options, strategy_option, tolerance)
 
 
 @click.command(name="amg")
@@ -79,7 +79,7 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     if adaptive is not None and accel != "cg":
         raise click.UsageError("--adaptive restarts CG: --accel cg")
     check_plot_path(plot, "--plot")
-    relaunch_or_check(nprocs, oversubscribe, timeout)
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
     from mpi4py import MPI
 
     from ..runs.amg import format_amg, plot_levels, run_amg

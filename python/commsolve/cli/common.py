@@ -22,7 +22,7 @@ __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "to
            "workload_hint", "refuse", "agglomerate_option", "fail_unless_solved", "matrix_options", "launch_options",
            "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
-           "max_supernode_option", "ROW_PARTITIONS", "TREE"]
+           "max_supernode_option", "ROW_PARTITIONS", "TREE", "input_checks"]
 
 ROW_PARTITIONS = partition.METHODS  # how rows are split over ranks (contiguous, strided, metis)
 TREE = trees.TreeShape()  # the tree options' defaults, as C++ sets them
@@ -30,13 +30,15 @@ TREE = trees.TreeShape()  # the tree options' defaults, as C++ sets them
 
 # ---- running under MPI -------------------------------------------------------------
 
-def relaunch_or_check(nprocs, oversubscribe=False, timeout=None, threads=1):
+def relaunch_or_check(nprocs, oversubscribe=False, timeout=None, threads=1, before_launch=None):
     """Returns normally when this process should do the work (as an MPI rank): without
     mpiexec around it, runs the same command line as ``mpiexec -n N python -m mpi4py -m
     commsolve ...`` (:func:`commsolve.launch.relaunch`: the watchdog on, with ``timeout`` or
     :func:`~commsolve.launch.default_timeout`; a rank's death reported) and exits with its status; started by
     mpiexec, checks that the world has N ranks and switches the watchdog on if ``timeout``
-    is given. ``threads`` per rank (> 1: ranks bound to no core, :func:`~commsolve.launch.mpi_env`)."""
+    is given. ``threads`` per rank (> 1: ranks bound to no core, :func:`~commsolve.launch.mpi_env`).
+    ``before_launch(N)``, if given, runs here first: the checks the ranks would make of the
+    input (the same functions), so that a ValueError is said at once, without starting MPI."""
     if timeout is not None and not timeout >= 0:  # NaN fails too
         raise click.BadParameter(f"must be a number of seconds >= 0 (0: off), got {timeout}", param_hint="--timeout")
     if nprocs is None:
@@ -62,6 +64,12 @@ def relaunch_or_check(nprocs, oversubscribe=False, timeout=None, threads=1):
             timeout = default_timeout()
         except ValueError as e:
             raise click.UsageError(str(e)) from None
+    if before_launch is not None:
+        try:
+            before_launch(nprocs)
+        except ValueError as e:
+            click.echo(f"commsolve: error: {e}", err=True)
+            sys.exit(EXIT_ERROR)
     # The same arguments, -np included: under mpiexec it is checked against the world size.
     sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=timeout, threads=threads))
 
@@ -212,6 +220,18 @@ def split_list(text):
 def need_one_source(gen, matrix):
     if (gen is None) == (matrix is None):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
+
+
+def input_checks(nranks, matrix=None, ppn=None):
+    """What the ranks check first of --matrix FILE (its header) and --ppn, for
+    :func:`relaunch_or_check`'s ``before_launch``: ValueError as they would raise it."""
+    from ..io import mminfo
+    from ..topology import make_topology
+
+    if ppn is not None:
+        make_topology(ppn=ppn, size=nranks)
+    if matrix is not None:
+        mminfo(matrix)
 
 
 def load_matrix(gen, matrix):

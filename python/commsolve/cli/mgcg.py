@@ -8,8 +8,9 @@ import click
 
 from ..amg import SMOOTHERS
 from ..mg import CGA_MODES, CGA_ROWS, DECOMPOSITIONS, FORMATS, HCGA_GROUP, HCGA_ROWS
-from .common import (as_json_text, bar, check_plot_path, fail_unless_solved, guarded, json_option, launch_options,
-                     matrix_options, need_one_source, ppn_option, relaunch_or_check, report, strategy_option, tolerance)
+from .common import (as_json_text, bar, check_plot_path, fail_unless_solved, guarded, input_checks, json_option,
+                     launch_options, matrix_options, need_one_source, ppn_option, relaunch_or_check, report,
+                     strategy_option, tolerance)
 
 
 def _grid(ctx, param, value):
@@ -93,7 +94,7 @@ def mgcg(gen, matrix, grid, decomposition, procs, nprocs, oversubscribe, timeout
     if not 0 < correction < 2:
         raise click.BadParameter(f"must lie in (0, 2), got {correction}", param_hint="--correction")
     check_plot_path(plot, "--plot")
-    relaunch_or_check(nprocs, oversubscribe, timeout)
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
     from mpi4py import MPI
 
     from ..runs.mgcg import format_mgcg, plot_mgcg, run_mgcg

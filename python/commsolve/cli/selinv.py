@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..direct import ROW_PERMS
-from .common import (TREE_CHOICE, as_json_text, guarded, json_option, launch_options, matrix_options,
+from .common import (TREE_CHOICE, as_json_text, guarded, input_checks, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report, fail,
                      tolerance)
 
@@ -42,7 +42,7 @@ def selinv(gen, matrix, nprocs, oversubscribe, timeout, grid, tree, form, repeat
     Row-Reduce of products): time, flops, communication per rank and per role (min, max,
     median, std), and a check against numpy's dense inverse or scipy's splu."""
     need_one_source(gen, matrix)
-    relaunch_or_check(nprocs, oversubscribe, timeout)
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
     from mpi4py import MPI
 
     from ..runs.selinv import format_selinv, run_selinv

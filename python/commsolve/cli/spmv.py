@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (as_json_text, fail, guarded, json_option, matrix_options, need_one_source, launch_options, ppn_option,
-                     progress, relaunch_or_check, report, row_partition_option, strategy_option)
+from .common import (as_json_text, fail, guarded, input_checks, json_option, matrix_options, need_one_source,
+                     launch_options, ppn_option, progress, relaunch_or_check, report, row_partition_option,
+                     strategy_option)
 
 
 @click.command()
@@ -21,7 +22,7 @@ from .common import (as_json_text, fail, guarded, json_option, matrix_options, n
 def spmv(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, strategy, repeat, as_json, no_check, profile):
     """Distributed sparse matrix-vector product: time, rate and communication statistics."""
     need_one_source(gen, matrix)
-    relaunch_or_check(nprocs, oversubscribe, timeout)
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
     from mpi4py import MPI
 
     from ..runs.spmv import format_spmv, run_spmv

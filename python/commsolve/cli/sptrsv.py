@@ -8,7 +8,7 @@ import click
 from ..direct import AUTO, LU_DEFAULTS, ORDERINGS, ROW_PERMS, is_auto
 from ..runs.sptrsv import SINGULAR_RESIDUAL
 from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
-                     forest_partition_option, guarded, json_option, launch_options, matrix_options,
+                     forest_partition_option, guarded, input_checks, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report,
                      tolerance)
 
@@ -75,7 +75,15 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
                                f"calibrate' writes one), and --profile goes with --grid {AUTO}")
     from .. import _core
 
-    relaunch_or_check(nprocs, oversubscribe, timeout, threads=threads or _core.default_threads())
+    def before_launch(n):  # what the ranks check first, said at once
+        input_checks(n, matrix, ppn)
+        if not is_auto(grid):
+            from ..direct.distributed import checked_request
+
+            checked_request(n, grid, tree, algorithm, partition, allreduce, None, None, 0, profile, {})
+
+    relaunch_or_check(nprocs, oversubscribe, timeout, threads=threads or _core.default_threads(),
+                      before_launch=before_launch)
     from mpi4py import MPI
 
     from ..runs.sptrsv import format_sptrsv, run_sptrsv

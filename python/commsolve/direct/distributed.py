@@ -36,7 +36,7 @@ from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, chosen_ordering, levels_for, symbolic
 
 __all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze", "parallel_ordering", "factor_on_layout",
-           "Analysis", "FactorRequest", "FactorReport", "register_tuner"]
+           "Analysis", "FactorRequest", "FactorReport", "register_tuner", "checked_request"]
 
 _tuner = None
 
@@ -212,9 +212,51 @@ class FactorReport:
     ordering_parts: dict | None = None  # the ordering's parts on the root (Analysis.ordering_parts)
 
 
+def checked_request(nranks, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
+                    lu_options):
+    """The request of a factorization on ``nranks`` ranks, checked (no MPI: what every rank
+    checks, and what a launcher can check before it starts them).
+
+    Parameters
+    ----------
+    nranks : int
+        The communicator's size.
+    grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile
+        As :func:`factor`'s.
+    lu_options : dict
+        As :func:`factor`'s ``**lu_options``.
+
+    Returns
+    -------
+    FactorRequest
+
+    Raises
+    ------
+    ValueError
+        For a grid, algorithm, tree or option that does not fit ``nranks`` ranks or is unknown.
+    """
+    check_choice(partition, FOREST_PARTITIONS, "forest partition")
+    if not 0 <= root < nranks:
+        raise ValueError(f"root {root} outside the communicator of {nranks} ranks")
+    if is_auto(grid):
+        if _tuner is None:
+            raise ValueError("grid='auto' needs a tuner: import commsolve.tune")
+        trees = (tree,) if isinstance(tree, str) else tuple(tree or ())
+        _tuner.check(profile, algorithm, trees)
+        if algorithm is not None:
+            check_choice(algorithm, ALGORITHMS, "solve algorithm")
+        solve_options(2, None, None, seed, flat_threshold, allreduce)  # the tree and allreduce names
+        return FactorRequest(None, None, algorithm, trees, seed, flat_threshold, allreduce, partition, root,
+                             profile, lu_options, _tuner.max_pz(nranks))
+    dims = parse_grid(grid, nranks)
+    options = solve_options(dims[2], algorithm, tree, seed, flat_threshold, allreduce)
+    return FactorRequest(dims, options, algorithm, (options.tree.name,), seed, flat_threshold, allreduce,
+                         partition, root, profile, lu_options, dims[2])
+
+
 def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile,
                    lu_options, topology=None, distribution=None):
-    """Collective. The request checked on every rank and agreed.
+    """Collective. The request checked on every rank (:func:`checked_request`) and agreed.
 
     Parameters
     ----------
@@ -240,28 +282,8 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
     CollectiveError
         If the ranks asked for different things.
     """
-
-    def check():
-        check_choice(partition, FOREST_PARTITIONS, "forest partition")
-        if not 0 <= root < comm.size:
-            raise ValueError(f"root {root} outside the communicator of {comm.size} ranks")
-        if is_auto(grid):
-            if _tuner is None:
-                raise ValueError("grid='auto' needs a tuner: import commsolve.tune")
-            trees = (tree,) if isinstance(tree, str) else tuple(tree or ())
-            _tuner.check(profile, algorithm, trees)
-            if algorithm is not None:
-                check_choice(algorithm, ALGORITHMS, "solve algorithm")
-            solve_options(2, None, None, seed, flat_threshold, allreduce)  # the tree and allreduce names
-            pz = _tuner.max_pz(comm.size)
-            return FactorRequest(None, None, algorithm, trees, seed, flat_threshold, allreduce, partition, root,
-                                 profile, lu_options, pz)
-        dims = parse_grid(grid, comm.size)
-        options = solve_options(dims[2], algorithm, tree, seed, flat_threshold, allreduce)
-        return FactorRequest(dims, options, algorithm, (options.tree.name,), seed, flat_threshold, allreduce,
-                             partition, root, profile, lu_options, dims[2])
-
-    request = run_agreed(comm, check)
+    request = run_agreed(comm, checked_request, comm.size, grid, tree, algorithm, partition, allreduce, seed,
+                         flat_threshold, root, profile, lu_options)
     agree_args(comm, "direct.factor", grid=request.grid, algorithm=request.algorithm, tree=request.trees,
                seed=request.seed, flat_threshold=request.flat_threshold, allreduce=request.allreduce,
                partition=request.partition, root=root, profile=profile, topology=topology, distribution=distribution,
