@@ -11,14 +11,17 @@ CASES = [("construction", k, construction_ppn(k) or "real", case_id(*c))
          for k in CONSTRUCTION_RANKS for c in suite("construction")]
 CASES += [("strategies", k, ppn, case_id(*c)) for k, ppn in STRATEGY_LAYOUTS for c in suite("strategies")]
 IDS = [f"np{k}-ppn{ppn}-{cid}" for _, k, ppn, cid in CASES]
+# One job per rank count runs the strategies suite for each of its layouts
+LAYOUTS = {k: ",".join(str(p) for kk, p in STRATEGY_LAYOUTS if kk == k) for k, _ in STRATEGY_LAYOUTS}
 
 
 @pytest.fixture
 def result(mpi_cache, request):
     name, k, ppn, cid = request.param
-    found = {r["case"]: r for r in mpi_cache("halo_cases.py", k, name, ppn)}
-    assert cid in found, f"case {cid} produced no result with {k} ranks, ppn {ppn}"
-    return found[cid]
+    found = {(r["ppn"], r["case"]): r for r in mpi_cache("halo_cases.py", k, name,
+                                                         LAYOUTS[k] if name == "strategies" else str(ppn))}
+    assert (str(ppn), cid) in found, f"case {cid} produced no result with {k} ranks, ppn {ppn}"
+    return found[str(ppn), cid]
 
 
 @pytest.mark.parametrize("result", CASES, ids=IDS, indirect=True)

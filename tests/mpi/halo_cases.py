@@ -1,8 +1,9 @@
 """MPI script: distributed SpMV and its transpose for a suite of cases, checked on every rank.
 
-Usage: mpiexec -n K python -m mpi4py tests/mpi/halo_cases.py K TMPDIR SUITE PPN
-SUITE is "construction" or "strategies" (tests/mpi/cases.py); PPN is the virtual ranks per
-node ("real" for the machine's layout). Rank 0 prints one JSON line per case.
+Usage: mpiexec -n K python -m mpi4py tests/mpi/halo_cases.py K TMPDIR SUITE PPN[,PPN...]
+SUITE is "construction" or "strategies" (tests/mpi/cases.py); each PPN is a virtual ranks
+per node ("real" for the machine's layout), the suite run once for each. Rank 0 prints one
+JSON line per case and PPN.
 """
 
 import json
@@ -19,9 +20,8 @@ import cases  # noqa: E402
 import commsolve as cs  # noqa: E402
 
 comm = MPI.COMM_WORLD
-expected, tmpdir, suite_name, ppn_arg = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+expected, tmpdir, suite_name, ppn_args = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
-ppn = None if ppn_arg == "real" else int(ppn_arg)
 RUNS = 3
 
 
@@ -56,7 +56,8 @@ def same(xs, ys):
     return len(xs) == len(ys) and all(np.array_equal(x, y) for x, y in zip(xs, ys))
 
 
-for gen, part, source, strategy in cases.suite(suite_name):
+for ppn_arg, (gen, part, source, strategy) in ((p, c) for p in ppn_args for c in cases.suite(suite_name)):
+    ppn = None if ppn_arg == "real" else int(ppn_arg)
     G = reference(gen)  # the serial reference (every rank builds it: small)
     if source == "spec":
         A = cs.ParCSR.from_spec(gen, comm, partition=part, topology=ppn, strategy=strategy)
@@ -108,6 +109,7 @@ for gen, part, source, strategy in cases.suite(suite_name):
         )
         print(json.dumps({
             "case": cases.case_id(gen, part, source, strategy),
+            "ppn": ppn_arg,
             "plan_strategy": A.plan.strategy,
             "steps": len(A.plan.steps),
             "matvec_err": relerr(yg, G @ xg),
