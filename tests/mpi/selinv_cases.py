@@ -7,7 +7,7 @@ Rank 0 prints one JSON line per (family, form, tree): the largest difference fro
 dense inverse (relative to its largest entry), whether the entries hold the pattern of A^T
 and the diagonal, whether the ranks' own entries (gather=False) make up the gathered matrix,
 whether every rank's recorded CommStats equal its plan and its plan the virtual world's,
-and the messages sent in all; then poisson3d:16 in both forms (products in several pieces)
+and the messages sent in all; then poisson3d:14 in both forms (products in several pieces)
 the form symmetric=None picks, the warning of replaced tiny pivots, and one line on a 3D
 grid's refusal.
 """
@@ -86,7 +86,7 @@ for spec in FAMILIES:
 
 # Large enough that a rank's products for a supernode run in several pieces (about 2 MFlop
 # each: direct/selinv_plan.hpp's product_pieces), with messages handled between them.
-A = sp.csr_matrix(gallery.from_spec("poisson3d:16"))
+A = sp.csr_matrix(gallery.from_spec("poisson3d:14"))  # the smallest with split products on every grid
 dense = np.linalg.inv(A.toarray()) if comm.rank == 0 else None
 for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):  # 128 columns: several blocks below each
     lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, max_supernode=128, **options)
