@@ -46,8 +46,13 @@ install-cxx:
 demo: build
 	$(PYTHON) -m commsolve demo -np $(NP)
 
+# Two workers over the test files, then alone the tests marked serial (timings, timeouts,
+# /tmp seen whole); the status fails if either pass fails.
 test: build
-	$(PYTHON) -m pytest -q tests
+	status=0; \
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial" tests || status=1; \
+	$(PYTHON) -m pytest -q -m serial tests || status=1; \
+	exit $$status
 
 bench: build
 	$(PYTHON) bench/spmv_local.py

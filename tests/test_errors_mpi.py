@@ -6,6 +6,10 @@ import pytest
 from conftest import mpirun
 
 
+# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
+pytestmark = pytest.mark.serial
+
+
 ERROR_CASES = [
     (2, "bad-line", "bad.mtx:203: expected a real value"),
     (3, "bad-line", "bad.mtx:203: expected a real value"),

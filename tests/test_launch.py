@@ -9,7 +9,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from commsolve.launch import DEFAULT_TIMEOUT, UNREADABLE_LOG, default_timeout, oom_evidence
+
+
+# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
+pytestmark = pytest.mark.serial
 
 
 def commsolve(*args):

@@ -16,6 +16,10 @@ import commsolve as cs
 from commsolve.launch import mpi_env
 
 
+# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
+pytestmark = pytest.mark.serial
+
+
 def cli(*args, timeout=240):
     return subprocess.run([sys.executable, "-m", "commsolve", *args], capture_output=True, text=True,
                           timeout=timeout, env=mpi_env(4))

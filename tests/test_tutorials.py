@@ -59,6 +59,7 @@ def test_node_aware(tmp_path):
     assert len(re.findall(r"^AMG level \d+:", out, re.M)) >= 3 and "converged True" in out, out
 
 
+@pytest.mark.serial  # it measures this machine: run alone
 def test_calibrate_a_profile(tmp_path):
     """The tutorial runs `commsolve calibrate -np 2 --ppn 1 --plot ... --quick --accept-noisy` (a
     busy CI machine must not fail it), then uses the profile: what the simulator needs is in it,
