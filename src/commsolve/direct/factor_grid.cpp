@@ -15,7 +15,9 @@ namespace {
 // sender had failed (its values mean nothing).
 constexpr std::int64_t failed_bit = std::int64_t{1} << 62;
 
-// The update's product is formed a chunk of U blocks at a time, at most this many doubles.
+// The update's product is formed a chunk of U blocks at a time, at most this many doubles:
+// 1 MiB, so that its scatter finds it in cache (at 32 MiB it went to memory and back; kkt3d:30's
+// numeric phase took 2.45 s instead of 2.1).
 constexpr std::int64_t max_product = std::int64_t{1} << 17;
 
 std::int64_t width(const SupernodalStructure& sym, std::int64_t s) { return sym.sn_start[s + 1] - sym.sn_start[s]; }
