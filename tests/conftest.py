@@ -12,17 +12,6 @@ sys.path.insert(0, MPI_DIR)
 
 MPI_TIMEOUT = 240  # seconds for one mpiexec job; a deadlock fails instead of hanging CI
 
-# make test runs the files on two workers (pytest-xdist, a file at a time): the slowest go
-# first, so that the workers end together. This orders; it selects nothing.
-SLOWEST_FIRST = ["test_cli.py", "test_amg_cli.py", "test_docs.py", "test_monitoring_mpi.py", "test_dense_mpi.py",
-                 "test_selinv_mpi.py", "test_halo_mpi.py", "test_mgcg.py", "test_bad_input.py",
-                 "test_sptrsv3d_mpi.py", "test_amg_mpi.py", "test_sparsify.py", "test_factor3d_mpi.py"]
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable
-
 
 def mpirun(nprocs, script, *args, timeout=MPI_TIMEOUT, check=True):
     """Run tests/mpi/<script> on ``nprocs`` ranks; returns the CompletedProcess."""

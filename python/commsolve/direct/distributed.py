@@ -262,10 +262,8 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
     ----------
     comm : mpi4py.MPI.Comm
         The communicator.
-    grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile
-        As :func:`factor`'s.
-    lu_options : dict
-        As :func:`factor`'s ``**lu_options``.
+    grid, tree, algorithm, partition, allreduce, seed, flat_threshold, root, profile, lu_options
+        As :func:`checked_request`'s.
     topology : Topology, int or None
         As :func:`factor`'s; only compared between the ranks.
     distribution : Distribution, optional
