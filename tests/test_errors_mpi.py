@@ -6,8 +6,7 @@ import pytest
 from conftest import mpirun
 
 
-# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
-pytestmark = pytest.mark.serial
+pytestmark = pytest.mark.serial  # timings, timeouts, /tmp seen whole: run alone (pyproject.toml)
 
 
 ERROR_CASES = [

@@ -14,8 +14,7 @@ import pytest
 from commsolve.launch import DEFAULT_TIMEOUT, UNREADABLE_LOG, default_timeout, oom_evidence
 
 
-# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
-pytestmark = pytest.mark.serial
+pytestmark = pytest.mark.serial  # timings, timeouts, /tmp seen whole: run alone (pyproject.toml)
 
 
 def commsolve(*args):

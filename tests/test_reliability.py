@@ -16,8 +16,7 @@ import commsolve as cs
 from commsolve.launch import mpi_env
 
 
-# Timings, timeouts, or /tmp seen whole: run alone (make test's serial pass), not beside another test.
-pytestmark = pytest.mark.serial
+pytestmark = pytest.mark.serial  # timings, timeouts, /tmp seen whole: run alone (pyproject.toml)
 
 
 def cli(*args, timeout=240):

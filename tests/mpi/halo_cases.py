@@ -6,6 +6,7 @@ per node ("real" for the machine's layout), the suite run once for each. Rank 0 
 JSON line per case and PPN.
 """
 
+import itertools
 import json
 import os
 import sys
@@ -56,7 +57,7 @@ def same(xs, ys):
     return len(xs) == len(ys) and all(np.array_equal(x, y) for x, y in zip(xs, ys))
 
 
-for ppn_arg, (gen, part, source, strategy) in ((p, c) for p in ppn_args for c in cases.suite(suite_name)):
+for ppn_arg, (gen, part, source, strategy) in itertools.product(ppn_args, cases.suite(suite_name)):
     ppn = None if ppn_arg == "real" else int(ppn_arg)
     G = reference(gen)  # the serial reference (every rank builds it: small)
     if source == "spec":

@@ -80,7 +80,8 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
         if not is_auto(grid):
             from ..direct.distributed import checked_request
 
-            checked_request(n, grid, tree, algorithm, partition, allreduce, None, None, 0, profile, {})
+            checked_request(n, grid, tree, algorithm, partition, allreduce, seed=None, flat_threshold=None,
+                            root=0, profile=profile, lu_options={})
 
     relaunch_or_check(nprocs, oversubscribe, timeout, threads=threads or _core.default_threads(),
                       before_launch=before_launch)
