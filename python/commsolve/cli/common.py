@@ -397,7 +397,8 @@ def ablation_options(f):
 
 def max_supernode_option(f):
     return click.option("--max-supernode", type=click.IntRange(1), default=LU_DEFAULTS["max_supernode"],
-                        show_default=True, help="Most columns in one supernode.")(f)
+                        show_default=True, help="Most columns in one supernode (128 for solves on thousands of "
+                        "ranks: see docs/concepts.md).")(f)
 
 
 ALGORITHM_CHOICE = click.Choice(ALGORITHMS)
