@@ -25,7 +25,7 @@ from .. import _core
 from .._collective import agree_args, mpi, run_agreed
 from .._watchdog import watched
 from ..parcsr import ParCSR
-from ..partition import Distribution
+from ..partition import Distribution, adjacency_graph
 from ..topology import make_topology
 from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
 from .parallel_analysis import (one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
@@ -350,13 +350,40 @@ def analyze(source, comm, request):
                             serial=lu, matrix=lu.matrix)
         mine = run_agreed(comm, serial)
     else:
+        # The ordering "tree" on several ranks: its leaves are ordered each on a rank of its own
+        # (the tree then keeps at least log2 of the ranks as levels).
+        leaves_apart = symbolic_options["ordering"] == "tree" and comm.size > 1
+        if leaves_apart:
+            symbolic_options["levels"] = max(symbolic_options["levels"], comm.size.bit_length() - 1)
+        t1 = time.perf_counter()
+
         def on_root():
             if comm.rank != root:
                 return None
-            t1 = time.perf_counter()
             checked, B, pivoting = pivoted(A, options.get("equil", PIVOTING_DEFAULTS["equil"]),
                                            options.get("row_perm", PIVOTING_DEFAULTS["row_perm"]), parts)
-            structure = symbolic(B, times=parts, **symbolic_options)
+            if not leaves_apart:
+                return checked, B, pivoting, None, None
+            t2 = time.perf_counter()
+            G = adjacency_graph(B)
+            t3 = time.perf_counter()
+            top = _core.separator_tree(G.indptr, G.indices, symbolic_options["levels"], order_leaves=False)
+            parts.update(graph=t3 - t2, nested_dissection=time.perf_counter() - t3)
+            return checked, B, pivoting, G, top
+        pivoted_here = run_agreed(comm, on_root)
+        G = ordered = None
+        if leaves_apart:
+            t2 = time.perf_counter()
+            G, top = pivoted_here[3:] if pivoted_here else (None, None)
+            ordered, _ = run_agreed(comm, _core.order_leaves_on_ranks, comm.py2f(), root,
+                                    *((G.indptr, G.indices, top) if G is not None else ()))
+            parts["nested_dissection"] = parts.get("nested_dissection", 0.0) + time.perf_counter() - t2
+
+        def finish():
+            if comm.rank != root:
+                return None
+            checked, B, pivoting = pivoted_here[:3]
+            structure = symbolic(B, times=parts, ordered=ordered, graph=G, **symbolic_options)
             perm = np.asarray(structure.perm)
             row_order = pivoting.row_order(perm).astype(np.int32)
             seconds = time.perf_counter() - t1  # pivoting, ordering, symbolic
@@ -364,7 +391,7 @@ def analyze(source, comm, request):
                             _nnz_LU(structure), float(abs(B).sum(axis=0).max()),
                             {"ordering": seconds}, symmetric=_symmetric(checked, row_order, perm, pivoting),
                             ordering_parts=parts, matrix=checked)
-        mine = run_agreed(comm, on_root)
+        mine = run_agreed(comm, finish)
     shared = comm.bcast(None if mine is None else mine.shared(), root=root)
     analysis = mine if mine is not None else shared
     analysis.ordering = symbolic_options["ordering"]

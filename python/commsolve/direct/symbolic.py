@@ -87,7 +87,7 @@ def levels_for(levels, pz):
 
 
 def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, relax=None, relax_subtree=None,
-                         times=None, ordered=None):
+                         times=None, ordered=None, graph=None):
     """The supernodal structure of the pattern of ``A + A^T`` (a :class:`SupernodalStructure`).
 
     Options left out take :data:`LU_DEFAULTS` (C++'s); ``relax=0, relax_subtree=0`` give the
@@ -125,6 +125,9 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     ordered : SeparatorTree, optional
         An ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
         ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``.
+    graph : scipy.sparse.csr_matrix, optional
+        The pattern of ``A + A^T`` without its diagonal as :func:`~commsolve.partition.adjacency_graph`
+        gives it, if the caller holds it (then not computed again).
 
     Returns
     -------
@@ -140,15 +143,15 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
     if options.ordering in PARALLEL_ORDERINGS:
         mpi()  # PT-Scotch runs on MPI_COMM_SELF: MPI must be initialized
     t0 = time.perf_counter()
-    G = adjacency_graph(A)
-    if times is not None:
+    G = adjacency_graph(A) if graph is None else graph
+    if times is not None and graph is None:
         times["graph"] = time.perf_counter() - t0
     if ordered is not None:
         return _core.symbolic_for_ordering(G.indptr, G.indices, ordered, options, times)
     return _core.symbolic_analysis(G.indptr, G.indices, options, times)
 
 
-def symbolic(A, pz=1, times=None, ordered=None, **options):
+def symbolic(A, pz=1, times=None, ordered=None, graph=None, **options):
     """The supernodal structure that :class:`~commsolve.direct.SparseLU` and
     :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A``: what the
     virtual-world analyses of the distributed solves read.
@@ -164,6 +167,8 @@ def symbolic(A, pz=1, times=None, ordered=None, **options):
     times : dict, optional
         As :func:`supernodal_structure`'s.
     ordered : SeparatorTree, optional
+        As :func:`supernodal_structure`'s.
+    graph : scipy.sparse.csr_matrix, optional
         As :func:`supernodal_structure`'s.
     **options
         As :class:`~commsolve.direct.SparseLU`'s own: the keys of :data:`LU_DEFAULTS`, whose
@@ -185,7 +190,7 @@ def symbolic(A, pz=1, times=None, ordered=None, **options):
         raise ValueError(f"unknown symbolic option(s) {', '.join(sorted(unknown))} (known: {', '.join(LU_DEFAULTS)})")
     o = {**LU_DEFAULTS, **options}
     return supernodal_structure(A, o["max_supernode"], o["ordering"], levels_for(o["levels"], pz), o["relax"],
-                                o["relax_subtree"], times, ordered)
+                                o["relax_subtree"], times, ordered, graph)
 
 
 def forest_partition(structure, pz, method="nd", imbalance=0.2):

@@ -11,6 +11,8 @@
 #include <optional>
 
 #include "commsolve/bindings/common.hpp"
+#include "commsolve/core/error.hpp"
+#include "commsolve/direct/leaf_ordering.hpp"
 #include "commsolve/direct/matching.hpp"
 #include "commsolve/direct/parallel_ordering.hpp"
 #include "commsolve/direct/parallel_symbolic.hpp"
@@ -269,13 +271,42 @@ void bind_analysis(nb::module_& m) {
         "`ordering` (with perm), computed without gathering B (direct/parallel_symbolic.hpp): this rank holds rows "
         "row_index of B (CSR, global columns; a zero value is not an entry). Equals symbolic_for_ordering's; the same "
         "on every rank.");
-  m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels) {
+  m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels, bool order_leaves) {
     const auto g = rows_view(xadj, adjncy);
     nb::gil_scoped_release nogil;
-    return separator_tree(g.nrows, g.indptr, g.indices, levels);
-  }, "xadj"_a, "adjncy"_a, "levels"_a,
+    return separator_tree(g.nrows, g.indptr, g.indices, levels, 8, order_leaves);
+  }, "xadj"_a, "adjncy"_a, "levels"_a, "order_leaves"_a = true,
         "The ordering \"tree\" computes on one process (METIS separators, `levels` levels kept, METIS nested "
-        "dissection in the leaves): a SeparatorTree with perm, for symbolic_for_ordering or parallel_symbolic.");
+        "dissection in the leaves): a SeparatorTree with perm, for symbolic_for_ordering or parallel_symbolic. "
+        "order_leaves=False: the leaves' vertices left in ascending order, for order_leaves_on_ranks.");
+  m.def("order_leaves_on_ranks", [](std::int64_t comm, int root, std::optional<In<std::int32_t>> xadj,
+                                     std::optional<In<std::int32_t>> adjncy, std::optional<SeparatorTree> tree) {
+    MPI_Comm c = comm_from_handle(comm);
+    int rank = 0;
+    check_mpi(MPI_Comm_rank(c, &rank), "MPI_Comm_rank");
+    SeparatorTree t;
+    const std::int32_t *x = nullptr, *a = nullptr;
+    if (rank == root) {
+      if (!xadj || !adjncy || !tree) throw nb::value_error("order_leaves_on_ranks: the root needs the graph and tree");
+      const auto g = rows_view(*xadj, *adjncy);
+      if (g.nrows != static_cast<std::int64_t>(tree->perm.size()))
+        throw nb::value_error(("order_leaves_on_ranks: the tree orders " + std::to_string(tree->perm.size()) +
+                               " vertices, the graph has " + std::to_string(g.nrows))
+                                  .c_str());
+      x = g.indptr;
+      a = g.indices;
+      t = std::move(*tree);
+    }
+    double seconds = 0;
+    {
+      nb::gil_scoped_release nogil;
+      seconds = order_leaves_on_ranks(c, root, x, a, t);
+    }
+    return std::make_pair(rank == root ? std::optional<SeparatorTree>(std::move(t)) : std::nullopt, seconds);
+  }, "comm"_a, "root"_a, "xadj"_a = nb::none(), "adjncy"_a = nb::none(), "tree"_a = nb::none(),
+        "Collective on comm (a Fortran handle; direct/leaf_ordering.hpp). On root, `tree` (separator_tree with "
+        "order_leaves=False of the graph xadj/adjncy) gets each leaf ordered by METIS_NodeND, leaf i on rank "
+        "(root + i) mod P. Returns (the tree on root, None elsewhere; this rank's seconds inside METIS).");
   m.def("ordering_from_perm", [](In<std::int32_t> perm) {
     SeparatorTree t;
     t.perm = to_vector(perm);

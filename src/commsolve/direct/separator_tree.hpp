@@ -31,8 +31,23 @@ struct SeparatorTree {
 
 // `xadj`/`adjncy`: symmetric adjacency graph without self loops. A subgraph too small to
 // split (fewer than `min_split` vertices, or a separator leaving one side empty) becomes a
-// leaf above the requested depth.
+// leaf above the requested depth. With `order_leaves` false the leaves keep their vertices in
+// ascending order, for order_leaf (or direct/leaf_ordering.hpp's ranks) to order later.
 SeparatorTree separator_tree(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy, int levels,
-                             int min_split = 8);
+                             int min_split = 8, bool order_leaves = true);
+
+// The subgraph of xadj/adjncy induced by `verts` (global ids), renumbered 0..size-1 in the
+// order of `verts`, as CSR. `local_of` has one entry per vertex of the graph, all -1, and is
+// left so.
+struct InducedGraph {
+  std::vector<std::int32_t> xadj{0}, adjncy;
+};
+InducedGraph induced_subgraph(const std::int32_t* xadj, const std::int32_t* adjncy,
+                              const std::vector<std::int32_t>& verts, std::vector<std::int32_t>& local_of);
+
+// The order METIS_NodeND gives the vertices of `g` (an induced subgraph): order[k] is the
+// local index of the k-th eliminated vertex; graphs of up to 2 vertices keep their order.
+// What separator_tree does with each leaf.
+std::vector<std::int32_t> order_leaf(const InducedGraph& g);
 
 }  // namespace commsolve
