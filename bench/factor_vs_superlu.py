@@ -23,8 +23,9 @@ largest process of the run (from wait4), both sides with their launcher, matrix 
 everything else a user's run holds; and commsolve's factor bytes per rank (max, mean).
 
 With ``--orderings tree,ptscotch`` each of commsolve's orderings is run in the alternation
-(``tree``: METIS separators on rank 0, the default; ``ptscotch``: PT-Scotch on the
-distributed matrix; ``ptscotch-metis``: its separators with METIS leaves); each one's setup
+(``tree``: METIS separators on rank 0, each leaf ordered by METIS on its own rank, the
+bench's default; ``ptscotch``: PT-Scotch on the distributed matrix; ``ptscotch-metis``: its
+separators with METIS leaves); each one's setup
 is compared with SuperLU_DIST's, phase by phase (its COLPERM is serial METIS on A^T + A, the
 pddrive default).
 

@@ -43,7 +43,8 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @max_supernode_option
 @click.option("--ordering", type=click.Choice(ORDERINGS), default=LU_DEFAULTS["ordering"], show_default=True,
               help="Fill-reducing ordering: auto (ptscotch: the faster "
-                   "setup), tree (METIS separators kept as a tree, on rank 0), nd (METIS nested "
+                   "setup), tree (METIS separators kept as a tree, on rank 0; the leaves ordered each on its own "
+                   "rank), nd (METIS nested "
                    "dissection, rank 0), ptscotch (PT-Scotch's nested dissection on the distributed matrix, on the "
                    "largest power of two of ranks), ptscotch-metis (its separators, each leaf reordered by METIS on "
                    "its own rank), natural.")

@@ -295,7 +295,10 @@ def analyze(source, comm, request):
     A ParCSR with a parallel ordering (``"ptscotch"``, ``"ptscotch-metis"``): computed by
     every rank from its own rows (:func:`_analyze_in_parallel`). Another ParCSR: its rows
     gathered on ``request.root`` for the static pivoting, the ordering and the symbolic
-    analysis (its numeric factorization happens on the grids). A scipy matrix given on the
+    analysis (its numeric factorization happens on the grids); with ``"tree"`` on several
+    ranks the root computes the separator tree's top levels (at least log2 of the ranks) and
+    each leaf is ordered by METIS on a rank of its own (``_core.order_leaves_on_ranks``), the
+    ordering the root alone would compute. A scipy matrix given on the
     root: factored whole there (:class:`SparseLU`). The separator tree keeps at least log2 of
     the most layers the request may use.
 
@@ -566,7 +569,7 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     A is gathered on ``root`` only for the large-diagonal matching), or gathered on ``root``
     for static pivoting, the
     ordering and the symbolic analysis (the orderings ``"tree"``, ``"nd"``, ``"natural"``, as
-    SuperLU_DIST does by default); then its entries go from their row owners straight to the
+    SuperLU_DIST does by default; ``"tree"``'s leaves are ordered each on a rank of its own); then its entries go from their row owners straight to the
     ranks that factor their blocks, by a plan (counted and checked like every other move):
     every rank of every grid factors (right-looking supernodal LU on the grid's 2D
     block-cyclic layout, the panels broadcast along process rows and columns by ``tree``;
