@@ -23,10 +23,13 @@ def test_leaves_on_their_ranks_give_the_serial_ordering(nprocs):
         assert r["levels"] == levels and r["leaves"] == 2 ** levels, what
         assert r["permutation"] and r["by_hand_equals_alone"] and r["factor_equals_alone"], what
         assert r["deeper_leaves"] == 2 * r["leaves"] and r["two_a_rank_equal_alone"], what
-        seconds = r["metis_seconds"]
-        assert len(seconds) == nprocs, what
-        assert all(s > 0 for s in seconds[:r["leaves"]]) and all(s == 0 for s in seconds[r["leaves"]:]), what
-        assert {"graph", "nested_dissection", "permute", "symbolic"} <= set(r["ordering_parts"]), what
+        # leaf i on rank (root + i) mod P, and only there
+        seconds, holders = r["metis_seconds"], {(r["root"] + i) % nprocs for i in range(r["leaves"])}
+        assert len(seconds) == nprocs and r["root"] == nprocs - 1, what
+        assert all((s > 0) == (rank in holders) for rank, s in enumerate(seconds)), what
+        # factor() on rank 0 went the same way: log2 P levels, the leaves ordered by the collective
+        assert r["factor_levels"] == levels, what
+        assert {"graph", "nested_dissection", "leaf_ordering", "permute", "symbolic"} <= set(r["ordering_parts"]), what
         assert r["berr"] <= 1e-14, what  # NaN fails too
         assert r["err"] <= 1e-9, what
 

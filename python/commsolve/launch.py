@@ -76,9 +76,11 @@ def taking_turns(nprocs):
     jobs of two or more ranks) while a job runs, so that the launchers sharing that file
     (a test suite's workers on a small machine) run their jobs one after the other instead of
     crowding several jobs' ranks onto the same cores. The wait for the lock is not part of a
-    job's timeout."""
+    job's timeout (though it is part of a command's run time for whoever times the command).
+    A process that mpiexec started never waits: its own job holds the turn, which a job it
+    started in turn would otherwise wait for forever."""
     path = os.environ.get("COMMSOLVE_MPIEXEC_LOCK")
-    if not path or nprocs < 2:
+    if not path or nprocs < 2 or under_mpiexec():
         yield
         return
     with open(path, "a") as f:

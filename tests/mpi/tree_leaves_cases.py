@@ -2,7 +2,7 @@
 own (direct/leaf_ordering.hpp), for a row-distributed ParCSR.
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/tree_leaves_cases.py K
-Per family rank 0 prints one JSON line: the separator tree's levels and leaves, whether the
+Per family the last rank prints one JSON line: the separator tree's levels and leaves, whether the
 ordering factor() used is a permutation, equal to the one separator_tree computes alone on
 the gathered, row-permuted matrix with the same levels (no MPI in it), and the same with one
 level more (two leaves a rank); each rank's seconds
@@ -31,6 +31,7 @@ expected = int(sys.argv[1])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
 LEVELS = comm.size.bit_length() - 1  # what factor() keeps at least
 GRIDS = {2: (1, 1, 2), 3: (3, 1, 1), 4: (1, 2, 2)}
+ROOT = comm.size - 1  # of the calls by hand (factor()'s is rank 0)
 
 for spec in FAMILIES:
     A_global = checked_matrix(gallery.from_spec(spec))
@@ -40,20 +41,24 @@ for spec in FAMILIES:
     x_true = np.sin(np.arange(n) + 1.0)
     b = A_global @ x_true
     x = lu.solve(b[A.owned_rows()], refine=False)
-    pieces = comm.gather((np.asarray(A.owned_rows()), np.asarray(x)), root=0)
-    # The same pieces by hand: the root's top separators, then the leaves on the ranks; with
-    # one level more, two leaves a rank.
+    pieces = comm.gather((np.asarray(A.owned_rows()), np.asarray(x)), root=ROOT)
+    # The same pieces by hand, rooted on the last rank: its top separators, then the leaves on
+    # the ranks; with one level more, two leaves a rank.
     G = None
-    if comm.rank == 0:
+    if comm.rank == ROOT:
         row_of_col = lu.pivoting.row_of_col
         G = adjacency_graph(A_global if row_of_col is None else A_global[np.asarray(row_of_col)])
     by_hand = []
     for levels in (LEVELS, LEVELS + 1):
         top = None if G is None else _core.separator_tree(G.indptr, G.indices, levels, order_leaves=False)
-        tree, seconds = _core.order_leaves_on_ranks(comm.py2f(), 0,
+        tree, seconds = _core.order_leaves_on_ranks(comm.py2f(), ROOT,
                                                     *((G.indptr, G.indices, top) if G is not None else ()))
-        by_hand.append((tree, comm.gather(seconds, root=0)))
-    if comm.rank != 0:
+        by_hand.append((tree, comm.gather(seconds, root=ROOT)))
+    # what factor()'s root (rank 0) knows of its analysis, to the same rank
+    structure_perm, factor_levels, parts = comm.bcast(
+        (np.asarray(lu.structure.perm), int(max(lu.structure.tree.level)), sorted(lu.report.ordering_parts))
+        if comm.rank == 0 else None, root=0)
+    if comm.rank != ROOT:
         continue
     (tree, seconds), (deeper, _) = by_hand
     alone = _core.separator_tree(G.indptr, G.indices, LEVELS)  # on one process, no MPI
@@ -61,9 +66,9 @@ for spec in FAMILIES:
     for rows, piece in pieces:
         X[rows] = piece
     r = b - A_global @ X
-    perm = np.asarray(lu.structure.perm)
+    perm = structure_perm
     print(json.dumps({
-        "family": spec, "n": n,
+        "family": spec, "n": n, "root": ROOT,
         "levels": int(max(tree.level)), "leaves": int(sum(1 for k in tree.left if k < 0)),
         "permutation": bool(np.array_equal(np.sort(perm), np.arange(n))),
         "by_hand_equals_alone": bool(np.array_equal(np.asarray(tree.perm), np.asarray(alone.perm))),
@@ -74,7 +79,7 @@ for spec in FAMILIES:
         "factor_equals_alone": bool(np.array_equal(perm, np.asarray(_core.symbolic_for_ordering(
             G.indptr, G.indices, alone, _core.SymbolicOptions()).perm))),
         "metis_seconds": seconds,
-        "ordering_parts": sorted(lu.report.ordering_parts),
+        "ordering_parts": parts, "factor_levels": factor_levels,
         "berr": float(np.max(np.abs(r) / (abs(A_global) @ np.abs(X) + np.abs(b)))),
         "err": float(np.max(np.abs(X - x_true))),
     }), flush=True)

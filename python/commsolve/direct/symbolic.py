@@ -153,8 +153,10 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
 
 def symbolic(A, pz=1, times=None, ordered=None, graph=None, **options):
     """The supernodal structure that :class:`~commsolve.direct.SparseLU` and
-    :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A``: what the
-    virtual-world analyses of the distributed solves read.
+    :func:`~commsolve.direct.factor` on a grid of ``pz`` layers compute for ``A`` with the same
+    ordering: what the virtual-world analyses of the distributed solves read. (factor() of a
+    ParCSR with ``ordering="tree"`` on P ranks keeps at least log2 P levels, its leaves ordered
+    on their ranks: ``levels=`` that many gives its structure here.)
 
     Parameters
     ----------

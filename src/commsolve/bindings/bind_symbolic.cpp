@@ -286,21 +286,24 @@ void bind_analysis(nb::module_& m) {
     check_mpi(MPI_Comm_rank(c, &rank), "MPI_Comm_rank");
     SeparatorTree t;
     const std::int32_t *x = nullptr, *a = nullptr;
-    if (rank == root) {
-      if (!xadj || !adjncy || !tree) throw nb::value_error("order_leaves_on_ranks: the root needs the graph and tree");
-      const auto g = rows_view(*xadj, *adjncy);
-      if (g.nrows != static_cast<std::int64_t>(tree->perm.size()))
-        throw nb::value_error(("order_leaves_on_ranks: the tree orders " + std::to_string(tree->perm.size()) +
-                               " vertices, the graph has " + std::to_string(g.nrows))
-                                  .c_str());
-      x = g.indptr;
-      a = g.indices;
+    std::string refusal;  // said on every rank by the collective, not here: the others are in it
+    if (rank == root && (!xadj || !adjncy || !tree)) {
+      refusal = "the root needs the graph and tree";
+    } else if (rank == root) {
+      const std::int64_t n = static_cast<std::int64_t>(xadj->shape(0)) - 1;
+      if (n < 0 || static_cast<std::int64_t>(adjncy->shape(0)) < (n >= 0 ? xadj->data()[n] : 0))
+        refusal = "xadj and adjncy disagree";
+      else if (n != static_cast<std::int64_t>(tree->perm.size()))
+        refusal = "the tree orders " + std::to_string(tree->perm.size()) + " vertices, the graph has " +
+                  std::to_string(n);
+      x = xadj->data();
+      a = adjncy->data();
       t = std::move(*tree);
     }
     double seconds = 0;
     {
       nb::gil_scoped_release nogil;
-      seconds = order_leaves_on_ranks(c, root, x, a, t);
+      seconds = order_leaves_on_ranks(c, root, x, a, t, refusal);
     }
     return std::make_pair(rank == root ? std::optional<SeparatorTree>(std::move(t)) : std::nullopt, seconds);
   }, "comm"_a, "root"_a, "xadj"_a = nb::none(), "adjncy"_a = nb::none(), "tree"_a = nb::none(),

@@ -59,10 +59,21 @@ std::vector<std::int32_t> ordered(const InducedGraph& g, double& seconds) {
   return order;
 }
 
+// The end on every rank: root says whether a leaf failed (`failed` lists them on root), every
+// rank frees `own` and, if one did, throws the same std::invalid_argument.
+double agreed(MPI_Comm& own, int root, const std::string& failed, double seconds) {
+  int bad = failed.empty() ? 0 : 1;
+  check_mpi(MPI_Bcast(&bad, 1, MPI_INT, root, own), "MPI_Bcast");
+  check_mpi(MPI_Comm_free(&own), "MPI_Comm_free");
+  if (bad) throw std::invalid_argument("METIS_NodeND failed on the separator tree's leaves" +
+                                       (failed.empty() ? std::string(" (see the root's error)") : " " + failed));
+  return seconds;
+}
+
 }  // namespace
 
 double order_leaves_on_ranks(MPI_Comm comm, int root, const std::int32_t* xadj, const std::int32_t* adjncy,
-                             SeparatorTree& tree) {
+                             SeparatorTree& tree, const std::string& refusal) {
   int rank = 0, P = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
@@ -71,8 +82,10 @@ double order_leaves_on_ranks(MPI_Comm comm, int root, const std::int32_t* xadj, 
   if (rank == root)
     for (int k = 0; k < tree.num_nodes(); ++k)
       if (tree.left[k] < 0) leaves.push_back(k);
-  int nleaves = static_cast<int>(leaves.size());
+  int nleaves = rank == root && !refusal.empty() ? -1 : static_cast<int>(leaves.size());
   check_mpi(MPI_Bcast(&nleaves, 1, MPI_INT, root, comm), "MPI_Bcast");
+  if (nleaves < 0)
+    throw std::invalid_argument("leaf ordering: " + (rank == root ? refusal : "the root refused its input"));
   MPI_Comm own;  // the leaves' messages apart from any other traffic on comm
   check_mpi(MPI_Comm_dup(comm, &own), "MPI_Comm_dup");
   auto owner = [&](int i) { return (root + i) % P; };
@@ -84,14 +97,13 @@ double order_leaves_on_ranks(MPI_Comm comm, int root, const std::int32_t* xadj, 
       std::vector<std::int32_t> order;  // empty: root reports the leaf as failed
       try {
         order = ordered(unpacked(buf), seconds);
-      } catch (const std::invalid_argument&) {  // a malformed message: still answered
+      } catch (const std::exception&) {  // a malformed message, no memory: still answered
       }
       buf = std::move(order);
     }
     for (const auto& order : mine)
       check_mpi(MPI_Send(order.data(), static_cast<int>(order.size()), MPI_INT32_T, root, kTag, own), "MPI_Send");
-    check_mpi(MPI_Comm_free(&own), "MPI_Comm_free");
-    return seconds;
+    return agreed(own, root, std::string(), seconds);
   }
   std::vector<std::int32_t> local_of(tree.perm.size(), -1);
   auto verts_of = [&](int i) {
@@ -119,9 +131,7 @@ double order_leaves_on_ranks(MPI_Comm comm, int root, const std::int32_t* xadj, 
     if (owner(i) == root) apply(i, ordered(induced_subgraph(xadj, adjncy, verts_of(i), local_of), seconds));
   for (int i = 0; i < nleaves; ++i)
     if (owner(i) != root) apply(i, received(own, owner(i)));
-  check_mpi(MPI_Comm_free(&own), "MPI_Comm_free");
-  if (!failed.empty()) throw std::runtime_error("METIS_NodeND failed on the separator tree's leaves " + failed);
-  return seconds;
+  return agreed(own, root, failed, seconds);
 }
 
 }  // namespace commsolve

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 
 #include "commsolve/direct/separator_tree.hpp"
 
@@ -18,11 +19,12 @@ namespace commsolve {
 // Collective on `comm`. On `root`, `tree` is separator_tree(..., order_leaves = false) of the
 // graph xadj/adjncy; elsewhere neither is read. The i-th leaf from the left is ordered on rank
 // (root + i) mod P (with at most P leaves, one a rank; a rank receives all of its leaves, then
-// orders them, then sends their orders back). On return root's
-// `tree.perm` holds every leaf's order; the other ranks' `tree` is unchanged. A leaf whose
-// ordering failed on any rank is reported by a std::runtime_error on root once every message
-// has arrived (the other ranks return normally). Returns this rank's seconds inside METIS.
+// orders them, then sends their orders back). On return root's `tree.perm` holds every leaf's
+// order; the other ranks' `tree` is unchanged. Every rank throws the same
+// std::invalid_argument, once every message has arrived, where a leaf's ordering failed on
+// any rank, or at once where root gives a non-empty `refusal` (what is wrong with its input).
+// Returns this rank's seconds inside METIS.
 double order_leaves_on_ranks(MPI_Comm comm, int root, const std::int32_t* xadj, const std::int32_t* adjncy,
-                             SeparatorTree& tree);
+                             SeparatorTree& tree, const std::string& refusal = "");
 
 }  // namespace commsolve
