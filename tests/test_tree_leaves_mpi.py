@@ -3,9 +3,9 @@ separator tree's top levels, each leaf is ordered by METIS on a rank of its own
 (direct/leaf_ordering.hpp). On 2-4 ranks (3 and 4 oversubscribed), for six gallery families
 (tests/mpi/tree_leaves_cases.py): the tree keeps log2 of the ranks as levels, the ordering
 equals the one the separator tree computes alone on one process (so the fill is the serial
-one), also with one level more (two leaves a rank), every rank that holds a leaf spent time in METIS and the others none, factor()'s
-structure is the one for that ordering, and its solve has a backward error of at most 1e-14
-(computed in numpy from the matrix)."""
+one), also with one level more (two leaves a rank); every rank that holds a leaf spent time
+in METIS and the others none; factor()'s structure is the one for that ordering, and its
+solve has a backward error of at most 1e-14 (computed in numpy from the matrix)."""
 
 import pytest
 from conftest import json_lines, mpirun

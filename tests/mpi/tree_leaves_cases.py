@@ -2,13 +2,13 @@
 own (direct/leaf_ordering.hpp), for a row-distributed ParCSR.
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/tree_leaves_cases.py K
-Per family the last rank prints one JSON line: the separator tree's levels and leaves, whether the
-ordering factor() used is a permutation, equal to the one separator_tree computes alone on
-the gathered, row-permuted matrix with the same levels (no MPI in it), and the same with one
-level more (two leaves a rank); each rank's seconds
-inside METIS when the leaves are ordered on the ranks directly; the ordering's parts as
-factor() reports them; and the backward error and error against a known solution of the
-solve, computed here in numpy from the matrix.
+Per family the last rank prints one JSON line: the separator tree's levels and leaves;
+whether the ordering factor() used is a permutation, equal to the one separator_tree
+computes alone on the gathered, row-permuted matrix with the same levels (no MPI in it),
+and the same with one level more (two leaves a rank); each rank's seconds inside METIS when
+the leaves are ordered on the ranks directly, rooted on the last rank; the levels of
+factor()'s tree and the ordering's parts as factor() reports them; and the backward error
+and error against a known solution of the solve, computed here in numpy from the matrix.
 """
 
 import json

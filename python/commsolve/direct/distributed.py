@@ -567,9 +567,9 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     which the default ``ordering="auto"`` picks where MPI allows PT-Scotch's threads: one
     rank, or ``MPI_THREAD_MULTIPLE``, see :func:`~commsolve.direct.symbolic.chosen_ordering`;
     A is gathered on ``root`` only for the large-diagonal matching), or gathered on ``root``
-    for static pivoting, the
-    ordering and the symbolic analysis (the orderings ``"tree"``, ``"nd"``, ``"natural"``, as
-    SuperLU_DIST does by default; ``"tree"``'s leaves are ordered each on a rank of its own); then its entries go from their row owners straight to the
+    for static pivoting, the ordering and the symbolic analysis (the orderings ``"tree"``,
+    ``"nd"``, ``"natural"``, as SuperLU_DIST does by default; ``"tree"``'s leaves are ordered
+    each on a rank of its own); then its entries go from their row owners straight to the
     ranks that factor their blocks, by a plan (counted and checked like every other move):
     every rank of every grid factors (right-looking supernodal LU on the grid's 2D
     block-cyclic layout, the panels broadcast along process rows and columns by ``tree``;
