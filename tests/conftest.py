@@ -1,7 +1,6 @@
 import json
 import os
 import sys
-import tempfile
 
 import pytest
 
@@ -12,12 +11,6 @@ MPI_DIR = os.path.join(HERE, "mpi")
 sys.path.insert(0, MPI_DIR)
 
 MPI_TIMEOUT = 240  # seconds for one mpiexec job; a deadlock fails instead of hanging CI
-
-# pytest-xdist's workers run their MPI jobs one at a time (commsolve.launch.taking_turns): two
-# oversubscribed jobs on two cores slow each other down many times over. One file for every
-# run on this machine (test runs side by side take turns too), never removed.
-if "PYTEST_XDIST_WORKER" in os.environ:
-    os.environ.setdefault("COMMSOLVE_MPIEXEC_LOCK", os.path.join(tempfile.gettempdir(), "commsolve-tests-mpiexec.lock"))
 
 
 def mpirun(nprocs, script, *args, timeout=MPI_TIMEOUT, check=True):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from commsolve.launch import mpi_env, taking_turns
+from commsolve.launch import mpi_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "cxx" / "halo_spmv"
@@ -67,8 +67,7 @@ def test_the_install_holds_headers_library_and_package(example):
                                       (2, ["40", "node-aware-2step", "1"])])
 def test_the_example_runs_under_mpiexec(example, np_, args):
     _, exe = example
-    with taking_turns(np_):
-        proc = run([shutil.which("mpiexec"), "-n", str(np_), exe, *args], env=mpi_env(np_), timeout=120)
+    proc = run([shutil.which("mpiexec"), "-n", str(np_), exe, *args], env=mpi_env(np_), timeout=120)
     out = proc.stdout
     n = int(args[0])
     assert f"{n} x {n} grid, {n * n} rows on {np_} ranks" in out, out
@@ -81,9 +80,8 @@ def test_the_example_runs_under_mpiexec(example, np_, args):
 
 def test_a_bad_argument_is_an_error_not_a_hang(example):
     _, exe = example
-    with taking_turns(2):
-        proc = subprocess.run([shutil.which("mpiexec"), "-n", "2", exe, "1"], env=mpi_env(2), capture_output=True,
-                              text=True, timeout=60)
+    proc = subprocess.run([shutil.which("mpiexec"), "-n", "2", exe, "1"], env=mpi_env(2), capture_output=True,
+                          text=True, timeout=60)
     assert proc.returncode != 0 and "n must be >= 2" in proc.stderr
 
 

@@ -19,7 +19,7 @@ import sys
 import pytest
 from conftest import MPI_DIR, MPI_TIMEOUT, json_lines
 
-from commsolve.launch import mpi_env, taking_turns
+from commsolve.launch import mpi_env
 
 NP = 4
 
@@ -30,8 +30,7 @@ def monitored(tmp, workload, k):
            "3", "--mca", "pml_monitoring_filename", prefix, "-n", str(NP), sys.executable, "-m", "mpi4py",
            os.path.join(MPI_DIR, "monitored.py"), str(NP), workload, str(k)]
     env = dict(mpi_env(NP), COMMSOLVE_PERSISTENT="0")
-    with taking_turns(NP):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=MPI_TIMEOUT)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=MPI_TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     sent = {}  # (src, dst) -> [bytes, msgs], user point-to-point ("E" lines)
     for r in range(NP):

@@ -6,8 +6,6 @@ tests."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -16,7 +14,7 @@ import subprocess
 import sys
 
 __all__ = ["mpi_env", "mpiexec_command", "under_mpiexec", "run_mpi", "relaunch", "oom_evidence",
-           "OVERSUBSCRIBE_FACTOR", "DEFAULT_TIMEOUT", "check_rank_count", "taking_turns"]
+           "OVERSUBSCRIBE_FACTOR", "DEFAULT_TIMEOUT", "check_rank_count"]
 
 OVERSUBSCRIBE_FACTOR = 4  # the most ranks per core a run starts without --oversubscribe
 DEFAULT_TIMEOUT = 900.0   # the watchdog's timeout in the CLI's -np runs (seconds in one collective call)
@@ -70,36 +68,13 @@ def mpiexec_command(nprocs, args, python=None, quiet=True):
     return [mpiexec, *quiet_flags, "-n", str(int(nprocs)), python or sys.executable, "-m", "mpi4py", *args]
 
 
-@contextlib.contextmanager
-def taking_turns(nprocs):
-    """Holds an exclusive lock on the file named by ``COMMSOLVE_MPIEXEC_LOCK`` (when set, for
-    jobs of two or more ranks) while a job runs, so that the launchers sharing that file
-    (a test suite's workers on a small machine) run their jobs one after the other instead of
-    crowding several jobs' ranks onto the same cores. The wait for the lock is not part of a
-    job's timeout (though it is part of a command's run time for whoever times the command).
-    A process that mpiexec started never waits: its own job holds the turn, which a job it
-    started in turn would otherwise wait for forever."""
-    path = os.environ.get("COMMSOLVE_MPIEXEC_LOCK")
-    if not path or nprocs < 2 or under_mpiexec():
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def run_mpi(nprocs, args, timeout=300, **kwargs):
     """Run ``python -m mpi4py ARGS`` on ``nprocs`` ranks; returns the CompletedProcess.
-    A job past ``timeout`` seconds is killed (subprocess.TimeoutExpired). Jobs take turns
-    as :func:`taking_turns` says."""
-    with taking_turns(nprocs):
-        return subprocess.run(
-            mpiexec_command(nprocs, args), env=mpi_env(nprocs), timeout=timeout,
-            capture_output=True, text=True, **kwargs,
-        )
+    A job past ``timeout`` seconds is killed (subprocess.TimeoutExpired)."""
+    return subprocess.run(
+        mpiexec_command(nprocs, args), env=mpi_env(nprocs), timeout=timeout,
+        capture_output=True, text=True, **kwargs,
+    )
 
 
 def check_rank_count(nprocs, oversubscribe=False):
@@ -287,13 +262,7 @@ def relaunch(nprocs, args, timeout=None, out=None, threads=1):
     banners; a rank that died of a signal is reported by rank, signal and, for SIGKILL,
     whether the kernel killed it for memory. A job whose ranks wait for one that has ended
     its program is ended after ``timeout`` (exit status 124; :func:`commsolve._watchdog.stuck`).
-    ``threads`` per rank: see :func:`mpi_env`. Jobs take turns as :func:`taking_turns` says."""
-    with taking_turns(nprocs):
-        return _watched_job(nprocs, args, timeout, out, threads)
-
-
-def _watched_job(nprocs, args, timeout, out, threads):
-    """:func:`relaunch`'s job, started and watched."""
+    ``threads`` per rank: see :func:`mpi_env`."""
     import signal
     import tempfile
 
