@@ -19,6 +19,7 @@ from mpi4py import MPI
 
 from commsolve import _core, gallery
 from commsolve.direct import factor
+from commsolve.direct.symbolic import levels_for
 from commsolve.direct.pivoting import checked_matrix
 from commsolve.parcsr import ParCSR
 from commsolve.partition import adjacency_graph
@@ -29,7 +30,7 @@ FAMILIES = ["poisson2d9:24", "convdiff2d:20", "poisson3d:8", "kkt3d:5", "elastic
 comm = MPI.COMM_WORLD
 expected = int(sys.argv[1])
 assert comm.size == expected, f"launched with {comm.size} ranks, expected {expected}"
-LEVELS = comm.size.bit_length() - 1  # what factor() keeps at least
+LEVELS = levels_for(0, comm.size)  # what factor() keeps at least
 GRIDS = {2: (1, 1, 2), 3: (3, 1, 1), 4: (1, 2, 2)}
 ROOT = comm.size - 1  # of the calls by hand (factor()'s is rank 0)
 
@@ -66,17 +67,16 @@ for spec in FAMILIES:
     for rows, piece in pieces:
         X[rows] = piece
     r = b - A_global @ X
-    perm = structure_perm
     print(json.dumps({
         "family": spec, "n": n, "root": ROOT,
         "levels": int(max(tree.level)), "leaves": int(sum(1 for k in tree.left if k < 0)),
-        "permutation": bool(np.array_equal(np.sort(perm), np.arange(n))),
+        "permutation": bool(np.array_equal(np.sort(structure_perm), np.arange(n))),
         "by_hand_equals_alone": bool(np.array_equal(np.asarray(tree.perm), np.asarray(alone.perm))),
         "two_a_rank_equal_alone": bool(np.array_equal(np.asarray(deeper.perm), np.asarray(
             _core.separator_tree(G.indptr, G.indices, LEVELS + 1).perm))),
         "deeper_leaves": int(sum(1 for k in deeper.left if k < 0)),
         # factor()'s structure against the one for the ordering computed alone (same options)
-        "factor_equals_alone": bool(np.array_equal(perm, np.asarray(_core.symbolic_for_ordering(
+        "factor_equals_alone": bool(np.array_equal(structure_perm, np.asarray(_core.symbolic_for_ordering(
             G.indptr, G.indices, alone, _core.SymbolicOptions()).perm))),
         "metis_seconds": seconds,
         "ordering_parts": parts, "factor_levels": factor_levels,

@@ -290,14 +290,16 @@ void bind_analysis(nb::module_& m) {
     if (rank == root && (!xadj || !adjncy || !tree)) {
       refusal = "the root needs the graph and tree";
     } else if (rank == root) {
-      const std::int64_t n = static_cast<std::int64_t>(xadj->shape(0)) - 1;
-      if (n < 0 || static_cast<std::int64_t>(adjncy->shape(0)) < (n >= 0 ? xadj->data()[n] : 0))
-        refusal = "xadj and adjncy disagree";
-      else if (n != static_cast<std::int64_t>(tree->perm.size()))
-        refusal = "the tree orders " + std::to_string(tree->perm.size()) + " vertices, the graph has " +
-                  std::to_string(n);
-      x = xadj->data();
-      a = adjncy->data();
+      try {
+        const auto g = rows_view(*xadj, *adjncy);
+        if (g.nrows != static_cast<std::int64_t>(tree->perm.size()))
+          refusal = "the tree orders " + std::to_string(tree->perm.size()) + " vertices, the graph has " +
+                    std::to_string(g.nrows);
+        x = g.indptr;
+        a = g.indices;
+      } catch (const nb::builtin_exception& e) {
+        refusal = e.what();
+      }
       t = std::move(*tree);
     }
     double seconds = 0;

@@ -52,8 +52,7 @@ std::vector<std::int32_t> ordered(const InducedGraph& g, double& seconds) {
   std::vector<std::int32_t> order;
   try {
     order = order_leaf(g);
-  } catch (const std::exception&) {
-    order.clear();
+  } catch (const std::exception&) {  // left empty
   }
   seconds += seconds_since(t);
   return order;
