@@ -14,11 +14,14 @@
 #include "commsolve/core/stopwatch.hpp"
 #include "commsolve/direct/symbolic.hpp"
 
+#include <cstdio>  // scotch.h declares functions of FILE*
+
+#include <ptscotch.h>
+
 // PT-Scotch's libptscotchparmetisv3 provides ParMETIS's entry point but Debian ships no
 // parmetis.h: the prototype as ParMETIS 3 declares it, with Scotch's SCOTCH_Num (int in the
 // default build). Its return value is ignored (Scotch's returns METIS_OK or prints the error):
 // the result is checked instead.
-extern "C" void SCOTCH_randomReset(void);  // scotch.h
 extern "C" void ParMETIS_V3_NodeND(const int* vtxdist, int* xadj, int* adjncy, const int* numflag, const int* options,
                                    int* order, int* sizes, MPI_Comm* comm);
 
@@ -139,6 +142,87 @@ SeparatorTree tree_from_sizes(const std::vector<int>& sizes, int q) {
   };
   visit(visit, 0, 0);
   return t;
+}
+
+// What ParMETIS_V3_NodeND returns (`order`: each local vertex's new index; `sizes`: the q =
+// 2^levels subdomains left to right, then each level's separators from the bottom up), from
+// PT-Scotch's own interface with a strategy that stops after `levels` levels and leaves the
+// subdomains and separators in their given order (SCOTCH_stratDgraphOrderBuild's level and
+// "simple" flags). For ptscotch-metis, whose leaves METIS orders next: through the ParMETIS
+// interface Scotch would first order them itself, a nested dissection of each whole subdomain
+// thrown away. Collective on `sub` (the q ordering ranks). Returns false, the same on every
+// rank, where Scotch failed or left a subdomain above the last level unseparated (it does on
+// small or dense graphs): the tree is then not the full binary tree that `sizes` describes.
+bool scotch_top_levels(MPI_Comm sub, int q, int levels, const std::vector<int>& vtxdist, const std::vector<int>& xadj,
+                       const std::vector<int>& adjncy, std::vector<int>& order, std::vector<int>& sizes) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(sub, &rank), "MPI_Comm_rank");
+  const SCOTCH_Num vertices = vtxdist[rank + 1] - vtxdist[rank], edges = xadj[vertices];
+  SCOTCH_Dgraph graph;
+  SCOTCH_Strat strategy;
+  SCOTCH_Dordering ordering;
+  if (SCOTCH_dgraphInit(&graph, sub) != 0) return false;
+  SCOTCH_stratInit(&strategy);
+  auto done = [&](bool ordered) {
+    if (ordered) SCOTCH_dgraphOrderExit(&graph, &ordering);
+    SCOTCH_stratExit(&strategy);
+    SCOTCH_dgraphExit(&graph);
+  };
+  const SCOTCH_Num flags = SCOTCH_STRATLEVELMIN | SCOTCH_STRATLEVELMAX | SCOTCH_STRATLEAFSIMPLE | SCOTCH_STRATSEPASIMPLE;
+  std::vector<SCOTCH_Num> father, size;
+  // Scotch reads the graph's arrays (its pointers are not const); the caller reads them again.
+  SCOTCH_Num* vert = const_cast<SCOTCH_Num*>(xadj.data());
+  if (SCOTCH_dgraphBuild(&graph, 0, vertices, vertices, vert, vert + 1, nullptr, nullptr, edges, edges,
+                         const_cast<SCOTCH_Num*>(adjncy.data()), nullptr, nullptr) != 0 ||
+      SCOTCH_stratDgraphOrderBuild(&strategy, flags, q, levels, 0.2) != 0 ||
+      SCOTCH_dgraphOrderInit(&graph, &ordering) != 0) {  // the same arguments on every rank: all fail alike
+    done(false);
+    return false;
+  }
+  const bool computed = SCOTCH_dgraphOrderCompute(&graph, &ordering, &strategy) == 0 &&
+                        SCOTCH_dgraphOrderPerm(&graph, &ordering, order.data()) == 0;
+  const SCOTCH_Num blocks = computed ? SCOTCH_dgraphOrderCblkDist(&graph, &ordering) : -1;
+  if (blocks > 0) {
+    father.resize(static_cast<std::size_t>(blocks));
+    size.resize(static_cast<std::size_t>(blocks));
+    if (SCOTCH_dgraphOrderTreeDist(&graph, &ordering, father.data(), size.data()) != 0) father.clear();
+  }
+  done(true);
+  // The tree is the same on every rank. A nested-dissection block's sons, by block number: its
+  // two parts, then its separator unless that is empty; `size` counts a block's whole subtree.
+  std::vector<std::vector<int>> sons(father.size());
+  int root = -1, roots = 0;
+  for (std::size_t b = 0; b < father.size(); ++b) {
+    if (father[b] < 0) {
+      root = static_cast<int>(b);
+      ++roots;
+    } else if (father[b] < static_cast<SCOTCH_Num>(father.size())) {
+      sons[father[b]].push_back(static_cast<int>(b));
+    }
+  }
+  std::vector<int> base(static_cast<std::size_t>(levels) + 1, 0);  // where height h's nodes start in `sizes`
+  for (int h = 1; h <= levels; ++h) base[h] = base[h - 1] + (q >> (h - 1));
+  std::vector<int> placed(2 * static_cast<std::size_t>(q) - 1, 0);
+  bool shaped = roots == 1;
+  auto place = [&](auto&& self, int b, int depth, int i) -> void {
+    if (!shaped) return;
+    const int at = base[levels - depth] + i;
+    if (depth == levels) {
+      placed[at] = static_cast<int>(size[b]);
+      return;
+    }
+    const auto& s = sons[b];
+    if (s.size() < 2 || s.size() > 3) {
+      shaped = false;
+      return;
+    }
+    placed[at] = s.size() == 3 ? static_cast<int>(size[s[2]]) : 0;
+    self(self, s[0], depth + 1, 2 * i);
+    self(self, s[1], depth + 1, 2 * i + 1);
+  };
+  if (shaped) place(place, root, 0, 0);
+  if (shaped) std::copy(placed.begin(), placed.end(), sizes.begin());
+  return shaped;
 }
 
 // Each leaf of `tree` (the i-th from the left) reordered by METIS_NodeND on rank i: the rows
@@ -267,20 +351,25 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
     check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
   } else if (sub != MPI_COMM_NULL) {
     std::vector<int> vtxdist(off.begin(), off.end());
-    const int numflag = 0, options[3] = {0, 0, 0};
     if (adjncy.empty()) adjncy.push_back(0);  // a valid pointer for a block without edges
     // The same ordering for the same graph, run after run: Scotch's threads make it vary, and
     // commsolve runs one thread per rank. A user's own setting of the variable is kept.
     setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
     SCOTCH_randomReset();
-    // ParMETIS's arguments are not const: a copy where the graph is read again (the leaves).
-    std::vector<int> xadj_in, adjncy_in;
-    if (metis_leaves) {
-      xadj_in = xadj;
-      adjncy_in = adjncy;
+    int levels = 0;
+    while ((1 << levels) < q) ++levels;
+    if (!metis_leaves || !scotch_top_levels(sub, q, levels, vtxdist, xadj, adjncy, order, sizes)) {
+      // ParMETIS's arguments are not const: a copy where the graph is read again (the leaves).
+      std::vector<int> xadj_in, adjncy_in;
+      if (metis_leaves) {
+        xadj_in = xadj;
+        adjncy_in = adjncy;
+      }
+      const int numflag = 0, options[3] = {0, 0, 0};
+      ParMETIS_V3_NodeND(vtxdist.data(), (metis_leaves ? xadj_in : xadj).data(),
+                         (metis_leaves ? adjncy_in : adjncy).data(), &numflag, options, order.data(), sizes.data(),
+                         &sub);
     }
-    ParMETIS_V3_NodeND(vtxdist.data(), (metis_leaves ? xadj_in : xadj).data(),
-                       (metis_leaves ? adjncy_in : adjncy).data(), &numflag, options, order.data(), sizes.data(), &sub);
     check_mpi(MPI_Comm_free(&sub), "MPI_Comm_free");
   }
   if (times != nullptr) times->nested_dissection = seconds_since(t);
@@ -298,7 +387,7 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   std::int64_t sized = 0;
   for (int s : sizes) sized += s;
   if (sized != n)
-    throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: its subdomain and separator sizes add up to " +
+    throw std::runtime_error("PT-Scotch's nested dissection failed: its subdomain and separator sizes add up to " +
                              std::to_string(sized) + ", not n = " + std::to_string(n));
   SeparatorTree tree = tree_from_sizes(sizes, q);
   // PT-Scotch numbers the nodes in postorder (what the tree's column ranges are), unlike the
@@ -310,9 +399,9 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   std::vector<int> node_of_vertex(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v) {
     const std::int64_t k = all[v];
-    if (k < 0 || k >= n) throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: vertex " + std::to_string(v) +
+    if (k < 0 || k >= n) throw std::runtime_error("PT-Scotch's nested dissection failed: vertex " + std::to_string(v) +
                                                   " got the new index " + std::to_string(k));
-    if (tree.perm[k] != -1) throw std::runtime_error("ParMETIS_V3_NodeND (PT-Scotch) failed: new index " +
+    if (tree.perm[k] != -1) throw std::runtime_error("PT-Scotch's nested dissection failed: new index " +
                                                      std::to_string(k) + " given to two vertices");
     tree.perm[k] = static_cast<std::int32_t>(v);
     node_of_vertex[v] = node_of_column[k];
