@@ -39,6 +39,13 @@ ERROR_CASES = [
     (2, "tol-differs", "MultilevelSolver.solve: the ranks passed different tol (1e-08 on rank 0, 0.0001 on rank 1)"),
     (2, "refine-differs", "DistributedLU.solve: the ranks passed different refine (True on rank 0, False on rank 1)"),
     (2, "spgemm-strategy-differs", "spgemm: the ranks passed different strategy ('standard' on rank 0, 'node-aware'"),
+    (2, "option-type", "max_supernode must be a whole number, got 2.5"),
+    (2, "option-misspelt", "unknown option(s) row_prem (known: max_supernode, ordering"),
+    (2, "zero-pivot-nan", "zero_pivot must be finite and >= 0, got nan"),
+    (2, "rhs-nan", "[rank 1] b on rank 1 (its rows) holds non-finite values (NaN or Inf), first in row 3 (1 row(s)"),
+    (2, "nd-partition-without-tree", "a grid of Pz = 2 layers with partition 'nd' splits the separator tree, which "
+                                     "ordering 'nd' does not keep: use partition 'greedy' (--partition greedy)"),
+    (2, "distribution-type", "distribution must be a commsolve Distribution (e.g. Distribution.from_offsets) or None"),
 ]
 
 

@@ -72,13 +72,26 @@ def test_a_singular_matrix_is_said_so_in_words_json_and_exit_status(tmp_path):
     p = cli("sptrsv", "--matrix", str(path), "-np", "2", "--replace-tiny", "--tol", "1e-7", "--repeat", "1", "--json")
     assert p.returncode == 3, p.stderr
     r = json.loads(p.stdout)
-    assert r["tiny_pivots_replaced"] >= 1 and len(r["warnings"]) >= 1
+    assert r["tiny_pivots_replaced"] >= 1 and len(r["warnings"]) >= 1 and r["singular"] is True
     assert any("numerically singular" in w for w in r["warnings"])
     assert "commsolve: singular: the matrix is numerically singular" in p.stderr
     ok = cli("sptrsv", "--matrix", str(path), "-np", "2", "--replace-tiny", "--tol", "1e-7", "--repeat", "1",
              "--allow-singular")
     assert ok.returncode == 0, ok.stderr
     assert "WARNING" in ok.stdout and "numerically singular" in ok.stdout
+
+
+def test_replaced_pivots_that_refinement_repairs_are_a_warning_not_singular(tmp_path):
+    """A permutation matrix without the row permutation: its first pivot is zero and replaced, and
+    refinement still reaches x exactly (A is orthogonal). It used to exit 3, "singular"."""
+    path = tmp_path / "swap.mtx"
+    cs.io.mmwrite(path, sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])))
+    p = cli("sptrsv", "--matrix", str(path), "-np", "1", "--row-perm", "none", "--replace-tiny", "--repeat", "1",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["tiny_pivots_replaced"] >= 1 and r["singular"] is False and r["rel_residual"] <= 1e-15
+    assert len(r["warnings"]) == 1 and "--row-perm mc64" in r["warnings"][0]
 
 
 def test_a_nonsingular_solve_carries_no_warning(tmp_path):

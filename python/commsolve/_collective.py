@@ -116,13 +116,14 @@ def _same(a, b):
 
 
 def run_agreed(comm, fn, *args, **kwargs):
-    """Collective. Runs ``fn`` on every rank; if it raises a ValueError anywhere, every rank raises."""
+    """Collective. Runs ``fn`` on every rank; if it raises a ValueError, OSError or TypeError
+    (a bad argument: a wrong type is one too) anywhere, every rank raises."""
     result, error = None, None
     try:
         result = fn(*args, **kwargs)
     except CollectiveError:
         raise  # already agreed on every rank
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, TypeError) as e:
         error = str(e)
     agree(comm, error, where=getattr(fn, "__qualname__", "a collective call"))
     return result

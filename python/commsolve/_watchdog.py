@@ -131,7 +131,11 @@ def watched(operation):
 
 def _world():
     MPI = sys.modules.get("mpi4py.MPI")
-    if MPI is None or not MPI.Is_initialized() or MPI.Is_finalized():
+    # The watchdog's thread may look while mpi4py.MPI is still being imported (a module without
+    # its functions yet): MPI is then not started, as far as it can tell.
+    if not all(hasattr(MPI, f) for f in ("Is_initialized", "Is_finalized", "COMM_WORLD")):
+        return None
+    if not MPI.Is_initialized() or MPI.Is_finalized():
         return None
     return MPI.COMM_WORLD
 

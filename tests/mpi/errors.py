@@ -108,6 +108,22 @@ def run():
     elif case == "spgemm-strategy-differs":
         A = cs.ParCSR.from_spec("poisson2d:8", comm)
         cs.spgemm(A, A, strategy="standard" if comm.rank == 0 else "node-aware")
+    elif case == "option-type":  # refused on every rank, not a TypeError on the root alone
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, max_supernode=2.5)
+    elif case == "option-misspelt":  # not ignored: the user meant another row permutation
+        cs.direct.factor(cs.ParCSR.from_spec("poisson2d:8", comm), comm, row_prem="none")
+    elif case == "zero-pivot-nan":  # every pivot would compare as tiny
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, zero_pivot=float("nan"))
+    elif case == "rhs-nan":  # x and its backward error would be NaN
+        solver = cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm)
+        b = np.ones(solver.local_rows)
+        if comm.rank == 1:
+            b[3] = np.nan
+        solver.solve(b)
+    elif case == "nd-partition-without-tree":  # refused before the analysis, not after it
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, grid=(1, 1, 2), ordering="nd")
+    elif case == "distribution-type":
+        cs.direct.factor(cs.gallery.poisson2d(6) if comm.rank == 0 else None, comm, distribution="contiguous")
     elif case == "wrong-length":
         A = cs.ParCSR.from_spec("poisson2d:8", comm)
         n = A.local_cols + (1 if comm.rank == 1 else 0)

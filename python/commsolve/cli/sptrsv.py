@@ -59,8 +59,9 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @click.option("--refine/--no-refine", default=True, show_default=True,
               help="Iterative refinement after each solve (timed apart).")
 @click.option("--allow-singular", is_flag=True,
-              help=f"Exit 0 on a numerically singular matrix (tiny pivots replaced, or a relative residual above "
-              f"{SINGULAR_RESIDUAL:g}) instead of {EXIT_SINGULAR}.")
+              help=f"Exit 0 on a numerically singular matrix (a relative residual above {SINGULAR_RESIDUAL:g}) "
+              f"instead of {EXIT_SINGULAR}; the --tol check of the backward error still applies. Replaced tiny "
+              "pivots alone are a warning.")
 @click.option("--tol", type=float, default=1e-10, show_default=True, callback=lambda ctx, p, v: tolerance(v),
               help="Largest normwise backward error ||Ax-b|| / (||A|| ||x|| + ||b||) accepted (exit 1 above).")
 @json_option()
@@ -82,7 +83,9 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
             from ..direct.distributed import checked_request
 
             checked_request(n, grid, tree, algorithm, partition, allreduce, seed=None, flat_threshold=None,
-                            root=0, profile=profile, lu_options={})
+                            root=0, profile=profile,
+                            lu_options=dict(max_supernode=max_supernode, ordering=ordering, relax_subtree=relax_subtree,
+                                            equil=equil, row_perm=row_perm, replace_tiny=replace_tiny))
 
     relaunch_or_check(nprocs, oversubscribe, timeout, threads=threads or _core.default_threads(),
                       before_launch=before_launch)
@@ -111,6 +114,6 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
         fail(f"backward error {result['backward_error']:.2e} above --tol {tol:.0e}", True)
     if not result["stats_recorded_equal_planned"]:
         fail("recorded communication statistics differ from the plan's", True)
-    if result["warnings"] and not allow_singular:
+    if result["singular"] and not allow_singular:
         fail("the matrix is numerically singular: " + "; ".join(result["warnings"]) + " (--allow-singular accepts it)",
              True, EXIT_SINGULAR, label="singular")

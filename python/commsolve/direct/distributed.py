@@ -31,7 +31,7 @@ from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
 from .parallel_analysis import (one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
                                 pivoting_in_parallel, rows_of_B)
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
-from .serial import PIVOTING_DEFAULTS, SparseLU, pivoted
+from .serial import PIVOTING_DEFAULTS, SparseLU, checked_lu_options, pivoted
 from .solver import DistributedLU, Residual
 from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, chosen_ordering, levels_for, symbolic
 
@@ -236,6 +236,7 @@ def checked_request(nranks, grid, tree, algorithm, partition, allreduce, seed, f
         For a grid, algorithm, tree or option that does not fit ``nranks`` ranks or is unknown.
     """
     check_choice(partition, FOREST_PARTITIONS, "forest partition")
+    lu_options = checked_lu_options(lu_options)
     if not 0 <= root < nranks:
         raise ValueError(f"root {root} outside the communicator of {nranks} ranks")
     if is_auto(grid):
@@ -249,6 +250,11 @@ def checked_request(nranks, grid, tree, algorithm, partition, allreduce, seed, f
         return FactorRequest(None, None, algorithm, trees, seed, flat_threshold, allreduce, partition, root,
                              profile, lu_options, _tuner.max_pz(nranks))
     dims = parse_grid(grid, nranks)
+    ordering = lu_options.get("ordering", LU_DEFAULTS["ordering"])
+    if dims[2] > 1 and partition == "nd" and ordering in ("nd", "natural"):
+        raise ValueError(f"a grid of Pz = {dims[2]} layers with partition 'nd' splits the separator tree, which "
+                         f"ordering {ordering!r} does not keep: use partition 'greedy' (--partition greedy) or an "
+                         "ordering with a tree ('auto', 'tree', 'ptscotch', 'ptscotch-metis')")
     options = solve_options(dims[2], algorithm, tree, seed, flat_threshold, allreduce)
     return FactorRequest(dims, options, algorithm, (options.tree.name,), seed, flat_threshold, allreduce,
                          partition, root, profile, lu_options, dims[2])
@@ -285,7 +291,7 @@ def agreed_request(comm, grid, tree, algorithm, partition, allreduce, seed, flat
     agree_args(comm, "direct.factor", grid=request.grid, algorithm=request.algorithm, tree=request.trees,
                seed=request.seed, flat_threshold=request.flat_threshold, allreduce=request.allreduce,
                partition=request.partition, root=root, profile=profile, topology=topology, distribution=distribution,
-               **{f"lu option {k}": v for k, v in sorted(lu_options.items())}, options=repr(request.options))
+               **{f"lu option {k}": v for k, v in sorted(request.lu_options.items())}, options=repr(request.options))
     return request
 
 
@@ -469,6 +475,9 @@ def _row_distribution(distribution, source, n, comm):
         P, n = comm.size, int(n)
         distribution = Distribution.from_offsets(
             np.array([r * (n // P) + min(r, n % P) for r in range(P + 1)], dtype=np.int64))
+    elif not isinstance(distribution, Distribution):
+        raise ValueError(f"distribution must be a commsolve Distribution (e.g. Distribution.from_offsets) or None, "
+                         f"got {type(distribution).__name__} {distribution!r}")
     if distribution.global_size != n or distribution.nranks != comm.size:
         raise ValueError(f"the distribution of b and x covers {distribution.global_size} rows on "
                          f"{distribution.nranks} ranks; need {n} rows on {comm.size}")
@@ -635,7 +644,9 @@ def factor(A, comm=None, grid=None, tree=None, *, algorithm=None, partition="nd"
     **lu_options
         :class:`SparseLU`'s options (static pivoting, ordering: ``"auto"`` resolved by
         :func:`~commsolve.direct.symbolic.chosen_ordering`, the one used in
-        ``solver.analysis.ordering``).
+        ``solver.analysis.ordering``), checked by
+        :func:`~commsolve.direct.serial.checked_lu_options` on every rank: a name it does
+        not know is refused, not ignored; None stands for the default.
 
     Returns
     -------

@@ -10,14 +10,62 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
-from .pivoting import checked_matrix, static_pivoting
+from .pivoting import check_row_perm, checked_matrix, static_pivoting
 from .refinement import ITMAX, iterative_refinement
-from .symbolic import LU_DEFAULTS, symbolic
+from .symbolic import LU_DEFAULTS, SymbolicOptions, symbolic
 
-__all__ = ["SparseLU", "analyze", "pivoted", "PIVOTING_DEFAULTS", "rhs_array"]
+__all__ = ["SparseLU", "analyze", "pivoted", "PIVOTING_DEFAULTS", "checked_lu_options", "rhs_array"]
 
 # Static pivoting's defaults (SuperLU_DIST's pdgssvx): SparseLU's and factor's.
 PIVOTING_DEFAULTS = {"equil": True, "row_perm": "mc64", "replace_tiny": False, "zero_pivot": 1e-14}
+
+
+def checked_lu_options(options):
+    """:class:`SparseLU`'s options (``direct.factor``'s ``**lu_options``) checked, the one
+    place their names, types and ranges are: the names of :data:`LU_DEFAULTS` and
+    :data:`PIVOTING_DEFAULTS` only (a misspelt one is not ignored), whole numbers where
+    counts are asked for, booleans for switches, a known ordering and row permutation, a
+    finite ``zero_pivot`` >= 0.
+
+    Parameters
+    ----------
+    options : dict
+        Name to value; None stands for the default.
+
+    Returns
+    -------
+    dict
+        The options given (None values left out), whole numbers as int.
+
+    Raises
+    ------
+    ValueError
+        Naming the option and what it must be.
+    """
+    known = {**LU_DEFAULTS, **PIVOTING_DEFAULTS}
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    given = {k: v for k, v in options.items() if v is not None}
+    for name in ("max_supernode", "levels", "relax_subtree"):
+        if name in given:
+            if not isinstance(given[name], (int, np.integer)) or isinstance(given[name], (bool, np.bool_)):
+                raise ValueError(f"{name} must be a whole number, got {given[name]!r}")
+            given[name] = int(given[name])
+    for name in ("relax", "zero_pivot"):
+        v = given.get(name, 0.0)
+        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a number, got {v!r}")
+    if not 0.0 <= given.get("zero_pivot", 0.0) < np.inf:
+        raise ValueError(f"zero_pivot must be finite and >= 0, got {given['zero_pivot']!r}")
+    for name in ("equil", "replace_tiny"):
+        if not isinstance(given.get(name, False), (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {given[name]!r}")
+    if not isinstance(given.get("ordering", ""), str):
+        raise ValueError(f"ordering must be a name, got {given['ordering']!r}")
+    check_row_perm(given.get("row_perm", PIVOTING_DEFAULTS["row_perm"]))
+    SymbolicOptions(**{k: given[k] for k in LU_DEFAULTS if k in given})  # the ordering's name and the ranges
+    return given
 
 
 def pivoted(A, equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"], times=None):
@@ -125,7 +173,7 @@ def rhs_array(b, nrows, what="b"):
     Raises
     ------
     ValueError
-        A clear one otherwise (complex, wrong shape, not numbers).
+        A clear one otherwise (complex, wrong shape, not numbers, NaN or Inf).
     """
     try:
         B = np.asarray(b)
@@ -139,6 +187,10 @@ def rhs_array(b, nrows, what="b"):
         B = np.asarray(B, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{what} holds values that are not numbers (dtype {B.dtype})") from None
+    bad = np.flatnonzero(~(np.isfinite(B) if B.ndim == 1 else np.isfinite(B).all(axis=1)))
+    if bad.size:  # x and its backward error would be NaN: nothing to vouch for
+        raise ValueError(f"{what} holds non-finite values (NaN or Inf), first in row {bad[0]} "
+                         f"({bad.size} row(s) in all)")
     return B.reshape(nrows, 1 if B.ndim == 1 else B.shape[1]), B.ndim == 1
 
 
@@ -193,10 +245,13 @@ class SparseLU:
                  levels=LU_DEFAULTS["levels"], relax=LU_DEFAULTS["relax"], relax_subtree=LU_DEFAULTS["relax_subtree"],
                  equil=PIVOTING_DEFAULTS["equil"], row_perm=PIVOTING_DEFAULTS["row_perm"],
                  replace_tiny=PIVOTING_DEFAULTS["replace_tiny"], zero_pivot=PIVOTING_DEFAULTS["zero_pivot"]):
+        o = {**LU_DEFAULTS, **PIVOTING_DEFAULTS, **checked_lu_options(dict(
+            max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax, relax_subtree=relax_subtree,
+            equil=equil, row_perm=row_perm, replace_tiny=replace_tiny, zero_pivot=zero_pivot))}
         self.ordering_parts = {}
         A, B, self.pivoting, self.structure, self.ordering_seconds = analyze(
-            A, max_supernode=max_supernode, ordering=ordering, levels=levels, relax=relax, relax_subtree=relax_subtree,
-            equil=equil, row_perm=row_perm, times=self.ordering_parts)
+            A, max_supernode=o["max_supernode"], ordering=o["ordering"], levels=o["levels"], relax=o["relax"],
+            relax_subtree=o["relax_subtree"], equil=o["equil"], row_perm=o["row_perm"], times=self.ordering_parts)
         t0 = time.perf_counter()
         perm = self.structure.perm
         P = B[perm][:, perm].tocsr()
@@ -207,7 +262,7 @@ class SparseLU:
         try:
             self._core = _core.SupernodalLU(
                 self.structure, P.indptr.astype(i32), P.indices.astype(i32), P.data,
-                T.indptr.astype(i32), T.indices.astype(i32), T.data, float(zero_pivot), bool(replace_tiny))
+                T.indptr.astype(i32), T.indices.astype(i32), T.data, float(o["zero_pivot"]), bool(o["replace_tiny"]))
         except RuntimeError as e:  # a zero or non-finite pivot
             raise ValueError(str(e)) from e
         self.numeric_seconds = self._core.numeric_seconds

@@ -366,9 +366,9 @@ class DistributedLU:
         Raises
         ------
         CollectiveError
-            On every rank, for a ``b`` that is not valid on some rank, a different number of
-            columns on different ranks, or ranks that pass different ``replicated`` or
-            ``refine``.
+            On every rank, for a ``b`` that is not valid on some rank (wrong shape, not
+            numbers, complex, NaN or Inf), a different number of columns on different ranks,
+            or ranks that pass different ``replicated`` or ``refine``.
         """
         agree_args(self.comm, "DistributedLU.solve", replicated=bool(replicated), refine=bool(refine))
         b, back = _host_array(b)

@@ -149,6 +149,7 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                             "peak_rss_bytes": _max_mean(peak_rss)},
         "rel_residual": resid,
         "warnings": singular_warnings(int(solver.tiny_pivots_replaced), resid),
+        "singular": not resid <= SINGULAR_RESIDUAL,  # x does not solve A x = b (NaN too)
         "backward_error": backward,
         "berr": [float(v) for v in solver.berr],
         "refine_steps": [int(v) for v in solver.refine_steps],
@@ -171,14 +172,16 @@ SINGULAR_RESIDUAL = 1e-6  # a relative residual above this says the matrix is nu
 
 
 def singular_warnings(replaced, rel_residual):
-    """What says the matrix is numerically singular, in words: replaced tiny pivots (the
-    factors are of a nearby matrix) and a relative residual above :data:`SINGULAR_RESIDUAL`
-    (x does not solve A x = b to working accuracy, whatever the backward error says: a tiny
-    backward error with a huge x is what a singular matrix gives)."""
+    """What the solve cannot vouch for, in words: replaced tiny pivots (the factors are of a
+    nearby matrix; iterative refinement may still reach A's solution, which the residual
+    says) and a relative residual above :data:`SINGULAR_RESIDUAL` (x does not solve A x = b
+    to working accuracy, whatever the backward error says: a tiny backward error with a huge
+    x is what a singular matrix gives; only this one says the matrix is singular)."""
     out = []
     if replaced:
         out.append(f"{replaced} tiny pivot{'s were' if replaced > 1 else ' was'} replaced (--replace-tiny): the "
-                   "matrix is numerically singular or nearly so, and the factors are those of a nearby matrix")
+                   "factors are those of a nearby matrix (A is singular or nearly so, or its diagonal needs the "
+                   "row permutation: --row-perm mc64)")
     if not rel_residual <= SINGULAR_RESIDUAL:  # NaN too
         out.append(f"the relative residual ||Ax - b|| / ||b|| is {rel_residual:.2e}, above {SINGULAR_RESIDUAL:g}: the "
                    "matrix is numerically singular (or b is outside its range), x does not solve A x = b")
