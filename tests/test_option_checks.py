@@ -37,9 +37,9 @@ def test_bad_options_are_refused_by_name(options, message):
 
 def test_good_options_pass_and_none_means_the_default():
     given = checked_lu_options({"max_supernode": np.int64(64), "ordering": None, "equil": np.bool_(False),
-                                "zero_pivot": 0, "relax": 0.5})
-    assert given == {"max_supernode": 64, "equil": False, "zero_pivot": 0, "relax": 0.5}
-    assert type(given["max_supernode"]) is int
+                                "zero_pivot": 0, "relax": 1})
+    assert given == {"max_supernode": 64, "equil": False, "zero_pivot": 0.0, "relax": 1.0}
+    assert type(given["max_supernode"]) is int and type(given["relax"]) is float
 
 
 def test_sparse_lu_checks_its_options_too():

@@ -35,7 +35,7 @@ def checked_lu_options(options):
     Returns
     -------
     dict
-        The options given (None values left out), whole numbers as int.
+        The options given (None values left out), counts as int, numbers as float.
 
     Raises
     ------
@@ -53,9 +53,11 @@ def checked_lu_options(options):
                 raise ValueError(f"{name} must be a whole number, got {given[name]!r}")
             given[name] = int(given[name])
     for name in ("relax", "zero_pivot"):
-        v = given.get(name, 0.0)
-        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
-            raise ValueError(f"{name} must be a number, got {v!r}")
+        if name in given:
+            v = given[name]
+            if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{name} must be a number, got {v!r}")
+            given[name] = float(v)
     if not 0.0 <= given.get("zero_pivot", 0.0) < np.inf:
         raise ValueError(f"zero_pivot must be finite and >= 0, got {given['zero_pivot']!r}")
     for name in ("equil", "replace_tiny"):
