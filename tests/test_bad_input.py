@@ -126,6 +126,18 @@ def test_clear_errors_up_front(args, message):
     assert p.stderr.count(message) == 1  # once, not once per rank
 
 
+@pytest.mark.parametrize("command", ["sptrsv", "amg", "selinv"])
+def test_a_header_too_large_for_its_entries_is_refused_before_reading(tmp_path, command):
+    """A typo in the sizes (10^8 rows, one entry) used to read the file into arrays of 10^8
+    rows (7 GB) before "row 1 is zero"; a solve refuses the header at once."""
+    path = tmp_path / "typo.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n100000000 100000000 1\n1 1 2.0\n")
+    p = cli(command, "--matrix", str(path), "-np", "2", timeout=60)
+    assert p.returncode != 0
+    assert "declares 100000000 rows but only 1 entries (general): some row is empty" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_mmwrite_refuses_complex_and_non_finite(tmp_path):
     with pytest.raises(ValueError, match="complex matrices cannot be written"):
         io.mmwrite(tmp_path / "c.mtx", sp.csr_matrix(np.array([[1 + 2j, 0], [0, 1]])))

@@ -79,7 +79,7 @@ def amg_cmd(gen, matrix, nprocs, oversubscribe, timeout, ppn, partition, method,
     if adaptive is not None and accel != "cg":
         raise click.UsageError("--adaptive restarts CG: --accel cg")
     check_plot_path(plot, "--plot")
-    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn, solve=True))
     from mpi4py import MPI
 
     from ..runs.amg import format_amg, plot_levels, run_amg

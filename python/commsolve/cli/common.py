@@ -222,16 +222,23 @@ def need_one_source(gen, matrix):
         raise click.UsageError("give exactly one of --gen SPEC or --matrix FILE")
 
 
-def input_checks(nranks, matrix=None, ppn=None):
+def input_checks(nranks, matrix=None, ppn=None, solve=False):
     """What the ranks check first of --matrix FILE (its header) and --ppn, for
-    :func:`relaunch_or_check`'s ``before_launch``: ValueError as they would raise it."""
+    :func:`relaunch_or_check`'s ``before_launch``: ValueError as they would raise it. With
+    ``solve`` (commands that solve A x = b), a header whose entries cannot fill every row is
+    refused at once: such a matrix is singular, and a typo in its sizes would otherwise cost
+    the reading of the file into arrays of that many rows first."""
     from ..io import mminfo
     from ..topology import make_topology
 
     if ppn is not None:
         make_topology(ppn=ppn, size=nranks)
     if matrix is not None:
-        mminfo(matrix)
+        h = mminfo(matrix)
+        rows_covered = h.nnz if h.symmetry == "general" else 2 * h.nnz  # symmetric: an entry stands for two
+        if solve and rows_covered < h.nrows:
+            raise ValueError(f"{matrix}: the header declares {h.nrows} rows but only {h.nnz} entries "
+                             f"({h.symmetry}): some row is empty, so the matrix is singular (a typo in the header?)")
 
 
 def load_matrix(gen, matrix):

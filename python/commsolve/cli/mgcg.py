@@ -94,7 +94,7 @@ def mgcg(gen, matrix, grid, decomposition, procs, nprocs, oversubscribe, timeout
     if not 0 < correction < 2:
         raise click.BadParameter(f"must lie in (0, 2), got {correction}", param_hint="--correction")
     check_plot_path(plot, "--plot")
-    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn, solve=True))
     from mpi4py import MPI
 
     from ..runs.mgcg import format_mgcg, plot_mgcg, run_mgcg

@@ -42,7 +42,7 @@ def selinv(gen, matrix, nprocs, oversubscribe, timeout, grid, tree, form, repeat
     Row-Reduce of products): time, flops, communication per rank and per role (min, max,
     median, std), and a check against numpy's dense inverse or scipy's splu."""
     need_one_source(gen, matrix)
-    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn))
+    relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn, solve=True))
     from mpi4py import MPI
 
     from ..runs.selinv import format_selinv, run_selinv

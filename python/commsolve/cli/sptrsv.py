@@ -78,7 +78,7 @@ def sptrsv(gen, matrix, nprocs, oversubscribe, timeout, grid, profile, algorithm
     from .. import _core
 
     def before_launch(n):  # what the ranks check first, said at once
-        input_checks(n, matrix, ppn)
+        input_checks(n, matrix, ppn, solve=True)
         if not is_auto(grid):
             from ..direct.distributed import checked_request
 
