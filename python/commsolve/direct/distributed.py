@@ -33,7 +33,8 @@ from .parallel_analysis import (one_norm, parallel_ordering, parallel_symbolic, 
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, checked_lu_options, pivoted
 from .solver import DistributedLU, Residual
-from .symbolic import FOREST_PARTITIONS, LU_DEFAULTS, PARALLEL_ORDERINGS, chosen_ordering, levels_for, symbolic
+from .symbolic import (FOREST_PARTITIONS, LU_DEFAULTS, ORDERINGS, PARALLEL_ORDERINGS, TREELESS_ORDERINGS,
+                       chosen_ordering, levels_for, symbolic)
 
 __all__ = ["factor", "FACTOR_STAGES", "agreed_request", "analyze", "parallel_ordering", "factor_on_layout",
            "Analysis", "FactorRequest", "FactorReport", "register_tuner", "checked_request"]
@@ -251,10 +252,11 @@ def checked_request(nranks, grid, tree, algorithm, partition, allreduce, seed, f
                              profile, lu_options, _tuner.max_pz(nranks))
     dims = parse_grid(grid, nranks)
     ordering = lu_options.get("ordering", LU_DEFAULTS["ordering"])
-    if dims[2] > 1 and partition == "nd" and ordering in ("nd", "natural"):
+    if dims[2] > 1 and partition == "nd" and ordering in TREELESS_ORDERINGS:
+        with_tree = ", ".join(repr(o) for o in ORDERINGS if o not in TREELESS_ORDERINGS)
         raise ValueError(f"a grid of Pz = {dims[2]} layers with partition 'nd' splits the separator tree, which "
                          f"ordering {ordering!r} does not keep: use partition 'greedy' (--partition greedy) or an "
-                         "ordering with a tree ('auto', 'tree', 'ptscotch', 'ptscotch-metis')")
+                         f"ordering with a tree ({with_tree})")
     options = solve_options(dims[2], algorithm, tree, seed, flat_threshold, allreduce)
     return FactorRequest(dims, options, algorithm, (options.tree.name,), seed, flat_threshold, allreduce,
                          partition, root, profile, lu_options, dims[2])

@@ -20,7 +20,7 @@ from .._collective import mpi
 from ..partition import adjacency_graph
 
 __all__ = ["SupernodalStructure", "SeparatorTree", "SymbolicOptions", "LU_DEFAULTS", "ORDERINGS", "PARALLEL_ORDERINGS",
-           "FOREST_PARTITIONS",
+           "TREELESS_ORDERINGS", "FOREST_PARTITIONS",
            "supernodal_structure", "symbolic", "chosen_ordering", "levels_for", "forest_partition"]
 
 SupernodalStructure = _core.SupernodalStructure
@@ -29,6 +29,8 @@ SymbolicOptions = _core.SymbolicOptions
 ORDERINGS = tuple(_core.ordering_names())
 # Computed in parallel on a distributed matrix by factor(); on one process elsewhere.
 PARALLEL_ORDERINGS = ("ptscotch", "ptscotch-metis")
+# Those that keep no separator tree, which the forest partition "nd" of a Pz > 1 grid splits.
+TREELESS_ORDERINGS = ("nd", "natural")
 FOREST_PARTITIONS = tuple(_core.forest_partition_names())
 _DEFAULTS = SymbolicOptions()
 # The supernodal pipeline's defaults (read from C++), as SparseLU's and factor's keywords.
