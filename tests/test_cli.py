@@ -70,6 +70,31 @@ def test_clear_errors(args, message):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("command", ["sptrsv", "selinv"])
+@pytest.mark.parametrize("grid", ["2by2", "0x2", "1x1x3"])
+def test_a_grid_that_breaks_the_grid_rule_is_a_usage_error(command, grid):
+    p = cli(command, "--gen", "poisson2d:8", "-np", "2", "--grid", grid)
+    assert p.returncode == 2 and "Invalid value for '--grid'" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("nprocs", ["1", "2"])
+def test_json_says_a_failure_before_the_result_as_json(tmp_path, nprocs):
+    path = tmp_path / "broken.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 two 1\n")
+    p = cli("sptrsv", "--matrix", str(path), "-np", nprocs, "--json")
+    assert p.returncode == 1
+    said = json.loads(p.stdout)  # on 2 ranks the message names the rank that parsed the line
+    assert said.pop("error").endswith(f"{path}:4: expected an integer column index")
+    assert said == {"kind": "error", "exit_status": 1}
+    assert f"{path}:4: expected an integer column index" in p.stderr  # and on stderr, as without --json
+
+
+def test_json_keeps_the_result_as_its_one_document_when_a_check_of_it_fails():
+    p = cli("sptrsv", "--gen", "poisson2d:8", "-np", "2", "--repeat", "1", "--tol", "1e-300", "--json")
+    assert p.returncode == 1 and "above --tol" in p.stderr
+    assert json.loads(p.stdout)["rows"] == 64  # one JSON document: the result, not an error object after it
+
+
 @pytest.mark.parametrize("args,message", [
     (["spmv", "--gen", "poisson2d:8", "-np", "3", "--ppn", "2"], "ppn 2 does not divide the world size 3"),
     (["amg", "--matrix", "/nonexistent/a.mtx", "-np", "2"], "cannot open file"),

@@ -13,6 +13,7 @@ ERROR_CASES = [
     (2, "bad-line", "bad.mtx:203: expected a real value"),
     (3, "bad-line", "bad.mtx:203: expected a real value"),
     (2, "truncated", "header declares 201 entries but the file holds 200 (truncated?)"),
+    (3, "both-triangles", "bad.mtx:203: symmetric file stores an entry above the diagonal after one below it (line 3)"),
     (3, "ppn", "ppn 2 does not divide the world size 3"),
     (2, "nonsquare", "matrix must be square, got 10 x 12"),
     (2, "more-ranks-than-rows", "cannot partition 1 rows over 2 ranks (more ranks than rows)"),

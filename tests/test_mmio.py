@@ -36,6 +36,18 @@ def test_round_trip_symmetric(tmp_path, symmetry):
     assert abs(sp.csr_matrix(scipy.io.mmread(p)) - A).max() == 0  # scipy reads our file
 
 
+@pytest.mark.parametrize("symmetry", ["symmetric", "skew-symmetric"])
+def test_upper_triangle_reads_as_scipy_reads_it(tmp_path, symmetry):
+    """The format asks for the lower triangle; files that store the upper one (some writers
+    do) read as scipy reads them."""
+    p = tmp_path / "u.mtx"
+    p.write_text(f"%%MatrixMarket matrix coordinate real {symmetry}\n3 3 3\n1 2 -1.5\n"
+                 + ("1 1 4.0\n" if symmetry == "symmetric" else "1 3 2.0\n") + "2 3 0.25\n")
+    expected = sp.csr_matrix(scipy.io.mmread(p))
+    assert expected[1, 0] == (-1.5 if symmetry == "symmetric" else 1.5)  # the reference mirrors it
+    assert abs(mmread(p) - expected).max() == 0
+
+
 def test_pattern_and_integer(tmp_path):
     A = gallery.poisson2d(5)
     mmwrite(tmp_path / "p.mtx", A, field="pattern")
@@ -83,7 +95,10 @@ BAD = {
     "zero index": (HEADER + "3 3 1\n0 1 1.0\n", 3, "entry (0, 1) outside"),
     "truncated": (HEADER + "3 3 3\n1 1 1.0\n2 2 1.0\n", None, "declares 3 entries but the file holds 2 (truncated?)"),
     "too many": (HEADER + "3 3 1\n1 1 1.0\n2 2 1.0\n", None, "declares 1 entries but the file holds 2"),
-    "upper in symmetric": (SYM + "3 3 1\n1 2 1.0\n", 3, "above the diagonal"),
+    "both triangles": (SYM + "3 3 3\n2 1 1.0\n3 3 1.0\n1 3 1.0\n", 5,
+                       "stores an entry above the diagonal after one below it (line 3)"),
+    "both triangles, upper first": (SYM + "3 3 2\n1 2 1.0\n3 1 1.0\n", 4,
+                                    "stores an entry below the diagonal after one above it (line 3)"),
     "skew diagonal": ("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n2 2 1.0\n", 3,
                       "skew-symmetric matrix with a diagonal entry"),
     "nonsquare symmetric": (SYM + "3 4 0\n", 2, "symmetric matrix must be square"),

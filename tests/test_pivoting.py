@@ -46,15 +46,15 @@ def test_matching_is_optimal_and_its_scaling_makes_the_diagonal_one(seed):
 
 def test_structurally_singular_and_non_finite_are_named():
     A = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [3.0, 4.0, 0.0], [5.0, 6.0, 0.0]]))
-    with pytest.raises(ValueError, match="structurally singular: column 2 has no nonzero entry"):
+    with pytest.raises(ValueError, match=r"structurally singular: column 2 \(counting from 0\) has no nonzero entry"):
         matching(A)
     B = sp.csr_matrix(np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 1.0]]))  # rows 0, 1 share column 0
-    with pytest.raises(ValueError, match=r"structurally singular: no perfect matching \(row 1 cannot be matched\)"):
+    with pytest.raises(ValueError, match=r"structurally singular: no perfect matching \(row 1, counting from 0, cannot be matched\)"):
         matching(B)
     with pytest.raises(ValueError, match="structurally singular"):
         direct.SparseLU(B)
     C = sp.csr_matrix(np.array([[1.0, np.nan], [0.0, 1.0]]))
-    with pytest.raises(ValueError, match=r"non-finite entry nan at \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"non-finite entry nan at \(0, 1\) \(counting from 0\)"):
         direct.SparseLU(C)
 
 
@@ -143,7 +143,7 @@ def test_ill_conditioned_but_backward_stable():
     (sp.csr_matrix((0, 0)), "has no rows"),
     (sp.csr_matrix(np.array([[1.0 + 1j, 0.0], [0.0, 1.0]])), "complex"),
     (sp.csr_matrix(np.array([[np.inf, 0.0], [0.0, 1.0]])), r"non-finite entry inf at \(0, 0\)"),
-    (sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 0.0]])), "row 1 is zero"),
+    (sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 0.0]])), r"row 1 \(counting from 0\) is zero"),
 ])
 def test_bad_matrices_are_refused(bad, message):
     with pytest.raises(ValueError, match=message):

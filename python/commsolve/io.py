@@ -65,6 +65,23 @@ def _chunk_error(path, h, first_line, error_line, msg):
     return f"{path}:{h.data_line + first_line + error_line}: {msg}" if msg else None
 
 
+def _triangle_error(path, h, first_line, first_lower, first_upper, comm=None):
+    """A symmetric file may store either triangle (scipy reads both), not entries of both:
+    mirrored, those would be counted twice. The message names the line of the first entry
+    on the side found second (``first_*``: 0-based lines within this rank's chunk, -1: none)."""
+    if h.symmetry == "general":
+        return None
+    lines = np.array([h.data_line + first_line + f if f >= 0 else np.iinfo(np.int64).max
+                      for f in (first_lower, first_upper)], dtype=np.int64)
+    if comm is not None:
+        comm.Allreduce(mpi().IN_PLACE, lines, op=mpi().MIN)
+    if lines.max() == np.iinfo(np.int64).max:
+        return None
+    sides = ("below", "above") if lines[0] < lines[1] else ("above", "below")
+    return (f"{path}:{lines.max()}: {h.symmetry} file stores an entry {sides[1]} the diagonal after one "
+            f"{sides[0]} it (line {lines.min()}): it must store one triangle only")
+
+
 def _count_error(path, h, found):
     if found < h.nnz:
         return f"{path}: header declares {h.nnz} entries but the file holds {found} (truncated?)"
@@ -76,7 +93,9 @@ def _count_error(path, h, found):
 def mmread(path):
     """Read a coordinate Matrix Market file into a scipy CSR matrix (duplicates are summed).
 
-    Symmetric and skew-symmetric files are expanded to both triangles.
+    Symmetric and skew-symmetric files are expanded to both triangles; they may store either
+    triangle (the lower one, as the format asks, or the upper one, as scipy also reads), not
+    entries of both.
 
     Parameters
     ----------
@@ -96,8 +115,9 @@ def mmread(path):
     """
     path = os.fspath(path)
     h = mminfo(path)
-    rows, cols, vals, _, err_line, err = _parse(path, h, 0, 1)
+    rows, cols, vals, _, err_line, err, lower, upper = _parse(path, h, 0, 1)
     agree(None, _chunk_error(path, h, 0, err_line, err))
+    agree(None, _triangle_error(path, h, 0, lower, upper))
     agree(None, _count_error(path, h, rows.size))
     rows, cols, vals = _expand_symmetry(h, rows, cols, vals)
     return sp.csr_matrix((vals, (rows, cols)), shape=(h.nrows, h.ncols))
@@ -195,9 +215,10 @@ def read_rows_parallel(path, comm, owner_of_rows):
         error = str(e)
     agree(comm, error)
     h = header
-    rows, cols, vals, nlines, err_line, err = _parse(path, h, comm.rank, comm.size)
+    rows, cols, vals, nlines, err_line, err, lower, upper = _parse(path, h, comm.rank, comm.size)
     first_line = comm.exscan(nlines) or 0
     agree(comm, _chunk_error(path, h, first_line, err_line, err))
+    agree(comm, _triangle_error(path, h, first_line, lower, upper, comm))
     agree(comm, _count_error(path, h, comm.allreduce(rows.size)))
     rows, cols, vals = _expand_symmetry(h, rows, cols, vals)
     dest = np.asarray(owner_of_rows(h)(rows), dtype=np.int64)

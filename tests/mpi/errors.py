@@ -23,16 +23,17 @@ assert MPI.COMM_WORLD.size == expected, f"launched with {MPI.COMM_WORLD.size} ra
 comm, case = MPI.COMM_WORLD, None  # the case being run and its communicator
 
 
-def bad_file(lines_ok, bad_line):
-    """A file whose entries are fine except one late line (parsed by the last rank)."""
+def bad_file(lines_ok, bad_line, symmetry="general"):
+    """A file whose entries are fine except one late line (parsed by the last rank); a
+    symmetric one starts with an entry below the diagonal (parsed by rank 0)."""
     path = os.path.join(tmpdir, case, "bad.mtx")
     if comm.rank == 0:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
-            f.write("%%MatrixMarket matrix coordinate real general\n")
+            f.write(f"%%MatrixMarket matrix coordinate real {symmetry}\n")
             f.write(f"{lines_ok + 1} {lines_ok + 1} {lines_ok + 1}\n")
             for i in range(lines_ok):
-                f.write(f"{i + 1} {i + 1} 2.0\n")
+                f.write("2 1 -1.0\n" if i == 0 and symmetry != "general" else f"{i + 1} {i + 1} 2.0\n")
             f.write(bad_line)
     comm.Barrier()
     return path
@@ -43,6 +44,8 @@ def run():
         cs.ParCSR.from_file(bad_file(200, "201 201 oops\n"), comm)
     elif case == "truncated":
         cs.ParCSR.from_file(bad_file(200, ""), comm)
+    elif case == "both-triangles":
+        cs.ParCSR.from_file(bad_file(200, "1 3 -1.0\n", "symmetric"), comm)
     elif case == "ppn":
         cs.ParCSR.from_spec("poisson2d:8", comm, topology=2)
     elif case == "nonsquare":

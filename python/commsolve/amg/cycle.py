@@ -325,7 +325,7 @@ def _dense_lu(M):
     Neumann Laplacian's)."""
     scale = np.abs(M).max(axis=1)
     if not np.all(scale > 0):
-        raise ValueError(f"zero pivot at row {int(np.argmin(scale))} (an empty row)")
+        raise ValueError(f"zero pivot at row {int(np.argmin(scale))} (counting from 0; an empty row)")
     scale = 1.0 / scale
     with warnings.catch_warnings():  # a zero pivot is reported below, as an error
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
@@ -334,7 +334,7 @@ def _dense_lu(M):
     # factor (7.7e-15 at n = 28 for a Neumann Laplacian's coarsest level): a margin of 64
     tiny = ~(np.abs(np.diag(lu)) > 64 * M.shape[0] * np.finfo(float).eps)  # NaN too
     if np.any(tiny):
-        raise ValueError(f"zero pivot at row {int(np.argmax(tiny))} (numerically singular)")
+        raise ValueError(f"zero pivot at row {int(np.argmax(tiny))} (counting from 0; numerically singular)")
     return lu, piv, scale
 
 

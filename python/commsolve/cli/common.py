@@ -18,7 +18,7 @@ from ..launch import DEFAULT_TIMEOUT, OVERSUBSCRIBE_FACTOR, check_rank_count, de
 from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
-           "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_2d", "WorkloadGroup",
+           "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_spelling", "grid_2d", "WorkloadGroup",
            "workload_hint", "refuse", "agglomerate_option", "fail_unless_solved", "matrix_options", "launch_options",
            "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
@@ -68,7 +68,7 @@ def relaunch_or_check(nprocs, oversubscribe=False, timeout=None, threads=1, befo
         try:
             before_launch(nprocs)
         except ValueError as e:
-            click.echo(f"commsolve: error: {e}", err=True)
+            _say_failure(str(e), EXIT_ERROR)
             sys.exit(EXIT_ERROR)
     # The same arguments, -np included: under mpiexec it is checked against the world size.
     sys.exit(relaunch(nprocs, ["-m", "commsolve", *sys.argv[1:]], timeout=timeout, threads=threads))
@@ -84,10 +84,14 @@ def show_progress():
     return os.environ.get("COMMSOLVE_PROGRESS") == "1" or sys.stderr.isatty()
 
 
+_output = {"json": False, "reported": False}  # --json given; a result printed (report)
+
+
 def report(text):
     """A command's result on rank 0, and below it any advice on this machine's BLAS."""
     from ..runs.spmv import blas_advice
 
+    _output["reported"] = True
     click.echo(text)
     advice = blas_advice()
     if advice:
@@ -108,16 +112,26 @@ def fail(message, collective, code=EXIT_ERROR, label="error"):
     rank = comm.rank
     if collective or comm.size == 1:
         if rank == 0:
-            click.echo(f"commsolve: {label}: {message}", err=True)
+            _say_failure(message, code, label)
         # Every rank knows: finish MPI cleanly (python -m mpi4py would turn a non-zero
         # SystemExit into MPI_Abort); rank 0 carries the failing status.
         sys.stdout.flush()
         sys.stderr.flush()
         MPI.Finalize()
         os._exit(code if rank == 0 else 0)
-    click.echo(f"commsolve: error on rank {rank}: {message}", err=True)
+    _say_failure(message, 1, rank=rank)
+    sys.stdout.flush()
     sys.stderr.flush()
     comm.Abort(1)
+
+
+def _say_failure(message, code, label="error", rank=None):
+    """The failure on stderr; with --json, as a JSON object on stdout too, unless the result
+    was printed already (a check of it failed: the result stays the one JSON document)."""
+    click.echo(f"commsolve: {label}{'' if rank is None else f' on rank {rank}'}: {message}", err=True)
+    if _output["json"] and not _output["reported"]:
+        click.echo(as_json_text({"error": message, "kind": label, "exit_status": code,
+                                 **({} if rank is None else {"rank": rank})}))
 
 
 def guarded(fn, *args, **kwargs):
@@ -249,6 +263,22 @@ def load_matrix(gen, matrix):
     return gallery.from_spec(gen) if gen else mmread(matrix)
 
 
+def grid_spelling(ctx, param, value):
+    """Click callback of the direct solvers' --grid: its spelling checked by the grid rule
+    (PxQ or PxQxR, positive, R a power of two) before anything starts, a usage error (exit 2)
+    when broken; the rank count is checked later, against -np or the world. None and
+    ``auto`` pass."""
+    from ..direct import is_auto, parse_grid
+
+    if value is None or is_auto(value):
+        return value
+    try:
+        parse_grid(value, None)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 def grid_2d(grid, most):
     """(Pr, Pc) from --grid "PrxPc" by the grid rule (one layer), at most ``most`` ranks."""
     from ..direct import parse_grid
@@ -362,8 +392,13 @@ def ppn_option(required=False, default=None, help="Virtual ranks per node (defau
                         show_default=default is not None, help=help)
 
 
-def json_option(help="Print the result as JSON (rank 0)."):
-    return click.option("--json", "as_json", is_flag=True, help=help)
+def json_option(help="Print the result as JSON (rank 0); a failure before the result as a JSON object with "
+                "'error', 'kind' and 'exit_status'."):
+    def remember(ctx, param, value):
+        _output["json"] = bool(value)
+        return value
+
+    return click.option("--json", "as_json", is_flag=True, callback=remember, help=help)
 
 
 def tree_seed_options(f):

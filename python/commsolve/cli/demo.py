@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..launch import under_mpiexec
-from .common import as_json_text, fail, guarded, json_option, launch_options, relaunch_or_check
+from .common import as_json_text, fail, guarded, json_option, launch_options, relaunch_or_check, report
 
 
 @click.command()
@@ -23,6 +23,6 @@ def demo(nprocs, oversubscribe, timeout, as_json):
 
     out = guarded(run_demo, MPI.COMM_WORLD, echo=None if as_json else click.echo)
     if as_json and out is not None:
-        click.echo(as_json_text(out))
+        report(as_json_text(out))
     if out is not None and not out["ok"]:
         fail("demo checks failed (see above)", True)

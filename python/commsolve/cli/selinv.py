@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..direct import ROW_PERMS
-from .common import (TREE_CHOICE, as_json_text, guarded, input_checks, json_option, launch_options, matrix_options,
+from .common import (TREE_CHOICE, as_json_text, grid_spelling, guarded, input_checks, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report, fail,
                      tolerance)
 
@@ -13,7 +13,7 @@ from .common import (TREE_CHOICE, as_json_text, guarded, input_checks, json_opti
 @click.command()
 @matrix_options("poisson2d9:200", "Matrix Market file (read in parallel).")
 @launch_options()
-@click.option("--grid", default=None, help="Process grid PxQ with all ranks (default: the squarest, P <= Q).")
+@click.option("--grid", default=None, callback=grid_spelling, help="Process grid PxQ with all ranks (default: the squarest, P <= Q).")
 @click.option("--tree", type=TREE_CHOICE, default=None,
               help="Shape of every broadcast and reduction tree (Col-Bcast, Row-Reduce, ...) [default: binary].")
 @click.option("--form", type=click.Choice(["auto", "symmetric", "unsymmetric"]), default="auto", show_default=True,

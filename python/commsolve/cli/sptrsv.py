@@ -8,7 +8,7 @@ import click
 from ..direct import AUTO, LU_DEFAULTS, ORDERINGS, ROW_PERMS, is_auto
 from ..runs.sptrsv import SINGULAR_RESIDUAL
 from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
-                     forest_partition_option, guarded, input_checks, json_option, launch_options, matrix_options,
+                     forest_partition_option, grid_spelling, guarded, input_checks, json_option, launch_options, matrix_options,
                      max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report,
                      tolerance)
 
@@ -16,7 +16,7 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @click.command()
 @matrix_options("poisson2d9:1024", "Matrix Market file (read in parallel).")
 @launch_options()
-@click.option("--grid", default=None,
+@click.option("--grid", default=None, callback=grid_spelling,
               help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
               f"squarest 2D grid, P <= Q); '{AUTO}': the grid and algorithm the simulator predicts fastest "
               "with --profile.")

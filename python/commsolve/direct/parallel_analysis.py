@@ -145,7 +145,7 @@ def _local_checked(source, local=None):
         if bad.size:
             row = int(np.searchsorted(M.indptr, bad[0], side="right") - 1)
             raise ValueError(f"the matrix has a non-finite entry {M.data[bad[0]]} at "
-                             f"({int(source.owned_rows()[row])}, {int(M.indices[bad[0]])})")
+                             f"({int(source.owned_rows()[row])}, {int(M.indices[bad[0]])}) (counting from 0)")
         return M
     return run_agreed(source.comm, check)
 

@@ -113,7 +113,8 @@ def checked_matrix(A, what="the matrix"):
     bad = np.nonzero(~np.isfinite(A.data))[0]
     if bad.size:
         row = int(np.searchsorted(A.indptr, bad[0], side="right") - 1)
-        raise ValueError(f"{what} has a non-finite entry {A.data[bad[0]]} at ({row}, {int(A.indices[bad[0]])})")
+        raise ValueError(f"{what} has a non-finite entry {A.data[bad[0]]} at ({row}, {int(A.indices[bad[0]])}) "
+                         f"(counting from 0)")
     return A
 
 
@@ -162,11 +163,11 @@ def equilibration_scales(row_max, col_max):
     """
     zero = np.nonzero(row_max == 0)[0]
     if zero.size:
-        raise ValueError(f"the matrix is singular: row {int(zero[0])} is zero")
+        raise ValueError(f"the matrix is singular: row {int(zero[0])} (counting from 0) is zero")
     r = 1.0 / row_max
     zero = np.nonzero(col_max == 0)[0]
     if zero.size:
-        raise ValueError(f"the matrix is singular: column {int(zero[0])} is zero")
+        raise ValueError(f"the matrix is singular: column {int(zero[0])} (counting from 0) is zero")
     c = 1.0 / col_max
     small = np.finfo(float).tiny / np.finfo(float).eps
     large = 1.0 / small

@@ -209,7 +209,7 @@ void bind_matrix_market(nb::module_& m) {
       c = mm_parse_chunk(path, h, b, e);
     }
     return nb::make_tuple(to_numpy(std::move(c.rows)), to_numpy(std::move(c.cols)), to_numpy(std::move(c.vals)),
-                          c.nlines, c.error_line, c.error);
+                          c.nlines, c.error_line, c.error, c.first_lower, c.first_upper);
   }, "path"_a, "header"_a, "begin"_a, "end"_a);
   m.def("mm_write", [](const std::string& path, std::int64_t nr, std::int64_t nc, In<std::int64_t> rows,
                        In<std::int64_t> cols, In<double> vals, const std::string& field,

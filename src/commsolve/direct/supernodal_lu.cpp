@@ -55,8 +55,10 @@ void PivotRule::apply(double& piv, std::int64_t column) {
     else
       std::snprintf(what, sizeof what, "tiny pivot %.3g (at most %.3g = zero_pivot x ||A||_1) at permuted column %lld",
                     piv, zero_tol, static_cast<long long>(column));
+    // Options named as the library spells them: the commands offer different subsets of them.
     throw std::runtime_error(std::string(what) +
-                             " (static pivoting: replace_tiny=True, --replace-tiny on the command line, perturbs it)");
+                             " (static pivoting: the matrix is singular, or needs the large-diagonal row permutation "
+                             "row_perm='mc64'; replace_tiny=True perturbs such pivots instead)");
   }
   piv = piv < 0 ? -tiny : tiny;
   ++replaced;

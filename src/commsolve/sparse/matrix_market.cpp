@@ -206,9 +206,10 @@ MMChunk mm_parse_chunk(const std::string& path, const MMHeader& h, std::int64_t 
                 " matrix (indices are 1-based)");
         else if (skew && ij[0] == ij[1])
           error("skew-symmetric matrix with a diagonal entry");
-        else if (!general && ij[1] > ij[0])
-          error(h.symmetry + " file stores entry (" + std::to_string(ij[0]) + ", " +
-                std::to_string(ij[1]) + ") above the diagonal (only the lower triangle is allowed)");
+        else if (!general && ij[0] != ij[1]) {
+          std::int64_t& first = ij[0] > ij[1] ? out.first_lower : out.first_upper;
+          if (first < 0) first = out.nlines;
+        }
       }
       if (out.error.empty()) {
         out.rows.push_back(ij[0] - 1);

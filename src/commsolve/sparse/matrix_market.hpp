@@ -33,6 +33,10 @@ struct MMChunk {
   std::int64_t nlines = 0;       // lines in the chunk (for global line numbers)
   std::int64_t error_line = -1;  // 0-based line within the chunk of the first error
   std::string error;             // empty when the chunk parsed cleanly
+  // Symmetric and skew-symmetric files: 0-based lines within the chunk of the first entry
+  // below and of the first above the diagonal (-1: none). Either triangle may be stored (as
+  // scipy reads them), not both: the reader checks that over every chunk.
+  std::int64_t first_lower = -1, first_upper = -1;
 };
 
 // Parses the entry lines in [begin, end). Errors are returned, not thrown, so that a
