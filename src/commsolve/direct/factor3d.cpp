@@ -22,26 +22,51 @@ struct Tags {
 // cannot be mistaken for one of this level's.
 constexpr int first_phase_tag = 100;
 
-// Payloads travel in chunks of at most this many doubles (MPI counts are ints).
-constexpr std::int64_t chunk = std::int64_t{1} << 27;
+// Payloads travel in chunks of at most this many doubles (8 MiB), packed from the block
+// store or added into it one chunk at a time: a whole payload packed at once (the
+// ancestors' share of a rank's factors, most of them on a 1 x 1 x Pz grid of a 3D problem)
+// doubled the rank's peak memory.
+constexpr std::int64_t chunk = std::int64_t{1} << 20;
 
-// A header (status, payload length) and the payload to `peer`, recorded.
+// Where an inter-grid message's values lie in the block store, in order: (offset, length).
+using Pieces = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+std::int64_t total_length(const Pieces& pieces) {
+  std::int64_t n = 0;
+  for (const auto& piece : pieces) n += piece.second;
+  return n;
+}
+
+// A header (status, payload length) to `peer`, then the store's values at `pieces` (none
+// when status is 0: a failure), a chunk at a time through `buf`, recorded.
 void send_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank, int peer, std::int64_t status,
-               const std::vector<double>& payload, StepStats& rec) {
-  const std::int64_t header[2] = {status, static_cast<std::int64_t>(payload.size())};
+               const Pieces& pieces, const double* values, std::vector<double>& buf, StepStats& rec) {
+  const std::int64_t header[2] = {status, status ? total_length(pieces) : 0};
   check_mpi(MPI_Send(header, 2, MPI_INT64_T, peer, tags.header, comm), "MPI_Send");
   const Locality where = locality(topo, rank, peer);
   rec.add_send(where, static_cast<std::int64_t>(sizeof header));
+  std::size_t p = 0;
+  std::int64_t in_piece = 0;  // values of pieces[p] already sent
   for (std::int64_t at = 0; at < header[1]; at += chunk) {
-    const int count = static_cast<int>(std::min(chunk, header[1] - at));
-    check_mpi(MPI_Send(payload.data() + at, count, MPI_DOUBLE, peer, tags.payload, comm), "MPI_Send");
-    rec.add_send(where, 8 * static_cast<std::int64_t>(count));
+    const std::int64_t count = std::min(chunk, header[1] - at);
+    buf.resize(static_cast<std::size_t>(count));
+    for (std::int64_t filled = 0; filled < count;) {
+      const auto [off, len] = pieces[p];
+      const std::int64_t take = std::min(len - in_piece, count - filled);
+      std::copy(values + off + in_piece, values + off + in_piece + take, buf.begin() + filled);
+      filled += take;
+      in_piece += take;
+      if (in_piece == len) ++p, in_piece = 0;
+    }
+    check_mpi(MPI_Send(buf.data(), static_cast<int>(count), MPI_DOUBLE, peer, tags.payload, comm), "MPI_Send");
+    rec.add_send(where, 8 * count);
   }
 }
 
-// The header and payload from `peer` (its status returned); sizes as MPI counted them.
-std::int64_t recv_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank, int peer,
-                       std::vector<double>& payload, StepStats& rec) {
+// The header and payload from `peer` (its status returned), sizes as MPI counted them; with
+// `apply`, each chunk added (or copied) into the store's values at `pieces` as it arrives.
+std::int64_t recv_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank, int peer, const Pieces& pieces,
+                       double* values, bool apply, bool add, std::vector<double>& buf, StepStats& rec) {
   std::int64_t header[2] = {0, 0};
   MPI_Status st;
   check_mpi(MPI_Recv(header, 2, MPI_INT64_T, peer, tags.header, comm, &st), "MPI_Recv");
@@ -49,13 +74,31 @@ std::int64_t recv_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank,
   check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count");
   const Locality where = locality(topo, rank, peer);
   rec.add_recv(where, count);
-  payload.resize(static_cast<std::size_t>(header[1]));
+  apply = apply && header[0] != 0;
+  if (apply && header[1] != total_length(pieces))
+    throw std::logic_error("3D factorization: an inter-grid message of " + std::to_string(header[1]) +
+                           " values where its parts hold " + std::to_string(total_length(pieces)));
+  std::size_t p = 0;
+  std::int64_t in_piece = 0;
   for (std::int64_t at = 0; at < header[1]; at += chunk) {
-    check_mpi(MPI_Recv(payload.data() + at, static_cast<int>(std::min(chunk, header[1] - at)), MPI_DOUBLE, peer,
-                       tags.payload, comm, &st),
-              "MPI_Recv");
+    const std::int64_t n = std::min(chunk, header[1] - at);
+    buf.resize(static_cast<std::size_t>(n));
+    check_mpi(MPI_Recv(buf.data(), static_cast<int>(n), MPI_DOUBLE, peer, tags.payload, comm, &st), "MPI_Recv");
     check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count");
     rec.add_recv(where, count);
+    for (std::int64_t used = 0; apply && used < n;) {
+      const auto [off, len] = pieces[p];
+      const std::int64_t take = std::min(len - in_piece, n - used);
+      double* dst = values + off + in_piece;
+      const double* src = buf.data() + used;
+      if (add)
+        for (std::int64_t i = 0; i < take; ++i) dst[i] += src[i];
+      else
+        std::copy(src, src + take, dst);
+      used += take;
+      in_piece += take;
+      if (in_piece == len) ++p, in_piece = 0;
+    }
   }
   return header[0];
 }
@@ -248,45 +291,28 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   MessageEngine engine(comm, topo, 1, 0, factor_xy_steps);
   engine.set_window(send_window > 0 ? send_window : std::max(64, 8 * ls));
   FactorExecutor exec(sym, blocks, res.store, *index, engine, rule);
-  std::vector<double> buf;
+  std::vector<double> buf;  // one chunk of an inter-grid message
   double* v = res.store.values.data();
-  auto pack = [&](const PartList& list, bool inverted) {
-    buf.clear();
+  auto pieces = [&](const PartList& list, bool inverted) {
+    Pieces out;
     for (const auto& [k, part] : list)
       for_each_piece(sym, blocks, res.store, *index, k, static_cast<FactorPart>(part), inverted,
-                     [&](std::int64_t off, std::int64_t len) { buf.insert(buf.end(), v + off, v + off + len); });
-  };
-  // Adds (reduce) or copies (broadcast) a received message into the parts of `list`.
-  auto unpack = [&](const PartList& list, bool inverted, bool add) {
-    std::size_t at = 0;
-    for (const auto& [k, part] : list)
-      for_each_piece(sym, blocks, res.store, *index, k, static_cast<FactorPart>(part), inverted,
-                     [&](std::int64_t off, std::int64_t len) {
-                       if (at + static_cast<std::size_t>(len) > buf.size())
-                         throw std::logic_error("3D factorization: an inter-grid message is too short");
-                       if (add)
-                         for (std::int64_t i = 0; i < len; ++i) v[off + i] += buf[at + static_cast<std::size_t>(i)];
-                       else
-                         std::copy(buf.begin() + static_cast<std::ptrdiff_t>(at),
-                                   buf.begin() + static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(len)),
-                                   v + off);
-                       at += static_cast<std::size_t>(len);
-                     });
-    if (at != buf.size()) throw std::logic_error("3D factorization: an inter-grid message is too long");
+                     [&](std::int64_t off, std::int64_t len) { out.emplace_back(off, len); });
+    return out;
   };
   StepStats& red = res.recorded.steps[factor_z_reduce];
   StepStats& bc = res.recorded.steps[factor_ancestor_bcast];
   for (int l = 0; l <= forests.nlev; ++l) {
     const int half = l > 0 ? 1 << (l - 1) : 0;
     if (l > 0 && z % (2 * half) == half) {  // hand the ancestors' updates down; this grid is done
-      if (exec.ok()) pack(reduce_parts(blocks, forests, layer, z, l)[q], false);
-      if (!exec.ok()) buf.clear();
-      send_step(comm, tags, topo, rank, rank - half * ls, exec.ok() ? 1 : 0, buf, red);
+      send_step(comm, tags, topo, rank, rank - half * ls, exec.ok() ? 1 : 0,
+                pieces(reduce_parts(blocks, forests, layer, z, l)[q], false), v, buf, red);
       break;
     }
-    if (l > 0) {  // this grid factors level l: its partner's updates first
-      if (recv_step(comm, tags, topo, rank, rank + half * ls, buf, red) == 0) exec.heard_failure();
-      if (exec.ok()) unpack(reduce_parts(blocks, forests, layer, z + half, l)[q], false, true);
+    if (l > 0) {  // this grid factors level l: its partner's updates first, added in
+      const Pieces theirs = pieces(reduce_parts(blocks, forests, layer, z + half, l)[q], false);
+      if (recv_step(comm, tags, topo, rank, rank + half * ls, theirs, v, exec.ok(), true, buf, red) == 0)
+        exec.heard_failure();
     }
     exec.run(factor_schedule(sym, blocks, layer, rank, phase_mask(forests, z, l), shape, topo), first_phase_tag + l);
   }
@@ -294,12 +320,12 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   for (int l = forests.nlev; l >= 1; --l) {
     const int half = 1 << (l - 1);
     if (z % (2 * half) == 0) {
-      if (exec.ok()) pack(bcast_parts(sym, blocks, forests, layer, z, l)[q], true);
-      if (!exec.ok()) buf.clear();
-      send_step(comm, tags, topo, rank, rank + half * ls, exec.ok() ? 1 : 0, buf, bc);
-    } else if (z % (2 * half) == half) {
-      if (recv_step(comm, tags, topo, rank, rank - half * ls, buf, bc) == 0) exec.heard_failure();
-      if (exec.ok()) unpack(bcast_parts(sym, blocks, forests, layer, z - half, l)[q], true, false);
+      send_step(comm, tags, topo, rank, rank + half * ls, exec.ok() ? 1 : 0,
+                pieces(bcast_parts(sym, blocks, forests, layer, z, l)[q], true), v, buf, bc);
+    } else if (z % (2 * half) == half) {  // copied in
+      const Pieces factored = pieces(bcast_parts(sym, blocks, forests, layer, z - half, l)[q], true);
+      if (recv_step(comm, tags, topo, rank, rank - half * ls, factored, v, exec.ok(), false, buf, bc) == 0)
+        exec.heard_failure();
     }
   }
   res.numeric_seconds = seconds(t0);
