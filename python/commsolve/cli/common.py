@@ -18,9 +18,9 @@ from ..launch import DEFAULT_TIMEOUT, OVERSUBSCRIBE_FACTOR, check_rank_count, de
 from ..parcsr import STRATEGIES
 
 __all__ = ["relaunch_or_check", "report", "fail", "guarded", "as_json_text", "tolerance", "progress",
-           "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_spelling", "grid_2d", "WorkloadGroup",
-           "workload_hint", "refuse", "agglomerate_option", "fail_unless_solved", "matrix_options", "launch_options",
-           "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
+           "check_plot_path", "split_list", "load_matrix", "need_one_source", "grid_spelling", "grid_2d",
+           "WorkloadGroup", "workload_hint", "refuse", "agglomerate_option", "fail_unless_solved", "matrix_options",
+           "launch_options", "ppn_option", "show_progress", "bar", "json_option", "tree_seed_options",
            "strategy_option", "row_partition_option", "forest_partition_option", "allreduce_option",
            "max_supernode_option", "ROW_PARTITIONS", "TREE", "input_checks"]
 

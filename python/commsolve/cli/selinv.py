@@ -5,15 +5,16 @@ from __future__ import annotations
 import click
 
 from ..direct import ROW_PERMS
-from .common import (TREE_CHOICE, as_json_text, grid_spelling, guarded, input_checks, json_option, launch_options, matrix_options,
-                     max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report, fail,
-                     tolerance)
+from .common import (TREE_CHOICE, as_json_text, fail, grid_spelling, guarded, input_checks, json_option,
+                     launch_options, matrix_options, max_supernode_option, need_one_source, ppn_option, progress,
+                     relaunch_or_check, report, tolerance)
 
 
 @click.command()
 @matrix_options("poisson2d9:200", "Matrix Market file (read in parallel).")
 @launch_options()
-@click.option("--grid", default=None, callback=grid_spelling, help="Process grid PxQ with all ranks (default: the squarest, P <= Q).")
+@click.option("--grid", default=None, callback=grid_spelling,
+              help="Process grid PxQ with all ranks (default: the squarest, P <= Q).")
 @click.option("--tree", type=TREE_CHOICE, default=None,
               help="Shape of every broadcast and reduction tree (Col-Bcast, Row-Reduce, ...) [default: binary].")
 @click.option("--form", type=click.Choice(["auto", "symmetric", "unsymmetric"]), default="auto", show_default=True,

@@ -8,9 +8,9 @@ import click
 from ..direct import AUTO, LU_DEFAULTS, ORDERINGS, ROW_PERMS, is_auto
 from ..runs.sptrsv import SINGULAR_RESIDUAL
 from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_option, as_json_text, bar, fail,
-                     forest_partition_option, grid_spelling, guarded, input_checks, json_option, launch_options, matrix_options,
-                     max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check, report,
-                     tolerance)
+                     forest_partition_option, grid_spelling, guarded, input_checks, json_option, launch_options,
+                     matrix_options, max_supernode_option, need_one_source, ppn_option, progress, relaunch_or_check,
+                     report, tolerance)
 
 
 @click.command()

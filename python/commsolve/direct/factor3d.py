@@ -86,12 +86,13 @@ def local_entries(A, pivoting, row_order, col_order):
     vals : ndarray of float64
         Each entry's scaled value.
     """
-    local_rows, cols, vals = A.local_triples()
-    nonzero = vals != 0
-    local_rows, cols, vals = local_rows[nonzero], cols[nonzero], vals[nonzero]
-    rows = np.asarray(A.owned_rows())[local_rows]
-    return (_inverse(row_order)[rows].astype(np.int32), _inverse(col_order)[cols].astype(np.int32),
-            np.ascontiguousarray(pivoting.row_scale[rows] * vals * pivoting.col_scale[cols]))
+    M = A.local_matrix()
+    return _core.permuted_entries(A.shape[0], M.indptr.astype(np.int64), M.indices.astype(np.int32, copy=False),
+                                  M.data.astype(np.float64, copy=False),
+                                  np.asarray(A.owned_rows(), dtype=np.int64), np.asarray(row_order, dtype=np.int32),
+                                  np.asarray(col_order, dtype=np.int32),
+                                  np.asarray(pivoting.row_scale, dtype=np.float64),
+                                  np.asarray(pivoting.col_scale, dtype=np.float64))
 
 
 def _stats_row(counts_to, counts_from, rank, topo):

@@ -44,13 +44,15 @@ class Residual:
 
     def __init__(self, A):
         self.A = A
-        local = A.local_matrix().tocoo()
+        local = A.local_matrix()
         owned = A.owned_cols()
         halo = np.asarray(A.col_map)
-        where = np.full(A.shape[1], -1, dtype=np.int64)
+        where = np.full(A.shape[1], -1, dtype=local.indices.dtype)
         where[owned] = np.arange(owned.size)
         where[halo] = owned.size + np.arange(halo.size)
-        self.abs_local = sp.csr_matrix((np.abs(local.data), (local.row, where[local.col])),
+        # A's own row pointers, its columns renumbered (each row's may then be out of order:
+        # the product does not mind); no COO round trip (a fifth of a second at 9 M entries)
+        self.abs_local = sp.csr_matrix((np.abs(local.data), where[local.indices], local.indptr),
                                        shape=(A.local_rows, owned.size + halo.size))
         self.nz = A.comm.allreduce(int(np.diff(self.abs_local.indptr).max(initial=0)), op=mpi().MAX) + 1
 

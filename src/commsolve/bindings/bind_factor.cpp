@@ -173,6 +173,27 @@ void bind_distributed(nb::module_& m) {
   m.def("factor_entries_per_rank", [](const SolveLayout& layout) {
     return to_numpy(factor_entries_per_rank(layout));
   }, "layout"_a, "Every rank's factor entries (its block store's size).");
+  m.def("permuted_entries", [](std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data,
+                               In<std::int64_t> row_of, In<std::int32_t> row_order, In<std::int32_t> col_order,
+                               In<double> row_scale, In<double> col_scale) {
+    const std::size_t rows = indptr.shape(0) - 1;
+    if (indptr.shape(0) < 1 || indptr.data()[rows] - indptr.data()[0] != static_cast<std::int64_t>(indices.shape(0)))
+      throw nb::value_error("permuted entries: indptr and indices disagree");
+    require_len(data, indices.shape(0), "data");
+    require_len(row_of, rows, "row_of");
+    for (const auto* a : {&row_order, &col_order}) require_len(*a, static_cast<std::size_t>(n), "an order");
+    for (const auto* a : {&row_scale, &col_scale}) require_len(*a, static_cast<std::size_t>(n), "a scale");
+    PermutedEntries e;
+    {
+      nb::gil_scoped_release nogil;
+      e = permuted_entries(n, static_cast<std::int64_t>(rows), indptr.data(), indices.data(), data.data(),
+                           row_of.data(), row_order.data(), col_order.data(), row_scale.data(), col_scale.data());
+    }
+    return nb::make_tuple(to_numpy(std::move(e.rows)), to_numpy(std::move(e.cols)), to_numpy(std::move(e.values)));
+  }, "n"_a, "indptr"_a, "indices"_a, "data"_a, "row_of"_a, "row_order"_a, "col_order"_a, "row_scale"_a,
+        "col_scale"_a,
+        "Local: this rank's rows of A (CSR, global columns, global row row_of[i]) as entries (rows, cols, values) of "
+        "the permuted, scaled matrix the factorization reads (direct/entry_move.hpp); stored zeros left out.");
   m.def("entry_destinations", [](const SolveLayout& layout, In<std::int32_t> rows, In<std::int32_t> cols) {
     require_len(cols, rows.shape(0), "cols");
     const std::vector<double> none(rows.shape(0), 0.0);

@@ -107,7 +107,8 @@ void bind_matrix(nb::module_& m) {
         L.nrows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
         L.indptr.assign(indptr.data(), indptr.data() + indptr.shape(0));
         for (std::int64_t i = 0; i < L.nrows; ++i)
-          require(L.indptr[i] <= L.indptr[i + 1], "from_space_rows: indptr decreases at row " + std::to_string(i));
+          require(L.indptr[i] <= L.indptr[i + 1],
+                  [&] { return "from_space_rows: indptr decreases at row " + std::to_string(i); });
         L.indices.assign(indices.data(), indices.data() + indices.shape(0));
         L.data.assign(values.data(), values.data() + values.shape(0));
         std::vector<std::int64_t> h(halo.data(), halo.data() + halo.shape(0));

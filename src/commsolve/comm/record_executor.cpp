@@ -100,7 +100,8 @@ std::vector<RecordExecutor::Chunk> RecordExecutor::recv(int peer, int tag, std::
   const std::byte* p = buf.data() + record_header_bytes * count;
   std::int64_t units = 0;
   for (std::int64_t k = 0; k < count; ++k) {
-    require(lengths[k] >= 0, from + " with a negative record length");
+    require(lengths[k] >= 0,
+            [&] { return from + " with a negative record length"; });
     chunks[k] = {p + units * unit_bytes_, lengths[k]};
     units += lengths[k];
   }
@@ -203,8 +204,11 @@ std::vector<CommStats> record_stats_virtual(const std::vector<CommPlan>& plans, 
     require(p.rank == r && p.nranks == P, "record statistics: plans must be every rank's, in rank order");
     const std::int64_t first = reverse ? p.n_owned : 0, n = reverse ? p.n_halo : p.n_owned;
     require(static_cast<std::int64_t>(lengths[r].size()) == n,
-            "record statistics: rank " + std::to_string(r) + " has " + std::to_string(n) + (reverse ? " halo" : " owned") +
-                " entries, " + std::to_string(lengths[r].size()) + " lengths given");
+            [&] {
+              return "record statistics: rank " + std::to_string(r) + " has " + std::to_string(n) +
+                     (reverse ? " halo" : " owned") + " entries, " + std::to_string(lengths[r].size()) +
+                     " lengths given";
+            });
     len[r].assign(p.space_size(), 0);
     std::copy(lengths[r].begin(), lengths[r].end(), len[r].begin() + first);
     if (reverse)
@@ -248,8 +252,11 @@ std::vector<CommStats> record_stats_virtual(const std::vector<CommPlan>& plans, 
       for (std::size_t i = 0; i < nmsg; ++i) {
         const int from = reverse ? st.send_peers[i] : st.recv_peers[i];
         auto it = sent.find({from, r});
-        require(it != sent.end(), "record statistics: rank " + std::to_string(r) + " expects a message from rank " +
-                                      std::to_string(from) + " in step " + std::to_string(s) + " that its plan lacks");
+        require(it != sent.end(),
+                [&] {
+                  return "record statistics: rank " + std::to_string(r) + " expects a message from rank " +
+                         std::to_string(from) + " in step " + std::to_string(s) + " that its plan lacks";
+                });
         const std::vector<std::int64_t>& v = it->second;
         stats[r].steps[s].add_recv(locality(topo, r, from), message_bytes(v));
         if (reverse) {

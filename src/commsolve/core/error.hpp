@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace commsolve {
 
@@ -23,6 +24,15 @@ bool mpi_alive();
 // Throws std::invalid_argument with `what` when `ok` is false.
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
+}
+
+// The same with the message built only on failure, by calling `what()`: for checks inside
+// loops over entries, rows, supernodes or participants, where a message assembled on every
+// pass (std::to_string and concatenations) costs more than the work it checks.
+template <class Message>
+  requires std::is_invocable_r_v<std::string, Message>
+inline void require(bool ok, Message&& what) {
+  if (!ok) throw std::invalid_argument(what());
 }
 
 }  // namespace commsolve

@@ -25,6 +25,21 @@ namespace commsolve {
 // An entry travels as two values: its row and column packed into one, and its value.
 inline constexpr int entry_bytes = 16;
 
+// This rank's rows of A as entries of the permuted, scaled matrix the factorization reads:
+// A's entry (r, c), in local row i (r = row_of[i]) of the CSR `indptr`/`indices`/`data`
+// (global columns), becomes (k, l) = (inv(row_order)[r], inv(col_order)[c]) with value
+// row_scale[r] a_rc col_scale[c]; stored zeros are left out (the symbolic pattern may lack
+// them). One pass, local. Throws std::invalid_argument for a row, column or order outside
+// the n unknowns.
+struct PermutedEntries {
+  std::vector<std::int32_t> rows, cols;
+  std::vector<double> values;
+};
+PermutedEntries permuted_entries(std::int64_t n, std::int64_t local_rows, const std::int64_t* indptr,
+                                 const std::int32_t* indices, const double* data, const std::int64_t* row_of,
+                                 const std::int32_t* row_order, const std::int32_t* col_order,
+                                 const double* row_scale, const double* col_scale);
+
 // The rank that factors each entry (rows[e], cols[e]) of the permuted matrix. Local; throws
 // std::invalid_argument for an entry outside the matrix.
 std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriples& entries);

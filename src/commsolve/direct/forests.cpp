@@ -65,15 +65,18 @@ void ForestPartition::validate(const std::vector<std::int32_t>& parent) const {
                                               std::to_string(parent.size()) + " supernodes");
   for (std::size_t s = 0; s < forest.size(); ++s) {
     const int f = forest[s];
-    require(f >= 0 && f < num_forests(), "forests: supernode " + std::to_string(s) + " in forest " +
-                                             std::to_string(f) + ", outside [0, " + std::to_string(num_forests()) + ")");
+    require(f >= 0 && f < num_forests(), [&] {
+      return "forests: supernode " + std::to_string(s) + " in forest " + std::to_string(f) + ", outside [0, " +
+             std::to_string(num_forests()) + ")";
+    });
     if (parent[s] < 0) continue;
     int g = forest[parent[s]];
     int a = f;  // g must be f or one of its heap ancestors
     while (a > g) a = (a - 1) / 2;
-    require(a == g, "forests: supernode " + std::to_string(s) + " (forest " + std::to_string(f) +
-                        ") has its parent " + std::to_string(parent[s]) + " in forest " + std::to_string(g) +
-                        ", which is not an ancestor forest");
+    require(a == g, [&] {
+      return "forests: supernode " + std::to_string(s) + " (forest " + std::to_string(f) + ") has its parent " +
+             std::to_string(parent[s]) + " in forest " + std::to_string(g) + ", which is not an ancestor forest";
+    });
   }
 }
 
@@ -94,14 +97,15 @@ ForestPartition nd_forests(std::int64_t nsuper, int pz, int root, const std::vec
     const auto [node, depth, heap] = stack.back();
     stack.pop_back();
     require(sn_first[node] >= 0 && sn_first[node] <= sn_last[node] && sn_last[node] <= nsuper,
-            "nd forests: node " + std::to_string(node) + " has a bad supernode range");
+            [&] { return "nd forests: node " + std::to_string(node) + " has a bad supernode range"; });
     std::fill(fp.forest.begin() + sn_first[node], fp.forest.begin() + sn_last[node], heap);
     const bool split = depth < fp.nlev;
     if (left[node] >= 0) stack.push_back({left[node], depth + 1, split ? 2 * heap + 1 : heap});
     if (right[node] >= 0) stack.push_back({right[node], depth + 1, split ? 2 * heap + 2 : heap});
   }
   for (std::int64_t s = 0; s < nsuper; ++s)
-    require(fp.forest[s] >= 0, "nd forests: supernode " + std::to_string(s) + " lies in no separator-tree node");
+    require(fp.forest[s] >= 0,
+            [&] { return "nd forests: supernode " + std::to_string(s) + " lies in no separator-tree node"; });
   return fp;
 }
 

@@ -27,8 +27,10 @@ LargeDiagonal large_diagonal_matching(std::int64_t n, const std::int64_t* indptr
       cost[p] = std::log(std::abs(data[p]));
       log_row_max[i] = std::max(log_row_max[i], cost[p]);
     }
-    require(log_row_max[i] > -inf, "the matrix is structurally singular: row " + std::to_string(i) +
-                                       " (counting from 0) has no nonzero entry");
+    require(log_row_max[i] > -inf, [&] {
+      return "the matrix is structurally singular: row " + std::to_string(i) +
+             " (counting from 0) has no nonzero entry";
+    });
     for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p)
       if (data[p] != 0.0) cost[p] = log_row_max[i] - cost[p];
   }
@@ -37,8 +39,10 @@ LargeDiagonal large_diagonal_matching(std::int64_t n, const std::int64_t* indptr
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) v[indices[p]] = std::min(v[indices[p]], cost[p]);
   for (std::int64_t j = 0; j < n; ++j)
-    require(v[j] < inf, "the matrix is structurally singular: column " + std::to_string(j) +
-                                       " (counting from 0) has no nonzero entry");
+    require(v[j] < inf, [&] {
+      return "the matrix is structurally singular: column " + std::to_string(j) +
+             " (counting from 0) has no nonzero entry";
+    });
   // Greedy start: a row takes a free column whose reduced cost is zero.
   std::vector<std::int32_t> col_of_row(static_cast<std::size_t>(n), -1), row_of_col(static_cast<std::size_t>(n), -1);
   for (std::int64_t i = 0; i < n; ++i)
@@ -88,8 +92,10 @@ LargeDiagonal large_diagonal_matching(std::int64_t n, const std::int64_t* indptr
       }
       relax(row_of_col[j], d);
     }
-    require(free_col >= 0, "the matrix is structurally singular: no perfect matching (row " + std::to_string(r) +
-                               ", counting from 0, cannot be matched)");
+    require(free_col >= 0, [&] {
+      return "the matrix is structurally singular: no perfect matching (row " + std::to_string(r) +
+             ", counting from 0, cannot be matched)";
+    });
     // Dual update keeps reduced costs >= 0 and zero along the new matching.
     u[r] += D;
     for (std::int32_t j : scanned) {

@@ -211,16 +211,17 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   std::vector<int> node_of(static_cast<std::size_t>(n), -1);
   for (int k = 0; k < ordering.num_nodes(); ++k) {
     require(ordering.col_start[k] >= 0 && ordering.col_start[k] <= ordering.col_end[k] && ordering.col_end[k] <= n,
-            "parallel symbolic: node " + std::to_string(k) + "'s columns lie outside the matrix");
+            [&] { return "parallel symbolic: node " + std::to_string(k) + "'s columns lie outside the matrix"; });
     for (std::int64_t c = ordering.col_start[k]; c < ordering.col_end[k]; ++c) {
-      require(node_of[c] == -1, "parallel symbolic: column " + std::to_string(c) + " in two nodes");
+      require(node_of[c] == -1, [&] { return "parallel symbolic: column " + std::to_string(c) + " in two nodes"; });
       node_of[c] = k;
     }
   }
   std::vector<std::int32_t> index_of(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int64_t v = ordering.perm[k];
-    require(node_of[k] >= 0, "parallel symbolic: column " + std::to_string(k) + " in no node of the ordering's tree");
+    require(node_of[k] >= 0,
+            [&] { return "parallel symbolic: column " + std::to_string(k) + " in no node of the ordering's tree"; });
     require(v >= 0 && v < n && index_of[v] < 0, "parallel symbolic: the ordering is not a permutation");
     index_of[v] = static_cast<std::int32_t>(k);
   }

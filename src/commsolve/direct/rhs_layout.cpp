@@ -17,7 +17,8 @@ void RhsMap::check(std::int64_t n, int nranks, const std::string& who) const {
             who + ": row and column orders must have one entry per unknown");
     std::vector<char> seen(static_cast<std::size_t>(n), 0);
     for (std::int32_t g : *order) {
-      require(g >= 0 && g < n && !seen[g], who + ": the row and column orders must be permutations");
+      require(g >= 0 && g < n && !seen[g],
+              [&] { return who + ": the row and column orders must be permutations"; });
       seen[g] = 1;
     }
   }

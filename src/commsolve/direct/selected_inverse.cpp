@@ -83,9 +83,11 @@ SelectedEntries selected_inverse(const SupernodalLU& lu) {
       idx.resize(static_cast<std::size_t>(r - end));
       for (std::int64_t t = end, p = 0; t < r; ++t) {
         while (p < rJ && RJ[p] < C[t]) ++p;
-        require(p < rJ && RJ[p] == C[t], "selected inversion: the structure is not closed (row " +
-                                             std::to_string(C[t]) + " missing below supernode " + std::to_string(J) +
-                                             ")");
+        require(p < rJ && RJ[p] == C[t],
+                [&] {
+                  return "selected inversion: the structure is not closed (row " + std::to_string(C[t]) +
+                         " missing below supernode " + std::to_string(J) + ")";
+                });
         idx[t - end] = p;
       }
       const double* zdJ = z.z.data() + z.diag[J];

@@ -11,8 +11,9 @@
 namespace commsolve {
 
 std::pair<std::int64_t, std::int64_t> SeparatorTree::subtree_columns(int k) const {
-  require(k >= 0 && k < num_nodes(), "separator tree: node " + std::to_string(k) + " outside the " +
-                                         std::to_string(num_nodes()) + " nodes");
+  require(k >= 0 && k < num_nodes(), [&] {
+    return "separator tree: node " + std::to_string(k) + " outside the " + std::to_string(num_nodes()) + " nodes";
+  });
   int first = k;
   while (left[first] >= 0) first = left[first];
   return {col_start[first], col_end[k]};

@@ -26,13 +26,14 @@ void SupernodalStructure::validate() const {
   require(sn_start.size() >= 2 && sn_start.front() == 0 && sn_start.back() == n && n >= 1,
           "supernodal structure: sn_start must run from 0 to n >= 1");
   for (std::size_t s = 0; s + 1 < sn_start.size(); ++s)
-    require(sn_start[s] < sn_start[s + 1], "supernodal structure: supernode " + std::to_string(s) + " is empty");
+    require(sn_start[s] < sn_start[s + 1],
+            [&] { return "supernodal structure: supernode " + std::to_string(s) + " is empty"; });
   require(rows_ptr.size() == sn_start.size() && rows_ptr.front() == 0 &&
               rows_ptr.back() == static_cast<std::int64_t>(rows.size()),
           "supernodal structure: sn_start, rows_ptr and rows disagree");
   for (std::size_t s = 0; s + 1 < rows_ptr.size(); ++s)
-    require(rows_ptr[s] <= rows_ptr[s + 1], "supernodal structure: rows_ptr decreases at supernode " +
-                                                std::to_string(s));
+    require(rows_ptr[s] <= rows_ptr[s + 1],
+            [&] { return "supernodal structure: rows_ptr decreases at supernode " + std::to_string(s); });
   for (std::size_t s = 0; s + 1 < rows_ptr.size(); ++s)  // below the supernode's columns, ascending
     for (std::int64_t p = rows_ptr[s]; p < rows_ptr[s + 1]; ++p)
       if (rows[p] < sn_start[s + 1] || rows[p] >= n || (p > rows_ptr[s] && rows[p] <= rows[p - 1]))
@@ -348,8 +349,8 @@ SupernodalStructure structure_for(std::int64_t n, const std::int32_t* xadj, cons
   // The graph in the new order: row k is row order[k], its columns renumbered and sorted.
   std::vector<std::int32_t> inv(static_cast<std::size_t>(n), -1);
   for (std::int64_t k = 0; k < n; ++k) {
-    require(order[k] >= 0 && order[k] < n && inv[order[k]] < 0, "the ordering is not a permutation of 0.." +
-                                                                    std::to_string(n - 1));
+    require(order[k] >= 0 && order[k] < n && inv[order[k]] < 0,
+            [&] { return "the ordering is not a permutation of 0.." + std::to_string(n - 1); });
     inv[order[k]] = static_cast<std::int32_t>(k);
   }
   std::vector<std::int32_t> ptr(static_cast<std::size_t>(n) + 1, 0), idx;

@@ -90,7 +90,8 @@ SyncFreePhase make_syncfree_phase(const SupernodalStructure& sym, const Supernod
     const std::int32_t w = width(k);
     const bool known = ph.is_broadcast(e);  // a context supernode's solution (U)
     const std::int64_t d = known ? store.diag_index[k] : ph.diag[e];
-    require(d >= 0, "sync-free solve: supernode " + std::to_string(k) + " has no diagonal block on this rank");
+    require(d >= 0,
+            [&] { return "sync-free solve: supernode " + std::to_string(k) + " has no diagonal block on this rank"; });
     p.deps.push_back(known ? 0 : ph.waiting[e]);
     p.width.push_back(w);
     p.sol.push_back(store.sol_off[d]);

@@ -127,8 +127,10 @@ SimResult simulate_halo(const std::vector<CommPlan>& plans, const Topology& topo
   const std::size_t steps = plans.empty() ? 0 : plans[0].steps.size();
   for (std::size_t r = 0; r < plans.size(); ++r) {
     require(plans[r].rank == static_cast<int>(r) && plans[r].nranks == topo.size(),
-            "simulated halo exchange: plan " + std::to_string(r) + " is not rank " + std::to_string(r) + "'s of " +
-                std::to_string(topo.size()));
+            [&] {
+              return "simulated halo exchange: plan " + std::to_string(r) + " is not rank " + std::to_string(r) +
+                     "'s of " + std::to_string(topo.size());
+            });
     require(plans[r].steps.size() == steps, "simulated halo exchange: the plans have different numbers of steps "
                                             "(one strategy for every rank)");
     plans[r].validate();

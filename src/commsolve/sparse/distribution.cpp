@@ -38,9 +38,10 @@ Distribution Distribution::from_owners(std::vector<std::int32_t> owner, int nran
   d.offsets_.assign(nranks + 1, 0);
   for (std::int64_t g = 0; g < d.n_; ++g) {
     std::int32_t o = owner[g];
-    require(o >= 0 && o < nranks, "distribution: owner of row " + std::to_string(g) + " is " +
-                                      std::to_string(o) + ", outside [0, " +
-                                      std::to_string(nranks) + ")");
+    require(o >= 0 && o < nranks, [&] {
+      return "distribution: owner of row " + std::to_string(g) + " is " + std::to_string(o) + ", outside [0, " +
+             std::to_string(nranks) + ")";
+    });
     ++d.offsets_[o + 1];
   }
   for (int r = 0; r < nranks; ++r) d.offsets_[r + 1] += d.offsets_[r];

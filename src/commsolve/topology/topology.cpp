@@ -15,8 +15,9 @@ Topology Topology::from_node_list(const std::vector<int>& node_of_rank) {
   t.local_.resize(node_of_rank.size());
   for (std::size_t r = 0; r < node_of_rank.size(); ++r) {
     int given = node_of_rank[r];
-    require(given >= 0, "topology: node id of rank " + std::to_string(r) + " is negative (" +
-                            std::to_string(given) + ")");
+    require(given >= 0, [&] {
+      return "topology: node id of rank " + std::to_string(r) + " is negative (" + std::to_string(given) + ")";
+    });
     auto [it, fresh] = renumber.try_emplace(given, static_cast<int>(t.node_ranks_.size()));
     if (fresh) t.node_ranks_.emplace_back();
     int node = it->second;
@@ -87,9 +88,10 @@ Topology Topology::torus_placed(const std::vector<int>& dims, const std::vector<
   t.node_ranks_.assign(static_cast<std::size_t>(nodes), {});
   for (std::size_t r = 0; r < node_of_rank.size(); ++r) {
     const int node = node_of_rank[r];
-    require(node >= 0 && node < nodes, "topology: rank " + std::to_string(r) + " placed on node " +
-                                           std::to_string(node) + ", outside the torus's [0, " + std::to_string(nodes) +
-                                           ")");
+    require(node >= 0 && node < nodes, [&] {
+      return "topology: rank " + std::to_string(r) + " placed on node " + std::to_string(node) +
+             ", outside the torus's [0, " + std::to_string(nodes) + ")";
+    });
     t.local_[r] = static_cast<int>(t.node_ranks_[static_cast<std::size_t>(node)].size());
     t.node_ranks_[static_cast<std::size_t>(node)].push_back(static_cast<int>(r));
   }

@@ -300,8 +300,10 @@ CommStats run_collectives(const CollectiveSet& set, const TreePlan& plan, std::v
   for (std::size_t i = 0; i < plan.index.size(); ++i) {
     const std::size_t c = static_cast<std::size_t>(plan.index[i]);
     require(static_cast<std::int64_t>(data[i].size()) == set.count[c],
-            "collectives: data for collective " + std::to_string(set.id[c]) + " has " +
-                std::to_string(data[i].size()) + " values, expected " + std::to_string(set.count[c]));
+            [&] {
+              return "collectives: data for collective " + std::to_string(set.id[c]) + " has " +
+                     std::to_string(data[i].size()) + " values, expected " + std::to_string(set.count[c]);
+            });
   }
   std::int64_t max_values = 0;
   for (std::int64_t n : set.count) max_values = std::max(max_values, n);

@@ -80,20 +80,21 @@ void CollectiveSet::validate(int nranks) const {
           "collectives: part_ptr must start at 0 and end at len(part)");
   std::vector<int> seen(nranks, -1);
   for (std::size_t c = 0; c < n; ++c) {
-    const std::string which = "collective " + std::to_string(id[c]) + ": ";
-    require(kind[c] == 0 || kind[c] == 1, which + "kind must be broadcast (0) or reduce (1)");
-    require(count[c] >= 0, which + "negative count");
-    require(part_ptr[c + 1] >= part_ptr[c], which + "part_ptr decreases");
+    const auto which = [&](const std::string& what) { return "collective " + std::to_string(id[c]) + ": " + what; };
+    require(kind[c] == 0 || kind[c] == 1, [&] { return which("kind must be broadcast (0) or reduce (1)"); });
+    require(count[c] >= 0, [&] { return which("negative count"); });
+    require(part_ptr[c + 1] >= part_ptr[c], [&] { return which("part_ptr decreases"); });
     bool has_root = false;
     for (std::int64_t k = part_ptr[c]; k < part_ptr[c + 1]; ++k) {
       int r = part[k];
-      require(r >= 0 && r < nranks, which + "participant " + std::to_string(r) + " outside [0, " +
-                                        std::to_string(nranks) + ")");
-      require(seen[r] != static_cast<int>(c), which + "participant " + std::to_string(r) + " repeated");
+      require(r >= 0 && r < nranks, [&] {
+        return which("participant " + std::to_string(r) + " outside [0, " + std::to_string(nranks) + ")");
+      });
+      require(seen[r] != static_cast<int>(c), [&] { return which("participant " + std::to_string(r) + " repeated"); });
       seen[r] = static_cast<int>(c);
       has_root |= r == root[c];
     }
-    require(has_root, which + "root " + std::to_string(root[c]) + " is not a participant");
+    require(has_root, [&] { return which("root " + std::to_string(root[c]) + " is not a participant"); });
   }
 }
 
