@@ -70,8 +70,8 @@ def test_clear_errors(args, message):
     assert "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("command", ["sptrsv", "selinv"])
-@pytest.mark.parametrize("grid", ["2by2", "0x2", "1x1x3"])
+@pytest.mark.parametrize("command,grid", [(c, g) for c in ("sptrsv", "selinv") for g in ("2by2", "0x2", "1x1x3")]
+                         + [("selinv", "1x1x2")])  # selected inversion: one layer
 def test_a_grid_that_breaks_the_grid_rule_is_a_usage_error(command, grid):
     p = cli(command, "--gen", "poisson2d:8", "-np", "2", "--grid", grid)
     assert p.returncode == 2 and "Invalid value for '--grid'" in p.stderr and "Traceback" not in p.stderr, p.stderr

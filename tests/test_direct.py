@@ -128,3 +128,31 @@ def test_2d_solve_collectives_follow_the_block_cyclic_layout(px, py, upper):
             assert all(p // py == k % px for p in parts)  # reductions stay in K's process row
         else:
             assert all(p % py == k % py for p in parts)  # broadcasts stay in K's process column
+
+
+def test_permuted_entries_are_the_scaled_permuted_matrix():
+    """A's rows as entries of D_r P A Q D_c (direct/entry_move.hpp), against scipy's own
+    permutation and scaling of the matrix: zeros left out, duplicates kept."""
+    from commsolve import _core
+
+    rng = np.random.default_rng(5)
+    n = 40
+    A = sp.random(n, n, density=0.2, random_state=6, format="csr")
+    A.data[::7] = 0.0  # stored zeros
+    rows = np.arange(10, 25)  # a rank's rows
+    local = A[rows]
+    row_order, col_order = rng.permutation(n).astype(np.int32), rng.permutation(n).astype(np.int32)
+    r, c = rng.random(n) + 0.5, rng.random(n) + 0.5
+    i, j, v = _core.permuted_entries(n, local.indptr.astype(np.int64), local.indices.astype(np.int32), local.data,
+                                     rows.astype(np.int64), row_order, col_order, r, c)
+    expected = (sp.diags(r) @ A @ sp.diags(c))[row_order][:, col_order].tocsr()  # factor row k: A's row_order[k]
+    expected = expected[np.isin(row_order, rows)]
+    got = sp.csr_matrix((v, (i, j)), shape=(n, n))[np.isin(row_order, rows)]
+    assert v.size == np.count_nonzero(local.data) and np.all(v != 0)
+    assert abs(got - expected).max() <= 1e-15 * abs(expected).max()
+    with pytest.raises(ValueError, match="indptr must rise from 0"):
+        _core.permuted_entries(n, np.array([0, 5, 1], dtype=np.int64), np.zeros(1, dtype=np.int32), np.ones(1),
+                               np.arange(2, dtype=np.int64), row_order, col_order, r, c)
+    with pytest.raises(ValueError, match="the row order is not a permutation"):
+        _core.permuted_entries(n, local.indptr.astype(np.int64), local.indices.astype(np.int32), local.data,
+                               rows.astype(np.int64), np.zeros(n, dtype=np.int32), col_order, r, c)

@@ -119,17 +119,19 @@ def fail(message, collective, code=EXIT_ERROR, label="error"):
         sys.stderr.flush()
         MPI.Finalize()
         os._exit(code if rank == 0 else 0)
-    _say_failure(message, 1, rank=rank)
+    _say_failure(message, 1, rank=rank, as_json=rank == 0)
     sys.stdout.flush()
     sys.stderr.flush()
     comm.Abort(1)
 
 
-def _say_failure(message, code, label="error", rank=None):
+def _say_failure(message, code, label="error", rank=None, as_json=True):
     """The failure on stderr; with --json, as a JSON object on stdout too, unless the result
-    was printed already (a check of it failed: the result stays the one JSON document)."""
+    was printed already (a check of it failed: the result stays the one JSON document) or
+    ``as_json`` is False (a rank other than 0 failing alone: ranks failing at once must not
+    print a document each)."""
     click.echo(f"commsolve: {label}{'' if rank is None else f' on rank {rank}'}: {message}", err=True)
-    if _output["json"] and not _output["reported"]:
+    if as_json and _output["json"] and not _output["reported"]:
         click.echo(as_json_text({"error": message, "kind": label, "exit_status": code,
                                  **({} if rank is None else {"rank": rank})}))
 
@@ -263,20 +265,23 @@ def load_matrix(gen, matrix):
     return gallery.from_spec(gen) if gen else mmread(matrix)
 
 
-def grid_spelling(ctx, param, value):
-    """Click callback of the direct solvers' --grid: its spelling checked by the grid rule
-    (PxQ or PxQxR, positive, R a power of two) before anything starts, a usage error (exit 2)
-    when broken; the rank count is checked later, against -np or the world. None and
-    ``auto`` pass."""
+def grid_spelling(rule=None):
+    """Click callback of the direct solvers' --grid: its spelling checked by ``rule(grid,
+    None)`` (default: :func:`~commsolve.direct.parse_grid`'s grid rule, PxQ or PxQxR, positive,
+    R a power of two) before anything starts, a usage error (exit 2) when broken; the rank
+    count is checked later, against -np or the world. None and ``auto`` pass."""
     from ..direct import is_auto, parse_grid
 
-    if value is None or is_auto(value):
+    def check(ctx, param, value):
+        if value is None or is_auto(value):
+            return value
+        try:
+            (rule or parse_grid)(value, None)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
         return value
-    try:
-        parse_grid(value, None)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
-    return value
+
+    return check
 
 
 def grid_2d(grid, most):
@@ -395,7 +400,7 @@ def ppn_option(required=False, default=None, help="Virtual ranks per node (defau
 def json_option(help="Print the result as JSON (rank 0); a failure before the result as a JSON object with "
                 "'error', 'kind' and 'exit_status'."):
     def remember(ctx, param, value):
-        _output["json"] = bool(value)
+        _output.update(json=bool(value), reported=False)  # a new command line
         return value
 
     return click.option("--json", "as_json", is_flag=True, callback=remember, help=help)

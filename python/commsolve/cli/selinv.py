@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..direct import ROW_PERMS
+from ..runs.selinv import format_selinv, run_selinv, selinv_grid
 from .common import (TREE_CHOICE, as_json_text, fail, grid_spelling, guarded, input_checks, json_option,
                      launch_options, matrix_options, max_supernode_option, need_one_source, ppn_option, progress,
                      relaunch_or_check, report, tolerance)
@@ -13,7 +14,7 @@ from .common import (TREE_CHOICE, as_json_text, fail, grid_spelling, guarded, in
 @click.command()
 @matrix_options("poisson2d9:200", "Matrix Market file (read in parallel).")
 @launch_options()
-@click.option("--grid", default=None, callback=grid_spelling,
+@click.option("--grid", default=None, callback=grid_spelling(selinv_grid),
               help="Process grid PxQ with all ranks (default: the squarest, P <= Q).")
 @click.option("--tree", type=TREE_CHOICE, default=None,
               help="Shape of every broadcast and reduction tree (Col-Bcast, Row-Reduce, ...) [default: binary].")
@@ -45,8 +46,6 @@ def selinv(gen, matrix, nprocs, oversubscribe, timeout, grid, tree, form, repeat
     need_one_source(gen, matrix)
     relaunch_or_check(nprocs, oversubscribe, timeout, before_launch=lambda n: input_checks(n, matrix, ppn, solve=True))
     from mpi4py import MPI
-
-    from ..runs.selinv import format_selinv, run_selinv
 
     result = guarded(run_selinv, MPI.COMM_WORLD, gen=gen, matrix=matrix, grid=grid, tree=tree, form=form,
                      repeat=repeat, ppn=ppn, max_supernode=max_supernode, equil=equil, row_perm=row_perm,

@@ -16,7 +16,7 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @click.command()
 @matrix_options("poisson2d9:1024", "Matrix Market file (read in parallel).")
 @launch_options()
-@click.option("--grid", default=None, callback=grid_spelling,
+@click.option("--grid", default=None, callback=grid_spelling(),
               help="Process grid PxQ or PxQxR (R = Pz layers, a power of two) with all ranks (default: the "
               f"squarest 2D grid, P <= Q); '{AUTO}': the grid and algorithm the simulator predicts fastest "
               "with --profile.")

@@ -15,7 +15,7 @@ from ..parcsr import ParCSR
 from ..stats import CommStats
 from .spmv import machine_info
 
-__all__ = ["run_selinv", "format_selinv", "DENSE_CHECK_ROWS", "check_entries"]
+__all__ = ["run_selinv", "selinv_grid", "format_selinv", "DENSE_CHECK_ROWS", "check_entries"]
 
 DENSE_CHECK_ROWS = 3000  # up to this many rows the check is numpy's dense inverse; above, sampled columns
 FORMS = {"auto": None, "symmetric": True, "unsymmetric": False}
@@ -47,6 +47,32 @@ def check_entries(A, S, columns=8, seed=0):
     return (worst / scale if scale > 0 else float("nan")), f"{len(picks)} columns by scipy's splu"
 
 
+def selinv_grid(grid, nranks):
+    """``(px, py)`` of ``grid`` by the grid rule (:func:`~commsolve.direct.parse_grid`; None:
+    the squarest), one layer only: selected inversion runs on a 2D grid.
+
+    Parameters
+    ----------
+    grid : str, tuple of int or None
+        As :func:`~commsolve.direct.parse_grid` reads it.
+    nranks : int or None
+        The ranks the grid must have (None: not checked; ``grid`` must then be given).
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    ValueError
+        For a grid that breaks the grid rule, has several layers or not ``nranks`` ranks.
+    """
+    px, py, pz = parse_grid(grid, nranks)
+    if pz != 1:
+        raise ValueError(f"selected inversion runs on a 2D grid: --grid PxQ, got {grid}")
+    return px, py
+
+
 def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto", repeat=3, ppn=None,
                max_supernode=LU_DEFAULTS["max_supernode"], equil=None, row_perm=None, columns=8, progress=None):
     """Collective. The matrix, distributed by rows, is factored on a 2D grid (``grid`` "PxQ";
@@ -66,13 +92,7 @@ def run_selinv(comm, *, gen=None, matrix=None, grid=None, tree=None, form="auto"
     row_perm = ("none" if symmetric else ROW_PERMS[0]) if row_perm is None else row_perm
     equil = (not symmetric) if equil is None else equil
 
-    def grid_2d():
-        px, py, pz = parse_grid(grid, comm.size)
-        if pz != 1:
-            raise ValueError(f"selected inversion runs on a 2D grid: --grid PxQ, got {grid}")
-        return px, py
-
-    px, py = run_agreed(comm, grid_2d)
+    px, py = run_agreed(comm, selinv_grid, grid, comm.size)
     if gen is not None:
         parse_spec(gen)
     D = ParCSR.from_spec(gen, comm) if gen is not None else ParCSR.from_file(matrix, comm)

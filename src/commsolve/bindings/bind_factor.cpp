@@ -176,9 +176,12 @@ void bind_distributed(nb::module_& m) {
   m.def("permuted_entries", [](std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices, In<double> data,
                                In<std::int64_t> row_of, In<std::int32_t> row_order, In<std::int32_t> col_order,
                                In<double> row_scale, In<double> col_scale) {
+    if (indptr.shape(0) < 1) throw nb::value_error("permuted entries: indptr needs at least one entry");
     const std::size_t rows = indptr.shape(0) - 1;
-    if (indptr.shape(0) < 1 || indptr.data()[rows] - indptr.data()[0] != static_cast<std::int64_t>(indices.shape(0)))
-      throw nb::value_error("permuted entries: indptr and indices disagree");
+    const std::int64_t* ip = indptr.data();
+    bool ok = ip[0] == 0 && ip[rows] == static_cast<std::int64_t>(indices.shape(0));
+    for (std::size_t i = 0; ok && i < rows; ++i) ok = ip[i] <= ip[i + 1];
+    if (!ok) throw nb::value_error("permuted entries: indptr must rise from 0 to len(indices)");
     require_len(data, indices.shape(0), "data");
     require_len(row_of, rows, "row_of");
     for (const auto* a : {&row_order, &col_order}) require_len(*a, static_cast<std::size_t>(n), "an order");
