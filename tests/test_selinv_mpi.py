@@ -98,8 +98,8 @@ def test_cli_selinv_symmetric_form_and_its_refusal():
     assert "symmetric form" in p.stdout and "dense inverse (numpy)" in p.stdout and "recorded == planned: yes" in p.stdout
     p = _cli("selinv", "--gen", "convdiff2d:20", "-np", "1", "--form", "symmetric")
     assert p.returncode == 1 and "symmetric factorization" in p.stderr and "Traceback" not in p.stderr
-    p = _cli("selinv", "--gen", "poisson2d:10", "-np", "2", "--grid", "1x1x2")
-    assert p.returncode == 1 and "2D grid" in p.stderr and "Traceback" not in p.stderr
+    p = _cli("selinv", "--gen", "poisson2d:10", "-np", "2", "--grid", "1x1x2")  # a usage error: exit 2
+    assert p.returncode == 2 and "2D grid" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_cli_simulate_selinv_per_tree_shape():
