@@ -33,17 +33,20 @@ PermutedEntries permuted_entries(std::int64_t n, std::int64_t local_rows, const 
                                  const std::int32_t* indices, const double* data, const std::int64_t* row_of,
                                  const std::int32_t* row_order, const std::int32_t* col_order,
                                  const double* row_scale, const double* col_scale) {
-  // (the messages are built only when they are needed: this loop runs once per entry)
+  // (lazy messages: these checks run once per unknown and per entry)
   const auto outside = [n](const char* what, std::int64_t i) {
-    return std::invalid_argument(std::string("permuted entries: ") + what + " " + std::to_string(i) +
-                                 " outside the " + std::to_string(n) + " unknowns");
+    return [=] {
+      return std::string("permuted entries: ") + what + " " + std::to_string(i) + " outside the " +
+             std::to_string(n) + " unknowns";
+    };
   };
   auto inverse = [n](const std::int32_t* order, const char* what) {
     std::vector<std::int32_t> inv(static_cast<std::size_t>(n), -1);
     for (std::int64_t k = 0; k < n; ++k) {
-      if (order[k] < 0 || order[k] >= n || inv[order[k]] >= 0)
-        throw std::invalid_argument(std::string("permuted entries: ") + what + " is not a permutation of the " +
-                                    std::to_string(n) + " unknowns");
+      require(order[k] >= 0 && order[k] < n && inv[order[k]] < 0, [&] {
+        return std::string("permuted entries: ") + what + " is not a permutation of the " + std::to_string(n) +
+               " unknowns";
+      });
       inv[order[k]] = static_cast<std::int32_t>(k);
     }
     return inv;
@@ -57,12 +60,12 @@ PermutedEntries permuted_entries(std::int64_t n, std::int64_t local_rows, const 
   out.values.reserve(nnz);
   for (std::int64_t i = 0; i < local_rows; ++i) {
     const std::int64_t r = row_of[i];
-    if (r < 0 || r >= n) throw outside("row", r);
+    require(r >= 0 && r < n, outside("row", r));
     const std::int32_t k = inv_row[r];
     const double rs = row_scale[r];
     for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
       const std::int32_t c = indices[p];
-      if (c < 0 || c >= n) throw outside("column", c);
+      require(c >= 0 && c < n, outside("column", c));
       if (data[p] == 0.0) continue;
       out.rows.push_back(k);
       out.cols.push_back(inv_col[c]);

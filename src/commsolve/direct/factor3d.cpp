@@ -37,6 +37,29 @@ std::int64_t total_length(const Pieces& pieces) {
   return n;
 }
 
+// Walks `pieces` in order, across chunk boundaries: next(n, f) hands the next n values as
+// f(offset in the store, offset in the chunk, length), a piece split where a chunk ends.
+class PieceCursor {
+ public:
+  explicit PieceCursor(const Pieces& pieces) : pieces_(pieces) {}
+  template <class F>
+  void next(std::int64_t n, F&& f) {
+    for (std::int64_t done = 0; done < n;) {
+      const auto [off, len] = pieces_[p_];
+      const std::int64_t take = std::min(len - in_piece_, n - done);
+      f(off + in_piece_, done, take);
+      done += take;
+      in_piece_ += take;
+      if (in_piece_ == len) ++p_, in_piece_ = 0;
+    }
+  }
+
+ private:
+  const Pieces& pieces_;
+  std::size_t p_ = 0;
+  std::int64_t in_piece_ = 0;  // values of pieces_[p_] already handed out
+};
+
 // A header (status, payload length) to `peer`, then the store's values at `pieces` (none
 // when status is 0: a failure), a chunk at a time through `buf`, recorded.
 void send_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank, int peer, std::int64_t status,
@@ -45,19 +68,13 @@ void send_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank, int pee
   check_mpi(MPI_Send(header, 2, MPI_INT64_T, peer, tags.header, comm), "MPI_Send");
   const Locality where = locality(topo, rank, peer);
   rec.add_send(where, static_cast<std::int64_t>(sizeof header));
-  std::size_t p = 0;
-  std::int64_t in_piece = 0;  // values of pieces[p] already sent
+  PieceCursor cursor(pieces);
   for (std::int64_t at = 0; at < header[1]; at += chunk) {
     const std::int64_t count = std::min(chunk, header[1] - at);
     buf.resize(static_cast<std::size_t>(count));
-    for (std::int64_t filled = 0; filled < count;) {
-      const auto [off, len] = pieces[p];
-      const std::int64_t take = std::min(len - in_piece, count - filled);
-      std::copy(values + off + in_piece, values + off + in_piece + take, buf.begin() + filled);
-      filled += take;
-      in_piece += take;
-      if (in_piece == len) ++p, in_piece = 0;
-    }
+    cursor.next(count, [&](std::int64_t from, std::int64_t to, std::int64_t len) {
+      std::copy(values + from, values + from + len, buf.begin() + to);
+    });
     check_mpi(MPI_Send(buf.data(), static_cast<int>(count), MPI_DOUBLE, peer, tags.payload, comm), "MPI_Send");
     rec.add_send(where, 8 * count);
   }
@@ -77,33 +94,29 @@ std::int64_t recv_step(MPI_Comm comm, Tags tags, const Topology& topo, int rank,
   apply = apply && header[0] != 0;
   // A payload of the wrong length is still received whole (the sender's chunks matched)
   // before the error is said.
-  const bool wrong_length = apply && header[1] != total_length(pieces);
+  const std::int64_t expected = total_length(pieces);
+  const bool wrong_length = apply && header[1] != expected;
   apply = apply && !wrong_length;
-  std::size_t p = 0;
-  std::int64_t in_piece = 0;
+  PieceCursor cursor(pieces);
   for (std::int64_t at = 0; at < header[1]; at += chunk) {
     const std::int64_t n = std::min(chunk, header[1] - at);
     buf.resize(static_cast<std::size_t>(n));
     check_mpi(MPI_Recv(buf.data(), static_cast<int>(n), MPI_DOUBLE, peer, tags.payload, comm, &st), "MPI_Recv");
     check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count");
     rec.add_recv(where, count);
-    for (std::int64_t used = 0; apply && used < n;) {
-      const auto [off, len] = pieces[p];
-      const std::int64_t take = std::min(len - in_piece, n - used);
-      double* dst = values + off + in_piece;
-      const double* src = buf.data() + used;
-      if (add)
-        for (std::int64_t i = 0; i < take; ++i) dst[i] += src[i];
-      else
-        std::copy(src, src + take, dst);
-      used += take;
-      in_piece += take;
-      if (in_piece == len) ++p, in_piece = 0;
-    }
+    if (apply)
+      cursor.next(n, [&](std::int64_t to, std::int64_t from, std::int64_t len) {
+        double* dst = values + to;
+        const double* src = buf.data() + from;
+        if (add)
+          for (std::int64_t i = 0; i < len; ++i) dst[i] += src[i];
+        else
+          std::copy(src, src + len, dst);
+      });
   }
   if (wrong_length)
     throw std::logic_error("3D factorization: an inter-grid message of " + std::to_string(header[1]) +
-                           " values where its parts hold " + std::to_string(total_length(pieces)));
+                           " values where its parts hold " + std::to_string(expected));
   return header[0];
 }
 
