@@ -60,6 +60,7 @@ def ours_run(spec, grid, ordering="tree", row_perm="none"):
     text, rss = run(None, argv)
     r = json.loads(text[text.index("{"):])
     return {"factor_s": r["factor_s"], "ordering_parts_s": r["ordering_parts_s"], "nnz_LU": r["nnz_LU"],
+            "ordering_used": r["ordering"],
             "peak_rss_bytes": rss,
             "memory_per_rank": r["memory_per_rank"], "backward_error": r["backward_error"],
             "rel_residual": r["rel_residual"]}
@@ -77,6 +78,7 @@ def ours_summary(runs):
             "ordering_parts_s": {k: statistics.median(r["ordering_parts_s"][k] for r in runs)
                                  for k in runs[0]["ordering_parts_s"]},
             "peak_rss_bytes": statistics.median(r["peak_rss_bytes"] for r in runs), "nnz_LU": runs[0]["nnz_LU"],
+            "ordering_used": runs[0]["ordering_used"],
             "memory_per_rank": runs[0]["memory_per_rank"],
             "backward_error": max(r["backward_error"] for r in runs)}
 
@@ -137,9 +139,9 @@ def main():
                            "peak_rss_ratio": m["peak_rss_bytes"] / t["peak_rss_bytes"],
                            "nnz_ratio": None if t["nnz_LU"] is None else m["nnz_LU"] / t["nnz_LU"]}
                     results.append(rec)
-                    print(json.dumps({k: rec[k] for k in ("matrix", "grid", "ordering", "numeric_over_factor",
-                                                          "setup_ratio", "ordering_over_colperm", "peak_rss_ratio",
-                                                          "nnz_ratio")}), flush=True)
+                    print(json.dumps({"used": m["ordering_used"], **{
+                        k: rec[k] for k in ("matrix", "grid", "ordering", "numeric_over_factor", "setup_ratio",
+                                            "ordering_over_colperm", "peak_rss_ratio", "nnz_ratio")}}), flush=True)
     doc = {"benchmark": "factor_vs_superlu", "machine": machine(),
            "superlu_dist": (f"{args.peer} ("
                             + ("Debian libsuperlu-dist-dev" if args.peer == "8.1.2" else "built from ../shared/peers")

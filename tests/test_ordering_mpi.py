@@ -24,7 +24,7 @@ def all_lines(nprocs):
 
 
 def results(nprocs):
-    return [r for r in all_lines(nprocs) if "many_leaves" not in r]
+    return [r for r in all_lines(nprocs) if "many_leaves" not in r and "auto_leaves" not in r]
 
 
 @pytest.mark.parametrize("nprocs", RANKS)
@@ -74,3 +74,18 @@ def test_fill_against_serial_metis(nprocs):
         ratio = r["nnz_L"] / r["nnz_L_metis"]
         bound = 1.3 if r["ordering"] == "ptscotch-metis" else 2.0
         assert 0.5 <= ratio <= bound, f"{r['family']} {r['ordering']} on {nprocs} ranks: fill {ratio:.2f}x METIS's"
+
+
+@pytest.mark.parametrize("nprocs", RANKS)
+def test_default_orders_leaves_by_dimension(nprocs):
+    """The default ordering of a distributed matrix orders the leaves by METIS on 3D meshes
+    (whose shells grow as r^2) and by PT-Scotch on 2D ones (as r), and factor() reports the
+    ordering it used."""
+    lines = [r for r in all_lines(nprocs) if "auto_leaves" in r]
+    assert len(lines) == 12
+    for r in lines:
+        family = r["auto_leaves"].split(":")[0]
+        expected = "ptscotch-metis" if family.endswith("3d") or family in ("poisson3d27", "hpcg") else "ptscotch"
+        assert r["chosen"] == expected and r["timed"], f"{r['auto_leaves']} on {nprocs} ranks: {r['chosen']}"
+        assert r["reported"] in (None, expected), f"{r['auto_leaves']} on {nprocs} ranks: {r['reported']}"
+    assert sum(r["reported"] is not None for r in lines) == 2

@@ -12,7 +12,9 @@ the matrix) differs from the serial one on the gathered matrix, and the
 backward error and the error against a known solution of factor() with the ordering on a
 grid of the K ranks. Then, for four families, a line comparing the parallel symbolic
 factorization for METIS's 3-level tree (8 leaves, separators on the last rank) with the
-serial one.
+serial one. Last, a line per mesh of the leaf ordering that the default ("auto") chooses
+(METIS where the graph grows as a 3D mesh, PT-Scotch's otherwise), and which ordering
+factor() reports with it.
 """
 
 import json
@@ -81,7 +83,7 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
     n = A_global.shape[0]
     B, pivoting = static_pivoting(A_global)  # the default static pivoting (equilibration, MC64)
     A = ParCSR.from_global(A_global, comm)
-    tree = parallel_ordering(A, pivoting.row_of_col, metis_leaves=ordering == "ptscotch-metis")
+    tree, _ = parallel_ordering(A, pivoting.row_of_col, leaves="metis" if ordering == "ptscotch-metis" else "scotch")
     perm = np.asarray(tree.perm)
     same = comm.allgather(perm.tobytes())
     # The structure computed by leaves on their ranks, for the defaults and the exact one.
@@ -122,3 +124,17 @@ for spec in ("poisson2d:20", "kkt3d:4", "dg3d:2", "random:rows=300,nnz_per_row=5
         leaves = int(sum(1 for k in range(tree.num_nodes) if tree.left[k] < 0))
         print(json.dumps({"family": spec.split(":")[0], "many_leaves": leaves,
                           "structure_differs": differences(mine, symbolic(B, ordered=tree))}), flush=True)
+
+
+# The default's leaf ordering on meshes, and (for two of them) the ordering factor() reports.
+for spec in ("poisson2d:120", "poisson2d9:120", "convdiff2d:120", "aniso2d:120", "poisson3d:32", "poisson3d27:32",
+             "elasticity3d:16", "groundwater3d:32", "kkt3d:24", "hpcg:32", "dg3d:8", "poisson3d:12"):
+    A = ParCSR.from_global(checked_matrix(gallery.from_spec(spec)), comm)
+    parts = {}
+    _, chosen = parallel_ordering(A, None, times=parts, leaves="auto")
+    reported = None
+    if spec in ("poisson2d:120", "poisson3d:12"):
+        reported = factor(A, grid=(1, comm.size, 1), row_perm="none").analysis.ordering
+    if comm.rank == 0:
+        print(json.dumps({"auto_leaves": spec, "chosen": chosen, "reported": reported,
+                          "timed": "ordering_dimension" in parts}), flush=True)

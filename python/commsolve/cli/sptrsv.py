@@ -42,8 +42,8 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
 @click.option("--repeat", type=click.IntRange(1), default=5, show_default=True, help="Timed solves.")
 @max_supernode_option
 @click.option("--ordering", type=click.Choice(ORDERINGS), default=LU_DEFAULTS["ordering"], show_default=True,
-              help="Fill-reducing ordering: auto (ptscotch: the faster "
-                   "setup), tree (METIS separators kept as a tree, on rank 0; the leaves ordered each on its own "
+              help="Fill-reducing ordering: auto (ptscotch on a 2D mesh, ptscotch-metis on a 3D one: the "
+                   "faster setup), tree (METIS separators kept as a tree, on rank 0; the leaves ordered each on its own "
                    "rank), nd (METIS nested "
                    "dissection, rank 0), ptscotch (PT-Scotch's nested dissection on the distributed matrix, on the "
                    "largest power of two of ranks), ptscotch-metis (its separators, each leaf reordered by METIS on "

@@ -335,10 +335,11 @@ def analyze(source, comm, request):
     options = dict(request.lu_options, levels=levels_for(request.lu_options.get("levels", LU_DEFAULTS["levels"]),
                                                          request.max_pz))
     symbolic_options = {k: v for k, v in options.items() if k in LU_DEFAULTS}
-    symbolic_options["ordering"] = options["ordering"] = chosen_ordering(
-        symbolic_options.get("ordering", LU_DEFAULTS["ordering"]), comm.size, on_grids)
+    asked = symbolic_options.get("ordering", LU_DEFAULTS["ordering"])
+    symbolic_options["ordering"] = options["ordering"] = chosen_ordering(asked, comm.size, on_grids)
     if on_grids and symbolic_options["ordering"] in PARALLEL_ORDERINGS:
-        return _analyze_in_parallel(source, comm, root, options, symbolic_options)
+        leaves = "auto" if asked == "auto" else _LEAVES[symbolic_options["ordering"]]
+        return _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves)
     t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source
     parts = {"gather": time.perf_counter() - t0} if on_grids else {}
@@ -414,11 +415,17 @@ def _nnz_LU(structure):
     return int((widths * widths + 2 * widths * below).sum())
 
 
-def _analyze_in_parallel(source, comm, root, options, symbolic_options):
+# How each parallel ordering orders the leaves of PT-Scotch's separator tree
+# (parallel_analysis.parallel_ordering's ``leaves``).
+_LEAVES = {"ptscotch": "scotch", "ptscotch-metis": "metis"}
+
+
+def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves):
     """Collective. The Analysis of the ParCSR ``source`` computed on every rank from its own
     rows: the static pivoting (A gathered on ``root`` only for the large-diagonal matching),
-    PT-Scotch's ordering, the symbolic factorization by leaves of the separator tree and
-    ||B||_1; ``ordering_parts`` holds this rank's seconds of each part."""
+    PT-Scotch's ordering (its leaves ordered as ``leaves`` says, and the ordering it was
+    reported), the symbolic factorization by leaves of the separator tree and ||B||_1;
+    ``ordering_parts`` holds this rank's seconds of each part."""
     t0 = time.perf_counter()
     parts = {}
     local = source.local_matrix()  # read once, for every step
@@ -430,8 +437,8 @@ def _analyze_in_parallel(source, comm, root, options, symbolic_options):
         pivoting = pivoting_gathered(source, equil, "mc64", root, parts)
     parts["pivoting"] = time.perf_counter() - t0 - parts.get("gather", 0.0)
     rows = rows_of_B(source, pivoting.row_of_col, local)
-    ordered = parallel_ordering(source, pivoting.row_of_col, parts, symbolic_options["ordering"] == "ptscotch-metis",
-                                rows)
+    ordered, symbolic_options["ordering"] = parallel_ordering(
+        source, pivoting.row_of_col, parts, leaves, rows)
     structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, rows)
     del rows
     perm = np.asarray(structure.perm)

@@ -61,7 +61,7 @@ def rows_of_B(source, row_of_col, local=None):
             np.asarray(M.data, dtype=np.float64), rows)
 
 
-def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, rows=None):
+def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None):
     """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of
     ``B + B^T``, ``B = A[row_of_col]`` (A itself when ``row_of_col`` is None), computed from the
     ParCSR ``source``'s own rows on the largest power of two of its ranks (C++
@@ -75,19 +75,25 @@ def parallel_ordering(source, row_of_col, times=None, metis_leaves=False, rows=N
         As :func:`rows_of_B`'s.
     times : dict, optional
         Receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-        ``metis_leaves``), seconds.
-    metis_leaves : bool
-        Each leaf subdomain is then reordered by METIS on one rank.
+        ``ordering_dimension`` with ``leaves="auto"``, ``metis_leaves`` where METIS ordered
+        them), seconds.
+    leaves : {"scotch", "metis", "auto"}
+        How the leaf subdomains are ordered: by PT-Scotch; each reordered by METIS on one rank
+        (``"ptscotch-metis"``); or by METIS where the graph grows as a 3D mesh does and by
+        PT-Scotch otherwise (the default ordering's choice, C++ ``graph_is_3d``).
     rows : tuple of ndarray, optional
         :func:`rows_of_B`'s, if the caller holds them.
 
     Returns
     -------
-    SeparatorTree
+    tree : SeparatorTree
         With ``perm``; the same on every rank.
+    ordering : str
+        The ordering this was: ``"ptscotch"`` or ``"ptscotch-metis"`` (METIS's leaves).
     """
     rows = rows_of_B(source, row_of_col) if rows is None else rows
-    return _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *rows, metis_leaves, 0, times)
+    tree, used = _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *rows, leaves, 0, times)
+    return tree, "ptscotch-metis" if used == "metis" else "ptscotch"
 
 
 def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None):

@@ -42,11 +42,13 @@ def chosen_ordering(ordering, nranks, distributed):
     solve measured fastest (``bench/factor_vs_superlu.py`` against SuperLU_DIST at 1, 2 and 4
     ranks, ``bench/results/setup_vs_superlu9_parallel*.json``).
 
-    For a distributed matrix (a ParCSR), PT-Scotch's nested dissection (``"ptscotch"``: no
-    rank gathers A; 1.1-1.3x METIS's fill, which ``"ptscotch-metis"`` avoids for some setup
-    time), where MPI allows PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE); otherwise
-    the separator tree on one rank (``"tree"``, also SparseLU's). Any other name stands for
-    itself.
+    For a distributed matrix (a ParCSR), PT-Scotch's nested dissection, no rank gathering A,
+    where MPI allows PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE): returned as
+    ``"ptscotch"``, its leaves are then ordered by METIS where the graph grows as a 3D mesh
+    does (``"ptscotch-metis"``: Scotch's leaves leave 1.06-1.3x METIS's fill there, and take
+    no less time) and by PT-Scotch otherwise (on 2D meshes 1.05-1.07x METIS's fill, in less
+    time); ``factor()`` reports which in ``solver.analysis.ordering``. Otherwise the separator
+    tree on one rank (``"tree"``, also SparseLU's). Any other name stands for itself.
 
     Parameters
     ----------

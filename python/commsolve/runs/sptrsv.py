@@ -39,8 +39,8 @@ def run_sptrsv(comm, *, gen=None, matrix=None, grid=None, tree=None, nrhs=1, rep
                factor_progress=None, threads=None, device="cpu"):
     """Collective. The matrix is built (or read) distributed by rows, a ParCSR; it is factored
     on the grids (static pivoting as ``equil``, ``row_perm``, ``replace_tiny`` say; the
-    ``ordering`` on rank 0, or on every rank for PT-Scotch's (``"auto"``: PT-Scotch's with
-    METIS's leaves on 2 or more ranks, :func:`~commsolve.direct.symbolic.chosen_ordering`); the numeric factorization by
+    ``ordering`` on rank 0, or on every rank for PT-Scotch's (``"auto"``: PT-Scotch's, its
+    leaves by METIS on a 3D mesh, :func:`~commsolve.direct.symbolic.chosen_ordering`); the numeric factorization by
     every rank of every grid, each ending with its own blocks, see :func:`~commsolve.direct.factor`); b (distributed by
     rows) is solved ``repeat`` times with ``nrhs`` right-hand sides, timed (slowest rank,
     median over repeats; iterative refinement, if ``refine``, timed apart). ``grid="auto"``:

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <optional>
+#include <string>
 
 #include "commsolve/bindings/common.hpp"
 #include "commsolve/core/error.hpp"
@@ -212,35 +213,43 @@ void bind_analysis(nb::module_& m) {
         "`times` receives permute and symbolic.");
   m.def("ptscotch_ordering", [](std::int64_t comm, std::int64_t n, std::int64_t first_row, In<std::int64_t> indptr,
                                  In<std::int32_t> indices, std::optional<In<double>> values,
-                                 std::optional<In<std::int64_t>> new_row, bool metis_leaves, int max_ranks,
+                                 std::optional<In<std::int64_t>> new_row, const std::string& leaves, int max_ranks,
                                  std::optional<nb::dict> times) {
     const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     if (rows < 0 || indptr.data()[rows] != static_cast<std::int64_t>(indices.shape(0)) || indptr.data()[0] != 0)
       throw nb::value_error("parallel ordering: indptr and indices disagree");
     if (values) require_len(*values, indices.shape(0), "values");
     if (new_row) require_len(*new_row, static_cast<std::size_t>(rows), "new_row");
+    LeafOrdering how = LeafOrdering::by_dimension;
+    if (leaves == "scotch") how = LeafOrdering::scotch;
+    else if (leaves == "metis") how = LeafOrdering::metis;
+    else if (leaves != "auto")
+      throw nb::value_error(("parallel ordering: leaves must be scotch, metis or auto, got '" + leaves + "'").c_str());
     MPI_Comm c = comm_from_handle(comm);
     SeparatorTree tree;
     ParallelOrderingTimes t;
     {
       nb::gil_scoped_release nogil;
       tree = ptscotch_nested_dissection(c, n, first_row, rows, indptr.data(), indices.data(),
-                                        values ? values->data() : nullptr, new_row ? new_row->data() : nullptr,
-                                        metis_leaves, max_ranks, &t);
+                                        values ? values->data() : nullptr, new_row ? new_row->data() : nullptr, how,
+                                        max_ranks, &t);
     }
     if (times) {
       (*times)["ordering_graph"] = t.graph;
+      if (how == LeafOrdering::by_dimension) (*times)["ordering_dimension"] = t.dimension;
       (*times)["nested_dissection"] = t.nested_dissection;
       (*times)["ordering_gather"] = t.gather;
-      if (metis_leaves) (*times)["metis_leaves"] = t.leaves;
+      if (t.metis_leaves) (*times)["metis_leaves"] = t.leaves;
     }
-    return tree;
+    return nb::make_tuple(std::move(tree), t.metis_leaves ? "metis" : "scotch");
   }, "comm"_a, "n"_a, "first_row"_a, "indptr"_a, "indices"_a, "values"_a = nb::none(), "new_row"_a = nb::none(),
-        "metis_leaves"_a = false, "max_ranks"_a = 0, "times"_a = nb::none(),
+        "leaves"_a = "scotch", "max_ranks"_a = 0, "times"_a = nb::none(),
         "Collective on comm (a Fortran handle). Nested dissection of the pattern of B + B^T by PT-Scotch on the largest "
         "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
-        "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns the "
-        "SeparatorTree with perm, the same on every rank; metis_leaves: each leaf then reordered by METIS on one rank.");
+        "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns "
+        "(the SeparatorTree with perm, the same on every rank; the leaves' ordering, 'scotch' or 'metis'). leaves: "
+        "'scotch' (PT-Scotch's), 'metis' (each leaf reordered by METIS on one rank) or 'auto' (METIS's where the "
+        "graph grows as a 3D mesh, graph_is_3d).");
   m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices,
                                  std::optional<In<double>> values, In<std::int64_t> row_index,
                                  const SeparatorTree& ordering, const SymbolicOptions& opts, int root,

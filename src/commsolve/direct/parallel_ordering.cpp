@@ -1,12 +1,16 @@
 #include "commsolve/direct/parallel_ordering.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <chrono>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "commsolve/comm/all_to_all.hpp"
@@ -301,10 +305,97 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
     std::copy(all.begin() + disp[i], all.begin() + disp[i + 1], tree.perm.begin() + tree.col_start[leaves[i]]);
 }
 
+}  // namespace
+
+bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy) {
+  constexpr int seeds = 16;
+  constexpr std::size_t most = std::size_t{1} << 16;  // a ball this large is not a mesh's: no sample
+  int P = 0, rank = 0;
+  check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  const int q = static_cast<int>(off.size()) - 1;
+  const std::int64_t first = rank < q ? off[rank] : 0, rows = rank < q ? off[rank + 1] - first : 0;
+  struct Ball {
+    std::vector<int> by_distance;   // the vertices, by distance from the seed
+    std::unordered_set<int> seen;
+    std::size_t shell[5] = {0, 1, 0, 0, 0};  // by_distance[shell[r], shell[r + 1]): distance r
+    bool kept = true;
+  };
+  std::vector<Ball> balls;
+  for (int s = 0; s < seeds && rows > 0; ++s) {
+    const int seed = static_cast<int>(first + (2 * s + 1) * rows / (2 * seeds));
+    balls.push_back(Ball{{seed}, {seed}});
+  }
+  for (int r = 1; r <= 3; ++r) {
+    // The neighbours of shell r - 1's vertices that other ranks hold, asked of their owners
+    // (every rank takes part in each round, with or without balls).
+    std::vector<std::vector<int>> ask(static_cast<std::size_t>(P));
+    for (const Ball& b : balls)
+      if (b.kept)
+        for (std::size_t a = b.shell[r - 1]; a < b.shell[r]; ++a)
+          if (b.by_distance[a] < first || b.by_distance[a] >= first + rows)
+            ask[owner_of(off, b.by_distance[a])].push_back(b.by_distance[a]);
+    std::vector<int> send, send_count(P), got_count;
+    for (int t = 0; t < P; ++t) {
+      std::sort(ask[t].begin(), ask[t].end());
+      ask[t].erase(std::unique(ask[t].begin(), ask[t].end()), ask[t].end());
+      send.insert(send.end(), ask[t].begin(), ask[t].end());
+      send_count[t] = static_cast<int>(ask[t].size());
+    }
+    const std::vector<int> asked = all_to_all(comm, send, send_count, &got_count);
+    send.clear();  // the answers: each asked vertex's degree, then its neighbours
+    std::size_t at = 0;
+    for (int t = 0; t < P; ++t) {
+      const std::size_t before = send.size();
+      for (int k = 0; k < got_count[t]; ++k, ++at) {
+        const std::int64_t v = asked[at] - first;
+        send.push_back(xadj[v + 1] - xadj[v]);
+        send.insert(send.end(), adjncy + xadj[v], adjncy + xadj[v + 1]);
+      }
+      send_count[t] = static_cast<int>(send.size() - before);
+    }
+    const std::vector<int> answers = all_to_all(comm, send, send_count);
+    std::unordered_map<int, std::pair<const int*, const int*>> theirs;
+    at = 0;
+    for (int t = 0; t < P; ++t)
+      for (int v : ask[t]) {
+        theirs[v] = {answers.data() + at + 1, answers.data() + at + 1 + answers[at]};
+        at += 1 + static_cast<std::size_t>(answers[at]);
+      }
+    for (Ball& b : balls) {
+      for (std::size_t a = b.shell[r - 1]; a < b.shell[r] && b.kept; ++a) {
+        const int u = b.by_distance[a];
+        const auto [lo, hi] = u >= first && u < first + rows
+                                  ? std::pair<const int*, const int*>{adjncy + xadj[u - first], adjncy + xadj[u - first + 1]}
+                                  : theirs.at(u);
+        for (const int* w = lo; w != hi; ++w)
+          if (b.seen.insert(*w).second) b.by_distance.push_back(*w);
+        b.kept = b.by_distance.size() < most;
+      }
+      b.shell[r + 1] = b.by_distance.size();
+    }
+  }
+  std::array<double, seeds> ratio;
+  ratio.fill(-1.0);
+  for (std::size_t s = 0; s < balls.size(); ++s) {
+    const double s2 = static_cast<double>(balls[s].shell[3] - balls[s].shell[2]);
+    if (balls[s].kept && s2 > 0) ratio[s] = static_cast<double>(balls[s].shell[4] - balls[s].shell[3]) / s2;
+  }
+  std::vector<double> all(static_cast<std::size_t>(P) * seeds);
+  check_mpi(MPI_Allgather(ratio.data(), seeds, MPI_DOUBLE, all.data(), seeds, MPI_DOUBLE, comm), "MPI_Allgather");
+  all.erase(std::remove_if(all.begin(), all.end(), [](double x) { return !(x >= 0); }), all.end());
+  if (all.empty()) return false;
+  const auto mid = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
+  std::nth_element(all.begin(), mid, all.end());
+  return *mid > 1.6;
+}
+
+namespace {
+
 template <class I, class J>
 SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t first_row, std::int64_t local_rows,
                                    const I* indptr, const J* indices, const double* values,
-                                   const std::int64_t* new_row, bool metis_leaves, int max_ranks,
+                                   const std::int64_t* new_row, LeafOrdering leaves, int max_ranks,
                                    ParallelOrderingTimes* times) {
   require(n >= 1, "the matrix has no rows (0 x 0): nothing to order");
   require(n < std::numeric_limits<int>::max(), "parallel ordering: PT-Scotch's ParMETIS interface takes at most "
@@ -337,6 +428,13 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   std::vector<int> xadj, adjncy;
   symmetric_block(comm, q, off, first_row, local_rows, indptr, indices, values, new_row, rank, xadj, adjncy);
   if (times != nullptr) times->graph = seconds_since(t);
+  bool metis_leaves = leaves == LeafOrdering::metis;
+  if (leaves == LeafOrdering::by_dimension) {
+    t = clock_type::now();
+    metis_leaves = graph_is_3d(comm, off, xadj.data(), adjncy.data());
+    if (times != nullptr) times->dimension = seconds_since(t);
+  }
+  if (times != nullptr) times->metis_leaves = metis_leaves;
 
   t = clock_type::now();
   MPI_Comm sub = MPI_COMM_NULL;
@@ -437,9 +535,9 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
                                          const std::int32_t* indices, const double* values,
-                                         const std::int64_t* new_row, bool metis_leaves, int max_ranks,
+                                         const std::int64_t* new_row, LeafOrdering leaves, int max_ranks,
                                          ParallelOrderingTimes* times) {
-  return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, metis_leaves,
+  return nested_dissection_on(comm, n, first_row, local_rows, indptr, indices, values, new_row, leaves,
                               max_ranks, times);
 }
 
@@ -448,7 +546,9 @@ std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::
   int initialized = 0;
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   require(initialized != 0, "ordering 'ptscotch' needs MPI initialized (import mpi4py.MPI first)");
-  return nested_dissection_on(MPI_COMM_SELF, n, 0, n, xadj, adjncy, nullptr, nullptr, metis_leaves, 1, nullptr).perm;
+  return nested_dissection_on(MPI_COMM_SELF, n, 0, n, xadj, adjncy, nullptr, nullptr,
+                              metis_leaves ? LeafOrdering::metis : LeafOrdering::scotch, 1, nullptr)
+      .perm;
 }
 
 }  // namespace commsolve

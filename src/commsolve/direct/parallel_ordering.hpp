@@ -18,12 +18,21 @@
 
 namespace commsolve {
 
-// Seconds of each part, on the calling rank.
+// How the leaf subdomains are ordered: by PT-Scotch itself; by METIS (PT-Scotch's top levels
+// only, then each leaf reordered by METIS_NodeND on one rank); or by METIS where the graph
+// grows as a 3D mesh does (graph_is_3d), by PT-Scotch otherwise. On the gallery's 2D meshes
+// Scotch's leaves are 1.05-1.07x METIS's fill and faster; on its 3D ones 1.06-1.19x (kkt3d:30:
+// 1.32x) and no faster.
+enum class LeafOrdering { scotch, metis, by_dimension };
+
+// Seconds of each part, on the calling rank, and the leaf ordering used.
 struct ParallelOrderingTimes {
   double graph = 0;              // the pattern of B + B^T spread over the ordering ranks (one all-to-all)
+  double dimension = 0;          // with by_dimension: the test of the graph's growth
   double nested_dissection = 0;  // ParMETIS_V3_NodeND (PT-Scotch), on the ordering ranks
   double gather = 0;             // the ordering sent to every rank, the tree built and checked
-  double leaves = 0;             // with metis_leaves: the leaves reordered by METIS, each on one rank
+  double leaves = 0;             // with METIS's leaves: the leaves reordered by METIS, each on one rank
+  bool metis_leaves = false;     // the leaves were ordered by METIS
 };
 
 // Collective on `comm`. This rank holds rows [first_row, first_row + local_rows) of an n x n
@@ -35,9 +44,8 @@ struct ParallelOrderingTimes {
 // ranks used (at most `max_ranks` when positive, and at most n / 2 so that none is empty).
 // Checks that no edge joins two nodes of which neither is an ancestor of the other (what a
 // separator tree promises; a logic_error otherwise) and that perm is a permutation. With
-// `metis_leaves`, each leaf subdomain is then reordered by METIS_NodeND on one rank (the i-th
-// leaf on rank i, all at once): PT-Scotch's separators with METIS's fill inside the leaves,
-// where Scotch's own leaf orderings leave 1.3-1.7x METIS's fill on the gallery's matrices.
+// METIS's leaves, each leaf subdomain is then reordered by METIS_NodeND on one rank (the i-th
+// leaf on rank i, all at once): PT-Scotch's separators with METIS's fill inside the leaves.
 // PT-Scotch then computes the top levels only, through its own interface (a strategy of log2 q
 // levels whose leaves it leaves unordered; kkt3d:30 on 2 ranks: 0.11 s against 0.33 s through
 // ParMETIS's, which orders the leaves too), and through ParMETIS's where that does not give
@@ -45,8 +53,8 @@ struct ParallelOrderingTimes {
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
                                          const std::int32_t* indices, const double* values,
-                                         const std::int64_t* new_row, bool metis_leaves = false, int max_ranks = 0,
-                                         ParallelOrderingTimes* times = nullptr);
+                                         const std::int64_t* new_row, LeafOrdering leaves = LeafOrdering::scotch,
+                                         int max_ranks = 0, ParallelOrderingTimes* times = nullptr);
 
 // The same on one process (MPI_COMM_SELF) for a symmetric graph without self loops, as
 // symbolic_analysis's orderings "ptscotch" (and "ptscotch-metis", which is METIS's on one
@@ -54,6 +62,16 @@ SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int
 // initialized.
 std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
                                                      const std::int32_t* adjncy, bool metis_leaves = false);
+
+// Collective on `comm`. Whether the graph, held in contiguous blocks of vertices (rank r's:
+// [off[r], off[r + 1]), none on ranks past off's end; `xadj` relative to this rank's block,
+// `adjncy` global, no self loops), grows as a 3D mesh does: the median over 16 seeds spread
+// through every block of |shell(3)| / |shell(2)| (shell r: the vertices at distance r, found by
+// three rounds of asking the owners of the frontier for its neighbours) is above 1.6. A
+// d-dimensional mesh's shells grow as r^(d-1): 1.5 on the gallery's 2D meshes (1.3-1.5 at a
+// boundary), medians of 1.7-2.4 on its 3D ones (a multiple of the unknowns per mesh point
+// cancels out). False where no ball qualifies (balls of over 65536 vertices are not sampled).
+bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy);
 
 // The largest power of two of ranks, at most `ranks` and `max_ranks` (when positive) and at
 // most n / 2 (at least 1), that ptscotch_nested_dissection orders with.
