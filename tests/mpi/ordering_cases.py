@@ -13,8 +13,8 @@ backward error and the error against a known solution of factor() with the order
 grid of the K ranks. Then, for four families, a line comparing the parallel symbolic
 factorization for METIS's 3-level tree (8 leaves, separators on the last rank) with the
 serial one. Last, a line per mesh of the leaf ordering that the default ("auto") chooses
-(METIS where the graph grows as a 3D mesh, PT-Scotch's otherwise), and which ordering
-factor() reports with it.
+(METIS where the graph grows as a 3D mesh, PT-Scotch's otherwise), its nnz(L) and serial
+METIS's, and which ordering factor() reports with it.
 """
 
 import json
@@ -127,14 +127,18 @@ for spec in ("poisson2d:20", "kkt3d:4", "dg3d:2", "random:rows=300,nnz_per_row=5
 
 
 # The default's leaf ordering on meshes, and (for two of them) the ordering factor() reports.
-for spec in ("poisson2d:120", "poisson2d9:120", "convdiff2d:120", "aniso2d:120", "poisson3d:32", "poisson3d27:32",
-             "elasticity3d:16", "groundwater3d:32", "kkt3d:24", "hpcg:32", "dg3d:8", "poisson3d:12"):
-    A = ParCSR.from_global(checked_matrix(gallery.from_spec(spec)), comm)
+for spec in ("poisson2d:300", "poisson2d9:300", "convdiff2d:300", "aniso2d:300", "poisson3d:32", "poisson3d27:32",
+             "elasticity3d:16", "groundwater3d:32", "kkt3d:24", "hpcg:32", "dg3d:8", "poisson2d:120", "poisson3d:12"):
+    A_global = checked_matrix(gallery.from_spec(spec))
+    A = ParCSR.from_global(A_global, comm)
     parts = {}
-    _, chosen = parallel_ordering(A, None, times=parts, leaves="auto")
+    tree, chosen = parallel_ordering(A, None, times=parts, leaves="auto")
     reported = None
     if spec in ("poisson2d:120", "poisson3d:12"):
         reported = factor(A, grid=(1, comm.size, 1), row_perm="none").analysis.ordering
     if comm.rank == 0:
+        fill = [symbolic(A_global, **o).nnz_L  # the default supernodes: what the user gets
+                for o in ({"ordered": tree}, {"ordering": "nd"})]
         print(json.dumps({"auto_leaves": spec, "chosen": chosen, "reported": reported,
-                          "timed": "ordering_dimension" in parts}), flush=True)
+                          "timed": "ordering_dimension" in parts, "nnz_L": int(fill[0]),
+                          "nnz_L_metis": int(fill[1])}), flush=True)
