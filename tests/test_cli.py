@@ -163,8 +163,8 @@ def test_sptrsv_reports_times_residual_and_comm_per_rank():
     # where the ordering's seconds went, on the root: parts of it, each timed apart (A gathered for MC64 only)
     parts = r["ordering_parts_s"]
     assert set(parts) == {"gather", "pivoting", "ordering_graph", "ordering_dimension", "nested_dissection",
-                          "ordering_gather", "symbolic_exchange", "symbolic_leaves", "symbolic_separators",
-                          "symbolic_assemble"}
+                          "ordering_gather", "leaf_ordering", "symbolic_exchange", "symbolic_leaves",
+                          "symbolic_separators", "symbolic_assemble"}
     assert all(v >= 0 for v in parts.values()) and parts["nested_dissection"] > 0
     assert sum(parts.values()) <= r["factor_s"]["ordering"]
     assert r["factor_stats_recorded_equal_planned"] is True

@@ -41,9 +41,9 @@ def test_every_family_orders_and_solves(nprocs):
         assert r["berr"] <= 1e-14, what  # NaN fails too
         assert r["err"] <= 1e-11 * r["x_scale"], what
         # MC64 (the default) gathers A for the matching only; the symbolic analysis runs by leaves
-        parts = {"gather", "pivoting", "ordering_graph", "nested_dissection", "ordering_gather", "symbolic_exchange",
-                 "symbolic_leaves", "symbolic_separators", "symbolic_assemble"} | (
-            {"metis_leaves"} if r["ordering"] == "ptscotch-metis" else set())
+        parts = {"gather", "pivoting", "ordering_graph", "nested_dissection", "ordering_gather", "leaf_ordering",
+                 "symbolic_exchange", "symbolic_leaves", "symbolic_separators", "symbolic_assemble"} | (
+            {"ordering_dimension"} if r["ordering"] == "ptscotch" else set())  # Scotch's leaves: by dimension
         assert set(r["ordering_parts"]) == parts, what
 
 

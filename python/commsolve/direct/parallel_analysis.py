@@ -64,8 +64,8 @@ def rows_of_B(source, row_of_col, local=None):
 def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None):
     """Collective on ``source.comm``. PT-Scotch's nested dissection of the pattern of
     ``B + B^T``, ``B = A[row_of_col]`` (A itself when ``row_of_col`` is None), computed from the
-    ParCSR ``source``'s own rows on the largest power of two of its ranks (C++
-    ``direct/parallel_ordering.hpp``).
+    ParCSR ``source``'s own rows on the largest power of two of its ranks, each leaf then
+    ordered on a rank of its own (C++ ``direct/parallel_ordering.hpp``).
 
     Parameters
     ----------
@@ -74,13 +74,14 @@ def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None
     row_of_col : ndarray of int or None
         As :func:`rows_of_B`'s.
     times : dict, optional
-        Receives ``ordering_graph``, ``nested_dissection``, ``ordering_gather`` (and
-        ``ordering_dimension`` with ``leaves="auto"``, ``metis_leaves`` where METIS ordered
-        them), seconds.
+        Receives ``ordering_graph``, ``ordering_dimension`` (unless ``leaves="metis"``),
+        ``nested_dissection`` (PT-Scotch's top levels), ``ordering_gather`` and
+        ``leaf_ordering``, seconds.
     leaves : {"scotch", "metis", "auto"}
-        How the leaf subdomains are ordered: by PT-Scotch; each reordered by METIS on one rank
-        (``"ptscotch-metis"``); or by METIS where the graph grows as a 3D mesh does and by
-        PT-Scotch otherwise (the default ordering's choice, C++ ``graph_is_3d``).
+        How the leaf subdomains are ordered, each on one rank: by Scotch (with leaves of up to
+        16000 vertices on a 2D mesh); by METIS (``"ptscotch-metis"``); or by METIS where the
+        graph grows as a 3D mesh does and by Scotch otherwise (the default ordering's choice,
+        C++ ``graph_is_3d``).
     rows : tuple of ndarray, optional
         :func:`rows_of_B`'s, if the caller holds them.
 

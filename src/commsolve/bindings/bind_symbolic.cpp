@@ -236,10 +236,10 @@ void bind_analysis(nb::module_& m) {
     }
     if (times) {
       (*times)["ordering_graph"] = t.graph;
-      if (how == LeafOrdering::by_dimension) (*times)["ordering_dimension"] = t.dimension;
+      if (how != LeafOrdering::metis) (*times)["ordering_dimension"] = t.dimension;
       (*times)["nested_dissection"] = t.nested_dissection;
       (*times)["ordering_gather"] = t.gather;
-      if (t.metis_leaves) (*times)["metis_leaves"] = t.leaves;
+      (*times)["leaf_ordering"] = t.leaves;
     }
     return nb::make_tuple(std::move(tree), t.metis_leaves ? "metis" : "scotch");
   }, "comm"_a, "n"_a, "first_row"_a, "indptr"_a, "indices"_a, "values"_a = nb::none(), "new_row"_a = nb::none(),

@@ -1,12 +1,13 @@
 // Nested dissection computed in parallel on a row-distributed matrix (issue 35, item 2), by
-// PT-Scotch through ParMETIS's `ParMETIS_V3_NodeND` interface: the call SuperLU_DIST makes
-// with its `ParMETIS` column ordering (get_perm_c_parmetis). As there, the interface needs a
-// power of two of processes, so the largest power of two P' <= P ranks order the graph (the
-// symmetric pattern of B + B^T is first spread over them in balanced blocks) and every rank
-// receives the result. Its `sizes` output (the P' subdomains, then each level's separators up
-// to the top one) becomes a SeparatorTree of log2 P' levels, renumbered so that every node's
-// subtree owns a contiguous range of columns (left subtree, right subtree, separator), what a
-// 3D layout maps its Pz grids to.
+// PT-Scotch: the ordering SuperLU_DIST gets with its `ParMETIS` column ordering
+// (get_perm_c_parmetis). As ParMETIS's interface does, it uses a power of two of processes, so
+// the largest power of two P' <= P ranks order the graph (the symmetric pattern of B + B^T is
+// first spread over them in balanced blocks) and every rank receives the result. PT-Scotch
+// computes the top log2 P' levels of separators (the P' subdomains, then each level's
+// separators up to the top one), which become a SeparatorTree of log2 P' levels, renumbered so
+// that every node's subtree owns a contiguous range of columns (left subtree, right subtree,
+// separator), what a 3D layout maps its Pz grids to; each subdomain (leaf) is then ordered on
+// one rank of its own, by METIS or by Scotch.
 #pragma once
 
 #include <mpi.h>
@@ -18,20 +19,20 @@
 
 namespace commsolve {
 
-// How the leaf subdomains are ordered: by PT-Scotch itself; by METIS (PT-Scotch's top levels
-// only, then each leaf reordered by METIS_NodeND on one rank); or by METIS where the graph
-// grows as a 3D mesh does (graph_is_3d), by PT-Scotch otherwise. On the gallery's 2D meshes
-// Scotch's leaves are 1.05-1.07x METIS's fill and faster; on its 3D ones 1.06-1.19x (kkt3d:30:
-// 1.32x) and no faster.
+// How the leaf subdomains are ordered, each on one rank: by Scotch (its own leaves of up to
+// 16000 vertices on a 2D mesh, 240 on a 3D one, graph_is_3d), by METIS
+// (METIS_NodeND), or by METIS where the graph grows as a 3D mesh does and by Scotch otherwise.
+// On the gallery's 2D meshes Scotch's orderings leave 1.05-1.07x METIS's fill in less time; on
+// its 3D ones 1.06-1.19x (kkt3d:30: 1.32x) in no less time.
 enum class LeafOrdering { scotch, metis, by_dimension };
 
 // Seconds of each part, on the calling rank, and the leaf ordering used.
 struct ParallelOrderingTimes {
   double graph = 0;              // the pattern of B + B^T spread over the ordering ranks (one all-to-all)
-  double dimension = 0;          // with by_dimension: the test of the graph's growth
-  double nested_dissection = 0;  // ParMETIS_V3_NodeND (PT-Scotch), on the ordering ranks
+  double dimension = 0;          // unless METIS's leaves were asked: the test of the graph's growth
+  double nested_dissection = 0;  // PT-Scotch's top levels, on the ordering ranks
   double gather = 0;             // the ordering sent to every rank, the tree built and checked
-  double leaves = 0;             // with METIS's leaves: the leaves reordered by METIS, each on one rank
+  double leaves = 0;             // the leaves ordered, each on one rank
   bool metis_leaves = false;     // the leaves were ordered by METIS
 };
 
@@ -43,13 +44,14 @@ struct ParallelOrderingTimes {
 // `perm` (perm[new] = old) filled and the nodes in postorder; `levels` is log2 of the ordering
 // ranks used (at most `max_ranks` when positive, and at most n / 2 so that none is empty).
 // Checks that no edge joins two nodes of which neither is an ancestor of the other (what a
-// separator tree promises; a logic_error otherwise) and that perm is a permutation. With
-// METIS's leaves, each leaf subdomain is then reordered by METIS_NodeND on one rank (the i-th
-// leaf on rank i, all at once): PT-Scotch's separators with METIS's fill inside the leaves.
-// PT-Scotch then computes the top levels only, through its own interface (a strategy of log2 q
-// levels whose leaves it leaves unordered; kkt3d:30 on 2 ranks: 0.11 s against 0.33 s through
-// ParMETIS's, which orders the leaves too), and through ParMETIS's where that does not give
-// full levels (a subdomain it did not separate, on small or dense graphs).
+// separator tree promises; a logic_error otherwise) and that perm is a permutation. The leaf
+// subdomains are ordered as `leaves` says, the i-th leaf on rank i, all at once (one more
+// all-to-all of the leaves' rows). PT-Scotch computes only the top levels, through its own
+// interface (a strategy of log2 q levels whose leaves it leaves unordered; kkt3d:30 on 2 ranks:
+// 0.11 s against 0.33 s through ParMETIS's, which orders the leaves too), and through
+// ParMETIS's where that does not give full levels (a subdomain it did not separate, on small or
+// dense graphs; Scotch's leaves are then PT-Scotch's own). One ordering rank orders the whole
+// graph as its one leaf.
 SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int64_t first_row,
                                          std::int64_t local_rows, const std::int64_t* indptr,
                                          const std::int32_t* indices, const double* values,
@@ -57,7 +59,7 @@ SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int
                                          int max_ranks = 0, ParallelOrderingTimes* times = nullptr);
 
 // The same on one process (MPI_COMM_SELF) for a symmetric graph without self loops, as
-// symbolic_analysis's orderings "ptscotch" (and "ptscotch-metis", which is METIS's on one
+// symbolic_analysis's orderings "ptscotch" (Scotch's) and "ptscotch-metis" (METIS's on one
 // process): perm[k] is the original index of the k-th eliminated vertex. MPI must be
 // initialized.
 std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
