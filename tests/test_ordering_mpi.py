@@ -67,9 +67,10 @@ def test_structure_in_parallel_equals_serial(nprocs):
 
 @pytest.mark.parametrize("nprocs", RANKS)
 def test_fill_against_serial_metis(nprocs):
-    """METIS on the leaves keeps METIS's fill (within 1.3x, the issue's bound); PT-Scotch's own
-    leaf orderings leave 1.0-1.7x METIS's fill on these small matrices (bench/ordering_quality
-    reports it at scale): bounded here so a broken ordering fails."""
+    """METIS on the leaves keeps METIS's fill (within 1.3x, the issue's bound); Scotch's leaf
+    orderings leave 1.0-1.7x METIS's fill on these small matrices (on larger meshes, with the
+    default supernodes: test_default_orders_leaves_by_dimension): bounded here so a broken
+    ordering fails."""
     for r in results(nprocs):
         ratio = r["nnz_L"] / r["nnz_L_metis"]
         bound = 1.3 if r["ordering"] == "ptscotch-metis" else 2.0

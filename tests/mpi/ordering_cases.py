@@ -1,4 +1,4 @@
-"""MPI script: the parallel ordering (PT-Scotch's ParMETIS_V3_NodeND, direct/parallel_ordering.hpp)
+"""MPI script: the parallel ordering (PT-Scotch's separators, each leaf ordered on a rank; direct/parallel_ordering.hpp)
 on every gallery family, from a row-distributed ParCSR, and a factorization with it.
 
 Usage: mpiexec -n K python -m mpi4py tests/mpi/ordering_cases.py K

@@ -45,9 +45,9 @@ from .common import (ALGORITHM_CHOICE, EXIT_SINGULAR, TREE_CHOICE, allreduce_opt
               help="Fill-reducing ordering: auto (ptscotch on a 2D mesh, ptscotch-metis on a 3D one: the "
                    "faster setup), tree (METIS separators kept as a tree, on rank 0; the leaves ordered each on its own "
                    "rank), nd (METIS nested "
-                   "dissection, rank 0), ptscotch (PT-Scotch's nested dissection on the distributed matrix, on the "
-                   "largest power of two of ranks), ptscotch-metis (its separators, each leaf reordered by METIS on "
-                   "its own rank), natural.")
+                   "dissection, rank 0), ptscotch (PT-Scotch's separators on the distributed matrix, on the "
+                   "largest power of two of ranks, each leaf ordered by Scotch on its own rank), ptscotch-metis (the "
+                   "same separators, each leaf ordered by METIS), natural.")
 @click.option("--relax-subtree", type=click.IntRange(0), default=LU_DEFAULTS["relax_subtree"], show_default=True,
               help="Elimination subtrees of at most this many columns become one supernode.")
 @ppn_option()
