@@ -231,10 +231,12 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
       leaf_of[k] = static_cast<int>(leaves.size());
       leaves.push_back(k);
     }
-  auto owner = [&](std::int64_t col) {
-    const int leaf = leaf_of[node_of[col]];
-    return leaf < 0 ? root : leaf % P;
-  };
+  // Each ordering index's leaf rank (leaf i on rank i mod P), -1 in a separator.
+  std::vector<int> leaf_rank(static_cast<std::size_t>(n));
+  for (std::int64_t c = 0; c < n; ++c) {
+    const int leaf = leaf_of[node_of[c]];
+    leaf_rank[c] = leaf < 0 ? -1 : leaf % P;
+  }
 
   // 1. Each entry (a, b) of B, in ordering indices, to the rank of a's leaf and as (b, a) to
   //    the rank of b's (once where both lie in one leaf: the graph built there is symmetric),
@@ -258,10 +260,10 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
         const std::int64_t v = indices[p];
         if (v == u || (values != nullptr && values[p] == 0.0)) continue;
         const std::int64_t a = index_of[u], b = index_of[v];
-        const bool leaf_a = leaf_of[node_of[a]] >= 0, leaf_b = leaf_of[node_of[b]] >= 0;
-        if (leaf_a) visit(owner(a), a, b);
-        if (leaf_b && node_of[b] != node_of[a]) visit(owner(b), b, a);  // inside one leaf: sent once
-        if (!leaf_a && !leaf_b) visit(root, a, b);
+        const int ra = leaf_rank[a], rb = leaf_rank[b];
+        if (ra >= 0) visit(ra, a, b);
+        if (rb >= 0 && node_of[b] != node_of[a]) visit(rb, b, a);  // inside one leaf: sent once
+        if (ra < 0 && rb < 0) visit(root, a, b);
       }
     }
   };

@@ -86,6 +86,51 @@ std::vector<int> elimination_tree(std::int64_t n, const std::int32_t* indptr, co
   return parent;
 }
 
+// Each column's count of rows of L below the diagonal, for the full symmetric pattern
+// `indptr`/`indices` (diagonal optional) and its elimination tree `parent` (parent > child):
+// the row subtrees' leaves and least common ancestors found with a disjoint-set forest
+// (Gilbert, Ng and Peyton's algorithm), O(nnz(A)) steps where walking every row subtree
+// takes O(nnz(L)).
+std::vector<std::int64_t> column_counts(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
+                                        const std::vector<int>& parent) {
+  std::vector<std::int32_t> forest(parent.begin(), parent.end());
+  const std::vector<std::int64_t> post = forest_postorder(forest);
+  std::vector<std::int64_t> first(n, -1), delta(n, 0), max_first(n, -1), prev_leaf(n, -1), ancestor(n);
+  for (std::int64_t k = 0; k < n; ++k) {  // first[j]: the first descendant of j, in postorder
+    std::int64_t j = post[k];
+    delta[j] = first[j] == -1 ? 1 : 0;    // a leaf of the tree counts its own diagonal
+    for (; j != -1 && first[j] == -1; j = parent[j]) first[j] = k;
+  }
+  std::iota(ancestor.begin(), ancestor.end(), 0);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t j = post[k];
+    if (parent[j] != -1) --delta[parent[j]];
+    for (std::int32_t p = indptr[j]; p < indptr[j + 1]; ++p) {
+      const std::int64_t i = indices[p];
+      // Is j a leaf of row i's subtree (A(i, j) with i > j, no earlier leaf below j)?
+      if (i <= j || first[j] <= max_first[i]) continue;
+      max_first[i] = first[j];
+      const std::int64_t previous = prev_leaf[i];
+      prev_leaf[i] = j;
+      ++delta[j];
+      if (previous == -1) continue;  // the subtree's first leaf
+      std::int64_t q = previous;     // the least common ancestor of the previous leaf and j
+      while (q != ancestor[q]) q = ancestor[q];
+      for (std::int64_t s = previous; s != q;) {
+        const std::int64_t up = ancestor[s];
+        ancestor[s] = q;
+        s = up;
+      }
+      --delta[q];
+    }
+    if (parent[j] != -1) ancestor[j] = parent[j];
+  }
+  for (std::int64_t j = 0; j < n; ++j)  // a column's count: its subtree's deltas (children first)
+    if (parent[j] != -1) delta[parent[j]] += delta[j];
+  for (std::int64_t& c : delta) --c;    // below the diagonal
+  return delta;
+}
+
 // The elimination forest cut at the `breaks`: a parent outside the child's range (between
 // consecutive breaks) counts as none. What a range's own computation sees, so that a leaf of
 // the separator tree can be analysed alone (parallel_symbolic.hpp).
@@ -178,22 +223,8 @@ SupernodalStructure symbolic_cholesky(std::int64_t n, const std::int32_t* indptr
     for (std::int64_t k = 0; k < n; ++k) f.post[k] = static_cast<std::int32_t>(k);
   }
   f.parent = elimination_tree(n, indptr, indices);
-  // Column counts below the diagonal, from the row subtrees: row i of L holds column k < i
-  // exactly when k lies on the etree path from some A(i, k') (k' < i) up to i. Each path is
-  // walked until it meets a column already marked for row i: O(nnz(L)) steps, no storage.
-  std::vector<std::int64_t> count(n, 0);
+  const std::vector<std::int64_t> count = column_counts(n, indptr, indices, f.parent);
   std::vector<int> nchildren(n, 0);
-  {
-    std::vector<std::int64_t> mark(n, -1);
-    for (std::int64_t i = 0; i < n; ++i) {
-      mark[i] = i;
-      for (std::int32_t p = indptr[i]; p < indptr[i + 1]; ++p)
-        for (std::int64_t k = indices[p]; k < i && mark[k] != i; k = f.parent[k]) {
-          ++count[k];
-          mark[k] = i;
-        }
-    }
-  }
   for (std::int64_t j = 0; j < n; ++j)
     if (f.parent[j] >= 0) ++nchildren[f.parent[j]];
   // Fundamental supernodes: j+1 continues j's supernode when it is j's parent, j is its only
