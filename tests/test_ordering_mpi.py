@@ -1,10 +1,11 @@
-"""The parallel ordering (issue 35): PT-Scotch's nested dissection on the row-distributed
-matrix (direct/parallel_ordering.hpp), alone ("ptscotch") or with METIS on each leaf
-("ptscotch-metis"), on every gallery family at 1-4 ranks (3 and 4 oversubscribed): a
+"""The parallel ordering (issue 35): PT-Scotch's separators on the row-distributed matrix
+(direct/parallel_ordering.hpp), each leaf ordered on a rank of its own by Scotch ("ptscotch")
+or by METIS ("ptscotch-metis"), on every gallery family at 1-4 ranks (3 and 4 oversubscribed): a
 permutation, the same on every rank, a separator tree of log2 of the ordering ranks' levels
 whose separators separate (checked in numpy from the matrix), fill against serial METIS
 nested dissection, the symbolic structure computed in parallel equal to the serial one, and
-factor() with it solving to a backward error of at most 1e-14."""
+factor() with it solving to a backward error of at most 1e-14; and the default's choice of
+the leaves' ordering by the mesh's dimension."""
 
 import math
 
@@ -80,10 +81,11 @@ def test_fill_against_serial_metis(nprocs):
 @pytest.mark.parametrize("nprocs", RANKS)
 def test_default_orders_leaves_by_dimension(nprocs):
     """The default ordering of a distributed matrix orders the leaves by METIS on 3D meshes
-    (whose shells grow as r^2) and by PT-Scotch on 2D ones (as r), leaving at most 1.3x serial
-    METIS's fill (the issue's bound) on every one, and factor() reports the ordering it used."""
+    (whose shells grow as r^2) and by Scotch on 2D ones (as r), with a dense row too (which
+    the shells go round), and by Scotch on a path; leaving at most 1.3x serial METIS's fill
+    (the issue's bound) on every one; and factor() reports the ordering it used."""
     lines = [r for r in all_lines(nprocs) if "auto_leaves" in r]
-    assert len(lines) == 13
+    assert len(lines) == 16
     for r in lines:
         family = r["auto_leaves"].split(":")[0]
         expected = "ptscotch-metis" if family.endswith("3d") or family in ("poisson3d27", "hpcg") else "ptscotch"

@@ -12,9 +12,9 @@ the matrix) differs from the serial one on the gathered matrix, and the
 backward error and the error against a known solution of factor() with the ordering on a
 grid of the K ranks. Then, for four families, a line comparing the parallel symbolic
 factorization for METIS's 3-level tree (8 leaves, separators on the last rank) with the
-serial one. Last, a line per mesh of the leaf ordering that the default ("auto") chooses
-(METIS where the graph grows as a 3D mesh, PT-Scotch's otherwise), its nnz(L) and serial
-METIS's, and which ordering factor() reports with it.
+serial one. Last, a line per graph (meshes, two of them with a dense row, a path) of the
+leaf ordering that the default ("auto") chooses (METIS's on a 3D mesh, Scotch's otherwise),
+its nnz(L) and serial METIS's, and (for two) which ordering factor() reports with it.
 """
 
 import json
@@ -127,9 +127,27 @@ for spec in ("poisson2d:20", "kkt3d:4", "dg3d:2", "random:rows=300,nnz_per_row=5
 
 
 # The default's leaf ordering on meshes, and (for two of them) the ordering factor() reports.
-for spec in ("poisson2d:300", "poisson2d9:300", "convdiff2d:300", "aniso2d:300", "poisson3d:32", "poisson3d27:32",
-             "elasticity3d:16", "groundwater3d:32", "kkt3d:24", "hpcg:32", "dg3d:8", "poisson2d:120", "poisson3d:12"):
-    A_global = checked_matrix(gallery.from_spec(spec))
+def with_dense_row(A):
+    """A with its first row and column full (a constraint): every vertex 2 steps from every other."""
+    n = A.shape[0]
+    D = sp.csr_matrix((np.ones(n), (np.zeros(n, dtype=np.int64), np.arange(n))), shape=(n, n))
+    return (A + D + D.T).tocsr()
+
+
+def path(n):
+    """A tridiagonal matrix: a path, whose shells do not grow."""
+    return sp.diags([-np.ones(n - 1), 4 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1], format="csr")
+
+
+MESHES = {spec: lambda spec=spec: gallery.from_spec(spec) for spec in (
+    "poisson2d:300", "poisson2d9:300", "convdiff2d:300", "aniso2d:300", "poisson3d:32", "poisson3d27:32",
+    "elasticity3d:16", "groundwater3d:32", "kkt3d:24", "hpcg:32", "dg3d:8", "poisson2d:120", "poisson3d:12")}
+MESHES["poisson3d:32+dense-row"] = lambda: with_dense_row(gallery.from_spec("poisson3d:32"))
+MESHES["poisson2d:300+dense-row"] = lambda: with_dense_row(gallery.from_spec("poisson2d:300"))
+MESHES["path:100000"] = lambda: path(100000)
+
+for spec, build in MESHES.items():
+    A_global = checked_matrix(build())
     A = ParCSR.from_global(A_global, comm)
     parts = {}
     tree, chosen = parallel_ordering(A, None, times=parts, leaves="auto")

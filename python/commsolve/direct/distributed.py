@@ -28,7 +28,7 @@ from ..parcsr import ParCSR
 from ..partition import Distribution, adjacency_graph
 from ..topology import make_topology
 from .factor3d import factor_on_grids, local_entries, planned_factor_stats_here
-from .parallel_analysis import (one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
+from .parallel_analysis import (LEAVES, one_norm, parallel_ordering, parallel_symbolic, pivoting_gathered,
                                 pivoting_in_parallel, rows_of_B)
 from .options import ALGORITHMS, check_choice, is_auto, parse_grid, solve_options, solve_threads
 from .serial import PIVOTING_DEFAULTS, SparseLU, checked_lu_options, pivoted
@@ -338,7 +338,7 @@ def analyze(source, comm, request):
     asked = symbolic_options.get("ordering", LU_DEFAULTS["ordering"])
     symbolic_options["ordering"] = options["ordering"] = chosen_ordering(asked, comm.size, on_grids)
     if on_grids and symbolic_options["ordering"] in PARALLEL_ORDERINGS:
-        leaves = "auto" if asked == "auto" else _LEAVES[symbolic_options["ordering"]]
+        leaves = "auto" if asked == "auto" else LEAVES[symbolic_options["ordering"]]
         return _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves)
     t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source
@@ -415,11 +415,6 @@ def _nnz_LU(structure):
     return int((widths * widths + 2 * widths * below).sum())
 
 
-# How each parallel ordering orders the leaves of PT-Scotch's separator tree
-# (parallel_analysis.parallel_ordering's ``leaves``).
-_LEAVES = {"ptscotch": "scotch", "ptscotch-metis": "metis"}
-
-
 def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves):
     """Collective. The Analysis of the ParCSR ``source`` computed on every rank from its own
     rows: the static pivoting (A gathered on ``root`` only for the large-diagonal matching),
@@ -437,8 +432,8 @@ def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves):
         pivoting = pivoting_gathered(source, equil, "mc64", root, parts)
     parts["pivoting"] = time.perf_counter() - t0 - parts.get("gather", 0.0)
     rows = rows_of_B(source, pivoting.row_of_col, local)
-    ordered, symbolic_options["ordering"] = parallel_ordering(
-        source, pivoting.row_of_col, parts, leaves, rows)
+    ordered, used = parallel_ordering(source, pivoting.row_of_col, parts, leaves, rows)
+    options["ordering"] = symbolic_options["ordering"] = used
     structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, rows)
     del rows
     perm = np.asarray(structure.perm)

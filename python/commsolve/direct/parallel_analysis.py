@@ -23,8 +23,13 @@ from .pivoting import StaticPivoting, check_row_perm, equilibration_scales
 from .serial import pivoted
 from .symbolic import SymbolicOptions
 
-__all__ = ["rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered", "one_norm",
+__all__ = ["LEAVES", "rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered", "one_norm",
            "is_symmetric"]
+
+
+# How each parallel ordering orders the leaves of PT-Scotch's separator tree (the ``leaves``
+# of :func:`parallel_ordering`, which the default "auto" chooses by the graph).
+LEAVES = {"ptscotch": "scotch", "ptscotch-metis": "metis"}
 
 
 def rows_of_B(source, row_of_col, local=None):
@@ -78,10 +83,9 @@ def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None
         ``nested_dissection`` (PT-Scotch's top levels), ``ordering_gather`` and
         ``leaf_ordering``, seconds.
     leaves : {"scotch", "metis", "auto"}
-        How the leaf subdomains are ordered, each on one rank: by Scotch (with leaves of up to
-        16000 vertices on a 2D mesh); by METIS (``"ptscotch-metis"``); or by METIS where the
-        graph grows as a 3D mesh does and by Scotch otherwise (the default ordering's choice,
-        C++ ``graph_is_3d``).
+        How the leaf subdomains are ordered, each on one rank (:data:`LEAVES`): by Scotch, by
+        METIS, or by METIS on a 3D mesh and by Scotch otherwise (the default ordering's
+        choice, C++ ``mesh_dimension``).
     rows : tuple of ndarray, optional
         :func:`rows_of_B`'s, if the caller holds them.
 
@@ -94,7 +98,7 @@ def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None
     """
     rows = rows_of_B(source, row_of_col) if rows is None else rows
     tree, used = _core.ptscotch_ordering(source.comm.py2f(), source.shape[0], 0, *rows, leaves, 0, times)
-    return tree, "ptscotch-metis" if used == "metis" else "ptscotch"
+    return tree, next(name for name, how in LEAVES.items() if how == used)
 
 
 def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None):

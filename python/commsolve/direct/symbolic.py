@@ -42,13 +42,12 @@ def chosen_ordering(ordering, nranks, distributed):
     solve measured fastest (``bench/factor_vs_superlu.py`` against SuperLU_DIST at 1, 2 and 4
     ranks, ``bench/results/setup_vs_superlu9_parallel*.json``).
 
-    For a distributed matrix (a ParCSR), PT-Scotch's nested dissection, no rank gathering A,
-    where MPI allows PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE): returned as
-    ``"ptscotch"``, its leaves are then ordered by METIS where the graph grows as a 3D mesh
-    does (``"ptscotch-metis"``: Scotch's leaves leave 1.06-1.3x METIS's fill there, and take
-    no less time) and by PT-Scotch otherwise (on 2D meshes 1.05-1.07x METIS's fill, in less
-    time); ``factor()`` reports which in ``solver.analysis.ordering``. Otherwise the separator
-    tree on one rank (``"tree"``, also SparseLU's). Any other name stands for itself.
+    For a distributed matrix (a ParCSR), PT-Scotch's separators, no rank gathering A, where
+    MPI allows PT-Scotch's threads (one rank, or MPI_THREAD_MULTIPLE): returned as
+    ``"ptscotch"``, its leaves are then ordered by METIS on a 3D mesh (``"ptscotch-metis"``)
+    and by Scotch otherwise (docs/concepts.md, "The ordering in parallel", has the fill and the
+    time of each); ``factor()`` reports which in ``solver.analysis.ordering``. Otherwise the
+    separator tree on one rank (``"tree"``, also SparseLU's). Any other name stands for itself.
 
     Parameters
     ----------
@@ -109,11 +108,11 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
         ``"auto"`` (here ``"tree"``; see :func:`chosen_ordering`), ``"nd"`` (METIS nested
         dissection), ``"tree"`` (recursive METIS vertex separators keeping the top ``levels``
         levels as an explicit binary separator tree, supernodes split at its node
-        boundaries), ``"ptscotch"`` (PT-Scotch's nested dissection, here on one process;
-        :func:`~commsolve.direct.factor` runs it on the distributed matrix, keeping log2 of
-        its ordering ranks as tree levels), ``"ptscotch-metis"`` (the same with each leaf
-        subdomain reordered by METIS, each on its own rank; on one process it is METIS's
-        ordering) or ``"natural"``.
+        boundaries), ``"ptscotch"`` (Scotch's nested dissection, here on one process;
+        :func:`~commsolve.direct.factor` runs PT-Scotch's on the distributed matrix, keeping
+        log2 of its ordering ranks as tree levels, each leaf ordered by Scotch on a rank of
+        its own), ``"ptscotch-metis"`` (the same with each leaf ordered by METIS; on one
+        process it is METIS's ordering) or ``"natural"``.
     levels : int, optional
         The top levels of the separator tree kept (``ordering="tree"``).
     relax : float, optional
@@ -128,7 +127,8 @@ def supernodal_structure(A, max_supernode=None, ordering=None, levels=None, rela
         (the supernodal structure).
     ordered : SeparatorTree, optional
         An ordering computed elsewhere (a :class:`SeparatorTree` with ``perm``, as
-        ``_core.ptscotch_ordering`` returns it), used instead of ``ordering`` and ``levels``.
+        :func:`~commsolve.direct.parallel_analysis.parallel_ordering` returns it), used
+        instead of ``ordering`` and ``levels``.
     graph : scipy.sparse.csr_matrix, optional
         The pattern of ``A + A^T`` without its diagonal as :func:`~commsolve.partition.adjacency_graph`
         gives it, if the caller holds it (then not computed again).

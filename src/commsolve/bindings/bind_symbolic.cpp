@@ -244,12 +244,12 @@ void bind_analysis(nb::module_& m) {
     return nb::make_tuple(std::move(tree), t.metis_leaves ? "metis" : "scotch");
   }, "comm"_a, "n"_a, "first_row"_a, "indptr"_a, "indices"_a, "values"_a = nb::none(), "new_row"_a = nb::none(),
         "leaves"_a = "scotch", "max_ranks"_a = 0, "times"_a = nb::none(),
-        "Collective on comm (a Fortran handle). Nested dissection of the pattern of B + B^T by PT-Scotch on the largest "
-        "power of two of ranks (direct/parallel_ordering.hpp): this rank holds rows [first_row, first_row + rows) of A "
-        "(CSR, global columns; a zero value is not an entry), new_row their rows in B (default: the same). Returns "
-        "(the SeparatorTree with perm, the same on every rank; the leaves' ordering, 'scotch' or 'metis'). leaves: "
-        "'scotch' (PT-Scotch's), 'metis' (each leaf reordered by METIS on one rank) or 'auto' (METIS's where the "
-        "graph grows as a 3D mesh, graph_is_3d).");
+        "Collective on comm (a Fortran handle). Nested dissection of the pattern of B + B^T: PT-Scotch's separators on "
+        "the largest power of two of ranks, each leaf then ordered on a rank of its own (direct/parallel_ordering.hpp). "
+        "This rank holds rows [first_row, first_row + rows) of A (CSR, global columns; a zero value is not an entry), "
+        "new_row their rows in B (default: the same). Returns (the SeparatorTree with perm, the same on every rank; "
+        "the leaves' ordering, 'scotch' or 'metis'). leaves: 'scotch' (Scotch's), 'metis' (METIS's) or 'auto' "
+        "(METIS's on a 3D mesh, mesh_dimension).");
   m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices,
                                  std::optional<In<double>> values, In<std::int64_t> row_index,
                                  const SeparatorTree& ordering, const SymbolicOptions& opts, int root,

@@ -152,9 +152,9 @@ SeparatorTree tree_from_sizes(const std::vector<int>& sizes, int q) {
 // 2^levels subdomains left to right, then each level's separators from the bottom up), from
 // PT-Scotch's own interface with a strategy that stops after `levels` levels and leaves the
 // subdomains and separators in their given order (SCOTCH_stratDgraphOrderBuild's level and
-// "simple" flags). For ptscotch-metis, whose leaves METIS orders next: through the ParMETIS
-// interface Scotch would first order them itself, a nested dissection of each whole subdomain
-// thrown away. Collective on `sub` (the q ordering ranks). Returns false, the same on every
+// "simple" flags): the leaves are ordered next, each on a rank of its own (through the ParMETIS
+// interface Scotch would order them here, on the same ranks, a nested dissection of each whole
+// subdomain thrown away). Collective on `sub` (the q ordering ranks). Returns false, the same on every
 // rank, where Scotch failed or left a subdomain above the last level unseparated (it does on
 // small or dense graphs): the tree is then not the full binary tree that `sizes` describes.
 bool scotch_top_levels(MPI_Comm sub, int q, int levels, const std::vector<int>& vtxdist, const std::vector<int>& xadj,
@@ -225,19 +225,18 @@ bool scotch_top_levels(MPI_Comm sub, int q, int levels, const std::vector<int>& 
     self(self, s[1], depth + 1, 2 * i + 1);
   };
   if (shaped) place(place, root, 0, 0);
-  if (shaped) std::copy(placed.begin(), placed.end(), sizes.begin());
-  return shaped;
+  int everywhere = shaped ? 1 : 0;  // the same verdict on every rank, which the fallback needs
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_LAND, sub), "MPI_Allreduce");
+  if (everywhere) std::copy(placed.begin(), placed.end(), sizes.begin());
+  return everywhere != 0;
 }
 
 // Scotch's nested dissection of one process's graph (no self loops), perm[k] the original
 // index of the k-th eliminated vertex: Scotch 7's ordering strategy for speed (what
 // SCOTCH_stratGraphOrderBuild builds with SCOTCH_STRATSPEED: vertex compression, one
 // multilevel vertex separator a level, halo approximate minimum fill on the leaves), with
-// leaves of up to `leaf_vertices` vertices instead of 240. Against PT-Scotch's ordering through
-// ParMETIS's interface on one process: on 2D meshes leaves of 16000 take 0.4x the time
-// (convdiff2d:1000: 1.12 s against 2.73 s; poisson2d9:1000: 1.07 against 2.53 s) for 1.01-1.06x
-// the factorization's flops; on 3D meshes they cost 1.06x the flops (kkt3d:30), so those keep
-// 240 (0.49 s against 0.45 s, 0.99x the flops).
+// leaves of up to `leaf_vertices` vertices instead of 240 (on 2D meshes larger leaves take
+// less than half the time for a few percent more flops: docs/concepts.md).
 std::vector<std::int32_t> scotch_nested_dissection(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy,
                                                    int leaf_vertices) {
   static const char* separator =
@@ -246,8 +245,11 @@ std::vector<std::int32_t> scotch_nested_dissection(std::int64_t n, const std::in
   const std::string dissect = "n{sep=/((vert)>(" + std::to_string(leaf_vertices) + "))?(" + separator +
                               ");,ole=f{cmin=15,cmax=100000,frat=0},ose=g{pass=3}}";
   const std::string text = "c{rat=0.7,cpr=" + dissect + ",unc=" + dissect + "}";
-  std::vector<SCOTCH_Num> vert(xadj, xadj + n + 1), edge(adjncy, adjncy + xadj[n]);
-  if (edge.empty()) edge.push_back(0);  // a valid pointer for a graph without edges
+  static_assert(sizeof(SCOTCH_Num) == sizeof(std::int32_t), "Scotch built with 32-bit SCOTCH_Num expected");
+  // Scotch reads the graph's arrays (its pointers are not const).
+  SCOTCH_Num* vert = const_cast<SCOTCH_Num*>(reinterpret_cast<const SCOTCH_Num*>(xadj));
+  SCOTCH_Num none = 0;  // a valid pointer for a graph without edges
+  SCOTCH_Num* edge = xadj[n] > 0 ? const_cast<SCOTCH_Num*>(reinterpret_cast<const SCOTCH_Num*>(adjncy)) : &none;
   std::vector<SCOTCH_Num> permtab(static_cast<std::size_t>(n)), peritab(static_cast<std::size_t>(n));
   SCOTCH_Graph graph;
   SCOTCH_Strat strategy;
@@ -255,8 +257,8 @@ std::vector<std::int32_t> scotch_nested_dissection(std::int64_t n, const std::in
   SCOTCH_stratInit(&strategy);
   SCOTCH_Num blocks = 0;
   SCOTCH_randomReset();
-  const bool ok = SCOTCH_graphBuild(&graph, 0, static_cast<SCOTCH_Num>(n), vert.data(), vert.data() + 1, nullptr,
-                                    nullptr, xadj[n], edge.data(), nullptr) == 0 &&
+  const bool ok = SCOTCH_graphBuild(&graph, 0, static_cast<SCOTCH_Num>(n), vert, vert + 1, nullptr, nullptr, xadj[n],
+                                    edge, nullptr) == 0 &&
                   SCOTCH_stratGraphOrder(&strategy, text.c_str()) == 0 &&
                   SCOTCH_graphOrder(&graph, &strategy, permtab.data(), peritab.data(), &blocks, nullptr, nullptr) == 0;
   SCOTCH_stratExit(&strategy);
@@ -267,15 +269,18 @@ std::vector<std::int32_t> scotch_nested_dissection(std::int64_t n, const std::in
 }
 
 // How each leaf is reordered: by METIS_NodeND, or by Scotch (scotch_nested_dissection) with
-// its own leaves of 240 vertices on a 3D mesh and of n / 64 on a 2D one (240 to 16000: the
-// speed where it is worth it, more levels of separators where the graph is small).
+// its own leaves of n / 64 vertices on a 2D mesh (240 to 16000: the speed where it is worth it,
+// more levels of separators where the graph is small) and its default 240 otherwise.
 struct LeafOrderer {
+  static constexpr int scotch_leaf = 240, planar_leaf_max = 16000, planar_leaf_share = 64;
   bool metis = true;
-  bool three_d = false;
+  MeshDimension mesh = MeshDimension::unknown;
   std::vector<std::int32_t> operator()(std::int64_t n, const std::int32_t* xadj, const std::int32_t* adjncy) const {
+    if (n == 0) return {};
     if (metis) return metis_nested_dissection(n, xadj, adjncy);
-    const int leaf = three_d ? 240 : static_cast<int>(std::clamp<std::int64_t>(n / 64, 240, 16000));
-    return scotch_nested_dissection(n, xadj, adjncy, leaf);
+    const std::int64_t planar = std::clamp<std::int64_t>(n / planar_leaf_share, scotch_leaf, planar_leaf_max);
+    return scotch_nested_dissection(n, xadj, adjncy,
+                                    mesh == MeshDimension::two ? static_cast<int>(planar) : scotch_leaf);
   }
 };
 
@@ -292,9 +297,20 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
       leaves.push_back(k);
     }
   require(static_cast<int>(leaves.size()) <= P, "parallel ordering: more leaves than ranks");
+  // A leaf ordering that fails on its rank fails on every rank, before they wait for its result.
+  std::string error;
+  auto ordered = [&](std::int64_t size, const std::int32_t* gx, const std::int32_t* ga) {
+    try {
+      return order(size, gx, ga);
+    } catch (const std::exception& e) {
+      error = e.what();
+      return std::vector<std::int32_t>(static_cast<std::size_t>(size), 0);
+    }
+  };
   if (q == 1) {  // one leaf, the whole graph, which rank 0 holds in the tree's order (the identity)
     std::vector<std::int32_t> all(tree.perm.size());
-    if (rank == 0) all = order(static_cast<std::int64_t>(all.size()), xadj.data(), adjncy.data());
+    if (rank == 0) all = ordered(static_cast<std::int64_t>(all.size()), xadj.data(), adjncy.data());
+    agree_on_error(comm, error, "the leaf ordering");
     check_mpi(MPI_Bcast(all.data(), static_cast<int>(all.size()), MPI_INT32_T, 0, comm), "MPI_Bcast");
     tree.perm = std::move(all);
     return;
@@ -346,10 +362,11 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
       const std::int64_t at = deg[local_of[recv[e]]];
       for (std::int64_t j = 0; j < recv[e + 1]; ++j) ga[at + j] = static_cast<std::int32_t>(local_of[recv[e + 2 + j]]);
     }
-    const std::vector<std::int32_t> local = order(size, gx.data(), ga.data());
+    const std::vector<std::int32_t> local = ordered(size, gx.data(), ga.data());
     mine.resize(static_cast<std::size_t>(size));
     for (std::int64_t c = 0; c < size; ++c) mine[c] = tree.perm[first + local[c]];
   }
+  agree_on_error(comm, error, "the leaf ordering");
   std::vector<int> counts(P, 0), disp(P + 1, 0);
   for (std::size_t i = 0; i < leaves.size(); ++i)
     counts[i] = static_cast<int>(tree.col_end[leaves[i]] - tree.col_start[leaves[i]]);
@@ -364,7 +381,7 @@ void reorder_leaves(MPI_Comm comm, int rank, int P, int q, const std::vector<std
 
 }  // namespace
 
-bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy) {
+MeshDimension mesh_dimension(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy) {
   constexpr int seeds = 16;
   constexpr std::size_t most = std::size_t{1} << 16;  // a ball this large is not a mesh's: no sample
   int P = 0, rank = 0;
@@ -372,6 +389,18 @@ bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int*
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   const int q = static_cast<int>(off.size()) - 1;
   const std::int64_t first = rank < q ? off[rank] : 0, rows = rank < q ? off[rank + 1] - first : 0;
+  // A hub (a dense row: a constraint, a Lagrange multiplier) joins everything to everything:
+  // the balls go round it, neither expanding it nor asking for its neighbours. A hub has over
+  // 8x the largest of the ranks' median degrees.
+  std::int64_t median = 0, hub = 0;
+  if (rows > 0) {
+    std::vector<int> degree(static_cast<std::size_t>(rows));
+    for (std::int64_t v = 0; v < rows; ++v) degree[v] = xadj[v + 1] - xadj[v];
+    std::nth_element(degree.begin(), degree.begin() + rows / 2, degree.end());
+    median = degree[rows / 2];
+  }
+  check_mpi(MPI_Allreduce(&median, &hub, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  hub = 8 * std::max<std::int64_t>(hub, 1);
   struct Ball {
     std::vector<int> by_distance;   // the vertices, by distance from the seed
     std::unordered_set<int> seen;
@@ -381,7 +410,7 @@ bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int*
   std::vector<Ball> balls;
   for (int s = 0; s < seeds && rows > 0; ++s) {
     const int seed = static_cast<int>(first + (2 * s + 1) * rows / (2 * seeds));
-    balls.push_back(Ball{{seed}, {seed}});
+    if (xadj[seed - first + 1] - xadj[seed - first] <= hub) balls.push_back(Ball{{seed}, {seed}});
   }
   for (int r = 1; r <= 3; ++r) {
     // The neighbours of shell r - 1's vertices that other ranks hold, asked of their owners
@@ -400,14 +429,14 @@ bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int*
       send_count[t] = static_cast<int>(ask[t].size());
     }
     const std::vector<int> asked = all_to_all(comm, send, send_count, &got_count);
-    send.clear();  // the answers: each asked vertex's degree, then its neighbours
+    send.clear();  // the answers: each asked vertex's degree, then its neighbours (none for a hub)
     std::size_t at = 0;
     for (int t = 0; t < P; ++t) {
       const std::size_t before = send.size();
       for (int k = 0; k < got_count[t]; ++k, ++at) {
-        const std::int64_t v = asked[at] - first;
-        send.push_back(xadj[v + 1] - xadj[v]);
-        send.insert(send.end(), adjncy + xadj[v], adjncy + xadj[v + 1]);
+        const std::int64_t v = asked[at] - first, degree = xadj[v + 1] - xadj[v];
+        send.push_back(degree > hub ? 0 : static_cast<int>(degree));
+        if (degree <= hub) send.insert(send.end(), adjncy + xadj[v], adjncy + xadj[v + 1]);
       }
       send_count[t] = static_cast<int>(send.size() - before);
     }
@@ -422,14 +451,18 @@ bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int*
     for (Ball& b : balls) {
       for (std::size_t a = b.shell[r - 1]; a < b.shell[r] && b.kept; ++a) {
         const int u = b.by_distance[a];
-        const auto [lo, hi] = u >= first && u < first + rows
-                                  ? std::pair<const int*, const int*>{adjncy + xadj[u - first], adjncy + xadj[u - first + 1]}
-                                  : theirs.at(u);
-        for (const int* w = lo; w != hi; ++w)
-          if (b.seen.insert(*w).second) b.by_distance.push_back(*w);
-        b.kept = b.by_distance.size() < most;
+        const bool local = u >= first && u < first + rows;
+        auto [lo, hi] = local ? std::pair<const int*, const int*>{adjncy + xadj[u - first], adjncy + xadj[u - first + 1]}
+                              : theirs.at(u);
+        if (hi - lo > hub) continue;  // a local hub (another rank's answers none)
+        for (const int* w = lo; w != hi && b.kept; ++w)
+          if (b.seen.insert(*w).second) {
+            b.by_distance.push_back(*w);
+            b.kept = b.by_distance.size() < most;
+          }
       }
       b.shell[r + 1] = b.by_distance.size();
+      if (!b.kept) b = Ball{{}, {}, {}, false};
     }
   }
   std::array<double, seeds> ratio;
@@ -441,10 +474,11 @@ bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int*
   std::vector<double> all(static_cast<std::size_t>(P) * seeds);
   check_mpi(MPI_Allgather(ratio.data(), seeds, MPI_DOUBLE, all.data(), seeds, MPI_DOUBLE, comm), "MPI_Allgather");
   all.erase(std::remove_if(all.begin(), all.end(), [](double x) { return !(x >= 0); }), all.end());
-  if (all.empty()) return false;
+  if (all.empty()) return MeshDimension::unknown;
   const auto mid = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
   std::nth_element(all.begin(), mid, all.end());
-  return *mid > 1.6;
+  if (*mid > 1.6) return MeshDimension::three;
+  return *mid > 1.25 ? MeshDimension::two : MeshDimension::unknown;  // a path's shells do not grow
 }
 
 namespace {
@@ -492,9 +526,9 @@ SeparatorTree nested_dissection_on(MPI_Comm comm, std::int64_t n, std::int64_t f
   LeafOrderer orderer{leaves == LeafOrdering::metis};
   if (leaves != LeafOrdering::metis) {
     t = clock_type::now();
-    orderer.three_d = graph_is_3d(comm, off, xadj.data(), adjncy.data());
+    orderer.mesh = mesh_dimension(comm, off, xadj.data(), adjncy.data());
     if (times != nullptr) times->dimension = seconds_since(t);
-    orderer.metis = leaves == LeafOrdering::by_dimension && orderer.three_d;
+    orderer.metis = leaves == LeafOrdering::by_dimension && orderer.mesh == MeshDimension::three;
   }
   if (times != nullptr) times->metis_leaves = orderer.metis;
 

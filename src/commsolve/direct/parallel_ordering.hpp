@@ -1,6 +1,6 @@
 // Nested dissection computed in parallel on a row-distributed matrix (issue 35, item 2), by
-// PT-Scotch: the ordering SuperLU_DIST gets with its `ParMETIS` column ordering
-// (get_perm_c_parmetis). As ParMETIS's interface does, it uses a power of two of processes, so
+// PT-Scotch: the separators SuperLU_DIST gets with its `ParMETIS` column ordering
+// (get_perm_c_parmetis), the leaves ordered apart. As ParMETIS's interface does, it uses a power of two of processes, so
 // the largest power of two P' <= P ranks order the graph (the symmetric pattern of B + B^T is
 // first spread over them in balanced blocks) and every rank receives the result. PT-Scotch
 // computes the top log2 P' levels of separators (the P' subdomains, then each level's
@@ -20,10 +20,10 @@
 namespace commsolve {
 
 // How the leaf subdomains are ordered, each on one rank: by Scotch (its own leaves of up to
-// 16000 vertices on a 2D mesh, 240 on a 3D one, graph_is_3d), by METIS
-// (METIS_NodeND), or by METIS where the graph grows as a 3D mesh does and by Scotch otherwise.
-// On the gallery's 2D meshes Scotch's orderings leave 1.05-1.07x METIS's fill in less time; on
-// its 3D ones 1.06-1.19x (kkt3d:30: 1.32x) in no less time.
+// 16000 vertices on a 2D mesh, 240 otherwise, mesh_dimension), by METIS (METIS_NodeND), or by
+// METIS on a 3D mesh and by Scotch otherwise: Scotch's orderings leave more fill than METIS's,
+// little on 2D meshes, where they take less time, more on 3D ones, where they do not
+// (docs/concepts.md, "The ordering in parallel", has the figures).
 enum class LeafOrdering { scotch, metis, by_dimension };
 
 // Seconds of each part, on the calling rank, and the leaf ordering used.
@@ -65,15 +65,20 @@ SeparatorTree ptscotch_nested_dissection(MPI_Comm comm, std::int64_t n, std::int
 std::vector<std::int32_t> ptscotch_nested_dissection(std::int64_t n, const std::int32_t* xadj,
                                                      const std::int32_t* adjncy, bool metis_leaves = false);
 
-// Collective on `comm`. Whether the graph, held in contiguous blocks of vertices (rank r's:
+// How a graph grows, which says how to order it: its shells (the vertices at distance r from
+// a vertex) grow as r^(d-1) on a d-dimensional mesh.
+enum class MeshDimension { two, three, unknown };
+
+// Collective on `comm`. How the graph grows, held in contiguous blocks of vertices (rank r's:
 // [off[r], off[r + 1]), none on ranks past off's end; `xadj` relative to this rank's block,
-// `adjncy` global, no self loops), grows as a 3D mesh does: the median over 16 seeds spread
-// through every block of |shell(3)| / |shell(2)| (shell r: the vertices at distance r, found by
-// three rounds of asking the owners of the frontier for its neighbours) is above 1.6. A
-// d-dimensional mesh's shells grow as r^(d-1): 1.5 on the gallery's 2D meshes (1.3-1.5 at a
-// boundary), medians of 1.7-2.4 on its 3D ones (a multiple of the unknowns per mesh point
-// cancels out). False where no ball qualifies (balls of over 65536 vertices are not sampled).
-bool graph_is_3d(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy);
+// `adjncy` global, no self loops): the median over 16 seeds spread through every block of
+// |shell(3)| / |shell(2)|, found by three rounds of asking the owners of the frontier for its
+// neighbours, is 1.5 on the gallery's 2D meshes (1.3-1.5 at a boundary) and 1.7-2.4 on its 3D
+// ones (a multiple of the unknowns per mesh point cancels out): three above 1.6, two above
+// 1.25. Hubs (vertices of over 8x the largest of the ranks' median degrees: dense rows) are
+// counted but not gone through. Unknown below 1.25 (a path's shells do not grow) and where no
+// ball qualifies (balls of over 65536 vertices are not sampled).
+MeshDimension mesh_dimension(MPI_Comm comm, const std::vector<std::int64_t>& off, const int* xadj, const int* adjncy);
 
 // The largest power of two of ranks, at most `ranks` and `max_ranks` (when positive) and at
 // most n / 2 (at least 1), that ptscotch_nested_dissection orders with.
