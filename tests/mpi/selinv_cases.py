@@ -85,11 +85,14 @@ for spec in FAMILIES:
                       flush=True)
 
 # Large enough that a rank's products for a supernode run in several pieces (about 2 MFlop
-# each: direct/selinv_plan.hpp's product_pieces), with messages handled between them.
+# each: direct/selinv_plan.hpp's product_pieces), with messages handled between them. METIS's
+# nested dissection on the root, the same on every grid (the default's supernodes depend on
+# the ranks and on how it orders leaves).
 A = sp.csr_matrix(gallery.from_spec("poisson3d:14"))  # the smallest with split products on every grid
 dense = np.linalg.inv(A.toarray()) if comm.rank == 0 else None
 for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):  # 128 columns: several blocks below each
-    lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, max_supernode=128, **options)
+    lu = direct.factor(ParCSR.from_global(A, comm), comm, grid=grid, topology=topo, max_supernode=128, ordering="nd",
+                       **options)
     S = lu.selected_inverse(symmetric=form == "symmetric")
     if comm.rank == 0:
         C = S.tocoo()
