@@ -23,8 +23,8 @@ from .pivoting import StaticPivoting, check_row_perm, equilibration_scales
 from .serial import pivoted
 from .symbolic import SymbolicOptions
 
-__all__ = ["LEAVES", "rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered", "one_norm",
-           "is_symmetric"]
+__all__ = ["LEAVES", "rows_of_B", "parallel_ordering", "parallel_symbolic", "pivoting_in_parallel", "pivoting_gathered",
+           "one_norm", "is_symmetric"]
 
 
 # How each parallel ordering orders the leaves of PT-Scotch's separator tree (the ``leaves``

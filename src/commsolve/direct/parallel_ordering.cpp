@@ -452,8 +452,8 @@ MeshDimension mesh_dimension(MPI_Comm comm, const std::vector<std::int64_t>& off
       for (std::size_t a = b.shell[r - 1]; a < b.shell[r] && b.kept; ++a) {
         const int u = b.by_distance[a];
         const bool local = u >= first && u < first + rows;
-        auto [lo, hi] = local ? std::pair<const int*, const int*>{adjncy + xadj[u - first], adjncy + xadj[u - first + 1]}
-                              : theirs.at(u);
+        using Range = std::pair<const int*, const int*>;
+        auto [lo, hi] = local ? Range{adjncy + xadj[u - first], adjncy + xadj[u - first + 1]} : theirs.at(u);
         if (hi - lo > hub) continue;  // a local hub (another rank's answers none)
         for (const int* w = lo; w != hi && b.kept; ++w)
           if (b.seen.insert(*w).second) {

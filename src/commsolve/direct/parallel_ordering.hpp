@@ -1,8 +1,9 @@
 // Nested dissection computed in parallel on a row-distributed matrix (issue 35, item 2), by
 // PT-Scotch: the separators SuperLU_DIST gets with its `ParMETIS` column ordering
-// (get_perm_c_parmetis), the leaves ordered apart. As ParMETIS's interface does, it uses a power of two of processes, so
-// the largest power of two P' <= P ranks order the graph (the symmetric pattern of B + B^T is
-// first spread over them in balanced blocks) and every rank receives the result. PT-Scotch
+// (get_perm_c_parmetis), the leaves ordered apart. As ParMETIS's interface does, it uses a
+// power of two of processes, so the largest power of two P' <= P ranks order the graph (the
+// symmetric pattern of B + B^T is first spread over them in balanced blocks) and every rank
+// receives the result. PT-Scotch
 // computes the top log2 P' levels of separators (the P' subdomains, then each level's
 // separators up to the top one), which become a SeparatorTree of log2 P' levels, renumbered so
 // that every node's subtree owns a contiguous range of columns (left subtree, right subtree,
