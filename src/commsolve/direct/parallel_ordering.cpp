@@ -154,9 +154,10 @@ SeparatorTree tree_from_sizes(const std::vector<int>& sizes, int q) {
 // subdomains and separators in their given order (SCOTCH_stratDgraphOrderBuild's level and
 // "simple" flags): the leaves are ordered next, each on a rank of its own (through the ParMETIS
 // interface Scotch would order them here, on the same ranks, a nested dissection of each whole
-// subdomain thrown away). Collective on `sub` (the q ordering ranks). Returns false, the same on every
-// rank, where Scotch failed or left a subdomain above the last level unseparated (it does on
-// small or dense graphs): the tree is then not the full binary tree that `sizes` describes.
+// subdomain thrown away). Collective on `sub` (the q ordering ranks). Returns false, the same
+// on every rank, where Scotch failed or left a subdomain above the last level unseparated (it
+// does on small or dense graphs): the tree is then not the full binary tree that `sizes`
+// describes.
 bool scotch_top_levels(MPI_Comm sub, int q, int levels, const std::vector<int>& vtxdist, const std::vector<int>& xadj,
                        const std::vector<int>& adjncy, std::vector<int>& order, std::vector<int>& sizes) {
   int rank = 0;

@@ -93,8 +93,7 @@ std::vector<int> elimination_tree(std::int64_t n, const std::int32_t* indptr, co
 // takes O(nnz(L)).
 std::vector<std::int64_t> column_counts(std::int64_t n, const std::int32_t* indptr, const std::int32_t* indices,
                                         const std::vector<int>& parent) {
-  std::vector<std::int32_t> forest(parent.begin(), parent.end());
-  const std::vector<std::int64_t> post = forest_postorder(forest);
+  const std::vector<std::int64_t> post = forest_postorder(parent);
   std::vector<std::int64_t> first(n, -1), delta(n, 0), max_first(n, -1), prev_leaf(n, -1), ancestor(n);
   for (std::int64_t k = 0; k < n; ++k) {  // first[j]: the first descendant of j, in postorder
     std::int64_t j = post[k];
