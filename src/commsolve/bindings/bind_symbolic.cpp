@@ -17,6 +17,7 @@
 #include "commsolve/direct/matching.hpp"
 #include "commsolve/direct/parallel_ordering.hpp"
 #include "commsolve/direct/parallel_symbolic.hpp"
+#include "commsolve/direct/structure_share.hpp"
 #include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve::bindings {
@@ -50,6 +51,7 @@ void bind_separator_tree(nb::module_& m) {
 // rows, post, and the tree's eight): what pickling carries (the structure is broadcast from
 // the analysing rank, so this is on the path of every distributed factorization).
 nb::tuple structure_state(const SupernodalStructure& s) {
+  s.require_whole("pickling");
   const SeparatorTree& t = s.tree;
   return nb::make_tuple(s.n, copy_numpy(s.perm), copy_numpy(s.parent), copy_numpy(s.sn_start),
                         copy_numpy(s.rows_ptr), copy_numpy(s.rows), copy_numpy(s.post),
@@ -146,10 +148,27 @@ void bind_structure(nb::module_& m) {
         }
         return nb::make_tuple(to_numpy(std::move(sn)), to_numpy(std::move(count)));
       }, "k"_a, "(supernodes I, rows in each) of the off-diagonal blocks L(I, k), ascending I.")
+      .def_prop_ro("share", [](const SupernodalStructure& s) -> nb::object {
+        if (!s.share) return nb::none();
+        const StructureShare& h = *s.share;
+        nb::dict d;
+        d["grid"] = nb::make_tuple(h.px, h.py);
+        d["place"] = nb::make_tuple(h.x, h.y);
+        d["rows_ptr"] = copy_numpy(h.rows_ptr);
+        d["rows"] = copy_numpy(h.rows);
+        d["cols_ptr"] = copy_numpy(h.cols_ptr);
+        d["cols"] = copy_numpy(h.cols);
+        return d;
+      }, "None for a whole structure; for a share (structure_share) a dict: its grid (px, py), place (x, y), "
+         "and per supernode K the process rows (rows[rows_ptr[K]:rows_ptr[K+1]]) and columns its blocks lie on "
+         "(empty where the rank takes no part in K's broadcasts).")
       .def("__getstate__", &structure_state)
       .def("__setstate__", [](SupernodalStructure& s, const nb::tuple& state) {
         new (&s) SupernodalStructure(structure_from_state(state));
       });
+  m.def("structure_share", &structure_share, "whole"_a, "px"_a, "py"_a, "x"_a, "y"_a,
+        "Rank (x, y)'s share of the whole structure on a px x py layer: the rows of its blocks (I, K), "
+        "I mod px = x or I mod py = y, what its part of the factorization reads (C++ direct/structure_share.hpp).");
   m.def("supernodal_etree", [](const SupernodalStructure& s) { return to_numpy(supernodal_etree(s)); },
         "structure"_a, "Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).");
 }

@@ -46,6 +46,7 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
 CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                 const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
                                 const std::vector<char>& context, SyncParts sync) {
+  sym.require_whole("the solve's collectives");
   require(grid.px >= 1 && grid.py >= 1,
           "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
@@ -209,6 +210,7 @@ LocalLayout2D local_layout_2d(const SupernodalStructure& sym, const SupernodeBlo
 
 std::vector<LocalLayout2D> local_layouts_2d(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                             const ProcessGrid2D& grid, const std::vector<char>& mask) {
+  sym.require_whole("every rank's layout");
   std::vector<LocalLayout2D> out(static_cast<std::size_t>(grid.size()));
   build_layouts(sym, blocks, grid, mask, std::vector<char>(static_cast<std::size_t>(grid.size()), 1), out);
   return out;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "commsolve/comm/inner_comm.hpp"
 #include "commsolve/core/error.hpp"
 #include "commsolve/direct/entry_move.hpp"
+#include "commsolve/direct/structure_share.hpp"
 
 namespace commsolve {
 
@@ -192,6 +194,7 @@ std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPa
 }
 
 std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topology& topo, const TreeShape& shape) {
+  layout.sym().require_whole("the factorization's plan of every rank");
   const SupernodalStructure& sym = layout.sym();
   const ProcessGrid3D& grid = layout.grid();
   const ForestPartition& forests = layout.forests();
@@ -230,6 +233,7 @@ std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topolo
 }
 
 std::vector<std::int64_t> factor_entries_per_rank(const SolveLayout& layout) {
+  layout.sym().require_whole("every rank's factor entries");
   const SupernodalStructure& sym = layout.sym();
   const ProcessGrid3D& grid = layout.grid();
   const ForestPartition& forests = layout.forests();
@@ -253,10 +257,8 @@ std::vector<std::int64_t> factor_entries_per_rank(const SolveLayout& layout) {
 Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const SolveLayout& layout,
                          const EntryTriples& mine, double anorm, const LUOptions& opts, const TreeShape& shape,
                          std::int64_t send_window) {
-  const SupernodalStructure& sym = layout.sym();
   const ProcessGrid3D& grid = layout.grid();
   const ForestPartition& forests = layout.forests();
-  const SupernodeBlocks& blocks = layout.blocks();
   check_tree_shape(shape);
   const auto t_move = std::chrono::steady_clock::now();
   const MovedEntries moved = move_entries(parent_comm, topo, layout, mine);
@@ -269,6 +271,17 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   const int rank = inner.rank(), z = grid.z_of(rank), ls = grid.layer_size();
   const ProcessGrid2D layer = grid.layer(z);
   const int q = rank - layer.base, x = q / grid.py, y = q % grid.py;
+  // The factorization reads this rank's share of the structure only (structure_share.hpp).
+  // Given the whole, it takes its share and hands the store back laid out by the whole's
+  // block ids (the same offsets), as the solve reads it.
+  const bool given_whole = !layout.sym().share;
+  std::optional<SolveLayout> taken;
+  if (given_whole)
+    taken.emplace(std::make_shared<const SupernodalStructure>(structure_share(layout.sym(), grid.px, grid.py, x, y)),
+                  grid, forests.forest);
+  const SolveLayout& own = given_whole ? *taken : layout;
+  const SupernodalStructure& sym = own.sym();
+  const SupernodeBlocks& blocks = own.blocks();
   auto seconds = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -346,6 +359,14 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
     }
   }
   res.numeric_seconds = seconds(t0);
+  if (given_whole) {
+    BlockStore whole = block_store_layout(layout.sym(), layout.blocks(), grid, forests, rank);
+    const LocalLayout2D &a = whole.layout, &b = res.store.layout;
+    require(a.total == b.total && a.diag_off == b.diag_off && a.l_panel == b.l_panel && a.u_off == b.u_off,
+            "3D factorization: the share's store is laid out unlike the whole structure's");
+    whole.values = std::move(res.store.values);
+    res.store = std::move(whole);
+  }
   for (int s = 0; s < factor_xy_steps; ++s) res.recorded.steps[factor_xy + s] = engine.recorded().steps[s];
   res.ok = exec.ok();
   res.error = exec.error();

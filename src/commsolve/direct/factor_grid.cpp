@@ -6,12 +6,13 @@
 #include <stdexcept>
 
 #include "commsolve/core/error.hpp"
+#include "commsolve/direct/structure_share.hpp"
 
 namespace commsolve {
 
 namespace {
 
-// A message's key is its collective's index in the phase's set; this bit says that the
+// A message's key is its collective's id (FactorSchedule::index_of); this bit says that the
 // sender had failed (its values mean nothing).
 constexpr std::int64_t failed_bit = std::int64_t{1} << 62;
 
@@ -98,6 +99,13 @@ FactorCollectives factor_phase_collectives(const SupernodalStructure& sym, const
     }
     part.clear();
   };
+  // On a share (structure_share.hpp) only this rank's lines: its process row's broadcasts
+  // and its process column's, the participants from the share's lists of K's rows and columns.
+  const StructureShare* share = sym.share.get();
+  if (share)
+    require(share->px == px && share->py == py, "factorization: a share of a " + std::to_string(share->px) + " x " +
+                                                    std::to_string(share->py) + " grid on a " + std::to_string(px) +
+                                                    " x " + std::to_string(py) + " layer");
   std::vector<std::int64_t> rows(px), cols(py);
   std::vector<int> xs, ys;  // process rows and columns K's blocks lie on
   for (std::int64_t k = 0; k < ns; ++k) {
@@ -112,21 +120,32 @@ FactorCollectives factor_phase_collectives(const SupernodalStructure& sym, const
     }
     xs.clear();
     ys.clear();
-    for (int x = 0; x < px; ++x)
-      if (rows[x] || x == kx) xs.push_back(x);
-    for (int y = 0; y < py; ++y)
-      if (cols[y] || y == ky) ys.push_back(y);
+    if (share) {
+      xs.assign(share->rows.begin() + share->rows_ptr[k], share->rows.begin() + share->rows_ptr[k + 1]);
+      ys.assign(share->cols.begin() + share->cols_ptr[k], share->cols.begin() + share->cols_ptr[k + 1]);
+    } else {
+      for (int x = 0; x < px; ++x)
+        if (rows[x]) xs.push_back(x);
+      for (int y = 0; y < py; ++y)
+        if (cols[y]) ys.push_back(y);
+    }
     // Row x's L panel goes to the ranks of row x holding a block (I, J), J in K's structure:
     // one per column J mod py (on K's own row: the U owners, who need inv(L11)); column y's
-    // U row likewise down column y.
-    for (int x : xs) {
-      for (int y : ys)
-        if (cols[y]) part.push_back(layer.rank_of(x, y));
+    // U row likewise down column y. A share lists K's columns where it takes part in row
+    // x's broadcast (it holds a block of it, rows[x] > 0 on its column, or roots it), its rows
+    // likewise.
+    const int x0 = share ? share->x : 0, x1 = share ? share->x + 1 : px;
+    const int y0 = share ? share->y : 0, y1 = share ? share->y + 1 : py;
+    const bool row_part = !share || cols[share->y] || share->y == ky;  // in row x0's broadcast
+    const bool col_part = !share || rows[share->x] || share->x == kx;  // in column y0's
+    for (int x = x0; x < x1; ++x) {
+      if (!(rows[x] || x == kx) || !row_part) continue;
+      for (int y : ys) part.push_back(layer.rank_of(x, y));
       add(k, row_bcast, x, layer.rank_of(x, ky), rows[x] * w + (x == kx ? w * w : 0), x == kx);
     }
-    for (int y : ys) {
-      for (int x : xs)
-        if (rows[x]) part.push_back(layer.rank_of(x, y));
+    for (int y = y0; y < y1; ++y) {
+      if (!(cols[y] || y == ky) || !col_part) continue;
+      for (int x : xs) part.push_back(layer.rank_of(x, y));
       add(k, column_bcast, y, layer.rank_of(kx, y), cols[y] * w + (y == ky ? w * w : 0), y == ky);
     }
   }
@@ -235,6 +254,8 @@ FactorSchedule factor_schedule(const SupernodalStructure& sym, const SupernodeBl
   sch.x = (rank - layer.base) / layer.py;
   sch.y = (rank - layer.base) % layer.py;
   sch.coll = factor_phase_collectives(sym, blocks, layer, phase);
+  if (!std::is_sorted(sch.coll.set.id.begin(), sch.coll.set.id.end()))
+    throw std::logic_error("factorization: the phase's collectives are not in ascending ids");
   sch.plan = build_tree_plan(sch.coll.set, rank, shape, topo);
   sch.arrivals = plan_arrivals(sch.plan, sch.coll.set);
   sch.root_slot.assign(2 * ns, -1);
@@ -273,6 +294,11 @@ FactorSchedule factor_schedule(const SupernodalStructure& sym, const SupernodeBl
     sch.touch_ptr[s + 1] = static_cast<std::int64_t>(sch.touch.size());
   }
   return sch;
+}
+
+std::int64_t FactorSchedule::index_of(std::int64_t id) const {
+  const auto it = std::lower_bound(coll.set.id.begin(), coll.set.id.end(), id);
+  return it != coll.set.id.end() && *it == id ? it - coll.set.id.begin() : -1;
 }
 
 void add_phase_planned(const FactorCollectives& coll, const TreeShape& shape, const Topology& topo, int first_step,
@@ -318,10 +344,9 @@ bool FactorExecutor::run(const FactorSchedule& sch, int tag) {
   sch_ = &sch;
   waiting_ = sch.waiting;
   engine_.set_tag(tag);
-  const std::int64_t ncoll = static_cast<std::int64_t>(sch.coll.set.size());
-  engine_.set_kind_of([&sch, ncoll](std::int64_t key) {
-    const std::int64_t c = key & ~failed_bit;
-    return c >= 0 && c < ncoll ? static_cast<int>(sch.coll.role[c]) : -1;  // -1: the engine refuses it
+  engine_.set_kind_of([&sch](std::int64_t key) {
+    const std::int64_t c = sch.index_of(key & ~failed_bit);
+    return c >= 0 ? static_cast<int>(sch.coll.role[c]) : -1;  // -1: the engine refuses it
   });
   for (auto it = sch.order.rbegin(); it != sch.order.rend(); ++it)  // the stack pops the lowest first
     if ((sch.parts[*it] & 1) && waiting_[*it] == 0) stack_.push_back(*it);
@@ -343,9 +368,9 @@ bool FactorExecutor::run(const FactorSchedule& sch, int tag) {
 
 void FactorExecutor::forward(std::int64_t slot, const double* inverse, std::int64_t w2, const double* values,
                              std::int64_t n) {
-  const std::int64_t c = sch_->plan.index[slot];
+  const std::int64_t c = sch_->plan.index[slot], id = sch_->coll.set.id[c];
   for (int child : sch_->plan.links[slot].children)
-    engine_.send(child, ok_ ? c : c | failed_bit, inverse, w2, values, n, sch_->coll.role[c]);
+    engine_.send(child, ok_ ? id : id | failed_bit, inverse, w2, values, n, sch_->coll.role[c]);
 }
 
 void FactorExecutor::send_root(std::int32_t k, FactorRole role, const double* inverse, std::int64_t w2,
@@ -356,10 +381,10 @@ void FactorExecutor::send_root(std::int32_t k, FactorRole role, const double* in
 
 void FactorExecutor::arrive(std::int64_t key, const double* values, std::int64_t n) {
   if (key & failed_bit) heard_failure();
-  const std::int64_t c = key & ~failed_bit;
-  const std::int64_t slot = c >= 0 && c < static_cast<std::int64_t>(sch_->coll.set.size()) ? sch_->arrivals.slot_of[c] : -1;
+  const std::int64_t c = sch_->index_of(key & ~failed_bit);
+  const std::int64_t slot = c >= 0 ? sch_->arrivals.slot_of[c] : -1;
   if (slot < 0 || n != sch_->coll.set.count[c])
-    throw std::logic_error("factorization: unexpected message (collective " + std::to_string(c) + ")");
+    throw std::logic_error("factorization: unexpected message (collective " + std::to_string(key & ~failed_bit) + ")");
   forward(slot, nullptr, 0, values, n);
   const std::int32_t k = sch_->coll.sn[c];
   const std::int64_t w2 = sch_->coll.diag[c] ? width(sym_, k) * width(sym_, k) : 0;

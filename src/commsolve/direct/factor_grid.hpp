@@ -159,6 +159,9 @@ struct FactorSchedule {
   std::vector<std::int64_t> touch_ptr;  // per supernode S of the phase: the phase's supernodes whose
   std::vector<std::int32_t> touch;      //   parts here its update writes (none: no update here)
   std::vector<std::int32_t> order;      // the phase's supernodes, ascending
+  // The index in `coll` of the collective with this id (the key its messages carry; ranks
+  // planning from shares list different collectives), -1 where there is none.
+  std::int64_t index_of(std::int64_t id) const;
 };
 
 FactorSchedule factor_schedule(const SupernodalStructure& sym, const SupernodeBlocks& blocks,

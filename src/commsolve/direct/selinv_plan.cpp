@@ -77,6 +77,7 @@ class PhaseBuilder {
 
 SelinvPlan selinv_plan(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const ProcessGrid2D& grid,
                        bool symmetric) {
+  sym.require_whole("selected inversion");
   require(grid.px >= 1 && grid.py >= 1,
           "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;

@@ -69,6 +69,7 @@ const std::vector<std::string>& forest_partition_names() {
 
 ForestPartition partition_forests(const SupernodalStructure& sym, int pz, const std::string& method,
                                   double imbalance) {
+  sym.require_whole("the forests' partition");
   forest_levels(pz);  // Pz a power of two
   if (method != "nd" && method != "greedy")
     throw std::invalid_argument("unknown forest partition '" + method + "' (known: nd, greedy)");
@@ -154,6 +155,7 @@ namespace {
 
 // 2 w (w + r) per supernode: its diagonal triangle and the panel below, one right-hand side.
 std::vector<double> supernode_flops(const SupernodalStructure& sym) {
+  sym.require_whole("the solve's flops");
   std::vector<double> out(static_cast<std::size_t>(sym.nsuper()));
   for (std::int64_t k = 0; k < sym.nsuper(); ++k) {
     const double w = static_cast<double>(sym.sn_start[k + 1] - sym.sn_start[k]);

@@ -71,6 +71,7 @@ PivotRule PivotRule::scaled(double anorm, const LUOptions& opts) {
 
 SupernodalLU::SupernodalLU(const SupernodalStructure& sym, const LUEntries& a, const LUOptions& opts)
     : sym_(sym), parent_(supernodal_etree(sym_)) {
+  sym.require_whole("the serial factorization");
   const std::size_t ns = sym_.sn_start.size() - 1;
   // Storage: diagonal block w*w, L21 r*w, U12 w*r, all column-major, one supernode after the
   // other. The fronts are assembled in place there (zeros from the kernel); only each

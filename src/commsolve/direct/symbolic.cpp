@@ -10,10 +10,18 @@
 
 #include "commsolve/core/error.hpp"
 #include "commsolve/direct/parallel_ordering.hpp"
+#include "commsolve/direct/structure_share.hpp"
 
 namespace commsolve {
 
+void SupernodalStructure::require_whole(const std::string& who) const {
+  if (share)
+    throw std::invalid_argument(who + " needs the whole supernodal structure, not rank (" + std::to_string(share->x) +
+                                ", " + std::to_string(share->y) + ")'s share of it");
+}
+
 std::int64_t SupernodalStructure::nnz_L() const {
+  require_whole("nnz_L");
   std::int64_t total = 0;
   for (std::size_t s = 0; s + 1 < sn_start.size(); ++s) {
     std::int64_t w = sn_start[s + 1] - sn_start[s];
@@ -156,6 +164,7 @@ std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::v
 }  // namespace
 
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym) {
+  if (sym.share) return sym.share->sn_parent;
   const std::size_t ns = sym.sn_start.size() - 1;
   std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
   for (std::size_t s = 0; s < ns; ++s)

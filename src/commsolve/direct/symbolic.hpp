@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commsolve/direct/separator_tree.hpp"
 
 namespace commsolve {
+
+struct StructureShare;  // direct/structure_share.hpp
 
 struct SupernodalStructure {
   std::int64_t n = 0;
@@ -22,8 +25,14 @@ struct SupernodalStructure {
   // unknown) and, with ordering "tree" (or "auto"), the separator tree it kept (no nodes otherwise).
   std::vector<std::int32_t> perm;
   SeparatorTree tree;
-  std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles
+  // Set where the structure is one rank's share (structure_share): its rows are only those of
+  // the blocks that rank reads; null where it is whole.
+  std::shared_ptr<const StructureShare> share;
+  std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles (whole only)
   std::int64_t nsuper() const { return static_cast<std::int64_t>(sn_start.size()) - 1; }
+  // Throws std::invalid_argument naming `who` where the structure is a share: what reads every
+  // block's rows (the serial factors, the virtual world's plans of every rank) needs it whole.
+  void require_whole(const std::string& who) const;
   // Throws std::invalid_argument unless the arrays agree (sn_start from 0 to n, rows_ptr one
   // longer than the supernodes and ending at rows' length, rows inside [0, n), perm a
   // permutation of n unknowns or empty).
@@ -75,7 +84,8 @@ std::vector<std::int64_t> node_starts(const SeparatorTree& tree);
 // [sn_first, sn_last) found from its columns.
 void attach_tree(SupernodalStructure& s, SeparatorTree tree);
 
-// Supernode s's parent: the supernode of the first row below its diagonal block (-1: root).
+// Supernode s's parent: the supernode of the first row below its diagonal block (-1: root;
+// a share keeps the whole structure's).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
 
 // A postorder of the forest given by `parent` (-1 at roots; parents after their children

@@ -61,6 +61,7 @@ SyncFreePhase by_level(const SyncFreePhase& p) {
 
 SyncFreePhase make_syncfree_phase(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                   const BlockStore& store, const PhaseSchedule& ph) {
+  sym.require_whole("the sync-free solve");
   const LocalLayout2D& layout = store.layout;
   require(ph.expected == 0 && std::all_of(ph.parent.begin(), ph.parent.end(), [](std::int32_t r) { return r < 0; }) &&
               ph.children.empty(),

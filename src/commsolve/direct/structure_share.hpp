@@ -1,0 +1,42 @@
+// One rank's share of the supernodal structure (issue 35: no rank holds the whole of it).
+//
+// Rank (x, y) of a Px x Py layer holds the blocks (I, K) with I mod Px = x (its L blocks,
+// and those of the L panels it receives along its process row) or I mod Py = y (as U(K, I):
+// its U blocks and the U rows it receives down its process column). Those are all the rows
+// its share of the factorization reads: its blocks, the panels of the updates it applies
+// (L(I, S) with I on its row, U(S, J) with J on its column) and the targets they write
+// ((I, J) on (I mod Px, J mod Py)). What else it needs is per supernode: the process rows
+// holding L blocks of K and the process columns holding its U blocks, for the broadcasts of
+// K it takes part in (their participants), and the supernodal elimination tree. A share is
+// about 1/Px + 1/Py of the structure's rows (all of them on a 1 x P grid).
+//
+// Block ids are positions in a structure's own block list (supernode_blocks), so a share's
+// differ from the whole's; offsets in a rank's store do not (the blocks it holds are the
+// same, in the same order).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "commsolve/direct/symbolic.hpp"
+
+namespace commsolve {
+
+struct StructureShare {
+  int px = 1, py = 1, x = 0, y = 0;
+  // Per supernode K: the process rows (I mod px) and process columns (I mod py) its blocks
+  // (I, K) lie on, ascending; kept only where this rank takes part in K's broadcasts (it
+  // holds a block (I, K) with I mod px = x or is on K's process row, and one with I mod py =
+  // y or is on K's process column), empty elsewhere.
+  std::vector<std::int64_t> rows_ptr, cols_ptr;
+  std::vector<std::int32_t> rows, cols;
+  std::vector<std::int32_t> sn_parent;  // supernodal_etree of the whole structure
+};
+
+// Rank (x, y)'s share of the whole structure `whole` on a px x py layer: its O(n) arrays
+// (perm, parent, sn_start, post, the separator tree) as they are, its rows only those of the
+// blocks above, `share` set. Throws std::invalid_argument for a grid or place out of range
+// or a `whole` that is itself a share.
+SupernodalStructure structure_share(const SupernodalStructure& whole, int px, int py, int x, int y);
+
+}  // namespace commsolve
