@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from commsolve import _core, gallery
-from commsolve.direct import symbolic
+from commsolve.direct import make_layout, symbolic
 
 SPECS = ["poisson3d:9", "convdiff2d:30", "kkt3d:4"]
 GRIDS = [(1, 1), (2, 2), (2, 3), (3, 1), (1, 4), (4, 4)]
@@ -50,8 +50,9 @@ def test_a_share_holds_the_blocks_of_its_row_and_column_and_their_lines(whole, g
             for k in range(sym.nsuper):
                 kept = [r for i, rows in blocks[k] if i % px == x or i % py == y for r in rows]
                 assert share.rows[share.rows_ptr[k]:share.rows_ptr[k + 1]].tolist() == kept, (x, y, k)
-                on_rows = sorted({i % px for i, _ in blocks[k]})
-                on_cols = sorted({i % py for i, _ in blocks[k]})
+                # in the order K's rows reach them
+                on_rows = list(dict.fromkeys(i % px for i, _ in blocks[k]))
+                on_cols = list(dict.fromkeys(i % py for i, _ in blocks[k]))
                 takes_part = (x in on_rows or k % px == x) and (y in on_cols or k % py == y)
                 rows_k = h["rows"][h["rows_ptr"][k]:h["rows_ptr"][k + 1]].tolist()
                 cols_k = h["cols"][h["cols_ptr"][k]:h["cols_ptr"][k + 1]].tolist()
@@ -81,7 +82,7 @@ def test_what_needs_the_whole_structure_refuses_a_share():
     sym = symbolic(gallery.from_spec("poisson2d:12"))
     share = _core.structure_share(sym, 2, 2, 1, 0)
     for needs_whole in (lambda: share.nnz_L, lambda: pickle.dumps(share),
-                        lambda: _core.triangular_solve_collectives(share, 2, 2, False),
+                        lambda: make_layout(share, (2, 2, 1)),  # the forests: from the whole
                         lambda: _core.structure_share(share, 2, 2, 0, 0)):
         with pytest.raises(ValueError, match=r"whole supernodal structure, not rank \(1, 0\)'s share"):
             needs_whole()

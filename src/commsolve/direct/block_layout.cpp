@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commsolve/core/error.hpp"
+#include "commsolve/direct/structure_share.hpp"
 
 namespace commsolve {
 
@@ -46,7 +47,6 @@ CollectiveSet triangular_solve_collectives(const SupernodalStructure& sym, const
 CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeBlocks& blocks,
                                 const ProcessGrid2D& grid, bool upper, const std::vector<char>& solve,
                                 const std::vector<char>& context, SyncParts sync) {
-  sym.require_whole("the solve's collectives");
   require(grid.px >= 1 && grid.py >= 1,
           "grid must be positive, got " + std::to_string(grid.px) + " x " + std::to_string(grid.py));
   const std::int64_t ns = static_cast<std::int64_t>(sym.sn_start.size()) - 1;
@@ -54,6 +54,17 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   require(context.empty() || static_cast<std::int64_t>(context.size()) == ns, "solve phase: context of the wrong size");
   auto solved = [&](std::int64_t k) { return solve.empty() || solve[k] != 0; };
   auto in_context = [&](std::int64_t k) { return !context.empty() && context[k] != 0 && !solved(k); };
+  // On a share (structure_share.hpp) only the collectives this rank takes part in. Those of
+  // a column K's blocks take their participants from the share's lists of K's process rows
+  // (L) or columns (U), in the order of K's rows as the blocks give them; those of a row K's
+  // blocks from the blocks, which every rank of K's process row and column holds.
+  const StructureShare* share = sym.share.get();
+  if (share)
+    require(share->px == grid.px && share->py == grid.py, "solve phase: a share of a " + std::to_string(share->px) +
+                                                              " x " + std::to_string(share->py) + " grid on a " +
+                                                              std::to_string(grid.px) + " x " +
+                                                              std::to_string(grid.py) + " one");
+  const int me = share ? grid.rank_of(share->x, share->y) : -1;
   CollectiveSet set;
   std::vector<int> part;
   std::vector<std::int64_t> seen;  // per rank: the last collective that listed it
@@ -84,6 +95,10 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
       part[kept++] = p;
     }
     part.resize(kept);
+    if (share && root != me && std::find(part.begin(), part.end(), me) == part.end()) {
+      part.clear();
+      return;
+    }
     set.id.push_back(id);
     set.kind.push_back(static_cast<std::int8_t>(kind));
     set.root.push_back(root);
@@ -96,7 +111,15 @@ CollectiveSet phase_collectives(const SupernodalStructure& sym, const SupernodeB
   };
   // The blocks of column K belong to solved K; those of row K are filtered by their column.
   auto column = [&](std::int64_t k) {
-    for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b) part.push_back(owner(b));
+    if (!share) {
+      for (std::int64_t b = blocks.col_ptr[k]; b < blocks.col_ptr[k + 1]; ++b) part.push_back(owner(b));
+    } else if (upper) {  // U(K, J) on (K mod px, J mod py)
+      for (std::int64_t p = share->cols_ptr[k]; p < share->cols_ptr[k + 1]; ++p)
+        part.push_back(grid.rank_of(k % grid.px, share->cols[p]));
+    } else {  // L(I, K) on (I mod px, K mod py)
+      for (std::int64_t p = share->rows_ptr[k]; p < share->rows_ptr[k + 1]; ++p)
+        part.push_back(grid.rank_of(share->rows[p], k % grid.py));
+    }
   };
   auto row = [&](std::int64_t k) {
     for (std::int64_t p = blocks.row_ptr[k]; p < blocks.row_ptr[k + 1]; ++p) {

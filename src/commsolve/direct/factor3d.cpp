@@ -275,6 +275,7 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   // Given the whole, it takes its share and hands the store back laid out by the whole's
   // block ids (the same offsets), as the solve reads it.
   const bool given_whole = !layout.sym().share;
+  check_share_of(layout.sym(), grid.px, grid.py, x, y, "3D factorization");
   std::optional<SolveLayout> taken;
   if (given_whole)
     taken.emplace(std::make_shared<const SupernodalStructure>(structure_share(layout.sym(), grid.px, grid.py, x, y)),

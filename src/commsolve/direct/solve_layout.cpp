@@ -155,11 +155,10 @@ namespace {
 
 // 2 w (w + r) per supernode: its diagonal triangle and the panel below, one right-hand side.
 std::vector<double> supernode_flops(const SupernodalStructure& sym) {
-  sym.require_whole("the solve's flops");
   std::vector<double> out(static_cast<std::size_t>(sym.nsuper()));
   for (std::int64_t k = 0; k < sym.nsuper(); ++k) {
     const double w = static_cast<double>(sym.sn_start[k + 1] - sym.sn_start[k]);
-    out[k] = 2.0 * w * (w + static_cast<double>(sym.rows_ptr[k + 1] - sym.rows_ptr[k]));
+    out[k] = 2.0 * w * (w + static_cast<double>(sym.rows_below(k)));
   }
   return out;
 }

@@ -25,6 +25,8 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
   sh->x = x;
   sh->y = y;
   sh->sn_parent = supernodal_etree(whole);
+  sh->below.resize(static_cast<std::size_t>(ns));
+  for (std::int64_t k = 0; k < ns; ++k) sh->below[k] = whole.rows_ptr[k + 1] - whole.rows_ptr[k];
   sh->rows_ptr.assign(1, 0);
   sh->cols_ptr.assign(1, 0);
   SupernodalStructure s;
@@ -51,15 +53,12 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
       p = q;
     }
     s.rows_ptr.push_back(static_cast<std::int64_t>(s.rows.size()));
+    // Rank (x, y) takes part in K's broadcasts along its process row (to the columns ys) and
+    // down its process column (to the rows xs) alike: where it holds or roots part of each
+    // line, or neither.
+    const bool in_row = on_row[x] || k % px == x, in_col = on_col[y] || k % py == y;
     for (std::int32_t r : xs) on_row[r] = 0;
     for (std::int32_t c : ys) on_col[c] = 0;
-    std::sort(xs.begin(), xs.end());
-    std::sort(ys.begin(), ys.end());
-    // Rank (x, y) takes part in K's broadcast along its process row (to the columns ys) and
-    // in the one down its process column (to the rows xs) alike: where it holds or roots
-    // part of each line, or neither.
-    const bool in_row = std::binary_search(xs.begin(), xs.end(), x) || k % px == x;
-    const bool in_col = std::binary_search(ys.begin(), ys.end(), y) || k % py == y;
     if (in_row && in_col) {
       sh->rows.insert(sh->rows.end(), xs.begin(), xs.end());
       sh->cols.insert(sh->cols.end(), ys.begin(), ys.end());
@@ -69,6 +68,16 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
   }
   s.share = std::move(sh);
   return s;
+}
+
+void check_share_of(const SupernodalStructure& sym, int px, int py, int x, int y, const std::string& who) {
+  if (!sym.share) return;
+  const StructureShare& h = *sym.share;
+  require(h.px == px && h.py == py && h.x == x && h.y == y, [&] {
+    return who + ": the share of place (" + std::to_string(h.x) + ", " + std::to_string(h.y) + ") on a " +
+           std::to_string(h.px) + " x " + std::to_string(h.py) + " layer, read at place (" + std::to_string(x) +
+           ", " + std::to_string(y) + ") on a " + std::to_string(px) + " x " + std::to_string(py) + " one";
+  });
 }
 
 }  // namespace commsolve

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "commsolve/direct/symbolic.hpp"
@@ -25,12 +26,14 @@ namespace commsolve {
 struct StructureShare {
   int px = 1, py = 1, x = 0, y = 0;
   // Per supernode K: the process rows (I mod px) and process columns (I mod py) its blocks
-  // (I, K) lie on, ascending; kept only where this rank takes part in K's broadcasts (it
+  // (I, K) lie on, each where K's rows first reach it (the order a solve's trees take its
+  // participants in); kept only where this rank takes part in K's broadcasts (it
   // holds a block (I, K) with I mod px = x or is on K's process row, and one with I mod py =
   // y or is on K's process column), empty elsewhere.
   std::vector<std::int64_t> rows_ptr, cols_ptr;
   std::vector<std::int32_t> rows, cols;
   std::vector<std::int32_t> sn_parent;  // supernodal_etree of the whole structure
+  std::vector<std::int64_t> below;      // per supernode: its rows below the diagonal block in the whole
 };
 
 // Rank (x, y)'s share of the whole structure `whole` on a px x py layer: its O(n) arrays
@@ -38,5 +41,9 @@ struct StructureShare {
 // blocks above, `share` set. Throws std::invalid_argument for a grid or place out of range
 // or a `whole` that is itself a share.
 SupernodalStructure structure_share(const SupernodalStructure& whole, int px, int py, int x, int y);
+
+// Throws std::invalid_argument naming `who` unless `sym` is whole or the share of place
+// (x, y) on a px x py layer: a rank must read its own share.
+void check_share_of(const SupernodalStructure& sym, int px, int py, int x, int y, const std::string& who);
 
 }  // namespace commsolve

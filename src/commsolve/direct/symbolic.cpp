@@ -20,6 +20,10 @@ void SupernodalStructure::require_whole(const std::string& who) const {
                                 ", " + std::to_string(share->y) + ")'s share of it");
 }
 
+std::int64_t SupernodalStructure::rows_below(std::int64_t k) const {
+  return share ? share->below[k] : rows_ptr[k + 1] - rows_ptr[k];
+}
+
 std::int64_t SupernodalStructure::nnz_L() const {
   require_whole("nnz_L");
   std::int64_t total = 0;

@@ -30,6 +30,7 @@ struct SupernodalStructure {
   std::shared_ptr<const StructureShare> share;
   std::int64_t nnz_L() const;           // nonzeros of L, diagonal blocks as dense triangles (whole only)
   std::int64_t nsuper() const { return static_cast<std::int64_t>(sn_start.size()) - 1; }
+  std::int64_t rows_below(std::int64_t k) const;  // supernode k's rows below its diagonal block (a share: the whole's)
   // Throws std::invalid_argument naming `who` where the structure is a share: what reads every
   // block's rows (the serial factors, the virtual world's plans of every rank) needs it whole.
   void require_whole(const std::string& who) const;

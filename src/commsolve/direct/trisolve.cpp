@@ -7,6 +7,7 @@
 
 #include "commsolve/core/error.hpp"
 #include "commsolve/direct/rhs_layout.hpp"
+#include "commsolve/direct/structure_share.hpp"
 
 namespace commsolve {
 
@@ -25,6 +26,7 @@ TriSolve::TriSolve(MPI_Comm comm, const Topology& topo, std::shared_ptr<const So
     : comm_(comm), topo_(topo), layout_(std::move(layout)), sym_(layout_->sym()), grid_(layout_->grid()),
       forests_(layout_->forests()), blocks_(layout_->blocks()), rank_(comm_.rank()), rhs_(std::move(rhs)) {
   check();
+  sym_.require_whole("distributing the serial factors");
   store_ = block_store_layout(sym_, blocks_, grid_, forests_, rank_);
   distribute_blocks(comm_.get(), root, lu, blocks_, grid_, forests_, store_);
   finish(opts);
@@ -50,6 +52,8 @@ void TriSolve::check() {
   check_grid_ranks(grid_, comm_.size(), grid_name(grid_));
   require(topo_.size() == comm_.size(), "distributed solve: topology size differs from the communicator's");
   rhs_.check(sym_.n, comm_.size(), "distributed solve");
+  const int q = rank_ % grid_.layer_size();
+  check_share_of(sym_, grid_.px, grid_.py, q / grid_.py, q % grid_.py, "distributed solve");
 }
 
 void TriSolve::finish(const SolveOptions& opts) {
