@@ -48,21 +48,30 @@ def test_every_family_orders_and_solves(nprocs):
         assert set(r["ordering_parts"]) == parts, what
 
 
+def assert_shares_equal(r, nprocs):
+    """Every rank's share computed in parallel (no rank holding the whole) equals the share
+    of the whole structure, on every layer grid of up to 3 x 3 dividing the ranks."""
+    grids = {f"{px}x{py}" for px in range(1, 4) for py in range(1, 4) if nprocs % (px * py) == 0}
+    assert r["share_differs"] == {g: [] for g in grids}, f"{r['family']} {r.get('ordering')} on {nprocs} ranks"
+
+
 @pytest.mark.parametrize("nprocs", RANKS)
 def test_structure_in_parallel_equals_serial(nprocs):
     """The symbolic factorization computed by leaves of the separator tree on their ranks
     (direct/parallel_symbolic.hpp) equals the serial one on the gathered matrix for the same
     ordering, supernode by supernode (every array of the structure), with the default
-    relaxation and without it."""
+    relaxation and without it; so do the shares of it computed in parallel."""
     rows = results(nprocs)
     assert len(rows) == 24
     for r in rows:
         assert r["structure_differs"] == [[], []], f"{r['family']} {r['ordering']} on {nprocs} ranks"
+        assert_shares_equal(r, nprocs)
     # METIS's 3-level tree: 8 leaves, several a rank, the separators on the last rank
     many = [r for r in all_lines(nprocs) if "many_leaves" in r]
     assert len(many) == 4
     for r in many:
         assert r["structure_differs"] == [], f"{r['family']} on {nprocs} ranks"
+        assert_shares_equal(r, nprocs)
     assert any(r["many_leaves"] > nprocs for r in many)  # dg3d:2 splits into 4 leaves only
 
 

@@ -77,6 +77,28 @@ def differences(mine, serial):
 
 
 STRUCTURE_OPTIONS = [{}, {"relax": 0, "relax_subtree": 0, "max_supernode": 16}]
+# Layers the shares are taken on: every px x py dividing the ranks, px, py <= 3.
+SHARE_GRIDS = [(px, py) for px in range(1, 4) for py in range(1, 4) if comm.size % (px * py) == 0]
+
+
+def share_differences(A, row_of_col, tree, whole, root=0):
+    """Per layer grid, the arrays in which this rank's share computed in parallel differs from
+    the share of ``whole`` (C++ structure_share), on any rank."""
+    out = {}
+    q = comm.rank
+    for px, py in SHARE_GRIDS:
+        mine = parallel_symbolic(A, row_of_col, tree, {}, root=root, share=(px, py))
+        x, y = q % (px * py) // py, q % py
+        ref = _core.structure_share(whole, px, py, x, y)
+        diff = differences(mine, ref)
+        diff += [f"share.{k}" for k in ("rows_ptr", "rows", "cols_ptr", "cols")
+                 if not np.array_equal(mine.share[k], ref.share[k])]
+        if not np.array_equal(_core.supernodal_etree(mine), _core.supernodal_etree(ref)):
+            diff.append("supernodal_etree")
+        if mine.share["place"] != (x, y):
+            diff.append("place")
+        out[f"{px}x{py}"] = sorted(set().union(*comm.allgather(diff)))
+    return out
 
 for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-metis")]:
     A_global = checked_matrix(gallery.from_spec(spec))
@@ -88,6 +110,7 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
     same = comm.allgather(perm.tobytes())
     # The structure computed by leaves on their ranks, for the defaults and the exact one.
     pieces = [parallel_symbolic(A, pivoting.row_of_col, tree, options) for options in STRUCTURE_OPTIONS]
+    shares = share_differences(A, pivoting.row_of_col, tree, pieces[0])
     lu = factor(A, grid=GRIDS[comm.size], ordering=ordering, max_supernode=16)
     x_true = np.random.default_rng(7).standard_normal(n)
     b = A_global @ x_true
@@ -105,6 +128,7 @@ for spec, ordering in [(f, o) for f in FAMILIES for o in ("ptscotch", "ptscotch-
             "separated": separated(tree, B),
             "nnz_L": int(nnz_L), "nnz_L_metis": int(nnz_L_metis),
             "structure_differs": [differences(p, q) for p, q in zip(pieces, serial)],
+            "share_differs": shares,
             "supernodes": [int(q.nsuper) for q in serial],
             "berr": float(np.max(lu.berr)), "err": err, "x_scale": float(np.abs(x_true).max()),
             "ordering_parts": sorted(lu.report.ordering_parts)}), flush=True)
@@ -120,10 +144,12 @@ for spec in ("poisson2d:20", "kkt3d:4", "dg3d:2", "random:rows=300,nnz_per_row=5
     tree = _core.separator_tree(G.indptr, G.indices, 3)
     A = ParCSR.from_global(A_global, comm)
     mine = parallel_symbolic(A, pivoting.row_of_col, tree, {}, root=comm.size - 1)
+    shares = share_differences(A, pivoting.row_of_col, tree, mine, root=comm.size - 1)
     if comm.rank == 0:
         leaves = int(sum(1 for k in range(tree.num_nodes) if tree.left[k] < 0))
         print(json.dumps({"family": spec.split(":")[0], "many_leaves": leaves,
-                          "structure_differs": differences(mine, symbolic(B, ordered=tree))}), flush=True)
+                          "structure_differs": differences(mine, symbolic(B, ordered=tree)),
+                          "share_differs": shares}), flush=True)
 
 
 # The default's leaf ordering on meshes, and (for two of them) the ordering factor() reports.

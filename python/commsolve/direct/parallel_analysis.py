@@ -101,7 +101,7 @@ def parallel_ordering(source, row_of_col, times=None, leaves="scotch", rows=None
     return tree, next(name for name, how in LEAVES.items() if how == used)
 
 
-def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None):
+def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, rows=None, share=None):
     """Collective on ``source.comm``. The supernodal structure of ``B + B^T`` (B as for
     :func:`parallel_ordering`) for the ordering ``ordered``, computed by leaves of the tree on
     their ranks and the separators on ``root``, no rank gathering B.
@@ -127,16 +127,20 @@ def parallel_symbolic(source, row_of_col, ordered, options, root=0, times=None, 
         ``symbolic_assemble``, seconds.
     rows : tuple of ndarray, optional
         As :func:`parallel_ordering`'s.
+    share : tuple of int, optional
+        ``(px, py)``: each rank receives only its share of the structure on layers of
+        ``px x py`` ranks (C++ ``direct/structure_share.hpp``), no rank the whole.
 
     Returns
     -------
     SupernodalStructure
         The same on every rank, and equal to :func:`~commsolve.direct.symbolic.symbolic` with
-        ``ordered=`` on the gathered B.
+        ``ordered=`` on the gathered B; with ``share``, this rank's share of it.
     """
     opts = SymbolicOptions(**{k: v for k, v in options.items() if k in ("max_supernode", "relax", "relax_subtree")})
     rows = rows_of_B(source, row_of_col) if rows is None else rows
-    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *rows, ordered, opts, root, times)
+    return _core.parallel_symbolic(source.comm.py2f(), source.shape[0], *rows, ordered, opts, root, times,
+                                   None if share is None else tuple(share))
 
 
 def _local_checked(source, local=None):

@@ -272,7 +272,7 @@ void bind_analysis(nb::module_& m) {
   m.def("parallel_symbolic", [](std::int64_t comm, std::int64_t n, In<std::int64_t> indptr, In<std::int32_t> indices,
                                  std::optional<In<double>> values, In<std::int64_t> row_index,
                                  const SeparatorTree& ordering, const SymbolicOptions& opts, int root,
-                                 std::optional<nb::dict> times) {
+                                 std::optional<nb::dict> times, std::optional<std::pair<int, int>> share) {
     const std::int64_t rows = static_cast<std::int64_t>(indptr.shape(0)) - 1;
     if (rows < 0 || indptr.data()[rows] != static_cast<std::int64_t>(indices.shape(0)) || indptr.data()[0] != 0)
       throw nb::value_error("parallel symbolic: indptr and indices disagree");
@@ -284,7 +284,8 @@ void bind_analysis(nb::module_& m) {
     {
       nb::gil_scoped_release nogil;
       s = parallel_symbolic(c, n, rows, indptr.data(), indices.data(), values ? values->data() : nullptr,
-                            row_index.data(), ordering, opts, root, &t);
+                            row_index.data(), ordering, opts, root, &t,
+                            share ? ShareGrid{share->first, share->second} : ShareGrid{});
     }
     if (times) {
       (*times)["symbolic_exchange"] = t.exchange;
@@ -294,11 +295,12 @@ void bind_analysis(nb::module_& m) {
     }
     return s;
   }, "comm"_a, "n"_a, "indptr"_a, "indices"_a, "values"_a, "row_index"_a, "ordering"_a, "options"_a, "root"_a = 0,
-        "times"_a = nb::none(),
+        "times"_a = nb::none(), "share"_a = nb::none(),
         "Collective on comm (a Fortran handle). The supernodal structure of B + B^T for the separator-tree ordering "
         "`ordering` (with perm), computed without gathering B (direct/parallel_symbolic.hpp): this rank holds rows "
         "row_index of B (CSR, global columns; a zero value is not an entry). Equals symbolic_for_ordering's; the same "
-        "on every rank.");
+        "on every rank. With share=(px, py): each rank's share of it on layers of px x py ranks (structure_share), "
+        "no rank holding the whole.");
   m.def("separator_tree", [](In<std::int32_t> xadj, In<std::int32_t> adjncy, int levels, bool order_leaves) {
     const auto g = rows_view(xadj, adjncy);
     nb::gil_scoped_release nogil;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -187,12 +188,204 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<PackedPiece>& pie
   return out;
 }
 
+// Step 4 on a grid: this rank's share of the pieces' structure (structure_share.hpp). Every
+// rank receives the O(n) column arrays and O(nsuper) supernode arrays; each piece's owner
+// renumbers its supernodes' rows, cuts them into blocks and sends each rank of every layer
+// the blocks of its process row and column, and, where that rank takes part in the
+// supernode's broadcasts, the process rows and columns of all its blocks.
+SupernodalStructure assemble_share(MPI_Comm comm, std::int64_t n, const std::vector<std::int32_t>& packed,
+                                   const SeparatorTree& ordering, const ShareGrid& grid, int rank, int P) {
+  const int px = grid.px, py = grid.py, ls = px * py, pz = P / ls;
+  std::vector<PackedPiece> pieces;
+  for (const std::int32_t* p = packed.data(); p < packed.data() + packed.size();) pieces.push_back(PackedPiece::read(p));
+  // Columns: (final position, ordering index, parent's ordering index); supernodes: (first
+  // final column, width, rows below, its first row's ordering index or -1).
+  std::vector<std::int32_t> cols, sns;
+  for (const PackedPiece& piece : pieces) {
+    for (std::int64_t c = 0; c < piece.nc; ++c)
+      cols.insert(cols.end(), {piece.position[c], piece.column[c], piece.parent[c]});
+    for (std::int64_t k = 0; k < piece.ns; ++k) {
+      const std::int32_t below = piece.rows_ptr[k + 1] - piece.rows_ptr[k];
+      std::int32_t first = -1;  // the smallest final row: found after renumbering, below
+      sns.insert(sns.end(), {piece.start[k], piece.width[k], below, first});
+    }
+  }
+  const std::vector<std::int32_t> all_cols = all_gather(comm, cols);
+  std::vector<std::int32_t>().swap(cols);
+  std::vector<std::int32_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
+  for (std::size_t e = 0; e < all_cols.size(); e += 3) {
+    if (column[all_cols[e]] != -1)
+      throw std::logic_error("parallel symbolic: column " + std::to_string(all_cols[e]) + " placed twice");
+    column[all_cols[e]] = all_cols[e + 1];
+    parent_id[all_cols[e]] = all_cols[e + 2];
+  }
+  std::vector<std::int32_t> final_of(static_cast<std::size_t>(n), -1);
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
+    final_of[column[k]] = static_cast<std::int32_t>(k);
+  }
+  // Each own supernode's rows in the final numbering, ascending; its first row told to all.
+  std::vector<std::vector<std::int32_t>> own_rows;
+  std::size_t at = 0;
+  for (const PackedPiece& piece : pieces)
+    for (std::int64_t k = 0; k < piece.ns; ++k, at += 4) {
+      std::vector<std::int32_t> r;
+      for (std::int64_t p = piece.rows_ptr[k]; p < piece.rows_ptr[k + 1]; ++p) r.push_back(final_of[piece.rows[p]]);
+      std::sort(r.begin(), r.end());
+      if (!r.empty()) sns[at + 3] = r.front();
+      own_rows.push_back(std::move(r));
+    }
+  const std::vector<std::int32_t> all_sns = all_gather(comm, sns);
+  const std::int64_t ns = static_cast<std::int64_t>(all_sns.size() / 4);
+  std::vector<std::int64_t> by_start(static_cast<std::size_t>(ns));
+  for (std::int64_t k = 0; k < ns; ++k) by_start[k] = k;
+  std::sort(by_start.begin(), by_start.end(), [&](std::int64_t a, std::int64_t b) { return all_sns[4 * a] < all_sns[4 * b]; });
+  SupernodalStructure out;
+  out.n = n;
+  out.sn_start.assign(1, 0);
+  auto sh = std::make_shared<StructureShare>();
+  sh->px = px;
+  sh->py = py;
+  const int q = rank % ls;
+  sh->x = q / py;
+  sh->y = q % py;
+  for (std::int64_t k : by_start) {
+    if (all_sns[4 * k] != out.sn_start.back())
+      throw std::logic_error("parallel symbolic: the supernodes do not tile the columns at " +
+                             std::to_string(all_sns[4 * k]));
+    out.sn_start.push_back(all_sns[4 * k] + all_sns[4 * k + 1]);
+    sh->below.push_back(all_sns[4 * k + 2]);
+  }
+  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < ns; ++k)
+    std::fill(sn_of.begin() + out.sn_start[k], sn_of.begin() + out.sn_start[k + 1], static_cast<std::int32_t>(k));
+  sh->sn_parent.assign(static_cast<std::size_t>(ns), -1);
+  for (std::int64_t j = 0; j < ns; ++j) {
+    const std::int32_t first = all_sns[4 * by_start[j] + 3];
+    if (first >= 0) sh->sn_parent[j] = sn_of[first];
+  }
+  // Each own supernode's messages: [K, rows..., R..., C...] with their lengths first.
+  std::vector<std::vector<std::int32_t>> to(static_cast<std::size_t>(P));
+  std::vector<std::int32_t> bsn, blo, bhi, xs, ys;
+  std::vector<std::int64_t> ox, oy;  // block indices grouped by process row / column
+  std::vector<std::int64_t> xptr(static_cast<std::size_t>(px) + 1), yptr(static_cast<std::size_t>(py) + 1);
+  std::vector<char> on_row(static_cast<std::size_t>(px), 0), on_col(static_cast<std::size_t>(py), 0);
+  std::vector<std::int32_t> kept;
+  at = 0;
+  std::size_t own = 0;
+  for (const PackedPiece& piece : pieces)
+    for (std::int64_t s = 0; s < piece.ns; ++s, ++own) {
+      const std::int32_t k = sn_of[piece.start[s]];
+      const std::vector<std::int32_t>& r = own_rows[own];
+      bsn.clear();
+      blo.clear();
+      bhi.clear();
+      xs.clear();
+      ys.clear();
+      for (std::size_t a = 0; a < r.size();) {
+        std::size_t e = a + 1;
+        while (e < r.size() && sn_of[r[e]] == sn_of[r[a]]) ++e;
+        const std::int32_t i = sn_of[r[a]];
+        bsn.push_back(i);
+        blo.push_back(static_cast<std::int32_t>(a));
+        bhi.push_back(static_cast<std::int32_t>(e));
+        if (!on_row[i % px]) on_row[i % px] = 1, xs.push_back(i % px);
+        if (!on_col[i % py]) on_col[i % py] = 1, ys.push_back(i % py);
+        a = e;
+      }
+      // counting sorts of the blocks by process row and by process column (stable: ascending I)
+      auto group = [&](int p, std::vector<std::int64_t>& ptr, std::vector<std::int64_t>& idx) {
+        std::fill(ptr.begin(), ptr.end(), 0);
+        for (std::int32_t i : bsn) ++ptr[i % p + 1];
+        for (int v = 0; v < p; ++v) ptr[v + 1] += ptr[v];
+        idx.resize(bsn.size());
+        std::vector<std::int64_t> next(ptr.begin(), ptr.end() - 1);
+        for (std::size_t b = 0; b < bsn.size(); ++b) idx[next[bsn[b] % p]++] = static_cast<std::int64_t>(b);
+      };
+      group(px, xptr, ox);
+      group(py, yptr, oy);
+      const int kx = k % px, ky = k % py;
+      auto send = [&](int x, int y) {
+        kept.clear();  // blocks of row x and of column y, merged by block index
+        std::int64_t a = xptr[x], b = yptr[y];
+        while (a < xptr[x + 1] || b < yptr[y + 1]) {
+          std::int64_t blk;
+          if (b == yptr[y + 1] || (a < xptr[x + 1] && ox[a] < oy[b])) blk = ox[a++];
+          else if (a == xptr[x + 1] || oy[b] < ox[a]) blk = oy[b++];
+          else blk = ox[a++], ++b;  // in both
+          kept.insert(kept.end(), r.begin() + blo[blk], r.begin() + bhi[blk]);
+        }
+        const bool part = (on_row[x] || x == kx) && (on_col[y] || y == ky);
+        for (int z = 0; z < pz; ++z) {
+          std::vector<std::int32_t>& m = to[static_cast<std::size_t>(z * ls + x * py + y)];
+          m.insert(m.end(), {k, static_cast<std::int32_t>(kept.size()), part ? static_cast<std::int32_t>(xs.size()) : 0,
+                             part ? static_cast<std::int32_t>(ys.size()) : 0});
+          m.insert(m.end(), kept.begin(), kept.end());
+          if (part) {
+            m.insert(m.end(), xs.begin(), xs.end());
+            m.insert(m.end(), ys.begin(), ys.end());
+          }
+        }
+      };
+      for (int x : xs)
+        for (int y = 0; y < py; ++y) send(x, y);
+      for (int y : ys)
+        for (int x = 0; x < px; ++x)
+          if (!on_row[x]) send(x, y);
+      if (!on_row[kx] && !on_col[ky]) send(kx, ky);
+      for (std::int32_t v : xs) on_row[v] = 0;
+      for (std::int32_t v : ys) on_col[v] = 0;
+    }
+  std::vector<std::vector<std::int32_t>>().swap(own_rows);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(P));
+  std::vector<std::int32_t> flat;
+  for (int d = 0; d < P; ++d) {
+    counts[d] = static_cast<std::int64_t>(to[d].size());
+    flat.insert(flat.end(), to[d].begin(), to[d].end());
+    std::vector<std::int32_t>().swap(to[d]);
+  }
+  const std::vector<std::int32_t> got = all_to_all(comm, flat, int_counts(counts));
+  std::vector<std::int32_t>().swap(flat);
+  // This rank's share, supernode by supernode.
+  std::vector<std::int64_t> msg(static_cast<std::size_t>(ns), -1);
+  for (std::size_t e = 0; e < got.size(); e += 4 + static_cast<std::size_t>(got[e + 1] + got[e + 2] + got[e + 3]))
+    msg[got[e]] = static_cast<std::int64_t>(e);
+  out.rows_ptr.assign(1, 0);
+  sh->rows_ptr.assign(1, 0);
+  sh->cols_ptr.assign(1, 0);
+  for (std::int64_t k = 0; k < ns; ++k) {
+    if (msg[k] >= 0) {
+      const std::int32_t* m = got.data() + msg[k];
+      const std::int32_t* body = m + 4;
+      out.rows.insert(out.rows.end(), body, body + m[1]);
+      sh->rows.insert(sh->rows.end(), body + m[1], body + m[1] + m[2]);
+      sh->cols.insert(sh->cols.end(), body + m[1] + m[2], body + m[1] + m[2] + m[3]);
+    }
+    out.rows_ptr.push_back(static_cast<std::int64_t>(out.rows.size()));
+    sh->rows_ptr.push_back(static_cast<std::int64_t>(sh->rows.size()));
+    sh->cols_ptr.push_back(static_cast<std::int64_t>(sh->cols.size()));
+  }
+  out.parent.resize(static_cast<std::size_t>(n));
+  out.post.resize(static_cast<std::size_t>(n));
+  out.perm.resize(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    out.parent[k] = parent_id[k] < 0 ? -1 : final_of[parent_id[k]];
+    out.post[k] = column[k];
+    out.perm[k] = ordering.perm[column[k]];
+  }
+  attach_tree(out, ordering);
+  out.share = std::move(sh);
+  out.validate();
+  return out;
+}
+
 }  // namespace
 
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
                                       const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,
-                                      const SymbolicOptions& opts, int root, ParallelSymbolicTimes* times) {
+                                      const SymbolicOptions& opts, int root, ParallelSymbolicTimes* times,
+                                      ShareGrid share_grid) {
   opts.check();
   require(n >= 1, "the matrix has no rows (0 x 0): nothing to factor");
   require(n < std::numeric_limits<std::int32_t>::max(), "parallel symbolic: at most 2^31 - 1 unknowns, got " +
@@ -201,6 +394,12 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   check_mpi(MPI_Comm_size(comm, &P), "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   require(root >= 0 && root < P, "parallel symbolic: root " + std::to_string(root) + " outside the communicator");
+  require(share_grid.px == 0 ? share_grid.py == 0
+                             : share_grid.px >= 1 && share_grid.py >= 1 && P % (share_grid.px * share_grid.py) == 0,
+          [&] {
+            return "parallel symbolic: shares on a " + std::to_string(share_grid.px) + " x " +
+                   std::to_string(share_grid.py) + " layer, which does not divide " + std::to_string(P) + " ranks";
+          });
   require(static_cast<std::int64_t>(ordering.perm.size()) == n,
           "parallel symbolic: the ordering has " + std::to_string(ordering.perm.size()) + " entries for " +
               std::to_string(n) + " unknowns");
@@ -370,8 +569,13 @@ SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_
   agree_on_error(comm, error, "parallel symbolic");  // the root's failure, not a wait in the gather
   if (times != nullptr) times->separators = seconds_since(t);
 
-  // 4. Every piece to every rank, renumbered into the final order.
+  // 4. Every piece to every rank, renumbered into the final order (on a grid: each rank's share).
   t = clock_type::now();
+  if (share_grid.px > 0) {
+    SupernodalStructure mine = assemble_share(comm, n, packed, ordering, share_grid, rank, P);
+    if (times != nullptr) times->assemble = seconds_since(t);
+    return mine;
+  }
   const std::vector<std::int32_t> all = all_gather(comm, packed);
   std::vector<std::int32_t>().swap(packed);
   std::vector<PackedPiece> pieces;

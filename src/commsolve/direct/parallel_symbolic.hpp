@@ -19,8 +19,8 @@
 // The result equals symbolic_for_ordering on the gathered matrix, supernode by supernode
 // (for the pattern without stored zeros, which both parallel functions leave out). No rank
 // holds more of the matrix than its own rows, its leaves' rows and (the root) the
-// separators' rows; each still receives the whole structure in step 4, which the block
-// layouts of the factorization read.
+// separators' rows; in step 4 each receives the whole structure, or on a grid only its share
+// of it (structure_share.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "commsolve/direct/separator_tree.hpp"
+#include "commsolve/direct/structure_share.hpp"
 #include "commsolve/direct/symbolic.hpp"
 
 namespace commsolve {
@@ -49,9 +50,14 @@ struct ParallelSymbolicTimes {
 // ordering without tree nodes, as ordering_from_perm makes, is refused). A bad index, or an
 // entry that joins a leaf to a column numbered before it (the tree does not separate the
 // pattern), is a std::invalid_argument on every rank, naming it where it was found.
+// With `share_grid` (px, py > 0, dividing the ranks into layers of px x py), each rank
+// returns its own share of that structure instead (structure_share(whole, px, py, x, y) for
+// rank z px py + x py + y), and no rank holds the whole: step 4 sends each rank of each
+// layer the blocks of its process row and column.
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
                                       const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,
-                                      const SymbolicOptions& opts, int root = 0, ParallelSymbolicTimes* times = nullptr);
+                                      const SymbolicOptions& opts, int root = 0, ParallelSymbolicTimes* times = nullptr,
+                                      ShareGrid share_grid = {});
 
 }  // namespace commsolve

@@ -36,6 +36,11 @@ struct StructureShare {
   std::vector<std::int64_t> below;      // per supernode: its rows below the diagonal block in the whole
 };
 
+// The layer shares are taken for (parallel_symbolic): px x py, or 0 x 0 for the whole.
+struct ShareGrid {
+  int px = 0, py = 0;
+};
+
 // Rank (x, y)'s share of the whole structure `whole` on a px x py layer: its O(n) arrays
 // (perm, parent, sn_start, post, the separator tree) as they are, its rows only those of the
 // blocks above, `share` set. Throws std::invalid_argument for a grid or place out of range
