@@ -52,6 +52,15 @@ def test_products_in_several_pieces_give_the_dense_inverse(px, py):
 
 
 @pytest.mark.parametrize("px,py", GRIDS, ids=[f"{px}x{py}" for px, py in GRIDS])
+def test_a_solver_holding_shares_of_the_structure_gives_the_dense_inverse(px, py):
+    """The default ordering on a grid with several ranks: each rank holds its share of the
+    structure (issue 35), which selected inversion makes whole while it runs."""
+    (r,) = [r for r in results(px, py) if r["family"] == "shares"]
+    assert r["shares"] == [px * py > 1] * (px * py)
+    assert r["err"] <= 1e-12 and r["pattern_ok"] and r["stats_ok"], r
+
+
+@pytest.mark.parametrize("px,py", GRIDS, ids=[f"{px}x{py}" for px, py in GRIDS])
 def test_the_form_chosen_by_default_and_the_warning_of_replaced_pivots(px, py):
     (r,) = [r for r in results(px, py) if r["family"] == "auto"]
     assert r["chosen"] == {"alike": True, "defaults": False}  # MC64's scaling makes rows and columns differ

@@ -11,9 +11,10 @@ grid the inter-grid messages of this matrix run to many chunks) and reports the 
 residual ||A x - b|| / ||b||, A x computed by the ParCSR from A's own rows, and whether the
 factorization's recorded messages equal its plan's. Rank 0 prints one JSON line: per rank the growth of the peak
 over the resident size before (``analysis``, and ``setup`` with WHOLE=1), the bytes of its
-rows of A (12 per entry, 8 per row: the CSR it holds) and of its factors (8 per entry
-stored, the inverted diagonal blocks and the replicated ancestors included), and the bytes
-of the whole matrix, of the supernodal structure and n.
+rows of A (12 per entry, 8 per row: the CSR it holds), of its factors (8 per entry
+stored, the inverted diagonal blocks and the replicated ancestors included) and of the
+supernodal structure it holds (its share on a grid with several ranks a layer) and that
+structure's rows; and the bytes of the whole matrix, the whole structure's rows and n.
 """
 
 import json
@@ -65,10 +66,11 @@ else:
                              {"ordering": ordering, "row_perm": "none"})
     analysis = analyze(A, comm, request)
     mine["analysis"] = status("VmHWM") - before
-s = analysis.structure
-structure_bytes = sum(a.nbytes for a in (s.rows, s.rows_ptr, s.sn_start, s.perm, s.parent, s.post))
+s = analysis.structure  # this rank's share of it on a grid with several ranks a layer
+mine["structure"] = int(sum(a.nbytes for a in (s.rows, s.rows_ptr, s.sn_start, s.perm, s.parent, s.post)))
+mine["structure_rows"] = int(s.rows.size)
 rows = comm.gather(mine)
 if comm.rank == 0:
     print(json.dumps({"spec": spec, "ordering": ordering, "grid": grid, "n": A.shape[0], "ranks": rows,
-                      "matrix_bytes": sum(r["share"] for r in rows), "structure_bytes": int(structure_bytes),
+                      "matrix_bytes": sum(r["share"] for r in rows), "whole_structure_rows": int(s.below.sum()),
                       "gathered": "gather" in analysis.ordering_parts}), flush=True)

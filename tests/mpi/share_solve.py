@@ -8,7 +8,8 @@ and solves on a layout of that share alone (the forests taken from the whole). R
 one JSON line per family: the relative error of the solves against scipy's, for every
 algorithm the grid runs and three tree shapes; whether every rank's recorded messages equal
 the plan of the whole structure (the factorization's from factor3d.planned_factor_stats, the
-solves' from solve_stats_virtual: neither reads a share); whether each store is as large as
+solves' from solve_stats_virtual: neither reads a share), and so does the rank's plan of the
+factorization from its share (planned_factor_stats_here); whether each store is as large as
 the whole structure's layout counts; and the largest share's rows over the whole's.
 """
 
@@ -60,7 +61,9 @@ for spec in FAMILIES:
                                              anorm, 1e-14, False)
     planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order,
                                             whole_layout, topo)
-    factor_as_planned = comm.allreduce(report.recorded == planned[comm.rank], op=MPI.LAND)
+    here = factor3d.planned_factor_stats_here(comm, factor3d.local_entries(D, serial.pivoting, serial.row_order,
+                                                                          serial.col_order), layout, topo)
+    factor_as_planned = comm.allreduce(report.recorded == planned[comm.rank] == here, op=MPI.LAND)
     size_ok = comm.allreduce(store.size == _core.factor_entries_per_rank(whole_layout)[comm.rank], op=MPI.LAND)
     rhs = _core.RhsMap(D.row_dist, serial.row_order, serial.col_order)
     core = _core.TriSolve(comm.py2f(), topo, layout, rhs, store, solve_options(pz))

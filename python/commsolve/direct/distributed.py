@@ -123,7 +123,9 @@ class Analysis:
     shape : tuple of int
         The matrix shape.
     structure : SupernodalStructure
-        Its supernodal structure.
+        Its supernodal structure: where the analysis ran in parallel for a grid with several
+        ranks a layer, this rank's share of it (C++ ``direct/structure_share.hpp``; no rank
+        holds the whole).
     pivoting : StaticPivoting
         The static pivoting (scales, row permutation).
     row_order, col_order : ndarray of int32
@@ -339,7 +341,10 @@ def analyze(source, comm, request):
     symbolic_options["ordering"] = options["ordering"] = chosen_ordering(asked, comm.size, on_grids)
     if on_grids and symbolic_options["ordering"] in PARALLEL_ORDERINGS:
         leaves = "auto" if asked == "auto" else LEAVES[symbolic_options["ordering"]]
-        return _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves)
+        # each rank keeps its share of the structure where the grid is known and a layer has
+        # several ranks (the tuner of grid="auto" reads the whole)
+        share = None if request.grid is None or request.grid[0] * request.grid[1] == 1 else request.grid[:2]
+        return _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves, share)
     t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source
     parts = {"gather": time.perf_counter() - t0} if on_grids else {}
@@ -411,15 +416,16 @@ def analyze(source, comm, request):
 
 
 def _nnz_LU(structure):
-    widths, below = np.diff(structure.sn_start), np.diff(structure.rows_ptr)
+    widths, below = np.diff(structure.sn_start), structure.below  # a share's too
     return int((widths * widths + 2 * widths * below).sum())
 
 
-def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves):
+def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves, share=None):
     """Collective. The Analysis of the ParCSR ``source`` computed on every rank from its own
     rows: the static pivoting (A gathered on ``root`` only for the large-diagonal matching),
     PT-Scotch's ordering (its leaves ordered as ``leaves`` says, and the ordering it was
-    reported), the symbolic factorization by leaves of the separator tree and ||B||_1;
+    reported), the symbolic factorization by leaves of the separator tree (with ``share``
+    ``(px, py)``, each rank's share of it on layers of that grid) and ||B||_1;
     ``ordering_parts`` holds this rank's seconds of each part."""
     t0 = time.perf_counter()
     parts = {}
@@ -434,7 +440,7 @@ def _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves):
     rows = rows_of_B(source, pivoting.row_of_col, local)
     ordered, used = parallel_ordering(source, pivoting.row_of_col, parts, leaves, rows)
     options["ordering"] = symbolic_options["ordering"] = used
-    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, rows)
+    structure = parallel_symbolic(source, pivoting.row_of_col, ordered, symbolic_options, root, parts, rows, share)
     del rows
     perm = np.asarray(structure.perm)
     row_order = pivoting.row_order(perm).astype(np.int32)

@@ -155,8 +155,8 @@ def planned_factor_stats(A_global, row_owner, pivoting, row_order, col_order, la
 def planned_factor_stats_here(comm, entries, layout, topo, tree=None):
     """Collective on ``comm``. This rank's planned CommStats of the factorization, as
     :func:`planned_factor_stats` counts them for every rank, but from this rank's own
-    ``entries`` (the receive counts by one all-to-all of counts): no rank needs the whole
-    matrix.
+    ``entries`` (the receive counts by one all-to-all of counts) and its own schedules: no
+    rank needs the whole matrix, and the layout may hold this rank's share of the structure.
 
     Parameters
     ----------
@@ -180,7 +180,7 @@ def planned_factor_stats_here(comm, entries, layout, topo, tree=None):
     size = layout.grid.size
     to = np.bincount(np.asarray(_core.entry_destinations(layout, rows, cols), dtype=np.int64), minlength=size)
     came = np.asarray(comm.alltoall([int(c) for c in to]), dtype=np.int64)
-    mine = np.asarray(_core.factor_3d_planned(layout, topo, tree_shape(tree)))[comm.rank].copy()
+    mine = np.asarray(_core.factor_3d_planned_rank(layout, topo, tree_shape(tree), comm.rank)).copy()
     mine[0] = _stats_row(to, came, comm.rank, topo)
     return CommStats(mine)
 

@@ -189,7 +189,8 @@ class DistributedLU:
         self.selinv = None  # the last selected_inverse()'s SelinvReport
 
     structure = property(lambda self: self.analysis.structure,
-                         doc="The supernodal structure of the matrix as factored.")
+                         doc="The supernodal structure of the matrix as factored (this rank's share of it where "
+                             "the analysis ran in parallel on a grid with several ranks a layer).")
     shape = property(lambda self: self.analysis.shape, doc="The matrix's shape.")
     pivoting = property(lambda self: self.analysis.pivoting, doc="The static pivoting (scales, row permutation).")
     row_order = property(lambda self: self.analysis.row_order, doc="The row of b that factor row k reads.")

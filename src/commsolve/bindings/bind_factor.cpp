@@ -170,6 +170,15 @@ void bind_distributed(nb::module_& m) {
   }, "layout"_a, "topology"_a, "tree"_a,
         "Every rank's planned messages of the factorization, shape (ranks, 5, 8) (FactorStep; the entries' step, "
         "which depends on where A's rows are, is left empty).");
+  m.def("factor_3d_planned_rank", [](const SolveLayout& layout, const Topology& topo, const TreeShape& tree, int rank) {
+    CommStats st;
+    {
+      nb::gil_scoped_release nogil;
+      st = factor_3d_planned_rank(layout, topo, tree, rank);
+    }
+    return stats_array(st);
+  }, "layout"_a, "topology"_a, "tree"_a, "rank"_a,
+        "One rank's row of factor_3d_planned, from its own schedules (its share of the structure is enough).");
   m.def("factor_entries_per_rank", [](const SolveLayout& layout) {
     return to_numpy(factor_entries_per_rank(layout));
   }, "layout"_a, "Every rank's factor entries (its block store's size).");

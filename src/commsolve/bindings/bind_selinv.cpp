@@ -69,7 +69,7 @@ void bind_selinv(nb::module_& m) {
       .def("__init__", [](SelectedInversion2D* self, const TriSolve& t, const TreeShape& shape, bool symmetric) {
         grid_2d(t.layout());
         nb::gil_scoped_release nogil;
-        new (self) SelectedInversion2D(t.comm(), t.topology(), t.layout(), t.store(), shape, symmetric);
+        new (self) SelectedInversion2D(t.comm(), t.topology(), t.layout_ptr(), t.store(), shape, symmetric);
       }, "trisolve"_a, "shape"_a, "symmetric"_a, nb::keep_alive<1, 2>(),
            "Collective. Reads the factors `trisolve` holds (kept alive).")
       .def("run", [](SelectedInversion2D& s) {

@@ -148,6 +148,11 @@ void bind_structure(nb::module_& m) {
         }
         return nb::make_tuple(to_numpy(std::move(sn)), to_numpy(std::move(count)));
       }, "k"_a, "(supernodes I, rows in each) of the off-diagonal blocks L(I, k), ascending I.")
+      .def_prop_ro("below", [](const SupernodalStructure& s) {
+        std::vector<std::int64_t> out(static_cast<std::size_t>(s.nsuper()));
+        for (std::int64_t k = 0; k < s.nsuper(); ++k) out[k] = s.rows_below(k);
+        return to_numpy(std::move(out));
+      }, "Per supernode, its rows below the diagonal block (of the whole structure, for a share too; a new array).")
       .def_prop_ro("share", [](const SupernodalStructure& s) -> nb::object {
         if (!s.share) return nb::none();
         const StructureShare& h = *s.share;

@@ -232,6 +232,47 @@ std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topolo
   return st;
 }
 
+CommStats factor_3d_planned_rank(const SolveLayout& layout, const Topology& topo, const TreeShape& shape, int rank) {
+  const SupernodalStructure& sym = layout.sym();
+  const ProcessGrid3D& grid = layout.grid();
+  const ForestPartition& forests = layout.forests();
+  const SupernodeBlocks& blocks = layout.blocks();
+  check_tree_shape(shape);
+  require(topo.size() == grid.size() && rank >= 0 && rank < grid.size(),
+          "3D factorization plan: rank " + std::to_string(rank) + " outside a grid of " + std::to_string(grid.size()));
+  const int ls = grid.layer_size(), z = grid.z_of(rank), q = rank % ls, x = q / grid.py, y = q % grid.py;
+  check_share_of(sym, grid.px, grid.py, x, y, "3D factorization plan");
+  CommStats st;
+  st.steps.resize(num_factor_steps);
+  const ProcessGrid2D layer = grid.layer(z);
+  for (int l = 0; l <= forests.nlev; ++l) {
+    const std::vector<char> m = phase_mask(forests, z, l);
+    if (std::find(m.begin(), m.end(), 1) == m.end()) continue;
+    const FactorSchedule sch = factor_schedule(sym, blocks, layer, rank, m, shape, topo);
+    for (std::size_t i = 0; i < sch.plan.index.size(); ++i) {
+      const std::size_t c = static_cast<std::size_t>(sch.plan.index[i]);
+      const TreeLinks& t = sch.plan.links[i];
+      add_link_stats(st.steps[factor_xy + sch.coll.role[c]], rank, t.parent, t.children.data(), t.children.size(),
+                     true, 8 + 8 * sch.coll.set.count[c], topo);
+    }
+  }
+  std::vector<PartSizes> factored(sym.sn_start.size() - 1), inverted(sym.sn_start.size() - 1);
+  for (int l = 1; l <= forests.nlev; ++l) {
+    const int half = 1 << (l - 1);
+    const bool up = z % (2 * half) == half, down = z % (2 * half) == 0 && z + half < grid.pz;
+    if (!up && !down) continue;
+    const int zu = up ? z : z + half, peer = up ? rank - half * ls : rank + half * ls;
+    const Locality where = locality(topo, rank, peer);
+    const std::int64_t nr = list_size(sym, blocks, layer, x, y, reduce_parts(blocks, forests, layer, zu, l)[q], false,
+                                      factored);
+    const std::int64_t nb = list_size(sym, blocks, layer, x, y, bcast_parts(sym, blocks, forests, layer, zu - half, l)[q],
+                                      true, inverted);
+    plan_step(st.steps[factor_z_reduce], where, nr, up);
+    plan_step(st.steps[factor_ancestor_bcast], where, nb, down);
+  }
+  return st;
+}
+
 std::vector<std::int64_t> factor_entries_per_rank(const SolveLayout& layout) {
   layout.sym().require_whole("every rank's factor entries");
   const SupernodalStructure& sym = layout.sym();

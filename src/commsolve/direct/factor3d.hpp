@@ -55,6 +55,9 @@ std::vector<PartList> reduce_parts(const SupernodeBlocks& blocks, const ForestPa
 // Planned messages of every rank (steps as FactorStep; factor_entries left empty: it
 // depends on where A's rows are, which only the ranks holding them know).
 std::vector<CommStats> factor_3d_planned(const SolveLayout& layout, const Topology& topo, const TreeShape& shape);
+// The same for one rank from its own schedules: what it needs of the structure is its share
+// (structure_share.hpp), which `layout` may hold.
+CommStats factor_3d_planned_rank(const SolveLayout& layout, const Topology& topo, const TreeShape& shape, int rank);
 
 // Every rank's factor entries (its block store's size: the parts of its grid's supernodes,
 // diagonal blocks inverted), without building the stores.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "commsolve/core/error.hpp"
+#include "commsolve/direct/structure_share.hpp"
 #include "commsolve/core/stopwatch.hpp"
 
 namespace commsolve {
@@ -31,6 +32,26 @@ ProcessGrid2D layer_of(const SolveLayout& layout) {
   const ProcessGrid3D& g = layout.grid();
   require(g.pz == 1, "selected inversion runs on a 2D grid (Pz = 1), got Pz = " + std::to_string(g.pz));
   return ProcessGrid2D{g.px, g.py, 0};
+}
+
+// `layout`, made whole where it holds this rank's share (gather_structure: collective).
+std::shared_ptr<const SolveLayout> whole_layout(MPI_Comm comm, std::shared_ptr<const SolveLayout> layout) {
+  if (!layout->sym().share) return layout;
+  return std::make_shared<const SolveLayout>(std::make_shared<const SupernodalStructure>(gather_structure(comm, layout->sym())),
+                                             layout->grid(), layout->forests().forest);
+}
+
+// Where this rank's factors lie by `layout`'s block ids (no values), checked against `store`'s
+// offsets (which a share's layout gives alike).
+BlockStore laid_out(MPI_Comm comm, const SolveLayout& layout, const BlockStore& store) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  BlockStore out = block_store_layout(layout.sym(), layout.blocks(), layout.grid(), layout.forests(), rank);
+  const LocalLayout2D &a = out.layout, &b = store.layout;
+  require(a.total == b.total && static_cast<std::int64_t>(store.values.size()) == b.total && a.diag_off == b.diag_off &&
+              a.l_panel == b.l_panel && a.u_off == b.u_off,
+          "selected inversion: the factors on rank " + std::to_string(rank) + " are not laid out as its layout says");
+  return out;
 }
 
 // Position in `list` (ascending, n entries) of each of `want` (ascending, a subset of it).
@@ -66,7 +87,7 @@ class SelinvNumbers {
 
   void send(int dest, std::int64_t c, const double* v, std::int64_t n, int role) { s_.engine_.send(dest, c, v, n, role); }
   const double* diag_inverse(std::int64_t k, bool upper) const {
-    return s_.store_.values.data() + s_.store_.layout.diag_off[s_.store_.diag_index[k]] + (upper ? w(k) * w(k) : 0);
+    return s_.store_.values.data() + s_.lay_.layout.diag_off[s_.lay_.diag_index[k]] + (upper ? w(k) * w(k) : 0);
   }
   // L^(R_x, K) = L(R_x, K) L_KK^-1 on (x, K mod Py).
   void lhat(std::int64_t k, const double* inv_l) {
@@ -208,7 +229,7 @@ class SelinvNumbers {
     }
   }
   void finish_diag(std::int64_t k, const double* sum) {  // Z(K, K) = U_KK^-1 L_KK^-1 - sum
-    const std::int64_t wk = w(k), d = s_.store_.diag_index[k];
+    const std::int64_t wk = w(k), d = s_.lay_.diag_index[k];
     const double* inv = s_.store_.values.data() + lay().diag_off[d];
     double* zd = s_.z_.data() + lay().diag_off[d];
     gemm(false, false, wk, wk, wk, inv + wk * wk, wk, inv, wk, 0.0, zd);
@@ -221,7 +242,7 @@ class SelinvNumbers {
   std::int64_t w(std::int64_t k) const { return s_.width(k); }
   std::int64_t rows(std::int64_t b) const { return blk().hi[b] - blk().lo[b]; }
   const SupernodeBlocks& blk() const { return s_.blocks_; }
-  const LocalLayout2D& lay() const { return s_.store_.layout; }
+  const LocalLayout2D& lay() const { return s_.lay_.layout; }
   bool in_group(std::int64_t b, int x, int y) const {
     return blk().sn[b] % s_.grid_.px == x && blk().sn[b] % s_.grid_.py == y;
   }
@@ -264,7 +285,7 @@ class SelinvNumbers {
         const std::int32_t* CI = R + blk().lo[bi];
         double* g = s_.G_.data() + sp.at_row[i] + rx * (sp.at_col[t] - c0);
         if (J == I) {
-          const double* zd = z + lay().diag_off[s_.store_.diag_index[J]];
+          const double* zd = z + lay().diag_off[s_.lay_.diag_index[J]];
           for (std::int64_t b = 0; b < mi; ++b)
             for (std::int64_t a = 0; a < mj; ++a) g[a + rx * b] = zd[(RJ[a] - fJ) + wJ * (CI[b] - fI)];
         } else if (J > I) {  // Z(J, I): rows of I's panel here
@@ -294,12 +315,11 @@ class SelinvNumbers {
   std::vector<std::int64_t> pos_, bounds_;  // scratch; the pieces of the products under way
 };
 
-SelectedInversion2D::SelectedInversion2D(MPI_Comm comm, const Topology& topo, const SolveLayout& layout,
+SelectedInversion2D::SelectedInversion2D(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout,
                                          const BlockStore& store, const TreeShape& shape, bool symmetric)
-    : sym_(layout.sym()), blocks_(layout.blocks()), store_(store), grid_(layer_of(layout)),
-      index_(layout.sym(), layout.blocks(), store), topo_(topo),
-      plan_(selinv_plan(layout.sym(), layout.blocks(), grid_, symmetric)),
-      engine_(comm, topo, max_count(plan_), 0, selinv_steps) {
+    : layout_(whole_layout(comm, std::move(layout))), sym_(layout_->sym()), blocks_(layout_->blocks()), store_(store),
+      lay_(laid_out(comm, *layout_, store)), grid_(layer_of(*layout_)), index_(sym_, blocks_, lay_), topo_(topo),
+      plan_(selinv_plan(sym_, blocks_, grid_, symmetric)), engine_(comm, topo, max_count(plan_), 0, selinv_steps) {
   check_tree_shape(shape);
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   int size = 0;
@@ -326,8 +346,8 @@ CommStats SelectedInversion2D::planned() const {
 SelectedInversion2D::Times SelectedInversion2D::run() {
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t ns = sym_.nsuper();
-  hat_.assign(static_cast<std::size_t>(store_.layout.total), 0.0);
-  z_.assign(static_cast<std::size_t>(store_.layout.total), 0.0);
+  hat_.assign(static_cast<std::size_t>(lay_.layout.total), 0.0);
+  z_.assign(static_cast<std::size_t>(lay_.layout.total), 0.0);
   lt_.assign(static_cast<std::size_t>(ns), {});
   ut_.assign(static_cast<std::size_t>(ns), {});
   buf_.assign(inv_plan_.index.size(), {});
@@ -370,7 +390,7 @@ SelectedInversion2D::Times SelectedInversion2D::run() {
 
 SelectedEntries SelectedInversion2D::entries() const {
   SelectedEntries out;
-  const LocalLayout2D& lay = store_.layout;
+  const LocalLayout2D& lay = lay_.layout;
   out.row.reserve(static_cast<std::size_t>(lay.total));
   out.col.reserve(static_cast<std::size_t>(lay.total));
   out.value.reserve(static_cast<std::size_t>(lay.total));

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "commsolve/comm/comm_stats.hpp"
@@ -27,9 +28,10 @@ class SelectedInversion2D {
  public:
   // Collective on comm (the layout's Px x Py x 1 ranks). `store`: this rank's factors (the
   // triangular solve's: diagonal blocks as inverse triangles, L and U blocks); read only,
-  // must outlive this object, as must `layout`.
-  SelectedInversion2D(MPI_Comm comm, const Topology& topo, const SolveLayout& layout, const BlockStore& store,
-                      const TreeShape& shape, bool symmetric);
+  // must outlive this object. A layout of this rank's share of the structure is made whole
+  // first (gather_structure): the plan reads every block.
+  SelectedInversion2D(MPI_Comm comm, const Topology& topo, std::shared_ptr<const SolveLayout> layout,
+                      const BlockStore& store, const TreeShape& shape, bool symmetric);
 
   struct Times {  // this rank's seconds
     double prepare = 0, invert = 0, total = 0;
@@ -47,9 +49,11 @@ class SelectedInversion2D {
   friend class SelinvNumbers;  // the machine's backend (selinv_executor.cpp)
   std::int64_t width(std::int64_t k) const { return sym_.sn_start[k + 1] - sym_.sn_start[k]; }
 
+  std::shared_ptr<const SolveLayout> layout_;  // whole
   const SupernodalStructure& sym_;
   const SupernodeBlocks& blocks_;
-  const BlockStore& store_;
+  const BlockStore& store_;  // its values
+  const BlockStore lay_;     // where they lie, by the whole layout's block ids (no values)
   const ProcessGrid2D grid_;
   const StoreIndex index_;
   Topology topo_;

@@ -69,7 +69,6 @@ const std::vector<std::string>& forest_partition_names() {
 
 ForestPartition partition_forests(const SupernodalStructure& sym, int pz, const std::string& method,
                                   double imbalance) {
-  sym.require_whole("the forests' partition");
   forest_levels(pz);  // Pz a power of two
   if (method != "nd" && method != "greedy")
     throw std::invalid_argument("unknown forest partition '" + method + "' (known: nd, greedy)");

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "commsolve/comm/all_to_all.hpp"
 #include "commsolve/core/error.hpp"
 
 namespace commsolve {
@@ -68,6 +69,56 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
   }
   s.share = std::move(sh);
   return s;
+}
+
+SupernodalStructure gather_structure(MPI_Comm comm, const SupernodalStructure& share) {
+  require(share.share != nullptr, "gather_structure: the structure is already whole");
+  const StructureShare& h = *share.share;
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  const std::int64_t ns = share.nsuper();
+  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(share.n));
+  for (std::int64_t k = 0; k < ns; ++k)
+    std::fill(sn_of.begin() + share.sn_start[k], sn_of.begin() + share.sn_start[k + 1], static_cast<std::int32_t>(k));
+  std::vector<std::int32_t> mine;  // [K, count, rows...] of the blocks of this process row, from (x, 0) of layer 0
+  if (rank < h.px * h.py && h.y == 0)
+    for (std::int64_t k = 0; k < ns; ++k) {
+      const std::size_t at = mine.size();
+      mine.insert(mine.end(), {static_cast<std::int32_t>(k), 0});
+      for (std::int64_t p = share.rows_ptr[k]; p < share.rows_ptr[k + 1]; ++p)
+        if (sn_of[share.rows[p]] % h.px == h.x) mine.push_back(share.rows[p]);
+      mine[at + 1] = static_cast<std::int32_t>(mine.size() - at - 2);
+      if (mine[at + 1] == 0) mine.resize(at);
+    }
+  const std::vector<std::int32_t> all = all_gather(comm, mine);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(ns) + 1, 0);
+  for (std::size_t e = 0; e < all.size(); e += 2 + static_cast<std::size_t>(all[e + 1])) count[all[e] + 1] += all[e + 1];
+  for (std::int64_t k = 0; k < ns; ++k) {
+    require(count[k + 1] == h.below[k], [&] {
+      return "gather_structure: supernode " + std::to_string(k) + " gathered " + std::to_string(count[k + 1]) +
+             " rows of its " + std::to_string(h.below[k]) + " (the shares are not of one grid)";
+    });
+    count[k + 1] += count[k];
+  }
+  SupernodalStructure out;
+  out.n = share.n;
+  out.parent = share.parent;
+  out.sn_start = share.sn_start;
+  out.post = share.post;
+  out.perm = share.perm;
+  out.tree = share.tree;
+  out.rows_ptr = count;
+  out.rows.resize(static_cast<std::size_t>(count[ns]));
+  std::vector<std::int64_t> next(count.begin(), count.end() - 1);
+  for (std::size_t e = 0; e < all.size(); e += 2 + static_cast<std::size_t>(all[e + 1])) {
+    const std::int32_t k = all[e];
+    std::copy(all.begin() + static_cast<std::ptrdiff_t>(e) + 2,
+              all.begin() + static_cast<std::ptrdiff_t>(e) + 2 + all[e + 1], out.rows.begin() + next[k]);
+    next[k] += all[e + 1];
+  }
+  for (std::int64_t k = 0; k < ns; ++k) std::sort(out.rows.begin() + out.rows_ptr[k], out.rows.begin() + out.rows_ptr[k + 1]);
+  out.validate();
+  return out;
 }
 
 void check_share_of(const SupernodalStructure& sym, int px, int py, int x, int y, const std::string& who) {

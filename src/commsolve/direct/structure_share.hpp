@@ -15,6 +15,8 @@
 // same, in the same order).
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +48,12 @@ struct ShareGrid {
 // blocks above, `share` set. Throws std::invalid_argument for a grid or place out of range
 // or a `whole` that is itself a share.
 SupernodalStructure structure_share(const SupernodalStructure& whole, int px, int py, int x, int y);
+
+// Collective on comm (the ranks of the grid whose shares they hold, `share` this rank's):
+// the whole structure on every rank, each block sent by the rank (I mod px, 0) of the first
+// layer. For work that still reads every block (selected inversion): it holds the whole
+// while it runs.
+SupernodalStructure gather_structure(MPI_Comm comm, const SupernodalStructure& share);
 
 // Throws std::invalid_argument naming `who` unless `sym` is whole or the share of place
 // (x, y) on a px x py layer: a rank must read its own share.

@@ -83,6 +83,7 @@ class TriSolve {
   std::int64_t local_entries() const { return static_cast<std::int64_t>(store_.values.size()); }
   std::int64_t local_rows() const { return rhs_.dist.local_size(rank_); }
   const SolveLayout& layout() const { return *layout_; }
+  const std::shared_ptr<const SolveLayout>& layout_ptr() const { return layout_; }
   const SolveOptions& options() const { return opts_; }
   // This rank's factors and where they live, for work that reads them (selected inversion).
   const BlockStore& store() const { return store_; }
