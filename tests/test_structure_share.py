@@ -82,7 +82,7 @@ def test_what_needs_the_whole_structure_refuses_a_share():
     sym = symbolic(gallery.from_spec("poisson2d:12"))
     share = _core.structure_share(sym, 2, 2, 1, 0)
     for needs_whole in (lambda: share.nnz_L, lambda: pickle.dumps(share),
-                        lambda: make_layout(share, (2, 2, 1)),  # the forests: from the whole
+                        lambda: _core.factor_entries_per_rank(make_layout(share, (2, 2, 1))),  # every rank's blocks
                         lambda: _core.structure_share(share, 2, 2, 0, 0)):
         with pytest.raises(ValueError, match=r"whole supernodal structure, not rank \(1, 0\)'s share"):
             needs_whole()

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 
 #include "commsolve/comm/inner_comm.hpp"
@@ -312,18 +311,10 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
   const int rank = inner.rank(), z = grid.z_of(rank), ls = grid.layer_size();
   const ProcessGrid2D layer = grid.layer(z);
   const int q = rank - layer.base, x = q / grid.py, y = q % grid.py;
-  // The factorization reads this rank's share of the structure only (structure_share.hpp).
-  // Given the whole, it takes its share and hands the store back laid out by the whole's
-  // block ids (the same offsets), as the solve reads it.
-  const bool given_whole = !layout.sym().share;
+  // The layout may hold the whole structure or this rank's share (structure_share.hpp).
   check_share_of(layout.sym(), grid.px, grid.py, x, y, "3D factorization");
-  std::optional<SolveLayout> taken;
-  if (given_whole)
-    taken.emplace(std::make_shared<const SupernodalStructure>(structure_share(layout.sym(), grid.px, grid.py, x, y)),
-                  grid, forests.forest);
-  const SolveLayout& own = given_whole ? *taken : layout;
-  const SupernodalStructure& sym = own.sym();
-  const SupernodeBlocks& blocks = own.blocks();
+  const SupernodalStructure& sym = layout.sym();
+  const SupernodeBlocks& blocks = layout.blocks();
   auto seconds = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -401,14 +392,6 @@ Factor3DResult factor_3d(MPI_Comm parent_comm, const Topology& topo, const Solve
     }
   }
   res.numeric_seconds = seconds(t0);
-  if (given_whole) {
-    BlockStore whole = block_store_layout(layout.sym(), layout.blocks(), grid, forests, rank);
-    const LocalLayout2D &a = whole.layout, &b = res.store.layout;
-    require(a.total == b.total && a.diag_off == b.diag_off && a.l_panel == b.l_panel && a.u_off == b.u_off,
-            "3D factorization: the share's store is laid out unlike the whole structure's");
-    whole.values = std::move(res.store.values);
-    res.store = std::move(whole);
-  }
   for (int s = 0; s < factor_xy_steps; ++s) res.recorded.steps[factor_xy + s] = engine.recorded().steps[s];
   res.ok = exec.ok();
   res.error = exec.error();
