@@ -100,7 +100,7 @@ for form, options in (("unsymmetric", {}), ("symmetric", SYMMETRIC)):  # 128 col
                           "split_supernodes": lu.selinv.split_supernodes,
                           "err": float(np.abs(C.data - dense[C.row, C.col]).max() / np.abs(dense).max())}), flush=True)
 
-# The default (parallel) ordering: on a grid with several ranks each holds its share of the
+# The default (parallel) ordering: on a grid of px, py > 1 each rank holds its share of the
 # structure only, and selected inversion gathers the whole while it runs.
 A = sp.csr_matrix(gallery.from_spec("convdiff2d:14"))
 dense = np.linalg.inv(A.toarray()) if comm.rank == 0 else None

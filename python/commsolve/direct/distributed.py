@@ -123,9 +123,9 @@ class Analysis:
     shape : tuple of int
         The matrix shape.
     structure : SupernodalStructure
-        Its supernodal structure: where the analysis ran in parallel for a grid with several
-        ranks a layer, this rank's share of it (C++ ``direct/structure_share.hpp``; no rank
-        holds the whole).
+        Its supernodal structure: where the analysis ran in parallel for a grid of px x py
+        layers, px and py > 1, this rank's share of it (C++ ``direct/structure_share.hpp``;
+        no rank holds the whole).
     pivoting : StaticPivoting
         The static pivoting (scales, row permutation).
     row_order, col_order : ndarray of int32
@@ -341,9 +341,10 @@ def analyze(source, comm, request):
     symbolic_options["ordering"] = options["ordering"] = chosen_ordering(asked, comm.size, on_grids)
     if on_grids and symbolic_options["ordering"] in PARALLEL_ORDERINGS:
         leaves = "auto" if asked == "auto" else LEAVES[symbolic_options["ordering"]]
-        # each rank keeps its share of the structure where the grid is known and a layer has
-        # several ranks (the tuner of grid="auto" reads the whole)
-        share = None if request.grid is None or request.grid[0] * request.grid[1] == 1 else request.grid[:2]
+        # each rank keeps its share of the structure where the grid is known (the tuner of
+        # grid="auto" reads the whole) and a share is less than the whole (px, py > 1: on a
+        # 1 x P layer every rank reads every row)
+        share = request.grid[:2] if request.grid is not None and min(request.grid[:2]) > 1 else None
         return _analyze_in_parallel(source, comm, root, options, symbolic_options, leaves, share)
     t0 = time.perf_counter()
     A = source.to_global(root) if on_grids else source

@@ -190,7 +190,7 @@ class DistributedLU:
 
     structure = property(lambda self: self.analysis.structure,
                          doc="The supernodal structure of the matrix as factored (this rank's share of it where "
-                             "the analysis ran in parallel on a grid with several ranks a layer).")
+                             "the analysis ran in parallel on a grid of px x py layers, px and py > 1).")
     shape = property(lambda self: self.analysis.shape, doc="The matrix's shape.")
     pivoting = property(lambda self: self.analysis.pivoting, doc="The static pivoting (scales, row permutation).")
     row_order = property(lambda self: self.analysis.row_order, doc="The row of b that factor row k reads.")
