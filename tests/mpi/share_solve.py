@@ -39,13 +39,6 @@ topo = make_topology(comm, ppn=2 if comm.size % 2 == 0 else 1)
 algorithms = [a for a in direct.ALGORITHMS if (a == "2d") == (pz == 1)]
 
 
-def owners(D):
-    owner = np.empty(D.shape[0], dtype=np.int64)
-    for r in range(comm.size):
-        owner[D.row_dist.owned(r)] = r
-    return owner
-
-
 for spec in FAMILIES:
     D = cs.ParCSR.from_spec(spec, comm)
     G = gallery.from_spec(spec).tocsr()
@@ -59,7 +52,8 @@ for spec in FAMILIES:
     layout = make_layout(share, grid, forests)
     store, report = factor3d.factor_on_grids(D, serial.pivoting, serial.row_order, serial.col_order, layout, topo,
                                              anorm, 1e-14, False)
-    planned = factor3d.planned_factor_stats(G, owners(D), serial.pivoting, serial.row_order, serial.col_order,
+    owners = np.asarray(D.row_dist.owners_of(np.arange(G.shape[0], dtype=np.int64)), dtype=np.int64)
+    planned = factor3d.planned_factor_stats(G, owners, serial.pivoting, serial.row_order, serial.col_order,
                                             whole_layout, topo)
     here = factor3d.planned_factor_stats_here(comm, factor3d.local_entries(D, serial.pivoting, serial.row_order,
                                                                           serial.col_order), layout, topo)

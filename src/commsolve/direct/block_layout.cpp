@@ -10,9 +10,7 @@ namespace commsolve {
 
 SupernodeBlocks supernode_blocks(const SupernodalStructure& sym) {
   const std::size_t ns = sym.sn_start.size() - 1;
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
-  for (std::size_t s = 0; s < ns; ++s)
-    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(sym.sn_start);
   SupernodeBlocks b;
   b.col_ptr.push_back(0);
   for (std::size_t k = 0; k < ns; ++k) {

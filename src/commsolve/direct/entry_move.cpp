@@ -79,9 +79,7 @@ std::vector<int> entry_destinations(const SolveLayout& layout, const EntryTriple
   const SupernodalStructure& sym = layout.sym();
   const ProcessGrid3D& grid = layout.grid();
   const ForestPartition& forests = layout.forests();
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
-  for (std::int64_t k = 0; k < sym.nsuper(); ++k)
-    for (std::int64_t c = sym.sn_start[k]; c < sym.sn_start[k + 1]; ++c) sn_of[c] = static_cast<std::int32_t>(k);
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(sym.sn_start);
   std::vector<int> dest(static_cast<std::size_t>(entries.nnz));
   for (std::int64_t e = 0; e < entries.nnz; ++e) {
     const std::int32_t i = entries.rows[e], j = entries.cols[e];

@@ -203,9 +203,7 @@ std::int64_t StoreIndex::u_row_cols(const SupernodeBlocks& blocks, std::int64_t 
 
 void assemble_entries(const SupernodalStructure& sym, const SupernodeBlocks& blocks, const StoreIndex& index,
                       BlockStore& store, const EntryTriples& e) {
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
-  for (std::size_t s = 0; s + 1 < sym.sn_start.size(); ++s)
-    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(sym.sn_start);
   double* v = store.values.data();
   const LocalLayout2D& lay = store.layout;
   for (std::int64_t t = 0; t < e.nnz; ++t) {

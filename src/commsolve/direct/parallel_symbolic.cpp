@@ -138,20 +138,46 @@ Piece analyse(std::int64_t nv, std::vector<std::int32_t> pairs, const std::vecto
 }
 
 // The pieces, every one on every rank, as one structure in the final numbering.
-SupernodalStructure assemble(std::int64_t n, const std::vector<PackedPiece>& pieces, const SeparatorTree& ordering) {
-  std::vector<std::int32_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
-  for (const PackedPiece& piece : pieces)
-    for (std::int64_t c = 0; c < piece.nc; ++c) {
-      const std::int64_t k = piece.position[c];
-      if (column[k] != -1) throw std::logic_error("parallel symbolic: column " + std::to_string(k) + " placed twice");
-      column[k] = piece.column[c];
-      parent_id[k] = piece.parent[c];
-    }
-  std::vector<std::int32_t> final_of(static_cast<std::size_t>(n), -1);
-  for (std::int64_t k = 0; k < n; ++k) {
-    if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
-    final_of[column[k]] = static_cast<std::int32_t>(k);
+// Where the pieces put the columns: per final column the ordering index placed there and its
+// parent's (an ordering index, -1 at a root); per ordering index its final column.
+struct Placement {
+  std::vector<std::int32_t> column, parent_id, final_of;
+  explicit Placement(std::int64_t n)
+      : column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1) {}
+  void place(std::int64_t k, std::int32_t c, std::int32_t parent) {
+    if (column[k] != -1) throw std::logic_error("parallel symbolic: column " + std::to_string(k) + " placed twice");
+    column[k] = c;
+    parent_id[k] = parent;
   }
+  // Once every column is placed.
+  void close() {
+    final_of.assign(column.size(), -1);
+    for (std::size_t k = 0; k < column.size(); ++k) {
+      if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
+      final_of[column[k]] = static_cast<std::int32_t>(k);
+    }
+  }
+  // `out`'s elimination tree, postorder and permutation, and the ordering's tree attached.
+  void finish(SupernodalStructure& out, const SeparatorTree& ordering) const {
+    const std::size_t n = column.size();
+    out.parent.resize(n);
+    out.post.resize(n);
+    out.perm.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      out.parent[k] = parent_id[k] < 0 ? -1 : final_of[parent_id[k]];
+      out.post[k] = column[k];
+      out.perm[k] = ordering.perm[column[k]];
+    }
+    attach_tree(out, ordering);
+  }
+};
+
+SupernodalStructure assemble(std::int64_t n, const std::vector<PackedPiece>& pieces, const SeparatorTree& ordering) {
+  Placement placed(n);
+  for (const PackedPiece& piece : pieces)
+    for (std::int64_t c = 0; c < piece.nc; ++c) placed.place(piece.position[c], piece.column[c], piece.parent[c]);
+  placed.close();
+  const std::vector<std::int32_t>& final_of = placed.final_of;
   struct Ref {
     std::int64_t start;
     std::size_t piece, s;
@@ -175,15 +201,7 @@ SupernodalStructure assemble(std::int64_t n, const std::vector<PackedPiece>& pie
     std::sort(out.rows.begin() + static_cast<std::ptrdiff_t>(first), out.rows.end());
     out.rows_ptr.push_back(static_cast<std::int64_t>(out.rows.size()));
   }
-  out.parent.resize(static_cast<std::size_t>(n));
-  out.post.resize(static_cast<std::size_t>(n));
-  out.perm.resize(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < n; ++k) {
-    out.parent[k] = parent_id[k] < 0 ? -1 : final_of[parent_id[k]];
-    out.post[k] = column[k];
-    out.perm[k] = ordering.perm[column[k]];
-  }
-  attach_tree(out, ordering);
+  placed.finish(out, ordering);
   out.validate();
   return out;
 }
@@ -212,18 +230,10 @@ SupernodalStructure assemble_share(MPI_Comm comm, std::int64_t n, const std::vec
   }
   const std::vector<std::int32_t> all_cols = all_gather(comm, cols);
   std::vector<std::int32_t>().swap(cols);
-  std::vector<std::int32_t> column(static_cast<std::size_t>(n), -1), parent_id(static_cast<std::size_t>(n), -1);
-  for (std::size_t e = 0; e < all_cols.size(); e += 3) {
-    if (column[all_cols[e]] != -1)
-      throw std::logic_error("parallel symbolic: column " + std::to_string(all_cols[e]) + " placed twice");
-    column[all_cols[e]] = all_cols[e + 1];
-    parent_id[all_cols[e]] = all_cols[e + 2];
-  }
-  std::vector<std::int32_t> final_of(static_cast<std::size_t>(n), -1);
-  for (std::int64_t k = 0; k < n; ++k) {
-    if (column[k] < 0) throw std::logic_error("parallel symbolic: no range placed column " + std::to_string(k));
-    final_of[column[k]] = static_cast<std::int32_t>(k);
-  }
+  Placement placed(n);
+  for (std::size_t e = 0; e < all_cols.size(); e += 3) placed.place(all_cols[e], all_cols[e + 1], all_cols[e + 2]);
+  placed.close();
+  const std::vector<std::int32_t>& final_of = placed.final_of;
   // Each own supernode's rows in the final numbering, ascending; its first row told to all.
   std::vector<std::vector<std::int32_t>> own_rows;
   std::size_t at = 0;
@@ -256,9 +266,7 @@ SupernodalStructure assemble_share(MPI_Comm comm, std::int64_t n, const std::vec
     out.sn_start.push_back(all_sns[4 * k] + all_sns[4 * k + 1]);
     sh->below.push_back(all_sns[4 * k + 2]);
   }
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < ns; ++k)
-    std::fill(sn_of.begin() + out.sn_start[k], sn_of.begin() + out.sn_start[k + 1], static_cast<std::int32_t>(k));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(out.sn_start);
   sh->sn_parent.assign(static_cast<std::size_t>(ns), -1);
   for (std::int64_t j = 0; j < ns; ++j) {
     const std::int32_t first = all_sns[4 * by_start[j] + 3];
@@ -365,15 +373,7 @@ SupernodalStructure assemble_share(MPI_Comm comm, std::int64_t n, const std::vec
     sh->rows_ptr.push_back(static_cast<std::int64_t>(sh->rows.size()));
     sh->cols_ptr.push_back(static_cast<std::int64_t>(sh->cols.size()));
   }
-  out.parent.resize(static_cast<std::size_t>(n));
-  out.post.resize(static_cast<std::size_t>(n));
-  out.perm.resize(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < n; ++k) {
-    out.parent[k] = parent_id[k] < 0 ? -1 : final_of[parent_id[k]];
-    out.post[k] = column[k];
-    out.perm[k] = ordering.perm[column[k]];
-  }
-  attach_tree(out, ordering);
+  placed.finish(out, ordering);
   out.share = std::move(sh);
   out.validate();
   return out;

@@ -52,8 +52,8 @@ struct ParallelSymbolicTimes {
 // pattern), is a std::invalid_argument on every rank, naming it where it was found.
 // With `share_grid` (px, py > 0, dividing the ranks into layers of px x py), each rank
 // returns its own share of that structure instead (structure_share(whole, px, py, x, y) for
-// rank z px py + x py + y), and no rank holds the whole: step 4 sends each rank of each
-// layer the blocks of its process row and column.
+// rank z px py + x py + y): step 4 sends each rank of each layer the blocks of its process
+// row and column (on a 2 x 2 layer ranks (0, 1) and (1, 0) still receive every block).
 SupernodalStructure parallel_symbolic(MPI_Comm comm, std::int64_t n, std::int64_t local_rows,
                                       const std::int64_t* indptr, const std::int32_t* indices, const double* values,
                                       const std::int64_t* row_index, const SeparatorTree& ordering,

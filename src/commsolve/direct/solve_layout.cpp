@@ -102,6 +102,7 @@ std::vector<CommStats> solve_stats_virtual(const SolveLayout& layout, const Solv
                                            int nrhs, const RhsMap* rhs) {
   layout.check(opts);
   const SupernodalStructure& sym = layout.sym();
+  sym.require_whole("every rank's solve statistics");
   const ProcessGrid3D& grid = layout.grid();
   const ForestPartition& forests = layout.forests();
   require(topo.size() == grid.size(), "solve statistics: topology of " + std::to_string(topo.size()) +

@@ -9,6 +9,22 @@
 
 namespace commsolve {
 
+namespace {
+
+// `s`'s O(n) arrays and separator tree, no rows (and no share).
+SupernodalStructure without_rows(const SupernodalStructure& s) {
+  SupernodalStructure out;
+  out.n = s.n;
+  out.parent = s.parent;
+  out.sn_start = s.sn_start;
+  out.post = s.post;
+  out.perm = s.perm;
+  out.tree = s.tree;
+  return out;
+}
+
+}  // namespace
+
 SupernodalStructure structure_share(const SupernodalStructure& whole, int px, int py, int x, int y) {
   whole.require_whole("structure_share");
   require(px >= 1 && py >= 1 && x >= 0 && x < px && y >= 0 && y < py,
@@ -17,9 +33,7 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
                    std::to_string(px) + " x " + std::to_string(py) + " grid";
           });
   const std::int64_t ns = whole.nsuper();
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(whole.n));
-  for (std::int64_t s = 0; s < ns; ++s)
-    std::fill(sn_of.begin() + whole.sn_start[s], sn_of.begin() + whole.sn_start[s + 1], static_cast<std::int32_t>(s));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(whole.sn_start);
   auto sh = std::make_shared<StructureShare>();
   sh->px = px;
   sh->py = py;
@@ -30,13 +44,7 @@ SupernodalStructure structure_share(const SupernodalStructure& whole, int px, in
   for (std::int64_t k = 0; k < ns; ++k) sh->below[k] = whole.rows_ptr[k + 1] - whole.rows_ptr[k];
   sh->rows_ptr.assign(1, 0);
   sh->cols_ptr.assign(1, 0);
-  SupernodalStructure s;
-  s.n = whole.n;
-  s.parent = whole.parent;
-  s.sn_start = whole.sn_start;
-  s.post = whole.post;
-  s.perm = whole.perm;
-  s.tree = whole.tree;
+  SupernodalStructure s = without_rows(whole);
   s.rows_ptr.assign(1, 0);
   std::vector<char> on_row(static_cast<std::size_t>(px)), on_col(static_cast<std::size_t>(py));
   std::vector<std::int32_t> xs, ys;
@@ -77,9 +85,7 @@ SupernodalStructure gather_structure(MPI_Comm comm, const SupernodalStructure& s
   int rank = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   const std::int64_t ns = share.nsuper();
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(share.n));
-  for (std::int64_t k = 0; k < ns; ++k)
-    std::fill(sn_of.begin() + share.sn_start[k], sn_of.begin() + share.sn_start[k + 1], static_cast<std::int32_t>(k));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(share.sn_start);
   std::vector<std::int32_t> mine;  // [K, count, rows...] of the blocks of this process row, from (x, 0) of layer 0
   if (rank < h.px * h.py && h.y == 0)
     for (std::int64_t k = 0; k < ns; ++k) {
@@ -100,13 +106,7 @@ SupernodalStructure gather_structure(MPI_Comm comm, const SupernodalStructure& s
     });
     count[k + 1] += count[k];
   }
-  SupernodalStructure out;
-  out.n = share.n;
-  out.parent = share.parent;
-  out.sn_start = share.sn_start;
-  out.post = share.post;
-  out.perm = share.perm;
-  out.tree = share.tree;
+  SupernodalStructure out = without_rows(share);
   out.rows_ptr = count;
   out.rows.resize(static_cast<std::size_t>(count[ns]));
   std::vector<std::int64_t> next(count.begin(), count.end() - 1);

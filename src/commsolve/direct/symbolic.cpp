@@ -167,12 +167,17 @@ std::vector<std::int32_t> postorder(const std::vector<int>& parent, const std::v
 
 }  // namespace
 
+std::vector<std::int32_t> supernode_of_columns(const std::vector<std::int64_t>& sn_start) {
+  std::vector<std::int32_t> sn_of(sn_start.empty() ? 0 : static_cast<std::size_t>(sn_start.back()));
+  for (std::size_t s = 0; s + 1 < sn_start.size(); ++s)
+    std::fill(sn_of.begin() + sn_start[s], sn_of.begin() + sn_start[s + 1], static_cast<std::int32_t>(s));
+  return sn_of;
+}
+
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym) {
   if (sym.share) return sym.share->sn_parent;
   const std::size_t ns = sym.sn_start.size() - 1;
-  std::vector<std::int32_t> sn_of(static_cast<std::size_t>(sym.n));
-  for (std::size_t s = 0; s < ns; ++s)
-    std::fill(sn_of.begin() + sym.sn_start[s], sn_of.begin() + sym.sn_start[s + 1], static_cast<std::int32_t>(s));
+  const std::vector<std::int32_t> sn_of = supernode_of_columns(sym.sn_start);
   std::vector<std::int32_t> parent(ns, -1);
   for (std::size_t s = 0; s < ns; ++s)
     if (sym.rows_ptr[s + 1] > sym.rows_ptr[s]) parent[s] = sn_of[sym.rows[sym.rows_ptr[s]]];

@@ -85,6 +85,9 @@ std::vector<std::int64_t> node_starts(const SeparatorTree& tree);
 // [sn_first, sn_last) found from its columns.
 void attach_tree(SupernodalStructure& s, SeparatorTree tree);
 
+// The supernode of every column: s for the columns [sn_start[s], sn_start[s + 1]).
+std::vector<std::int32_t> supernode_of_columns(const std::vector<std::int64_t>& sn_start);
+
 // Supernode s's parent: the supernode of the first row below its diagonal block (-1: root;
 // a share keeps the whole structure's).
 std::vector<std::int32_t> supernodal_etree(const SupernodalStructure& sym);
